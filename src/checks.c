@@ -1,0 +1,241 @@
+/*-------------------------------------------------------------------------
+ *
+ * checks.c
+ *		Validation of names, capacity maps and configuration values.
+ *
+ * The SQL-callable checks are used by CHECK constraints: each returns true
+ * or raises check_violation with a message that names the object and the
+ * offending value, which a bare CHECK constraint could not do.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+#include "utils/timestamp.h"
+
+#include "quota_sched.h"
+
+PG_FUNCTION_INFO_V1(qs_check_name);
+PG_FUNCTION_INFO_V1(qs_check_capacity_map);
+PG_FUNCTION_INFO_V1(qs_check_state);
+PG_FUNCTION_INFO_V1(qs_check_strategy);
+PG_FUNCTION_INFO_V1(qs_check_runnable_timeout);
+
+#define QS_MAX_NAME_LEN 128
+
+/*
+ * QsValidName tells whether a name of an environment, queue, share or job
+ * has 1 to 128 characters of [A-Za-z0-9_-].
+ */
+bool
+QsValidName(const char *name, int len)
+{
+	if (len < 1 || len > QS_MAX_NAME_LEN)
+		return false;
+	for (int i = 0; i < len; i++)
+	{
+		char		c = name[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * QsValidUnitName tells whether a capacity unit has 1 to 128 characters of
+ * [A-Za-z0-9._-] (instance types such as ml.g5.xlarge).
+ */
+bool
+QsValidUnitName(const char *name, int len)
+{
+	if (len < 1 || len > QS_MAX_NAME_LEN)
+		return false;
+	for (int i = 0; i < len; i++)
+	{
+		if (name[i] != '.' && !QsValidName(name + i, 1))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * QsCheckName raises check_violation unless value is a valid name.
+ */
+void
+QsCheckName(text *value, const char *what)
+{
+	if (!QsValidName(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value)))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid %s name \"%s\"", what, text_to_cstring(value)),
+				 errdetail("Names are 1 to 128 characters of A-Z, a-z, 0-9, \"_\" and \"-\".")));
+}
+
+/*
+ * qs_check_name(value text, what text) is the CHECK of a name column.
+ */
+Datum
+qs_check_name(PG_FUNCTION_ARGS)
+{
+	QsCheckName(PG_GETARG_TEXT_PP(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * CapacityFromNumeric returns a JSON number as a capacity, or -1 when it is
+ * not an integer from 0 to PG_INT32_MAX.  numeric_out never uses exponents,
+ * so the text has only digits, a sign and a point.
+ */
+static int64
+CapacityFromNumeric(Numeric num)
+{
+	char	   *s = DatumGetCString(DirectFunctionCall1(numeric_out,
+														NumericGetDatum(num)));
+	int64		v = 0;
+	char	   *p = s;
+
+	if (*p == '-' || *p == '\0' || numeric_is_nan(num) || numeric_is_inf(num))
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++)
+	{
+		v = v * 10 + (*p - '0');
+		if (v > PG_INT32_MAX)
+			return -1;
+	}
+	if (*p == '.')
+		for (p++; *p == '0'; p++)
+			;
+	return *p == '\0' ? v : -1;
+}
+
+/*
+ * qs_check_capacity_map(value jsonb, what text) is the CHECK of a capacity
+ * map: an object from unit name to an integral number in 0..2147483647.
+ */
+Datum
+qs_check_capacity_map(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *map = PG_GETARG_JSONB_P(0);
+	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *unit = NULL;
+
+	if (!JB_ROOT_IS_OBJECT(map) || JB_ROOT_IS_SCALAR(map))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid capacity map of %s: %s is not a JSON object",
+						what, JsonbToCString(NULL, &map->root, VARSIZE(map))),
+				 errdetail("A capacity map maps capacity units to instance counts, such as {\"ml.g5.xlarge\": 3}.")));
+
+	it = JsonbIteratorInit(&map->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			unit = pnstrdup(v.val.string.val, v.val.string.len);
+			if (!QsValidUnitName(v.val.string.val, v.val.string.len))
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("invalid capacity unit \"%s\" in the capacity map of %s",
+								unit, what),
+						 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
+		}
+		else if (tok == WJB_VALUE)
+		{
+			if (v.type != jbvNumeric || CapacityFromNumeric(v.val.numeric) < 0)
+			{
+				JsonbValue *copy = palloc(sizeof(JsonbValue));
+				Jsonb	   *jb;
+
+				*copy = v;
+				jb = JsonbValueToJsonb(copy);
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
+								JsonbToCString(NULL, &jb->root, VARSIZE(jb)), unit, what),
+						 errdetail("A capacity is an integral JSON number from 0 to 2147483647.")));
+			}
+		}
+	}
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * qs_check_state(value text, what text) is the CHECK of a state column of
+ * the configuration: ENABLED or DISABLED.
+ */
+Datum
+qs_check_state(PG_FUNCTION_ARGS)
+{
+	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (strcmp(state, "ENABLED") != 0 && strcmp(state, "DISABLED") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid state \"%s\" of %s", state,
+						text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errdetail("The state is ENABLED or DISABLED.")));
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * qs_check_strategy(strategy text, borrow_limit int, what text) is the CHECK
+ * of a share's strategy and borrow_limit: only LEND_AND_BORROW may set a
+ * borrow_limit other than -1, and none is below -1.
+ */
+Datum
+qs_check_strategy(PG_FUNCTION_ARGS)
+{
+	char	   *strategy = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		borrow_limit = PG_GETARG_INT32(1);
+	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	bool		borrows = strcmp(strategy, "LEND_AND_BORROW") == 0;
+
+	if (!borrows && strcmp(strategy, "RESERVE") != 0 && strcmp(strategy, "LEND") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid strategy \"%s\" of %s", strategy, what),
+				 errdetail("The strategy is RESERVE, LEND or LEND_AND_BORROW.")));
+	if (borrow_limit < -1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid borrow_limit %d of %s", borrow_limit, what),
+				 errdetail("borrow_limit is a percentage from 0 up, or -1 for unlimited.")));
+	if (!borrows && borrow_limit != -1)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("borrow_limit %d of %s needs strategy LEND_AND_BORROW, not %s",
+						borrow_limit, what, strategy),
+				 errdetail("Only a LEND_AND_BORROW share borrows; leave borrow_limit at -1.")));
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * qs_check_runnable_timeout(value interval, what text) is the CHECK of a
+ * queue's runnable_timeout: positive when set.
+ */
+Datum
+qs_check_runnable_timeout(PG_FUNCTION_ARGS)
+{
+	Interval   *iv = PG_GETARG_INTERVAL_P(0);
+	Interval	zero = {0};
+
+	if (DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(iv),
+										 IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid runnable_timeout %s of %s",
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(iv))),
+						text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errdetail("runnable_timeout is a positive interval, or null for none.")));
+	PG_RETURN_BOOL(true);
+}

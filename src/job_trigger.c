@@ -1,0 +1,646 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_trigger.c
+ *		The triggers of quota_sched.job: validation and defaults on INSERT,
+ *		the guard against user changes other than priority on UPDATE, and
+ *		the one place that appends job_event on every change of state.
+ *
+ * System columns have no defaults in the table, so a value the submitter
+ * gives is visible here and refused.  Changes by the extension's own code
+ * are marked by QsWrite.system_write, which only C code can set.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "quota_sched.h"
+#include "job_columns.h"
+
+PG_FUNCTION_INFO_V1(qs_job_before_insert);
+PG_FUNCTION_INFO_V1(qs_job_before_update);
+PG_FUNCTION_INFO_V1(qs_job_history);
+
+#define QS_MAX_PRIORITY 9999
+#define QS_MAX_ATTEMPTS 10
+#define QS_MAX_TOKEN_LEN 255
+
+/* A job row split into its columns. */
+typedef struct JobRow
+{
+	Datum		values[JC_COUNT];
+	bool		nulls[JC_COUNT];
+} JobRow;
+
+/* The configuration a submission is checked against. */
+typedef struct SubmitTarget
+{
+	bool		queue_enabled;
+	bool		share_found;
+	bool		share_enabled;
+	char	   *submit_role;	/* NULL: anyone with the user role */
+	Jsonb	   *env_limits;
+} SubmitTarget;
+
+static SPIPlanPtr target_plan = NULL;
+static SPIPlanPtr event_plan = NULL;
+
+/*
+ * ReadJobRow splits a tuple of quota_sched.job into JobRow order.
+ */
+static void
+ReadJobRow(HeapTuple tuple, TupleDesc desc, JobRow *row)
+{
+	for (int c = 0; c < JC_COUNT; c++)
+		row->values[c] = heap_getattr(tuple, JobAttnum(desc, c), desc,
+									  &row->nulls[c]);
+}
+
+/*
+ * CheckSubmitterTrigger checks that a trigger function fires as declared.
+ */
+static TriggerData *
+CheckJobTrigger(FunctionCallInfo fcinfo, const char *fn, bool before)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		TRIGGER_FIRED_BEFORE(td->tg_event) != before)
+		elog(ERROR, "%s: must be fired as a row trigger on quota_sched.job", fn);
+	return td;
+}
+
+static void
+CheckIntRange(const char *column, int64 value, int64 lo, int64 hi)
+{
+	if (value < lo || value > hi)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid %s " INT64_FORMAT " of a job", column, value),
+				 hi == PG_INT32_MAX ?
+				 errdetail("%s is at least " INT64_FORMAT ".", column, lo) :
+				 errdetail("%s is from " INT64_FORMAT " to " INT64_FORMAT ".",
+						   column, lo, hi)));
+}
+
+static void
+RequireColumn(JobRow *row, JobColumn c)
+{
+	if (row->nulls[c])
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a job needs a %s", JobColumnNames[c])));
+}
+
+/*
+ * JsonbField returns the value under key of a jsonb object container, or
+ * NULL when the container is not an object or has no such key.
+ */
+static JsonbValue *
+JsonbField(JsonbContainer *container, const char *key)
+{
+	JsonbValue	k;
+
+	if (!JsonContainerIsObject(container))
+		return NULL;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	return findJsonbValueFromContainer(container, JB_FOBJECT, &k);
+}
+
+/*
+ * ApplyResourceConfig fills capacity_unit and instance_count that the
+ * submitter left out from payload->'ResourceConfig' (InstanceType and
+ * InstanceCount, as in a SageMaker CreateTrainingJob request); an explicit
+ * column wins, and instance_count is 1 when neither gives it.
+ */
+static void
+ApplyResourceConfig(JobRow *row)
+{
+	JsonbValue *rc = NULL;
+	JsonbValue *v;
+
+	if (!row->nulls[JC_PAYLOAD])
+		rc = JsonbField(&DatumGetJsonbP(row->values[JC_PAYLOAD])->root,
+						"ResourceConfig");
+	if (rc != NULL && rc->type != jbvBinary)
+		rc = NULL;
+
+	if (row->nulls[JC_CAPACITY_UNIT] && rc != NULL &&
+		(v = JsonbField(rc->val.binary.data, "InstanceType")) != NULL)
+	{
+		if (v->type != jbvString)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("payload ResourceConfig.InstanceType of a job is not a string")));
+		row->values[JC_CAPACITY_UNIT] =
+			PointerGetDatum(cstring_to_text_with_len(v->val.string.val,
+													 v->val.string.len));
+		row->nulls[JC_CAPACITY_UNIT] = false;
+	}
+
+	if (row->nulls[JC_INSTANCE_COUNT])
+	{
+		int64		count = 1;
+
+		if (rc != NULL &&
+			(v = JsonbField(rc->val.binary.data, "InstanceCount")) != NULL)
+		{
+			Numeric		n;
+
+			if (v->type != jbvNumeric)
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("payload ResourceConfig.InstanceCount of a job is not a number")));
+			n = v->val.numeric;
+			if (!DatumGetBool(DirectFunctionCall2(numeric_eq, NumericGetDatum(n),
+												  DirectFunctionCall2(numeric_trunc,
+																	  NumericGetDatum(n),
+																	  Int32GetDatum(0)))))
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("payload ResourceConfig.InstanceCount %s of a job is not an integer",
+								DatumGetCString(DirectFunctionCall1(numeric_out,
+																	NumericGetDatum(n))))));
+			if (DatumGetBool(DirectFunctionCall2(numeric_gt, NumericGetDatum(n),
+												 DirectFunctionCall1(int4_numeric,
+																	 Int32GetDatum(PG_INT32_MAX)))))
+				count = (int64) PG_INT32_MAX + 1;
+			else if (DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(n),
+													  DirectFunctionCall1(int4_numeric,
+																		  Int32GetDatum(0)))))
+				count = -1;
+			else
+				count = DatumGetInt32(DirectFunctionCall1(numeric_int4,
+														  NumericGetDatum(n)));
+			CheckIntRange("instance_count", count, 1, PG_INT32_MAX);
+		}
+		row->values[JC_INSTANCE_COUNT] = Int32GetDatum((int32) count);
+		row->nulls[JC_INSTANCE_COUNT] = false;
+	}
+}
+
+/*
+ * CheckPayloadSize refuses a payload longer than 1 MiB as text.  The text of
+ * a jsonb is at most a small multiple of its binary size, so only payloads
+ * whose binary size could reach the limit are printed to be measured.
+ */
+static void
+CheckPayloadSize(JobRow *row)
+{
+	Size		raw;
+	Jsonb	   *payload;
+	char	   *text;
+
+	if (row->nulls[JC_PAYLOAD])
+		return;
+	raw = toast_raw_datum_size(row->values[JC_PAYLOAD]);
+	if (raw * 8 <= QS_MAX_PAYLOAD_BYTES)
+		return;
+	payload = DatumGetJsonbP(row->values[JC_PAYLOAD]);
+	text = JsonbToCString(NULL, &payload->root, VARSIZE(payload));
+	if (strlen(text) > QS_MAX_PAYLOAD_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("payload of job is %zu bytes as text, more than the limit of %d",
+						strlen(text), QS_MAX_PAYLOAD_BYTES),
+				 errhint("Keep large inputs elsewhere and pass a reference in the payload.")));
+	pfree(text);
+}
+
+/*
+ * CheckSubmitterValues checks every value a submitter may set, except those
+ * that need the configuration (CheckSubmitTarget).
+ */
+static void
+CheckSubmitterValues(JobRow *row)
+{
+	text	   *unit;
+
+	RequireColumn(row, JC_NAME);
+	QsCheckName(DatumGetTextPP(row->values[JC_NAME]), "job");
+	RequireColumn(row, JC_JOB_QUEUE);
+	RequireColumn(row, JC_QUOTA_SHARE);
+	CheckIntRange("priority", DatumGetInt32(row->values[JC_PRIORITY]), 0, QS_MAX_PRIORITY);
+	CheckIntRange("max_attempts", DatumGetInt32(row->values[JC_MAX_ATTEMPTS]), 1, QS_MAX_ATTEMPTS);
+	if (!row->nulls[JC_PREEMPTION_RETRIES])
+		CheckIntRange("preemption_retries", DatumGetInt32(row->values[JC_PREEMPTION_RETRIES]),
+					  0, PG_INT32_MAX);
+	if (!row->nulls[JC_TIMEOUT])
+	{
+		Interval	zero = {0};
+
+		if (DatumGetBool(DirectFunctionCall2(interval_le, row->values[JC_TIMEOUT],
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("invalid timeout %s of a job",
+							DatumGetCString(DirectFunctionCall1(interval_out,
+																row->values[JC_TIMEOUT]))),
+					 errdetail("timeout is a positive interval, or null for none.")));
+	}
+	if (!row->nulls[JC_CLIENT_TOKEN])
+	{
+		int			len = VARSIZE_ANY_EXHDR(DatumGetTextPP(row->values[JC_CLIENT_TOKEN]));
+
+		if (len < 1 || len > QS_MAX_TOKEN_LEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("invalid client_token of %d characters", len),
+					 errdetail("client_token has 1 to %d characters.", QS_MAX_TOKEN_LEN)));
+	}
+	if (!row->nulls[JC_TAGS] &&
+		!JB_ROOT_IS_OBJECT(DatumGetJsonbP(row->values[JC_TAGS])))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("tags of a job must be a JSON object, not %s",
+						JsonbToCString(NULL, &DatumGetJsonbP(row->values[JC_TAGS])->root, 0))));
+
+	CheckPayloadSize(row);
+	ApplyResourceConfig(row);
+
+	if (row->nulls[JC_CAPACITY_UNIT])
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a job needs a capacity_unit"),
+				 errhint("Set capacity_unit, or InstanceType in payload->'ResourceConfig'.")));
+	unit = DatumGetTextPP(row->values[JC_CAPACITY_UNIT]);
+	if (!QsValidUnitName(VARDATA_ANY(unit), VARSIZE_ANY_EXHDR(unit)))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid capacity unit \"%s\" of a job", text_to_cstring(unit)),
+				 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
+	CheckIntRange("instance_count", DatumGetInt32(row->values[JC_INSTANCE_COUNT]), 1, PG_INT32_MAX);
+}
+
+/*
+ * LoadSubmitTarget reads the queue, share and environment a job is submitted
+ * to, into memory of context outer.  Returns false when the queue does not
+ * exist.  The caller has connected to SPI.
+ */
+static bool
+LoadSubmitTarget(Datum job_queue, Datum quota_share, SubmitTarget *target,
+				 MemoryContext outer)
+{
+	Datum		args[2] = {job_queue, quota_share};
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	MemoryContext oldcxt;
+
+	if (target_plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare("SELECT q.state = 'ENABLED', s.name IS NOT NULL,"
+						   "       s.state = 'ENABLED', s.submit_role, e.capacity_limits"
+						   "  FROM quota_sched.job_queue q"
+						   "  JOIN quota_sched.service_environment e"
+						   "    ON e.name = q.service_environment"
+						   "  LEFT JOIN quota_sched.quota_share s"
+						   "    ON s.job_queue = q.name AND s.name = $2"
+						   " WHERE q.name = $1", 2, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the submit check: %s",
+				 SPI_result_code_string(SPI_result));
+		target_plan = plan;
+	}
+	if (SPI_execute_plan(target_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the configuration of a job queue");
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+
+	oldcxt = MemoryContextSwitchTo(outer);
+	target->queue_enabled = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
+	target->share_found = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	target->share_enabled = target->share_found &&
+		DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	target->submit_role = SPI_getvalue(tup, desc, 4);
+	target->env_limits = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 5, &isnull));
+	MemoryContextSwitchTo(oldcxt);
+	return true;
+}
+
+/*
+ * ShareOwningQueue names, in memory of context outer, a queue that has a
+ * share of this name (NULL when there is none), for the message about a
+ * share of another queue.  The caller has connected to SPI.
+ */
+static char *
+ShareOwningQueue(Datum quota_share, MemoryContext outer)
+{
+	Oid			type = TEXTOID;
+	MemoryContext oldcxt;
+	char	   *queue = NULL;
+
+	if (SPI_execute_with_args("SELECT job_queue FROM quota_sched.quota_share"
+							  " WHERE name = $1 ORDER BY job_queue LIMIT 1",
+							  1, &type, &quota_share, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a quota share");
+	oldcxt = MemoryContextSwitchTo(outer);
+	if (SPI_processed > 0)
+		queue = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	MemoryContextSwitchTo(oldcxt);
+	return queue;
+}
+
+/*
+ * MaySubmitAs tells whether a role may submit to a share restricted to
+ * submit_role: members of it may, and so may admins and superusers.
+ */
+static bool
+MaySubmitAs(Oid caller, const char *submit_role)
+{
+	Oid			role;
+
+	if (submit_role == NULL || superuser_arg(caller))
+		return true;
+	role = get_role_oid("quota_sched_admin", true);
+	if (OidIsValid(role) && has_privs_of_role(caller, role))
+		return true;
+	role = get_role_oid(submit_role, true);
+	return OidIsValid(role) && has_privs_of_role(caller, role);
+}
+
+/*
+ * CheckSubmitTarget checks the queue, the share, the caller's right to
+ * submit to it, and the capacity unit against the environment.  The
+ * configuration is read as the owner of the job table, so a submitter needs
+ * no access of its own to it; errors are raised after switching back.
+ */
+static void
+CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
+{
+	char	   *queue = TextDatumGetCString(row->values[JC_JOB_QUEUE]);
+	char	   *share = TextDatumGetCString(row->values[JC_QUOTA_SHARE]);
+	text	   *unit = DatumGetTextPP(row->values[JC_CAPACITY_UNIT]);
+	MemoryContext outer = CurrentMemoryContext;
+	SubmitTarget target;
+	Oid			save_user;
+	int			save_sec;
+	bool		found;
+	char	   *other_queue = NULL;
+
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	found = LoadSubmitTarget(row->values[JC_JOB_QUEUE], row->values[JC_QUOTA_SHARE],
+							 &target, outer);
+	if (found && !target.share_found)
+		other_queue = ShareOwningQueue(row->values[JC_QUOTA_SHARE], outer);
+	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
+
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("job queue \"%s\" does not exist", queue)));
+	if (!target.share_found && other_queue != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("quota share \"%s\" belongs to job queue \"%s\", not \"%s\"",
+						share, other_queue, queue)));
+	if (!target.share_found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("quota share \"%s\" does not exist in job queue \"%s\"",
+						share, queue)));
+	if (!target.queue_enabled)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job queue \"%s\" is disabled and accepts no new jobs", queue)));
+	if (!target.share_enabled)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("quota share \"%s\" of job queue \"%s\" is disabled and accepts no new jobs",
+						share, queue)));
+	if (!MaySubmitAs(caller, target.submit_role))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" may not submit to quota share \"%s\" of job queue \"%s\"",
+						GetUserNameFromId(caller, false), share, queue),
+				 errdetail("Only members of role \"%s\" may submit to it.",
+						   target.submit_role)));
+	{
+		char	   *u = text_to_cstring(unit);
+
+		if (JsonbField(&target.env_limits->root, u) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("capacity unit \"%s\" is not in the service environment of job queue \"%s\"",
+							u, queue)));
+	}
+}
+
+/*
+ * CheckNoSystemColumns refuses a submission that sets a column the system
+ * keeps.  Those columns have no defaults, so any value came from the caller.
+ */
+static void
+CheckNoSystemColumns(JobRow *row)
+{
+	for (int c = 0; c < JC_COUNT; c++)
+		if (JobColumnIsSystem(c) && !row->nulls[c])
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("column \"%s\" of a job is set by quota_sched, not by the submitter",
+							JobColumnNames[c]),
+					 errhint("Leave \"%s\" out of the INSERT.", JobColumnNames[c])));
+}
+
+/*
+ * FillSystemColumns sets the columns the system keeps for a new job: a new
+ * id, the submitting role as owner, RUNNABLE, zero counters and the
+ * transaction's time as submitted_at and queue position.
+ */
+static void
+FillSystemColumns(JobRow *row, Oid caller)
+{
+	static Oid	seq_oid = InvalidOid;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	Name		owner = palloc0(NAMEDATALEN);
+
+	if (!OidIsValid(seq_oid) || get_rel_name(seq_oid) == NULL)
+		seq_oid = get_relname_relid("job_id_seq", get_namespace_oid(QS_SCHEMA, false));
+	namestrcpy(owner, GetUserNameFromId(caller, false));
+
+	row->values[JC_ID] = Int64GetDatum(nextval_internal(seq_oid, false));
+	row->values[JC_OWNER] = NameGetDatum(owner);
+	row->values[JC_STATE] = CStringGetTextDatum("RUNNABLE");
+	row->values[JC_FAILED_ATTEMPTS] = Int32GetDatum(0);
+	row->values[JC_PREEMPTION_COUNT] = Int32GetDatum(0);
+	row->values[JC_SUBMITTED_AT] = TimestampTzGetDatum(now);
+	row->values[JC_QUEUED_AT] = TimestampTzGetDatum(now);
+	row->nulls[JC_ID] = row->nulls[JC_OWNER] = row->nulls[JC_STATE] = false;
+	row->nulls[JC_FAILED_ATTEMPTS] = row->nulls[JC_PREEMPTION_COUNT] = false;
+	row->nulls[JC_SUBMITTED_AT] = row->nulls[JC_QUEUED_AT] = false;
+}
+
+/*
+ * BuildJobTuple forms the tuple of a job from a JobRow.
+ */
+static HeapTuple
+BuildJobTuple(HeapTuple old, TupleDesc desc, JobRow *row)
+{
+	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
+	bool	   *replace = palloc0(desc->natts * sizeof(bool));
+
+	for (int c = 0; c < JC_COUNT; c++)
+	{
+		int			i = JobAttnum(desc, c) - 1;
+
+		values[i] = row->values[c];
+		nulls[i] = row->nulls[c];
+		replace[i] = true;
+	}
+	return heap_modify_tuple(old, desc, values, nulls, replace);
+}
+
+/*
+ * qs_job_before_insert validates a submission and fills the system columns
+ * (BEFORE INSERT, for each row).  Nothing is stored when it raises.
+ */
+Datum
+qs_job_before_insert(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = CheckJobTrigger(fcinfo, "job_before_insert", true);
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	Oid			caller = GetUserId();
+	JobRow		row;
+
+	ReadJobRow(td->tg_trigtuple, desc, &row);
+	CheckNoSystemColumns(&row);
+	CheckSubmitterValues(&row);
+	CheckSubmitTarget(&row, td->tg_relation, caller);
+	FillSystemColumns(&row, caller);
+	return PointerGetDatum(BuildJobTuple(td->tg_trigtuple, desc, &row));
+}
+
+/*
+ * qs_job_before_update lets a user change only priority, within its range,
+ * and takes the queue's lock in shared mode so that the change does not
+ * interleave with a pass.  The extension's own writes pass unchecked.
+ */
+Datum
+qs_job_before_update(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = CheckJobTrigger(fcinfo, "job_before_update", true);
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	JobRow		old_row;
+	JobRow		new_row;
+
+	if (QsWrite.system_write)
+		return PointerGetDatum(td->tg_newtuple);
+
+	ReadJobRow(td->tg_trigtuple, desc, &old_row);
+	ReadJobRow(td->tg_newtuple, desc, &new_row);
+	for (int c = 0; c < JC_COUNT; c++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, JobAttnum(desc, c) - 1);
+
+		if (c == JC_PRIORITY)
+			continue;
+		if (old_row.nulls[c] != new_row.nulls[c] ||
+			(!old_row.nulls[c] &&
+			 !datum_image_eq(old_row.values[c], new_row.values[c],
+							 att->attbyval, att->attlen)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("column \"%s\" of job " INT64_FORMAT " cannot be changed",
+							JobColumnNames[c], DatumGetInt64(old_row.values[JC_ID])),
+					 errhint("Only priority may change after submission; "
+							 "quota_sched.terminate() stops a job.")));
+	}
+	CheckIntRange("priority", DatumGetInt32(new_row.values[JC_PRIORITY]), 0, QS_MAX_PRIORITY);
+	QsLockQueue(TextDatumGetCString(new_row.values[JC_JOB_QUEUE]), false);
+	return PointerGetDatum(td->tg_newtuple);
+}
+
+/*
+ * qs_job_history appends one job_event row for an INSERT or a change of
+ * state (AFTER, for each row; the UPDATE trigger fires only when the state
+ * changed).  This is the only place history is written, so no code path
+ * can forget it.  The row is written as the table's owner: submitters
+ * cannot write history themselves.
+ */
+Datum
+qs_job_history(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = CheckJobTrigger(fcinfo, "job_history", false);
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	bool		is_update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
+	HeapTuple	tuple = is_update ? td->tg_newtuple : td->tg_trigtuple;
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	Oid			save_user;
+	int			save_sec;
+	const char *actor = QsWrite.actor;
+
+	if (actor == NULL)
+		actor = GetUserNameFromId(GetUserId(), false);
+
+	args[0] = heap_getattr(tuple, JobAttnum(desc, JC_ID), desc, &isnull);
+	args[1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	args[2] = Int64GetDatum(QsWrite.pass_id);
+	if (QsWrite.pass_id == 0)
+		nulls[2] = 'n';
+	if (is_update)
+		args[3] = heap_getattr(td->tg_trigtuple, JobAttnum(desc, JC_STATE), desc, &isnull);
+	else
+		nulls[3] = 'n';
+	args[4] = heap_getattr(tuple, JobAttnum(desc, JC_STATE), desc, &isnull);
+	args[5] = heap_getattr(tuple, JobAttnum(desc, JC_STATUS_REASON), desc, &isnull);
+	if (isnull || !is_update)
+		nulls[5] = 'n';
+	args[6] = CStringGetTextDatum(actor);
+
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(td->tg_relation->rd_rel->relowner,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (event_plan == NULL)
+	{
+		Oid			types[7] = {INT8OID, TIMESTAMPTZOID, INT8OID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID};
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare("INSERT INTO quota_sched.job_event"
+						   " (job_id, at, pass_id, from_state, to_state, reason, actor)"
+						   " VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the history insert: %s",
+				 SPI_result_code_string(SPI_result));
+		event_plan = plan;
+	}
+	if (SPI_execute_plan(event_plan, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not append to quota_sched.job_event");
+	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
+	return PointerGetDatum(NULL);
+}

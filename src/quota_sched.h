@@ -1,0 +1,45 @@
+/*-------------------------------------------------------------------------
+ *
+ * quota_sched.h
+ *		Declarations shared by the PostgreSQL shell of quota_sched.
+ *
+ * The policy core (policy.h) knows nothing of these: they belong to the
+ * shell that loads snapshots, applies decisions and guards the tables.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUOTA_SCHED_H
+#define QUOTA_SCHED_H
+
+#include "postgres.h"
+
+#define QS_SCHEMA "quota_sched"
+
+/* Longest payload, as text (SPEC 2). */
+#define QS_MAX_PAYLOAD_BYTES (1024 * 1024)
+
+/*
+ * Write context of the current transaction.  Only the extension's own C code
+ * sets these, around its own writes; they are reset at transaction end, so an
+ * error cannot leave them set.  A user cannot forge them: they are not GUCs.
+ */
+typedef struct QsWriteContext
+{
+	bool		system_write;	/* the job trigger lets system columns change */
+	int64		pass_id;		/* job_event.pass_id, 0 for none */
+	const char *actor;			/* job_event.actor, NULL for the caller's role */
+} QsWriteContext;
+
+extern QsWriteContext QsWrite;
+
+extern void QsResetWriteContext(void);
+
+/* checks.c */
+extern bool QsValidName(const char *name, int len);
+extern bool QsValidUnitName(const char *name, int len);
+extern void QsCheckName(text *value, const char *what);
+
+/* quota_sched.c */
+extern void QsLockQueue(const char *job_queue, bool exclusive);
+
+#endif							/* QUOTA_SCHED_H */

@@ -1,0 +1,33 @@
+# test/setup.sh: sourced by test/run and demo/run.  Installs what quota_sched
+# needs on Debian 12 (as root), builds it with -Werror and installs it.
+
+QS_PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-cron
+postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl"
+export PATH=/usr/lib/postgresql/15/bin:$PATH
+
+# qs_setup: install missing packages, then build and install the extension.
+qs_setup() {
+	local top=$1
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "run this as root (it installs packages and the extension; clusters run as postgres)" >&2
+		exit 1
+	fi
+	# shellcheck disable=SC2086
+	if ! dpkg -s $QS_PACKAGES >/dev/null 2>&1; then
+		apt-get update
+		DEBIAN_FRONTEND=noninteractive apt-get install -y $QS_PACKAGES
+	fi
+	make -C "$top" -s clean >/dev/null
+	make -C "$top" -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+	make -C "$top" -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
+}
+
+# qs_private_copy: copy the tree (without .git) into a new folder that the
+# postgres user owns, for throwaway clusters, and print its path.
+qs_private_copy() {
+	local top=$1 dir
+	dir=$(mktemp -d /tmp/quota_sched.XXXXXX)
+	tar -C "$top" --exclude=.git -cf - . | tar -C "$dir" -xf -
+	chown -R postgres: "$dir"
+	echo "$dir"
+}
