@@ -2,7 +2,8 @@
 # throwaway clusters (see test/run, which also does it as root).
 EXTENSION = quota_sched
 MODULE_big = quota_sched
-OBJS = src/quota_sched.o src/checks.o src/job_columns.o src/job_trigger.o
+CORE = src/policy.o src/capacity.o
+OBJS = src/quota_sched.o src/checks.o src/job_columns.o src/job_trigger.o $(CORE)
 DATA = sql/quota_sched--0.1.sql
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -Isrc
@@ -20,3 +21,17 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The policy core's unit tests, built without PostgreSQL.  MUTANT=-DQS_MUTANT_X
+# switches a rule off (test/mutants).
+UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O1 -g -Isrc -Itest/unit
+UNIT_SRCS = test/unit/world.c $(CORE:.o=.c)
+
+test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/policy*.h test/unit/*.h)
+	$(CC) $(UNIT_CFLAGS) $(MUTANT) -o $@ $< $(UNIT_SRCS)
+
+unitcheck: test/unit/test_policy.bin
+	test/unit/test_policy.bin
+
+installcheck: unitcheck
+.PHONY: unitcheck

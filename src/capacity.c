@@ -1,0 +1,280 @@
+/*-------------------------------------------------------------------------
+ *
+ * capacity.c
+ *		Capacity accounting of the policy core (SPEC 3.1) and the test of
+ *		whether a job may be dispatched (SPEC 3.2): invariants (I1)-(I3)
+ *		now and once every pending stop completes and every promise is
+ *		kept, and the rule that a borrower takes no idle capacity its
+ *		lenders' own waiting jobs want.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "policy_int.h"
+
+#define Max64(a, b) ((a) > (b) ? (a) : (b))
+#define Min64(a, b) ((a) < (b) ? (a) : (b))
+
+/*
+ * QsAllowed returns allowed(S,u): C(S,u) for RESERVE and LEND; for
+ * LEND_AND_BORROW floor(C * (100 + borrow_limit) / 100), unbounded for -1.
+ */
+int64_t
+QsAllowed(const QsShare *share, int unit)
+{
+	int64_t		c = share->capacity[unit];
+
+	if (share->strategy != QS_LEND_AND_BORROW)
+		return c;
+	if (share->borrow_limit < 0)
+		return QS_UNBOUNDED;
+	return c * (100 + (int64_t) share->borrow_limit) / 100;
+}
+
+/*
+ * Lends tells whether a share's idle capacity is borrowable supply: ENABLED
+ * LEND and LEND_AND_BORROW shares lend, RESERVE and DISABLED shares do not.
+ */
+static bool
+Lends(const QsShare *share)
+{
+#ifndef QS_MUTANT_DISABLED_LENDS_NOTHING
+	if (!share->enabled)
+		return false;
+#endif
+#ifndef QS_MUTANT_RESERVE_NEVER_LENDS
+	if (share->strategy == QS_RESERVE)
+		return false;
+#endif
+	return true;
+}
+
+/*
+ * QsInitAccounting computes usage and pending stops from the held jobs, and
+ * unassigned(u) = max(0, E(u) - sum of C(S,u)).
+ */
+void
+QsInitAccounting(QsPlan *p)
+{
+	const QsInput *in = p->in;
+
+	for (int i = 0; i < in->nheld; i++)
+		QsHold(p, &in->held[i], +1);
+	for (int u = 0; u < p->nunits; u++)
+	{
+		int64_t		assigned = 0;
+
+		for (int s = 0; s < p->nshares; s++)
+			assigned += in->shares[s].capacity[u];
+		p->unassigned[u] = Max64(0, in->units[u].env_limit - assigned);
+	}
+}
+
+/*
+ * QsHold adds (sign +1) or removes (-1) a held job's instances, and its
+ * pending stop, from the accounting.
+ */
+void
+QsHold(QsPlan *p, const QsJob *job, int sign)
+{
+	int			at = QS_AT(p, job->share, job->unit);
+
+	p->usage[at] += sign * (int64_t) job->count;
+	if (job->stop != QS_STOP_NONE)
+		p->pending[at] += sign * (int64_t) job->count;
+}
+
+/*
+ * QsFitsOwnCapacity: usage(S,u) + n <= C(S,u) in the state planned so far.
+ */
+bool
+QsFitsOwnCapacity(const QsPlan *p, const QsJob *job)
+{
+	return p->usage[QS_AT(p, job->share, job->unit)] + job->count <=
+		p->in->shares[job->share].capacity[job->unit];
+}
+
+/*
+ * QsFillFutureUsage writes, for one unit, each share's usage once every
+ * pending stop has completed and every kept promise holds its instances.
+ */
+void
+QsFillFutureUsage(const QsPlan *p, int unit, int64_t *use)
+{
+	for (int s = 0; s < p->nshares; s++)
+	{
+		int			at = QS_AT(p, s, unit);
+
+		use[s] = p->usage[at] - p->pending[at] + p->promised[at];
+	}
+}
+
+/*
+ * LoadWanted reads, once per pass, a lender's smallest waiting jobs of a
+ * unit: at most C(L,u) of them can fit in its idle capacity.
+ */
+static QsWantedCache *
+LoadWanted(QsPlan *p, int lender, int unit)
+{
+	QsWantedCache *cache = &p->wanted[QS_AT(p, lender, unit)];
+	int64_t		cap = p->in->shares[lender].capacity[unit];
+	int			max = (int) Min64(cap, 100000);
+
+	if (!cache->loaded)
+	{
+		cache->loaded = true;
+		if (max > 0)
+		{
+			cache->jobs = QsAlloc(p, sizeof(QsJob) * max);
+			cache->njobs = p->in->source.smallest(p->in->source.arg, lender, unit,
+												  (int32_t) Min64(cap, INT32_MAX),
+												  max, cache->jobs);
+		}
+	}
+	return cache;
+}
+
+/*
+ * Wanted returns what a lender wants of its idle capacity of a unit: the
+ * sizes of its RUNNABLE jobs of that unit that are not misconfigured and
+ * each fit in the idle capacity, summed and capped at it.  Jobs dispatched
+ * or otherwise decided in this pass, and promised jobs (already counted in
+ * the future state), want nothing more.
+ */
+static int64_t
+Wanted(QsPlan *p, int lender, int unit, int64_t idle)
+{
+	QsWantedCache *cache = LoadWanted(p, lender, unit);
+	int64_t		env_limit = p->in->units[unit].env_limit;
+	int64_t		sum = 0;
+
+	for (int i = 0; i < cache->njobs && sum < idle; i++)
+	{
+		const QsJob *j = &cache->jobs[i];
+
+		if (j->count > idle || j->count > env_limit)
+			break;				/* sorted by count: no later one fits */
+		if (QsIdSetHas(&p->handled, j->id) || QsIdSetHas(&p->kept_promises, j->id))
+			continue;
+		sum += j->count;
+	}
+	return Min64(sum, idle);
+}
+
+/*
+ * QsInvariantsHoldWith tells whether (I1)-(I3) hold for the job's unit in
+ * the state given by use[] (each share's usage) with the job added.  When
+ * the job must borrow, each other lender's idle capacity counts less what
+ * that lender wants (SPEC 3.2).
+ */
+bool
+QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job)
+{
+	const QsInput *in = p->in;
+	int			u = job->unit;
+	int			s = job->share;
+	const QsShare *share = &in->shares[s];
+	bool		must_borrow = use[s] + job->count > share->capacity[u];
+	int64_t		total = 0;
+	int64_t		borrowed = 0;
+	int64_t		supply = p->unassigned[u];
+
+#ifndef QS_MUTANT_INVARIANT_ALLOWED
+	/* (I2) usage(S,u) <= allowed(S,u) */
+	if (use[s] + job->count > QsAllowed(share, u))
+		return false;
+#endif
+
+	for (int t = 0; t < p->nshares; t++)
+	{
+		int64_t		cap = in->shares[t].capacity[u];
+		int64_t		used = use[t] + (t == s ? job->count : 0);
+
+		total += used;
+		borrowed += Max64(0, used - cap);
+		if (Lends(&in->shares[t]))
+		{
+			int64_t		idle = Max64(0, cap - used);
+
+#ifndef QS_MUTANT_WANTED_CAPACITY
+			if (must_borrow && t != s && idle > 0)
+				idle -= Wanted(p, t, u, idle);
+#endif
+			supply += idle;
+		}
+	}
+#ifndef QS_MUTANT_INVARIANT_ENVIRONMENT
+	/* (I1) sum of usage <= E(u) */
+	if (total > in->units[u].env_limit)
+		return false;
+#endif
+#ifndef QS_MUTANT_INVARIANT_SUPPLY
+	/* (I3) sum of borrowed <= borrowable supply */
+	if (borrowed > supply)
+		return false;
+#endif
+	return true;
+}
+
+/*
+ * QsMayDispatch tells whether a RUNNABLE job may be dispatched: (I1)-(I3)
+ * hold with it added both now (pending stops still holding) and once every
+ * pending stop has completed and every kept promise holds (SPEC 3.2, 3.6).
+ * A promised job is already counted in the future state.
+ */
+bool
+QsMayDispatch(QsPlan *p, const QsJob *job)
+{
+	int			u = job->unit;
+
+	for (int s = 0; s < p->nshares; s++)
+		p->scratch_now[s] = p->usage[QS_AT(p, s, u)];
+	if (!QsInvariantsHoldWith(p, p->scratch_now, job))
+		return false;
+
+#ifndef QS_MUTANT_FUTURE_STATE
+	QsFillFutureUsage(p, u, p->scratch_future);
+	if (QsIdSetHas(&p->kept_promises, job->id))
+		p->scratch_future[job->share] -= job->count;
+	if (!QsInvariantsHoldWith(p, p->scratch_future, job))
+		return false;
+#endif
+	return true;
+}
+
+/*
+ * QsComputeFitLimits computes, per share and unit, the largest job that is
+ * not misconfigured (SPEC 3.7): more than E(u) is
+ * SERVICE_ENVIRONMENT_MAX_RESOURCE; otherwise more than allowed(S,u), or for
+ * LEND_AND_BORROW more than C(S,u) plus the capacity of every other ENABLED
+ * LEND or LEND_AND_BORROW share plus unassigned(u), is
+ * QUOTA_MANAGEMENT_LIMIT_EXCEEDED.
+ */
+void
+QsComputeFitLimits(QsPlan *p)
+{
+	const QsInput *in = p->in;
+
+	for (int s = 0; s < p->nshares; s++)
+		for (int u = 0; u < p->nunits; u++)
+		{
+			QsFitLimit *limit = &p->out->fit_limits[QS_AT(p, s, u)];
+			const QsShare *share = &in->shares[s];
+
+			limit->env_max = in->units[u].env_limit;
+			limit->quota_max = QsAllowed(share, u);
+#ifndef QS_MUTANT_MISCONFIGURED_REACH
+			if (share->strategy == QS_LEND_AND_BORROW)
+#else
+			if (false)
+#endif
+			{
+				int64_t		reach = share->capacity[u] + p->unassigned[u];
+
+				for (int t = 0; t < p->nshares; t++)
+					if (t != s && in->shares[t].enabled &&
+						in->shares[t].strategy != QS_RESERVE)
+						reach += in->shares[t].capacity[u];
+				limit->quota_max = Min64(limit->quota_max, reach);
+			}
+		}
+}

@@ -1,0 +1,556 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy.c
+ *		The scheduling pass of one job queue (SPEC 3), in its order:
+ *		(1) time-based work: expired leases, timeouts, runnable timeouts;
+ *		(2) repair of limits (3.5); (3) the re-check of promises (3.6);
+ *		(4) promised jobs whose victims have all stopped; (5) the dispatch
+ *		loop (3.2) with preemption; (6) the misconfiguration limits (3.7).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "policy_int.h"
+
+static const char *const StopNames[] = {
+	[QS_STOP_NONE] = NULL,
+	[QS_STOP_CROSS_SHARE] = "CROSS_SHARE_PREEMPTION",
+	[QS_STOP_IN_SHARE] = "IN_SHARE_PREEMPTION",
+	[QS_STOP_CAPACITY_REDUCED] = "CAPACITY_REDUCED",
+	[QS_STOP_TIMEOUT] = "TIMEOUT",
+	[QS_STOP_TERMINATED] = "TERMINATED",
+};
+
+/*
+ * QsStopName returns the stop_reason text of a stop (NULL for none).
+ */
+const char *
+QsStopName(QsStop stop)
+{
+	return StopNames[stop];
+}
+
+/*
+ * QsStopFromName returns the stop of a stop_reason text (NULL: none).
+ */
+QsStop
+QsStopFromName(const char *name)
+{
+	if (name != NULL)
+		for (int s = QS_STOP_CROSS_SHARE; s <= QS_STOP_TERMINATED; s++)
+			if (strcmp(name, StopNames[s]) == 0)
+				return (QsStop) s;
+	return QS_STOP_NONE;
+}
+
+static bool
+IsPreemption(QsStop stop)
+{
+	return stop == QS_STOP_CROSS_SHARE || stop == QS_STOP_IN_SHARE ||
+		stop == QS_STOP_CAPACITY_REDUCED;
+}
+
+/*
+ * QsFailedOutcome: an attempt failed (FAILED report, lease lost, timeout):
+ * failed_attempts + 1, back to RUNNABLE if that is below max_attempts, else
+ * FAILED (SPEC 3.8).
+ */
+QsStopOutcome
+QsFailedOutcome(const QsJob *job)
+{
+	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_FAILED_ATTEMPT, NULL};
+
+	if (job->failed_attempts + 1 >= job->max_attempts)
+		o.action = QS_FAIL;
+	return o;
+}
+
+/*
+ * QsStoppedOutcome: a job stopped, by its agent's STOPPED report or by its
+ * lease expiring.  A preempted job goes back to RUNNABLE with
+ * preemption_count + 1, or fails once that exceeds preemption_retries; a
+ * timed-out attempt fails as an attempt; a terminated job fails; a lease
+ * lost with no stop pending is a failed attempt (SPEC 3.6, 3.8).
+ */
+QsStopOutcome
+QsStoppedOutcome(const QsJob *job)
+{
+	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_NONE, StopNames[job->stop]};
+
+	if (IsPreemption(job->stop))
+	{
+		o.counter = QS_COUNT_PREEMPTION;
+		if (job->preemption_retries >= 0 &&
+			job->preemption_count + 1 > job->preemption_retries)
+			o.action = QS_FAIL;
+		return o;
+	}
+	if (job->stop == QS_STOP_TERMINATED)
+	{
+		o.action = QS_FAIL;
+		return o;
+	}
+	o = QsFailedOutcome(job);
+	o.reason = job->stop == QS_STOP_TIMEOUT ? "TIMEOUT" : "LEASE_EXPIRED";
+	return o;
+}
+
+/*
+ * QsAlloc returns zeroed memory from the caller's allocator.
+ */
+void *
+QsAlloc(QsPlan *p, size_t size)
+{
+	return p->in->alloc(p->in->alloc_arg, size);
+}
+
+static uint64_t
+HashId(int64_t id)
+{
+	uint64_t	x = (uint64_t) id;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/*
+ * QsIdSetAdd adds a job id to a set, growing it when half full.
+ */
+void
+QsIdSetAdd(QsPlan *p, QsIdSet *set, int64_t id)
+{
+	if (QsIdSetHas(set, id))
+		return;
+	if (2 * (set->count + 1) > set->size)
+	{
+		QsIdSet		grown = {0};
+
+		grown.size = set->size ? set->size * 2 : 64;
+		grown.slots = QsAlloc(p, sizeof(int64_t) * grown.size);
+		for (int i = 0; i < set->size; i++)
+			if (set->slots[i] != 0)
+				QsIdSetAdd(p, &grown, set->slots[i]);
+		*set = grown;
+	}
+	for (uint64_t i = HashId(id);; i++)
+	{
+		int64_t    *slot = &set->slots[i & (set->size - 1)];
+
+		if (*slot == 0)
+		{
+			*slot = id;
+			set->count++;
+			return;
+		}
+	}
+}
+
+/*
+ * QsIdSetHas tells whether a job id is in a set.
+ */
+bool
+QsIdSetHas(const QsIdSet *set, int64_t id)
+{
+	if (set->size == 0)
+		return false;
+	for (uint64_t i = HashId(id);; i++)
+	{
+		int64_t		slot = set->slots[i & (set->size - 1)];
+
+		if (slot == id)
+			return true;
+		if (slot == 0)
+			return false;
+	}
+}
+
+/*
+ * QsAddDecision appends a decision about a job to the output, and marks the
+ * job as decided in this pass.
+ */
+QsDecision *
+QsAddDecision(QsPlan *p, QsAction action, const QsJob *job, const char *reason)
+{
+	QsOutput   *out = p->out;
+	QsDecision *d;
+
+	if (out->ndecisions == p->decisions_cap)
+	{
+		int			cap = p->decisions_cap ? 2 * p->decisions_cap : 64;
+		QsDecision *grown = QsAlloc(p, sizeof(QsDecision) * cap);
+
+		if (out->ndecisions > 0)
+			memcpy(grown, out->decisions, sizeof(QsDecision) * out->ndecisions);
+		out->decisions = grown;
+		p->decisions_cap = cap;
+	}
+	d = &out->decisions[out->ndecisions++];
+	memset(d, 0, sizeof(*d));
+	d->action = action;
+	d->job_id = job->id;
+	d->share = job->share;
+	d->reason = reason;
+	QsIdSetAdd(p, &p->handled, job->id);
+	return d;
+}
+
+/*
+ * EndAttempt records that a held job stopped or lost its lease, with the
+ * outcome of QsStoppedOutcome, and releases its capacity.
+ */
+static void
+EndAttempt(QsPlan *p, const QsJob *job)
+{
+	QsStopOutcome o = QsStoppedOutcome(job);
+	QsDecision *d = QsAddDecision(p, o.action, job, o.reason);
+
+	d->counter = o.counter;
+	QsHold(p, job, -1);
+}
+
+/*
+ * TimeBasedWork is step 1: leases that expired (a pending preemption stop
+ * counts as done, SPEC 3.8), attempts that ran past their timeout (a stop
+ * is requested) and jobs misconfigured for longer than the queue's
+ * runnable_timeout (SPEC 3.9).
+ */
+static void
+TimeBasedWork(QsPlan *p)
+{
+	const QsInput *in = p->in;
+
+	for (int i = 0; i < in->nheld; i++)
+	{
+		const QsJob *job = &in->held[i];
+
+#ifndef QS_MUTANT_LEASE_EXPIRY
+		if (job->claimed && job->lease_until != QS_NO_TIME &&
+			job->lease_until < in->now)
+		{
+			EndAttempt(p, job);
+			continue;
+		}
+#endif
+#ifndef QS_MUTANT_TIMEOUT
+		if (job->state == QS_RUNNING && job->stop == QS_STOP_NONE &&
+			job->deadline != QS_NO_TIME && job->deadline <= in->now)
+		{
+			QsDecision *d = QsAddDecision(p, QS_STOP, job, "TIMEOUT");
+			int			at = QS_AT(p, job->share, job->unit);
+
+			d->stop = QS_STOP_TIMEOUT;
+			p->pending[at] += job->count;
+		}
+#endif
+	}
+#ifndef QS_MUTANT_RUNNABLE_TIMEOUT
+	for (int i = 0; i < in->nexpired; i++)
+		QsAddDecision(p, QS_FAIL, &in->expired[i], "RUNNABLE_TIMEOUT");
+#endif
+}
+
+/*
+ * RecheckPromises is step 3: in order of promised_at then id, a promised
+ * job keeps its promise only if it may be dispatched with every pending
+ * stop counted as gone and the earlier kept promises holding; otherwise the
+ * promise lapses (its victims still stop).
+ */
+static void
+RecheckPromises(QsPlan *p)
+{
+	const QsInput *in = p->in;
+	const QsJob **order = QsAlloc(p, sizeof(QsJob *) * (in->npromised + 1));
+	int			n = 0;
+
+	for (int i = 0; i < in->npromised; i++)
+		if (!QsIdSetHas(&p->handled, in->promised[i].id))
+			order[n++] = &in->promised[i];
+	/* insertion sort: promises are few */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 &&
+			 (order[j]->promised_at < order[j - 1]->promised_at ||
+			  (order[j]->promised_at == order[j - 1]->promised_at &&
+			   order[j]->id < order[j - 1]->id)); j--)
+		{
+			const QsJob *t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+
+	p->out->lapsed = QsAlloc(p, sizeof(int64_t) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		const QsJob *job = order[i];
+
+		QsFillFutureUsage(p, job->unit, p->scratch_future);
+#ifndef QS_MUTANT_PROMISE_RECHECK
+		if (QsInvariantsHoldWith(p, p->scratch_future, job))
+#else
+		if (true)
+#endif
+		{
+			p->promised[QS_AT(p, job->share, job->unit)] += job->count;
+			QsIdSetAdd(p, &p->kept_promises, job->id);
+		}
+		else
+			p->out->lapsed[p->out->nlapsed++] = job->id;
+	}
+}
+
+/*
+ * Dispatch records the dispatch of a job and makes it hold its instances;
+ * a kept promise is then fulfilled.
+ */
+static void
+Dispatch(QsPlan *p, const QsJob *job)
+{
+	int			at = QS_AT(p, job->share, job->unit);
+	QsJob		held = *job;
+
+	QsAddDecision(p, QS_DISPATCH, job, NULL);
+	held.stop = QS_STOP_NONE;
+	QsHold(p, &held, +1);
+	if (QsIdSetHas(&p->kept_promises, job->id))
+		p->promised[at] -= job->count;
+}
+
+/*
+ * VictimsPending tells whether any job stopping for a promised job is still
+ * holding its instances.
+ */
+static bool
+VictimsPending(const QsPlan *p, const QsJob *job)
+{
+	for (int i = 0; i < p->in->nheld; i++)
+	{
+		const QsJob *h = &p->in->held[i];
+
+		if (h->preempted_for == job->id && h->stop != QS_STOP_NONE &&
+			!QsIdSetHas(&p->handled, h->id))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * DispatchFreedPromises is step 4: a promised job whose victims have all
+ * stopped is dispatched before any other job, in promise order.
+ */
+static void
+DispatchFreedPromises(QsPlan *p)
+{
+	const QsInput *in = p->in;
+
+	for (int i = 0; i < in->npromised; i++)
+	{
+		const QsJob *job = &in->promised[i];
+
+		if (QsIdSetHas(&p->kept_promises, job->id) &&
+			!QsIdSetHas(&p->handled, job->id) &&
+			!VictimsPending(p, job) && QsMayDispatch(p, job))
+			Dispatch(p, job);
+	}
+}
+
+/*
+ * ShareOrderBefore: priority DESC, queued_at ASC, id ASC (SPEC 3.2).
+ */
+static bool
+ShareOrderBefore(const QsJob *a, const QsJob *b)
+{
+	if (a->priority != b->priority)
+		return a->priority > b->priority;
+	if (a->queued_at != b->queued_at)
+		return a->queued_at < b->queued_at;
+	return a->id < b->id;
+}
+
+/*
+ * QueueOrderBefore: the least (queued_at, id) first.
+ */
+static bool
+QueueOrderBefore(const QsJob *a, const QsJob *b)
+{
+	if (a->queued_at != b->queued_at)
+		return a->queued_at < b->queued_at;
+	return a->id < b->id;
+}
+
+/*
+ * StreamAdvance moves the cursor of one share and unit to its next job that
+ * the skip rule lets through and that this pass has not decided on.
+ */
+static void
+StreamAdvance(QsPlan *p, int s, int u)
+{
+	QsStream   *st = &p->streams[QS_AT(p, s, u)];
+	QsJob		after = st->head;
+	bool		from_start = !st->started;
+
+	st->started = true;
+	st->has_head = false;
+	if (st->below <= 1)
+		return;					/* every job of this unit is skipped */
+	while (p->in->source.next(p->in->source.arg, s, u,
+							  from_start ? NULL : &after, st->below, &st->head))
+	{
+		if (!QsIdSetHas(&p->handled, st->head.id))
+		{
+			st->has_head = true;
+			return;
+		}
+		after = st->head;
+		from_start = false;
+	}
+}
+
+/*
+ * ShareHead returns the job under a share's cursor: the first, in share
+ * order, of the heads of its units' streams (NULL when none is left).
+ */
+static const QsJob *
+ShareHead(QsPlan *p, int s)
+{
+	const QsJob *best = NULL;
+
+	for (int u = 0; u < p->nunits; u++)
+	{
+		QsStream   *st = &p->streams[QS_AT(p, s, u)];
+
+		if (st->has_head && (best == NULL || ShareOrderBefore(&st->head, best)))
+			best = &st->head;
+	}
+	return best;
+}
+
+/*
+ * NextCandidate picks, among the jobs under the cursors, the one that fits
+ * in its own capacity with the least (queued_at, id); if none fits, the one
+ * with the least (queued_at, id) (SPEC 3.2).
+ */
+static const QsJob *
+NextCandidate(QsPlan *p)
+{
+	const QsJob *fitting = NULL;
+	const QsJob *any = NULL;
+
+	for (int s = 0; s < p->nshares; s++)
+	{
+		const QsJob *head = ShareHead(p, s);
+
+		if (head == NULL)
+			continue;
+		if (any == NULL || QueueOrderBefore(head, any))
+			any = head;
+#ifndef QS_MUTANT_OWN_CAPACITY_FIRST
+		if (QsFitsOwnCapacity(p, head) &&
+			(fitting == NULL || QueueOrderBefore(head, fitting)))
+			fitting = head;
+#endif
+	}
+	return fitting != NULL ? fitting : any;
+}
+
+/*
+ * TryPreemption looks for victims so that a job may start (SPEC 3.3-3.4).
+ * Preemption is the next step of the project: for now nobody is preempted.
+ */
+static bool
+TryPreemption(QsPlan *p, const QsJob *job)
+{
+	(void) p;
+	(void) job;
+	return false;
+}
+
+/*
+ * DispatchLoop is step 5: a cursor on each share's RUNNABLE jobs; the
+ * candidate is dispatched if it may be, otherwise preemption is tried for
+ * it at once; a job neither dispatched nor given victims makes the pass
+ * skip every later job of its share needing the same unit and as many or
+ * more instances.  A job that cannot start does not block later jobs.
+ */
+static void
+DispatchLoop(QsPlan *p)
+{
+	const QsJob *cand;
+
+	for (int s = 0; s < p->nshares; s++)
+		for (int u = 0; u < p->nunits; u++)
+		{
+			p->streams[QS_AT(p, s, u)].below = INT32_MAX;
+			StreamAdvance(p, s, u);
+		}
+
+	while ((cand = NextCandidate(p)) != NULL)
+	{
+		QsJob		job = *cand;
+		QsStream   *st = &p->streams[QS_AT(p, job.share, job.unit)];
+		bool		promised = QsIdSetHas(&p->kept_promises, job.id);
+
+		if (QsMayDispatch(p, &job))
+			Dispatch(p, &job);
+		else if (promised || !TryPreemption(p, &job))
+		{
+#ifndef QS_MUTANT_SKIP_RULE
+			if (job.count < st->below)
+				st->below = job.count;
+#endif
+		}
+		StreamAdvance(p, job.share, job.unit);
+	}
+}
+
+/*
+ * InitPlan allocates the planned state of a pass.
+ */
+static void
+InitPlan(QsPlan *p, const QsInput *in, QsOutput *out)
+{
+	int			cells;
+
+	memset(p, 0, sizeof(*p));
+	memset(out, 0, sizeof(*out));
+	p->in = in;
+	p->out = out;
+	p->nunits = in->nunits;
+	p->nshares = in->nshares;
+	cells = in->nunits * in->nshares + 1;
+	p->usage = QsAlloc(p, sizeof(int64_t) * cells);
+	p->pending = QsAlloc(p, sizeof(int64_t) * cells);
+	p->promised = QsAlloc(p, sizeof(int64_t) * cells);
+	p->unassigned = QsAlloc(p, sizeof(int64_t) * (in->nunits + 1));
+	p->scratch_now = QsAlloc(p, sizeof(int64_t) * (in->nshares + 1));
+	p->scratch_future = QsAlloc(p, sizeof(int64_t) * (in->nshares + 1));
+	p->streams = QsAlloc(p, sizeof(QsStream) * cells);
+	p->wanted = QsAlloc(p, sizeof(QsWantedCache) * cells);
+	out->fit_limits = QsAlloc(p, sizeof(QsFitLimit) * cells);
+	QsInitAccounting(p);
+}
+
+/*
+ * QsRunPass decides one pass over one job queue.  A DISABLED environment
+ * neither dispatches nor preempts for waiting jobs; stops, leases,
+ * timeouts and repairs still happen.
+ */
+void
+QsRunPass(const QsInput *in, QsOutput *out)
+{
+	QsPlan		plan;
+
+	InitPlan(&plan, in, out);
+	TimeBasedWork(&plan);
+	RecheckPromises(&plan);
+	if (in->env_enabled)
+	{
+#ifndef QS_MUTANT_PROMISED_FIRST
+		DispatchFreedPromises(&plan);
+#endif
+		DispatchLoop(&plan);
+	}
+	QsComputeFitLimits(&plan);
+}

@@ -1,0 +1,197 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy.h
+ *		The scheduling policy of quota_sched as a pure function: a snapshot
+ *		of one job queue in, the decisions of one pass out (SPEC 3).
+ *
+ * Nothing here knows PostgreSQL: no SPI, no catalogs, no clock (time is an
+ * input), no global state.  The shell (pass.c) loads the snapshot and
+ * applies the decisions; unit tests and the simulator drive it directly.
+ * Memory comes from the caller's allocator and is never freed here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_POLICY_H
+#define QS_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Microseconds; the shell passes PostgreSQL TimestampTz values as they are. */
+typedef int64_t QsTime;
+
+#define QS_NO_TIME INT64_MIN
+#define QS_UNBOUNDED INT64_MAX
+
+typedef enum QsStrategy
+{
+	QS_RESERVE,
+	QS_LEND,
+	QS_LEND_AND_BORROW
+} QsStrategy;
+
+typedef enum QsJobState
+{
+	QS_RUNNABLE,
+	QS_SCHEDULED,
+	QS_STARTING,
+	QS_RUNNING
+} QsJobState;
+
+/* A pending stop (job.stop_reason), or none. */
+typedef enum QsStop
+{
+	QS_STOP_NONE,
+	QS_STOP_CROSS_SHARE,		/* CROSS_SHARE_PREEMPTION */
+	QS_STOP_IN_SHARE,			/* IN_SHARE_PREEMPTION */
+	QS_STOP_CAPACITY_REDUCED,	/* CAPACITY_REDUCED */
+	QS_STOP_TIMEOUT,			/* TIMEOUT */
+	QS_STOP_TERMINATED			/* TERMINATED */
+} QsStop;
+
+typedef struct QsUnit
+{
+	const char *name;
+	int64_t		env_limit;		/* E(u) */
+} QsUnit;
+
+typedef struct QsShare
+{
+	const char *name;
+	QsStrategy	strategy;
+	int32_t		borrow_limit;	/* percent of own capacity; -1 unlimited */
+	bool		in_share_preemption;
+	bool		enabled;
+	const int64_t *capacity;	/* C(S,u), one per unit */
+} QsShare;
+
+/* A job as the policy sees it. */
+typedef struct QsJob
+{
+	int64_t		id;
+	int			share;			/* index into QsInput.shares */
+	int			unit;			/* index into QsInput.units */
+	int32_t		count;			/* instance_count */
+	int32_t		priority;
+	QsJobState	state;
+	QsTime		queued_at;
+	QsTime		scheduled_at;	/* held jobs */
+	QsTime		promised_at;	/* QS_NO_TIME: no promise */
+	QsTime		lease_until;	/* claimed jobs */
+	QsTime		deadline;		/* started_at + timeout; QS_NO_TIME: none */
+	QsStop		stop;			/* pending stop */
+	bool		claimed;		/* an agent holds it */
+	int64_t		preempted_for;	/* 0: none */
+	int32_t		failed_attempts;
+	int32_t		max_attempts;
+	int32_t		preemption_count;
+	int32_t		preemption_retries; /* -1: unlimited */
+} QsJob;
+
+/*
+ * Where the RUNNABLE jobs come from, pulled as the loop consumes them so
+ * that a pass never reads the whole backlog.
+ */
+typedef struct QsRunnableSource
+{
+	/*
+	 * next: the first RUNNABLE job of (share, unit) in share order
+	 * (priority DESC, queued_at, id) strictly after *after (NULL: from the
+	 * start) whose count is below `below`; false when there is none.
+	 */
+	bool		(*next) (void *arg, int share, int unit, const QsJob *after,
+						 int32_t below, QsJob *out);
+
+	/*
+	 * smallest: up to max RUNNABLE jobs of (share, unit) with count at most
+	 * at_most, smallest count first; returns how many it wrote to out.
+	 */
+	int			(*smallest) (void *arg, int share, int unit, int32_t at_most,
+							 int max, QsJob *out);
+	void	   *arg;
+} QsRunnableSource;
+
+typedef struct QsInput
+{
+	QsTime		now;
+	bool		env_enabled;
+	int			nunits;
+	const QsUnit *units;
+	int			nshares;
+	const QsShare *shares;
+	int			nheld;			/* SCHEDULED, STARTING and RUNNING jobs */
+	const QsJob *held;
+	int			npromised;		/* RUNNABLE jobs with a promise, any order */
+	const QsJob *promised;
+	int			nexpired;		/* RUNNABLE misconfigured past runnable_timeout */
+	const QsJob *expired;
+	QsRunnableSource source;
+	void	   *(*alloc) (void *arg, size_t size);	/* zeroed memory */
+	void	   *alloc_arg;
+} QsInput;
+
+typedef enum QsAction
+{
+	QS_DISPATCH,
+	QS_PREEMPT,
+	QS_STOP,
+	QS_REQUEUE,
+	QS_FAIL
+} QsAction;
+
+/* The counter a REQUEUE or FAIL adds one to. */
+typedef enum QsCounter
+{
+	QS_COUNT_NONE,
+	QS_COUNT_FAILED_ATTEMPT,
+	QS_COUNT_PREEMPTION
+} QsCounter;
+
+typedef struct QsDecision
+{
+	QsAction	action;
+	int64_t		job_id;
+	int			share;
+	const char *reason;			/* static text; NULL for DISPATCH */
+	QsStop		stop;			/* PREEMPT, STOP */
+	int64_t		preempted_for;	/* PREEMPT; 0 for repairs */
+	bool		immediate;		/* PREEMPT of an unclaimed job: it stops now */
+	QsCounter	counter;		/* REQUEUE, FAIL */
+} QsDecision;
+
+/*
+ * The largest instance_count a job of (share, unit) may have before it is
+ * misconfigured (SPEC 3.7); QS_UNBOUNDED when there is no bound.
+ */
+typedef struct QsFitLimit
+{
+	int64_t		env_max;		/* above: SERVICE_ENVIRONMENT_MAX_RESOURCE */
+	int64_t		quota_max;		/* above: QUOTA_MANAGEMENT_LIMIT_EXCEEDED */
+} QsFitLimit;
+
+typedef struct QsOutput
+{
+	int			ndecisions;
+	QsDecision *decisions;
+	int			nlapsed;		/* promises that lapsed (promised_at cleared) */
+	int64_t    *lapsed;
+	QsFitLimit *fit_limits;		/* [share * nunits + unit] */
+} QsOutput;
+
+/* The outcome of a job that stopped or ended its attempt. */
+typedef struct QsStopOutcome
+{
+	QsAction	action;			/* QS_REQUEUE or QS_FAIL */
+	QsCounter	counter;
+	const char *reason;
+} QsStopOutcome;
+
+extern const char *QsStopName(QsStop stop);
+extern QsStop QsStopFromName(const char *name);
+extern int64_t QsAllowed(const QsShare *share, int unit);
+extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
+extern QsStopOutcome QsFailedOutcome(const QsJob *job);
+extern void QsRunPass(const QsInput *in, QsOutput *out);
+
+#endif							/* QS_POLICY_H */

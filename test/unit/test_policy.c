@@ -1,0 +1,634 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_policy.c
+ *		Unit tests of the policy core, one scenario per rule of SPEC 3.1,
+ *		3.2 and 3.6-3.9.  Prints TAP; exits non-zero when a test fails.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "world.h"
+
+static int	tests_run;
+static int	tests_failed;
+
+#define CHECK(cond, ...) \
+	do { \
+		tests_run++; \
+		if (cond) \
+			printf("ok %d - ", tests_run); \
+		else \
+		{ \
+			tests_failed++; \
+			printf("not ok %d - ", tests_run); \
+		} \
+		printf(__VA_ARGS__); \
+		printf("\n"); \
+		if (!(cond)) \
+			printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+	} while (0)
+
+static bool
+Dispatched(const QsOutput *out, const WJob *job)
+{
+	const QsDecision *d = WDecisionFor(out, job);
+
+	return d != NULL && d->action == QS_DISPATCH;
+}
+
+static QsAction
+ActionFor(const QsOutput *out, const WJob *job)
+{
+	const QsDecision *d = WDecisionFor(out, job);
+
+	return d == NULL ? (QsAction) -1 : d->action;
+}
+
+/* The seed example of the README: three shares of one ml.g5.xlarge. */
+static void
+SeedWorld(World *w, int *qs1, int *qs2, int *qs3)
+{
+	WInit(w, 3);
+	*qs1 = WAddShare(w, "QS1", QS_LEND_AND_BORROW, 200, true, 1);
+	*qs2 = WAddShare(w, "QS2", QS_LEND, -1, false, 1);
+	*qs3 = WAddShare(w, "QS3", QS_RESERVE, -1, false, 1);
+}
+
+/* SPEC 3.2 and the seed example, step 1. */
+static void
+test_seed_step1(void)
+{
+	World		w;
+	int			qs1, qs2, qs3;
+	const QsOutput *out;
+
+	SeedWorld(&w, &qs1, &qs2, &qs3);
+	WSubmit(&w, "qs1_job_high", qs1, 3, 1);
+	WSubmit(&w, "qs1_job_med", qs1, 2, 1);
+	WSubmit(&w, "qs1_job_low", qs1, 1, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "qs1_job_high")), "seed 1: high runs on QS1's own capacity");
+	CHECK(Dispatched(out, WFind(&w, "qs1_job_med")), "seed 1: med runs on capacity borrowed from QS2");
+	CHECK(WDecisionFor(out, WFind(&w, "qs1_job_low")) == NULL,
+		  "seed 1: low waits, QS3 reserves its capacity");
+	CHECK(out->ndecisions == 2, "seed 1: two decisions");
+	CHECK(out->decisions[0].job_id == WFind(&w, "qs1_job_high")->j.id,
+		  "seed 1: share order: priority first");
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "seed 1: a second pass decides nothing");
+}
+
+/* SPEC 3.1: allowed(S,u) = floor(C * (100 + borrow_limit) / 100). */
+static void
+test_allowed_rounding(void)
+{
+	World		w;
+	int			s;
+	const QsOutput *out;
+
+	WInit(&w, 100);
+	s = WAddShare(&w, "A", QS_LEND_AND_BORROW, 50, false, 3);
+	WAddShare(&w, "L", QS_LEND, -1, false, 20);
+	CHECK(QsAllowed(&w.shares[s], 0) == 4, "allowed: floor(3 * 150 / 100) = 4");
+	for (int i = 0; i < 6; i++)
+		WSubmit(&w, NULL, s, 0, 1);
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 4, "allowed: a share uses at most allowed(S,u) = 4 (got %d)",
+		  out->ndecisions);
+	CHECK(QsAllowed(&w.shares[1], 0) == 20, "allowed: C for LEND");
+	w.shares[s].borrow_limit = -1;
+	CHECK(QsAllowed(&w.shares[s], 0) == QS_UNBOUNDED, "allowed: unbounded for -1");
+}
+
+/* SPEC 3.1: RESERVE capacity is never lent; LEND never borrows. */
+static void
+test_reserve_and_lend(void)
+{
+	World		w;
+	int			b, r, l;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 1);
+	r = WAddShare(&w, "R", QS_RESERVE, -1, false, 1);
+	WSubmit(&w, "b1", b, 0, 1);
+	WSubmit(&w, "b2", b, 0, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "b1")) && !Dispatched(out, WFind(&w, "b2")),
+		  "reserve: a borrower never takes RESERVE capacity");
+	(void) r;
+
+	WInit(&w, 2);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 1);
+	WAddShare(&w, "L2", QS_LEND, -1, false, 1);
+	WSubmit(&w, "l1", l, 0, 1);
+	WSubmit(&w, "l2", l, 0, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "l1")) && !Dispatched(out, WFind(&w, "l2")),
+		  "lend: a LEND share never borrows");
+}
+
+/* SPEC 1 and 3.1: a DISABLED share lends nothing, but its jobs still run. */
+static void
+test_disabled_share(void)
+{
+	World		w;
+	int			b, d;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 1);
+	d = WAddShare(&w, "D", QS_LEND, -1, false, 1);
+	w.shares[d].enabled = false;
+	WSubmit(&w, "b1", b, 0, 1);
+	WSubmit(&w, "b2", b, 0, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "b1")) && !Dispatched(out, WFind(&w, "b2")),
+		  "disabled share: lends nothing");
+	WSubmit(&w, "d1", d, 0, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "d1")), "disabled share: its own queued jobs still run");
+}
+
+/* SPEC 3.2: a job needs all its instances at once; several units. */
+static void
+test_multi_instance_and_units(void)
+{
+	World		w;
+	int			a, gpu2;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	gpu2 = WAddUnit(&w, "ml.p4d.24xlarge", 2);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
+	w.capacity[a][gpu2] = 2;
+	WSubmit(&w, "big", a, 9, 3);
+	WSubmit(&w, "two", a, 8, 2);
+	WSubmitUnit(&w, "p4d", a, gpu2, 7, 2);
+	WSubmitUnit(&w, "p4d_more", a, gpu2, 6, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "big")), "multi-instance: 3 of 4 instances");
+	CHECK(!Dispatched(out, WFind(&w, "two")), "multi-instance: 2 more do not fit in the 1 left");
+	CHECK(Dispatched(out, WFind(&w, "p4d")), "units: another unit is counted on its own");
+	CHECK(!Dispatched(out, WFind(&w, "p4d_more")), "units: and is full at its own limit");
+}
+
+/*
+ * SPEC 3.2: among the jobs under the cursors, one that fits in its own
+ * capacity goes before an older one that must borrow.
+ */
+static void
+test_own_capacity_first(void)
+{
+	World		w;
+	int			x, t;
+	const QsOutput *out;
+	WJob	   *hold;
+
+	WInit(&w, 2);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	t = WAddShare(&w, "T", QS_LEND, -1, false, 2);
+	hold = WSubmit(&w, "x_running", x, 0, 1);
+	WPassApply(&w);
+	CHECK(hold->state == W_SCHEDULED, "own first: setup");
+	WSubmit(&w, "x_borrower", x, 0, 1);
+	WSubmit(&w, "t_own", t, 0, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "t_own")),
+		  "own first: the later job that fits its own capacity runs");
+	CHECK(!Dispatched(out, WFind(&w, "x_borrower")),
+		  "own first: the older borrower waits (the environment is full)");
+}
+
+/* SPEC 3.2: FIFO by (queued_at, id) across shares when nothing fits. */
+static void
+test_fifo_across_shares(void)
+{
+	World		w;
+	int			a, b;
+	const QsOutput *out;
+
+	WInit(&w, 3);
+	a = WAddShare(&w, "A", QS_LEND_AND_BORROW, -1, false, 1);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 1);
+	WAddShare(&w, "L", QS_LEND, -1, false, 1);
+	WSubmit(&w, "a_own", a, 0, 1);
+	WSubmit(&w, "b_own", b, 0, 1);
+	WPassApply(&w);
+	WSubmit(&w, "b_borrow", b, 0, 1);
+	WSubmit(&w, "a_borrow", a, 0, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "b_borrow")) && !Dispatched(out, WFind(&w, "a_borrow")),
+		  "fifo: the older borrower gets the one idle instance");
+}
+
+/* SPEC 3.2: best effort, and the skip rule bounds what a pass reads. */
+static void
+test_best_effort_and_skip(void)
+{
+	World		w;
+	int			a;
+	const QsOutput *out;
+
+	WInit(&w, 3);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 3);
+	WSubmit(&w, "running", a, 9, 2);
+	WPassApply(&w);
+	WSubmit(&w, "big", a, 5, 2);
+	WSubmit(&w, "bigger", a, 4, 3);
+	WSubmit(&w, "same", a, 3, 2);
+	WSubmit(&w, "small", a, 2, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "small")), "best effort: a small job passes a big one that cannot start");
+	CHECK(!WWasRead(&w, WFind(&w, "bigger")) && !WWasRead(&w, WFind(&w, "same")),
+		  "skip rule: later jobs needing as many or more instances never come under the cursor");
+	CHECK(WWasRead(&w, WFind(&w, "big")), "skip rule: the first job was tried");
+}
+
+/*
+ * SPEC 3.2: a borrower takes no idle capacity that its lenders' own waiting
+ * jobs want.
+ */
+static void
+test_wanted_capacity(void)
+{
+	World		w;
+	int			x, y;
+	const QsOutput *out;
+
+	WInit(&w, 3);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	y = WAddShare(&w, "Y", QS_LEND, -1, false, 2);
+	WSubmit(&w, "x_own", x, 0, 1);
+	WPassApply(&w);
+	WSubmit(&w, "x_borrow2", x, 0, 2);
+	WSubmit(&w, "y_too_big", y, 5, 3);
+	WSubmit(&w, "y_small", y, 0, 1);
+	out = WPassApply(&w);
+	CHECK(!Dispatched(out, WFind(&w, "x_borrow2")),
+		  "wanted: the borrower may not take the instance Y's waiting job wants");
+	CHECK(Dispatched(out, WFind(&w, "y_small")), "wanted: Y's waiting job runs");
+
+	/* with nothing wanted, the borrower takes the idle capacity */
+	WInit(&w, 3);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	y = WAddShare(&w, "Y", QS_LEND, -1, false, 2);
+	WSubmit(&w, "x_own", x, 0, 1);
+	WPassApply(&w);
+	WSubmit(&w, "x_borrow2", x, 0, 2);
+	WSubmit(&w, "y_too_big", y, 5, 3);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, WFind(&w, "x_borrow2")), "wanted: idle capacity nobody wants is lent");
+}
+
+/* SPEC 3.7: the limits above which a job is misconfigured. */
+static void
+test_misconfiguration(void)
+{
+	World		w;
+	int			b, r;
+	WJob	   *env, *quota, *fine;
+
+	WInit(&w, 4);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, 100, false, 1);
+	r = WAddShare(&w, "R", QS_RESERVE, -1, false, 1);
+	WAddShare(&w, "L", QS_LEND, -1, false, 1);
+	env = WSubmit(&w, "env", b, 0, 5);
+	quota = WSubmit(&w, "quota", r, 0, 2);
+	fine = WSubmit(&w, "fine", b, 0, 2);
+	WPassApply(&w);
+	CHECK(env->status_reason && strcmp(env->status_reason, "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE") == 0,
+		  "misconfiguration: more than E(u)");
+	CHECK(quota->status_reason && strcmp(quota->status_reason, "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED") == 0,
+		  "misconfiguration: more than allowed(S,u)");
+	CHECK(fine->status_reason == NULL && fine->state == W_SCHEDULED,
+		  "misconfiguration: within allowed and reach");
+	CHECK(w.out.fit_limits[b * w.nunits].quota_max == 2,
+		  "misconfiguration: LEND_AND_BORROW reach is min(allowed, C + lenders + unassigned)");
+	w.shares[b].borrow_limit = -1;
+	WPassApply(&w);
+	CHECK(w.out.fit_limits[b * w.nunits].quota_max == 3,
+		  "misconfiguration: reach counts other ENABLED lenders and unassigned capacity (1 + 1 + 1)");
+	w.units[0].env_limit = 8;
+	w.capacity[r][0] = 2;
+	WPassApply(&w);
+	CHECK(env->status_reason == NULL || strcmp(env->status_reason, "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE") != 0,
+		  "misconfiguration: the reason clears when limits change");
+	CHECK(quota->status_reason == NULL, "misconfiguration: clears for the quota reason too");
+}
+
+/* SPEC 3.8: an expired lease fails the attempt; retries keep queued_at. */
+static void
+test_lease_expiry(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job, *other;
+	const QsOutput *out;
+	QsTime		queued;
+
+	WInit(&w, 1);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	job = WSubmit(&w, "job", a, 0, 1);
+	job->j.max_attempts = 2;
+	queued = job->j.queued_at;
+	WPassApply(&w);
+	WClaim(&w, job, 10);
+	w.now += 5;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "lease: a live lease is kept");
+	other = WSubmit(&w, "other", a, 0, 1);
+	w.now += 10;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_REQUEUE && out->decisions[0].counter == QS_COUNT_FAILED_ATTEMPT,
+		  "lease: expiry with attempts left requeues as a failed attempt");
+	CHECK(Dispatched(out, other), "lease: the freed capacity is used in the same pass");
+	CHECK(job->j.queued_at == queued && job->j.failed_attempts == 1, "lease: queued_at kept");
+	WEnd(&w, other, W_SUCCEEDED);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, job), "lease: the retry runs in a later pass");
+	WClaim(&w, job, 10);
+	w.now += 20;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_FAIL && job->state == W_FAILED,
+		  "lease: the last attempt fails the job");
+}
+
+/* SPEC 3.8: a lease expiring while a preemption stop is pending is the stop. */
+static void
+test_lease_expiry_with_stop(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job;
+	const QsOutput *out;
+
+	WInit(&w, 1);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	job = WSubmit(&w, "job", a, 0, 1);
+	WPassApply(&w);
+	WClaim(&w, job, 10);
+	job->j.stop = QS_STOP_CROSS_SHARE;
+	w.now += 20;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_REQUEUE && out->decisions[0].counter == QS_COUNT_PREEMPTION,
+		  "lease+stop: counts as the preemption, not a failure");
+	CHECK(job->j.failed_attempts == 0 && job->j.preemption_count == 1,
+		  "lease+stop: preemption_count + 1");
+}
+
+/* SPEC 3.8: a timeout requests a stop; the attempt fails when it stops. */
+static void
+test_timeout(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job;
+	const QsOutput *out;
+
+	WInit(&w, 1);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	job = WSubmit(&w, "job", a, 0, 1);
+	job->j.max_attempts = 3;
+	WPassApply(&w);
+	WClaim(&w, job, 1000);
+	job->state = W_RUNNING;
+	job->j.state = QS_RUNNING;
+	job->j.deadline = w.now + 50;
+	w.now += 49;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "timeout: not before the deadline");
+	w.now += 1;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_STOP && out->decisions[0].stop == QS_STOP_TIMEOUT,
+		  "timeout: a stop is requested with stop_reason TIMEOUT");
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "timeout: requested once");
+	WStopped(&w, job);
+	CHECK(job->state == W_RUNNABLE && job->j.failed_attempts == 1,
+		  "timeout: the attempt fails when it stops");
+}
+
+/* SPEC 3.9: runnable timeout of misconfigured jobs. */
+static void
+test_runnable_timeout(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job;
+	const QsOutput *out;
+
+	WInit(&w, 1);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	job = WSubmit(&w, "too_big", a, 0, 2);
+	w.runnable_timeout = 100;
+	WPassApply(&w);
+	CHECK(job->status_reason != NULL, "runnable timeout: misconfigured");
+	w.now += 100;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "runnable timeout: not before it elapses");
+	w.now += 1;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_FAIL && job->state == W_FAILED,
+		  "runnable timeout: the job fails");
+}
+
+/* SPEC 3.6: stops of preempted, terminated and timed-out jobs. */
+static void
+test_stopped_outcomes(void)
+{
+	QsJob		j;
+	QsStopOutcome o;
+
+	memset(&j, 0, sizeof(j));
+	j.max_attempts = 1;
+	j.preemption_retries = 0;
+	j.stop = QS_STOP_CROSS_SHARE;
+	o = QsStoppedOutcome(&j);
+	CHECK(o.action == QS_FAIL, "stopped: preemption_retries 0 fails on the first preemption");
+	j.preemption_retries = 2;
+	j.preemption_count = 1;
+	o = QsStoppedOutcome(&j);
+	CHECK(o.action == QS_REQUEUE && o.counter == QS_COUNT_PREEMPTION,
+		  "stopped: within preemption_retries it is requeued");
+	j.preemption_count = 2;
+	CHECK(QsStoppedOutcome(&j).action == QS_FAIL, "stopped: beyond preemption_retries it fails");
+	j.preemption_retries = -1;
+	j.preemption_count = 1000;
+	CHECK(QsStoppedOutcome(&j).action == QS_REQUEUE, "stopped: null preemption_retries is unlimited");
+	j.stop = QS_STOP_TERMINATED;
+	CHECK(QsStoppedOutcome(&j).action == QS_FAIL, "stopped: a terminated job fails");
+	j.stop = QS_STOP_TIMEOUT;
+	j.max_attempts = 2;
+	o = QsStoppedOutcome(&j);
+	CHECK(o.action == QS_REQUEUE && o.counter == QS_COUNT_FAILED_ATTEMPT,
+		  "stopped: a timeout is a failed attempt");
+}
+
+/*
+ * SPEC 3.2 and 3.6: a job may be dispatched only if the invariants hold
+ * also once pending stops complete and promises are kept.
+ */
+static void
+test_future_state(void)
+{
+	World		w;
+	int			x, l;
+	WJob	   *victim, *promised, *other;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 1);
+	WSubmit(&w, "x_own", x, 0, 1);
+	victim = WSubmit(&w, "x_borrow", x, 0, 1);
+	WPassApply(&w);
+	CHECK(victim->state == W_SCHEDULED, "future: setup, X borrows L's instance");
+	promised = WSubmit(&w, "l_job", l, 0, 1);
+	WClaim(&w, victim, 1000);
+	victim->j.stop = QS_STOP_CROSS_SHARE;
+	victim->j.preempted_for = promised->j.id;
+	promised->j.promised_at = w.now;
+	out = WPassApply(&w);
+	CHECK(!Dispatched(out, promised), "future: the promised job waits for its victim");
+	WStopped(&w, victim);
+	other = WSubmit(&w, "x_again", x, 9, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, promised), "future: once the victim stopped, the promised job runs first");
+	CHECK(!Dispatched(out, other) && !Dispatched(out, victim),
+		  "future: nobody else takes the promised room");
+}
+
+/*
+ * SPEC 3.6: room that is free now but promised for later is not taken: the
+ * future state (victims gone, promised jobs holding) must hold too.
+ */
+static void
+test_future_state_blocks(void)
+{
+	World		w;
+	int			x, l;
+	WJob	   *victim, *promised, *other;
+	const QsOutput *out;
+
+	WInit(&w, 3);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 2);
+	WSubmit(&w, "x_own", x, 0, 1);
+	victim = WSubmit(&w, "x_borrow", x, 0, 1);
+	WPassApply(&w);
+	promised = WSubmit(&w, "l_pair", l, 0, 2);
+	WClaim(&w, victim, 1000);
+	victim->j.stop = QS_STOP_CROSS_SHARE;
+	victim->j.preempted_for = promised->j.id;
+	promised->j.promised_at = w.now;
+	other = WSubmit(&w, "x_more", x, 0, 1);
+	out = WPassApply(&w);
+	CHECK(!Dispatched(out, other),
+		  "future: an instance idle now but promised once the victim stops is not lent");
+	CHECK(!Dispatched(out, promised), "future: the promised job still waits for its victim");
+}
+
+/*
+ * SPEC 3.6: once its victims have all stopped, a promised job is dispatched
+ * before any other job, even one ahead of it in its share.
+ */
+static void
+test_promised_first(void)
+{
+	World		w;
+	int			x, l;
+	WJob	   *victim, *promised, *urgent;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 1);
+	WSubmit(&w, "x_own", x, 0, 1);
+	victim = WSubmit(&w, "x_borrow", x, 0, 1);
+	WPassApply(&w);
+	promised = WSubmit(&w, "l_job", l, 0, 1);
+	promised->j.promised_at = w.now;
+	victim->j.preempted_for = promised->j.id;
+	WStopped(&w, victim);
+	victim->state = W_SUCCEEDED;	/* out of the way */
+	urgent = WSubmit(&w, "l_urgent", l, 10, 1);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, promised) && !Dispatched(out, urgent),
+		  "promised first: the promised job runs before a job ahead of it in its share");
+}
+
+/* SPEC 3.6: promises lapse when the job could no longer start. */
+static void
+test_promise_lapses(void)
+{
+	World		w;
+	int			l;
+	WJob	   *promised;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 1);
+	promised = WSubmit(&w, "big", l, 0, 1);
+	promised->j.promised_at = w.now;
+	w.capacity[l][0] = 0;		/* the admin took the share's capacity away */
+	out = WPassApply(&w);
+	CHECK(out->nlapsed == 1 && out->lapsed[0] == promised->j.id,
+		  "promise: lapses when the job could not start");
+	CHECK(promised->j.promised_at == QS_NO_TIME, "promise: promised_at cleared");
+}
+
+/* SPEC 1: a DISABLED environment dispatches nothing; timeouts still happen. */
+static void
+test_disabled_environment(void)
+{
+	World		w;
+	int			a;
+	WJob	   *running, *waiting;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 2);
+	running = WSubmit(&w, "running", a, 0, 1);
+	WPassApply(&w);
+	WClaim(&w, running, 10);
+	waiting = WSubmit(&w, "waiting", a, 0, 1);
+	w.env_enabled = false;
+	w.now += 20;
+	out = WPassApply(&w);
+	CHECK(!Dispatched(out, waiting), "disabled environment: nothing is dispatched");
+	CHECK(ActionFor(out, running) == QS_FAIL, "disabled environment: leases still expire");
+}
+
+int
+main(void)
+{
+	test_seed_step1();
+	test_allowed_rounding();
+	test_reserve_and_lend();
+	test_disabled_share();
+	test_multi_instance_and_units();
+	test_own_capacity_first();
+	test_fifo_across_shares();
+	test_best_effort_and_skip();
+	test_wanted_capacity();
+	test_misconfiguration();
+	test_lease_expiry();
+	test_lease_expiry_with_stop();
+	test_timeout();
+	test_runnable_timeout();
+	test_stopped_outcomes();
+	test_future_state();
+	test_future_state_blocks();
+	test_promised_first();
+	test_promise_lapses();
+	test_disabled_environment();
+	WFreeAll();
+	printf("1..%d\n", tests_run);
+	if (tests_failed)
+		printf("# %d of %d unit tests failed\n", tests_failed, tests_run);
+	return tests_failed ? 1 : 0;
+}

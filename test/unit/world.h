@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * world.h
+ *		An in-memory job queue for driving the policy core without
+ *		PostgreSQL: the unit tests and the simulator build a World, run
+ *		passes on it and apply the decisions the way the shell does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_WORLD_H
+#define QS_WORLD_H
+
+#include "policy.h"
+
+#define W_MAX_UNITS 4
+#define W_MAX_SHARES 16
+#define W_MAX_JOBS 4096
+
+typedef enum WState
+{
+	W_RUNNABLE = QS_RUNNABLE,
+	W_SCHEDULED = QS_SCHEDULED,
+	W_STARTING = QS_STARTING,
+	W_RUNNING = QS_RUNNING,
+	W_SUCCEEDED,
+	W_FAILED
+} WState;
+
+typedef struct WJob
+{
+	QsJob		j;				/* state kept in j.state when live */
+	WState		state;
+	const char *name;
+	const char *status_reason;
+	QsTime		status_reason_at;
+} WJob;
+
+typedef struct World
+{
+	QsTime		now;
+	bool		env_enabled;
+	int			nunits;
+	QsUnit		units[W_MAX_UNITS];
+	int			nshares;
+	QsShare		shares[W_MAX_SHARES];
+	int64_t		capacity[W_MAX_SHARES][W_MAX_UNITS];
+	int			njobs;
+	WJob		jobs[W_MAX_JOBS];
+	QsTime		runnable_timeout;	/* QS_NO_TIME: none */
+	/* what the last pass read through the source, by job id */
+	int			nread;
+	int64_t		read[W_MAX_JOBS];
+	QsOutput	out;
+} World;
+
+extern void WInit(World *w, int64_t env_limit);
+extern int	WAddUnit(World *w, const char *name, int64_t env_limit);
+extern int	WAddShare(World *w, const char *name, QsStrategy strategy,
+					  int32_t borrow_limit, bool in_share_preemption,
+					  int64_t capacity_unit0);
+extern WJob *WSubmit(World *w, const char *name, int share, int32_t priority,
+					 int32_t count);
+extern WJob *WSubmitUnit(World *w, const char *name, int share, int unit,
+						 int32_t priority, int32_t count);
+extern WJob *WFind(World *w, const char *name);
+extern const QsOutput *WPass(World *w);
+extern void WApply(World *w);
+extern const QsOutput *WPassApply(World *w);
+extern void WClaim(World *w, WJob *job, QsTime lease);
+extern void WStopped(World *w, WJob *job);
+extern void WEnd(World *w, WJob *job, WState state);
+extern const QsDecision *WDecisionFor(const QsOutput *out, const WJob *job);
+extern bool WWasRead(const World *w, const WJob *job);
+extern void WFreeAll(void);
+
+#endif							/* QS_WORLD_H */
