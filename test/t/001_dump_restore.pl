@@ -1,0 +1,374 @@
+# Dump and restore (SPEC 10): a database using quota_sched, with jobs of
+# several owners in every state SPEC 4 names and their history, dumped with
+# pg_dump and restored the way the README documents
+#
+#   PGOPTIONS='-c session_replication_role=replica' pg_restore --exit-on-error -d DB FILE
+#
+# gives back every row of every table unchanged, and the sequences continue
+# above the highest dumped id.  Both the custom and the plain format are
+# tested, and so is a restore without the replica setting, to show that the
+# README's instruction is needed.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $replica = '-c session_replication_role=replica';
+
+my $node = PostgreSQL::Test::Cluster->new('dump_restore');
+$node->init;
+$node->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'quota_sched'\nquota_sched.enabled = off\n");
+$node->start;
+
+$node->safe_psql('postgres', 'CREATE DATABASE src');
+$node->safe_psql('src', 'CREATE EXTENSION quota_sched');
+
+# Roles are cluster-wide: the restored databases below live in the same
+# cluster, so they find them.
+$node->safe_psql(
+	'src', q{
+CREATE ROLE regress_dr_admin;
+CREATE ROLE regress_dr_agent;
+CREATE ROLE regress_dr_alice;
+CREATE ROLE regress_dr_bob;
+CREATE ROLE regress_dr_carol;
+CREATE ROLE regress_dr_team;
+GRANT quota_sched_admin TO regress_dr_admin;
+GRANT quota_sched_agent TO regress_dr_agent;
+GRANT quota_sched_user TO regress_dr_alice, regress_dr_bob, regress_dr_carol;
+GRANT regress_dr_team TO regress_dr_alice;
+});
+
+# Configuration, written by the admin.
+$node->safe_psql(
+	'src', q{
+SET ROLE regress_dr_admin;
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES
+	('dr_env', '{"ml.g5.xlarge": 8, "ml.p4d.24xlarge": 2}'),
+	('dr_env_off', '{"ml.g5.xlarge": 1}');
+INSERT INTO quota_sched.job_queue (name, service_environment, runnable_timeout) VALUES
+	('dr_queue', 'dr_env', '2 hours'),
+	('dr_queue_off', 'dr_env_off', NULL);
+INSERT INTO quota_sched.quota_share
+	(job_queue, name, capacity_limits, strategy, borrow_limit, in_share_preemption, submit_role)
+VALUES
+	('dr_queue', 'team_a', '{"ml.g5.xlarge": 4}', 'LEND_AND_BORROW', 200, true, 'regress_dr_team'),
+	('dr_queue', 'team_b', '{"ml.g5.xlarge": 2, "ml.p4d.24xlarge": 2}', 'LEND', -1, false, NULL),
+	('dr_queue', 'team_c', '{"ml.g5.xlarge": 2}', 'RESERVE', -1, false, NULL),
+	('dr_queue_off', 'idle', '{}', 'LEND', -1, false, NULL);
+UPDATE quota_sched.quota_share SET state = 'DISABLED' WHERE job_queue = 'dr_queue_off';
+UPDATE quota_sched.job_queue SET state = 'DISABLED' WHERE name = 'dr_queue_off';
+UPDATE quota_sched.service_environment SET state = 'DISABLED' WHERE name = 'dr_env_off';
+});
+
+# Jobs, submitted by their owners.  The payloads carry characters that COPY
+# must escape, and one is large enough to be TOASTed.
+$node->safe_psql(
+	'src', q{
+SET ROLE regress_dr_alice;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, instance_count,
+	payload, max_attempts, preemption_retries, timeout, client_token, tags)
+VALUES ('dr_a1', 'dr_queue', 'team_a', 5, 'ml.g5.xlarge', 2,
+	'{"command": ["python", "train.py", "--note", "tab\tnewline\nback\\\\slash \"quoted\" é ✓"]}',
+	3, 2, '1 hour', 'token-a1', '{"team": "a", "run": 1}');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, payload)
+VALUES ('dr_a2', 'dr_queue', 'team_a',
+	'{"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1}}');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
+SELECT 'dr_a3', 'dr_queue', 'team_b', 'ml.p4d.24xlarge',
+	jsonb_build_object('blob', string_agg(md5(i::text), ''))
+  FROM generate_series(1, 4000) AS i;
+RESET ROLE;
+
+SET ROLE regress_dr_bob;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
+VALUES ('dr_b1', 'dr_queue', 'team_b', 1, 'ml.g5.xlarge'),
+	('dr_b2', 'dr_queue', 'team_b', 2, 'ml.g5.xlarge'),
+	('dr_b3', 'dr_queue', 'team_b', 3, 'ml.p4d.24xlarge');
+RESET ROLE;
+
+SET ROLE regress_dr_carol;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, client_token)
+VALUES ('dr_c1', 'dr_queue', 'team_c', 'ml.g5.xlarge', 'token-c1'),
+	('dr_c2', 'dr_queue', 'team_c', 'ml.g5.xlarge', NULL);
+RESET ROLE;
+
+SET ROLE regress_dr_admin;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('dr_d1', 'dr_queue', 'team_b', 'ml.g5.xlarge');
+RESET ROLE;
+});
+
+# Jobs in every state, with history and passes.  This stands in for the
+# scheduler and the agents until they exist: as superuser, with
+# session_replication_role = replica so that the job triggers neither refuse
+# the changes of system columns nor append history, the state and its
+# columns are set directly and the matching job_event and pass_log rows are
+# inserted by hand.
+$node->safe_psql(
+	'src', q{
+SET session_replication_role = replica;
+CREATE FUNCTION pg_temp.move(p_job text, p_to text, p_actor text, p_pass bigint,
+							 p_reason text, p_at timestamptz)
+RETURNS void LANGUAGE sql AS $$
+	INSERT INTO quota_sched.job_event (job_id, at, pass_id, from_state, to_state, reason, actor)
+	SELECT id, p_at, p_pass, state, p_to, p_reason, p_actor
+	  FROM quota_sched.job WHERE name = p_job;
+	UPDATE quota_sched.job
+	   SET state = p_to, status_reason = p_reason, status_reason_at = p_at
+	 WHERE name = p_job;
+$$;
+DO $$
+DECLARE
+	t0 timestamptz := now() - interval '3 hours';
+	p1 bigint;
+	p2 bigint;
+	p3 bigint;
+BEGIN
+	INSERT INTO quota_sched.pass_log (job_queue, started_at, finished_at, dispatched)
+	VALUES ('dr_queue', t0 + '1 min', t0 + '1 min 0.25 s', 7) RETURNING id INTO p1;
+	PERFORM pg_temp.move(j, 'SCHEDULED', 'pass', p1, 'dispatched', t0 + '1 min')
+	   FROM unnest(ARRAY['dr_a1', 'dr_a2', 'dr_a3', 'dr_b1', 'dr_b2', 'dr_b3', 'dr_d1']) AS j;
+	PERFORM pg_temp.move(j, 'STARTING', 'agent-1', NULL, 'claimed', t0 + '2 min')
+	   FROM unnest(ARRAY['dr_a1', 'dr_a2', 'dr_a3', 'dr_b2', 'dr_b3', 'dr_d1']) AS j;
+	PERFORM pg_temp.move(j, 'RUNNING', 'agent-1', NULL, 'started', t0 + '3 min')
+	   FROM unnest(ARRAY['dr_a1', 'dr_a2', 'dr_a3', 'dr_b3', 'dr_d1']) AS j;
+	PERFORM pg_temp.move('dr_a3', 'SUCCEEDED', 'agent-1', NULL, 'exit 0', t0 + '30 min');
+	PERFORM pg_temp.move('dr_b3', 'FAILED', 'agent-1', NULL, 'exit 1', t0 + '40 min');
+
+	-- carol's reserved share takes its capacity back from alice's dr_a2.
+	INSERT INTO quota_sched.pass_log (job_queue, started_at, finished_at, dispatched, preempted, requeued)
+	VALUES ('dr_queue', t0 + '50 min', t0 + '50 min 0.5 s', 0, 1, 1) RETURNING id INTO p2;
+	PERFORM pg_temp.move('dr_a2', 'RUNNABLE', 'pass', p2, 'preempted for dr_c1', t0 + '50 min');
+	UPDATE quota_sched.job
+	   SET preemption_count = 1, stop_reason = 'preempted',
+		   stop_requested_at = t0 + '50 min', stopped_at = t0 + '51 min',
+		   preempted_for = (SELECT id FROM quota_sched.job WHERE name = 'dr_c1')
+	 WHERE name = 'dr_a2';
+
+	INSERT INTO quota_sched.pass_log (job_queue, started_at, finished_at, dispatched, failed)
+	VALUES ('dr_queue', t0 + '52 min', t0 + '52 min 0.1 s', 1, 0) RETURNING id INTO p3;
+	PERFORM pg_temp.move('dr_c1', 'SCHEDULED', 'pass', p3, 'dispatched', t0 + '52 min');
+	PERFORM pg_temp.move('dr_c1', 'STARTING', 'agent-2', NULL, 'claimed', t0 + '53 min');
+	PERFORM pg_temp.move('dr_c1', 'RUNNING', 'agent-2', NULL, 'started', t0 + '54 min');
+
+	-- The admin terminates dr_d1.
+	PERFORM pg_temp.move('dr_d1', 'FAILED', 'regress_dr_admin', NULL, 'terminated', t0 + '60 min');
+
+	-- The columns that go with each state.
+	UPDATE quota_sched.job
+	   SET scheduled_at = t0 + '1 min', agent = 'agent-1'
+	 WHERE name IN ('dr_a1', 'dr_a2', 'dr_a3', 'dr_b1', 'dr_b2', 'dr_b3', 'dr_d1');
+	UPDATE quota_sched.job SET scheduled_at = t0 + '52 min', agent = 'agent-2' WHERE name = 'dr_c1';
+	UPDATE quota_sched.job SET promised_at = t0 + '50 min' WHERE name = 'dr_c1';
+	UPDATE quota_sched.job SET lease_until = now() + interval '5 min'
+	 WHERE name IN ('dr_a1', 'dr_b1', 'dr_b2', 'dr_c1');
+	UPDATE quota_sched.job SET started_at = t0 + '3 min'
+	 WHERE name IN ('dr_a1', 'dr_a2', 'dr_a3', 'dr_b3', 'dr_d1');
+	UPDATE quota_sched.job SET started_at = t0 + '54 min' WHERE name = 'dr_c1';
+	UPDATE quota_sched.job SET stopped_at = t0 + '30 min' WHERE name = 'dr_a3';
+	UPDATE quota_sched.job SET stopped_at = t0 + '40 min', failed_attempts = 1, stop_reason = 'exit 1'
+	 WHERE name = 'dr_b3';
+	UPDATE quota_sched.job
+	   SET stopped_at = t0 + '61 min', stop_reason = 'terminated by regress_dr_admin',
+		   stop_requested_at = t0 + '60 min'
+	 WHERE name = 'dr_d1';
+END
+$$;
+});
+
+is( $node->safe_psql('src',
+		'SELECT string_agg(DISTINCT state, \',\' ORDER BY state) FROM quota_sched.job'),
+	'FAILED,RUNNABLE,RUNNING,SCHEDULED,STARTING,SUCCEEDED',
+	'src has jobs in every state of SPEC 4');
+is( $node->safe_psql('src',
+		'SELECT string_agg(DISTINCT owner, \',\' ORDER BY owner) FROM quota_sched.job'),
+	'regress_dr_admin,regress_dr_alice,regress_dr_bob,regress_dr_carol',
+	'src has jobs of several owners');
+# 9 submissions; 7 + 6 + 5 moves of the first pass and agent-1, an end and
+# a failure; 1 preemption; 3 moves of dr_c1; 1 termination.
+is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.job_event'),
+	'34', 'src history: the replica-mode updates appended no history of their own');
+
+# Every row of every table of the schema, by table; the sequences.
+sub schema_tables
+{
+	my ($db) = @_;
+	return split /\n/, $node->safe_psql($db,
+		q{SELECT relname FROM pg_class
+		   WHERE relnamespace = 'quota_sched'::regnamespace AND relkind IN ('r', 'p')
+		   ORDER BY 1});
+}
+
+sub table_rows
+{
+	my ($db) = @_;
+	my %rows;
+	foreach my $t (schema_tables($db))
+	{
+		$rows{$t} = $node->safe_psql($db,
+			qq{SELECT coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')
+			     FROM quota_sched.$t t});
+	}
+	return \%rows;
+}
+
+sub sequence_values
+{
+	my ($db) = @_;
+	my %values;
+	my @seqs = split /\n/, $node->safe_psql($db,
+		q{SELECT relname FROM pg_class
+		   WHERE relnamespace = 'quota_sched'::regnamespace AND relkind = 'S' ORDER BY 1});
+	foreach my $s (@seqs)
+	{
+		$values{$s} = $node->safe_psql($db,
+			"SELECT last_value || ' ' || is_called FROM quota_sched.$s");
+	}
+	return \%values;
+}
+
+# The privileges of the schema's objects: the restore must not lose a grant
+# or add one (nothing to PUBLIC).
+my $acl_query = q{
+	SELECT string_agg(format('%s %s %s', relname, relacl,
+		(SELECT string_agg(attname || '=' || attacl::text, ',' ORDER BY attnum)
+		   FROM pg_attribute WHERE attrelid = c.oid AND attacl IS NOT NULL)), E'\n' ORDER BY relname)
+	  FROM pg_class c WHERE relnamespace = 'quota_sched'::regnamespace};
+
+my $src_rows = table_rows('src');
+my $src_seqs = sequence_values('src');
+my $src_acl  = $node->safe_psql('src', $acl_query);
+is(scalar(keys %$src_rows), 6, 'src: 6 tables in schema quota_sched');
+is(scalar(keys %$src_seqs), 3, 'src: 3 sequences in schema quota_sched');
+foreach my $t (sort keys %$src_rows)
+{
+	isnt($src_rows->{$t}, '', "src: table $t has rows");
+}
+
+my ($max_job, $max_event, $max_pass) = split /\|/, $node->safe_psql('src',
+	q{SELECT (SELECT max(id) FROM quota_sched.job), (SELECT max(id) FROM quota_sched.job_event),
+	         (SELECT max(id) FROM quota_sched.pass_log)});
+my $alice_jobs = $node->safe_psql('src',
+	q{SET ROLE regress_dr_alice; SELECT string_agg(name, ',' ORDER BY name) FROM quota_sched.job});
+is($alice_jobs, 'dr_a1,dr_a2,dr_a3', 'src: alice sees her own jobs only');
+
+# Compares a restored database with src, table by table and row by row.
+sub compare_with_src
+{
+	my ($db) = @_;
+	my $rows = table_rows($db);
+	is(scalar(keys %$rows), 6, "$db: 6 tables compared");
+	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");
+	foreach my $t (sort keys %$src_rows)
+	{
+		is($rows->{$t}, $src_rows->{$t}, "$db: every row of $t as in src");
+	}
+	my $seqs = sequence_values($db);
+	is(scalar(keys %$seqs), 3, "$db: 3 sequences compared");
+	foreach my $s (sort keys %$src_seqs)
+	{
+		is($seqs->{$s}, $src_seqs->{$s}, "$db: sequence $s as in src");
+	}
+	is($node->safe_psql($db, $acl_query), $src_acl, "$db: privileges as in src");
+	is( $node->safe_psql($db,
+			q{SET ROLE regress_dr_alice;
+			  SELECT string_agg(name, ',' ORDER BY name) FROM quota_sched.job}),
+		$alice_jobs, "$db: row-level security still shows alice her own jobs only");
+}
+
+# After a restore: new rows continue above the highest dumped ids, and the
+# triggers work again (owner, RUNNABLE, history of the submission).
+sub continues_after_restore
+{
+	my ($db) = @_;
+	$node->safe_psql($db,
+		q{SET ROLE regress_dr_alice;
+		  INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+		  VALUES ('dr_after_restore', 'dr_queue', 'team_a', 'ml.g5.xlarge');});
+	my ($id, $owner, $state) = split /\|/, $node->safe_psql($db,
+		q{SELECT id, owner, state FROM quota_sched.job WHERE name = 'dr_after_restore'});
+	cmp_ok($id, '>', $max_job, "$db: a new job's id is above the highest dumped id");
+	is("$owner $state", 'regress_dr_alice RUNNABLE', "$db: a new job is alice's and RUNNABLE");
+	my ($event_id, $event) = split /\|/, $node->safe_psql($db,
+		qq{SELECT id, coalesce(from_state, '-') || ' ' || to_state || ' ' || actor
+		     FROM quota_sched.job_event WHERE job_id = $id});
+	cmp_ok($event_id, '>', $max_event,
+		"$db: the new job's history row id is above the highest dumped one");
+	is($event, '- RUNNABLE regress_dr_alice', "$db: the submission is in the history");
+	my $pass_id = $node->safe_psql($db,
+		q{INSERT INTO quota_sched.pass_log (job_queue, started_at, finished_at)
+		  VALUES ('dr_queue', now(), now()) RETURNING id});
+	cmp_ok($pass_id, '>', $max_pass, "$db: a new pass_log id is above the highest dumped one");
+}
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+
+#
+# Custom format, restored as the README documents.
+#
+$node->command_ok([ 'pg_dump', '-Fc', '-f', "$tmp/src.dump", '-d', 'src' ],
+	'pg_dump -Fc src');
+$node->safe_psql('postgres', 'CREATE DATABASE dst');
+{
+	local $ENV{PGOPTIONS} = $replica;
+	$node->command_ok(
+		[ 'pg_restore', '--exit-on-error', '-d', 'dst', "$tmp/src.dump" ],
+		'pg_restore under session_replication_role = replica');
+}
+compare_with_src('dst');
+continues_after_restore('dst');
+
+#
+# Plain format piped through psql, with the same setting.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE dst_plain');
+{
+	local $ENV{PGHOST}     = $node->host;
+	local $ENV{PGPORT}     = $node->port;
+	local $ENV{PGOPTIONS}  = $replica;
+	my $stderr = '';
+	my $ok = IPC::Run::run(
+		[ 'pg_dump', '-Fp', '-d', 'src' ], '|',
+		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', 'dst_plain' ],
+		'>', '/dev/null', '2>', \$stderr);
+	ok($ok, 'pg_dump -Fp src | psql under session_replication_role = replica');
+	is($stderr, '', 'plain restore printed no error');
+}
+compare_with_src('dst_plain');
+continues_after_restore('dst_plain');
+
+#
+# Without the replica setting the restore does not give the rows back: the
+# job table's BEFORE INSERT trigger fires on the COPY and refuses every row,
+# since the dump sets the columns the system keeps (id, owner, state, ...).
+#
+$node->safe_psql('postgres', 'CREATE DATABASE dst_bad');
+$node->command_fails_like(
+	[ 'pg_restore', '--exit-on-error', '-d', 'dst_bad', "$tmp/src.dump" ],
+	qr/column "[a-z_]+" of a job is set by quota_sched, not by the submitter/,
+	'pg_restore without session_replication_role = replica fails on the job rows');
+
+# Without --exit-on-error it goes on past the errors and loses the jobs and,
+# through the foreign key, their history.
+$node->safe_psql('postgres', 'CREATE DATABASE dst_bad_continue');
+{
+	my ($stdout, $stderr);
+	local %ENV = (%ENV, PGHOST => $node->host, PGPORT => $node->port);
+	delete $ENV{PGOPTIONS};
+	my $ok = IPC::Run::run([ 'pg_restore', '-d', 'dst_bad_continue', "$tmp/src.dump" ],
+		'>', \$stdout, '2>', \$stderr);
+	ok(!$ok, 'pg_restore without replica and without --exit-on-error reports errors');
+	like($stderr, qr/errors ignored on restore/, 'pg_restore counts the ignored errors');
+}
+my $bad_rows = table_rows('dst_bad_continue');
+is($bad_rows->{job}, '', 'without replica: no job is restored');
+is($bad_rows->{job_event}, '', 'without replica: no history is restored');
+is($bad_rows->{service_environment}, $src_rows->{service_environment},
+	'without replica: configuration tables come back (they have no such trigger)');
+
+$node->stop;
+done_testing();
