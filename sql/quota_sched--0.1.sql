@@ -297,12 +297,14 @@ GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_runnable_timeout(interval, text)
 	TO quota_sched_admin;
 
-/* Jobs: submitters set only their columns and change only priority. */
-GRANT SELECT ON quota_sched.job TO quota_sched_admin, quota_sched_agent, quota_sched_user;
-GRANT INSERT (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload,
-			  max_attempts, preemption_retries, timeout, client_token, tags)
-	ON quota_sched.job TO quota_sched_admin, quota_sched_user;
-GRANT UPDATE (priority) ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+/*
+ * Jobs.  Submitters may name any column in INSERT and UPDATE so that the
+ * job triggers, not a bare "permission denied", tell them which column they
+ * may not set or change: the triggers refuse every system column on INSERT
+ * and every change but priority on UPDATE, for every role.
+ */
+GRANT SELECT, INSERT, UPDATE ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+GRANT SELECT ON quota_sched.job TO quota_sched_agent;
 GRANT SELECT ON quota_sched.job_event, quota_sched.pass_log
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 

@@ -15,6 +15,8 @@
 
 #include "access/detoast.h"
 #include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "nodes/bitmapset.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -25,7 +27,6 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -127,6 +128,45 @@ JsonbField(JsonbContainer *container, const char *key)
 }
 
 /*
+ * InstanceCountFromJson returns payload->'ResourceConfig'->'InstanceCount'
+ * as an instance count, or raises check_violation naming the value.
+ */
+static int32
+InstanceCountFromJson(JsonbValue *v)
+{
+	Datum		n;
+	char	   *shown;
+
+	if (v->type == jbvNumeric)
+	{
+		n = NumericGetDatum(v->val.numeric);
+		if (DatumGetBool(DirectFunctionCall2(numeric_eq, n,
+											 DirectFunctionCall2(numeric_trunc, n,
+																 Int32GetDatum(0)))) &&
+			DatumGetBool(DirectFunctionCall2(numeric_ge, n,
+											 DirectFunctionCall1(int4_numeric,
+																 Int32GetDatum(1)))) &&
+			DatumGetBool(DirectFunctionCall2(numeric_le, n,
+											 DirectFunctionCall1(int4_numeric,
+																 Int32GetDatum(PG_INT32_MAX)))))
+			return DatumGetInt32(DirectFunctionCall1(numeric_int4, n));
+	}
+	{
+		JsonbValue *copy = palloc(sizeof(JsonbValue));
+		Jsonb	   *jb;
+
+		*copy = *v;
+		jb = JsonbValueToJsonb(copy);
+		shown = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("invalid payload ResourceConfig.InstanceCount %s of a job", shown),
+			 errdetail("InstanceCount is an integer from 1 to 2147483647.")));
+	pg_unreachable();
+}
+
+/*
  * ApplyResourceConfig fills capacity_unit and instance_count that the
  * submitter left out from payload->'ResourceConfig' (InstanceType and
  * InstanceCount, as in a SageMaker CreateTrainingJob request); an explicit
@@ -163,67 +203,36 @@ ApplyResourceConfig(JobRow *row)
 
 		if (rc != NULL &&
 			(v = JsonbField(rc->val.binary.data, "InstanceCount")) != NULL)
-		{
-			Numeric		n;
-
-			if (v->type != jbvNumeric)
-				ereport(ERROR,
-						(errcode(ERRCODE_CHECK_VIOLATION),
-						 errmsg("payload ResourceConfig.InstanceCount of a job is not a number")));
-			n = v->val.numeric;
-			if (!DatumGetBool(DirectFunctionCall2(numeric_eq, NumericGetDatum(n),
-												  DirectFunctionCall2(numeric_trunc,
-																	  NumericGetDatum(n),
-																	  Int32GetDatum(0)))))
-				ereport(ERROR,
-						(errcode(ERRCODE_CHECK_VIOLATION),
-						 errmsg("payload ResourceConfig.InstanceCount %s of a job is not an integer",
-								DatumGetCString(DirectFunctionCall1(numeric_out,
-																	NumericGetDatum(n))))));
-			if (DatumGetBool(DirectFunctionCall2(numeric_gt, NumericGetDatum(n),
-												 DirectFunctionCall1(int4_numeric,
-																	 Int32GetDatum(PG_INT32_MAX)))))
-				count = (int64) PG_INT32_MAX + 1;
-			else if (DatumGetBool(DirectFunctionCall2(numeric_lt, NumericGetDatum(n),
-													  DirectFunctionCall1(int4_numeric,
-																		  Int32GetDatum(0)))))
-				count = -1;
-			else
-				count = DatumGetInt32(DirectFunctionCall1(numeric_int4,
-														  NumericGetDatum(n)));
-			CheckIntRange("instance_count", count, 1, PG_INT32_MAX);
-		}
+			count = InstanceCountFromJson(v);
 		row->values[JC_INSTANCE_COUNT] = Int32GetDatum((int32) count);
 		row->nulls[JC_INSTANCE_COUNT] = false;
 	}
 }
 
 /*
- * CheckPayloadSize refuses a payload longer than 1 MiB as text.  The text of
- * a jsonb is at most a small multiple of its binary size, so only payloads
- * whose binary size could reach the limit are printed to be measured.
+ * CheckPayloadSize refuses a payload longer than 1 MiB as text.  The text
+ * is measured itself: no bound on it follows from the binary size (a number
+ * such as 1e130000 is a few bytes stored and 130001 digits as text).
  */
 static void
 CheckPayloadSize(JobRow *row)
 {
-	Size		raw;
 	Jsonb	   *payload;
 	char	   *text;
+	size_t		len;
 
 	if (row->nulls[JC_PAYLOAD])
 		return;
-	raw = toast_raw_datum_size(row->values[JC_PAYLOAD]);
-	if (raw * 8 <= QS_MAX_PAYLOAD_BYTES)
-		return;
 	payload = DatumGetJsonbP(row->values[JC_PAYLOAD]);
 	text = JsonbToCString(NULL, &payload->root, VARSIZE(payload));
-	if (strlen(text) > QS_MAX_PAYLOAD_BYTES)
+	len = strlen(text);
+	pfree(text);
+	if (len > QS_MAX_PAYLOAD_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("payload of job is %zu bytes as text, more than the limit of %d",
-						strlen(text), QS_MAX_PAYLOAD_BYTES),
+						len, QS_MAX_PAYLOAD_BYTES),
 				 errhint("Keep large inputs elsewhere and pass a reference in the payload.")));
-	pfree(text);
 }
 
 /*
@@ -543,40 +552,45 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 /*
  * qs_job_before_update lets a user change only priority, within its range,
  * and takes the queue's lock in shared mode so that the change does not
- * interleave with a pass.  The extension's own writes pass unchecked.
+ * interleave with a pass.  Any other column named in the UPDATE's SET list
+ * is refused, even when set to the value it has.  The extension's own
+ * writes pass unchecked.
  */
 Datum
 qs_job_before_update(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = CheckJobTrigger(fcinfo, "job_before_update", true);
 	TupleDesc	desc = RelationGetDescr(td->tg_relation);
-	JobRow		old_row;
-	JobRow		new_row;
+	bool		isnull;
+	Datum		priority;
 
 	if (QsWrite.system_write)
 		return PointerGetDatum(td->tg_newtuple);
 
-	ReadJobRow(td->tg_trigtuple, desc, &old_row);
-	ReadJobRow(td->tg_newtuple, desc, &new_row);
 	for (int c = 0; c < JC_COUNT; c++)
 	{
-		Form_pg_attribute att = TupleDescAttr(desc, JobAttnum(desc, c) - 1);
+		int			member = JobAttnum(desc, c) - FirstLowInvalidHeapAttributeNumber;
 
-		if (c == JC_PRIORITY)
-			continue;
-		if (old_row.nulls[c] != new_row.nulls[c] ||
-			(!old_row.nulls[c] &&
-			 !datum_image_eq(old_row.values[c], new_row.values[c],
-							 att->attbyval, att->attlen)))
+		if (c != JC_PRIORITY && bms_is_member(member, td->tg_updatedcols))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("column \"%s\" of job " INT64_FORMAT " cannot be changed",
-							JobColumnNames[c], DatumGetInt64(old_row.values[JC_ID])),
+							JobColumnNames[c],
+							DatumGetInt64(heap_getattr(td->tg_trigtuple,
+													   JobAttnum(desc, JC_ID),
+													   desc, &isnull))),
 					 errhint("Only priority may change after submission; "
 							 "quota_sched.terminate() stops a job.")));
 	}
-	CheckIntRange("priority", DatumGetInt32(new_row.values[JC_PRIORITY]), 0, QS_MAX_PRIORITY);
-	QsLockQueue(TextDatumGetCString(new_row.values[JC_JOB_QUEUE]), false);
+	priority = heap_getattr(td->tg_newtuple, JobAttnum(desc, JC_PRIORITY), desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a job needs a priority")));
+	CheckIntRange("priority", DatumGetInt32(priority), 0, QS_MAX_PRIORITY);
+	QsLockQueue(TextDatumGetCString(heap_getattr(td->tg_newtuple,
+												 JobAttnum(desc, JC_JOB_QUEUE),
+												 desc, &isnull)), false);
 	return PointerGetDatum(td->tg_newtuple);
 }
 

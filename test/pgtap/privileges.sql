@@ -16,22 +16,23 @@ SELECT table_privs_are('quota_sched', 'quota_share', 'quota_sched_user', ARRAY['
 SELECT table_privs_are('quota_sched', 'quota_share', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'quota_share', 'public', ARRAY[]::text[]);
 
--- Jobs: read through row-level security; no table-wide writes for anyone.
-SELECT table_privs_are('quota_sched', 'job', 'quota_sched_user', ARRAY['SELECT']);
+-- Jobs: users read through row-level security; they may name any column in
+-- INSERT and UPDATE, and the job triggers refuse all but their own columns.
+SELECT table_privs_are('quota_sched', 'job', 'quota_sched_user', ARRAY['SELECT', 'INSERT', 'UPDATE']);
 SELECT table_privs_are('quota_sched', 'job', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'job', 'public', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_event', 'quota_sched_user', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'job_event', 'public', ARRAY[]::text[]);
-
--- Submitters insert only their columns and update only priority.
-SELECT column_privs_are('quota_sched', 'job', 'name', 'quota_sched_user',
-	ARRAY['SELECT', 'INSERT']);
-SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_user',
-	ARRAY['SELECT', 'INSERT', 'UPDATE']);
-SELECT column_privs_are('quota_sched', 'job', 'state', 'quota_sched_user', ARRAY['SELECT']);
-SELECT column_privs_are('quota_sched', 'job', 'owner', 'quota_sched_user', ARRAY['SELECT']);
-SELECT column_privs_are('quota_sched', 'job', 'id', 'quota_sched_user', ARRAY['SELECT']);
-SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_agent', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'pass_log', 'quota_sched_user', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'job_id_seq', 'quota_sched_user', ARRAY[]::text[]);
+SELECT ok(NOT has_table_privilege('quota_sched_user', 'quota_sched.job', 'DELETE'),
+	'users cannot delete jobs');
+SELECT ok(NOT has_table_privilege('quota_sched_admin', 'quota_sched.job', 'DELETE'),
+	'admins cannot delete jobs');
+SELECT ok(NOT has_table_privilege('quota_sched_user', 'quota_sched.job', 'TRUNCATE'),
+	'users cannot truncate jobs');
+SELECT ok(NOT has_table_privilege('quota_sched_agent', 'quota_sched.job', 'INSERT'),
+	'agents do not submit');
 
 -- The functions of CHECK constraints are executable by the roles that write
 -- those tables.
