@@ -3,7 +3,8 @@
 EXTENSION = quota_sched
 MODULE_big = quota_sched
 CORE = src/policy.o src/capacity.o
-OBJS = src/quota_sched.o src/checks.o src/job_columns.o src/job_trigger.o $(CORE)
+OBJS = src/quota_sched.o src/checks.o src/job_columns.o src/job_trigger.o \
+	src/pass.o src/pass_load.o src/pass_apply.o $(CORE)
 DATA = sql/quota_sched--0.1.sql
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -Isrc
@@ -18,6 +19,9 @@ REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/regress.conf
 # TAP tests (dump/restore, pgTAP through pg_prove, worker, ...)
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+# no LLVM bitcode: clang is not needed to install
+override with_llvm = no
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)

@@ -141,10 +141,21 @@ CREATE TABLE quota_sched.job (
 
 ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
 
-/* The heads of each share's RUNNABLE jobs, in share order (SPEC 3.2). */
+/*
+ * The heads of each share's RUNNABLE jobs of a unit, in share order (SPEC
+ * 3.2); also the loose index scan for the (share, unit) pairs with jobs.
+ */
 CREATE INDEX job_runnable_share_order ON quota_sched.job
-	(job_queue, quota_share, priority DESC, queued_at, id)
+	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
 	WHERE state = 'RUNNABLE';
+/* Promised jobs (SPEC 3.6) and misconfigured ones (3.7, 3.9). */
+CREATE INDEX job_promised ON quota_sched.job (job_queue, promised_at, id)
+	WHERE state = 'RUNNABLE' AND promised_at IS NOT NULL;
+CREATE INDEX job_misconfigured ON quota_sched.job (job_queue, status_reason_at)
+	WHERE state = 'RUNNABLE' AND status_reason LIKE 'MISCONFIGURATION:%';
+/* Unclaimed jobs, oldest first (claim). */
+CREATE INDEX job_claimable ON quota_sched.job (job_queue, scheduled_at, id)
+	WHERE state = 'SCHEDULED' AND agent IS NULL;
 /* The smallest waiting jobs of a lender, per unit (wanted capacity, 3.2). */
 CREATE INDEX job_runnable_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, instance_count)
@@ -261,6 +272,15 @@ CREATE TRIGGER quota_share_before_delete BEFORE DELETE ON quota_sched.quota_shar
 	FOR EACH ROW EXECUTE FUNCTION quota_sched.refuse_delete_with_live_jobs();
 
 /* ---------------------------------------------------------------------
+ * The scheduling pass (SPEC 3)
+ * ------------------------------------------------------------------- */
+
+CREATE FUNCTION quota_sched.run_pass(job_queue text DEFAULT NULL, dry_run boolean DEFAULT false)
+RETURNS TABLE (job_id bigint, action text, quota_share text, reason text)
+AS 'MODULE_PATHNAME', 'qs_run_pass'
+LANGUAGE C CALLED ON NULL INPUT;
+
+/* ---------------------------------------------------------------------
  * Dump and restore: every table and sequence holding user data.
  * ------------------------------------------------------------------- */
 
@@ -284,6 +304,7 @@ REVOKE ALL ON ALL SEQUENCES IN SCHEMA quota_sched FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA quota_sched FROM PUBLIC;
 
 GRANT USAGE ON SCHEMA quota_sched TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+GRANT EXECUTE ON FUNCTION quota_sched.run_pass(text, boolean) TO quota_sched_admin;
 
 /* Configuration: admins write it, everybody reads it. */
 GRANT SELECT ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share

@@ -192,6 +192,8 @@ QsAddDecision(QsPlan *p, QsAction action, const QsJob *job, const char *reason)
 	d->action = action;
 	d->job_id = job->id;
 	d->share = job->share;
+	d->unit = job->unit;
+	d->count = job->count;
 	d->reason = reason;
 	QsIdSetAdd(p, &p->handled, job->id);
 	return d;

@@ -153,6 +153,8 @@ typedef struct QsDecision
 	QsAction	action;
 	int64_t		job_id;
 	int			share;
+	int			unit;
+	int32_t		count;
 	const char *reason;			/* static text; NULL for DISPATCH */
 	QsStop		stop;			/* PREEMPT, STOP */
 	int64_t		preempted_for;	/* PREEMPT; 0 for repairs */

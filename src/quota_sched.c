@@ -8,10 +8,16 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "quota_sched.h"
 
@@ -37,6 +43,53 @@ QsResetWriteContext(void)
 }
 
 /*
+ * QsExtensionOwner returns the owner of the extension's tables (that of
+ * quota_sched.job), as whom the extension writes.
+ */
+Oid
+QsExtensionOwner(void)
+{
+	Oid			relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, false));
+	HeapTuple	tup;
+	Oid			owner;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "quota_sched: table quota_sched.job is missing");
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * QsBeginSystemWrite saves the caller's identity, becomes the extension's
+ * owner and marks the writes that follow as the system's, with the actor
+ * job_event records.  The caller must take whatever it needs of its own
+ * identity (GetUserId()) before.
+ */
+void
+QsBeginSystemWrite(const char *actor, QsSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->user, &saved->sec_context);
+	SetUserIdAndSecContext(QsExtensionOwner(),
+						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	QsWrite.system_write = true;
+	QsWrite.actor = actor;
+}
+
+/*
+ * QsEndSystemWrite undoes QsBeginSystemWrite.
+ */
+void
+QsEndSystemWrite(const QsSavedUser *saved)
+{
+	QsResetWriteContext();
+	SetUserIdAndSecContext(saved->user, saved->sec_context);
+}
+
+/*
  * QsXactCallback resets the write context at every transaction end, commit
  * or abort, so that an error thrown mid-write cannot leave it set.
  */
@@ -54,6 +107,19 @@ QsXactCallback(XactEvent event, void *arg)
 		default:
 			break;
 	}
+}
+
+/*
+ * QsSubXactCallback resets the write context when a subtransaction aborts:
+ * an error caught by the caller's exception block must not leave the rest
+ * of the transaction writing as the system.
+ */
+static void
+QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+				  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		QsResetWriteContext();
 }
 
 /*
@@ -85,4 +151,5 @@ _PG_init(void)
 {
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);
+	RegisterSubXactCallback(QsSubXactCallback, NULL);
 }

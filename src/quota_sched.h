@@ -32,7 +32,17 @@ typedef struct QsWriteContext
 
 extern QsWriteContext QsWrite;
 
+/* The caller's identity, saved while the extension writes as its owner. */
+typedef struct QsSavedUser
+{
+	Oid			user;
+	int			sec_context;
+} QsSavedUser;
+
 extern void QsResetWriteContext(void);
+extern Oid	QsExtensionOwner(void);
+extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
+extern void QsEndSystemWrite(const QsSavedUser *saved);
 
 /* checks.c */
 extern bool QsValidName(const char *name, int len);

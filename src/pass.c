@@ -1,0 +1,156 @@
+/*-------------------------------------------------------------------------
+ *
+ * pass.c
+ *		run_pass(): the scheduling pass of one queue, or of every queue in
+ *		turn, in the caller's transaction.  Loads the snapshot, lets the
+ *		policy core decide, and applies the decisions — or, with dry_run,
+ *		only returns them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "pass.h"
+#include "quota_sched.h"
+
+PG_FUNCTION_INFO_V1(qs_run_pass);
+
+static const char *const ActionNames[] = {
+	[QS_DISPATCH] = "DISPATCH",
+	[QS_PREEMPT] = "PREEMPT",
+	[QS_STOP] = "STOP",
+	[QS_REQUEUE] = "REQUEUE",
+	[QS_FAIL] = "FAIL",
+};
+
+/*
+ * EmitDecisions appends the decisions of a pass to the result set.
+ */
+static void
+EmitDecisions(QsSnapshot *snap, const QsOutput *out, Tuplestorestate *store,
+			  TupleDesc desc)
+{
+	for (int i = 0; i < out->ndecisions; i++)
+	{
+		const QsDecision *d = &out->decisions[i];
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, d->reason == NULL};
+
+		values[0] = Int64GetDatum(d->job_id);
+		values[1] = CStringGetTextDatum(ActionNames[d->action]);
+		values[2] = CStringGetTextDatum(snap->in.shares[d->share].name);
+		values[3] = d->reason ? CStringGetTextDatum(d->reason) : (Datum) 0;
+		tuplestore_putvalues(store, desc, values, nulls);
+	}
+}
+
+/*
+ * QsRunQueuePass runs the pass of one queue and returns how many decisions
+ * it made (-1: no such queue).  It holds the queue's lock exclusively until
+ * the transaction ends, so passes, claims, reports, priority changes and
+ * terminations on the queue never interleave with it.
+ */
+int
+QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDesc desc)
+{
+	QsSavedUser saved;
+	QsSnapshot	snap;
+	QsOutput	out;
+	TimestampTz started = GetCurrentTimestamp();
+	int			ndecisions = -1;
+
+	QsLockQueue(queue, true);
+	QsBeginSystemWrite("pass", &saved);
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "quota_sched: SPI_connect failed");
+		if (QsLoadSnapshot(&snap, queue, GetCurrentTransactionStartTimestamp()))
+		{
+			QsRunPass(&snap.in, &out);
+			if (!dry_run)
+				QsApplyDecisions(&snap, &out, started);
+			if (store != NULL)
+				EmitDecisions(&snap, &out, store, desc);
+			ndecisions = out.ndecisions;
+			QsCloseSnapshot(&snap);
+		}
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		QsEndSystemWrite(&saved);
+	}
+	PG_END_TRY();
+	return ndecisions;
+}
+
+/*
+ * AllQueues lists every job queue, by name.
+ */
+static List *
+AllQueues(void)
+{
+	List	   *queues = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+	QsSavedUser saved;
+
+	QsBeginSystemWrite("pass", &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	if (SPI_execute("SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "quota_sched: could not list the job queues");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		queues = lappend(queues, SPI_getvalue(SPI_tuptable->vals[i],
+											  SPI_tuptable->tupdesc, 1));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	QsEndSystemWrite(&saved);
+	return queues;
+}
+
+/*
+ * qs_run_pass(job_queue text DEFAULT NULL, dry_run boolean DEFAULT false)
+ * RETURNS TABLE (job_id bigint, action text, quota_share text, reason text):
+ * the pass of one queue, or with NULL of every queue in turn (SPEC 3).
+ */
+Datum
+qs_run_pass(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		dry_run = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	List	   *queues;
+	ListCell   *lc;
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("quota_sched passes cannot run during recovery")));
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(0))
+		queues = AllQueues();
+	else
+		queues = list_make1(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	foreach(lc, queues)
+	{
+		if (QsRunQueuePass(lfirst(lc), dry_run, rsinfo->setResult, rsinfo->setDesc) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("job queue \"%s\" does not exist", (char *) lfirst(lc))));
+	}
+	return (Datum) 0;
+}
