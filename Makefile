@@ -2,9 +2,9 @@
 # throwaway clusters (see test/run, which also does it as root).
 EXTENSION = quota_sched
 MODULE_big = quota_sched
-CORE = src/policy.o src/capacity.o
+CORE = src/policy.o src/capacity.o src/queue_order.o
 OBJS = src/quota_sched.o src/checks.o src/job_columns.o src/job_trigger.o \
-	src/pass.o src/pass_load.o src/pass_apply.o $(CORE)
+	src/pass.o src/pass_load.o src/pass_apply.o src/jobs.o src/agent.o src/user.o $(CORE)
 DATA = sql/quota_sched--0.1.sql
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -Isrc

@@ -281,6 +281,89 @@ AS 'MODULE_PATHNAME', 'qs_run_pass'
 LANGUAGE C CALLED ON NULL INPUT;
 
 /* ---------------------------------------------------------------------
+ * Launcher agents (SPEC 5.2)
+ * ------------------------------------------------------------------- */
+
+CREATE FUNCTION quota_sched.claim(agent text, job_queue text, capacity_unit text DEFAULT NULL,
+	max_jobs integer DEFAULT 1, lease interval DEFAULT '60 seconds',
+	max_instances integer DEFAULT NULL)
+RETURNS SETOF quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_claim'
+LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION quota_sched.heartbeat(agent text, lease interval DEFAULT '60 seconds')
+RETURNS TABLE (job_id bigint, stop_reason text)
+AS 'MODULE_PATHNAME', 'qs_heartbeat'
+LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION quota_sched.report(job_id bigint, agent text, state text, reason text DEFAULT NULL)
+RETURNS quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_report'
+LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION quota_sched.release(job_id bigint, agent text, reason text DEFAULT NULL)
+RETURNS quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_release'
+LANGUAGE C CALLED ON NULL INPUT;
+
+/* ---------------------------------------------------------------------
+ * Users, reporting and control (SPEC 7)
+ * ------------------------------------------------------------------- */
+
+CREATE FUNCTION quota_sched.terminate(job_id bigint, reason text DEFAULT 'Terminated by user')
+RETURNS quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_terminate'
+LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION quota_sched.explain(job_id bigint)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'qs_explain'
+LANGUAGE C STABLE CALLED ON NULL INPUT;
+
+CREATE FUNCTION quota_sched.queue_snapshot(job_queue text, max_jobs integer DEFAULT 100)
+RETURNS TABLE (queue_position integer, job_id bigint, quota_share text, priority integer,
+			   queued_at timestamptz)
+AS 'MODULE_PATHNAME', 'qs_queue_snapshot'
+LANGUAGE C STABLE CALLED ON NULL INPUT;
+
+/*
+ * Per queue, share and unit: capacity, allowed (null when unbounded), use,
+ * borrowing and idle capacity, counted over all jobs (the view reads as its
+ * owner, so row-level security does not narrow the counts).
+ */
+CREATE VIEW quota_sched.share_usage AS
+WITH held AS (
+	SELECT job_queue, quota_share, capacity_unit,
+		   coalesce(sum(instance_count) FILTER (WHERE state <> 'RUNNABLE'), 0) AS in_use,
+		   count(*) FILTER (WHERE state = 'RUNNABLE') AS runnable_jobs,
+		   count(*) FILTER (WHERE state <> 'RUNNABLE') AS active_jobs
+	  FROM quota_sched.job
+	 WHERE state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')
+	 GROUP BY job_queue, quota_share, capacity_unit),
+units AS (
+	SELECT s.job_queue, s.name AS quota_share, k.capacity_unit
+	  FROM quota_sched.quota_share s,
+		   LATERAL jsonb_object_keys(s.capacity_limits) AS k(capacity_unit)
+	UNION
+	SELECT job_queue, quota_share, capacity_unit FROM held)
+SELECT u.job_queue, u.quota_share, u.capacity_unit,
+	   c.capacity AS max_capacity,
+	   CASE WHEN s.strategy <> 'LEND_AND_BORROW' THEN c.capacity
+			WHEN s.borrow_limit = -1 THEN NULL
+			ELSE (c.capacity * (100 + s.borrow_limit)) / 100 END AS allowed,
+	   coalesce(h.in_use, 0) AS in_use,
+	   greatest(0, coalesce(h.in_use, 0) - c.capacity) AS borrowed,
+	   greatest(0, c.capacity - coalesce(h.in_use, 0)) AS idle,
+	   coalesce(h.runnable_jobs, 0) AS runnable_jobs,
+	   coalesce(h.active_jobs, 0) AS active_jobs
+  FROM units u
+  JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share
+  CROSS JOIN LATERAL (SELECT coalesce((s.capacity_limits ->> u.capacity_unit)::bigint, 0)
+						  AS capacity) c
+  LEFT JOIN held h ON h.job_queue = u.job_queue AND h.quota_share = u.quota_share
+				  AND h.capacity_unit = u.capacity_unit;
+
+/* ---------------------------------------------------------------------
  * Dump and restore: every table and sequence holding user data.
  * ------------------------------------------------------------------- */
 
@@ -305,6 +388,16 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA quota_sched FROM PUBLIC;
 
 GRANT USAGE ON SCHEMA quota_sched TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 GRANT EXECUTE ON FUNCTION quota_sched.run_pass(text, boolean) TO quota_sched_admin;
+GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer),
+	quota_sched.heartbeat(text, interval),
+	quota_sched.report(bigint, text, text, text),
+	quota_sched.release(bigint, text, text)
+	TO quota_sched_agent;
+GRANT EXECUTE ON FUNCTION quota_sched.terminate(bigint, text), quota_sched.explain(bigint)
+	TO quota_sched_admin, quota_sched_user;
+GRANT EXECUTE ON FUNCTION quota_sched.queue_snapshot(text, integer)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+GRANT SELECT ON quota_sched.share_usage TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 
 /* Configuration: admins write it, everybody reads it. */
 GRANT SELECT ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share

@@ -161,13 +161,13 @@ Wanted(QsPlan *p, int lender, int unit, int64_t idle)
 }
 
 /*
- * QsInvariantsHoldWith tells whether (I1)-(I3) hold for the job's unit in
- * the state given by use[] (each share's usage) with the job added.  When
- * the job must borrow, each other lender's idle capacity counts less what
- * that lender wants (SPEC 3.2).
+ * QsCheckInvariants tells which of (I1)-(I3) fails for the job's unit in
+ * the state given by use[] (each share's usage) with the job added, or
+ * QS_CHECK_OK.  When the job must borrow, each other lender's idle capacity
+ * counts less what that lender wants (SPEC 3.2).
  */
-bool
-QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job)
+QsCheck
+QsCheckInvariants(QsPlan *p, const int64_t *use, const QsJob *job)
 {
 	const QsInput *in = p->in;
 	int			u = job->unit;
@@ -181,7 +181,7 @@ QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job)
 #ifndef QS_MUTANT_INVARIANT_ALLOWED
 	/* (I2) usage(S,u) <= allowed(S,u) */
 	if (use[s] + job->count > QsAllowed(share, u))
-		return false;
+		return QS_CHECK_ALLOWED;
 #endif
 
 	for (int t = 0; t < p->nshares; t++)
@@ -205,40 +205,64 @@ QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job)
 #ifndef QS_MUTANT_INVARIANT_ENVIRONMENT
 	/* (I1) sum of usage <= E(u) */
 	if (total > in->units[u].env_limit)
-		return false;
+		return QS_CHECK_ENVIRONMENT;
 #endif
 #ifndef QS_MUTANT_INVARIANT_SUPPLY
 	/* (I3) sum of borrowed <= borrowable supply */
 	if (borrowed > supply)
-		return false;
+		return QS_CHECK_SUPPLY;
 #endif
-	return true;
+	return QS_CHECK_OK;
 }
 
 /*
- * QsMayDispatch tells whether a RUNNABLE job may be dispatched: (I1)-(I3)
- * hold with it added both now (pending stops still holding) and once every
- * pending stop has completed and every kept promise holds (SPEC 3.2, 3.6).
- * A promised job is already counted in the future state.
+ * QsInvariantsHoldWith: (I1)-(I3) hold in the state use[] with the job.
  */
 bool
-QsMayDispatch(QsPlan *p, const QsJob *job)
+QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job)
+{
+	return QsCheckInvariants(p, use, job) == QS_CHECK_OK;
+}
+
+/*
+ * QsDispatchCheck tells whether a RUNNABLE job may be dispatched, and if
+ * not which invariant fails and whether only in the future state: (I1)-(I3)
+ * must hold with it added both now (pending stops still holding) and once
+ * every pending stop has completed and every kept promise holds (SPEC 3.2,
+ * 3.6).  A promised job is already counted in the future state.
+ */
+QsCheck
+QsDispatchCheck(QsPlan *p, const QsJob *job, bool *in_future)
 {
 	int			u = job->unit;
+	QsCheck		check;
 
+	*in_future = false;
 	for (int s = 0; s < p->nshares; s++)
 		p->scratch_now[s] = p->usage[QS_AT(p, s, u)];
-	if (!QsInvariantsHoldWith(p, p->scratch_now, job))
-		return false;
+	check = QsCheckInvariants(p, p->scratch_now, job);
+	if (check != QS_CHECK_OK)
+		return check;
 
 #ifndef QS_MUTANT_FUTURE_STATE
 	QsFillFutureUsage(p, u, p->scratch_future);
 	if (QsIdSetHas(&p->kept_promises, job->id))
 		p->scratch_future[job->share] -= job->count;
-	if (!QsInvariantsHoldWith(p, p->scratch_future, job))
-		return false;
+	*in_future = true;
+	check = QsCheckInvariants(p, p->scratch_future, job);
 #endif
-	return true;
+	return check;
+}
+
+/*
+ * QsMayDispatch: the job may be dispatched (QsDispatchCheck).
+ */
+bool
+QsMayDispatch(QsPlan *p, const QsJob *job)
+{
+	bool		in_future;
+
+	return QsDispatchCheck(p, job, &in_future) == QS_CHECK_OK;
 }
 
 /*

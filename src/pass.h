@@ -52,6 +52,7 @@ extern SPIPlanPtr QsPreparedPlan(int slot, const char *sql, int nargs, const Oid
 
 /* pass_apply.c */
 extern int64 QsApplyDecisions(QsSnapshot *snap, const QsOutput *out, TimestampTz started);
+extern void QsApplyEnds(const QsOutput *out, TimestampTz now);
 
 /* pass.c */
 extern int	QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store,

@@ -117,12 +117,12 @@ ApplyStops(const QsOutput *out, TimestampTz now)
 }
 
 /*
- * ApplyEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent and
+ * QsApplyEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent and
  * lease cleared, queued_at kept) or to FAILED (agent kept), with the
  * counter the decision names, the reason, and the stop cleared.
  */
-static void
-ApplyEnds(const QsOutput *out, TimestampTz now)
+void
+QsApplyEnds(const QsOutput *out, TimestampTz now)
 {
 	Oid			types[6] = {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
 	TEXTARRAYOID, TIMESTAMPTZOID};
@@ -371,7 +371,7 @@ QsApplyDecisions(QsSnapshot *snap, const QsOutput *out, TimestampTz started)
 		pass_id = WritePassLog(snap, out, started);
 		QsWrite.pass_id = pass_id;
 		ApplyStops(out, now);
-		ApplyEnds(out, now);
+		QsApplyEnds(out, now);
 		ApplyDispatches(out, now);
 		Notify(snap, out);
 	}

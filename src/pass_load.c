@@ -235,7 +235,7 @@ LoadConfiguration(QsSnapshot *snap, Jsonb ***share_maps)
 										"  FROM quota_sched.job_queue q"
 										"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
 										" WHERE q.name = $1", 1, &text_type),
-						 &queue, NULL, true, 1) != SPI_OK_SELECT)
+						 &queue, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "quota_sched: could not read job queue \"%s\"", snap->queue);
 	if (SPI_processed == 0)
 		return false;
@@ -255,7 +255,7 @@ LoadConfiguration(QsSnapshot *snap, Jsonb ***share_maps)
 										"       state = 'ENABLED', capacity_limits"
 										"  FROM quota_sched.quota_share WHERE job_queue = $1"
 										" ORDER BY name COLLATE \"C\"", 1, &text_type),
-						 &queue, NULL, true, 0) != SPI_OK_SELECT)
+						 &queue, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "quota_sched: could not read the shares of \"%s\"", snap->queue);
 	snap->in.nshares = SPI_processed;
 	shares = MemoryContextAllocZero(snap->cxt, sizeof(QsShare) * (SPI_processed + 1));
@@ -299,7 +299,7 @@ LoadStreamPairs(QsSnapshot *snap, List **pairs)
 										"       AND (j.quota_share, j.capacity_unit) > (p.quota_share, p.capacity_unit)"
 										"     ORDER BY j.quota_share, j.capacity_unit LIMIT 1) n)"
 										" SELECT quota_share, capacity_unit FROM p", 1, &text_type),
-						 &queue, NULL, true, 0) != SPI_OK_SELECT)
+						 &queue, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "quota_sched: could not read the RUNNABLE units of \"%s\"", snap->queue);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -329,7 +329,7 @@ LoadJobs(QsSnapshot *snap, int slot, const char *sql, int *njobs, char ***agents
 	if (snap->runnable_timeout == NULL)
 		nulls[1] = 'n';
 	if (SPI_execute_plan(QsPreparedPlan(slot, sql, slot == QS_PLAN_EXPIRED ? 2 : 1, types),
-						 args, nulls, true, 0) != SPI_OK_SELECT)
+						 args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "quota_sched: could not read the jobs of \"%s\"", snap->queue);
 	*njobs = SPI_processed;
 	jobs = MemoryContextAllocZero(snap->cxt, sizeof(QsJob) * (SPI_processed + 1));
@@ -379,7 +379,7 @@ StreamOpen(QsSnapshot *snap, QsStreamCursor *sc, int share, int unit,
 												"   AND instance_count < $4 AND priority <= $5"
 												"   AND (priority < $5 OR (queued_at, id) > ($6, $7))"
 												" ORDER BY priority DESC, queued_at, id", 7, types),
-								 args, NULL, true);
+								 args, NULL, false);
 	sc->portal_below = below;
 	sc->nbuf = sc->pos = 0;
 	sc->exhausted = false;
@@ -461,7 +461,7 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *
 										"   AND capacity_unit = $3 AND state = 'RUNNABLE'"
 										"   AND instance_count <= $4"
 										" ORDER BY instance_count, id LIMIT $5", 5, types),
-						 args, NULL, true, 0) != SPI_OK_SELECT)
+						 args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "quota_sched: could not read waiting jobs");
 	n = SPI_processed;
 	for (int i = 0; i < n; i++)

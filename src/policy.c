@@ -255,13 +255,13 @@ TimeBasedWork(QsPlan *p)
 }
 
 /*
- * RecheckPromises is step 3: in order of promised_at then id, a promised
+ * QsRecheckPromises is step 3: in order of promised_at then id, a promised
  * job keeps its promise only if it may be dispatched with every pending
  * stop counted as gone and the earlier kept promises holding; otherwise the
  * promise lapses (its victims still stop).
  */
-static void
-RecheckPromises(QsPlan *p)
+void
+QsRecheckPromises(QsPlan *p)
 {
 	const QsInput *in = p->in;
 	const QsJob **order = QsAlloc(p, sizeof(QsJob *) * (in->npromised + 1));
@@ -383,11 +383,11 @@ QueueOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
- * StreamAdvance moves the cursor of one share and unit to its next job that
+ * QsStreamAdvance moves the cursor of one share and unit to its next job that
  * the skip rule lets through and that this pass has not decided on.
  */
-static void
-StreamAdvance(QsPlan *p, int s, int u)
+void
+QsStreamAdvance(QsPlan *p, int s, int u)
 {
 	QsStream   *st = &p->streams[QS_AT(p, s, u)];
 	QsJob		after = st->head;
@@ -411,11 +411,25 @@ StreamAdvance(QsPlan *p, int s, int u)
 }
 
 /*
- * ShareHead returns the job under a share's cursor: the first, in share
+ * QsStreamStart puts every share's cursors on their first jobs.
+ */
+void
+QsStreamStart(QsPlan *p, int32_t below)
+{
+	for (int s = 0; s < p->nshares; s++)
+		for (int u = 0; u < p->nunits; u++)
+		{
+			p->streams[QS_AT(p, s, u)].below = below;
+			QsStreamAdvance(p, s, u);
+		}
+}
+
+/*
+ * QsShareHead returns the job under a share's cursor: the first, in share
  * order, of the heads of its units' streams (NULL when none is left).
  */
-static const QsJob *
-ShareHead(QsPlan *p, int s)
+const QsJob *
+QsShareHead(QsPlan *p, int s)
 {
 	const QsJob *best = NULL;
 
@@ -430,19 +444,19 @@ ShareHead(QsPlan *p, int s)
 }
 
 /*
- * NextCandidate picks, among the jobs under the cursors, the one that fits
+ * QsNextCandidate picks, among the jobs under the cursors, the one that fits
  * in its own capacity with the least (queued_at, id); if none fits, the one
  * with the least (queued_at, id) (SPEC 3.2).
  */
-static const QsJob *
-NextCandidate(QsPlan *p)
+const QsJob *
+QsNextCandidate(QsPlan *p)
 {
 	const QsJob *fitting = NULL;
 	const QsJob *any = NULL;
 
 	for (int s = 0; s < p->nshares; s++)
 	{
-		const QsJob *head = ShareHead(p, s);
+		const QsJob *head = QsShareHead(p, s);
 
 		if (head == NULL)
 			continue;
@@ -481,14 +495,9 @@ DispatchLoop(QsPlan *p)
 {
 	const QsJob *cand;
 
-	for (int s = 0; s < p->nshares; s++)
-		for (int u = 0; u < p->nunits; u++)
-		{
-			p->streams[QS_AT(p, s, u)].below = INT32_MAX;
-			StreamAdvance(p, s, u);
-		}
+	QsStreamStart(p, INT32_MAX);
 
-	while ((cand = NextCandidate(p)) != NULL)
+	while ((cand = QsNextCandidate(p)) != NULL)
 	{
 		QsJob		job = *cand;
 		QsStream   *st = &p->streams[QS_AT(p, job.share, job.unit)];
@@ -503,15 +512,15 @@ DispatchLoop(QsPlan *p)
 				st->below = job.count;
 #endif
 		}
-		StreamAdvance(p, job.share, job.unit);
+		QsStreamAdvance(p, job.share, job.unit);
 	}
 }
 
 /*
- * InitPlan allocates the planned state of a pass.
+ * QsInitPlan allocates the planned state of a pass.
  */
-static void
-InitPlan(QsPlan *p, const QsInput *in, QsOutput *out)
+void
+QsInitPlan(QsPlan *p, const QsInput *in, QsOutput *out)
 {
 	int			cells;
 
@@ -544,9 +553,9 @@ QsRunPass(const QsInput *in, QsOutput *out)
 {
 	QsPlan		plan;
 
-	InitPlan(&plan, in, out);
+	QsInitPlan(&plan, in, out);
 	TimeBasedWork(&plan);
-	RecheckPromises(&plan);
+	QsRecheckPromises(&plan);
 	if (in->env_enabled)
 	{
 #ifndef QS_MUTANT_PROMISED_FIRST

@@ -181,6 +181,33 @@ typedef struct QsOutput
 	QsFitLimit *fit_limits;		/* [share * nunits + unit] */
 } QsOutput;
 
+/* Which invariant keeps a job from being dispatched (SPEC 3.1). */
+typedef enum QsCheck
+{
+	QS_CHECK_OK,
+	QS_CHECK_ALLOWED,			/* (I2) usage(S,u) <= allowed(S,u) */
+	QS_CHECK_ENVIRONMENT,		/* (I1) sum of usage <= E(u) */
+	QS_CHECK_SUPPLY				/* (I3) sum of borrowed <= borrowable supply */
+} QsCheck;
+
+/* Why a RUNNABLE job waits, as explain() tells it. */
+typedef struct QsWhy
+{
+	QsCheck		check;			/* QS_CHECK_OK: it may be dispatched now */
+	bool		in_future;		/* only once pending stops and promises settle */
+	bool		must_borrow;	/* it does not fit in its share's own capacity */
+	int64_t		usage;			/* usage(S,u) */
+	int64_t		allowed;		/* allowed(S,u) */
+	int64_t		env_usage;		/* sum of usage(S,u) */
+} QsWhy;
+
+/* A job in the queue's dispatch order (queue_snapshot, explain). */
+typedef struct QsQueueEntry
+{
+	QsJob		job;
+	int			position;		/* 1-based; 0: beyond the horizon */
+} QsQueueEntry;
+
 /* The outcome of a job that stopped or ended its attempt. */
 typedef struct QsStopOutcome
 {
@@ -195,5 +222,9 @@ extern int64_t QsAllowed(const QsShare *share, int unit);
 extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern void QsRunPass(const QsInput *in, QsOutput *out);
+extern QsWhy QsExplainWait(const QsInput *in, const QsJob *job);
+extern int	QsQueueOrder(const QsInput *in, int front, int horizon,
+						 QsQueueEntry *entries);
+extern int	QsQueuePosition(const QsInput *in, int64_t job_id, int horizon);
 
 #endif							/* QS_POLICY_H */

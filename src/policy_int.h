@@ -64,6 +64,12 @@ typedef struct QsPlan
 #define QS_AT(p, s, u) ((s) * (p)->nunits + (u))
 
 /* policy.c */
+extern void QsInitPlan(QsPlan *p, const QsInput *in, QsOutput *out);
+extern void QsRecheckPromises(QsPlan *p);
+extern void QsStreamStart(QsPlan *p, int32_t below);
+extern void QsStreamAdvance(QsPlan *p, int s, int u);
+extern const QsJob *QsShareHead(QsPlan *p, int s);
+extern const QsJob *QsNextCandidate(QsPlan *p);
 extern void *QsAlloc(QsPlan *p, size_t size);
 extern void QsIdSetAdd(QsPlan *p, QsIdSet *set, int64_t id);
 extern bool QsIdSetHas(const QsIdSet *set, int64_t id);
@@ -74,6 +80,8 @@ extern QsDecision *QsAddDecision(QsPlan *p, QsAction action, const QsJob *job,
 extern void QsInitAccounting(QsPlan *p);
 extern void QsHold(QsPlan *p, const QsJob *job, int sign);
 extern bool QsFitsOwnCapacity(const QsPlan *p, const QsJob *job);
+extern QsCheck QsCheckInvariants(QsPlan *p, const int64_t *use, const QsJob *job);
+extern QsCheck QsDispatchCheck(QsPlan *p, const QsJob *job, bool *in_future);
 extern bool QsMayDispatch(QsPlan *p, const QsJob *job);
 extern bool QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job);
 extern void QsFillFutureUsage(const QsPlan *p, int unit, int64_t *use);

@@ -16,6 +16,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
@@ -24,6 +25,12 @@
 PG_MODULE_MAGIC;
 
 QsWriteContext QsWrite;
+
+bool		QsEnabled = true;
+bool		QsWakeOnCommit = true;
+int			QsNaptimeMs = 1000;
+int			QsStopTimeoutSeconds = 600;
+char	   *QsDatabase = NULL;
 
 /* First key of the advisory locks quota_sched takes ("QS"). */
 #define QS_LOCK_CLASS 0x5153
@@ -143,12 +150,41 @@ QsLockQueue(const char *job_queue, bool exclusive)
 }
 
 /*
- * _PG_init registers the transaction callback.  The background worker is
- * registered here too, when the library is preloaded (a later issue).
+ * DefineSettings declares the GUCs of SPEC 6.
+ */
+static void
+DefineSettings(void)
+{
+	DefineCustomStringVariable("quota_sched.database",
+							   "Database in which the quota_sched background worker runs passes.",
+							   NULL, &QsDatabase, "postgres", PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("quota_sched.naptime",
+							"Longest wait of the background worker between passes.",
+							NULL, &QsNaptimeMs, 1000, 10, 3600 * 1000, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("quota_sched.enabled",
+							 "Whether the background worker runs passes.",
+							 NULL, &QsEnabled, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("quota_sched.wake_on_commit",
+							 "Whether a commit that changes jobs or configuration wakes the worker.",
+							 NULL, &QsWakeOnCommit, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("quota_sched.stop_timeout",
+							"Longest time a job whose stop was requested keeps its lease.",
+							NULL, &QsStopTimeoutSeconds, 600, 1, 7 * 24 * 3600, PGC_SIGHUP,
+							GUC_UNIT_S, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("quota_sched");
+}
+
+/*
+ * _PG_init declares the settings and registers the transaction callbacks.
+ * The background worker is registered here too, when the library is
+ * preloaded (a later issue).
  */
 void
 _PG_init(void)
 {
+	DefineSettings();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);
 	RegisterSubXactCallback(QsSubXactCallback, NULL);

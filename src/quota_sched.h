@@ -32,6 +32,13 @@ typedef struct QsWriteContext
 
 extern QsWriteContext QsWrite;
 
+/* GUCs (SPEC 6) */
+extern bool QsEnabled;
+extern bool QsWakeOnCommit;
+extern int	QsNaptimeMs;
+extern int	QsStopTimeoutSeconds;
+extern char *QsDatabase;
+
 /* The caller's identity, saved while the extension writes as its owner. */
 typedef struct QsSavedUser
 {

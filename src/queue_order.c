@@ -1,0 +1,133 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_order.c
+ *		Reporting from the policy core: the queue's dispatch order (SPEC 7,
+ *		queue_snapshot) and why a RUNNABLE job waits (explain).
+ *
+ * The dispatch order is the order in which the dispatch loop of SPEC 3.2
+ * would try the jobs if none could start: among the jobs under the
+ * cursors, one that fits in its share's own capacity with the least
+ * (queued_at, id), else the least (queued_at, id).  The skip rule is off:
+ * every job has a place.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "policy_int.h"
+
+/*
+ * QsQueueOrder writes the first `front` jobs of the queue in dispatch order
+ * (positions 1..front), then the head of every share not among them, with
+ * its position if it comes within `horizon` jobs (else 0).  Returns how
+ * many entries it wrote; entries has room for front + nshares.
+ */
+int
+QsQueueOrder(const QsInput *in, int front, int horizon, QsQueueEntry *entries)
+{
+	QsPlan		plan;
+	QsOutput	out;
+	const QsJob **heads;
+	int			n = 0;
+	int			heads_left = 0;
+	int			position = 0;
+	const QsJob *cand;
+
+	QsInitPlan(&plan, in, &out);
+	QsStreamStart(&plan, INT32_MAX);
+	heads = QsAlloc(&plan, sizeof(QsJob *) * (in->nshares + 1));
+	for (int s = 0; s < in->nshares; s++)
+	{
+		const QsJob *head = QsShareHead(&plan, s);
+
+		if (head != NULL)
+		{
+			QsJob	   *copy = QsAlloc(&plan, sizeof(QsJob));
+
+			*copy = *head;
+			heads[s] = copy;
+			heads_left++;
+		}
+	}
+
+	while ((cand = QsNextCandidate(&plan)) != NULL &&
+		   (position < front || (heads_left > 0 && position < horizon)))
+	{
+		QsJob		job = *cand;
+
+		position++;
+		if (heads[job.share] != NULL && heads[job.share]->id == job.id)
+		{
+			heads[job.share] = NULL;
+			heads_left--;
+		}
+		if (position <= front)
+		{
+			entries[n].job = job;
+			entries[n++].position = position;
+		}
+		else
+			for (int i = 0; i < n; i++)
+				if (entries[i].job.id == job.id)
+					entries[i].position = position;
+		if (position == front)
+			for (int s = 0; s < in->nshares; s++)
+				if (heads[s] != NULL)
+				{
+					entries[n].job = *heads[s];
+					entries[n++].position = 0;
+				}
+		QsStreamAdvance(&plan, job.share, job.unit);
+	}
+	return n;
+}
+
+/*
+ * QsQueuePosition returns a RUNNABLE job's position in the dispatch order,
+ * or 0 when it is not within `horizon` jobs.
+ */
+int
+QsQueuePosition(const QsInput *in, int64_t job_id, int horizon)
+{
+	QsPlan		plan;
+	QsOutput	out;
+	const QsJob *cand;
+	int			position = 0;
+
+	QsInitPlan(&plan, in, &out);
+	QsStreamStart(&plan, INT32_MAX);
+	while (position < horizon && (cand = QsNextCandidate(&plan)) != NULL)
+	{
+		position++;
+		if (cand->id == job_id)
+			return position;
+		QsStreamAdvance(&plan, cand->share, cand->unit);
+	}
+	return 0;
+}
+
+/*
+ * QsExplainWait tells why a RUNNABLE job could not be dispatched now: the
+ * invariant that fails with it added, now or only once pending stops
+ * complete and kept promises hold.
+ */
+QsWhy
+QsExplainWait(const QsInput *in, const QsJob *job)
+{
+	QsPlan		plan;
+	QsOutput	out;
+	QsWhy		why;
+	int			at;
+
+	QsInitPlan(&plan, in, &out);
+	QsRecheckPromises(&plan);
+	at = QS_AT(&plan, job->share, job->unit);
+	memset(&why, 0, sizeof(why));
+	why.check = QsDispatchCheck(&plan, job, &why.in_future);
+	why.usage = plan.usage[at];
+	why.allowed = QsAllowed(&in->shares[job->share], job->unit);
+	why.must_borrow = plan.usage[at] + job->count > in->shares[job->share].capacity[job->unit];
+	for (int s = 0; s < in->nshares; s++)
+		why.env_usage += plan.usage[QS_AT(&plan, s, job->unit)];
+	return why;
+}
