@@ -16,6 +16,11 @@ REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/quota_sched--%,$(sort $(wildca
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/regress.conf \
 	--load-extension=quota_sched
 
+# isolation tests: test/isolation/specs/NAME.spec, test/isolation/expected/NAME.out
+ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
+	--temp-config=test/regress.conf --load-extension=quota_sched
+
 # TAP tests (dump/restore, pgTAP through pg_prove, worker, ...)
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))

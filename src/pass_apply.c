@@ -17,6 +17,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -219,19 +220,20 @@ ApplyLapsedPromises(const QsOutput *out)
 
 /*
  * ApplyMisconfiguration sets and clears the MISCONFIGURATION reasons of
- * RUNNABLE jobs (SPEC 3.7).  Only jobs above a limit, or with such a reason
- * now, are read: both through partial indexes, so the cost follows the
- * number of misconfigured jobs, not the backlog.  Writes happen only where
- * the reason changes.
+ * RUNNABLE jobs (SPEC 3.7).  It reads only jobs above a limit of their share
+ * and unit (an index range per pair) and jobs that have such a reason now
+ * (a partial index), so its cost follows the number of misconfigured jobs,
+ * not the backlog; it writes only the reasons that change.
  */
 static void
 ApplyMisconfiguration(QsSnapshot *snap, const QsOutput *out, TimestampTz now)
 {
-	Oid			types[6] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID,
-	INT8ARRAYOID, TIMESTAMPTZOID};
+	Oid			types[5] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
 	int			cells = snap->in.nshares * snap->in.nunits;
-	ArrayOut	shares, units, env_max, quota_max;
-	Datum		args[6];
+	ArrayOut	shares, units, env_max, quota_max, ids, reasons;
+	Datum		args[5];
+	Oid			utypes[3] = {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID};
+	Datum		uargs[3];
 
 	ArrayInit(&shares, TEXTOID, cells);
 	ArrayInit(&units, TEXTOID, cells);
@@ -242,6 +244,8 @@ ApplyMisconfiguration(QsSnapshot *snap, const QsOutput *out, TimestampTz now)
 		{
 			const QsFitLimit *l = &out->fit_limits[s * snap->in.nunits + u];
 
+			if (!snap->streams[s * snap->in.nunits + u].has_jobs)
+				continue;
 			ArrayPush(&shares, CStringGetTextDatum(snap->in.shares[s].name), false);
 			ArrayPush(&units, CStringGetTextDatum(snap->in.units[u].name), false);
 			ArrayPush(&env_max, Int64GetDatum(l->env_max), false);
@@ -252,36 +256,53 @@ ApplyMisconfiguration(QsSnapshot *snap, const QsOutput *out, TimestampTz now)
 	args[2] = ArrayDatum(&units);
 	args[3] = ArrayDatum(&env_max);
 	args[4] = ArrayDatum(&quota_max);
-	args[5] = TimestampTzGetDatum(now);
 	Execute(QS_PLAN_MISCONFIGURED,
 			"WITH l AS (SELECT * FROM unnest($2, $3, $4, $5)"
 			"             AS l(quota_share, capacity_unit, env_max, quota_max)),"
-			" candidates AS ("
-			"   SELECT j.id FROM l CROSS JOIN LATERAL ("
-			"     SELECT id FROM quota_sched.job j"
+			" changes AS ("
+			"   SELECT c.* FROM l CROSS JOIN LATERAL ("
+			"     SELECT j.id, CASE WHEN j.instance_count > l.env_max"
+			"         THEN 'MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE'"
+			"         ELSE 'MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED' END AS reason,"
+			"       j.status_reason AS old_reason"
+			"       FROM quota_sched.job j"
 			"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 			"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
-			"        AND j.instance_count > least(l.env_max, l.quota_max)) j"
-			"   UNION"
-			"   SELECT id FROM quota_sched.job"
-			"    WHERE job_queue = $1 AND state = 'RUNNABLE'"
-			"      AND status_reason LIKE 'MISCONFIGURATION:%'),"
-			" reasons AS ("
-			"   SELECT j.id, CASE"
-			"       WHEN j.instance_count > coalesce(l.env_max, 0)"
-			"         THEN 'MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE'"
-			"       WHEN j.instance_count > l.quota_max"
-			"         THEN 'MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED' END AS reason,"
-			"     j.status_reason AS old_reason"
-			"     FROM candidates c JOIN quota_sched.job j ON j.id = c.id"
-			"     LEFT JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit)"
-			" UPDATE quota_sched.job j"
-			"    SET status_reason = r.reason,"
-			"        status_reason_at = CASE WHEN r.reason IS NULL THEN NULL ELSE $6 END"
-			"   FROM reasons r"
-			"  WHERE j.id = r.id AND r.reason IS DISTINCT FROM r.old_reason"
-			"    AND (r.reason IS NOT NULL OR r.old_reason LIKE 'MISCONFIGURATION:%')",
-			6, types, args, SPI_OK_UPDATE);
+			"        AND j.instance_count > least(l.env_max, l.quota_max)"
+			"     OFFSET 0) c"
+			"   UNION ALL"
+			"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
+			"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
+			"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
+			"      AND j.status_reason LIKE 'MISCONFIGURATION:%'"
+			"      AND j.instance_count <= least(l.env_max, l.quota_max))"
+			" SELECT id, reason FROM changes WHERE reason IS DISTINCT FROM old_reason",
+			5, types, args, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+
+	ArrayInit(&ids, INT8OID, SPI_processed);
+	ArrayInit(&reasons, TEXTOID, SPI_processed);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		reason;
+
+		ArrayPush(&ids, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
+				  false);
+		reason = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		ArrayPush(&reasons, isnull ? (Datum) 0 : datumCopy(reason, false, -1), isnull);
+	}
+	uargs[0] = ArrayDatum(&ids);
+	uargs[1] = ArrayDatum(&reasons);
+	uargs[2] = TimestampTzGetDatum(now);
+	Execute(QS_PLAN_MISCONFIGURED_SET,
+			"UPDATE quota_sched.job j"
+			"   SET status_reason = d.reason,"
+			"       status_reason_at = CASE WHEN d.reason IS NULL THEN NULL ELSE $3 END"
+			"  FROM unnest($1, $2) AS d(id, reason)"
+			" WHERE j.id = d.id",
+			3, utypes, uargs, SPI_OK_UPDATE);
 }
 
 /*

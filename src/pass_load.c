@@ -376,7 +376,8 @@ StreamOpen(QsSnapshot *snap, QsStreamCursor *sc, int share, int unit,
 												"SELECT " QS_JOB_COLUMNS " FROM quota_sched.job"
 												" WHERE job_queue = $1 AND quota_share = $2"
 												"   AND capacity_unit = $3 AND state = 'RUNNABLE'"
-												"   AND instance_count < $4 AND priority <= $5"
+												/* + 0: a filter, so the share-order index serves */
+												"   AND instance_count + 0 < $4 AND priority <= $5"
 												"   AND (priority < $5 OR (queued_at, id) > ($6, $7))"
 												" ORDER BY priority DESC, queued_at, id", 7, types),
 								 args, NULL, false);
