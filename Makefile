@@ -2,7 +2,7 @@
 # throwaway clusters (see test/run, which also does it as root).
 EXTENSION = quota_sched
 MODULE_big = quota_sched
-CORE = src/policy.o src/capacity.o src/queue_order.o
+CORE = src/policy.o src/capacity.o src/preempt.o src/queue_order.o
 OBJS = src/quota_sched.o src/checks.o src/job_columns.o src/job_trigger.o \
 	src/pass.o src/pass_load.o src/pass_apply.o src/jobs.o src/agent.o src/user.o $(CORE)
 DATA = sql/quota_sched--0.1.sql
@@ -31,6 +31,9 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# every object depends on every header (PGXS tracks none)
+$(OBJS): $(wildcard src/*.h)
+
 # The policy core's unit tests, built without PostgreSQL.  MUTANT=-DQS_MUTANT_X
 # switches a rule off (test/mutants).
 UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O1 -g -Isrc -Itest/unit
@@ -39,8 +42,9 @@ UNIT_SRCS = test/unit/world.c $(CORE:.o=.c)
 test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/policy*.h test/unit/*.h)
 	$(CC) $(UNIT_CFLAGS) $(MUTANT) -o $@ $< $(UNIT_SRCS)
 
-unitcheck: test/unit/test_policy.bin
+unitcheck: test/unit/test_policy.bin test/unit/test_preempt.bin
 	test/unit/test_policy.bin
+	test/unit/test_preempt.bin
 
 installcheck: unitcheck
 .PHONY: unitcheck

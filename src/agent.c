@@ -102,7 +102,8 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 	{
 		bool		isnull;
 
-		SPI_cursor_fetch(portal, true, 64);
+		/* one row at a time: every row fetched stays locked */
+		SPI_cursor_fetch(portal, true, 1);
 		if (SPI_processed == 0)
 			break;
 		for (uint64 i = 0; i < SPI_processed && n < max_jobs; i++)

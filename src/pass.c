@@ -140,6 +140,12 @@ qs_run_pass(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("quota_sched passes cannot run during recovery")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("run_pass() must run in a READ COMMITTED transaction"),
+				 errdetail("A pass reads what committed before it took its queue's lock; "
+						   "a REPEATABLE READ or SERIALIZABLE snapshot would be older.")));
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		queues = AllQueues();

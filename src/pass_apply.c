@@ -198,24 +198,30 @@ ApplyDispatches(const QsOutput *out, TimestampTz now)
 }
 
 /*
- * ApplyLapsedPromises clears promised_at of promises that lapsed.
+ * ApplyPromises sets promised_at of the jobs preemption made room for
+ * (with is_set) or clears it for promises that lapsed.
  */
 static void
-ApplyLapsedPromises(const QsOutput *out)
+ApplyPromises(int slot, const int64_t *job_ids, int n, bool is_set, TimestampTz now)
 {
-	Oid			types[1] = {INT8ARRAYOID};
+	Oid			types[2] = {INT8ARRAYOID, TIMESTAMPTZOID};
 	ArrayOut	ids;
-	Datum		args[1];
+	Datum		args[2];
 
-	if (out->nlapsed == 0)
+	if (n == 0)
 		return;
-	ArrayInit(&ids, INT8OID, out->nlapsed);
-	for (int i = 0; i < out->nlapsed; i++)
-		ArrayPush(&ids, Int64GetDatum(out->lapsed[i]), false);
+	ArrayInit(&ids, INT8OID, n);
+	for (int i = 0; i < n; i++)
+		ArrayPush(&ids, Int64GetDatum(job_ids[i]), false);
 	args[0] = ArrayDatum(&ids);
-	Execute(QS_PLAN_LAPSES,
-			"UPDATE quota_sched.job SET promised_at = NULL WHERE id = ANY ($1)",
-			1, types, args, SPI_OK_UPDATE);
+	args[1] = TimestampTzGetDatum(now);
+	if (is_set)
+		Execute(slot, "UPDATE quota_sched.job SET promised_at = $2 WHERE id = ANY ($1)",
+				2, types, args, SPI_OK_UPDATE);
+	else
+		Execute(slot, "UPDATE quota_sched.job SET promised_at = NULL"
+				" WHERE id = ANY ($1) AND $2 IS NOT NULL",
+				2, types, args, SPI_OK_UPDATE);
 }
 
 /*
@@ -393,10 +399,11 @@ QsApplyDecisions(QsSnapshot *snap, const QsOutput *out, TimestampTz started)
 		QsWrite.pass_id = pass_id;
 		ApplyStops(out, now);
 		QsApplyEnds(out, now);
+		ApplyPromises(QS_PLAN_PROMISES, out->promised, out->npromised, true, now);
 		ApplyDispatches(out, now);
 		Notify(snap, out);
 	}
-	ApplyLapsedPromises(out);
+	ApplyPromises(QS_PLAN_LAPSES, out->lapsed, out->nlapsed, false, now);
 	ApplyMisconfiguration(snap, out, now);
 	return pass_id;
 }

@@ -304,11 +304,11 @@ QsRecheckPromises(QsPlan *p)
 }
 
 /*
- * Dispatch records the dispatch of a job and makes it hold its instances;
+ * QsDispatch records the dispatch of a job and makes it hold its instances;
  * a kept promise is then fulfilled.
  */
-static void
-Dispatch(QsPlan *p, const QsJob *job)
+void
+QsDispatch(QsPlan *p, const QsJob *job)
 {
 	int			at = QS_AT(p, job->share, job->unit);
 	QsJob		held = *job;
@@ -354,7 +354,7 @@ DispatchFreedPromises(QsPlan *p)
 		if (QsIdSetHas(&p->kept_promises, job->id) &&
 			!QsIdSetHas(&p->handled, job->id) &&
 			!VictimsPending(p, job) && QsMayDispatch(p, job))
-			Dispatch(p, job);
+			QsDispatch(p, job);
 	}
 }
 
@@ -472,18 +472,6 @@ QsNextCandidate(QsPlan *p)
 }
 
 /*
- * TryPreemption looks for victims so that a job may start (SPEC 3.3-3.4).
- * Preemption is the next step of the project: for now nobody is preempted.
- */
-static bool
-TryPreemption(QsPlan *p, const QsJob *job)
-{
-	(void) p;
-	(void) job;
-	return false;
-}
-
-/*
  * DispatchLoop is step 5: a cursor on each share's RUNNABLE jobs; the
  * candidate is dispatched if it may be, otherwise preemption is tried for
  * it at once; a job neither dispatched nor given victims makes the pass
@@ -504,8 +492,8 @@ DispatchLoop(QsPlan *p)
 		bool		promised = QsIdSetHas(&p->kept_promises, job.id);
 
 		if (QsMayDispatch(p, &job))
-			Dispatch(p, &job);
-		else if (promised || !TryPreemption(p, &job))
+			QsDispatch(p, &job);
+		else if (promised || !QsTryPreemption(p, &job))
 		{
 #ifndef QS_MUTANT_SKIP_RULE
 			if (job.count < st->below)
@@ -540,6 +528,8 @@ QsInitPlan(QsPlan *p, const QsInput *in, QsOutput *out)
 	p->streams = QsAlloc(p, sizeof(QsStream) * cells);
 	p->wanted = QsAlloc(p, sizeof(QsWantedCache) * cells);
 	out->fit_limits = QsAlloc(p, sizeof(QsFitLimit) * cells);
+	out->promised = QsAlloc(p, sizeof(int64_t) * (in->npromised + in->nheld + 64));
+	p->promised_cap = in->npromised + in->nheld + 64;
 	QsInitAccounting(p);
 }
 
@@ -555,6 +545,9 @@ QsRunPass(const QsInput *in, QsOutput *out)
 
 	QsInitPlan(&plan, in, out);
 	TimeBasedWork(&plan);
+#ifndef QS_MUTANT_REPAIR
+	QsRepairLimits(&plan);
+#endif
 	QsRecheckPromises(&plan);
 	if (in->env_enabled)
 	{

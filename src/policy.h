@@ -178,6 +178,8 @@ typedef struct QsOutput
 	QsDecision *decisions;
 	int			nlapsed;		/* promises that lapsed (promised_at cleared) */
 	int64_t    *lapsed;
+	int			npromised;		/* new promises (promised_at set) */
+	int64_t    *promised;
 	QsFitLimit *fit_limits;		/* [share * nunits + unit] */
 } QsOutput;
 

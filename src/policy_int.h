@@ -59,6 +59,7 @@ typedef struct QsPlan
 	QsStream   *streams;		/* [s*nunits+u] */
 	QsWantedCache *wanted;		/* [s*nunits+u] */
 	int			decisions_cap;
+	int			promised_cap;
 } QsPlan;
 
 #define QS_AT(p, s, u) ((s) * (p)->nunits + (u))
@@ -70,11 +71,16 @@ extern void QsStreamStart(QsPlan *p, int32_t below);
 extern void QsStreamAdvance(QsPlan *p, int s, int u);
 extern const QsJob *QsShareHead(QsPlan *p, int s);
 extern const QsJob *QsNextCandidate(QsPlan *p);
+extern void QsDispatch(QsPlan *p, const QsJob *job);
 extern void *QsAlloc(QsPlan *p, size_t size);
 extern void QsIdSetAdd(QsPlan *p, QsIdSet *set, int64_t id);
 extern bool QsIdSetHas(const QsIdSet *set, int64_t id);
 extern QsDecision *QsAddDecision(QsPlan *p, QsAction action, const QsJob *job,
 								 const char *reason);
+
+/* preempt.c */
+extern bool QsTryPreemption(QsPlan *p, const QsJob *job);
+extern void QsRepairLimits(QsPlan *p);
 
 /* capacity.c */
 extern void QsInitAccounting(QsPlan *p);

@@ -10,42 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "world.h"
-
-static int	tests_run;
-static int	tests_failed;
-
-#define CHECK(cond, ...) \
-	do { \
-		tests_run++; \
-		if (cond) \
-			printf("ok %d - ", tests_run); \
-		else \
-		{ \
-			tests_failed++; \
-			printf("not ok %d - ", tests_run); \
-		} \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-		if (!(cond)) \
-			printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-	} while (0)
-
-static bool
-Dispatched(const QsOutput *out, const WJob *job)
-{
-	const QsDecision *d = WDecisionFor(out, job);
-
-	return d != NULL && d->action == QS_DISPATCH;
-}
-
-static QsAction
-ActionFor(const QsOutput *out, const WJob *job)
-{
-	const QsDecision *d = WDecisionFor(out, job);
-
-	return d == NULL ? (QsAction) -1 : d->action;
-}
+#include "tap.h"
 
 /* The seed example of the README: three shares of one ml.g5.xlarge. */
 static void
@@ -626,9 +591,5 @@ main(void)
 	test_promised_first();
 	test_promise_lapses();
 	test_disabled_environment();
-	WFreeAll();
-	printf("1..%d\n", tests_run);
-	if (tests_failed)
-		printf("# %d of %d unit tests failed\n", tests_failed, tests_run);
-	return tests_failed ? 1 : 0;
+	return TapDone();
 }

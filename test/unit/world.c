@@ -307,6 +307,8 @@ WApply(World *w)
 	}
 	for (int i = 0; i < out->nlapsed; i++)
 		ById(w, out->lapsed[i])->j.promised_at = QS_NO_TIME;
+	for (int i = 0; i < out->npromised; i++)
+		ById(w, out->promised[i])->j.promised_at = w->now;
 	for (int i = 0; i < w->njobs; i++)
 	{
 		WJob	   *job = &w->jobs[i];

@@ -1,0 +1,458 @@
+/*-------------------------------------------------------------------------
+ *
+ * preempt.c
+ *		Preemption in the policy core (SPEC 3.3-3.6), each rule a small
+ *		named piece: the candidates of each attempt, their order, the
+ *		greedy choice with the backwards walk, stopping the victims and the
+ *		promise made to the preemptor; and the repair of limits an admin
+ *		lowered (3.5).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "policy_int.h"
+
+/* A list of held jobs: candidates or victims. */
+typedef struct JobList
+{
+	const QsJob **jobs;
+	int			n;
+} JobList;
+
+static void
+ListInit(QsPlan *p, JobList *list)
+{
+	list->jobs = QsAlloc(p, sizeof(QsJob *) * (p->in->nheld + 1));
+	list->n = 0;
+}
+
+/*
+ * VictimOrderBefore: lowest priority, then latest scheduled_at, then
+ * highest id (SPEC 3.4).
+ */
+static bool
+VictimOrderBefore(const QsJob *a, const QsJob *b)
+{
+	if (a->priority != b->priority)
+		return a->priority < b->priority;
+	if (a->scheduled_at != b->scheduled_at)
+		return a->scheduled_at > b->scheduled_at;
+	return a->id > b->id;
+}
+
+/*
+ * SortVictimOrder sorts a group of candidates in victim order (insertion
+ * sort: groups are the held jobs of one queue).
+ */
+static void
+SortVictimOrder(JobList *list, int from)
+{
+	for (int i = from + 1; i < list->n; i++)
+		for (int j = i; j > from && VictimOrderBefore(list->jobs[j], list->jobs[j - 1]); j--)
+		{
+			const QsJob *t = list->jobs[j];
+
+			list->jobs[j] = list->jobs[j - 1];
+			list->jobs[j - 1] = t;
+		}
+}
+
+/*
+ * Preemptible tells whether a held job of a unit may be a victim at all:
+ * its stop is not already pending and it was not dispatched or otherwise
+ * decided in this pass.
+ */
+static bool
+Preemptible(const QsPlan *p, const QsJob *job, int unit)
+{
+	return job->unit == unit && job->stop == QS_STOP_NONE &&
+		!QsIdSetHas(&p->handled, job->id);
+}
+
+/*
+ * FutureWithout fills use[] with each share's usage of a unit once pending
+ * stops complete, kept promises hold (when with_promises) and the victims
+ * chosen so far have stopped.
+ */
+static void
+FutureWithout(const QsPlan *p, int unit, const JobList *victims, bool with_promises,
+			  int64_t *use)
+{
+	for (int s = 0; s < p->nshares; s++)
+	{
+		int			at = QS_AT(p, s, unit);
+
+		use[s] = p->usage[at] - p->pending[at] + (with_promises ? p->promised[at] : 0);
+	}
+	for (int i = 0; i < victims->n; i++)
+		if (victims->jobs[i] != NULL)
+			use[victims->jobs[i]->share] -= victims->jobs[i]->count;
+}
+
+/* What a set of victims must achieve. */
+typedef bool (*RoomTest) (QsPlan *p, const QsJob *job, const JobList *victims, bool reclaim);
+
+/*
+ * RoomForPreemptor tells whether the preemptor could be dispatched (SPEC
+ * 3.2, the wanted-capacity rule included) once the victims have stopped;
+ * when reclaiming, it must then fit in its share's own capacity (a job
+ * never reclaims in order to borrow).
+ */
+static bool
+RoomForPreemptor(QsPlan *p, const QsJob *job, const JobList *victims, bool reclaim)
+{
+	int64_t    *use = p->scratch_future;
+
+	FutureWithout(p, job->unit, victims, true, use);
+#ifndef QS_MUTANT_RECLAIM_NOT_TO_BORROW
+	if (reclaim &&
+		use[job->share] + job->count > p->in->shares[job->share].capacity[job->unit])
+		return false;
+#endif
+	return QsInvariantsHoldWith(p, use, job);
+}
+
+/*
+ * StillBorrowing tells whether a share is still borrowing a unit once its
+ * pending stops and the victims already taken have stopped: only then may
+ * another of its jobs be taken as a borrowing victim (SPEC 3.4).
+ */
+static bool
+StillBorrowing(QsPlan *p, int share, int unit, const JobList *victims)
+{
+	FutureWithout(p, unit, victims, false, p->scratch_now);
+	return p->scratch_now[share] > p->in->shares[share].capacity[unit];
+}
+
+/*
+ * ChooseVictims adds candidates in order until the test passes, skipping a
+ * borrowing candidate whose share is no longer borrowing; then walks the
+ * chosen list backwards and drops every victim that is not needed.
+ * Returns false, choosing nobody, when all candidates together do not pass.
+ */
+static bool
+ChooseVictims(QsPlan *p, const QsJob *job, const JobList *candidates, int borrowing_group,
+			  RoomTest test, bool reclaim, JobList *victims)
+{
+	ListInit(p, victims);
+	for (int i = 0; i < candidates->n && !test(p, job, victims, reclaim); i++)
+	{
+		const QsJob *c = candidates->jobs[i];
+
+#ifndef QS_MUTANT_STILL_BORROWING
+		if (i < borrowing_group && !StillBorrowing(p, c->share, c->unit, victims))
+			continue;
+#endif
+		victims->jobs[victims->n++] = c;
+	}
+	if (!test(p, job, victims, reclaim))
+	{
+		victims->n = 0;
+		return false;
+	}
+#ifndef QS_MUTANT_BACKWARDS_WALK
+	for (int i = victims->n - 1; i >= 0; i--)
+	{
+		const QsJob *v = victims->jobs[i];
+
+		victims->jobs[i] = NULL;
+		if (!test(p, job, victims, reclaim))
+			victims->jobs[i] = v;
+	}
+#endif
+	/* close the gaps */
+	{
+		int			kept = 0;
+
+		for (int i = 0; i < victims->n; i++)
+			if (victims->jobs[i] != NULL)
+				victims->jobs[kept++] = victims->jobs[i];
+		victims->n = kept;
+	}
+	return victims->n > 0;
+}
+
+/*
+ * ReclaimCandidates lists the candidates of the first attempt: other
+ * shares' jobs borrowing the unit, regardless of priority, then, with
+ * in-share preemption, the share's own jobs of strictly lower priority.
+ * Returns the length of the borrowing group.
+ */
+static int
+ReclaimCandidates(QsPlan *p, const QsJob *job, JobList *list)
+{
+	const QsInput *in = p->in;
+	int			borrowing;
+
+	ListInit(p, list);
+	for (int i = 0; i < in->nheld; i++)
+	{
+		const QsJob *h = &in->held[i];
+		int			at = QS_AT(p, h->share, job->unit);
+
+		if (h->share != job->share && Preemptible(p, h, job->unit) &&
+			p->usage[at] - p->pending[at] > in->shares[h->share].capacity[job->unit])
+			list->jobs[list->n++] = h;
+	}
+	SortVictimOrder(list, 0);
+	borrowing = list->n;
+#ifndef QS_MUTANT_RECLAIM_OWN_LOWER
+	if (in->shares[job->share].in_share_preemption)
+	{
+		for (int i = 0; i < in->nheld; i++)
+		{
+			const QsJob *h = &in->held[i];
+
+			if (h->share == job->share && Preemptible(p, h, job->unit) &&
+				h->priority < job->priority)
+				list->jobs[list->n++] = h;
+		}
+		SortVictimOrder(list, borrowing);
+	}
+#endif
+	return borrowing;
+}
+
+/*
+ * InShareCandidates lists the candidates of the second attempt: the share's
+ * own held jobs of strictly lower priority (equal priority never preempts).
+ */
+static void
+InShareCandidates(QsPlan *p, const QsJob *job, JobList *list)
+{
+	const QsInput *in = p->in;
+
+	ListInit(p, list);
+	for (int i = 0; i < in->nheld; i++)
+	{
+		const QsJob *h = &in->held[i];
+
+		if (h->share == job->share && Preemptible(p, h, job->unit) &&
+#ifndef QS_MUTANT_STRICTLY_LOWER
+			h->priority < job->priority
+#else
+			h->priority <= job->priority
+#endif
+			)
+			list->jobs[list->n++] = h;
+	}
+	SortVictimOrder(list, 0);
+}
+
+/*
+ * StopVictim records the preemption of one victim: an unclaimed job stops
+ * at once (and is requeued or fails); a claimed one keeps its instances
+ * until its agent reports STOPPED or its lease expires.
+ */
+static void
+StopVictim(QsPlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
+{
+	QsDecision *d = QsAddDecision(p, QS_PREEMPT, victim, QsStopName(stop));
+	QsJob		stopped = *victim;
+	int			at = QS_AT(p, victim->share, victim->unit);
+
+	d->stop = stop;
+	d->preempted_for = preempted_for;
+	stopped.stop = stop;
+#ifndef QS_MUTANT_UNCLAIMED_STOP_AT_ONCE
+	if (!victim->claimed)
+	{
+		QsStopOutcome o = QsStoppedOutcome(&stopped);
+		QsDecision *e;
+
+		d->immediate = true;
+		e = QsAddDecision(p, o.action, victim, o.reason);
+		e->counter = o.counter;
+		p->usage[at] -= victim->count;
+		return;
+	}
+#endif
+	p->pending[at] += victim->count;
+}
+
+/*
+ * Promise holds the room made for a preemptor (SPEC 3.6): it counts in the
+ * future state from now on, and the applier sets promised_at.
+ */
+static void
+Promise(QsPlan *p, const QsJob *job)
+{
+	QsOutput   *out = p->out;
+
+	QsIdSetAdd(p, &p->kept_promises, job->id);
+	p->promised[QS_AT(p, job->share, job->unit)] += job->count;
+	if (out->npromised == p->promised_cap)
+	{
+		int64_t    *grown = QsAlloc(p, sizeof(int64_t) * p->promised_cap * 2);
+
+		memcpy(grown, out->promised, sizeof(int64_t) * out->npromised);
+		out->promised = grown;
+		p->promised_cap *= 2;
+	}
+	out->promised[out->npromised++] = job->id;
+}
+
+/*
+ * QsTryPreemption tries, for a RUNNABLE job that may not be dispatched, the
+ * two attempts of SPEC 3.3 in order and takes the first that makes room:
+ * reclaim (only while the share holds less than its own capacity), then
+ * in-share preemption.  The victims stop; the room is promised to the job,
+ * which starts at once if every victim stopped at once.  Returns whether
+ * victims were given.
+ */
+bool
+QsTryPreemption(QsPlan *p, const QsJob *job)
+{
+	const QsShare *share = &p->in->shares[job->share];
+	JobList		candidates;
+	JobList		victims;
+	int			borrowing;
+	bool		found = false;
+	bool		in_share = false;
+
+#ifndef QS_MUTANT_RECLAIM_ONLY_UNDER_CAPACITY
+	if (p->usage[QS_AT(p, job->share, job->unit)] < share->capacity[job->unit])
+#endif
+	{
+		borrowing = ReclaimCandidates(p, job, &candidates);
+		found = ChooseVictims(p, job, &candidates, borrowing, RoomForPreemptor, true, &victims);
+	}
+#ifndef QS_MUTANT_IN_SHARE
+	if (!found && share->in_share_preemption)
+	{
+		InShareCandidates(p, job, &candidates);
+		found = ChooseVictims(p, job, &candidates, 0, RoomForPreemptor, false, &victims);
+		in_share = true;
+	}
+#endif
+	if (!found)
+		return false;
+
+	for (int i = 0; i < victims.n; i++)
+		StopVictim(p, victims.jobs[i],
+				   victims.jobs[i]->share == job->share ? QS_STOP_IN_SHARE :
+				   QS_STOP_CROSS_SHARE, job->id);
+	(void) in_share;
+	if (QsMayDispatch(p, job))
+		QsDispatch(p, job);
+	else
+		Promise(p, job);
+	return true;
+}
+
+/*
+ * RoomAfterRepair tells whether (I1)-(I3) hold for a unit once pending
+ * stops and the victims have stopped (the job argument only names the
+ * unit).  Repairs use no wanted-capacity rule: nobody is borrowing anew.
+ */
+static bool
+RoomAfterRepair(QsPlan *p, const QsJob *unit_of, const JobList *victims, bool unused)
+{
+	const QsInput *in = p->in;
+	int			u = unit_of->unit;
+	int64_t    *use = p->scratch_future;
+	int64_t		total = 0;
+	int64_t		borrowed = 0;
+	int64_t		supply = p->unassigned[u];
+
+	(void) unused;
+	FutureWithout(p, u, victims, false, use);
+	for (int s = 0; s < p->nshares; s++)
+	{
+		int64_t		cap = in->shares[s].capacity[u];
+
+		if (use[s] > QsAllowed(&in->shares[s], u))
+			return false;
+		total += use[s];
+		if (use[s] > cap)
+			borrowed += use[s] - cap;
+		else if (in->shares[s].enabled && in->shares[s].strategy != QS_RESERVE)
+			supply += cap - use[s];
+	}
+	return total <= in->units[u].env_limit && borrowed <= supply;
+}
+
+/*
+ * ShareWithinAllowed: the share's future usage is within allowed(S,u).
+ */
+static bool
+ShareWithinAllowed(QsPlan *p, const QsJob *of_share, const JobList *victims, bool unused)
+{
+	(void) unused;
+	FutureWithout(p, of_share->unit, victims, false, p->scratch_future);
+	return p->scratch_future[of_share->share] <=
+		QsAllowed(&p->in->shares[of_share->share], of_share->unit);
+}
+
+/*
+ * RepairUnit restores (I1)-(I3) for one unit after an admin lowered a limit,
+ * changed a strategy or disabled a share (SPEC 3.5), counting jobs whose
+ * stop is pending as gone: a share above allowed(S,u) loses its own jobs;
+ * beyond that, borrowing shares' jobs go first, then any.
+ */
+static void
+RepairUnit(QsPlan *p, int unit)
+{
+	const QsInput *in = p->in;
+	JobList		candidates;
+	JobList		victims;
+	QsJob		probe;
+
+	memset(&probe, 0, sizeof(probe));
+	probe.unit = unit;
+	for (int s = 0; s < p->nshares; s++)
+	{
+		probe.share = s;
+		if (ShareWithinAllowed(p, &probe, &(JobList) {0}, false))
+			continue;
+		ListInit(p, &candidates);
+		for (int i = 0; i < in->nheld; i++)
+			if (in->held[i].share == s && Preemptible(p, &in->held[i], unit))
+				candidates.jobs[candidates.n++] = &in->held[i];
+		SortVictimOrder(&candidates, 0);
+		ChooseVictims(p, &probe, &candidates, 0, ShareWithinAllowed, false, &victims);
+		for (int i = 0; i < victims.n; i++)
+			StopVictim(p, victims.jobs[i], QS_STOP_CAPACITY_REDUCED, 0);
+	}
+
+	if (RoomAfterRepair(p, &probe, &(JobList) {0}, false))
+		return;
+	ListInit(p, &candidates);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		int			from = candidates.n;
+
+		for (int i = 0; i < in->nheld; i++)
+		{
+			const QsJob *h = &in->held[i];
+			int			at = QS_AT(p, h->share, unit);
+			bool		borrowing = p->usage[at] - p->pending[at] >
+				in->shares[h->share].capacity[unit];
+
+			if (Preemptible(p, h, unit) && borrowing == (pass == 0))
+				candidates.jobs[candidates.n++] = h;
+		}
+		SortVictimOrder(&candidates, from);
+		if (pass == 0)
+			probe.share = candidates.n;	/* the borrowing group's length */
+	}
+	{
+		int			borrowing = probe.share;
+
+		probe.share = 0;
+		ChooseVictims(p, &probe, &candidates, borrowing, RoomAfterRepair, false, &victims);
+	}
+	for (int i = 0; i < victims.n; i++)
+		StopVictim(p, victims.jobs[i], QS_STOP_CAPACITY_REDUCED, 0);
+}
+
+/*
+ * QsRepairLimits is step 2 of a pass: the repair of every unit.
+ */
+void
+QsRepairLimits(QsPlan *p)
+{
+	for (int u = 0; u < p->nunits; u++)
+		RepairUnit(p, u);
+}

@@ -1,0 +1,61 @@
+/*-------------------------------------------------------------------------
+ *
+ * tap.h
+ *		A minimal TAP producer for the core's unit tests, and helpers on the
+ *		decisions of a pass.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_TAP_H
+#define QS_TAP_H
+
+#include <stdio.h>
+
+#include "world.h"
+
+static int	tests_run;
+static int	tests_failed;
+
+#define CHECK(cond, ...) \
+	do { \
+		tests_run++; \
+		if (cond) \
+			printf("ok %d - ", tests_run); \
+		else \
+		{ \
+			tests_failed++; \
+			printf("not ok %d - ", tests_run); \
+		} \
+		printf(__VA_ARGS__); \
+		printf("\n"); \
+		if (!(cond)) \
+			printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+	} while (0)
+
+static inline bool
+Dispatched(const QsOutput *out, const WJob *job)
+{
+	const QsDecision *d = WDecisionFor(out, job);
+
+	return d != NULL && d->action == QS_DISPATCH;
+}
+
+static inline QsAction
+ActionFor(const QsOutput *out, const WJob *job)
+{
+	const QsDecision *d = WDecisionFor(out, job);
+
+	return d == NULL ? (QsAction) -1 : d->action;
+}
+
+static inline int
+TapDone(void)
+{
+	WFreeAll();
+	printf("1..%d\n", tests_run);
+	if (tests_failed)
+		printf("# %d of %d unit tests failed\n", tests_failed, tests_run);
+	return tests_failed ? 1 : 0;
+}
+
+#endif							/* QS_TAP_H */
