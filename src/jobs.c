@@ -176,44 +176,23 @@ QsReturnJob(int64 job_id)
 }
 
 /*
- * LastEventEndedHoldBy tells whether the latest change of a job's state was
- * an agent's ending its hold (a report or release): a retry of that report
- * after a lost connection is then a no-op.
- */
-static bool
-LastEventEndedHoldBy(int64 job_id, const char *agent)
-{
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		args[2] = {Int64GetDatum(job_id), CStringGetTextDatum(agent)};
-
-	if (SPI_execute_with_args("SELECT actor = $2 AND from_state IN ('STARTING', 'RUNNING')"
-							  "  FROM quota_sched.job_event WHERE job_id = $1"
-							  " ORDER BY id DESC LIMIT 1",
-							  2, types, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "quota_sched: could not read job history");
-	if (SPI_processed == 0)
-		return false;
-	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-									  &(bool) {false}));
-}
-
-/*
- * IsRepeat tells whether a report repeats what the agent already reported,
- * for a job it no longer holds.
+ * IsRepeat tells whether a report repeats the job's current state by the
+ * agent that holds or held it: a no-op, so that an agent may retry after a
+ * lost connection (SPEC 5.2).
  */
 static bool
 IsRepeat(const QsJobRow *row, const char *agent, QsReport report)
 {
-	bool		by_agent = row->agent != NULL && strcmp(row->agent, agent) == 0;
+	static const char *const states[] = {
+		[QS_REPORT_RUNNING] = "RUNNING",
+		[QS_REPORT_SUCCEEDED] = "SUCCEEDED",
+		[QS_REPORT_FAILED] = "FAILED",
+		[QS_REPORT_STOPPED] = NULL,
+		[QS_REPORT_RELEASED] = NULL,
+	};
 
-	if (report == QS_REPORT_SUCCEEDED)
-		return by_agent && strcmp(row->state, "SUCCEEDED") == 0;
-	if (report == QS_REPORT_RUNNING)
-		return false;
-	if (by_agent && strcmp(row->state, "FAILED") == 0)
-		return true;
-	return strcmp(row->state, "RUNNABLE") == 0 || strcmp(row->state, "SCHEDULED") == 0 ?
-		LastEventEndedHoldBy(row->id, agent) : false;
+	return states[report] != NULL && strcmp(row->state, states[report]) == 0 &&
+		row->agent != NULL && strcmp(row->agent, agent) == 0;
 }
 
 static void
@@ -251,7 +230,7 @@ QsAgentReport(FunctionCallInfo fcinfo, int64 job_id, const char *agent,
 	held = row.agent != NULL && strcmp(row.agent, agent) == 0 &&
 		(strcmp(row.state, "STARTING") == 0 || strcmp(row.state, "RUNNING") == 0);
 
-	if (!held && IsRepeat(&row, agent, report))
+	if (IsRepeat(&row, agent, report))
 		;						/* a retry: nothing to do */
 	else if (!held)
 		ereport(ERROR,
@@ -261,11 +240,8 @@ QsAgentReport(FunctionCallInfo fcinfo, int64 job_id, const char *agent,
 						   row.agent ? ", held by agent " : "",
 						   row.agent ? row.agent : "")));
 	else if (report == QS_REPORT_RUNNING)
-	{
-		if (strcmp(row.state, "STARTING") == 0)
-			SetState(job_id, "UPDATE quota_sched.job SET state = 'RUNNING', started_at = now()"
-					 " WHERE id = $1", NULL);
-	}
+		SetState(job_id, "UPDATE quota_sched.job SET state = 'RUNNING', started_at = now()"
+				 " WHERE id = $1", NULL);
 	else if (report == QS_REPORT_SUCCEEDED)
 		SetState(job_id, "UPDATE quota_sched.job SET state = 'SUCCEEDED', lease_until = NULL,"
 				 " stop_reason = NULL, stop_requested_at = NULL, stopped_at = now(),"

@@ -163,7 +163,10 @@ QsApplyEnds(const QsOutput *out, TimestampTz now)
 			"       promised_at = NULL,"
 			"       failed_attempts = j.failed_attempts + d.failed,"
 			"       preemption_count = j.preemption_count + d.preempted,"
-			"       status_reason = d.reason, status_reason_at = $6,"
+			/* a terminated job keeps the reason it was terminated with */
+			"       status_reason = CASE WHEN j.stop_reason = 'TERMINATED'"
+			"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END,"
+			"       status_reason_at = $6,"
 			"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $6 END"
 			"  FROM unnest($1, $2, $3, $4, $5) AS d(id, fail, failed, preempted, reason)"
 			" WHERE j.id = d.id",

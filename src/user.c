@@ -250,26 +250,28 @@ WaitReason(QsSnapshot *snap, ExplainJob *ej, const char **blocked_by, StringInfo
 			return;
 		case QS_CHECK_ALLOWED:
 			*blocked_by = share->strategy == QS_LEND_AND_BORROW ? "BORROW_LIMIT" : "OWN_CAPACITY_FULL";
-			appendStringInfo(detail, "Quota share %s uses %lld of its own %lld x %s",
-							 share->name, (long long) why.usage, (long long) cap, ej->unit);
+			appendStringInfo(detail, "Quota share %s holds %lld x %s (its own capacity is %lld",
+							 share->name, (long long) why.usage, ej->unit, (long long) cap);
 			if (share->strategy == QS_LEND_AND_BORROW)
-				appendStringInfo(detail, " and may use at most %lld with borrowing; it needs %d more.",
+				appendStringInfo(detail, ", at most %lld with borrowing); it needs %d more.",
 								 (long long) why.allowed, ej->job.count);
 			else
-				appendStringInfo(detail, " and does not borrow (%s); it needs %d more.",
+				appendStringInfo(detail, " and a %s share does not borrow); it needs %d more.",
 								 share->strategy == QS_LEND ? "LEND" : "RESERVE", ej->job.count);
 			break;
 		case QS_CHECK_ENVIRONMENT:
 			*blocked_by = "ENVIRONMENT_FULL";
-			appendStringInfo(detail, "The environment's %lld x %s are all in use (%lld held); it needs %d.",
-							 (long long) env, ej->unit, (long long) why.env_usage, ej->job.count);
+			appendStringInfo(detail, "The environment has %lld x %s, of which %lld are held; "
+							 "it needs %d.", (long long) env, ej->unit,
+							 (long long) why.env_usage, ej->job.count);
 			break;
 		case QS_CHECK_SUPPLY:
 			if (why.must_borrow)
 			{
 				*blocked_by = "NO_BORROWABLE_SUPPLY";
-				appendStringInfo(detail, "It must borrow %s beyond quota share %s's own %lld, and no "
-								 "lender has idle capacity that its own waiting jobs do not want.",
+				appendStringInfo(detail, "It must borrow %s beyond quota share %s's own %lld, and "
+								 "the idle capacity lenders can lend (less what their own "
+								 "waiting jobs want) is not enough.",
 								 ej->unit, share->name, (long long) cap);
 			}
 			else

@@ -144,6 +144,87 @@ test_no_reclaim_to_borrow(void)
 }
 
 /*
+ * SPEC 3.3: a job never reclaims in order to borrow, even where lenders
+ * could lend it the rest.
+ */
+static void
+test_no_reclaim_to_borrow_with_lender(void)
+{
+	World		w;
+	int			s, t;
+	WJob	   *borrower;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	s = WAddShare(&w, "S", QS_LEND_AND_BORROW, -1, false, 1);
+	t = WAddShare(&w, "T", QS_LEND_AND_BORROW, -1, false, 2);
+	WAddShare(&w, "L", QS_LEND, -1, false, 1);
+	WSubmit(&w, "t_own", t, 0, 2);
+	borrower = WSubmit(&w, "t_borrow", t, 0, 1);
+	WPassApply(&w);
+	ClaimAll(&w);
+	CHECK(borrower->state == W_RUNNING, "no reclaim to borrow (lender): setup");
+	WSubmit(&w, "s_pair", s, 5, 2);
+	out = WPassApply(&w);
+	CHECK(CountAction(out, QS_PREEMPT) == 0,
+		  "no reclaim to borrow (lender): S's pair would borrow L's instance after reclaiming: no");
+}
+
+/*
+ * SPEC 3.3: reclaim only while the share holds less than its own capacity:
+ * a share already borrowing goes to in-share preemption, which may leave it
+ * borrowing, and stops fewer of its jobs than a reclaim would.
+ */
+static void
+test_reclaim_only_under_capacity(void)
+{
+	World		w;
+	int			s, t;
+	const QsOutput *out;
+
+	WInit(&w, 5);
+	s = WAddShare(&w, "S", QS_LEND_AND_BORROW, -1, true, 2);
+	t = WAddShare(&w, "T", QS_LEND_AND_BORROW, -1, false, 1);
+	WAddShare(&w, "L", QS_LEND, -1, false, 2);
+	WSubmit(&w, "s_low1", s, 0, 1);
+	WSubmit(&w, "s_low2", s, 0, 1);
+	WSubmit(&w, "s_low3", s, 0, 1);
+	WSubmit(&w, "t_own", t, 0, 1);
+	WSubmit(&w, "t_borrow", t, 0, 1);
+	WPassApply(&w);
+	ClaimAll(&w);
+	WSubmit(&w, "s_pair", s, 5, 2);
+	out = WPassApply(&w);
+	CHECK(CountAction(out, QS_PREEMPT) == 2 &&
+		  PreemptionOf(out, WFind(&w, "t_borrow")) == NULL,
+		  "under capacity: S holds 3 of its 2: in-share stops 2 of its own jobs, no reclaim");
+}
+
+/*
+ * SPEC 3.4: a borrowing job is taken only while its share is still
+ * borrowing: a reclaim never takes a share's own capacity.
+ */
+static void
+test_still_borrowing(void)
+{
+	World		w;
+	int			s, t;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	s = WAddShare(&w, "S", QS_LEND, -1, false, 2);
+	t = WAddShare(&w, "T", QS_LEND_AND_BORROW, -1, false, 1);
+	WSubmit(&w, "t_a", t, 0, 1);
+	WSubmit(&w, "t_b", t, 0, 1);
+	WPassApply(&w);
+	ClaimAll(&w);
+	WSubmit(&w, "s_pair", s, 5, 2);
+	out = WPassApply(&w);
+	CHECK(CountAction(out, QS_PREEMPT) == 0,
+		  "still borrowing: T borrows 1: its job on its own instance is never taken, so nobody is");
+}
+
+/*
  * SPEC 3.3: with in-share preemption, the share's own lower-priority jobs
  * join a reclaim, after the other shares' borrowers.
  */
@@ -565,6 +646,9 @@ main(void)
 	test_seed_example();
 	test_reclaim_priority_blind();
 	test_no_reclaim_to_borrow();
+	test_no_reclaim_to_borrow_with_lender();
+	test_reclaim_only_under_capacity();
+	test_still_borrowing();
 	test_reclaim_with_own_lower();
 	test_in_share_then_borrow();
 	test_equal_priority();
