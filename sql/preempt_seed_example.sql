@@ -17,59 +17,59 @@ CREATE FUNCTION pg_temp.jobs() RETURNS TABLE (name text, state text, stop_reason
 LANGUAGE sql AS $$
 	SELECT j.name, j.state, j.stop_reason, f.name, j.promised_at IS NOT NULL, j.preemption_count
 	  FROM quota_sched.job j LEFT JOIN quota_sched.job f ON f.id = j.preempted_for
-	 WHERE j.job_queue = 'pse_queue' ORDER BY j.name
+	 WHERE j.job_queue = 'pre_queue' ORDER BY j.name
 $$;
 CREATE FUNCTION pg_temp.id(job_name text) RETURNS bigint LANGUAGE sql AS $$
-	SELECT id FROM quota_sched.job WHERE name = job_name AND job_queue = 'pse_queue'
+	SELECT id FROM quota_sched.job WHERE name = job_name AND job_queue = 'pre_queue'
 $$;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
-VALUES ('pse_env', '{"ml.g5.xlarge": 3}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('pse_queue', 'pse_env');
+VALUES ('pre_env', '{"ml.g5.xlarge": 3}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('pre_queue', 'pre_env');
 INSERT INTO quota_sched.quota_share
 	(job_queue, name, capacity_limits, strategy, borrow_limit, in_share_preemption)
-VALUES ('pse_queue', 'QS1', '{"ml.g5.xlarge": 1}', 'LEND_AND_BORROW', 200, true),
-	   ('pse_queue', 'QS2', '{"ml.g5.xlarge": 1}', 'LEND', -1, false),
-	   ('pse_queue', 'QS3', '{"ml.g5.xlarge": 1}', 'RESERVE', -1, false);
+VALUES ('pre_queue', 'QS1', '{"ml.g5.xlarge": 1}', 'LEND_AND_BORROW', 200, true),
+	   ('pre_queue', 'QS2', '{"ml.g5.xlarge": 1}', 'LEND', -1, false),
+	   ('pre_queue', 'QS3', '{"ml.g5.xlarge": 1}', 'RESERVE', -1, false);
 
 -- (1)
 INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
-VALUES ('qs1_job_high', 'pse_queue', 'QS1', 3, 'ml.g5.xlarge'),
-	   ('qs1_job_med', 'pse_queue', 'QS1', 2, 'ml.g5.xlarge'),
-	   ('qs1_job_low', 'pse_queue', 'QS1', 1, 'ml.g5.xlarge');
-SELECT * FROM pg_temp.pass('pse_queue');
-SELECT name, state FROM quota_sched.claim('pse_agent', 'pse_queue', max_jobs => 10) ORDER BY name;
-SELECT name, state FROM quota_sched.report(pg_temp.id('qs1_job_high'), 'pse_agent', 'RUNNING');
-SELECT name, state FROM quota_sched.report(pg_temp.id('qs1_job_med'), 'pse_agent', 'RUNNING');
+VALUES ('qs1_job_high', 'pre_queue', 'QS1', 3, 'ml.g5.xlarge'),
+	   ('qs1_job_med', 'pre_queue', 'QS1', 2, 'ml.g5.xlarge'),
+	   ('qs1_job_low', 'pre_queue', 'QS1', 1, 'ml.g5.xlarge');
+SELECT * FROM pg_temp.pass('pre_queue');
+SELECT name, state FROM quota_sched.claim('pre_agent', 'pre_queue', max_jobs => 10) ORDER BY name;
+SELECT name, state FROM quota_sched.report(pg_temp.id('qs1_job_high'), 'pre_agent', 'RUNNING');
+SELECT name, state FROM quota_sched.report(pg_temp.id('qs1_job_med'), 'pre_agent', 'RUNNING');
 SELECT quota_share, in_use, borrowed, idle, runnable_jobs FROM quota_sched.share_usage
- WHERE job_queue = 'pse_queue' ORDER BY quota_share;
+ WHERE job_queue = 'pre_queue' ORDER BY quota_share;
 
 -- (2) QS2 takes back the instance it lent.
 INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
-VALUES ('qs2_job_1', 'pse_queue', 'QS2', 1, 'ml.g5.xlarge');
-SELECT * FROM pg_temp.pass('pse_queue');
+VALUES ('qs2_job_1', 'pre_queue', 'QS2', 1, 'ml.g5.xlarge');
+SELECT * FROM pg_temp.pass('pre_queue');
 SELECT * FROM pg_temp.jobs();
 -- the agent learns of the stop from its heartbeat (and the stop notification)
-SELECT j.name, h.stop_reason FROM quota_sched.heartbeat('pse_agent') h
+SELECT j.name, h.stop_reason FROM quota_sched.heartbeat('pre_agent') h
   JOIN quota_sched.job j ON j.id = h.job_id ORDER BY j.name;
 SELECT jsonb_build_object('blocked_by', e -> 'blocked_by') AS qs2_job_1
   FROM quota_sched.explain(pg_temp.id('qs2_job_1')) e;
 -- while med stops, nothing else happens
-SELECT * FROM pg_temp.pass('pse_queue');
+SELECT * FROM pg_temp.pass('pre_queue');
 SELECT name, state, stop_reason, preemption_count, status_reason
-  FROM quota_sched.report(pg_temp.id('qs1_job_med'), 'pse_agent', 'STOPPED');
-SELECT * FROM pg_temp.pass('pse_queue');
+  FROM quota_sched.report(pg_temp.id('qs1_job_med'), 'pre_agent', 'STOPPED');
+SELECT * FROM pg_temp.pass('pre_queue');
 SELECT * FROM pg_temp.jobs();
-SELECT name, state FROM quota_sched.claim('pse_agent', 'pse_queue') ORDER BY name;
-SELECT name, state FROM quota_sched.report(pg_temp.id('qs2_job_1'), 'pse_agent', 'RUNNING');
+SELECT name, state FROM quota_sched.claim('pre_agent', 'pre_queue') ORDER BY name;
+SELECT name, state FROM quota_sched.report(pg_temp.id('qs2_job_1'), 'pre_agent', 'RUNNING');
 
 -- (3) low is raised above high: in-share preemption.
 UPDATE quota_sched.job SET priority = 4 WHERE name = 'qs1_job_low';
-SELECT * FROM pg_temp.pass('pse_queue');
+SELECT * FROM pg_temp.pass('pre_queue');
 SELECT * FROM pg_temp.jobs();
 SELECT name, state, preemption_count
-  FROM quota_sched.report(pg_temp.id('qs1_job_high'), 'pse_agent', 'STOPPED');
-SELECT * FROM pg_temp.pass('pse_queue');
+  FROM quota_sched.report(pg_temp.id('qs1_job_high'), 'pre_agent', 'STOPPED');
+SELECT * FROM pg_temp.pass('pre_queue');
 SELECT * FROM pg_temp.jobs();
 
 -- The history of med: preempted once, attempt 2 waits.
@@ -78,10 +78,10 @@ SELECT e.from_state, e.to_state, e.reason,
        e.pass_id IS NOT NULL AS by_pass
   FROM quota_sched.job_event e WHERE e.job_id = pg_temp.id('qs1_job_med') ORDER BY e.id;
 SELECT dispatched, preempted, requeued, failed FROM quota_sched.pass_log
- WHERE job_queue = 'pse_queue' ORDER BY id;
+ WHERE job_queue = 'pre_queue' ORDER BY id;
 
 SET session_replication_role = replica;
-UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'pse_queue';
+UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'pre_queue';
 RESET session_replication_role;
-DELETE FROM quota_sched.job_queue WHERE name = 'pse_queue';
-DELETE FROM quota_sched.service_environment WHERE name = 'pse_env';
+DELETE FROM quota_sched.job_queue WHERE name = 'pre_queue';
+DELETE FROM quota_sched.service_environment WHERE name = 'pre_env';

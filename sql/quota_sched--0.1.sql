@@ -191,8 +191,7 @@ CREATE SEQUENCE quota_sched.job_event_id_seq;
 
 CREATE TABLE quota_sched.job_event (
 	id				bigint PRIMARY KEY DEFAULT nextval('quota_sched.job_event_id_seq'),
-	job_id			bigint NOT NULL
-		REFERENCES quota_sched.job (id) ON DELETE CASCADE,
+	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_history_delete */
 	at				timestamptz NOT NULL,
 	pass_id			bigint,
 	from_state		text,
@@ -233,6 +232,45 @@ CREATE TRIGGER job_history_insert AFTER INSERT ON quota_sched.job
 CREATE TRIGGER job_history_update AFTER UPDATE OF state ON quota_sched.job
 	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
 	EXECUTE FUNCTION quota_sched.job_history();
+
+/*
+ * A job's history goes with it.  job_event.job_id has no foreign key: its
+ * check would cost every submission an index probe and a row lock; this
+ * statement trigger deletes the history of deleted jobs instead.
+ */
+CREATE FUNCTION quota_sched.job_history_delete()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM quota_sched.job_event e USING deleted_jobs d WHERE e.job_id = d.id;
+	RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER job_history_delete AFTER DELETE ON quota_sched.job
+	REFERENCING OLD TABLE AS deleted_jobs
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_history_delete();
+
+/*
+ * Configuration changes invalidate the backends' cached configuration (and
+ * take effect at the next pass).
+ */
+CREATE FUNCTION quota_sched.config_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_config_changed'
+LANGUAGE C;
+
+CREATE TRIGGER service_environment_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.service_environment
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_changed();
+CREATE TRIGGER job_queue_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.job_queue
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_changed();
+CREATE TRIGGER quota_share_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.quota_share
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_changed();
 
 /*
  * Deleting a queue or share: refused while it has a job that has not ended;

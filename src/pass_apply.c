@@ -164,7 +164,7 @@ QsApplyEnds(const QsOutput *out, TimestampTz now)
 			"       failed_attempts = j.failed_attempts + d.failed,"
 			"       preemption_count = j.preemption_count + d.preempted,"
 			/* a terminated job keeps the reason it was terminated with */
-			"       status_reason = CASE WHEN j.stop_reason = 'TERMINATED'"
+			"       status_reason = CASE WHEN d.reason = 'TERMINATED' AND j.stop_reason = 'TERMINATED'"
 			"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END,"
 			"       status_reason_at = $6,"
 			"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $6 END"

@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "config_cache.h"
 #include "quota_sched.h"
 
 PG_MODULE_MAGIC;
@@ -188,4 +189,5 @@ _PG_init(void)
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);
 	RegisterSubXactCallback(QsSubXactCallback, NULL);
+	QsRegisterConfigCache();
 }

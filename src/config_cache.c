@@ -1,0 +1,215 @@
+/*-------------------------------------------------------------------------
+ *
+ * config_cache.c
+ *		A backend-local cache of what a submission is checked against: the
+ *		queue, the share and the environment's capacity map, by (queue,
+ *		share).  It saves the submit path a query per INSERT.
+ *
+ * Statement triggers on the three configuration tables send a relcache
+ * invalidation of the changed table at commit (pg_cron does the same); the
+ * callback registered here empties the cache when it sees one, in every
+ * backend, and in the changing backend at the end of the statement.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "config_cache.h"
+#include "quota_sched.h"
+
+PG_FUNCTION_INFO_V1(qs_config_changed);
+
+#define QS_NAME_BUF 130
+
+typedef struct SubmitTargetKey
+{
+	char		queue[QS_NAME_BUF];
+	char		share[QS_NAME_BUF];
+} SubmitTargetKey;
+
+typedef struct SubmitTargetEntry
+{
+	SubmitTargetKey	key;
+	QsSubmitTarget target;
+} SubmitTargetEntry;
+
+static HTAB *targets = NULL;
+static MemoryContext cache_cxt = NULL;
+static SPIPlanPtr target_plan = NULL;
+
+/*
+ * ConfigInvalidate empties the cache on any relcache invalidation of a
+ * quota_sched configuration table (or of all relations).  No catalog access
+ * here: the callback may run at any time, so it drops everything.
+ */
+static void
+ConfigInvalidate(Datum arg, Oid relid)
+{
+	if (targets == NULL)
+		return;
+	if (OidIsValid(relid) && !QsIsConfigTable(relid))
+		return;
+	hash_destroy(targets);
+	targets = NULL;
+	MemoryContextReset(cache_cxt);
+}
+
+static Oid	config_relids[3];
+
+/*
+ * QsIsConfigTable tells whether a relation is one of the configuration
+ * tables, as last seen by QsLookupSubmitTarget.
+ */
+bool
+QsIsConfigTable(Oid relid)
+{
+	for (int i = 0; i < 3; i++)
+		if (config_relids[i] == relid)
+			return true;
+	return false;
+}
+
+/*
+ * QsRegisterConfigCache registers the invalidation callback (at load).
+ */
+void
+QsRegisterConfigCache(void)
+{
+	CacheRegisterRelcacheCallback(ConfigInvalidate, (Datum) 0);
+}
+
+static void
+RememberConfigRelids(void)
+{
+	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
+
+	config_relids[0] = get_relname_relid("service_environment", nsp);
+	config_relids[1] = get_relname_relid("job_queue", nsp);
+	config_relids[2] = get_relname_relid("quota_share", nsp);
+}
+
+/*
+ * LoadTarget reads the configuration of (queue, share) with SPI into
+ * memory of the cache.  Returns false when the queue does not exist.
+ */
+static bool
+LoadTarget(const char *queue, const char *share, QsSubmitTarget *target)
+{
+	Datum		args[2] = {CStringGetTextDatum(queue), CStringGetTextDatum(share)};
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	MemoryContext old;
+	char	   *role;
+
+	if (target_plan == NULL)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare("SELECT q.state = 'ENABLED', s.name IS NOT NULL,"
+						   "       s.state = 'ENABLED', s.submit_role, e.capacity_limits"
+						   "  FROM quota_sched.job_queue q"
+						   "  JOIN quota_sched.service_environment e"
+						   "    ON e.name = q.service_environment"
+						   "  LEFT JOIN quota_sched.quota_share s"
+						   "    ON s.job_queue = q.name AND s.name = $2"
+						   " WHERE q.name = $1", 2, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "quota_sched: could not prepare the submit check: %s",
+				 SPI_result_code_string(SPI_result));
+		target_plan = plan;
+	}
+	if (SPI_execute_plan(target_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "quota_sched: could not read the configuration of a job queue");
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	old = MemoryContextSwitchTo(cache_cxt);
+	target->queue_enabled = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
+	target->share_found = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	target->share_enabled = target->share_found &&
+		DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	role = SPI_getvalue(tup, desc, 4);
+	target->submit_role = role;
+	target->env_limits = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 5, &isnull));
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * QsLookupSubmitTarget returns the configuration a job submitted to
+ * (queue, share) is checked against, or NULL when the queue does not exist.
+ * The caller is connected to SPI, as a role that may read the tables.
+ * Names longer than any valid name are looked up but never cached.
+ */
+const QsSubmitTarget *
+QsLookupSubmitTarget(const char *queue, const char *share)
+{
+	SubmitTargetKey	key;
+	SubmitTargetEntry *entry;
+	bool		found;
+	static QsSubmitTarget uncached;
+
+	if (cache_cxt == NULL)
+		cache_cxt = AllocSetContextCreate(TopMemoryContext, "quota_sched config cache",
+										  ALLOCSET_SMALL_SIZES);
+	if (strlen(queue) >= QS_NAME_BUF || strlen(share) >= QS_NAME_BUF)
+		return LoadTarget(queue, share, &uncached) ? &uncached : NULL;
+	if (targets == NULL)
+	{
+		HASHCTL		ctl;
+
+		RememberConfigRelids();
+		ctl.keysize = sizeof(SubmitTargetKey);
+		ctl.entrysize = sizeof(SubmitTargetEntry);
+		ctl.hcxt = cache_cxt;
+		targets = hash_create("quota_sched submit targets", 64, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&key, 0, sizeof(key));
+	strlcpy(key.queue, queue, QS_NAME_BUF);
+	strlcpy(key.share, share, QS_NAME_BUF);
+	entry = hash_search(targets, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+		return &entry->target;
+	{
+		QsSubmitTarget target;
+
+		if (!LoadTarget(queue, share, &target))
+			return NULL;
+		if (targets == NULL)	/* invalidated while loading */
+			return LoadTarget(queue, share, &uncached) ? &uncached : NULL;
+		entry = hash_search(targets, &key, HASH_ENTER, &found);
+		entry->target = target;
+		return &entry->target;
+	}
+}
+
+/*
+ * qs_config_changed is the statement trigger of the configuration tables:
+ * it sends, at commit, a relcache invalidation of the changed table, so
+ * that every backend drops its cached configuration.
+ */
+Datum
+qs_config_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "config_changed: not called as a trigger");
+	CacheInvalidateRelcacheByRelid(RelationGetRelid(td->tg_relation));
+	return PointerGetDatum(NULL);
+}

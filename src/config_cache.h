@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * config_cache.h
+ *		The backend-local cache of the configuration a submission is
+ *		checked against.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_CONFIG_CACHE_H
+#define QS_CONFIG_CACHE_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+
+typedef struct QsSubmitTarget
+{
+	bool		queue_enabled;
+	bool		share_found;	/* the queue has a share of that name */
+	bool		share_enabled;
+	char	   *submit_role;	/* NULL: anyone with the user role */
+	Jsonb	   *env_limits;		/* the environment's capacity map */
+} QsSubmitTarget;
+
+extern void QsRegisterConfigCache(void);
+extern bool QsIsConfigTable(Oid relid);
+extern const QsSubmitTarget *QsLookupSubmitTarget(const char *queue, const char *share);
+
+#endif							/* QS_CONFIG_CACHE_H */
