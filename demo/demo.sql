@@ -1,6 +1,6 @@
 -- The seed example (AWS Batch quota management): one environment of three
--- ml.g5.xlarge instances, three shares of one instance each.  Preemption
--- (steps 2 and 3 of the example) comes with the next release.
+-- ml.g5.xlarge instances, three shares of one instance each; QS1 borrows,
+-- QS2 takes its capacity back, QS1 reorders its own work by priority.
 \pset footer off
 \echo '== configuration'
 CREATE EXTENSION quota_sched;
@@ -31,7 +31,7 @@ VALUES ('too_urgent', 'ml-queue', 'QS1', 10000, 'ml.g5.xlarge');
 \set ON_ERROR_STOP 1
 RESET ROLE;
 
-\echo '== one scheduling pass: high runs on QS1''s own capacity, med borrows QS2''s idle'
+\echo '== step 1, one scheduling pass: high runs on QS1''s own capacity, med borrows QS2''s idle'
 \echo '   instance, low waits because QS3 reserves its capacity (RESERVE never lends)'
 SELECT j.name, p.action, p.quota_share
   FROM quota_sched.run_pass('ml-queue') WITH ORDINALITY AS p(job_id, action, quota_share, reason, n)
@@ -43,20 +43,52 @@ SELECT quota_share, max_capacity, allowed, in_use, borrowed, idle, runnable_jobs
 SELECT jsonb_pretty(quota_sched.explain(id) - 'job_id') AS explain
   FROM quota_sched.job WHERE name = 'qs1_job_low';
 
-\echo '== a launcher agent claims its work, starts it, and one job finishes'
+\echo '== a launcher agent claims its work and starts it'
 CREATE ROLE launcher IN ROLE quota_sched_agent;
 SET ROLE launcher;
 SELECT name, state, agent FROM quota_sched.claim('agent-1', 'ml-queue', max_jobs => 10) ORDER BY id;
-SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'qs1_job_high'),
-	'agent-1', 'RUNNING');
-SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'qs1_job_high'),
-	'agent-1', 'SUCCEEDED');
+SELECT r.name, r.state FROM quota_sched.job j, quota_sched.report(j.id, 'agent-1', 'RUNNING') r
+ WHERE j.state = 'STARTING' ORDER BY j.id;
 RESET ROLE;
 
-\echo '== the next pass gives the freed instance to qs1_job_low'
+\echo '== step 2: QS2 submits qs2_job_1 and takes back the instance it lent to QS1'
+CREATE ROLE team_qs2 IN ROLE quota_sched_user;
+SET ROLE team_qs2;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
+VALUES ('qs2_job_1', 'ml-queue', 'QS2', 1, 'ml.g5.xlarge');
+RESET ROLE;
+SELECT j.name, p.action, p.reason FROM quota_sched.run_pass('ml-queue') p
+  JOIN quota_sched.job j ON j.id = p.job_id;
+\echo '   the agent learns of the stop (NOTIFY quota_sched_stop, or its heartbeat) and stops med'
+SET ROLE launcher;
+SELECT j.name, h.stop_reason FROM quota_sched.heartbeat('agent-1') h
+  JOIN quota_sched.job j ON j.id = h.job_id ORDER BY j.id;
+SELECT r.name, r.state, r.preemption_count
+  FROM quota_sched.job j, quota_sched.report(j.id, 'agent-1', 'STOPPED') r
+ WHERE j.name = 'qs1_job_med';
+RESET ROLE;
 SELECT j.name, p.action FROM quota_sched.run_pass('ml-queue') p JOIN quota_sched.job j ON j.id = p.job_id;
+SET ROLE launcher;
+SELECT name, state FROM quota_sched.claim('agent-1', 'ml-queue');
+RESET ROLE;
 
-\echo '== history: one job_event row per change of state'
-SELECT j.name, e.from_state, e.to_state, e.actor, e.pass_id IS NOT NULL AS by_pass
-  FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id ORDER BY e.id;
+\echo '== step 3: team QS1 raises qs1_job_low to priority 4: in-share preemption stops high'
+SET ROLE team_qs1;
+UPDATE quota_sched.job SET priority = 4 WHERE name = 'qs1_job_low';
+RESET ROLE;
+SELECT j.name, p.action, p.reason FROM quota_sched.run_pass('ml-queue') p
+  JOIN quota_sched.job j ON j.id = p.job_id;
+SET ROLE launcher;
+SELECT r.name, r.state, r.preemption_count
+  FROM quota_sched.job j, quota_sched.report(j.id, 'agent-1', 'STOPPED') r
+ WHERE j.name = 'qs1_job_high';
+RESET ROLE;
+SELECT j.name, p.action FROM quota_sched.run_pass('ml-queue') p JOIN quota_sched.job j ON j.id = p.job_id;
+SELECT name, priority, state, preemption_count FROM quota_sched.job ORDER BY id;
+SELECT quota_share, in_use, borrowed, idle, runnable_jobs FROM quota_sched.share_usage ORDER BY quota_share;
+
+\echo '== history of qs1_job_med: one job_event row per change of state'
+SELECT e.from_state, e.to_state, e.reason, e.actor, e.pass_id IS NOT NULL AS by_pass
+  FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
+ WHERE j.name = 'qs1_job_med' ORDER BY e.id;
 SELECT id, dispatched, preempted, requeued, failed FROM quota_sched.pass_log ORDER BY id;
