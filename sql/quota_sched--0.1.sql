@@ -316,7 +316,8 @@ CREATE TRIGGER quota_share_before_delete BEFORE DELETE ON quota_sched.quota_shar
 CREATE FUNCTION quota_sched.run_pass(job_queue text DEFAULT NULL, dry_run boolean DEFAULT false)
 RETURNS TABLE (job_id bigint, action text, quota_share text, reason text)
 AS 'MODULE_PATHNAME', 'qs_run_pass'
-LANGUAGE C CALLED ON NULL INPUT;
+LANGUAGE C CALLED ON NULL INPUT
+SET jit = off;	/* a pass is many tiny queries; JIT would cost more than them */
 
 /* ---------------------------------------------------------------------
  * Launcher agents (SPEC 5.2)
@@ -356,13 +357,15 @@ LANGUAGE C CALLED ON NULL INPUT;
 CREATE FUNCTION quota_sched.explain(job_id bigint)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'qs_explain'
-LANGUAGE C STABLE CALLED ON NULL INPUT;
+LANGUAGE C STABLE CALLED ON NULL INPUT
+SET jit = off;
 
 CREATE FUNCTION quota_sched.queue_snapshot(job_queue text, max_jobs integer DEFAULT 100)
 RETURNS TABLE (queue_position integer, job_id bigint, quota_share text, priority integer,
 			   queued_at timestamptz)
 AS 'MODULE_PATHNAME', 'qs_queue_snapshot'
-LANGUAGE C STABLE CALLED ON NULL INPUT;
+LANGUAGE C STABLE CALLED ON NULL INPUT
+SET jit = off;
 
 /*
  * Per queue, share and unit: capacity, allowed (null when unbounded), use,

@@ -14,6 +14,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/jsonb.h"
@@ -30,14 +31,18 @@ static SPIPlanPtr plans[QS_PLAN_COUNT_SLOTS];
 
 /*
  * QsPreparedPlan returns the saved plan of a slot, preparing it on first
- * use.  Plans name every relation with its schema.
+ * use.  Plans name every relation with its schema.  They are generic from
+ * the start: a custom plan for a stream's first rows (priority below the
+ * maximum) would sort a share's whole backlog, and the generic plan walks
+ * the share-order index; the pass's cost must not depend on the backlog.
  */
 SPIPlanPtr
 QsPreparedPlan(int slot, const char *sql, int nargs, const Oid *types)
 {
 	if (plans[slot] == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, (Oid *) types);
+		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, (Oid *) types,
+											  CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "quota_sched: could not prepare \"%s\": %s", sql,
