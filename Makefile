@@ -36,15 +36,25 @@ $(OBJS): $(wildcard src/*.h)
 
 # The policy core's unit tests, built without PostgreSQL.  MUTANT=-DQS_MUTANT_X
 # switches a rule off (test/mutants).
-UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O1 -g -Isrc -Itest/unit
+UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -Isrc -Itest/unit
 UNIT_SRCS = test/unit/world.c $(CORE:.o=.c)
 
 test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/policy*.h test/unit/*.h)
 	$(CC) $(UNIT_CFLAGS) $(MUTANT) -o $@ $< $(UNIT_SRCS)
 
-unitcheck: test/unit/test_policy.bin test/unit/test_preempt.bin
+# The simulator: a short run here; long runs on demand (SIM_STEPS, SIM_SEEDS).
+# SIM_REPLAYS are STEPS:SEED of runs that once found a defect of the core.
+SIM_STEPS ?= 20000
+SIM_SEEDS ?= 1 2 3
+SIM_REPLAYS = 2372:3 44074:151 38071:229 52699:120 10153:122 26466:128
+
+unitcheck: test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
+	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
+		out=$$(test/unit/sim.bin $${run%%:*} $${run##*:}) || { echo "$$out" | tail -40; exit 1; }; \
+		echo "$$out" | tail -1; \
+	done
 
 installcheck: unitcheck
 .PHONY: unitcheck

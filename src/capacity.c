@@ -109,27 +109,25 @@ QsFillFutureUsage(const QsPlan *p, int unit, int64_t *use)
 }
 
 /*
- * LoadWanted reads, once per pass, a lender's smallest waiting jobs of a
- * unit: at most C(L,u) of them can fit in its idle capacity.
+ * LoadWanted reads a lender's smallest waiting jobs of a unit that can fit
+ * in its capacity: at least `at_least` of them when there are that many.
+ * The cache grows when jobs decided in this pass or promised crowd out
+ * the ones that count.
  */
 static QsWantedCache *
-LoadWanted(QsPlan *p, int lender, int unit)
+LoadWanted(QsPlan *p, int lender, int unit, int at_least)
 {
 	QsWantedCache *cache = &p->wanted[QS_AT(p, lender, unit)];
 	int64_t		cap = p->in->shares[lender].capacity[unit];
-	int			max = (int) Min64(cap, 100000);
 
-	if (!cache->loaded)
-	{
-		cache->loaded = true;
-		if (max > 0)
-		{
-			cache->jobs = QsAlloc(p, sizeof(QsJob) * max);
-			cache->njobs = p->in->source.smallest(p->in->source.arg, lender, unit,
-												  (int32_t) Min64(cap, INT32_MAX),
-												  max, cache->jobs);
-		}
-	}
+	if (cap <= 0 || (cache->loaded && (cache->njobs < cache->max || cache->max >= at_least)))
+		return cache;
+	cache->loaded = true;
+	cache->max = Max64(at_least, Min64(cap, 1024));
+	cache->jobs = QsAlloc(p, sizeof(QsJob) * cache->max);
+	cache->njobs = p->in->source.smallest(p->in->source.arg, lender, unit,
+										  (int32_t) Min64(cap, INT32_MAX),
+										  cache->max, cache->jobs);
 	return cache;
 }
 
@@ -143,21 +141,37 @@ LoadWanted(QsPlan *p, int lender, int unit)
 static int64_t
 Wanted(QsPlan *p, int lender, int unit, int64_t idle)
 {
-	QsWantedCache *cache = LoadWanted(p, lender, unit);
 	int64_t		env_limit = p->in->units[unit].env_limit;
-	int64_t		sum = 0;
+	int			at_least = (int) Min64(idle, 1024);
 
-	for (int i = 0; i < cache->njobs && sum < idle; i++)
+	for (;;)
 	{
-		const QsJob *j = &cache->jobs[i];
+		QsWantedCache *cache = LoadWanted(p, lender, unit, at_least);
+		int64_t		sum = 0;
+		int			skipped = 0;
+		int			i;
 
-		if (j->count > idle || j->count > env_limit)
-			break;				/* sorted by count: no later one fits */
-		if (QsIdSetHas(&p->handled, j->id) || QsIdSetHas(&p->kept_promises, j->id))
+		for (i = 0; i < cache->njobs && sum < idle; i++)
+		{
+			const QsJob *j = &cache->jobs[i];
+
+			if (j->count > idle || j->count > env_limit)
+				return Min64(sum, idle);	/* sorted by count: no later one fits */
+			if (QsIdSetHas(&p->handled, j->id) || QsIdSetHas(&p->kept_promises, j->id))
+			{
+				skipped++;
+				continue;
+			}
+			sum += j->count;
+		}
+		/* the cache ran out while jobs it holds did not count: read more */
+		if (sum < idle && i == cache->njobs && cache->njobs == cache->max && skipped > 0)
+		{
+			at_least = cache->max * 2;
 			continue;
-		sum += j->count;
+		}
+		return Min64(sum, idle);
 	}
-	return Min64(sum, idle);
 }
 
 /*

@@ -283,6 +283,8 @@ QsRecheckPromises(QsPlan *p)
 			order[j - 1] = t;
 		}
 
+	p->promise_order = order;
+	p->npromise_order = n;
 	p->out->lapsed = QsAlloc(p, sizeof(int64_t) * (n + 1));
 	for (int i = 0; i < n; i++)
 	{
@@ -340,16 +342,15 @@ VictimsPending(const QsPlan *p, const QsJob *job)
 
 /*
  * DispatchFreedPromises is step 4: a promised job whose victims have all
- * stopped is dispatched before any other job, in promise order.
+ * stopped is dispatched before any other job, in promise order (promised_at,
+ * then id, as QsRecheckPromises sorted them).
  */
 static void
 DispatchFreedPromises(QsPlan *p)
 {
-	const QsInput *in = p->in;
-
-	for (int i = 0; i < in->npromised; i++)
+	for (int i = 0; i < p->npromise_order; i++)
 	{
-		const QsJob *job = &in->promised[i];
+		const QsJob *job = p->promise_order[i];
 
 		if (QsIdSetHas(&p->kept_promises, job->id) &&
 			!QsIdSetHas(&p->handled, job->id) &&

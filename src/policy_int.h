@@ -39,6 +39,7 @@ typedef struct QsWantedCache
 {
 	bool		loaded;
 	int			njobs;
+	int			max;			/* how many were asked for */
 	QsJob	   *jobs;
 } QsWantedCache;
 
@@ -58,6 +59,8 @@ typedef struct QsPlan
 	QsIdSet		kept_promises;
 	QsStream   *streams;		/* [s*nunits+u] */
 	QsWantedCache *wanted;		/* [s*nunits+u] */
+	const QsJob **promise_order;	/* promised jobs by (promised_at, id) */
+	int			npromise_order;
 	int			decisions_cap;
 	int			promised_cap;
 } QsPlan;

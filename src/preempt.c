@@ -90,6 +90,18 @@ FutureWithout(const QsPlan *p, int unit, const JobList *victims, bool with_promi
 			use[victims->jobs[i]->share] -= victims->jobs[i]->count;
 }
 
+/*
+ * Chosen tells whether a job is among the victims chosen so far.
+ */
+static bool
+Chosen(const JobList *victims, const QsJob *job)
+{
+	for (int i = 0; i < victims->n; i++)
+		if (victims->jobs[i] == job)
+			return true;
+	return false;
+}
+
 /* What a set of victims must achieve. */
 typedef bool (*RoomTest) (QsPlan *p, const QsJob *job, const JobList *victims, bool reclaim);
 
@@ -140,6 +152,8 @@ ChooseVictims(QsPlan *p, const QsJob *job, const JobList *candidates, int borrow
 	{
 		const QsJob *c = candidates->jobs[i];
 
+		if (Chosen(victims, c))
+			continue;			/* a job in both groups of a repair */
 #ifndef QS_MUTANT_STILL_BORROWING
 		if (i < borrowing_group && !StillBorrowing(p, c->share, c->unit, victims))
 			continue;
@@ -389,7 +403,8 @@ ShareWithinAllowed(QsPlan *p, const QsJob *of_share, const JobList *victims, boo
  * RepairUnit restores (I1)-(I3) for one unit after an admin lowered a limit,
  * changed a strategy or disabled a share (SPEC 3.5), counting jobs whose
  * stop is pending as gone: a share above allowed(S,u) loses its own jobs;
- * beyond that, borrowing shares' jobs go first, then any.
+ * beyond that, borrowing shares' jobs go first (while their share still
+ * borrows), then any job, theirs included.
  */
 static void
 RepairUnit(QsPlan *p, int unit)
@@ -398,6 +413,7 @@ RepairUnit(QsPlan *p, int unit)
 	JobList		candidates;
 	JobList		victims;
 	QsJob		probe;
+	int			borrowing;
 
 	memset(&probe, 0, sizeof(probe));
 	probe.unit = unit;
@@ -418,31 +434,25 @@ RepairUnit(QsPlan *p, int unit)
 
 	if (RoomAfterRepair(p, &probe, &(JobList) {0}, false))
 		return;
-	ListInit(p, &candidates);
-	for (int pass = 0; pass < 2; pass++)
+	/* borrowing shares' jobs, then any job (those again among them) */
+	candidates.jobs = QsAlloc(p, sizeof(QsJob *) * (2 * in->nheld + 1));
+	candidates.n = 0;
+	for (int i = 0; i < in->nheld; i++)
 	{
-		int			from = candidates.n;
+		const QsJob *h = &in->held[i];
+		int			at = QS_AT(p, h->share, unit);
 
-		for (int i = 0; i < in->nheld; i++)
-		{
-			const QsJob *h = &in->held[i];
-			int			at = QS_AT(p, h->share, unit);
-			bool		borrowing = p->usage[at] - p->pending[at] >
-				in->shares[h->share].capacity[unit];
-
-			if (Preemptible(p, h, unit) && borrowing == (pass == 0))
-				candidates.jobs[candidates.n++] = h;
-		}
-		SortVictimOrder(&candidates, from);
-		if (pass == 0)
-			probe.share = candidates.n;	/* the borrowing group's length */
+		if (Preemptible(p, h, unit) &&
+			p->usage[at] - p->pending[at] > in->shares[h->share].capacity[unit])
+			candidates.jobs[candidates.n++] = h;
 	}
-	{
-		int			borrowing = probe.share;
-
-		probe.share = 0;
-		ChooseVictims(p, &probe, &candidates, borrowing, RoomAfterRepair, false, &victims);
-	}
+	SortVictimOrder(&candidates, 0);
+	borrowing = candidates.n;
+	for (int i = 0; i < in->nheld; i++)
+		if (Preemptible(p, &in->held[i], unit))
+			candidates.jobs[candidates.n++] = &in->held[i];
+	SortVictimOrder(&candidates, borrowing);
+	ChooseVictims(p, &probe, &candidates, borrowing, RoomAfterRepair, false, &victims);
 	for (int i = 0; i < victims.n; i++)
 		StopVictim(p, victims.jobs[i], QS_STOP_CAPACITY_REDUCED, 0);
 }

@@ -1,0 +1,2043 @@
+/*-------------------------------------------------------------------------
+ *
+ * sim.c
+ *		A randomized simulator of the policy core (SPEC 3): random queue
+ *		configurations and random steps (submissions, passes, agents, lease
+ *		losses, priority and limit changes, time) on a World, with every
+ *		pass checked by an accounting of its own, written here from the SPEC
+ *		(it calls nothing of the core but QsRunPass, through WPass, and
+ *		QsStoppedOutcome, through WStopped).
+ *
+ *	  sim [steps] [seed]	   defaults: 100000 steps, seed from the clock
+ *
+ * The seed is printed first; a failure prints the seed, the step and what
+ * went wrong, dumps the queue and exits 1, so `sim STEP SEED` replays it.
+ * SIM_KEEP_GOING=1 counts failures and goes on with a fresh configuration;
+ * SIM_VERBOSE=1 traces every step.
+ *
+ * What is checked after every pass (see the comments at each check):
+ *	(a) (I1)-(I3) of SPEC 3.1 in the future state (held jobs without a
+ *		pending stop, plus promised RUNNABLE jobs), after every pass with no
+ *		exception: the repair (3.5) counts pending stops as gone, so even
+ *		right after an admin lowered a limit the future state must hold once
+ *		the pass is over, and nothing in the SPEC relaxes that.  In the
+ *		present state (pending stops still holding) they are checked too,
+ *		except from an admin's change of a limit (capacity, strategy,
+ *		borrow_limit, share state, E) until a pass leaves them holding again:
+ *		that is the one exception of 3.1 (3.5), during which the victims of
+ *		the repair still hold their instances.
+ *		While replaying the decisions in order: every dispatch keeps
+ *		(I1)-(I3) now and in the future state, with the wanted-capacity rule
+ *		(3.2); repairs only in units where an invariant fails, complete, and
+ *		each victim needed; the re-check of promises exactly (3.6); the freed
+ *		promises dispatched first, in promise order (3.6).
+ *	(b) the dispatch order within a share and unit (see OrderCheck), and
+ *		beyond it a model of the cursors (NextCandidate) run in lockstep with
+ *		the decisions: a job that comes under the cursor and gets nothing
+ *		must have been unable to start and to get victims.
+ *	(c) bookkeeping: every decision is legal for the job's state, a job has
+ *		one decision a pass (a victim stopped at once: PREEMPT then its
+ *		REQUEUE/FAIL), so it is never dispatched and preempted in one pass;
+ *		each job ends the pass in the state its decisions say and state
+ *		counts add up; promised jobs are RUNNABLE; time-based work (leases,
+ *		timeouts, runnable timeouts) is done and counted as 3.6/3.8/3.9 say;
+ *		misconfiguration reasons are those of 3.7.
+ *	(d) liveness: every LIVENESS_EVERY steps the world freezes (no
+ *		submissions, no limit changes, time stands still, nothing ends;
+ *		agents only claim and acknowledge stops) and passes are repeated
+ *		until one decides nothing with no stop pending, within NROUNDS; no
+ *		promise may be left then.
+ *	Preemption (3.3, 3.4, 3.6): victims of the right kinds (strictly lower
+ *	priority in-share, only with in_share_preemption; reclaim only while
+ *	the share holds less than its capacity, only from shares still
+ *	borrowing, never to borrow), enough to start the preemptor once they
+ *	stopped, none superfluous (the backwards walk); no victims for a job
+ *	holding a kept promise; the promise given iff the job could not start
+ *	at once.
+ *
+ * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
+ *	cc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Isrc -Itest/unit \
+ *	   -o /tmp/sim test/unit/sim.c test/unit/world.c src/policy.c \
+ *	   src/capacity.c src/preempt.c src/queue_order.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "world.h"
+
+#define MAXS W_MAX_SHARES
+#define MAXU W_MAX_UNITS
+#define MAXJ W_MAX_JOBS
+#define SEC 1000000LL
+#define NROUNDS 50
+#define LIVENESS_EVERY 200
+#define BIG INT64_MAX
+
+static World W;
+static WJob B[MAXJ];			/* the world as the pass read it */
+static QsTime Timeout[MAXJ];	/* per job: attempt timeout; QS_NO_TIME: none */
+
+static uint64_t Seed, Rng;
+static long Step, Steps;
+static const char *Phase = "step";
+static bool KeepGoing, Verbose;
+static bool AdminDirty;			/* the present state may break (I1)-(I3) (3.5) */
+static jmp_buf Recover;
+static const QsOutput *LastOut;	/* decisions of the pass being checked */
+static int LastN;				/* jobs the pass read */
+
+static struct
+{
+	long		passes, dispatches, preemptions, repairs, promises, lapses,
+				fixed_points, episodes, failures, submitted, checks, max_rounds;
+} St;
+
+/* failure tags and counts (SIM_KEEP_GOING) */
+static const char *Tags[64];
+static long TagCount[64];
+static int NTags;
+
+/* ---------------------------------------------------------------- */
+/* randomness																		 */
+
+static uint64_t
+Next(void)
+{
+	uint64_t	z = (Rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int
+Rand(int lo, int hi)
+{
+	return lo + (int) (Next() % (uint64_t) (hi - lo + 1));
+}
+
+static bool
+Chance(int percent)
+{
+	return (int) (Next() % 100) < percent;
+}
+
+/* ---------------------------------------------------------------- */
+/* names and dumps																	 */
+
+static const char *
+StateName(WState s)
+{
+	static const char *const n[] = {"RUNNABLE", "SCHEDULED", "STARTING", "RUNNING",
+	"SUCCEEDED", "FAILED"};
+
+	return n[s];
+}
+
+static const char *
+StopText(QsStop s)
+{
+	static const char *const n[] = {"-", "CROSS_SHARE", "IN_SHARE", "CAPACITY_REDUCED",
+	"TIMEOUT", "TERMINATED"};
+
+	return n[s];
+}
+
+static const char *
+ActionName(QsAction a)
+{
+	static const char *const n[] = {"DISPATCH", "PREEMPT", "STOP", "REQUEUE", "FAIL"};
+
+	return (unsigned) a < 5 ? n[a] : "?";
+}
+
+static const char *
+StratName(QsStrategy s)
+{
+	return s == QS_RESERVE ? "RESERVE" : s == QS_LEND ? "LEND" : "LEND_AND_BORROW";
+}
+
+static bool
+IsHeld(WState s)
+{
+	return s == W_SCHEDULED || s == W_STARTING || s == W_RUNNING;
+}
+
+static void
+DumpJob(const WJob *job)
+{
+	const QsJob *j = &job->j;
+
+	printf("  job %" PRId64 ": share %d unit %d n=%d prio=%d %s stop=%s%s queued=%" PRId64,
+		   j->id, j->share, j->unit, j->count, j->priority, StateName(job->state),
+		   StopText(j->stop), j->claimed ? " claimed" : "", j->queued_at);
+	if (IsHeld(job->state))
+		printf(" sched=%" PRId64, j->scheduled_at);
+	if (j->promised_at != QS_NO_TIME)
+		printf(" promised_at=%" PRId64, j->promised_at);
+	if (j->preempted_for)
+		printf(" preempted_for=%" PRId64, j->preempted_for);
+	if (j->claimed && j->lease_until != QS_NO_TIME)
+		printf(" lease=%" PRId64, j->lease_until);
+	if (j->deadline != QS_NO_TIME)
+		printf(" deadline=%" PRId64, j->deadline);
+	printf(" fa=%d/%d pc=%d/%d", j->failed_attempts, j->max_attempts, j->preemption_count,
+		   j->preemption_retries);
+	if (job->status_reason)
+		printf(" [%s]", job->status_reason + 17);
+	printf("\n");
+}
+
+static void
+DumpWorld(void)
+{
+	printf("-- queue at the failing pass (now=%" PRId64 ", environment %s, runnable_timeout %s):\n",
+		   W.now, W.env_enabled ? "ENABLED" : "DISABLED",
+		   W.runnable_timeout == QS_NO_TIME ? "none" : "set");
+	for (int u = 0; u < W.nunits; u++)
+		printf("  unit %d: E=%" PRId64 "\n", u, W.units[u].env_limit);
+	for (int s = 0; s < W.nshares; s++)
+	{
+		printf("  share %d: %s borrow_limit=%d%s%s C=", s, StratName(W.shares[s].strategy),
+			   W.shares[s].borrow_limit, W.shares[s].in_share_preemption ? " in_share" : "",
+			   W.shares[s].enabled ? "" : " DISABLED");
+		for (int u = 0; u < W.nunits; u++)
+			printf("%s%" PRId64, u ? "," : "", W.capacity[s][u]);
+		printf("\n");
+	}
+	printf("-- live jobs as the pass read them:\n");
+	for (int k = 0; k < LastN; k++)
+		if (B[k].state <= W_RUNNING)
+			DumpJob(&B[k]);
+	if (LastOut != NULL)
+	{
+		printf("-- decisions of the pass:\n");
+		for (int i = 0; i < LastOut->ndecisions; i++)
+		{
+			const QsDecision *d = &LastOut->decisions[i];
+
+			printf("  %d: %s job %" PRId64 " (share %d unit %d n=%d)", i, ActionName(d->action),
+				   d->job_id, d->share, d->unit, d->count);
+			if (d->action == QS_PREEMPT)
+				printf(" %s for %" PRId64 "%s", StopText(d->stop), d->preempted_for,
+					   d->immediate ? " immediate" : "");
+			if (d->reason && d->action != QS_PREEMPT)
+				printf(" %s", d->reason);
+			printf("\n");
+		}
+		for (int i = 0; i < LastOut->nlapsed; i++)
+			printf("  lapsed: %" PRId64 "\n", LastOut->lapsed[i]);
+		for (int i = 0; i < LastOut->npromised; i++)
+			printf("  promised: %" PRId64 "\n", LastOut->promised[i]);
+	}
+}
+
+static void Trace(const char *fmt,...);
+
+static void
+Fail(const char *tag, const char *fmt,...)
+{
+	va_list		ap;
+	int			t;
+
+	St.failures++;
+	for (t = 0; t < NTags && strcmp(Tags[t], tag) != 0; t++)
+		;
+	if (t == NTags && NTags < 64)
+		Tags[NTags++] = tag;
+	if (t < 64)
+		TagCount[t]++;
+	printf("sim: FAILURE [%s] seed %" PRIu64 " step %ld (%s): ", tag, Seed, Step, Phase);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!KeepGoing || TagCount[t < 64 ? t : 0] <= 1)
+		DumpWorld();
+	if (!KeepGoing)
+	{
+		printf("sim: replay with: sim %ld %" PRIu64 "\n", Step, Seed);
+		printf("sim: %ld steps, %ld failures\n", Step, St.failures);
+		exit(1);
+	}
+	fflush(stdout);
+	longjmp(Recover, 1);
+}
+
+/* ---------------------------------------------------------------- */
+/* the configuration as a pass reads it, and accounting (SPEC 3.1)				 */
+
+typedef struct Cfg
+{
+	int			nunits, nshares;
+	int64_t		E[MAXU];
+	int64_t		C[MAXS][MAXU];
+	QsStrategy	strat[MAXS];
+	int32_t		bl[MAXS];
+	bool		isp[MAXS], enabled[MAXS];
+	bool		env_enabled;
+	QsTime		now;
+} Cfg;
+
+static Cfg Cf;
+
+static void
+TakeCfg(void)
+{
+	Cf.nunits = W.nunits;
+	Cf.nshares = W.nshares;
+	Cf.env_enabled = W.env_enabled;
+	Cf.now = W.now;
+	for (int u = 0; u < W.nunits; u++)
+		Cf.E[u] = W.units[u].env_limit;
+	for (int s = 0; s < W.nshares; s++)
+	{
+		Cf.strat[s] = W.shares[s].strategy;
+		Cf.bl[s] = W.shares[s].borrow_limit;
+		Cf.isp[s] = W.shares[s].in_share_preemption;
+		Cf.enabled[s] = W.shares[s].enabled;
+		for (int u = 0; u < W.nunits; u++)
+			Cf.C[s][u] = W.capacity[s][u];
+	}
+}
+
+/* allowed(S,u) */
+static int64_t
+Allowed(int s, int u)
+{
+	if (Cf.strat[s] != QS_LEND_AND_BORROW)
+		return Cf.C[s][u];
+	if (Cf.bl[s] == -1)
+		return BIG;
+	return Cf.C[s][u] * (100 + Cf.bl[s]) / 100;
+}
+
+/* ENABLED LEND and LEND_AND_BORROW shares' idle capacity is borrowable */
+static bool
+Lends(int s)
+{
+	return Cf.enabled[s] && Cf.strat[s] != QS_RESERVE;
+}
+
+static int64_t
+Unassigned(int u)
+{
+	int64_t		sum = 0;
+
+	for (int s = 0; s < Cf.nshares; s++)
+		sum += Cf.C[s][u];
+	return Cf.E[u] > sum ? Cf.E[u] - sum : 0;
+}
+
+/*
+ * Violation: which of (I1)-(I3) fails for unit u in the state use[] (each
+ * share's usage), all shares checked; NULL when they hold.
+ */
+static const char *
+Violation(int u, const int64_t *use, char *buf)
+{
+	int64_t		total = 0, borrowed = 0, supply = Unassigned(u);
+
+	for (int s = 0; s < Cf.nshares; s++)
+	{
+		if (use[s] > Allowed(s, u))
+		{
+			sprintf(buf, "(I2) share %d uses %" PRId64 " of unit %d, allowed %" PRId64,
+					s, use[s], u, Allowed(s, u));
+			return buf;
+		}
+		total += use[s];
+		if (use[s] > Cf.C[s][u])
+			borrowed += use[s] - Cf.C[s][u];
+		else if (Lends(s))
+			supply += Cf.C[s][u] - use[s];
+	}
+	if (total > Cf.E[u])
+	{
+		sprintf(buf, "(I1) %" PRId64 " instances of unit %d in use, E=%" PRId64, total, u, Cf.E[u]);
+		return buf;
+	}
+	if (borrowed > supply)
+	{
+		sprintf(buf, "(I3) %" PRId64 " of unit %d borrowed, borrowable supply %" PRId64,
+				borrowed, u, supply);
+		return buf;
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* the replay of a pass: the state planned so far, from the decisions		 */
+
+static int64_t RUse[MAXS][MAXU];	/* held now, pending stops included */
+static int64_t RPend[MAXS][MAXU];	/* held by jobs whose stop is pending */
+static int64_t RProm[MAXS][MAXU];	/* kept promises not yet dispatched */
+static unsigned char Handled[MAXJ];	/* decided in this pass */
+static unsigned char Kept[MAXJ];	/* a kept promise, not dispatched yet */
+static unsigned char Victimized[MAXJ];	/* got victims in this pass */
+static unsigned char NDec[MAXJ];	/* decisions in this pass */
+static unsigned char TimeDec[MAXJ];	/* decided by the time-based work */
+static unsigned char Step4[MAXJ];	/* dispatched as a freed promise (step 4) */
+static unsigned char Dispatched[MAXJ];
+
+/* RUNNABLE jobs read by the pass, by share and unit, in share order */
+static int RunIdx[MAXJ];
+static int RunFrom[MAXS][MAXU], RunTo[MAXS][MAXU];
+
+static bool
+ShareBefore(const QsJob *a, const QsJob *b)
+{
+	if (a->priority != b->priority)
+		return a->priority > b->priority;
+	if (a->queued_at != b->queued_at)
+		return a->queued_at < b->queued_at;
+	return a->id < b->id;
+}
+
+static int
+CmpRun(const void *x, const void *y)
+{
+	const QsJob *a = &B[*(const int *) x].j;
+	const QsJob *b = &B[*(const int *) y].j;
+
+	if (a->share != b->share)
+		return a->share - b->share;
+	if (a->unit != b->unit)
+		return a->unit - b->unit;
+	return ShareBefore(a, b) ? -1 : ShareBefore(b, a) ? 1 : 0;
+}
+
+static void
+BuildRunLists(int n)
+{
+	int			m = 0;
+
+	for (int k = 0; k < n; k++)
+		if (B[k].state == W_RUNNABLE)
+			RunIdx[m++] = k;
+	qsort(RunIdx, m, sizeof(int), CmpRun);
+	for (int s = 0; s < Cf.nshares; s++)
+		for (int u = 0; u < Cf.nunits; u++)
+			RunFrom[s][u] = RunTo[s][u] = 0;
+	for (int i = 0; i < m;)
+	{
+		const QsJob *j = &B[RunIdx[i]].j;
+		int			e = i;
+
+		while (e < m && B[RunIdx[e]].j.share == j->share && B[RunIdx[e]].j.unit == j->unit)
+			e++;
+		RunFrom[j->share][j->unit] = i;
+		RunTo[j->share][j->unit] = e;
+		i = e;
+	}
+}
+
+static void
+NowUse(int u, int64_t *use)
+{
+	for (int s = 0; s < Cf.nshares; s++)
+		use[s] = RUse[s][u];
+}
+
+/* pending stops gone; with_prom: kept promises holding */
+static void
+FutureUse(int u, bool with_prom, int64_t *use)
+{
+	for (int s = 0; s < Cf.nshares; s++)
+		use[s] = RUse[s][u] - RPend[s][u] + (with_prom ? RProm[s][u] : 0);
+}
+
+/*
+ * Wanted (SPEC 3.2): what lender t wants of its idle capacity of u: the
+ * sizes of its RUNNABLE jobs of u that are not misconfigured (count <= E(u):
+ * a job that fits in the idle capacity is within allowed and reach) and
+ * each fit in the idle capacity, summed, capped at it.  Jobs decided in
+ * this pass are no longer RUNNABLE in the planned state, and kept promises
+ * already hold their instances in the future state: neither wants more.
+ */
+static int64_t
+Wanted(int t, int u, int64_t idle)
+{
+	int64_t		sum = 0;
+
+	for (int i = RunFrom[t][u]; i < RunTo[t][u] && sum < idle; i++)
+	{
+		int			k = RunIdx[i];
+		const QsJob *j = &B[k].j;
+
+		if (Handled[k] || Kept[k] || j->count > idle || j->count > Cf.E[u])
+			continue;
+		sum += j->count;
+	}
+	return sum < idle ? sum : idle;
+}
+
+/*
+ * CheckJob: do (I1), (I2) of the job's share and (I3) hold in the state
+ * use[] with the job added, the wanted-capacity rule applied when the job
+ * must borrow in that state?  NULL when they do, else why not.
+ */
+static const char *
+CheckJob(const int64_t *use, const QsJob *j, char *buf)
+{
+	int			s = j->share, u = j->unit;
+	int64_t		total = 0, borrowed = 0, supply = Unassigned(u);
+	bool		must_borrow = use[s] + j->count > Cf.C[s][u];
+
+	if (use[s] + j->count > Allowed(s, u))
+	{
+		sprintf(buf, "(I2) share %d would use %" PRId64 ", allowed %" PRId64,
+				s, use[s] + j->count, Allowed(s, u));
+		return buf;
+	}
+	for (int t = 0; t < Cf.nshares; t++)
+	{
+		int64_t		used = use[t] + (t == s ? j->count : 0);
+
+		total += used;
+		if (used > Cf.C[t][u])
+			borrowed += used - Cf.C[t][u];
+		else if (Lends(t))
+		{
+			int64_t		idle = Cf.C[t][u] - used;
+
+			if (must_borrow && t != s && idle > 0)
+				idle -= Wanted(t, u, idle);
+			supply += idle;
+		}
+	}
+	if (total > Cf.E[u])
+	{
+		sprintf(buf, "(I1) %" PRId64 " of unit %d would be in use, E=%" PRId64, total, u, Cf.E[u]);
+		return buf;
+	}
+	if (borrowed > supply)
+	{
+		sprintf(buf, "(I3) %" PRId64 " of unit %d would be borrowed, supply%s %" PRId64,
+				borrowed, u, must_borrow ? " less what lenders want" : "", supply);
+		return buf;
+	}
+	return NULL;
+}
+
+/* May the job be dispatched in the planned state, now and in the future? */
+static const char *
+MayDispatch(int k, char *buf)
+{
+	const QsJob *j = &B[k].j;
+	int64_t		use[MAXS];
+	const char *why;
+
+	NowUse(j->unit, use);
+	if ((why = CheckJob(use, j, buf)) != NULL)
+		return why;
+	FutureUse(j->unit, true, use);
+	if (Kept[k])
+		use[j->share] -= j->count;
+	if ((why = CheckJob(use, j, buf)) != NULL)
+	{
+		strcat(buf, " [future state]");
+		return why;
+	}
+	return NULL;
+}
+
+static void
+ApplyDispatch(int k)
+{
+	const QsJob *j = &B[k].j;
+
+	RUse[j->share][j->unit] += j->count;
+	if (Kept[k])
+		RProm[j->share][j->unit] -= j->count;
+	Kept[k] = 0;
+	Handled[k] = 1;
+	Dispatched[k] = 1;
+}
+
+/* the outcome of a stop or a lost lease (SPEC 3.6, 3.8), written here */
+typedef struct Outcome
+{
+	QsAction	action;
+	QsCounter	counter;
+} Outcome;
+
+static Outcome
+MyOutcome(const QsJob *j, QsStop stop)
+{
+	Outcome		o;
+
+	if (stop == QS_STOP_CROSS_SHARE || stop == QS_STOP_IN_SHARE ||
+		stop == QS_STOP_CAPACITY_REDUCED)
+	{
+		o.counter = QS_COUNT_PREEMPTION;
+		o.action = j->preemption_retries >= 0 &&
+			j->preemption_count + 1 > j->preemption_retries ? QS_FAIL : QS_REQUEUE;
+	}
+	else if (stop == QS_STOP_TERMINATED)
+	{
+		o.counter = QS_COUNT_NONE;
+		o.action = QS_FAIL;
+	}
+	else
+	{
+		o.counter = QS_COUNT_FAILED_ATTEMPT;
+		o.action = j->failed_attempts + 1 >= j->max_attempts ? QS_FAIL : QS_REQUEUE;
+	}
+	return o;
+}
+
+static bool
+LeaseExpired(const WJob *b)
+{
+	return IsHeld(b->state) && b->j.claimed && b->j.lease_until != QS_NO_TIME &&
+		b->j.lease_until < Cf.now;
+}
+
+static bool
+RunnableExpired(const WJob *b)
+{
+	return b->state == W_RUNNABLE && W.runnable_timeout != QS_NO_TIME &&
+		b->status_reason != NULL &&
+		strncmp(b->status_reason, "MISCONFIGURATION:", 17) == 0 &&
+		b->status_reason_at + W.runnable_timeout < Cf.now;
+}
+
+/* SPEC 3.7, written here */
+static const char *
+ExpectedReason(const QsJob *j)
+{
+	int			s = j->share, u = j->unit;
+	int64_t		reach;
+
+	if (j->count > Cf.E[u])
+		return "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE";
+	if (j->count > Allowed(s, u))
+		return "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
+	if (Cf.strat[s] == QS_LEND_AND_BORROW)
+	{
+		reach = Cf.C[s][u] + Unassigned(u);
+		for (int t = 0; t < Cf.nshares; t++)
+			if (t != s && Lends(t))
+				reach += Cf.C[t][u];
+		if (j->count > reach)
+			return "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
+	}
+	return NULL;
+}
+
+/* the state each job must be in after the pass */
+typedef struct Expect
+{
+	WState		state;
+	QsStop		stop;
+	bool		claimed;
+	bool		promised;
+	int32_t		fa, pc;
+	int64_t		preempted_for;
+} Expect;
+
+static Expect Ex[MAXJ];
+
+static void
+ExpectOutcome(int k, Outcome o)
+{
+	Ex[k].state = o.action == QS_FAIL ? W_FAILED : W_RUNNABLE;
+	Ex[k].stop = QS_STOP_NONE;
+	Ex[k].claimed = false;
+	Ex[k].promised = false;
+	if (o.counter == QS_COUNT_FAILED_ATTEMPT)
+		Ex[k].fa++;
+	else if (o.counter == QS_COUNT_PREEMPTION)
+		Ex[k].pc++;
+}
+
+/* victim order (3.4): lowest priority, latest scheduled_at, highest id */
+static int
+CmpVictim(const void *x, const void *y)
+{
+	const QsJob *a = &B[*(const int *) x].j;
+	const QsJob *b = &B[*(const int *) y].j;
+
+	if (a->priority != b->priority)
+		return a->priority < b->priority ? -1 : 1;
+	if (a->scheduled_at != b->scheduled_at)
+		return a->scheduled_at > b->scheduled_at ? -1 : 1;
+	return a->id > b->id ? -1 : a->id < b->id;
+}
+
+/* ---------------------------------------------------------------- */
+/* checks of one preemption (3.3, 3.4, 3.6)										 */
+
+static void
+CheckVictims(int jk, const int *vk, const bool *imm, int nv)
+{
+	const QsJob *J = &B[jk].j;
+	int			S = J->share, u = J->unit;
+	int64_t		n = J->count;
+	int64_t		fut[MAXS], futnp[MAXS], taken[MAXS] = {0};
+	bool		cross = false;
+	char		buf[256];
+	const char *why;
+
+	(void) imm;
+	if (B[jk].state != W_RUNNABLE || Handled[jk])
+		Fail("preempt", "victims stopped for job %" PRId64 ", which is %s%s", J->id,
+			 StateName(B[jk].state), Handled[jk] ? " and already decided in this pass" : "");
+	if (Kept[jk])
+		Fail("promise", "job %" PRId64 " holds a kept promise but was given further victims (3.6)",
+			 J->id);
+	if (Victimized[jk])
+		Fail("preempt", "job %" PRId64 " was given victims twice in one pass", J->id);
+
+	FutureUse(u, false, futnp);
+	for (int i = 0; i < nv; i++)
+	{
+		const QsJob *v = &B[vk[i]].j;
+
+		if (v->unit != u)
+			Fail("preempt", "victim %" PRId64 " holds unit %d, its preemptor %" PRId64 " needs unit %d",
+				 v->id, v->unit, J->id, u);
+		if (v->share == S)
+		{
+			if (!Cf.isp[S])
+				Fail("in-share", "job %" PRId64 " of share %d (in_share_preemption off) stopped its own share's job %" PRId64,
+					 J->id, S, v->id);
+			if (v->priority >= J->priority)
+				Fail("in-share", "job %" PRId64 " (priority %d) stopped job %" PRId64 " of its share with priority %d: only strictly lower priority may be preempted in-share",
+					 J->id, J->priority, v->id, v->priority);
+		}
+		else
+		{
+			cross = true;
+			if (RUse[S][u] >= Cf.C[S][u])
+				Fail("reclaim", "job %" PRId64 " reclaimed job %" PRId64 " of share %d although its share %d already holds %" PRId64 " >= its capacity %" PRId64 " of unit %d",
+					 J->id, v->id, v->share, S, RUse[S][u], Cf.C[S][u], u);
+			if (futnp[v->share] - taken[v->share] <= Cf.C[v->share][u])
+				Fail("reclaim", "job %" PRId64 " of share %d reclaimed job %" PRId64 " of share %d, which was no longer borrowing unit %d (usage %" PRId64 " counting pending stops and earlier victims as gone, capacity %" PRId64 ")",
+					 J->id, S, v->id, v->share, u, futnp[v->share] - taken[v->share],
+					 Cf.C[v->share][u]);
+			taken[v->share] += v->count;
+		}
+	}
+
+	/* enough: the preemptor can start once the victims stopped (3.6) */
+	FutureUse(u, true, fut);
+	for (int i = 0; i < nv; i++)
+		fut[B[vk[i]].j.share] -= B[vk[i]].j.count;
+	if (cross && fut[S] + n > Cf.C[S][u])
+		Fail("reclaim", "job %" PRId64 " reclaimed from other shares but will not fit in its share's own capacity once they stop (%" PRId64 " + %" PRId64 " > %" PRId64 "): a job never reclaims to borrow",
+			 J->id, fut[S], n, Cf.C[S][u]);
+	if ((why = CheckJob(fut, J, buf)) != NULL)
+		Fail("victims", "job %" PRId64 " was given %d victims but could still not start once they stopped: %s",
+			 J->id, nv, why);
+
+	/*
+	 * none superfluous (the backwards walk of 3.4).  With a cross-share
+	 * victim the attempt was the reclaim, whose room test also needs the
+	 * preemptor to fit in its own capacity; with in-share victims only, it
+	 * was the in-share attempt when the share held its capacity already,
+	 * else either: then only the stricter test is used.  The room tests are
+	 * monotone in the victims (a victim only lowers usages; the wanted rule
+	 * matters only to a job that must borrow, whose victims are its own
+	 * share's), so a victim kept by the walk is needed in the final set too.
+	 */
+	for (int i = 0; i < nv; i++)
+	{
+		const QsJob *v = &B[vk[i]].j;
+		bool		superfluous;
+
+		fut[v->share] += v->count;
+		superfluous = fut[S] + n <= Cf.C[S][u] && CheckJob(fut, J, buf) == NULL;
+		if (!cross && RUse[S][u] >= Cf.C[S][u])
+			superfluous = CheckJob(fut, J, buf) == NULL;
+		fut[v->share] -= v->count;
+		if (superfluous)
+			Fail("minimal", "victim %" PRId64 " of job %" PRId64 " was not needed: with the other %d victims stopped the job could start (3.4: the backwards walk drops it)",
+				 v->id, J->id, nv - 1);
+	}
+}
+
+/*
+ * PreemptionPossible: could job k, under the cursor in the planned state,
+ * be given victims (3.3, 3.4)?  Greedy selection ends with every candidate
+ * taken unless the room test passes earlier, and the room tests are
+ * monotone in the victims (see CheckVictims), so the attempt finds victims
+ * iff the test passes with all its candidates (reclaim: a borrower taken
+ * only while its share still borrows, in victim order) and fails with none
+ * (then nobody is needed: the job waits for pending stops).  Returns NULL
+ * or what the pass should have done.
+ */
+static const char *
+PreemptionPossible(int k, char *msg)
+{
+	const QsJob *J = &B[k].j;
+	int			S = J->share, u = J->unit;
+	int64_t		fut0[MAXS], fut[MAXS], futnp[MAXS], taken[MAXS] = {0};
+	static int	cand[MAXJ];
+	int			nc = 0;
+	char		buf[256];
+
+	FutureUse(u, true, fut0);
+	FutureUse(u, false, futnp);
+
+	/* 1. reclaim, only while S holds less than its capacity */
+	if (RUse[S][u] < Cf.C[S][u] &&
+		!(fut0[S] + J->count <= Cf.C[S][u] && CheckJob(fut0, J, buf) == NULL))
+	{
+		memcpy(fut, fut0, sizeof(fut));
+		for (int h = 0; h < LastN; h++)
+		{
+			const QsJob *c = &B[h].j;
+
+			if (IsHeld(B[h].state) && c->unit == u && c->share != S &&
+				c->stop == QS_STOP_NONE && !Handled[h] && futnp[c->share] > Cf.C[c->share][u])
+				cand[nc++] = h;
+		}
+		qsort(cand, nc, sizeof(int), CmpVictim);
+		for (int i = 0; i < nc; i++)
+		{
+			const QsJob *c = &B[cand[i]].j;
+
+			if (futnp[c->share] - taken[c->share] > Cf.C[c->share][u])
+			{
+				taken[c->share] += c->count;
+				fut[c->share] -= c->count;
+			}
+		}
+		if (Cf.isp[S])
+			for (int h = 0; h < LastN; h++)
+			{
+				const QsJob *c = &B[h].j;
+
+				if (IsHeld(B[h].state) && c->unit == u && c->share == S &&
+					c->stop == QS_STOP_NONE && !Handled[h] && c->priority < J->priority)
+					fut[S] -= c->count;
+			}
+		if (fut[S] + J->count <= Cf.C[S][u] && CheckJob(fut, J, buf) == NULL)
+		{
+			sprintf(msg, "reclaiming from borrowers%s would let it start in its own capacity (share %d holds %" PRId64 " < capacity %" PRId64 "; 3.3)",
+					Cf.isp[S] ? " and its share's lower-priority jobs" : "", S, RUse[S][u], Cf.C[S][u]);
+			return msg;
+		}
+	}
+
+	/* 2. in-share */
+	if (Cf.isp[S] && CheckJob(fut0, J, buf) != NULL)
+	{
+		memcpy(fut, fut0, sizeof(fut));
+		for (int h = 0; h < LastN; h++)
+		{
+			const QsJob *c = &B[h].j;
+
+			if (IsHeld(B[h].state) && c->unit == u && c->share == S &&
+				c->stop == QS_STOP_NONE && !Handled[h] && c->priority < J->priority)
+				fut[S] -= c->count;
+		}
+		if (CheckJob(fut, J, buf) == NULL)
+		{
+			sprintf(msg, "stopping its share's lower-priority jobs (in_share_preemption) would let it start (3.3)");
+			return msg;
+		}
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* the cursors of the dispatch loop (3.2), modelled here					 */
+
+static int SPos[MAXS][MAXU];	/* index in RunIdx of the stream's head */
+static int32_t SBelow[MAXS][MAXU];	/* the skip rule */
+
+static void
+StreamAdvance(int s, int u, bool from_start)
+{
+	int			p = from_start ? RunFrom[s][u] : SPos[s][u] + 1;
+
+	while (p < RunTo[s][u] && (Handled[RunIdx[p]] || B[RunIdx[p]].j.count >= SBelow[s][u]))
+		p++;
+	SPos[s][u] = p;
+}
+
+static bool
+QueueBefore(const QsJob *a, const QsJob *b)
+{
+	if (a->queued_at != b->queued_at)
+		return a->queued_at < b->queued_at;
+	return a->id < b->id;
+}
+
+/*
+ * NextCandidate: among the jobs under the cursors (each share's first, in
+ * share order, of its units' stream heads) the one that fits in its
+ * share's own capacity in the planned state with the least (queued_at,
+ * id); if none fits, the least (queued_at, id).  -1 when none is left.
+ */
+static int
+NextCandidate(void)
+{
+	int			any = -1, fitting = -1;
+
+	for (int s = 0; s < Cf.nshares; s++)
+	{
+		int			head = -1;
+
+		for (int u = 0; u < Cf.nunits; u++)
+			if (SPos[s][u] < RunTo[s][u])
+			{
+				int			k = RunIdx[SPos[s][u]];
+
+				if (head < 0 || ShareBefore(&B[k].j, &B[head].j))
+					head = k;
+			}
+		if (head < 0)
+			continue;
+		if (any < 0 || QueueBefore(&B[head].j, &B[any].j))
+			any = head;
+		if (RUse[s][B[head].j.unit] + B[head].j.count <= Cf.C[s][B[head].j.unit] &&
+			(fitting < 0 || QueueBefore(&B[head].j, &B[fitting].j)))
+			fitting = head;
+	}
+	return fitting >= 0 ? fitting : any;
+}
+
+/* ---------------------------------------------------------------- */
+/* the repair (3.5)																 */
+
+static void
+CheckRepairs(const int *rk, int nr, const bool *viol, int64_t (*start)[MAXS])
+{
+	char		buf[256];
+
+	for (int u = 0; u < Cf.nunits; u++)
+	{
+		int			vk[MAXJ];
+		int			nv = 0, idx = 0;
+		int64_t		use[MAXS];
+
+		for (int i = 0; i < nr; i++)
+			if (B[rk[i]].j.unit == u)
+				vk[nv++] = rk[i];
+		if (nv > 0 && !viol[u])
+			Fail("repair", "%d CAPACITY_REDUCED victims of unit %d although (I1)-(I3) held there once pending stops complete",
+				 nv, u);
+		/* first: each share above allowed(S,u) loses its own jobs until within it */
+		memcpy(use, start[u], sizeof(use));
+		for (int s = 0; s < Cf.nshares; s++)
+		{
+			int			from = idx;
+
+			if (use[s] <= Allowed(s, u))
+				continue;
+			while (idx < nv && B[vk[idx]].j.share == s && use[s] > Allowed(s, u))
+				use[s] -= B[vk[idx++]].j.count;
+			if (use[s] > Allowed(s, u))
+				Fail("repair", "share %d still uses %" PRId64 " of unit %d > allowed %" PRId64 " after the repair's first step",
+					 s, use[s], u, Allowed(s, u));
+			for (int i = from; i < idx; i++)
+				if (use[s] + B[vk[i]].j.count <= Allowed(s, u))
+					Fail("minimal", "CAPACITY_REDUCED victim %" PRId64 " of share %d was not needed to bring it within allowed(S,u)=%" PRId64,
+						 B[vk[i]].j.id, s, Allowed(s, u));
+		}
+		/* then: the rest until (I1)-(I3) hold, none superfluous */
+		if (idx < nv && Violation(u, use, buf) == NULL)
+			Fail("repair", "%d more CAPACITY_REDUCED victims of unit %d after every share was within allowed and (I1)-(I3) held",
+				 nv - idx, u);
+		for (int i = idx; i < nv; i++)
+			use[B[vk[i]].j.share] -= B[vk[i]].j.count;
+		for (int i = idx; i < nv; i++)
+		{
+			const QsJob *v = &B[vk[i]].j;
+
+			use[v->share] += v->count;
+			if (Violation(u, use, buf) == NULL)
+				Fail("minimal", "CAPACITY_REDUCED victim %" PRId64 " of unit %d was not needed: (I1)-(I3) hold without stopping it",
+					 v->id, u);
+			use[v->share] -= v->count;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* (b) the dispatch order															 */
+
+/*
+ * OrderCheck.  What SPEC 3.2 guarantees: within one share and one unit, the
+ * cursor meets the RUNNABLE jobs in share order (priority DESC, queued_at,
+ * id; the order across shares and units depends on own-capacity-first and
+ * queue order, so nothing is asserted there).  When a job K of share S
+ * needing n of u comes under the cursor it is dispatched, given victims
+ * (then dispatched or promised), or neither, and then the skip rule passes
+ * over every later job of S needing u and n or more.  So: no job J that
+ * the cursor dispatched or gave victims in a pass has, ahead of it in share
+ * order in the same share and unit, a job K needing no more instances than
+ * J that was RUNNABLE when the pass began and that the pass neither
+ * dispatched, gave victims, nor decided anything else about.  K may hold a
+ * promise: a kept promise that cannot start yet also trips the skip rule.
+ * Exempt are the freed promises of step 4, dispatched before the cursor
+ * starts (SPEC 3.6: "before any other job").  Own-capacity-first and the
+ * wanted-capacity rule only decide which share's head is taken next and
+ * whether a job may start; they never reorder a stream, so they do not
+ * weaken this.  Neither is anything promised across units or shares.
+ */
+static void
+OrderCheck(int jk, const char *what)
+{
+	const QsJob *J = &B[jk].j;
+
+	for (int i = RunFrom[J->share][J->unit]; i < RunTo[J->share][J->unit]; i++)
+	{
+		int			k = RunIdx[i];
+		const QsJob *K = &B[k].j;
+
+		if (k == jk)
+			return;				/* the rest comes after J in share order */
+		if (K->count <= J->count && NDec[k] == 0 && !Victimized[k])
+			Fail("order", "job %" PRId64 " (priority %d, n=%d) was %s while job %" PRId64 " of the same share %d and unit %d, ahead of it in share order (priority %d, n=%d), stayed RUNNABLE with nothing decided (3.2: the skip rule passes over J)",
+				 J->id, J->priority, J->count, what, K->id, J->share, J->unit, K->priority,
+				 K->count);
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* one pass, checked																 */
+
+typedef struct PassResult
+{
+	int			ndecisions, nlapsed, npromised;
+	bool		stops_pending_before;
+} PassResult;
+
+static int
+CmpPromise(const void *x, const void *y)
+{
+	const QsJob *a = &B[*(const int *) x].j;
+	const QsJob *b = &B[*(const int *) y].j;
+
+	if (a->promised_at != b->promised_at)
+		return a->promised_at < b->promised_at ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static bool
+VictimsPending(int jk)
+{
+	for (int h = 0; h < LastN; h++)
+		if (IsHeld(B[h].state) && B[h].j.preempted_for == B[jk].j.id &&
+			B[h].j.stop != QS_STOP_NONE && !Handled[h])
+			return true;
+	return false;
+}
+
+static PassResult
+CheckedPass(void)
+{
+	static int	rk[MAXJ], plist[MAXJ], vk[MAXJ], loopjobs[MAXJ];
+	static bool imm[MAXJ];
+	static bool lapsed[MAXJ], inprom[MAXJ];
+	int64_t		start[MAXU][MAXS];
+	bool		viol[MAXU];
+	int			n = W.njobs, nd, nr = 0, np = 0, nloop = 0, i, phase = 0;
+	const QsOutput *out;
+	const QsDecision *D;
+	PassResult	res;
+	char		buf[256], buf2[256];
+	const char *why;
+	long		cnt_before[6] = {0}, cnt_after[6] = {0};
+
+	TakeCfg();
+	memcpy(B, W.jobs, sizeof(WJob) * n);
+	LastN = n;
+	LastOut = NULL;
+	out = WPass(&W);
+	LastOut = out;
+	D = out->decisions;
+	nd = out->ndecisions;
+	St.passes++;
+	res.ndecisions = nd;
+	res.nlapsed = out->nlapsed;
+	res.npromised = out->npromised;
+	res.stops_pending_before = false;
+
+	memset(Handled, 0, n);
+	memset(Kept, 0, n);
+	memset(Victimized, 0, n);
+	memset(NDec, 0, n);
+	memset(TimeDec, 0, n);
+	memset(Step4, 0, n);
+	memset(Dispatched, 0, n);
+	memset(RUse, 0, sizeof(RUse));
+	memset(RPend, 0, sizeof(RPend));
+	memset(RProm, 0, sizeof(RProm));
+	BuildRunLists(n);
+	for (int k = 0; k < n; k++)
+	{
+		const QsJob *j = &B[k].j;
+
+		cnt_before[B[k].state]++;
+		Ex[k].state = B[k].state;
+		Ex[k].stop = j->stop;
+		Ex[k].claimed = j->claimed;
+		Ex[k].promised = j->promised_at != QS_NO_TIME;
+		Ex[k].fa = j->failed_attempts;
+		Ex[k].pc = j->preemption_count;
+		Ex[k].preempted_for = j->preempted_for;
+		lapsed[k] = inprom[k] = false;
+		if (IsHeld(B[k].state))
+		{
+			RUse[j->share][j->unit] += j->count;
+			if (j->stop != QS_STOP_NONE)
+			{
+				RPend[j->share][j->unit] += j->count;
+				res.stops_pending_before = true;
+			}
+		}
+	}
+
+	/* (c) each decision legal for the job as the pass read it; one a job */
+	for (i = 0; i < nd; i++)
+	{
+		const QsDecision *d = &D[i];
+		int			k;
+		const WJob *b;
+		bool		held;
+
+		if (d->job_id < 1 || d->job_id > n)
+			Fail("decision", "decision %d names job %" PRId64 ", which does not exist", i, d->job_id);
+		k = (int) d->job_id - 1;
+		b = &B[k];
+		held = IsHeld(b->state);
+		if (d->share != b->j.share || d->unit != b->j.unit || d->count != b->j.count)
+			Fail("decision", "decision %d about job %" PRId64 " names share %d unit %d n=%d, the job has %d/%d/%d",
+				 i, d->job_id, d->share, d->unit, d->count, b->j.share, b->j.unit, b->j.count);
+		if (NDec[k])
+			Fail("decision", "job %" PRId64 " has two decisions in one pass (the second: %s)",
+				 d->job_id, ActionName(d->action));
+		NDec[k] = 1;
+		switch (d->action)
+		{
+			case QS_DISPATCH:
+				if (b->state != W_RUNNABLE)
+					Fail("decision", "job %" PRId64 " dispatched but it is %s", d->job_id, StateName(b->state));
+				if (!Cf.env_enabled)
+					Fail("disabled", "job %" PRId64 " dispatched in a DISABLED environment", d->job_id);
+				phase = 2;
+				Ex[k].state = W_SCHEDULED;
+				Ex[k].promised = false;
+				Ex[k].stop = QS_STOP_NONE;
+				St.dispatches++;
+				break;
+			case QS_PREEMPT:
+				if (!held || b->j.stop != QS_STOP_NONE)
+					Fail("decision", "job %" PRId64 " preempted but it is %s with stop %s",
+						 d->job_id, StateName(b->state), StopText(b->j.stop));
+				if (d->preempted_for == 0)
+				{
+					if (d->stop != QS_STOP_CAPACITY_REDUCED)
+						Fail("decision", "victim %" PRId64 " has no preemptor but stop %s", d->job_id, StopText(d->stop));
+					if (phase > 1)
+						Fail("phase", "CAPACITY_REDUCED victim %" PRId64 " after the dispatch loop began (3: repair is step 2)", d->job_id);
+					phase = 1;
+					St.repairs++;
+				}
+				else
+				{
+					const WJob *pj;
+
+					if (d->preempted_for < 1 || d->preempted_for > n)
+						Fail("decision", "job %" PRId64 " preempted for unknown job %" PRId64, d->job_id, d->preempted_for);
+					pj = &B[d->preempted_for - 1];
+					if (!Cf.env_enabled)
+						Fail("disabled", "job %" PRId64 " preempted for a waiting job in a DISABLED environment", d->job_id);
+					if (d->stop != (pj->j.share == b->j.share ? QS_STOP_IN_SHARE : QS_STOP_CROSS_SHARE))
+						Fail("decision", "victim %" PRId64 " (share %d) of job %" PRId64 " (share %d) got stop %s",
+							 d->job_id, b->j.share, pj->j.id, pj->j.share, StopText(d->stop));
+					phase = 2;
+					St.preemptions++;
+				}
+				Ex[k].preempted_for = d->preempted_for;
+				if (!b->j.claimed)
+				{
+					Outcome		o = MyOutcome(&b->j, d->stop);
+
+					if (!d->immediate)
+						Fail("unclaimed", "unclaimed victim %" PRId64 " was not stopped at once (3.6)", d->job_id);
+					if (i + 1 >= nd || D[i + 1].job_id != d->job_id ||
+						(D[i + 1].action != QS_REQUEUE && D[i + 1].action != QS_FAIL))
+						Fail("unclaimed", "victim %" PRId64 " stopped at once but no REQUEUE or FAIL follows", d->job_id);
+					if (D[i + 1].action != o.action || D[i + 1].counter != o.counter)
+						Fail("outcome", "victim %" PRId64 " (preemptions %d, retries %d) stopped at once: %s with counter %d, expected %s with counter %d",
+							 d->job_id, b->j.preemption_count, b->j.preemption_retries,
+							 ActionName(D[i + 1].action), D[i + 1].counter, ActionName(o.action), o.counter);
+					ExpectOutcome(k, o);
+					i++;
+				}
+				else
+				{
+					if (d->immediate)
+						Fail("decision", "claimed victim %" PRId64 " marked as stopped at once", d->job_id);
+					Ex[k].stop = d->stop;
+				}
+				break;
+			case QS_STOP:
+				if (phase > 0)
+					Fail("phase", "STOP of job %" PRId64 " after repairs or dispatches (3: time-based work is step 1)", d->job_id);
+				if (b->state != W_RUNNING || b->j.stop != QS_STOP_NONE || b->j.deadline == QS_NO_TIME ||
+					b->j.deadline > Cf.now || LeaseExpired(b) || d->stop != QS_STOP_TIMEOUT)
+					Fail("timeout", "STOP %s of job %" PRId64 " (%s, stop %s, deadline %" PRId64 ", now %" PRId64 ")",
+						 StopText(d->stop), d->job_id, StateName(b->state), StopText(b->j.stop),
+						 b->j.deadline, Cf.now);
+				Ex[k].stop = QS_STOP_TIMEOUT;
+				TimeDec[k] = 1;
+				break;
+			case QS_REQUEUE:
+			case QS_FAIL:
+				if (phase > 0)
+					Fail("phase", "%s of job %" PRId64 " after repairs or dispatches", ActionName(d->action), d->job_id);
+				if (held)
+				{
+					Outcome		o = MyOutcome(&b->j, b->j.stop);
+
+					if (!LeaseExpired(b))
+						Fail("lease", "job %" PRId64 " got %s but its lease has not expired", d->job_id, ActionName(d->action));
+					if (d->action != o.action || d->counter != o.counter)
+						Fail("outcome", "job %" PRId64 " lost its lease with stop %s (fa %d/%d, pc %d/%d): %s counter %d, expected %s counter %d (3.6, 3.8)",
+							 d->job_id, StopText(b->j.stop), b->j.failed_attempts, b->j.max_attempts,
+							 b->j.preemption_count, b->j.preemption_retries, ActionName(d->action),
+							 d->counter, ActionName(o.action), o.counter);
+					ExpectOutcome(k, o);
+				}
+				else if (b->state == W_RUNNABLE)
+				{
+					if (d->action != QS_FAIL || !RunnableExpired(b))
+						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " got %s but its runnable timeout has not passed",
+							 d->job_id, ActionName(d->action));
+					Ex[k].state = W_FAILED;
+					Ex[k].promised = false;
+				}
+				else
+					Fail("decision", "%s of job %" PRId64 ", which is %s", ActionName(d->action), d->job_id,
+						 StateName(b->state));
+				TimeDec[k] = 1;
+				break;
+			default:
+				Fail("decision", "decision %d has unknown action %d", i, d->action);
+		}
+	}
+
+	/* (c) the time-based work is complete (3.8, 3.9) */
+	for (int k = 0; k < n; k++)
+	{
+		const WJob *b = &B[k];
+
+		if (LeaseExpired(b) && !(TimeDec[k] && (Ex[k].state == W_RUNNABLE || Ex[k].state == W_FAILED)))
+			Fail("lease", "the lease of job %" PRId64 " expired (%" PRId64 " < now %" PRId64 ") but the pass did not end its attempt",
+				 b->j.id, b->j.lease_until, Cf.now);
+		if (b->state == W_RUNNING && b->j.stop == QS_STOP_NONE && b->j.deadline != QS_NO_TIME &&
+			b->j.deadline <= Cf.now && !LeaseExpired(b) && !TimeDec[k])
+			Fail("timeout", "job %" PRId64 " ran past its timeout but no stop was requested", b->j.id);
+		if (RunnableExpired(b) && !TimeDec[k])
+			Fail("runnable-timeout", "job %" PRId64 " misconfigured past the runnable timeout did not fail", b->j.id);
+	}
+
+	/* replay, step 1: time-based work */
+	for (i = 0; i < nd; i++)
+	{
+		const QsDecision *d = &D[i];
+		int			k = (int) d->job_id - 1;
+		const QsJob *j = &B[k].j;
+
+		if (!TimeDec[k])
+			break;
+		Handled[k] = 1;
+		if (d->action == QS_STOP)
+			RPend[j->share][j->unit] += j->count;
+		else if (IsHeld(B[k].state))
+		{
+			RUse[j->share][j->unit] -= j->count;
+			if (j->stop != QS_STOP_NONE)
+				RPend[j->share][j->unit] -= j->count;
+		}
+	}
+
+	/* step 2: repair (3.5) */
+	for (int u = 0; u < Cf.nunits; u++)
+	{
+		FutureUse(u, false, start[u]);
+		viol[u] = Violation(u, start[u], buf) != NULL;
+	}
+	for (; i < nd && D[i].action == QS_PREEMPT && D[i].preempted_for == 0; i++)
+	{
+		int			k = (int) D[i].job_id - 1;
+		const QsJob *j = &B[k].j;
+
+		rk[nr++] = k;
+		Handled[k] = 1;
+		if (D[i].immediate)
+		{
+			RUse[j->share][j->unit] -= j->count;
+			i++;
+		}
+		else
+			RPend[j->share][j->unit] += j->count;
+	}
+	for (int u = 0; u < Cf.nunits; u++)
+	{
+		int64_t		use[MAXS];
+
+		FutureUse(u, false, use);
+		if ((why = Violation(u, use, buf)) != NULL)
+			Fail("repair-incomplete", "after the repair step, once pending stops complete: %s (3.5: the pass preempts until (I1)-(I3) hold)",
+				 why);
+	}
+	CheckRepairs(rk, nr, viol, start);
+
+	/* step 3: the re-check of promises, in promise order (3.6) */
+	for (int k = 0; k < n; k++)
+		if (B[k].state == W_RUNNABLE && B[k].j.promised_at != QS_NO_TIME && !Handled[k])
+			plist[np++] = k;
+	qsort(plist, np, sizeof(int), CmpPromise);
+	for (int x = 0; x < out->nlapsed; x++)
+	{
+		int64_t		id = out->lapsed[x];
+
+		if (id < 1 || id > n || B[id - 1].state != W_RUNNABLE || B[id - 1].j.promised_at == QS_NO_TIME)
+			Fail("promise", "promise of job %" PRId64 " lapsed, but it held none", id);
+		lapsed[id - 1] = true;
+		St.lapses++;
+	}
+	for (int x = 0; x < np; x++)
+	{
+		int			k = plist[x];
+		const QsJob *j = &B[k].j;
+		int64_t		use[MAXS];
+
+		FutureUse(j->unit, true, use);
+		why = CheckJob(use, j, buf);
+		if ((why == NULL) == lapsed[k])
+			Fail("recheck", "promise of job %" PRId64 " %s, but with pending stops gone and the earlier kept promises holding %s (3.6)",
+				 j->id, lapsed[k] ? "lapsed" : "was kept", why ? why : "it may be dispatched");
+		if (why == NULL)
+		{
+			Kept[k] = 1;
+			RProm[j->share][j->unit] += j->count;
+		}
+		else
+			Ex[k].promised = false;
+	}
+
+	/* step 4: promised jobs whose victims have all stopped, in promise order */
+	if (Cf.env_enabled)
+	{
+		int			e4[MAXJ];
+		int			ne4 = 0;
+
+		for (int x = 0; x < np; x++)
+		{
+			int			k = plist[x];
+
+			if (Kept[k] && !VictimsPending(k) && MayDispatch(k, buf) == NULL)
+			{
+				e4[ne4++] = k;
+				ApplyDispatch(k);
+				Step4[k] = 1;
+			}
+		}
+		for (int x = 0; x < ne4; x++)
+		{
+			if (i + x >= nd || D[i + x].action != QS_DISPATCH || !Step4[D[i + x].job_id - 1])
+				Fail("promised-first", "%d promised jobs whose victims have all stopped may be dispatched (first: job %" PRId64 "), but the pass's %d-th decision after its repairs is not one of their dispatches (3.6: they go before any other job, in promise order)",
+					 ne4, B[e4[0]].j.id, x + 1);
+		}
+		i += ne4;
+	}
+
+	/*
+	 * step 5: the dispatch loop, in lockstep with a model of the cursors.
+	 * The candidate either is the subject of the pass's next decision (a
+	 * dispatch, or victims then a dispatch or a promise) or got nothing:
+	 * then it must have been unable to start and to get victims, and the
+	 * skip rule applies to its stream.
+	 */
+	if (Cf.env_enabled)
+	{
+		for (int s = 0; s < Cf.nshares; s++)
+			for (int u = 0; u < Cf.nunits; u++)
+			{
+				SBelow[s][u] = INT32_MAX;
+				StreamAdvance(s, u, true);
+			}
+		for (int c; (c = NextCandidate()) >= 0;)
+		{
+			const QsJob *C = &B[c].j;
+			const QsDecision *d = i < nd ? &D[i] : NULL;
+
+			if (d != NULL && d->action == QS_DISPATCH && d->job_id == C->id)
+			{
+				if ((why = MayDispatch(c, buf)) != NULL)
+					Fail("dispatch", "job %" PRId64 " (share %d, unit %d, n=%d) dispatched although %s (3.2)",
+						 d->job_id, d->share, d->unit, d->count, why);
+				ApplyDispatch(c);
+				loopjobs[nloop++] = c;
+				i++;
+			}
+			else if (d != NULL && d->action == QS_PREEMPT && d->preempted_for == C->id)
+			{
+				int			nv = 0;
+
+				if ((why = MayDispatch(c, buf)) == NULL)
+					Fail("preempt", "job %" PRId64 " was given victims although it could be dispatched at once", C->id);
+				for (; i < nd && D[i].action == QS_PREEMPT && D[i].preempted_for == C->id;)
+				{
+					vk[nv] = (int) D[i].job_id - 1;
+					imm[nv++] = D[i].immediate;
+					i += D[i].immediate ? 2 : 1;
+				}
+				CheckVictims(c, vk, imm, nv);
+				for (int x = 0; x < nv; x++)
+				{
+					const QsJob *v = &B[vk[x]].j;
+
+					Handled[vk[x]] = 1;
+					if (imm[x])
+						RUse[v->share][v->unit] -= v->count;
+					else
+						RPend[v->share][v->unit] += v->count;
+				}
+				Victimized[c] = 1;
+				loopjobs[nloop++] = c;
+				if (i < nd && D[i].action == QS_DISPATCH && D[i].job_id == C->id)
+				{
+					if ((why = MayDispatch(c, buf)) != NULL)
+						Fail("dispatch", "job %" PRId64 " dispatched right after its victims stopped, although %s",
+							 C->id, why);
+					ApplyDispatch(c);
+					i++;
+				}
+				else
+				{
+					if (MayDispatch(c, buf) == NULL)
+						Fail("promise", "job %" PRId64 " could start at once after its victims stopped, yet it was only promised", C->id);
+					inprom[c] = true;
+					Kept[c] = 1;
+					RProm[C->share][C->unit] += C->count;
+					Ex[c].promised = true;
+				}
+			}
+			else
+			{
+				/* the candidate got nothing */
+				if (MayDispatch(c, buf) == NULL)
+				{
+					if (d != NULL)
+						sprintf(buf2, "went on with %s of job %" PRId64, ActionName(d->action),
+								d->action == QS_PREEMPT ? d->preempted_for : d->job_id);
+					Fail("cursor", "job %" PRId64 " (share %d unit %d n=%d) came under the cursor and could be dispatched, but the pass %s (3.2: own capacity first, then queue order; the skip rule; best effort)",
+						 C->id, C->share, C->unit, C->count, d ? buf2 : "dispatched nothing more");
+				}
+				if (!Kept[c] && (why = PreemptionPossible(c, buf2)) != NULL)
+					Fail(strstr(why, "reclaim") ? "missed-reclaim" : "missed-in-share",
+						 "job %" PRId64 " (share %d unit %d n=%d prio %d) came under the cursor and got nothing, but %s",
+						 C->id, C->share, C->unit, C->count, C->priority, why);
+				if (C->count < SBelow[C->share][C->unit])
+					SBelow[C->share][C->unit] = C->count;
+			}
+			StreamAdvance(C->share, C->unit, false);
+		}
+	}
+	if (i < nd)
+		Fail("cursor", "%s of job %" PRId64 " (preempted_for %" PRId64 "), which the cursor never reached: the skip rule passed it over, it was decided already, or the pass took the jobs in another order (3.2)",
+			 ActionName(D[i].action), D[i].job_id, D[i].preempted_for);
+
+	/* the new promises are the preemptors that did not start at once */
+	for (int x = 0; x < out->npromised; x++)
+	{
+		int64_t		id = out->promised[x];
+
+		if (id < 1 || id > n || !inprom[id - 1])
+			Fail("promise", "job %" PRId64 " was promised room without being given victims that still hold it", id);
+		inprom[id - 1] = false;
+	}
+	for (int k = 0; k < n; k++)
+		if (inprom[k])
+			Fail("promise", "job %" PRId64 " got victims, was not dispatched and was not promised the room", B[k].j.id);
+	St.promises += out->npromised;
+
+	/* (b) the dispatch order */
+	for (int x = 0; x < nloop; x++)
+		OrderCheck(loopjobs[x], Dispatched[loopjobs[x]] ? "dispatched" : "given victims");
+
+	/* apply, and (c) every job where its decisions put it */
+	WApply(&W);
+	for (int k = 0; k < n; k++)
+	{
+		const WJob *a = &W.jobs[k];
+		const Expect *e = &Ex[k];
+
+		cnt_after[a->state]++;
+		if (a->state != e->state || (e->state <= W_RUNNING &&
+									 (a->j.stop != e->stop || a->j.claimed != e->claimed ||
+									  (a->j.promised_at != QS_NO_TIME) != e->promised)) ||
+			a->j.failed_attempts != e->fa || a->j.preemption_count != e->pc ||
+			a->j.preempted_for != e->preempted_for)
+			Fail("bookkeeping", "job %" PRId64 " is %s stop %s%s%s fa=%d pc=%d after the pass; its decisions say %s stop %s%s%s fa=%d pc=%d",
+				 a->j.id, StateName(a->state), StopText(a->j.stop), a->j.claimed ? " claimed" : "",
+				 a->j.promised_at != QS_NO_TIME ? " promised" : "", a->j.failed_attempts,
+				 a->j.preemption_count, StateName(e->state), StopText(e->stop),
+				 e->claimed ? " claimed" : "", e->promised ? " promised" : "", e->fa, e->pc);
+		if (a->j.promised_at != QS_NO_TIME && a->state != W_RUNNABLE)
+			Fail("promise", "job %" PRId64 " holds a promise but is %s", a->j.id, StateName(a->state));
+		if (a->state == W_RUNNABLE)
+		{
+			const char *r = ExpectedReason(&a->j);
+
+			if ((r == NULL) != (a->status_reason == NULL) ||
+				(r != NULL && strcmp(r, a->status_reason) != 0))
+				Fail("misconfiguration", "RUNNABLE job %" PRId64 " (share %d unit %d n=%d) has reason %s, 3.7 says %s",
+					 a->j.id, a->j.share, a->j.unit, a->j.count,
+					 a->status_reason ? a->status_reason : "none", r ? r : "none");
+		}
+	}
+	{
+		long		runnable = cnt_before[W_RUNNABLE], held = 0, failed = cnt_before[W_FAILED];
+
+		for (int x = 0; x < nd; x++)
+		{
+			const QsDecision *d = &D[x];
+			bool		was_held = IsHeld(B[d->job_id - 1].state);
+
+			if (d->action == QS_DISPATCH)
+				runnable--;
+			else if (d->action == QS_REQUEUE)
+				runnable++, held -= was_held;
+			else if (d->action == QS_FAIL)
+			{
+				failed++;
+				if (was_held)
+					held--;
+				else
+					runnable--;
+			}
+			if (d->action == QS_DISPATCH)
+				held++;
+		}
+		held += cnt_before[W_SCHEDULED] + cnt_before[W_STARTING] + cnt_before[W_RUNNING];
+		if (cnt_after[W_RUNNABLE] != runnable || cnt_after[W_FAILED] != failed ||
+			cnt_after[W_SCHEDULED] + cnt_after[W_STARTING] + cnt_after[W_RUNNING] != held ||
+			cnt_after[W_SUCCEEDED] != cnt_before[W_SUCCEEDED])
+			Fail("bookkeeping", "state counts after the pass (RUNNABLE %ld, held %ld, FAILED %ld) do not add up with the decisions (%ld, %ld, %ld)",
+				 cnt_after[W_RUNNABLE], cnt_after[W_SCHEDULED] + cnt_after[W_STARTING] + cnt_after[W_RUNNING],
+				 cnt_after[W_FAILED], runnable, held, failed);
+		if (cnt_after[0] + cnt_after[1] + cnt_after[2] + cnt_after[3] + cnt_after[4] + cnt_after[5] != n)
+			Fail("bookkeeping", "jobs lost: %d submitted, states count otherwise", n);
+	}
+
+	/* (a) the invariants after the pass, from the world as applied */
+	{
+		bool		now_ok = true;
+
+		for (int u = 0; u < Cf.nunits; u++)
+		{
+			int64_t		now[MAXS] = {0}, fut[MAXS] = {0};
+
+			for (int k = 0; k < n; k++)
+			{
+				const WJob *a = &W.jobs[k];
+
+				if (a->j.unit != u)
+					continue;
+				if (IsHeld(a->state))
+				{
+					now[a->j.share] += a->j.count;
+					if (a->j.stop == QS_STOP_NONE)
+						fut[a->j.share] += a->j.count;
+				}
+				else if (a->state == W_RUNNABLE && a->j.promised_at != QS_NO_TIME)
+					fut[a->j.share] += a->j.count;
+			}
+			if ((why = Violation(u, fut, buf)) != NULL)
+				Fail("invariant-future", "after the pass, once pending stops complete and promises are kept: %s (3.1, 3.6)", why);
+			if ((why = Violation(u, now, buf2)) != NULL)
+			{
+				now_ok = false;
+				if (!AdminDirty)
+					Fail("invariant-now", "after the pass, pending stops still holding: %s, and no limit was changed since the state last satisfied (I1)-(I3) (3.1)",
+						 why);
+			}
+		}
+		if (now_ok)
+			AdminDirty = false;
+	}
+	St.checks++;
+	LastOut = NULL;
+	WFreeAll();
+	return res;
+}
+
+/* ---------------------------------------------------------------- */
+/* the outside world																 */
+
+static int
+CountIn(WState s)
+{
+	int			c = 0;
+
+	for (int k = 0; k < W.njobs; k++)
+		c += W.jobs[k].state == s;
+	return c;
+}
+
+/* a random job matching pred, or -1 */
+static int
+Pick(bool (*pred) (const WJob *))
+{
+	int			c = 0, pick = -1;
+
+	for (int k = 0; k < W.njobs; k++)
+		if (pred(&W.jobs[k]) && Rand(0, c++) == 0)
+			pick = k;
+	return pick;
+}
+
+static bool
+PScheduled(const WJob *j)
+{
+	return j->state == W_SCHEDULED;
+}
+static bool
+PStarting(const WJob *j)
+{
+	return j->state == W_STARTING;
+}
+static bool
+PClaimed(const WJob *j)
+{
+	return (j->state == W_STARTING || j->state == W_RUNNING) && j->j.claimed;
+}
+static bool
+PClaimedNoStop(const WJob *j)
+{
+	return PClaimed(j) && j->j.stop == QS_STOP_NONE;
+}
+static bool
+PStopping(const WJob *j)
+{
+	return PClaimed(j) && j->j.stop != QS_STOP_NONE;
+}
+static bool
+PLive(const WJob *j)
+{
+	return j->state <= W_RUNNING;
+}
+static bool
+PRunnable(const WJob *j)
+{
+	return j->state == W_RUNNABLE;
+}
+
+static QsTime
+LeaseLength(void)
+{
+	return (QsTime) Rand(30, 120) * SEC;
+}
+
+/* back to RUNNABLE or to FAILED, as the shell applies an outcome */
+static void
+EndAttemptHere(WJob *job, bool fail)
+{
+	job->state = fail ? W_FAILED : W_RUNNABLE;
+	job->j.state = QS_RUNNABLE;
+	job->j.stop = QS_STOP_NONE;
+	job->j.claimed = false;
+	job->j.lease_until = QS_NO_TIME;
+	job->j.deadline = QS_NO_TIME;
+	job->j.promised_at = QS_NO_TIME;
+}
+
+static void
+Trace(const char *fmt,...)
+{
+	va_list		ap;
+
+	if (!Verbose)
+		return;
+	printf("  [%ld] ", Step);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static void
+Submit(void)
+{
+	int			s, u, n, k;
+	WJob	   *job;
+	int			tries = 0;
+
+	if (W.njobs >= MAXJ - 1)
+		return;
+	do
+		s = Rand(0, W.nshares - 1);
+	while (!W.shares[s].enabled && ++tries < 10);
+	if (!W.shares[s].enabled)
+		return;					/* a DISABLED share accepts no new jobs */
+	u = Rand(0, W.nunits - 1);
+	n = Rand(0, 99);
+	n = n < 50 ? 1 : n < 70 ? 2 : n < 82 ? 3 : n < 90 ? 4 : Rand(5, 9);
+	job = WSubmitUnit(&W, NULL, s, u, Rand(0, 5), n);
+	k = (int) job->j.id - 1;
+	job->j.max_attempts = Rand(1, 3);
+	n = Rand(0, 9);
+	job->j.preemption_retries = n < 4 ? -1 : n < 6 ? 0 : Rand(1, 3);
+	Timeout[k] = Chance(30) ? (QsTime) Rand(20, 200) * SEC : QS_NO_TIME;
+	St.submitted++;
+	Trace("submit job %" PRId64 " share %d unit %d n=%d prio %d", job->j.id, s, u, job->j.count,
+		  job->j.priority);
+}
+
+static void
+ClaimOne(int k)
+{
+	WClaim(&W, &W.jobs[k], LeaseLength());
+	Trace("claim job %d", k + 1);
+}
+
+static void
+Running(int k)
+{
+	WJob	   *job = &W.jobs[k];
+
+	job->state = W_RUNNING;
+	job->j.state = QS_RUNNING;
+	if (Timeout[k] != QS_NO_TIME)
+		job->j.deadline = W.now + Timeout[k];
+	Trace("job %d RUNNING", k + 1);
+}
+
+/* the agent acknowledges a requested stop; the outcome checked */
+static void
+Ack(int k)
+{
+	WJob	   *job = &W.jobs[k];
+	Outcome		o = MyOutcome(&job->j, job->j.stop);
+	int32_t		fa = job->j.failed_attempts, pc = job->j.preemption_count;
+	QsStop		stop = job->j.stop;
+
+	WStopped(&W, job);
+	if (job->state != (o.action == QS_FAIL ? W_FAILED : W_RUNNABLE) ||
+		job->j.failed_attempts != fa + (o.counter == QS_COUNT_FAILED_ATTEMPT) ||
+		job->j.preemption_count != pc + (o.counter == QS_COUNT_PREEMPTION))
+		Fail("outcome", "job %d stopped (%s, fa %d/%d, pc %d/%d): now %s fa=%d pc=%d, expected %s (3.6, 3.8)",
+			 k + 1, StopText(stop), fa, job->j.max_attempts, pc, job->j.preemption_retries,
+			 StateName(job->state), job->j.failed_attempts, job->j.preemption_count,
+			 o.action == QS_FAIL ? "FAILED" : "RUNNABLE");
+	Trace("job %d STOPPED (%s) -> %s", k + 1, StopText(stop), StateName(job->state));
+}
+
+static void
+Heartbeat(int percent)
+{
+	for (int k = 0; k < W.njobs; k++)
+		if (PClaimed(&W.jobs[k]) && Chance(percent))
+			W.jobs[k].j.lease_until = W.now + LeaseLength();
+}
+
+static void
+NewEpisode(void)
+{
+	int			nunits = Rand(1, 3), nshares = Rand(2, 6);
+	static const char *const unames[] = {"u0", "u1", "u2", "u3"};
+	static const char *const snames[] = {"S0", "S1", "S2", "S3", "S4", "S5", "S6", "S7"};
+
+	WInit(&W, 0);
+	W.units[0].name = unames[0];
+	for (int u = 1; u < nunits; u++)
+		WAddUnit(&W, unames[u], 0);
+	for (int s = 0; s < nshares; s++)
+	{
+		int			r = Rand(0, 2);
+		QsStrategy	st = r == 0 ? QS_RESERVE : r == 1 ? QS_LEND : QS_LEND_AND_BORROW;
+		int32_t		bl = st == QS_LEND_AND_BORROW && Chance(60) ? Rand(0, 300) : -1;
+
+		WAddShare(&W, snames[s], st, bl, Chance(50), 0);
+		for (int u = 0; u < nunits; u++)
+			W.capacity[s][u] = Chance(20) ? 0 : Rand(1, 5);
+	}
+	for (int u = 0; u < nunits; u++)
+	{
+		int64_t		sum = 0, e;
+
+		for (int s = 0; s < nshares; s++)
+			sum += W.capacity[s][u];
+		e = Chance(30) ? sum : sum + Rand(-5, 5);
+		W.units[u].env_limit = e < 0 ? 0 : e;
+	}
+	W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
+	memset(Timeout, 0, sizeof(Timeout));
+	AdminDirty = false;
+	St.episodes++;
+	Trace("new configuration: %d units, %d shares", nunits, nshares);
+}
+
+static void
+AdminChange(void)
+{
+	int			s = Rand(0, W.nshares - 1), u = Rand(0, W.nunits - 1);
+	QsShare    *sh = &W.shares[s];
+
+	switch (Rand(0, 9))
+	{
+		case 0:
+		case 1:
+			W.capacity[s][u] = Chance(25) ? 0 : Rand(1, 6);
+			Trace("admin: C(%d,%d) = %" PRId64, s, u, W.capacity[s][u]);
+			break;
+		case 2:
+			{
+				int			r = Rand(0, 2);
+
+				sh->strategy = r == 0 ? QS_RESERVE : r == 1 ? QS_LEND : QS_LEND_AND_BORROW;
+				sh->borrow_limit = sh->strategy == QS_LEND_AND_BORROW && Chance(50) ? Rand(0, 300) : -1;
+				Trace("admin: share %d %s %d", s, StratName(sh->strategy), sh->borrow_limit);
+				break;
+			}
+		case 3:
+			if (sh->strategy == QS_LEND_AND_BORROW)
+				sh->borrow_limit = Chance(30) ? -1 : Rand(0, 300);
+			Trace("admin: share %d borrow_limit %d", s, sh->borrow_limit);
+			break;
+		case 4:
+			sh->enabled = !sh->enabled;
+			Trace("admin: share %d %s", s, sh->enabled ? "ENABLED" : "DISABLED");
+			break;
+		case 5:
+		case 6:
+			{
+				int64_t		sum = 0, e;
+
+				for (int t = 0; t < W.nshares; t++)
+					sum += W.capacity[t][u];
+				e = Chance(30) ? sum : sum + Rand(-5, 5);
+				W.units[u].env_limit = e < 0 ? 0 : e;
+				Trace("admin: E(%d) = %" PRId64, u, W.units[u].env_limit);
+				break;
+			}
+		case 7:
+			sh->in_share_preemption = !sh->in_share_preemption;
+			Trace("admin: share %d in_share_preemption %d", s, sh->in_share_preemption);
+			return;				/* no limit changed */
+		case 8:
+			W.env_enabled = W.env_enabled ? !Chance(40) : Chance(80);
+			Trace("admin: environment %s", W.env_enabled ? "ENABLED" : "DISABLED");
+			return;
+		case 9:
+			W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
+			return;
+	}
+	AdminDirty = true;
+}
+
+/*
+ * Liveness (d): freeze the outside world and repeat passes, agents claiming
+ * every SCHEDULED job and acknowledging every requested stop, until a pass
+ * decides nothing with no stop pending.  At that fixed point no promise may
+ * remain: a kept promise whose victims have all stopped is dispatched (3.6),
+ * and one that could not be lapses.
+ */
+static void
+Liveness(void)
+{
+	const char *saved = Phase;
+
+	Phase = "liveness";
+	for (int round = 1; round <= NROUNDS; round++)
+	{
+		PassResult	r = CheckedPass();
+
+		if (!r.stops_pending_before && r.ndecisions == 0 && r.nlapsed == 0 && r.npromised == 0)
+		{
+			for (int k = 0; k < W.njobs && W.env_enabled; k++)
+				if (W.jobs[k].state == W_RUNNABLE && W.jobs[k].j.promised_at != QS_NO_TIME)
+					Fail("liveness", "fixed point reached with job %d still promised room it never gets", k + 1);
+			St.fixed_points++;
+			if (round > St.max_rounds)
+				St.max_rounds = round;
+			Phase = saved;
+			return;
+		}
+		for (int k = 0; k < W.njobs; k++)
+		{
+			if (W.jobs[k].state == W_SCHEDULED)
+				ClaimOne(k);
+			if (PStopping(&W.jobs[k]))
+				Ack(k);
+		}
+	}
+	Fail("liveness", "no fixed point after %d rounds of passes in a frozen world (churn)", NROUNDS);
+}
+
+static void
+RandomStep(void)
+{
+	int			r = Rand(0, 99), k;
+	int			backlog = CountIn(W_RUNNABLE);
+
+	if (r < 16)
+	{
+		if (backlog < 60)
+			Submit();
+		else if ((k = Pick(PRunnable)) >= 0)
+		{
+			W.jobs[k].state = W_FAILED;	/* terminate a waiting job */
+			W.jobs[k].j.promised_at = QS_NO_TIME;
+			Trace("terminate RUNNABLE job %d", k + 1);
+		}
+	}
+	else if (r < 36)
+		CheckedPass();
+	else if (r < 46)
+	{
+		for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
+			ClaimOne(k);
+	}
+	else if (r < 54)
+	{
+		if ((k = Pick(PStarting)) >= 0)
+			Running(k);
+	}
+	else if (r < 65)
+	{
+		if ((k = Pick(PClaimed)) >= 0)
+		{
+			WJob	   *job = &W.jobs[k];
+
+			if (Chance(75))
+			{
+				WEnd(&W, job, W_SUCCEEDED);
+				Trace("job %d SUCCEEDED", k + 1);
+			}
+			else
+			{
+				/* FAILED: a failed attempt; a pending stop is void (3.6) */
+				job->j.failed_attempts++;
+				EndAttemptHere(job, job->j.failed_attempts >= job->j.max_attempts);
+				Trace("job %d FAILED -> %s", k + 1, StateName(job->state));
+			}
+		}
+	}
+	else if (r < 74)
+	{
+		if ((k = Pick(PStopping)) >= 0)
+			Ack(k);
+	}
+	else if (r < 76)
+	{
+		if ((k = Pick(PClaimed)) >= 0)
+		{
+			QsTime		lease = W.jobs[k].j.lease_until;
+
+			if (W.now <= lease)
+				W.now = lease + 1;
+			Heartbeat(100);		/* the other agents are alive */
+			W.jobs[k].j.lease_until = lease;
+			Trace("job %d loses its lease", k + 1);
+		}
+	}
+	else if (r < 81)
+	{
+		if ((k = Pick(PLive)) >= 0 && (W.jobs[k].state == W_RUNNABLE || Chance(50)))
+		{
+			W.jobs[k].j.priority = Rand(0, 5);
+			Trace("job %d priority %d", k + 1, W.jobs[k].j.priority);
+		}
+	}
+	else if (r < 84)
+		AdminChange();
+	else if (r < 93)
+	{
+		W.now += (QsTime) Rand(1, 20) * SEC;
+		Heartbeat(85);
+		Trace("time +");
+	}
+	else if (r < 95)
+	{
+		/* terminate (SPEC 7) */
+		if ((k = Pick(PLive)) >= 0)
+		{
+			WJob	   *job = &W.jobs[k];
+
+			if (job->state == W_RUNNABLE || (job->state == W_SCHEDULED && !job->j.claimed))
+				EndAttemptHere(job, true);
+			else if (job->j.stop == QS_STOP_NONE)
+				job->j.stop = QS_STOP_TERMINATED;
+			Trace("terminate job %d", k + 1);
+		}
+	}
+	else if (r < 96)
+	{
+		/* release (5.2): a held job back to RUNNABLE, counters unchanged */
+		if ((k = Pick(PClaimedNoStop)) >= 0)
+		{
+			EndAttemptHere(&W.jobs[k], false);
+			Trace("release job %d", k + 1);
+		}
+	}
+	else
+	{
+		if ((k = Pick(PStopping)) >= 0)
+			Ack(k);
+		else
+			CheckedPass();
+	}
+}
+
+static int episode_cap;
+
+int
+main(int argc, char **argv)
+{
+	clock_t		t0 = clock();
+
+	Steps = argc > 1 ? atol(argv[1]) : 100000;
+	Seed = argc > 2 ? strtoull(argv[2], NULL, 10) :
+		((uint64_t) time(NULL) * 1000003u) ^ (uint64_t) getpid();
+	KeepGoing = getenv("SIM_KEEP_GOING") != NULL && atoi(getenv("SIM_KEEP_GOING")) != 0;
+	Verbose = getenv("SIM_VERBOSE") != NULL && atoi(getenv("SIM_VERBOSE")) != 0;
+	Rng = Seed;
+	printf("sim: seed %" PRIu64 "\n", Seed);
+	fflush(stdout);
+
+	setjmp(Recover);
+	/* after a failure (SIM_KEEP_GOING) the world may be inconsistent */
+	WFreeAll();
+	Phase = "step";
+	episode_cap = 0;
+	for (Step++; Step <= Steps; Step++)
+	{
+		if (W.njobs >= episode_cap)
+		{
+			NewEpisode();
+			episode_cap = Rand(150, 900);
+		}
+		RandomStep();
+		if (Step % LIVENESS_EVERY == 0)
+			Liveness();
+	}
+	Step = Steps;
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld cpu=%.1fs\n",
+		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
+		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, (double) (clock() - t0) / CLOCKS_PER_SEC);
+	for (int t = 0; t < NTags; t++)
+		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);
+	printf("sim: %ld steps, %ld failures\n", Steps, St.failures);
+	return St.failures ? 1 : 0;
+}
