@@ -92,3 +92,13 @@ SELECT e.from_state, e.to_state, e.reason, e.actor, e.pass_id IS NOT NULL AS by_
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.name = 'qs1_job_med' ORDER BY e.id;
 SELECT id, dispatched, preempted, requeued, failed FROM quota_sched.pass_log ORDER BY id;
+
+\echo '== the background worker: turned on, it runs a pass soon after every commit'
+\echo '   (team QS1 raises qs1_job_med above low, whose instance no agent has claimed yet)'
+ALTER SYSTEM SET quota_sched.enabled = on;
+DO $$ BEGIN PERFORM pg_reload_conf(); PERFORM pg_sleep(1); END $$;
+SET ROLE team_qs1;
+UPDATE quota_sched.job SET priority = 5 WHERE name = 'qs1_job_med';
+RESET ROLE;
+DO $$ BEGIN PERFORM pg_sleep(1); END $$;
+SELECT name, priority, state, stop_reason FROM quota_sched.job ORDER BY id;

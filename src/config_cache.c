@@ -211,5 +211,6 @@ qs_config_changed(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "config_changed: not called as a trigger");
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(td->tg_relation));
+	QsWakeWorkerAtCommit();
 	return PointerGetDatum(NULL);
 }

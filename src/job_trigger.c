@@ -539,6 +539,7 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a job needs a priority")));
 	CheckIntRange("priority", DatumGetInt32(priority), 0, QS_MAX_PRIORITY);
+	QsWakeWorkerAtCommit();
 	QsLockQueue(TextDatumGetCString(heap_getattr(td->tg_newtuple,
 												 JobAttnum(desc, JC_JOB_QUEUE),
 												 desc, &isnull)), false);
@@ -583,6 +584,7 @@ qs_job_history(PG_FUNCTION_ARGS)
 
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
+	QsWakeWorkerAtCommit();		/* a new job, or one that changed state */
 	history = HistoryRelation(&seq);
 	hdesc = RelationGetDescr(history);
 	values = palloc0(sizeof(Datum) * hdesc->natts);

@@ -111,6 +111,7 @@ QsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			QsResetWriteContext();
+			QsWorkerXactEnd(event == XACT_EVENT_COMMIT);
 			break;
 		default:
 			break;
@@ -178,14 +179,29 @@ DefineSettings(void)
 }
 
 /*
- * _PG_init declares the settings and registers the transaction callbacks.
- * The background worker is registered here too, when the library is
- * preloaded (a later issue).
+ * QsTryLockQueue takes the queue's lock exclusively if it is free (the
+ * worker's passes: a manual run_pass in progress is not waited for).
+ */
+bool
+QsTryLockQueue(const char *job_queue)
+{
+	int32		key = (int32) hash_bytes((const unsigned char *) job_queue,
+										 strlen(job_queue));
+
+	return DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
+											Int32GetDatum(QS_LOCK_CLASS),
+											Int32GetDatum(key)));
+}
+
+/*
+ * _PG_init declares the settings, registers the transaction callbacks and,
+ * when the library is preloaded, the background worker.
  */
 void
 _PG_init(void)
 {
 	DefineSettings();
+	QsRegisterWorker();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);
 	RegisterSubXactCallback(QsSubXactCallback, NULL);

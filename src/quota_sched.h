@@ -58,5 +58,11 @@ extern void QsCheckName(text *value, const char *what);
 
 /* quota_sched.c */
 extern void QsLockQueue(const char *job_queue, bool exclusive);
+extern bool QsTryLockQueue(const char *job_queue);
+
+/* worker.c */
+extern void QsRegisterWorker(void);
+extern void QsWakeWorkerAtCommit(void);
+extern void QsWorkerXactEnd(bool committed);
 
 #endif							/* QUOTA_SCHED_H */

@@ -1,0 +1,293 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *		The background worker (SPEC 6): a loop that runs the pass of every
+ *		queue, one transaction per queue, soon after any commit that changed
+ *		jobs or configuration and at least every quota_sched.naptime.
+ *
+ * Commits wake it through its latch: the job and configuration triggers set
+ * a per-transaction flag, and a transaction callback sets the worker's latch
+ * when such a transaction commits (a background worker cannot LISTEN).  The
+ * worker's process number lives in a small shared-memory slot.  It starts
+ * only once recovery has finished, so it never runs on a standby; an error
+ * in a pass is reported, the transaction aborted, and the loop goes on; the
+ * postmaster restarts it if it dies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "pass.h"
+#include "quota_sched.h"
+
+PGDLLEXPORT void QsWorkerMain(Datum arg);
+
+/* The slot in shared memory: which process to wake. */
+typedef struct QsWorkerShared
+{
+	int			pgprocno;		/* -1: no worker running */
+} QsWorkerShared;
+
+static QsWorkerShared *worker_shared = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static bool wake_at_commit = false;
+static bool am_worker = false;
+
+/*
+ * QsShmemRequest reserves the slot (PG 15: in shmem_request_hook).
+ */
+static void
+QsShmemRequest(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(QsWorkerShared)));
+}
+
+/*
+ * QsShmemStartup creates or attaches to the slot.
+ */
+static void
+QsShmemStartup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	worker_shared = ShmemInitStruct("quota_sched worker", sizeof(QsWorkerShared), &found);
+	if (!found)
+		worker_shared->pgprocno = -1;
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * QsWakeWorkerAtCommit asks that the worker be woken when the current
+ * transaction commits.  Called by the job and configuration triggers and
+ * the agent functions; not by the worker's own passes.
+ */
+void
+QsWakeWorkerAtCommit(void)
+{
+	if (!am_worker)
+		wake_at_commit = true;
+}
+
+/*
+ * QsWorkerXactEnd sets the worker's latch at the commit of a transaction
+ * that asked for it (with quota_sched.wake_on_commit), and forgets the
+ * request at any end.
+ */
+void
+QsWorkerXactEnd(bool committed)
+{
+	if (committed && wake_at_commit && QsWakeOnCommit && worker_shared != NULL)
+	{
+		int			procno = worker_shared->pgprocno;
+
+		if (procno >= 0)
+			SetLatch(&GetPGProcByNumber(procno)->procLatch);
+	}
+	wake_at_commit = false;
+}
+
+/*
+ * QsRegisterWorker registers the worker and its shared memory, when the
+ * library is loaded by shared_preload_libraries.
+ */
+void
+QsRegisterWorker(void)
+{
+	BackgroundWorker worker;
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = QsShmemRequest;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = QsShmemStartup;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "quota_sched");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "QsWorkerMain");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "quota_sched worker");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "quota_sched worker");
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * QueuesToRun lists the job queues, in name order, in memory of context
+ * outer; NIL when the extension is not installed in this database.
+ */
+static List *
+QueuesToRun(MemoryContext outer)
+{
+	List	   *queues = NIL;
+
+	if (!OidIsValid(get_extension_oid("quota_sched", true)))
+		return NIL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	if (SPI_execute("SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "quota_sched: could not list the job queues");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		queues = lappend(queues, SPI_getvalue(SPI_tuptable->vals[i],
+											  SPI_tuptable->tupdesc, 1));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return queues;
+}
+
+/*
+ * RunInTransaction runs one step of the loop (listing the queues, or the
+ * pass of one queue) in its own transaction.  An error is reported and the
+ * transaction aborted; the loop goes on.  Returns false on error.
+ */
+static bool
+RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
+{
+	MemoryContext loop_cxt = CurrentMemoryContext;
+	volatile bool ok = true;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, what);
+	PG_TRY();
+	{
+		step(arg);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(loop_cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(loop_cxt);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return ok;
+}
+
+typedef struct ListStep
+{
+	MemoryContext cxt;
+	List	   *queues;
+} ListStep;
+
+static void
+ListQueuesStep(void *arg)
+{
+	ListStep   *ls = arg;
+
+	ls->queues = QueuesToRun(ls->cxt);
+}
+
+/*
+ * PassStep runs the pass of one queue, unless a pass on it is running
+ * already (a manual run_pass): the worker only tries the queue's lock.
+ */
+static void
+PassStep(void *arg)
+{
+	const char *queue = arg;
+
+	if (!QsTryLockQueue(queue))
+		return;
+	QsRunQueuePass(queue, false, NULL, NULL);
+}
+
+/*
+ * RunAllPasses runs the pass of every queue, one transaction each.
+ */
+static void
+RunAllPasses(MemoryContext round_cxt)
+{
+	ListStep	ls = {round_cxt, NIL};
+	ListCell   *lc;
+
+	if (!RunInTransaction(ListQueuesStep, &ls, "quota_sched: listing queues"))
+		return;
+	foreach(lc, ls.queues)
+		RunInTransaction(PassStep, lfirst(lc), "quota_sched: pass");
+}
+
+/*
+ * WorkerExit empties the slot, so that commits stop waking a dead process.
+ */
+static void
+WorkerExit(int code, Datum arg)
+{
+	worker_shared->pgprocno = -1;
+}
+
+/*
+ * QsWorkerMain is the worker's entry point: the loop.
+ */
+void
+QsWorkerMain(Datum arg)
+{
+	MemoryContext round_cxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(QsDatabase, NULL, 0);
+	am_worker = true;
+	worker_shared->pgprocno = MyProc->pgprocno;
+	before_shmem_exit(WorkerExit, (Datum) 0);
+	round_cxt = AllocSetContextCreate(TopMemoryContext, "quota_sched worker round",
+									  ALLOCSET_DEFAULT_SIZES);
+	elog(LOG, "quota_sched worker started in database \"%s\"", QsDatabase);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (QsEnabled && !RecoveryInProgress())
+		{
+			MemoryContextSwitchTo(round_cxt);
+			RunAllPasses(round_cxt);
+			MemoryContextSwitchTo(TopMemoryContext);
+			MemoryContextReset(round_cxt);
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 QsNaptimeMs, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

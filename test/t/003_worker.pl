@@ -1,0 +1,151 @@
+# The background worker (SPEC 6): woken by commits, polling every naptime,
+# writing nothing when nothing changes, surviving errors and restarts, and
+# never running on a standby.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $node = PostgreSQL::Test::Cluster->new('primary');
+$node->init(allows_streaming => 1);
+$node->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'quota_sched'
+quota_sched.database = 'postgres'
+quota_sched.naptime = '1h'
+CONF
+$node->start;
+
+$node->safe_psql('postgres', <<'SQL');
+CREATE EXTENSION quota_sched;
+INSERT INTO quota_sched.service_environment VALUES ('w_env', '{"gpu": 10}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('w_queue', 'w_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('w_queue', 'w_share', '{"gpu": 10}', 'RESERVE');
+SQL
+
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
+	'the worker runs');
+
+sub submit
+{
+	my ($name, $queue) = @_;
+	$queue //= 'w_queue';
+	my $share = $queue eq 'w_queue' ? 'w_share' : "${queue}_share";
+	$node->safe_psql('postgres',
+		"INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)"
+		  . " VALUES ('$name', '$queue', '$share', 'gpu')");
+}
+
+sub state_of
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres', "SELECT state FROM quota_sched.job WHERE name = '$name'");
+}
+
+# A commit wakes the worker: with a naptime of an hour, the job is
+# dispatched at once.
+my $t0 = time;
+submit('woken');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'woken'"),
+	'a commit wakes the worker, which dispatches the job');
+cmp_ok(time - $t0, '<', 30, 'well before the naptime of an hour');
+
+# Nothing changes: the worker polls every 100 ms and writes nothing.
+$node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.naptime = '100ms'; SELECT pg_reload_conf()");
+sleep 1;
+my $xmax = $node->safe_psql('postgres', 'SELECT pg_snapshot_xmax(pg_current_snapshot())');
+my $passes = $node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.pass_log');
+sleep 2;
+is($node->safe_psql('postgres', 'SELECT pg_snapshot_xmax(pg_current_snapshot())'), $xmax,
+	'an idle worker assigns no transaction id');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.pass_log'), $passes,
+	'an idle worker writes no pass_log row');
+
+# With wake_on_commit off it only polls: nothing happens for an hour's
+# naptime; a short naptime brings the job in.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET quota_sched.wake_on_commit = off; ALTER SYSTEM SET quota_sched.naptime = '1h';"
+	  . " SELECT pg_reload_conf()");
+sleep 1;
+submit('polled');
+sleep 3;
+is(state_of('polled'), 'RUNNABLE', 'wake_on_commit off: a commit does not wake the worker');
+$node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.naptime = '200ms'; SELECT pg_reload_conf()");
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'polled'"),
+	'the worker polls every naptime');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET quota_sched.wake_on_commit; ALTER SYSTEM SET quota_sched.naptime = '1h';"
+	  . " SELECT pg_reload_conf()");
+sleep 1;
+
+# quota_sched.enabled = off: no passes.
+$node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.enabled = off; SELECT pg_reload_conf()");
+sleep 1;
+submit('disabled');
+sleep 2;
+is(state_of('disabled'), 'RUNNABLE', 'quota_sched.enabled off: no pass');
+$node->safe_psql('postgres', "ALTER SYSTEM RESET quota_sched.enabled; SELECT pg_reload_conf()");
+submit('enabled_again');
+ok($node->poll_query_until('postgres',
+		"SELECT bool_and(state = 'SCHEDULED') FROM quota_sched.job WHERE name IN ('disabled', 'enabled_again')"),
+	'enabled again: the worker catches up');
+
+# An error in one queue's pass is reported; other queues go on, and the
+# failing queue recovers once the cause is gone.
+$node->safe_psql('postgres', <<'SQL');
+INSERT INTO quota_sched.service_environment VALUES ('boom_env', '{"gpu": 1}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('boom', 'boom_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('boom', 'boom_share', '{"gpu": 1}', 'RESERVE');
+CREATE FUNCTION public.boom() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.job_queue = 'boom' THEN RAISE EXCEPTION 'boom: a pass that fails'; END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER boom BEFORE INSERT ON quota_sched.pass_log FOR EACH ROW EXECUTE FUNCTION public.boom();
+SQL
+my $log_offset = -s $node->logfile;
+submit('boom_job', 'boom');
+ok($node->wait_for_log(qr/boom: a pass that fails/, $log_offset), 'the error is reported');
+submit('after_boom');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_boom'"),
+	'other queues go on after an error');
+is(state_of('boom_job'), 'RUNNABLE', 'the failing pass changed nothing');
+$node->safe_psql('postgres', 'DROP TRIGGER boom ON quota_sched.pass_log');
+$node->safe_psql('postgres', "UPDATE quota_sched.quota_share SET state = state WHERE name = 'boom_share'");
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'boom_job'"),
+	'the failing queue recovers');
+
+# The worker is restarted when it dies.
+my $pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'");
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker' AND pid <> $pid"),
+	'the worker is restarted');
+submit('after_restart');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_restart'"),
+	'and works');
+
+# Never on a standby.
+$node->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'backup', has_streaming => 1);
+$standby->start;
+$node->wait_for_catchup($standby);
+sleep 2;
+is($standby->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
+	'0', 'no worker on a standby');
+$standby->stop;
+
+$node->stop;
+done_testing();
