@@ -157,10 +157,12 @@ QsLockQueue(const char *job_queue, bool exclusive)
 static void
 DefineSettings(void)
 {
-	DefineCustomStringVariable("quota_sched.database",
-							   "Database in which the quota_sched background worker runs passes.",
-							   NULL, &QsDatabase, "postgres", PGC_POSTMASTER, 0,
-							   NULL, NULL, NULL);
+	/* a postmaster setting can only be defined while the library preloads */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomStringVariable("quota_sched.database",
+								   "Database in which the quota_sched background worker runs passes.",
+								   NULL, &QsDatabase, "postgres", PGC_POSTMASTER, 0,
+								   NULL, NULL, NULL);
 	DefineCustomIntVariable("quota_sched.naptime",
 							"Longest wait of the background worker between passes.",
 							NULL, &QsNaptimeMs, 1000, 10, 3600 * 1000, PGC_SIGHUP,
