@@ -223,8 +223,15 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_job_history'
 LANGUAGE C;
 
+CREATE FUNCTION quota_sched.job_lock_queues()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_job_lock_queues'
+LANGUAGE C;
+
 CREATE TRIGGER job_before_insert BEFORE INSERT ON quota_sched.job
 	FOR EACH ROW EXECUTE FUNCTION quota_sched.job_before_insert();
+CREATE TRIGGER job_lock_queues BEFORE UPDATE ON quota_sched.job
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_lock_queues();
 CREATE TRIGGER job_before_update BEFORE UPDATE ON quota_sched.job
 	FOR EACH ROW EXECUTE FUNCTION quota_sched.job_before_update();
 CREATE TRIGGER job_history_insert AFTER INSERT ON quota_sched.job

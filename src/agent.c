@@ -95,7 +95,7 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 	portal = SPI_cursor_open_with_args(NULL,
 									   "SELECT id, instance_count FROM quota_sched.job"
 									   " WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL"
-									   "   AND ($2::text IS NULL OR capacity_unit = $2)"
+									   "   AND ($2 IS NULL OR capacity_unit = $2)"
 									   " ORDER BY scheduled_at, id FOR UPDATE SKIP LOCKED",
 									   2, types, args, nulls, false, 0);
 	while (n < max_jobs)
@@ -201,8 +201,8 @@ qs_heartbeat(PG_FUNCTION_ARGS)
 	char	   *agent = AgentArg(fcinfo, 0);
 	Interval   *lease = LeaseArg(fcinfo, 1);
 	QsSavedUser saved;
-	Oid			types[3] = {TEXTOID, INTERVALOID, INTERVALOID};
-	Datum		args[3];
+	Oid			types[4] = {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID};
+	Datum		args[4];
 
 	InitMaterializedSRF(fcinfo, 0);
 	args[0] = CStringGetTextDatum(agent);
@@ -212,14 +212,16 @@ qs_heartbeat(PG_FUNCTION_ARGS)
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	QsLockQueuesOfAgent(agent);
+	/* only jobs of the queues locked: a claim may commit in between */
+	args[3] = QsLockQueuesOfAgent(agent);
 	if (SPI_execute_with_args("UPDATE quota_sched.job"
 							  "   SET lease_until = CASE WHEN stop_requested_at IS NULL"
 							  "         THEN now() + $2"
 							  "         ELSE least(now() + $2, stop_requested_at + $3) END"
 							  " WHERE agent = $1 AND state IN ('STARTING', 'RUNNING')"
+							  "   AND job_queue = ANY ($4)"
 							  " RETURNING id, stop_reason",
-							  3, types, args, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+							  4, types, args, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "quota_sched: heartbeat failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{

@@ -150,24 +150,65 @@ LoadTarget(const char *queue, const char *share, QsSubmitTarget *target)
 }
 
 /*
+ * MakeKey fills the cache key of (queue, share); false when a name is too
+ * long to be valid (such lookups are never cached).
+ */
+static bool
+MakeKey(const char *queue, const char *share, SubmitTargetKey *key)
+{
+	if (strlen(queue) >= QS_NAME_BUF || strlen(share) >= QS_NAME_BUF)
+		return false;
+	memset(key, 0, sizeof(*key));
+	strlcpy(key->queue, queue, QS_NAME_BUF);
+	strlcpy(key->share, share, QS_NAME_BUF);
+	return true;
+}
+
+/*
+ * QsFindSubmitTarget returns the cached configuration of (queue, share), or
+ * NULL when it is not cached.  No catalog or table access.
+ */
+const QsSubmitTarget *
+QsFindSubmitTarget(const char *queue, const char *share)
+{
+	SubmitTargetKey key;
+	SubmitTargetEntry *entry;
+
+	if (targets == NULL || !MakeKey(queue, share, &key))
+		return NULL;
+	entry = hash_search(targets, &key, HASH_FIND, NULL);
+	return entry ? &entry->target : NULL;
+}
+
+/*
  * QsLookupSubmitTarget returns the configuration a job submitted to
- * (queue, share) is checked against, or NULL when the queue does not exist.
- * The caller is connected to SPI, as a role that may read the tables.
- * Names longer than any valid name are looked up but never cached.
+ * (queue, share) is checked against, reading and caching it when needed, or
+ * NULL when the queue does not exist.  The caller is connected to SPI, as a
+ * role that may read the tables, with a pinned search_path.  Only existing
+ * shares are cached, so that made-up names cannot grow the cache.
  */
 const QsSubmitTarget *
 QsLookupSubmitTarget(const char *queue, const char *share)
 {
-	SubmitTargetKey	key;
+	SubmitTargetKey key;
 	SubmitTargetEntry *entry;
-	bool		found;
+	const QsSubmitTarget *found;
 	static QsSubmitTarget uncached;
+	QsSubmitTarget target;
+	bool		present;
 
+	if ((found = QsFindSubmitTarget(queue, share)) != NULL)
+		return found;
 	if (cache_cxt == NULL)
 		cache_cxt = AllocSetContextCreate(TopMemoryContext, "quota_sched config cache",
 										  ALLOCSET_SMALL_SIZES);
-	if (strlen(queue) >= QS_NAME_BUF || strlen(share) >= QS_NAME_BUF)
-		return LoadTarget(queue, share, &uncached) ? &uncached : NULL;
+	if (!LoadTarget(queue, share, &target))
+		return NULL;
+	if (!target.share_found || !MakeKey(queue, share, &key))
+	{
+		uncached = target;
+		return &uncached;
+	}
 	if (targets == NULL)
 	{
 		HASHCTL		ctl;
@@ -179,23 +220,9 @@ QsLookupSubmitTarget(const char *queue, const char *share)
 		targets = hash_create("quota_sched submit targets", 64, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	memset(&key, 0, sizeof(key));
-	strlcpy(key.queue, queue, QS_NAME_BUF);
-	strlcpy(key.share, share, QS_NAME_BUF);
-	entry = hash_search(targets, &key, HASH_FIND, NULL);
-	if (entry != NULL)
-		return &entry->target;
-	{
-		QsSubmitTarget target;
-
-		if (!LoadTarget(queue, share, &target))
-			return NULL;
-		if (targets == NULL)	/* invalidated while loading */
-			return LoadTarget(queue, share, &uncached) ? &uncached : NULL;
-		entry = hash_search(targets, &key, HASH_ENTER, &found);
-		entry->target = target;
-		return &entry->target;
-	}
+	entry = hash_search(targets, &key, HASH_ENTER, &present);
+	entry->target = target;
+	return &entry->target;
 }
 
 /*

@@ -24,6 +24,7 @@ typedef struct QsSubmitTarget
 
 extern void QsRegisterConfigCache(void);
 extern bool QsIsConfigTable(Oid relid);
+extern const QsSubmitTarget *QsFindSubmitTarget(const char *queue, const char *share);
 extern const QsSubmitTarget *QsLookupSubmitTarget(const char *queue, const char *share);
 
 #endif							/* QS_CONFIG_CACHE_H */

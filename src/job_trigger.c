@@ -19,11 +19,11 @@
 #include "nodes/bitmapset.h"
 #include "access/xact.h"
 #include "access/table.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -41,6 +41,7 @@
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
 PG_FUNCTION_INFO_V1(qs_job_before_update);
 PG_FUNCTION_INFO_V1(qs_job_history);
+PG_FUNCTION_INFO_V1(qs_job_lock_queues);
 
 #define QS_MAX_PRIORITY 9999
 #define QS_MAX_ATTEMPTS 10
@@ -347,21 +348,27 @@ CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
 	MemoryContext outer = CurrentMemoryContext;
 	const QsSubmitTarget *cached;
 	QsSubmitTarget target;
-	Oid			save_user;
-	int			save_sec;
+	QsSavedUser saved;
+	bool		connected;
 	bool		found;
 	char	   *other_queue = NULL;
 
-	GetUserIdAndSecContext(&save_user, &save_sec);
-	SetUserIdAndSecContext(rel->rd_rel->relowner,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	cached = QsLookupSubmitTarget(queue, share);
+	/* the configuration: from the cache, else read as the table's owner */
+	cached = QsFindSubmitTarget(queue, share);
+	connected = cached == NULL;
+	if (connected)
+	{
+		QsBecomeOwner(rel->rd_rel->relowner, &saved);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		cached = QsLookupSubmitTarget(queue, share);
+		if (cached != NULL && !cached->share_found)
+			other_queue = ShareOwningQueue(row->values[JC_QUOTA_SHARE], outer);
+	}
 	found = cached != NULL;
 	if (found)
 	{
-		/* copied out of the cache, which an invalidation may empty */
+		/* copied out: SPI memory, or a cache an invalidation may empty */
 		MemoryContext old = MemoryContextSwitchTo(outer);
 
 		target = *cached;
@@ -369,10 +376,11 @@ CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
 		target.env_limits = DatumGetJsonbPCopy(JsonbPGetDatum(cached->env_limits));
 		MemoryContextSwitchTo(old);
 	}
-	if (found && !target.share_found)
-		other_queue = ShareOwningQueue(row->values[JC_QUOTA_SHARE], outer);
-	SPI_finish();
-	SetUserIdAndSecContext(save_user, save_sec);
+	if (connected)
+	{
+		SPI_finish();
+		QsRestoreUser(&saved);
+	}
 
 	if (!found)
 		ereport(ERROR,
@@ -501,10 +509,41 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 }
 
 /*
- * qs_job_before_update lets a user change only priority, within its range,
- * and takes the queue's lock in shared mode so that the change does not
- * interleave with a pass.  Any other column named in the UPDATE's SET list
- * is refused, even when set to the value it has.  The extension's own
+ * qs_job_lock_queues takes every queue's lock in shared mode, in the C
+ * order of their names, before a user's UPDATE of jobs locks any row
+ * (BEFORE UPDATE, for each statement).  The row trigger could take only
+ * the row's queue, but after the row is locked: a pass, which takes the
+ * queue's lock first and then rows, would deadlock with it.  The
+ * extension's own writes hold their locks already.
+ */
+Datum
+qs_job_lock_queues(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	QsSavedUser saved;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+		elog(ERROR, "job_lock_queues: must be fired as a statement trigger");
+	if (QsWrite.system_write)
+		return PointerGetDatum(NULL);
+	QsBecomeOwner(td->tg_relation->rd_rel->relowner, &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "quota_sched: could not list the job queues");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		QsLockQueue(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), false);
+	SPI_finish();
+	QsRestoreUser(&saved);
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * qs_job_before_update lets a user change only priority, within its range
+ * (the queues' locks were taken by qs_job_lock_queues, so the change does
+ * not interleave with a pass).  Any other column named in the UPDATE's SET
+ * list is refused, even when set to the value it has.  The extension's own
  * writes pass unchecked.
  */
 Datum
@@ -540,10 +579,31 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 				 errmsg("a job needs a priority")));
 	CheckIntRange("priority", DatumGetInt32(priority), 0, QS_MAX_PRIORITY);
 	QsWakeWorkerAtCommit();
-	QsLockQueue(TextDatumGetCString(heap_getattr(td->tg_newtuple,
-												 JobAttnum(desc, JC_JOB_QUEUE),
-												 desc, &isnull)), false);
 	return PointerGetDatum(td->tg_newtuple);
+}
+
+/*
+ * InsertHistoryRow writes a job_event tuple to the heap and every index,
+ * through the executor's index machinery (expression and partial indexes
+ * an admin may add included), without the executor's privilege checks.
+ */
+static void
+InsertHistoryRow(Relation rel, HeapTuple tuple)
+{
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot;
+
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(tuple, slot, false);
+	simple_table_tuple_insert(rel, slot);
+	if (rri->ri_NumIndices > 0)
+		(void) ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
 }
 
 /*
@@ -562,10 +622,9 @@ HistoryRelation(Oid *seq)
  * qs_job_history appends one job_event row for an INSERT or a change of
  * state (AFTER, for each row; the UPDATE trigger fires only when the state
  * changed).  This is the only place history is written, so no code path
- * can forget it.  The row is written directly to the heap and its indexes
- * (CatalogTupleInsert works on any table without expression or partial
- * indexes): no privilege check, so submitters need no right to write
- * history, and no executor round trip on the submit path.
+ * can forget it.  The row is written directly (InsertHistoryRow): no
+ * privilege check, so submitters need no right to write history, and no
+ * SPI round trip on the submit path.
  */
 Datum
 qs_job_history(PG_FUNCTION_ARGS)
@@ -606,7 +665,7 @@ qs_job_history(PG_FUNCTION_ARGS)
 	values[7] = CStringGetTextDatum(actor);
 	nulls[7] = false;
 
-	CatalogTupleInsert(history, heap_form_tuple(hdesc, values, nulls));
+	InsertHistoryRow(history, heap_form_tuple(hdesc, values, nulls));
 	table_close(history, NoLock);
 	return PointerGetDatum(NULL);
 }

@@ -14,6 +14,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -69,22 +70,43 @@ QsEmitJobs(ReturnSetInfo *rsinfo, const char *where, Datum arg)
 }
 
 /*
- * QsLockQueuesOfAgent takes, in shared mode and in name order, the locks of
- * the queues where an agent holds jobs.
+ * QsLockQueuesOfAgent takes, in shared mode and in the C order of their
+ * names (the order every caller that locks several queues uses), the locks
+ * of the queues where an agent holds jobs, and returns them as a text[].
  */
-void
+Datum
 QsLockQueuesOfAgent(const char *agent)
 {
 	Oid			type = TEXTOID;
 	Datum		arg = CStringGetTextDatum(agent);
+	Datum	   *queues;
+	int			n;
+	MemoryContext outer = CurrentMemoryContext;
 
-	if (SPI_execute_with_args("SELECT DISTINCT job_queue FROM quota_sched.job"
+	if (SPI_execute_with_args("SELECT DISTINCT job_queue COLLATE \"C\" FROM quota_sched.job"
 							  " WHERE agent = $1 AND state IN ('STARTING', 'RUNNING')"
 							  " ORDER BY 1",
-							  1, &type, &arg, NULL, true, 0) != SPI_OK_SELECT)
+							  1, &type, &arg, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "quota_sched: could not read an agent's jobs");
-	for (uint64 i = 0; i < SPI_processed; i++)
-		QsLockQueue(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), false);
+	n = SPI_processed;
+	queues = MemoryContextAlloc(outer, sizeof(Datum) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		char	   *queue = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		queues[i] = CStringGetTextDatum(queue);
+		MemoryContextSwitchTo(old);
+		QsLockQueue(queue, false);
+	}
+	{
+		MemoryContext old = MemoryContextSwitchTo(outer);
+		Datum		arr = PointerGetDatum(construct_array(queues, n, TEXTOID, -1, false,
+														  TYPALIGN_INT));
+
+		MemoryContextSwitchTo(old);
+		return arr;
+	}
 }
 
 /*

@@ -39,7 +39,7 @@ typedef struct QsJobRow
 extern Interval *QsStopTimeout(void);
 extern void QsRequireQueue(const char *queue);
 extern void QsEmitJobs(ReturnSetInfo *rsinfo, const char *where, Datum arg);
-extern void QsLockQueuesOfAgent(const char *agent);
+extern Datum QsLockQueuesOfAgent(const char *agent);
 extern bool QsLockJob(int64 job_id, QsJobRow *row);
 extern void QsEndAttempt(int64 job_id, QsAction action, QsCounter counter,
 						 const char *reason);

@@ -359,36 +359,50 @@ Notify(QsSnapshot *snap, const QsOutput *out)
 }
 
 /*
- * WritePassLog numbers the pass and writes its pass_log row.
+ * WritePassLog writes the pass_log row of a pass, numbered beforehand.
  */
-static int64
-WritePassLog(QsSnapshot *snap, const QsOutput *out, TimestampTz started)
+static void
+WritePassLog(QsSnapshot *snap, const QsOutput *out, int64 pass_id, TimestampTz started)
 {
-	Oid			types[6] = {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID};
-	Datum		args[6];
+	Oid			types[7] = {INT8OID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID};
+	Datum		args[7];
 	int			counts[QS_FAIL + 1] = {0};
-	bool		isnull;
 
 	for (int i = 0; i < out->ndecisions; i++)
 		counts[out->decisions[i].action]++;
-	args[0] = CStringGetTextDatum(snap->queue);
-	args[1] = TimestampTzGetDatum(started);
-	args[2] = Int32GetDatum(counts[QS_DISPATCH]);
-	args[3] = Int32GetDatum(counts[QS_PREEMPT]);
-	args[4] = Int32GetDatum(counts[QS_REQUEUE]);
-	args[5] = Int32GetDatum(counts[QS_FAIL]);
+	args[0] = Int64GetDatum(pass_id);
+	args[1] = CStringGetTextDatum(snap->queue);
+	args[2] = TimestampTzGetDatum(started);
+	args[3] = Int32GetDatum(counts[QS_DISPATCH]);
+	args[4] = Int32GetDatum(counts[QS_PREEMPT]);
+	args[5] = Int32GetDatum(counts[QS_REQUEUE]);
+	args[6] = Int32GetDatum(counts[QS_FAIL]);
 	Execute(QS_PLAN_PASS_LOG,
 			"INSERT INTO quota_sched.pass_log"
-			" (job_queue, started_at, finished_at, dispatched, preempted, requeued, failed)"
-			" VALUES ($1, $2, clock_timestamp(), $3, $4, $5, $6) RETURNING id",
-			6, types, args, SPI_OK_INSERT_RETURNING);
+			" (id, job_queue, started_at, finished_at, dispatched, preempted, requeued, failed)"
+			" VALUES ($1, $2, $3, clock_timestamp(), $4, $5, $6, $7)",
+			7, types, args, SPI_OK_INSERT);
+}
+
+/*
+ * NextPassId numbers a pass that decided something.
+ */
+static int64
+NextPassId(void)
+{
+	bool		isnull;
+
+	Execute(QS_PLAN_PASS_ID, "SELECT nextval('quota_sched.pass_log_id_seq')",
+			0, NULL, NULL, SPI_OK_SELECT);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*
  * QsApplyDecisions writes every decision of a pass and returns the pass id
  * (0 when the pass decided nothing: then it writes no pass_log row and no
- * job_event row; misconfiguration reasons are still kept up to date).
+ * job_event row; misconfiguration reasons and lapsed promises are still
+ * written).  Lapsed promises are cleared before new ones are set: the core
+ * may let a promise lapse and make it anew in the same pass.
  */
 int64
 QsApplyDecisions(QsSnapshot *snap, const QsOutput *out, TimestampTz started)
@@ -398,15 +412,20 @@ QsApplyDecisions(QsSnapshot *snap, const QsOutput *out, TimestampTz started)
 
 	if (out->ndecisions > 0)
 	{
-		pass_id = WritePassLog(snap, out, started);
+		pass_id = NextPassId();
 		QsWrite.pass_id = pass_id;
 		ApplyStops(out, now);
 		QsApplyEnds(out, now);
+	}
+	ApplyPromises(QS_PLAN_LAPSES, out->lapsed, out->nlapsed, false, now);
+	if (out->ndecisions > 0)
+	{
 		ApplyPromises(QS_PLAN_PROMISES, out->promised, out->npromised, true, now);
 		ApplyDispatches(out, now);
 		Notify(snap, out);
 	}
-	ApplyPromises(QS_PLAN_LAPSES, out->lapsed, out->nlapsed, false, now);
 	ApplyMisconfiguration(snap, out, now);
+	if (out->ndecisions > 0)
+		WritePassLog(snap, out, pass_id, started);
 	return pass_id;
 }

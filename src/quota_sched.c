@@ -72,17 +72,42 @@ QsExtensionOwner(void)
 }
 
 /*
- * QsBeginSystemWrite saves the caller's identity, becomes the extension's
- * owner and marks the writes that follow as the system's, with the actor
- * job_event records.  The caller must take whatever it needs of its own
- * identity (GetUserId()) before.
+ * QsBecomeOwner saves the caller's identity and becomes the given owner of
+ * the extension's tables, with search_path pinned to pg_catalog, pg_temp
+ * for as long: what runs as the owner must never resolve a name, type or
+ * operator through a path the caller chose.
+ */
+void
+QsBecomeOwner(Oid owner, QsSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->user, &saved->sec_context);
+	SetUserIdAndSecContext(owner, saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	saved->guc_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * QsRestoreUser undoes QsBecomeOwner.  (An error instead rolls both back
+ * with the (sub)transaction.)
+ */
+void
+QsRestoreUser(const QsSavedUser *saved)
+{
+	AtEOXact_GUC(true, saved->guc_level);
+	SetUserIdAndSecContext(saved->user, saved->sec_context);
+}
+
+/*
+ * QsBeginSystemWrite becomes the extension's owner (QsBecomeOwner) and
+ * marks the writes that follow as the system's, with the actor job_event
+ * records.  The caller must take whatever it needs of its own identity
+ * (GetUserId()) before.
  */
 void
 QsBeginSystemWrite(const char *actor, QsSavedUser *saved)
 {
-	GetUserIdAndSecContext(&saved->user, &saved->sec_context);
-	SetUserIdAndSecContext(QsExtensionOwner(),
-						   saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	QsBecomeOwner(QsExtensionOwner(), saved);
 	QsWrite.system_write = true;
 	QsWrite.actor = actor;
 }
@@ -94,7 +119,7 @@ void
 QsEndSystemWrite(const QsSavedUser *saved)
 {
 	QsResetWriteContext();
-	SetUserIdAndSecContext(saved->user, saved->sec_context);
+	QsRestoreUser(saved);
 }
 
 /*
@@ -178,21 +203,6 @@ DefineSettings(void)
 							NULL, &QsStopTimeoutSeconds, 600, 1, 7 * 24 * 3600, PGC_SIGHUP,
 							GUC_UNIT_S, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("quota_sched");
-}
-
-/*
- * QsTryLockQueue takes the queue's lock exclusively if it is free (the
- * worker's passes: a manual run_pass in progress is not waited for).
- */
-bool
-QsTryLockQueue(const char *job_queue)
-{
-	int32		key = (int32) hash_bytes((const unsigned char *) job_queue,
-										 strlen(job_queue));
-
-	return DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
-											Int32GetDatum(QS_LOCK_CLASS),
-											Int32GetDatum(key)));
 }
 
 /*

@@ -44,12 +44,15 @@ typedef struct QsSavedUser
 {
 	Oid			user;
 	int			sec_context;
+	int			guc_level;		/* of the pinned search_path */
 } QsSavedUser;
 
 extern void QsResetWriteContext(void);
 extern Oid	QsExtensionOwner(void);
 extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
 extern void QsEndSystemWrite(const QsSavedUser *saved);
+extern void QsBecomeOwner(Oid owner, QsSavedUser *saved);
+extern void QsRestoreUser(const QsSavedUser *saved);
 
 /* checks.c */
 extern bool QsValidName(const char *name, int len);
@@ -58,7 +61,6 @@ extern void QsCheckName(text *value, const char *what);
 
 /* quota_sched.c */
 extern void QsLockQueue(const char *job_queue, bool exclusive);
-extern bool QsTryLockQueue(const char *job_queue);
 
 /* worker.c */
 extern void QsRegisterWorker(void);

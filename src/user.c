@@ -56,8 +56,8 @@ RequireOwnerOrAdmin(Oid caller, const QsJobRow *row, const char *verb)
 	if (!IsAdmin(caller) && strcmp(GetUserNameFromId(caller, false), row->owner) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("role \"%s\" may not %s job " INT64_FORMAT " of role \"%s\"",
-						GetUserNameFromId(caller, false), verb, row->id, row->owner),
+				 errmsg("role \"%s\" may not %s job " INT64_FORMAT ", which it does not own",
+						GetUserNameFromId(caller, false), verb, row->id),
 				 errdetail("Owners %s their own jobs; admins any job.", verb)));
 }
 
@@ -119,7 +119,8 @@ qs_terminate(PG_FUNCTION_ARGS)
 		StringInfoData payload;
 
 		if (SPI_execute_with_args("UPDATE quota_sched.job"
-								  "   SET stop_reason = 'TERMINATED', stop_requested_at = now(),"
+								  "   SET stop_reason = 'TERMINATED',"
+								  "       stop_requested_at = coalesce(stop_requested_at, now()),"
 								  "       status_reason = $2, status_reason_at = now()"
 								  " WHERE id = $1", 2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "quota_sched: could not terminate job " INT64_FORMAT, job_id);
@@ -151,18 +152,18 @@ typedef struct ExplainJob
 } ExplainJob;
 
 /*
- * ReadExplainJob reads a job (without locking it) and its position in its
- * share's order.  Returns false when there is no such job.
+ * ReadExplainJob reads a job (without locking it, in a new snapshot like
+ * the snapshot loader's) and its position in its share's order, into memory
+ * of context outer.  Returns false when there is no such job.
  */
 static bool
-ReadExplainJob(int64 job_id, ExplainJob *ej)
+ReadExplainJob(int64 job_id, ExplainJob *ej, MemoryContext outer)
 {
 	Oid			type = INT8OID;
 	Datum		arg = Int64GetDatum(job_id);
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
-	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext old;
 
 	if (SPI_execute_with_args("SELECT j.id, j.instance_count, j.priority, j.queued_at,"
@@ -175,7 +176,7 @@ ReadExplainJob(int64 job_id, ExplainJob *ej)
 							  "                AND (o.queued_at, o.id) < (j.queued_at, j.id)))),"
 							  "       j.job_queue, j.owner"
 							  "  FROM quota_sched.job j WHERE j.id = $1",
-							  1, &type, &arg, NULL, true, 1) != SPI_OK_SELECT)
+							  1, &type, &arg, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "quota_sched: could not read job " INT64_FORMAT, job_id);
 	if (SPI_processed == 0)
 		return false;
@@ -238,6 +239,12 @@ WaitReason(QsSnapshot *snap, ExplainJob *ej, const char **blocked_by, StringInfo
 	}
 	ej->job.share = QsShareIndex(snap, ej->share);
 	ej->job.unit = QsUnitIndex(snap, ej->unit);
+	if (ej->job.share < 0 || ej->job.unit < 0)
+	{
+		*blocked_by = NULL;
+		appendStringInfoString(detail, "It changed while being explained; ask again.");
+		return;
+	}
 	share = &snap->in.shares[ej->job.share];
 	cap = share->capacity[ej->job.unit];
 	env = snap->in.units[ej->job.unit].env_limit;
@@ -304,6 +311,7 @@ qs_explain(PG_FUNCTION_ARGS)
 	StringInfoData json;
 	int			position_in_queue = 0;
 	bool		runnable;
+	MemoryContext outer;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -311,10 +319,11 @@ qs_explain(PG_FUNCTION_ARGS)
 				 errmsg("job_id must not be null")));
 	job_id = PG_GETARG_INT64(0);
 	initStringInfo(&detail);
+	outer = CurrentMemoryContext;
 	QsBeginSystemWrite(GetUserNameFromId(caller, false), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	if (!ReadExplainJob(job_id, &ej))
+	if (!ReadExplainJob(job_id, &ej, outer))
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));

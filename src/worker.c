@@ -31,6 +31,7 @@
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
@@ -188,8 +189,16 @@ RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
 		MemoryContextSwitchTo(loop_cxt);
-		EmitErrorReport();
+		edata = CopyErrorData();
+		/* a queue locked for longer than a naptime is passed over quietly */
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			elog(DEBUG1, "quota_sched worker: %s: %s", what, edata->message);
+		else
+			EmitErrorReport();
+		FreeErrorData(edata);
 		FlushErrorState();
 		AbortCurrentTransaction();
 		ok = false;
@@ -215,16 +224,20 @@ ListQueuesStep(void *arg)
 }
 
 /*
- * PassStep runs the pass of one queue, unless a pass on it is running
- * already (a manual run_pass): the worker only tries the queue's lock.
+ * PassStep runs the pass of one queue.  It waits for the queue's lock at
+ * most a naptime (a manual run_pass, or a writer's transaction holding the
+ * lock in shared mode): then the queue is passed over until the next round.
  */
 static void
 PassStep(void *arg)
 {
 	const char *queue = arg;
+	char		timeout[32];
 
-	if (!QsTryLockQueue(queue))
-		return;
+	snprintf(timeout, sizeof(timeout), "%dms", QsNaptimeMs);
+	(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	QsLockQueue(queue, true);
 	QsRunQueuePass(queue, false, NULL, NULL);
 }
 
@@ -264,6 +277,9 @@ QsWorkerMain(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(QsDatabase, NULL, 0);
+	/* a pass reads what committed before it took the lock */
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
 	am_worker = true;
 	worker_shared->pgprocno = MyProc->pgprocno;
 	before_shmem_exit(WorkerExit, (Datum) 0);
