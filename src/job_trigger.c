@@ -19,6 +19,7 @@
 #include "nodes/bitmapset.h"
 #include "access/xact.h"
 #include "access/table.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "commands/sequence.h"
@@ -584,24 +585,42 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 
 /*
  * InsertHistoryRow writes a job_event tuple to the heap and every index,
- * through the executor's index machinery (expression and partial indexes
- * an admin may add included), without the executor's privilege checks.
+ * without the executor's privilege checks.  Plain indexes (the extension's
+ * own) are filled as catalogs fill theirs; if an admin added an expression
+ * or partial index, the executor's index machinery fills them all.
  */
 static void
 InsertHistoryRow(Relation rel, HeapTuple tuple)
 {
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	CatalogIndexState indstate = CatalogOpenIndexes(rel);
+	bool		plain = true;
+	EState	   *estate;
 	TupleTableSlot *slot;
 
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
+	for (int i = 0; i < indstate->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = indstate->ri_IndexRelationInfo[i];
+
+		if (ii->ii_Expressions != NIL || ii->ii_Predicate != NIL)
+			plain = false;
+	}
+	if (plain)
+	{
+		CatalogTupleInsertWithInfo(rel, tuple, indstate);
+		CatalogCloseIndexes(indstate);
+		return;
+	}
+	CatalogCloseIndexes(indstate);
+
+	estate = CreateExecutorState();
+	indstate = makeNode(ResultRelInfo);
+	InitResultRelInfo(indstate, rel, 1, NULL, 0);
+	ExecOpenIndices(indstate, false);
 	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(tuple, slot, false);
 	simple_table_tuple_insert(rel, slot);
-	if (rri->ri_NumIndices > 0)
-		(void) ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
-	ExecCloseIndices(rri);
+	(void) ExecInsertIndexTuples(indstate, slot, estate, false, false, NULL, NIL);
+	ExecCloseIndices(indstate);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
 }

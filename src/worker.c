@@ -95,13 +95,14 @@ QsWakeWorkerAtCommit(void)
 
 /*
  * QsWorkerXactEnd sets the worker's latch at the commit of a transaction
- * that asked for it (with quota_sched.wake_on_commit), and forgets the
+ * that asked for it (with quota_sched.wake_on_commit, and while the worker
+ * is enabled: a disabled worker is not woken for nothing), and forgets the
  * request at any end.
  */
 void
 QsWorkerXactEnd(bool committed)
 {
-	if (committed && wake_at_commit && QsWakeOnCommit && worker_shared != NULL)
+	if (committed && wake_at_commit && QsWakeOnCommit && QsEnabled && worker_shared != NULL)
 	{
 		int			procno = worker_shared->pgprocno;
 
