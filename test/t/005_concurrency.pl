@@ -1,0 +1,172 @@
+# End to end under concurrency: pgbench clients submit jobs, raise
+# priorities and act as agents (claim, start, acknowledge stops, finish)
+# while the background worker runs passes woken by their commits.  After
+# the run the state must satisfy SPEC 3.1 (I1)-(I3), the job states must be
+# coherent, and the history must account for every job.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $seconds = $ENV{QS_SOAK_SECONDS} // 15;
+
+my $node = PostgreSQL::Test::Cluster->new('soak');
+$node->init;
+$node->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'quota_sched'
+quota_sched.database = 'postgres'
+quota_sched.naptime = '200ms'
+max_connections = 30
+CONF
+$node->start;
+
+$node->safe_psql('postgres', <<'SQL');
+CREATE EXTENSION quota_sched;
+INSERT INTO quota_sched.service_environment VALUES ('soak_env', '{"gpu": 8, "cpu": 4}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('soak', 'soak_env');
+INSERT INTO quota_sched.quota_share
+	(job_queue, name, capacity_limits, strategy, borrow_limit, in_share_preemption)
+VALUES ('soak', 'lab', '{"gpu": 3, "cpu": 1}', 'LEND_AND_BORROW', 100, true),
+	   ('soak', 'lend', '{"gpu": 2, "cpu": 2}', 'LEND', -1, true),
+	   ('soak', 'reserve', '{"gpu": 2}', 'RESERVE', -1, false),
+	   ('soak', 'greedy', '{"gpu": 1}', 'LEND_AND_BORROW', -1, false);
+SQL
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+my %scripts = (
+	'submit.sql' => <<'SQL',
+\set s random(1, 4)
+\set p random(0, 5)
+\set n random(1, 3)
+\set u random(1, 4)
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, instance_count)
+VALUES ('j', 'soak', (ARRAY['lab', 'lend', 'reserve', 'greedy'])[:s], :p,
+		CASE WHEN :u = 1 AND :s <> 3 AND :s <> 4 THEN 'cpu' ELSE 'gpu' END, :n);
+SQL
+	'reprioritise.sql' => <<'SQL',
+\set p random(0, 9)
+UPDATE quota_sched.job SET priority = :p
+ WHERE id = (SELECT id FROM quota_sched.job WHERE job_queue = 'soak'
+				AND state IN ('RUNNABLE', 'RUNNING') ORDER BY random() LIMIT 1);
+SQL
+	'agent.sql' => <<'SQL',
+\set max random(1, 3)
+SELECT count(*) FROM quota_sched.claim('agent-' || :client_id, 'soak', max_jobs => :max);
+SELECT count(r.*) FROM quota_sched.job j,
+	   LATERAL quota_sched.report(j.id, 'agent-' || :client_id, 'RUNNING') r
+ WHERE j.agent = 'agent-' || :client_id AND j.state = 'STARTING';
+SELECT count(r.*) FROM quota_sched.heartbeat('agent-' || :client_id) h,
+	   LATERAL quota_sched.report(h.job_id, 'agent-' || :client_id, 'STOPPED') r
+ WHERE h.stop_reason IS NOT NULL;
+SELECT count(r.*) FROM (SELECT id FROM quota_sched.job
+						 WHERE agent = 'agent-' || :client_id AND state = 'RUNNING'
+						   AND stop_reason IS NULL ORDER BY random() LIMIT 1) j,
+	   LATERAL quota_sched.report(j.id, 'agent-' || :client_id,
+								  CASE WHEN random() < 0.2 THEN 'FAILED' ELSE 'SUCCEEDED' END) r;
+SQL
+);
+foreach my $f (keys %scripts)
+{
+	open(my $fh, '>', "$tmp/$f") or die;
+	print $fh $scripts{$f};
+	close($fh);
+}
+
+my ($stdout, $stderr);
+my $ok = IPC::Run::run(
+	[ 'pgbench', '-n', '-c', '6', '-j', '2', '-T', $seconds,
+	  '-h', $node->host, '-p', $node->port, '-d', 'postgres',
+	  '-f', "$tmp/submit.sql\@2", '-f', "$tmp/reprioritise.sql\@1", '-f', "$tmp/agent.sql\@4" ],
+	'>', \$stdout, '2>', \$stderr);
+ok($ok, 'pgbench ran without a failed transaction') or diag($stderr);
+like($stdout, qr/number of failed transactions: 0/, 'no transaction failed')
+  or diag($stdout);
+
+# let the worker settle: pending stops are acknowledged by nobody now, so
+# just take one more pass's worth of time
+sleep 1;
+
+sub check
+{
+	my ($name, $sql) = @_;
+	is($node->safe_psql('postgres', $sql), '', $name);
+}
+
+my $counts = $node->safe_psql('postgres',
+	"SELECT count(*) || ' jobs, ' || count(*) FILTER (WHERE preemption_count > 0) || ' preempted, '"
+	  . " || (SELECT count(*) FROM quota_sched.pass_log) || ' passes'"
+	  . " FROM quota_sched.job");
+note("soak: $counts");
+cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.pass_log'), '>', 10,
+	'the worker ran passes');
+cmp_ok($node->safe_psql('postgres',
+		"SELECT count(*) FROM quota_sched.job WHERE state = 'SUCCEEDED'"), '>', 10,
+	'jobs ran to the end');
+
+# (I1)-(I3) with pending stops counted as holding (SPEC 3.1)
+my $usage = <<'SQL';
+WITH units AS (SELECT key AS unit, value::bigint AS e
+				 FROM quota_sched.service_environment, jsonb_each_text(capacity_limits)
+				WHERE name = 'soak_env'),
+shares AS (SELECT s.name, u.unit, coalesce((s.capacity_limits ->> u.unit)::bigint, 0) AS c,
+				  s.strategy, s.borrow_limit
+			 FROM quota_sched.quota_share s, units u WHERE s.job_queue = 'soak'),
+usage AS (SELECT sh.*, coalesce((SELECT sum(instance_count) FROM quota_sched.job j
+								  WHERE j.job_queue = 'soak' AND j.quota_share = sh.name
+									AND j.capacity_unit = sh.unit
+									AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')), 0) AS used
+			FROM shares sh)
+SQL
+check('(I1) no unit is used beyond the environment', $usage . <<'SQL');
+SELECT u.unit FROM units u JOIN usage s ON s.unit = u.unit GROUP BY u.unit, u.e HAVING sum(s.used) > u.e
+SQL
+check('(I2) no share uses more than allowed(S,u)', $usage . <<'SQL');
+SELECT name, unit FROM usage
+ WHERE used > CASE WHEN strategy <> 'LEND_AND_BORROW' THEN c
+				   WHEN borrow_limit = -1 THEN used
+				   ELSE c * (100 + borrow_limit) / 100 END
+SQL
+check('(I3) borrowing is within the borrowable supply', $usage . <<'SQL');
+SELECT u.unit FROM units u JOIN usage s ON s.unit = u.unit
+ GROUP BY u.unit, u.e
+HAVING sum(greatest(0, s.used - s.c)) >
+	   sum(CASE WHEN s.strategy <> 'RESERVE' THEN greatest(0, s.c - s.used) ELSE 0 END)
+	   + greatest(0, u.e - sum(s.c))
+SQL
+
+# coherent job states
+check('agents hold exactly the claimed jobs', <<'SQL');
+SELECT id, state FROM quota_sched.job
+ WHERE (state IN ('STARTING', 'RUNNING') AND (agent IS NULL OR lease_until IS NULL))
+	OR (state IN ('RUNNABLE', 'SCHEDULED') AND agent IS NOT NULL)
+SQL
+check('only RUNNABLE jobs are promised; stops only on claimed jobs', <<'SQL');
+SELECT id, state FROM quota_sched.job
+ WHERE (promised_at IS NOT NULL AND state <> 'RUNNABLE')
+	OR (stop_reason IS NOT NULL AND state NOT IN ('STARTING', 'RUNNING'))
+SQL
+check('counters add up: the attempt number never exceeds what max_attempts allows', <<'SQL');
+SELECT id FROM quota_sched.job WHERE failed_attempts > max_attempts
+SQL
+
+# the history accounts for every job
+check('every job has exactly one submission event', <<'SQL');
+SELECT j.id FROM quota_sched.job j
+ WHERE (SELECT count(*) FROM quota_sched.job_event e WHERE e.job_id = j.id AND e.from_state IS NULL) <> 1
+SQL
+check("every job's last event leads to its state", <<'SQL');
+SELECT j.id, j.state, e.to_state FROM quota_sched.job j
+  JOIN LATERAL (SELECT to_state FROM quota_sched.job_event e WHERE e.job_id = j.id
+				 ORDER BY e.id DESC LIMIT 1) e ON true
+ WHERE e.to_state <> j.state
+SQL
+check('events chain: each from_state is the previous to_state', <<'SQL');
+SELECT job_id FROM (SELECT job_id, from_state,
+						   lag(to_state) OVER (PARTITION BY job_id ORDER BY id) AS previous
+					  FROM quota_sched.job_event) e
+ WHERE from_state IS DISTINCT FROM previous
+SQL
+
+$node->stop;
+done_testing();
