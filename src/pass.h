@@ -17,17 +17,19 @@
 
 #include "policy.h"
 
-/* A RUNNABLE stream of one share and unit, read through a portal. */
+/* A RUNNABLE stream of one share and unit, read in growing batches. */
+#define QS_STREAM_BATCHES 4
+
 typedef struct QsStreamCursor
 {
 	bool		has_jobs;		/* the share has RUNNABLE jobs of the unit */
-	Portal		portal;
-	int32		portal_below;	/* the skip bound the portal was opened with */
-	QsJob	   *buf;
+	QsJob	   *buf;			/* the batch read last */
+	int			cap;
 	int			nbuf;
 	int			pos;
-	int			batch;
-	bool		exhausted;		/* the portal returned its last row */
+	int			batch;			/* index of the next batch size */
+	int32		fetched_below;	/* the skip bound the batch was read with */
+	bool		exhausted;		/* the last batch was the end */
 } QsStreamCursor;
 
 /* The snapshot of one queue, and what the applier needs beside it. */
@@ -67,7 +69,8 @@ enum
 	QS_PLAN_PROMISED,
 	QS_PLAN_EXPIRED,
 	QS_PLAN_STREAM_PAIRS,
-	QS_PLAN_STREAM,
+	QS_PLAN_STREAM,				/* QS_STREAM_BATCHES slots */
+	QS_PLAN_STREAM_LAST = QS_PLAN_STREAM + QS_STREAM_BATCHES - 1,
 	QS_PLAN_SMALLEST,
 	QS_PLAN_STOPS,
 	QS_PLAN_ENDS,

@@ -24,8 +24,6 @@
 #include "pass.h"
 #include "quota_sched.h"
 
-#define QS_STREAM_FIRST_BATCH 8
-#define QS_STREAM_MAX_BATCH 4096
 
 static SPIPlanPtr plans[QS_PLAN_COUNT_SLOTS];
 
@@ -355,20 +353,27 @@ LoadJobs(QsSnapshot *snap, int slot, const char *sql, int *njobs, char ***agents
 	return jobs;
 }
 
+/* The batch sizes of a stream, each a query of its own with a constant LIMIT. */
+static const int StreamBatches[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
+
 /*
- * StreamOpen opens the portal of a stream after a position, with the skip
- * bound of the moment: only jobs with fewer instances than below.
+ * StreamFetch reads the next batch of a stream: the RUNNABLE jobs of a
+ * share and unit after a position in share order, with fewer instances
+ * than below.  A constant LIMIT per batch size keeps the plan an ordered
+ * walk of the share-order index, whatever the statistics say: a plan that
+ * sorted a share's whole backlog would make the pass cost grow with it.
  */
 static void
-StreamOpen(QsSnapshot *snap, QsStreamCursor *sc, int share, int unit,
-		   const QsJob *after, int32 below)
+StreamFetch(QsSnapshot *snap, QsStreamCursor *sc, int share, int unit,
+			const QsJob *after, int32 below)
 {
 	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID,
 	TIMESTAMPTZOID, INT8OID};
 	Datum		args[7];
+	int			limit = StreamBatches[sc->batch];
+	char	   *sql;
+	MemoryContext old;
 
-	if (sc->portal != NULL)
-		SPI_cursor_close(sc->portal);
 	args[0] = CStringGetTextDatum(snap->queue);
 	args[1] = CStringGetTextDatum(snap->in.shares[share].name);
 	args[2] = CStringGetTextDatum(snap->in.units[unit].name);
@@ -376,28 +381,39 @@ StreamOpen(QsSnapshot *snap, QsStreamCursor *sc, int share, int unit,
 	args[4] = Int32GetDatum(after ? after->priority : PG_INT32_MAX);
 	args[5] = TimestampTzGetDatum(after ? after->queued_at : 0);
 	args[6] = Int64GetDatum(after ? after->id : 0);
-	sc->portal = SPI_cursor_open(NULL,
-								 QsPreparedPlan(QS_PLAN_STREAM,
-												"SELECT " QS_JOB_COLUMNS " FROM quota_sched.job"
-												" WHERE job_queue = $1 AND quota_share = $2"
-												"   AND capacity_unit = $3 AND state = 'RUNNABLE'"
-												/* + 0: a filter, so the share-order index serves */
-												"   AND instance_count + 0 < $4 AND priority <= $5"
-												"   AND (priority < $5 OR (queued_at, id) > ($6, $7))"
-												" ORDER BY priority DESC, queued_at, id", 7, types),
-								 args, NULL, false);
-	sc->portal_below = below;
-	sc->nbuf = sc->pos = 0;
-	sc->exhausted = false;
-	sc->batch = QS_STREAM_FIRST_BATCH;
+	sql = psprintf("SELECT " QS_JOB_COLUMNS " FROM quota_sched.job"
+				   " WHERE job_queue = $1 AND quota_share = $2"
+				   "   AND capacity_unit = $3 AND state = 'RUNNABLE'"
+				   /* + 0: a filter, so that the share-order index serves */
+				   "   AND instance_count + 0 < $4 AND priority <= $5"
+				   "   AND (priority < $5 OR (queued_at, id) > ($6, $7))"
+				   " ORDER BY priority DESC, queued_at, id LIMIT %d", limit);
+	if (SPI_execute_plan(QsPreparedPlan(QS_PLAN_STREAM + sc->batch, sql, 7, types),
+						 args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "quota_sched: could not read the RUNNABLE jobs of \"%s\"", snap->queue);
+	old = MemoryContextSwitchTo(snap->cxt);
+	if (sc->cap < limit)
+	{
+		sc->buf = palloc(sizeof(QsJob) * limit);
+		sc->cap = limit;
+	}
+	MemoryContextSwitchTo(old);
+	sc->nbuf = SPI_processed;
+	sc->pos = 0;
+	sc->fetched_below = below;
+	for (uint64 i = 0; i < SPI_processed; i++)
+		JobFromSpi(snap, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, share, unit, &sc->buf[i]);
+	sc->exhausted = SPI_processed < (uint64) limit;
+	SPI_freetuptable(SPI_tuptable);
+	if (sc->batch < QS_STREAM_BATCHES - 1)
+		sc->batch++;
 }
 
 /*
  * SourceNext is the policy's source of RUNNABLE jobs: the next job of a
  * share and unit in share order after a position, below a size bound.
- * Rows come from the stream's portal in growing batches; the portal is
- * opened again from the position when the bound shrinks, so that skipped
- * jobs are never read.
+ * Rows come in growing batches; when the bound shrinks the next batch is
+ * read with it, so that skipped jobs are not read.
  */
 static bool
 SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
@@ -405,12 +421,16 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 {
 	QsSnapshot *snap = arg;
 	QsStreamCursor *sc = &snap->streams[share * snap->in.nunits + unit];
-	MemoryContext old;
 
 	if (!sc->has_jobs)
 		return false;
-	if (sc->portal == NULL || below < sc->portal_below)
-		StreamOpen(snap, sc, share, unit, after, below);
+	if (after == NULL || below < sc->fetched_below)
+	{
+		/* from the start, or with a smaller bound: read afresh */
+		sc->nbuf = sc->pos = 0;
+		sc->exhausted = false;
+		StreamFetch(snap, sc, share, unit, after, below);
+	}
 	for (;;)
 	{
 		while (sc->pos < sc->nbuf)
@@ -423,22 +443,13 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 				return true;
 			}
 		}
-		if (sc->exhausted)
+		if (sc->exhausted || sc->nbuf == 0)
 			return false;
-		SPI_cursor_fetch(sc->portal, true, sc->batch);
-		old = MemoryContextSwitchTo(snap->cxt);
-		if (sc->buf == NULL || sc->batch > QS_STREAM_FIRST_BATCH)
-			sc->buf = palloc(sizeof(QsJob) * sc->batch);
-		MemoryContextSwitchTo(old);
-		sc->nbuf = SPI_processed;
-		sc->pos = 0;
-		for (uint64 i = 0; i < SPI_processed; i++)
-			JobFromSpi(snap, SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-					   share, unit, &sc->buf[i]);
-		if (SPI_processed < (uint64) sc->batch)
-			sc->exhausted = true;
-		SPI_freetuptable(SPI_tuptable);
-		sc->batch = Min(sc->batch * 4, QS_STREAM_MAX_BATCH);
+		{
+			QsJob		last = sc->buf[sc->nbuf - 1];
+
+			StreamFetch(snap, sc, share, unit, &last, below);
+		}
 	}
 }
 
@@ -546,14 +557,10 @@ QsLoadSnapshot(QsSnapshot *snap, const char *queue, TimestampTz now)
 }
 
 /*
- * QsCloseSnapshot closes the stream portals and frees the snapshot.
+ * QsCloseSnapshot frees the snapshot.
  */
 void
 QsCloseSnapshot(QsSnapshot *snap)
 {
-	if (snap->streams != NULL)
-		for (int i = 0; i < snap->in.nshares * snap->in.nunits; i++)
-			if (snap->streams[i].portal != NULL)
-				SPI_cursor_close(snap->streams[i].portal);
 	MemoryContextDelete(snap->cxt);
 }

@@ -34,12 +34,20 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "pass.h"
 #include "quota_sched.h"
 
 PGDLLEXPORT void QsWorkerMain(Datum arg);
+
+/*
+ * The shortest time between the starts of two rounds: commits that come
+ * faster are served together, so that a stream of submissions does not
+ * keep a core busy with passes.
+ */
+#define QS_MIN_ROUND_INTERVAL_MS 20
 
 /* The slot in shared memory: which process to wake. */
 typedef struct QsWorkerShared
@@ -298,10 +306,19 @@ QsWorkerMain(Datum arg)
 		}
 		if (QsEnabled && !RecoveryInProgress())
 		{
+			TimestampTz round_start = GetCurrentTimestamp();
+			long		elapsed_ms;
+
 			MemoryContextSwitchTo(round_cxt);
 			RunAllPasses(round_cxt);
 			MemoryContextSwitchTo(TopMemoryContext);
 			MemoryContextReset(round_cxt);
+
+			/* commits during the round or just after: serve them together */
+			elapsed_ms = TimestampDifferenceMilliseconds(round_start, GetCurrentTimestamp());
+			if (elapsed_ms < QS_MIN_ROUND_INTERVAL_MS)
+				(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 QS_MIN_ROUND_INTERVAL_MS - elapsed_ms, PG_WAIT_EXTENSION);
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 QsNaptimeMs, PG_WAIT_EXTENSION);
