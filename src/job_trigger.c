@@ -37,6 +37,7 @@
 
 #include "config_cache.h"
 #include "job_columns.h"
+#include "pass.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
@@ -104,23 +105,6 @@ RequireColumn(JobRow *row, JobColumn c)
 }
 
 /*
- * JsonbField returns the value under key of a jsonb object container, or
- * NULL when the container is not an object or has no such key.
- */
-static JsonbValue *
-JsonbField(JsonbContainer *container, const char *key)
-{
-	JsonbValue	k;
-
-	if (!JsonContainerIsObject(container))
-		return NULL;
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	return findJsonbValueFromContainer(container, JB_FOBJECT, &k);
-}
-
-/*
  * InstanceCountFromJson returns payload->'ResourceConfig'->'InstanceCount'
  * as an instance count, or raises check_violation naming the value.
  */
@@ -172,13 +156,13 @@ ApplyResourceConfig(JobRow *row)
 	JsonbValue *v;
 
 	if (!row->nulls[JC_PAYLOAD])
-		rc = JsonbField(&DatumGetJsonbP(row->values[JC_PAYLOAD])->root,
+		rc = QsJsonbField(&DatumGetJsonbP(row->values[JC_PAYLOAD])->root,
 						"ResourceConfig");
 	if (rc != NULL && rc->type != jbvBinary)
 		rc = NULL;
 
 	if (row->nulls[JC_CAPACITY_UNIT] && rc != NULL &&
-		(v = JsonbField(rc->val.binary.data, "InstanceType")) != NULL)
+		(v = QsJsonbField(rc->val.binary.data, "InstanceType")) != NULL)
 	{
 		if (v->type != jbvString)
 			ereport(ERROR,
@@ -195,7 +179,7 @@ ApplyResourceConfig(JobRow *row)
 		int64		count = 1;
 
 		if (rc != NULL &&
-			(v = JsonbField(rc->val.binary.data, "InstanceCount")) != NULL)
+			(v = QsJsonbField(rc->val.binary.data, "InstanceCount")) != NULL)
 			count = InstanceCountFromJson(v);
 		row->values[JC_INSTANCE_COUNT] = Int32GetDatum((int32) count);
 		row->nulls[JC_INSTANCE_COUNT] = false;
@@ -416,7 +400,7 @@ CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
 	{
 		char	   *u = text_to_cstring(unit);
 
-		if (JsonbField(&target.env_limits->root, u) == NULL)
+		if (QsJsonbField(&target.env_limits->root, u) == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 					 errmsg("capacity unit \"%s\" is not in the service environment of job queue \"%s\"",
@@ -521,22 +505,14 @@ Datum
 qs_job_lock_queues(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = (TriggerData *) fcinfo->context;
-	QsSavedUser saved;
+	ListCell   *lc;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
 		elog(ERROR, "job_lock_queues: must be fired as a statement trigger");
 	if (QsWrite.system_write)
 		return PointerGetDatum(NULL);
-	QsBecomeOwner(td->tg_relation->rd_rel->relowner, &saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "quota_sched: could not list the job queues");
-	for (uint64 i = 0; i < SPI_processed; i++)
-		QsLockQueue(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), false);
-	SPI_finish();
-	QsRestoreUser(&saved);
+	foreach(lc, QsAllQueues())
+		QsLockQueue(lfirst(lc), false);
 	return PointerGetDatum(NULL);
 }
 

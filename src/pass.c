@@ -95,16 +95,18 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 }
 
 /*
- * AllQueues lists every job queue, by name.
+ * QsAllQueues lists every job queue, in the C order of their names (the
+ * order in which whoever locks several queues takes their locks), in the
+ * caller's memory.  It reads as the extension's owner.
  */
-static List *
-AllQueues(void)
+List *
+QsAllQueues(void)
 {
 	List	   *queues = NIL;
 	MemoryContext outer = CurrentMemoryContext;
 	QsSavedUser saved;
 
-	QsBeginSystemWrite("pass", &saved);
+	QsBeginSystemWrite(NULL, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	if (SPI_execute("SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
@@ -148,7 +150,7 @@ qs_run_pass(PG_FUNCTION_ARGS)
 						   "a REPEATABLE READ or SERIALIZABLE snapshot would be older.")));
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
-		queues = AllQueues();
+		queues = QsAllQueues();
 	else
 		queues = list_make1(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	foreach(lc, queues)

@@ -57,6 +57,7 @@ extern int64 QsApplyDecisions(QsSnapshot *snap, const QsOutput *out, TimestampTz
 extern void QsApplyEnds(const QsOutput *out, TimestampTz now);
 
 /* pass.c */
+extern List *QsAllQueues(void);
 extern int	QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store,
 						   TupleDesc desc);
 

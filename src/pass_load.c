@@ -193,13 +193,8 @@ AddMapUnits(QsSnapshot *snap, Jsonb *map)
 static int64
 CapacityOf(Jsonb *map, const char *unit)
 {
-	JsonbValue	key;
-	JsonbValue *v;
+	JsonbValue *v = QsJsonbField(&map->root, unit);
 
-	key.type = jbvString;
-	key.val.string.val = (char *) unit;
-	key.val.string.len = strlen(unit);
-	v = findJsonbValueFromContainer(&map->root, JB_FOBJECT, &key);
 	if (v == NULL || v->type != jbvNumeric)
 		return 0;
 	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));

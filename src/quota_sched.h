@@ -55,6 +55,9 @@ extern void QsBecomeOwner(Oid owner, QsSavedUser *saved);
 extern void QsRestoreUser(const QsSavedUser *saved);
 
 /* checks.c */
+struct JsonbContainer;
+struct JsonbValue;
+extern struct JsonbValue *QsJsonbField(struct JsonbContainer *container, const char *key);
 extern bool QsValidName(const char *name, int len);
 extern bool QsValidUnitName(const char *name, int len);
 extern void QsCheckName(text *value, const char *what);

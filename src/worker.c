@@ -148,30 +148,20 @@ QsRegisterWorker(void)
 }
 
 /*
- * QueuesToRun lists the job queues, in name order, in memory of context
- * outer; NIL when the extension is not installed in this database.
+ * QueuesToRun lists the job queues (QsAllQueues) in memory of context outer;
+ * NIL when the extension is not installed in this database.
  */
 static List *
 QueuesToRun(MemoryContext outer)
 {
-	List	   *queues = NIL;
+	MemoryContext old;
+	List	   *queues;
 
 	if (!OidIsValid(get_extension_oid("quota_sched", true)))
 		return NIL;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "quota_sched: SPI_connect failed");
-	if (SPI_execute("SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "quota_sched: could not list the job queues");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		MemoryContext old = MemoryContextSwitchTo(outer);
-
-		queues = lappend(queues, SPI_getvalue(SPI_tuptable->vals[i],
-											  SPI_tuptable->tupdesc, 1));
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
+	old = MemoryContextSwitchTo(outer);
+	queues = QsAllQueues();
+	MemoryContextSwitchTo(old);
 	return queues;
 }
 
