@@ -2,12 +2,12 @@
 # throwaway clusters (see test/run, which also does it as root).
 EXTENSION = quota_sched
 MODULE_big = quota_sched
-CORE = src/policy.o src/capacity.o src/preempt.o src/queue_order.o
+CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_order.o
 OBJS = src/quota_sched.o src/checks.o src/config_cache.o src/job_columns.o src/job_trigger.o \
 	src/pass.o src/pass_load.o src/pass_apply.o src/jobs.o src/agent.o src/user.o src/worker.o $(CORE)
 DATA = sql/quota_sched--0.1.sql
 PG_CONFIG ?= pg_config
-PG_CPPFLAGS = -Isrc
+PG_CPPFLAGS = -Isrc -Isrc/core
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-sign-compare -Wno-cast-function-type
 
@@ -32,14 +32,14 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # every object depends on every header (PGXS tracks none)
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/core/*.h)
 
 # The policy core's unit tests, built without PostgreSQL.  MUTANT=-DQS_MUTANT_X
 # switches a rule off (test/mutants).
-UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -Isrc -Itest/unit
+UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -Isrc/core -Itest/unit
 UNIT_SRCS = test/unit/world.c $(CORE:.o=.c)
 
-test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/policy*.h test/unit/*.h)
+test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/core/*.h test/unit/*.h)
 	$(CC) $(UNIT_CFLAGS) $(MUTANT) -o $@ $< $(UNIT_SRCS)
 
 # The simulator: a short run here; long runs on demand (SIM_STEPS, SIM_SEEDS).
@@ -48,7 +48,18 @@ SIM_STEPS ?= 20000
 SIM_SEEDS ?= 1 2 3
 SIM_REPLAYS = 2372:3 44074:151 38071:229 52699:120 10153:122 26466:128
 
-unitcheck: test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
+# The policy core is pure C: it includes only C headers and its own.  (Its
+# unit tests build it with -Isrc/core alone, so a PostgreSQL header would not
+# even compile there; this names the offender.)
+corecheck:
+	@bad=$$(grep -nE '^[[:space:]]*#[[:space:]]*include' src/core/*.[ch] | \
+		grep -vE '#[[:space:]]*include[[:space:]]+(<(std[a-z]+|string|limits|inttypes)\.h>|"[a-z_]+\.h")' ; \
+		for h in $$(grep -ohE '#[[:space:]]*include[[:space:]]+"[^"]+"' src/core/*.[ch] | sed 's/.*"\(.*\)"/\1/' | sort -u); do \
+			[ -f src/core/$$h ] || echo "src/core includes \"$$h\", which is not in src/core"; done); \
+	if [ -n "$$bad" ]; then echo "$$bad"; echo "corecheck: the policy core must not include PostgreSQL headers" >&2; exit 1; fi; \
+	echo "ok 1 - src/core includes only C and core headers"
+
+unitcheck: corecheck test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
@@ -57,4 +68,4 @@ unitcheck: test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bi
 	done
 
 installcheck: unitcheck
-.PHONY: unitcheck
+.PHONY: unitcheck corecheck

@@ -56,9 +56,9 @@
  *	at once.
  *
  * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
- *	cc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Isrc -Itest/unit \
- *	   -o /tmp/sim test/unit/sim.c test/unit/world.c src/policy.c \
- *	   src/capacity.c src/preempt.c src/queue_order.c
+ *	cc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Isrc/core -Itest/unit \
+ *	   -o /tmp/sim test/unit/sim.c test/unit/world.c src/core/policy.c \
+ *	   src/core/capacity.c src/core/preempt.c src/core/queue_order.c
  *
  *-------------------------------------------------------------------------
  */

@@ -13,6 +13,40 @@
 
 #include "policy_int.h"
 
+static const char *const JobStateNames[QS_JOB_STATES] = {
+	[QS_RUNNABLE] = "RUNNABLE",
+	[QS_SCHEDULED] = "SCHEDULED",
+	[QS_STARTING] = "STARTING",
+	[QS_RUNNING] = "RUNNING",
+	[QS_SUCCEEDED] = "SUCCEEDED",
+	[QS_FAILED] = "FAILED",
+};
+
+/*
+ * QsJobStateName returns the name of a job state, as job.state holds it.
+ */
+const char *
+QsJobStateName(QsJobState state)
+{
+	return JobStateNames[state];
+}
+
+/*
+ * QsJobStateFromName sets *state to the state of a name; false when the
+ * name is none of them.
+ */
+bool
+QsJobStateFromName(const char *name, QsJobState *state)
+{
+	for (int s = 0; s < QS_JOB_STATES; s++)
+		if (strcmp(name, JobStateNames[s]) == 0)
+		{
+			*state = (QsJobState) s;
+			return true;
+		}
+	return false;
+}
+
 static const char *const StopNames[] = {
 	[QS_STOP_NONE] = NULL,
 	[QS_STOP_CROSS_SHARE] = "CROSS_SHARE_PREEMPTION",

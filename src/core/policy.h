@@ -31,13 +31,22 @@ typedef enum QsStrategy
 	QS_LEND_AND_BORROW
 } QsStrategy;
 
+/*
+ * The states of a job (SPEC 4), with one table of names (QsJobStateName).
+ * The policy sees only the first four: RUNNABLE jobs and those holding
+ * capacity.
+ */
 typedef enum QsJobState
 {
 	QS_RUNNABLE,
 	QS_SCHEDULED,
 	QS_STARTING,
-	QS_RUNNING
+	QS_RUNNING,
+	QS_SUCCEEDED,
+	QS_FAILED
 } QsJobState;
+
+#define QS_JOB_STATES (QS_FAILED + 1)
 
 /* A pending stop (job.stop_reason), or none. */
 typedef enum QsStop
@@ -218,6 +227,8 @@ typedef struct QsStopOutcome
 	const char *reason;
 } QsStopOutcome;
 
+extern const char *QsJobStateName(QsJobState state);
+extern bool QsJobStateFromName(const char *name, QsJobState *state);
 extern const char *QsStopName(QsStop stop);
 extern QsStop QsStopFromName(const char *name);
 extern int64_t QsAllowed(const QsShare *share, int unit);
