@@ -18,7 +18,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "jobs.h"
+#include "job_store.h"
+#include "query.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_claim);
@@ -72,62 +73,35 @@ LeaseArg(FunctionCallInfo fcinfo, int argno)
 	return lease;
 }
 
+static QsQuery QueueExistsQuery = {
+	"SELECT 1 FROM quota_sched.job_queue WHERE name = $1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
 /*
- * ClaimableIds picks the unclaimed SCHEDULED jobs a claim takes: of the
- * unit (NULL: any), oldest scheduled_at first then lowest id, up to
- * max_jobs, passing over a job that would take the total beyond
- * max_instances (0: no bound).  Rows other claims hold are skipped.
+ * RequireQueue raises invalid_parameter_value unless a job queue exists.
  */
-static Datum
-ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances)
+static void
+RequireQueue(const char *queue)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		args[2];
-	char		nulls[2] = {' ', unit ? ' ' : 'n'};
-	Portal		portal;
-	Datum	   *ids = palloc(sizeof(Datum) * max_jobs);
-	int			n = 0;
-	int64		instances = 0;
-	MemoryContext outer = CurrentMemoryContext;
+	Datum		arg = CStringGetTextDatum(queue);
 
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = unit ? CStringGetTextDatum(unit) : (Datum) 0;
-	portal = SPI_cursor_open_with_args(NULL,
-									   "SELECT id, instance_count FROM quota_sched.job"
-									   " WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL"
-									   "   AND ($2 IS NULL OR capacity_unit = $2)"
-									   " ORDER BY scheduled_at, id FOR UPDATE SKIP LOCKED",
-									   2, types, args, nulls, false, 0);
-	while (n < max_jobs)
-	{
-		bool		isnull;
+	if (QsQueryRun(&QueueExistsQuery, &arg, NULL, true, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("job queue \"%s\" does not exist", queue)));
+}
 
-		/* one row at a time: every row fetched stays locked */
-		SPI_cursor_fetch(portal, true, 1);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed && n < max_jobs; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			int32		count = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+/*
+ * StopTimeout returns quota_sched.stop_timeout as an interval.
+ */
+static Interval *
+StopTimeout(void)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
 
-			if (max_instances > 0 && instances + count > max_instances)
-				continue;
-			instances += count;
-			ids[n++] = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
-		}
-		SPI_freetuptable(SPI_tuptable);
-		if (max_instances > 0 && instances >= max_instances)
-			break;
-	}
-	SPI_cursor_close(portal);
-	{
-		MemoryContext old = MemoryContextSwitchTo(outer);
-		Datum		arr = PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-
-		MemoryContextSwitchTo(old);
-		return arr;
-	}
+	iv->time = (int64) QsStopTimeoutSeconds * USECS_PER_SEC;
+	return iv;
 }
 
 /*
@@ -168,21 +142,8 @@ qs_claim(PG_FUNCTION_ARGS)
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	QsRequireQueue(queue);
-	{
-		Oid			types[3] = {INT8ARRAYOID, TEXTOID, INTERVALOID};
-		Datum		args[3];
-
-		args[0] = ClaimableIds(queue, unit, max_jobs, max_instances);
-		args[1] = CStringGetTextDatum(agent);
-		args[2] = IntervalPGetDatum(lease);
-		if (SPI_execute_with_args("UPDATE quota_sched.job"
-								  "   SET state = 'STARTING', agent = $2, lease_until = now() + $3"
-								  " WHERE id = ANY ($1)",
-								  3, types, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "quota_sched: claim failed");
-		QsEmitJobs(rsinfo, "id = ANY ($1) ORDER BY scheduled_at, id", args[0]);
-	}
+	RequireQueue(queue);
+	QsEmitJobs(rsinfo, QsClaimJobs(queue, unit, max_jobs, max_instances, agent, lease));
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;
@@ -201,40 +162,123 @@ qs_heartbeat(PG_FUNCTION_ARGS)
 	char	   *agent = AgentArg(fcinfo, 0);
 	Interval   *lease = LeaseArg(fcinfo, 1);
 	QsSavedUser saved;
-	Oid			types[4] = {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID};
-	Datum		args[4];
 
 	InitMaterializedSRF(fcinfo, 0);
-	args[0] = CStringGetTextDatum(agent);
-	args[1] = IntervalPGetDatum(lease);
-	args[2] = IntervalPGetDatum(QsStopTimeout());
-
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	/* only jobs of the queues locked: a claim may commit in between */
-	args[3] = QsLockQueuesOfAgent(agent);
-	if (SPI_execute_with_args("UPDATE quota_sched.job"
-							  "   SET lease_until = CASE WHEN stop_requested_at IS NULL"
-							  "         THEN now() + $2"
-							  "         ELSE least(now() + $2, stop_requested_at + $3) END"
-							  " WHERE agent = $1 AND state IN ('STARTING', 'RUNNING')"
-							  "   AND job_queue = ANY ($4)"
-							  " RETURNING id, stop_reason",
-							  4, types, args, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "quota_sched: heartbeat failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		values[2];
-		bool		nulls[2];
-
-		values[0] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[0]);
-		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[1]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	QsExtendLeases(rsinfo, agent, lease, StopTimeout(), QsLockQueuesOfAgent(agent));
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;
+}
+
+/* What an agent reports of a job it holds (report, release). */
+typedef enum QsReport
+{
+	QS_REPORT_RUNNING,
+	QS_REPORT_SUCCEEDED,
+	QS_REPORT_FAILED,
+	QS_REPORT_STOPPED,
+	QS_REPORT_RELEASED
+} QsReport;
+
+/* The names report() takes, and the job state each reaches (-1: none). */
+static const char *const ReportNames[] = {
+	[QS_REPORT_RUNNING] = "RUNNING",
+	[QS_REPORT_SUCCEEDED] = "SUCCEEDED",
+	[QS_REPORT_FAILED] = "FAILED",
+	[QS_REPORT_STOPPED] = "STOPPED",
+};
+static const int ReportedStates[] = {
+	[QS_REPORT_RUNNING] = QS_RUNNING,
+	[QS_REPORT_SUCCEEDED] = QS_SUCCEEDED,
+	[QS_REPORT_FAILED] = QS_FAILED,
+	[QS_REPORT_STOPPED] = -1,
+	[QS_REPORT_RELEASED] = -1,
+};
+
+/*
+ * IsRepeat tells whether a report repeats the job's current state by the
+ * agent that holds or held it: a no-op, so that an agent may retry after a
+ * lost connection (SPEC 5.2).
+ */
+static bool
+IsRepeat(const QsJobRow *row, const char *agent, QsReport report)
+{
+	return ReportedStates[report] == (int) row->state &&
+		row->agent != NULL && strcmp(row->agent, agent) == 0;
+}
+
+/*
+ * IsHeldBy tells whether an agent holds a job: it claimed it and the job
+ * has not ended or gone back.
+ */
+static bool
+IsHeldBy(const QsJobRow *row, const char *agent)
+{
+	return row->agent != NULL && strcmp(row->agent, agent) == 0 &&
+		(row->state == QS_STARTING || row->state == QS_RUNNING);
+}
+
+/*
+ * AgentReport applies an agent's report on a job it holds, as that agent,
+ * and returns the job.  A report for a job the agent does not hold, or an
+ * illegal transition, changes nothing and raises an error.
+ */
+static Datum
+AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason)
+{
+	QsSavedUser saved;
+	QsJobRow	row;
+	Datum		result;
+
+	QsBeginSystemWrite(agent, &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	if (!QsLockJob(job_id, &row))
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
+	if (IsRepeat(&row, agent, report))
+		;						/* a retry: nothing to do */
+	else if (!IsHeldBy(&row, agent))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job " INT64_FORMAT " is not held by agent \"%s\"", job_id, agent),
+				 errdetail("The job is %s%s%s.", QsJobStateName(row.state),
+						   row.agent ? ", held by agent " : "",
+						   row.agent ? row.agent : "")));
+	else if (report == QS_REPORT_RUNNING)
+		QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
+	else if (report == QS_REPORT_SUCCEEDED)
+		QsChangeJob(job_id, QS_CHANGE_SUCCEEDED, reason);
+	else if (report == QS_REPORT_FAILED)
+	{
+		QsStopOutcome o = QsFailedOutcome(&row.job);
+
+		QsEndAttempt(job_id, o.action, o.counter, reason ? reason : "FAILED");
+	}
+	else if (row.job.stop != QS_STOP_NONE)
+	{
+		QsStopOutcome o = QsStoppedOutcome(&row.job);
+
+		QsEndAttempt(job_id, o.action, o.counter, o.reason);
+	}
+	else if (report == QS_REPORT_STOPPED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job " INT64_FORMAT " has no stop to acknowledge", job_id),
+				 errhint("STOPPED acknowledges a stop that heartbeat() returned; "
+						 "release() gives a job back.")));
+	else
+		QsEndAttempt(job_id, QS_REQUEUE, QS_COUNT_NONE, reason ? reason : "RELEASED");
+
+	result = QsReturnJob(job_id);
+	SPI_finish();
+	QsEndSystemWrite(&saved);
+	return result;
 }
 
 /*
@@ -243,14 +287,9 @@ qs_heartbeat(PG_FUNCTION_ARGS)
 static QsReport
 ReportedState(const char *state)
 {
-	if (strcmp(state, "RUNNING") == 0)
-		return QS_REPORT_RUNNING;
-	if (strcmp(state, "SUCCEEDED") == 0)
-		return QS_REPORT_SUCCEEDED;
-	if (strcmp(state, "FAILED") == 0)
-		return QS_REPORT_FAILED;
-	if (strcmp(state, "STOPPED") == 0)
-		return QS_REPORT_STOPPED;
+	for (int r = QS_REPORT_RUNNING; r <= QS_REPORT_STOPPED; r++)
+		if (strcmp(state, ReportNames[r]) == 0)
+			return (QsReport) r;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid reported state \"%s\"", state),
@@ -277,7 +316,7 @@ qs_report(PG_FUNCTION_ARGS)
 				 errmsg("job_id and state must not be null")));
 	job_id = PG_GETARG_INT64(0);
 	report = ReportedState(text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	return QsAgentReport(fcinfo, job_id, agent, report, reason);
+	return AgentReport(job_id, agent, report, reason);
 }
 
 /*
@@ -296,5 +335,5 @@ qs_release(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id must not be null")));
-	return QsAgentReport(fcinfo, PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason);
+	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason);
 }

@@ -2,7 +2,7 @@
  *
  * pass.c
  *		run_pass(): the scheduling pass of one queue, or of every queue in
- *		turn, in the caller's transaction.  Loads the snapshot, lets the
+ *		turn, in the caller's transaction.  Loads the queue's state, lets the
  *		policy core decide, and applies the decisions — or, with dry_run,
  *		only returns them.
  *
@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "pass.h"
+#include "query.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_run_pass);
@@ -36,7 +37,7 @@ static const char *const ActionNames[] = {
  * EmitDecisions appends the decisions of a pass to the result set.
  */
 static void
-EmitDecisions(QsSnapshot *snap, const QsOutput *out, Tuplestorestate *store,
+EmitDecisions(QsQueueState *qs, const QsOutput *out, Tuplestorestate *store,
 			  TupleDesc desc)
 {
 	for (int i = 0; i < out->ndecisions; i++)
@@ -47,7 +48,7 @@ EmitDecisions(QsSnapshot *snap, const QsOutput *out, Tuplestorestate *store,
 
 		values[0] = Int64GetDatum(d->job_id);
 		values[1] = CStringGetTextDatum(ActionNames[d->action]);
-		values[2] = CStringGetTextDatum(snap->in.shares[d->share].name);
+		values[2] = CStringGetTextDatum(qs->in.shares[d->share].name);
 		values[3] = d->reason ? CStringGetTextDatum(d->reason) : (Datum) 0;
 		tuplestore_putvalues(store, desc, values, nulls);
 	}
@@ -63,7 +64,7 @@ int
 QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDesc desc)
 {
 	QsSavedUser saved;
-	QsSnapshot	snap;
+	QsQueueState qs;
 	QsOutput	out;
 	TimestampTz started = GetCurrentTimestamp();
 	int			ndecisions = -1;
@@ -74,15 +75,15 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "quota_sched: SPI_connect failed");
-		if (QsLoadSnapshot(&snap, queue, GetCurrentTransactionStartTimestamp()))
+		if (QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
 		{
-			QsRunPass(&snap.in, &out);
+			QsRunPass(&qs.in, &out);
 			if (!dry_run)
-				QsApplyDecisions(&snap, &out, started);
+				QsApplyDecisions(&qs, &out, started);
 			if (store != NULL)
-				EmitDecisions(&snap, &out, store, desc);
+				EmitDecisions(&qs, &out, store, desc);
 			ndecisions = out.ndecisions;
-			QsCloseSnapshot(&snap);
+			QsFreeQueueState(&qs);
 		}
 		SPI_finish();
 	}
@@ -93,6 +94,11 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	PG_END_TRY();
 	return ndecisions;
 }
+
+static QsQuery AllQueuesQuery = {
+	"SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
+	0, {InvalidOid}, SPI_OK_SELECT
+};
 
 /*
  * QsAllQueues lists every job queue, in the C order of their names (the
@@ -105,14 +111,13 @@ QsAllQueues(void)
 	List	   *queues = NIL;
 	MemoryContext outer = CurrentMemoryContext;
 	QsSavedUser saved;
+	uint64		n;
 
-	QsBeginSystemWrite(NULL, &saved);
+	QsBecomeOwner(QsExtensionOwner(), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	if (SPI_execute("SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE \"C\"",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "quota_sched: could not list the job queues");
-	for (uint64 i = 0; i < SPI_processed; i++)
+	n = QsQueryRun(&AllQueuesQuery, NULL, NULL, true, 0);
+	for (uint64 i = 0; i < n; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(outer);
 
@@ -121,7 +126,7 @@ QsAllQueues(void)
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
-	QsEndSystemWrite(&saved);
+	QsRestoreUser(&saved);
 	return queues;
 }
 

@@ -24,7 +24,7 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "jobs.h"
+#include "job_store.h"
 #include "pass.h"
 #include "quota_sched.h"
 
@@ -57,7 +57,7 @@ RequireOwnerOrAdmin(Oid caller, const QsJobRow *row, const char *verb)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("role \"%s\" may not %s job " INT64_FORMAT ", which it does not own",
-						GetUserNameFromId(caller, false), verb, row->id),
+						GetUserNameFromId(caller, false), verb, row->job.id),
 				 errdetail("Owners %s their own jobs; admins any job.", verb)));
 }
 
@@ -71,12 +71,6 @@ FindJob(int64 job_id, QsJobRow *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
-}
-
-static bool
-StateIs(const QsJobRow *row, const char *state)
-{
-	return strcmp(row->state, state) == 0;
 }
 
 /*
@@ -106,24 +100,18 @@ qs_terminate(PG_FUNCTION_ARGS)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	FindJob(job_id, &row);
 	RequireOwnerOrAdmin(caller, &row, "terminate");
-	if (StateIs(&row, "SUCCEEDED") || StateIs(&row, "FAILED"))
+	if (row.state == QS_SUCCEEDED || row.state == QS_FAILED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("job " INT64_FORMAT " has already ended (%s)", job_id, row.state)));
+				 errmsg("job " INT64_FORMAT " has already ended (%s)", job_id,
+						QsJobStateName(row.state))));
 	if (row.agent == NULL)
 		QsEndAttempt(job_id, QS_FAIL, QS_COUNT_NONE, reason);
-	else if (row.policy.stop != QS_STOP_TERMINATED)
+	else if (row.job.stop != QS_STOP_TERMINATED)
 	{
-		Oid			types[2] = {INT8OID, TEXTOID};
-		Datum		args[2] = {Int64GetDatum(job_id), CStringGetTextDatum(reason)};
 		StringInfoData payload;
 
-		if (SPI_execute_with_args("UPDATE quota_sched.job"
-								  "   SET stop_reason = 'TERMINATED',"
-								  "       stop_requested_at = coalesce(stop_requested_at, now()),"
-								  "       status_reason = $2, status_reason_at = now()"
-								  " WHERE id = $1", 2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "quota_sched: could not terminate job " INT64_FORMAT, job_id);
+		QsChangeJob(job_id, QS_CHANGE_TERMINATE, reason);
 		initStringInfo(&payload);
 		appendStringInfo(&payload, "{\"job_id\":" INT64_FORMAT ",\"agent\":", job_id);
 		escape_json(&payload, row.agent);
@@ -139,154 +127,92 @@ qs_terminate(PG_FUNCTION_ARGS)
 /* The facts of a job that explain() reports. */
 typedef struct ExplainJob
 {
-	QsJob		job;
-	char	   *state;
-	char	   *share;
-	char	   *unit;
-	char	   *status_reason;
-	char	   *agent;
-	char	   *stop_reason;
-	bool		promised;
-	int64		position_in_share;
-	QsJobRow	row;			/* id, job_queue and owner */
+	QsJobRow	row;
+	int64		position_in_share;	/* among its share's RUNNABLE jobs */
+	int			position_in_queue;	/* in dispatch order; 0: not known */
+	const char *blocked_by;		/* NULL: nothing */
+	StringInfoData detail;
 } ExplainJob;
 
 /*
- * ReadExplainJob reads a job (without locking it, in a new snapshot like
- * the snapshot loader's) and its position in its share's order, into memory
- * of context outer.  Returns false when there is no such job.
+ * WaitsForever fills blocked_by and detail for a RUNNABLE job that waits
+ * for something a pass cannot change by dispatching (limits, victims, the
+ * environment), and tells whether it did.
  */
 static bool
-ReadExplainJob(int64 job_id, ExplainJob *ej, MemoryContext outer)
+WaitsForever(const QsQueueState *qs, ExplainJob *ej)
 {
-	Oid			type = INT8OID;
-	Datum		arg = Int64GetDatum(job_id);
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	MemoryContext old;
+	const QsJobRow *row = &ej->row;
 
-	if (SPI_execute_with_args("SELECT j.id, j.instance_count, j.priority, j.queued_at,"
-							  "       j.state, j.quota_share, j.capacity_unit, j.status_reason,"
-							  "       j.agent, j.stop_reason, j.promised_at IS NOT NULL,"
-							  "       (SELECT count(*) + 1 FROM quota_sched.job o"
-							  "         WHERE o.job_queue = j.job_queue AND o.quota_share = j.quota_share"
-							  "           AND o.state = 'RUNNABLE'"
-							  "           AND (o.priority > j.priority OR (o.priority = j.priority"
-							  "                AND (o.queued_at, o.id) < (j.queued_at, j.id)))),"
-							  "       j.job_queue, j.owner"
-							  "  FROM quota_sched.job j WHERE j.id = $1",
-							  1, &type, &arg, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "quota_sched: could not read job " INT64_FORMAT, job_id);
-	if (SPI_processed == 0)
-		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	old = MemoryContextSwitchTo(outer);
-	memset(ej, 0, sizeof(*ej));
-	ej->job.id = job_id;
-	ej->job.count = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-	ej->job.priority = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-	ej->job.queued_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
-	ej->job.promised_at = QS_NO_TIME;
-	ej->state = SPI_getvalue(tup, desc, 5);
-	ej->share = SPI_getvalue(tup, desc, 6);
-	ej->unit = SPI_getvalue(tup, desc, 7);
-	ej->status_reason = SPI_getvalue(tup, desc, 8);
-	ej->agent = SPI_getvalue(tup, desc, 9);
-	ej->stop_reason = SPI_getvalue(tup, desc, 10);
-	ej->promised = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
-	ej->position_in_share = DatumGetInt64(SPI_getbinval(tup, desc, 12, &isnull));
-	ej->row.id = job_id;
-	ej->row.job_queue = SPI_getvalue(tup, desc, 13);
-	ej->row.owner = SPI_getvalue(tup, desc, 14);
-	MemoryContextSwitchTo(old);
-	return true;
+	if (row->status_reason != NULL && strncmp(row->status_reason, "MISCONFIGURATION:", 17) == 0)
+	{
+		ej->blocked_by = "MISCONFIGURATION";
+		appendStringInfo(&ej->detail, "It needs %d x %s, more than its share or the environment "
+						 "can ever give (%s); it waits for the limits to change.",
+						 row->job.count, row->capacity_unit, row->status_reason + 17);
+		return true;
+	}
+	if (row->job.promised_at != QS_NO_TIME)
+	{
+		ej->blocked_by = "WAITING_FOR_VICTIMS";
+		appendStringInfoString(&ej->detail, "Room was made for it by preemption; it starts "
+							   "as soon as the preempted jobs have stopped.");
+		return true;
+	}
+	if (!qs->in.env_enabled)
+	{
+		ej->blocked_by = "ENVIRONMENT_DISABLED";
+		appendStringInfoString(&ej->detail, "The service environment is DISABLED: nothing is dispatched.");
+		return true;
+	}
+	return false;
 }
 
 /*
- * WaitReason fills blocked_by and detail for a RUNNABLE job from the policy
- * core's account of the invariant that keeps it waiting.
+ * DescribeCheck fills blocked_by and detail from the policy core's account
+ * of the invariant that keeps a RUNNABLE job waiting (job: the policy's
+ * view of it, with its share and unit indexes).
  */
 static void
-WaitReason(QsSnapshot *snap, ExplainJob *ej, const char **blocked_by, StringInfo detail)
+DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, QsWhy why)
 {
-	const QsShare *share;
-	QsWhy		why;
-	int64		cap;
-	int64		env;
+	const QsShare *share = &qs->in.shares[job->share];
+	const char *unit = ej->row.capacity_unit;
+	int64		cap = share->capacity[job->unit];
+	StringInfo	detail = &ej->detail;
 
-	if (ej->status_reason != NULL && strncmp(ej->status_reason, "MISCONFIGURATION:", 17) == 0)
-	{
-		*blocked_by = "MISCONFIGURATION";
-		appendStringInfo(detail, "It needs %d x %s, more than its share or the environment "
-						 "can ever give (%s); it waits for the limits to change.",
-						 ej->job.count, ej->unit, ej->status_reason + 17);
-		return;
-	}
-	if (ej->promised)
-	{
-		*blocked_by = "WAITING_FOR_VICTIMS";
-		appendStringInfoString(detail, "Room was made for it by preemption; it starts "
-							   "as soon as the preempted jobs have stopped.");
-		return;
-	}
-	if (!snap->in.env_enabled)
-	{
-		*blocked_by = "ENVIRONMENT_DISABLED";
-		appendStringInfoString(detail, "The service environment is DISABLED: nothing is dispatched.");
-		return;
-	}
-	ej->job.share = QsShareIndex(snap, ej->share);
-	ej->job.unit = QsUnitIndex(snap, ej->unit);
-	if (ej->job.share < 0 || ej->job.unit < 0)
-	{
-		*blocked_by = NULL;
-		appendStringInfoString(detail, "It changed while being explained; ask again.");
-		return;
-	}
-	share = &snap->in.shares[ej->job.share];
-	cap = share->capacity[ej->job.unit];
-	env = snap->in.units[ej->job.unit].env_limit;
-	why = QsExplainWait(&snap->in, &ej->job);
 	switch (why.check)
 	{
 		case QS_CHECK_OK:
-			*blocked_by = NULL;
+			ej->blocked_by = NULL;
 			appendStringInfoString(detail, "Nothing keeps it from starting: the next pass dispatches it.");
 			return;
 		case QS_CHECK_ALLOWED:
-			*blocked_by = share->strategy == QS_LEND_AND_BORROW ? "BORROW_LIMIT" : "OWN_CAPACITY_FULL";
+			ej->blocked_by = share->strategy == QS_LEND_AND_BORROW ? "BORROW_LIMIT" : "OWN_CAPACITY_FULL";
 			appendStringInfo(detail, "Quota share %s holds %lld x %s (its own capacity is %lld",
-							 share->name, (long long) why.usage, ej->unit, (long long) cap);
+							 share->name, (long long) why.usage, unit, (long long) cap);
 			if (share->strategy == QS_LEND_AND_BORROW)
 				appendStringInfo(detail, ", at most %lld with borrowing); it needs %d more.",
-								 (long long) why.allowed, ej->job.count);
+								 (long long) why.allowed, job->count);
 			else
 				appendStringInfo(detail, " and a %s share does not borrow); it needs %d more.",
-								 share->strategy == QS_LEND ? "LEND" : "RESERVE", ej->job.count);
+								 share->strategy == QS_LEND ? "LEND" : "RESERVE", job->count);
 			break;
 		case QS_CHECK_ENVIRONMENT:
-			*blocked_by = "ENVIRONMENT_FULL";
+			ej->blocked_by = "ENVIRONMENT_FULL";
 			appendStringInfo(detail, "The environment has %lld x %s, of which %lld are held; "
-							 "it needs %d.", (long long) env, ej->unit,
-							 (long long) why.env_usage, ej->job.count);
+							 "it needs %d.", (long long) qs->in.units[job->unit].env_limit, unit,
+							 (long long) why.env_usage, job->count);
 			break;
 		case QS_CHECK_SUPPLY:
+			ej->blocked_by = why.must_borrow ? "NO_BORROWABLE_SUPPLY" : "OWN_CAPACITY_LENT";
 			if (why.must_borrow)
-			{
-				*blocked_by = "NO_BORROWABLE_SUPPLY";
 				appendStringInfo(detail, "It must borrow %s beyond quota share %s's own %lld, and "
 								 "the idle capacity lenders can lend (less what their own "
-								 "waiting jobs want) is not enough.",
-								 ej->unit, share->name, (long long) cap);
-			}
+								 "waiting jobs want) is not enough.", unit, share->name, (long long) cap);
 			else
-			{
-				*blocked_by = "OWN_CAPACITY_LENT";
 				appendStringInfo(detail, "Quota share %s's idle %s is lent to other shares; "
-								 "it is taken back by preemption.", share->name, ej->unit);
-			}
+								 "it is taken back by preemption.", share->name, unit);
 			break;
 	}
 	if (why.in_future)
@@ -295,8 +221,91 @@ WaitReason(QsSnapshot *snap, ExplainJob *ej, const char **blocked_by, StringInfo
 }
 
 /*
- * qs_explain(job_id) RETURNS jsonb: why a job waits (SPEC 7), with the keys
- * state, position_in_share, position_in_queue, blocked_by and detail.
+ * ExplainRunnable explains why a RUNNABLE job waits, from its queue's
+ * state as a pass would read it now, and finds its position in the queue.
+ */
+static void
+ExplainRunnable(ExplainJob *ej)
+{
+	QsQueueState qs;
+	QsJob		job = ej->row.job;
+
+	if (!QsLoadQueueState(&qs, ej->row.job_queue, GetCurrentTransactionStartTimestamp()))
+		elog(ERROR, "quota_sched: job queue \"%s\" vanished", ej->row.job_queue);
+	job.share = QsShareIndex(&qs, ej->row.quota_share);
+	job.unit = QsUnitIndex(&qs, ej->row.capacity_unit);
+	job.promised_at = QS_NO_TIME;
+	if (WaitsForever(&qs, ej))
+		;
+	else if (job.share < 0 || job.unit < 0)
+		appendStringInfoString(&ej->detail, "It changed while being explained; ask again.");
+	else
+		DescribeCheck(&qs, ej, &job, QsExplainWait(&qs.in, &job));
+	ej->position_in_queue = QsQueuePosition(&qs.in, job.id, QS_QUEUE_HORIZON);
+	QsFreeQueueState(&qs);
+}
+
+/*
+ * ExplainNotRunnable says what became of a job that does not wait: it
+ * waits for an agent, runs, or has ended.
+ */
+static void
+ExplainNotRunnable(ExplainJob *ej)
+{
+	const QsJobRow *row = &ej->row;
+	const char *stop = QsStopName(row->job.stop);
+
+	if (row->state == QS_SCHEDULED)
+	{
+		ej->blocked_by = "WAITING_FOR_AGENT";
+		appendStringInfoString(&ej->detail, "It was dispatched; no agent has claimed it yet.");
+	}
+	else if (row->agent != NULL && (row->state == QS_STARTING || row->state == QS_RUNNING))
+		appendStringInfo(&ej->detail, "Agent %s holds it%s%s.", row->agent,
+						 stop ? "; a stop was requested: " : "", stop ? stop : "");
+	else
+		appendStringInfo(&ej->detail, "It has ended%s%s.", row->status_reason ? ": " : "",
+						 row->status_reason ? row->status_reason : "");
+}
+
+/*
+ * ExplainJson returns explain()'s answer: job_id, state, quota_share,
+ * position_in_share, position_in_queue, blocked_by and detail.
+ */
+static Datum
+ExplainJson(const ExplainJob *ej)
+{
+	bool		runnable = ej->row.state == QS_RUNNABLE;
+	StringInfoData json;
+
+	initStringInfo(&json);
+	appendStringInfo(&json, "{\"job_id\": " INT64_FORMAT ", \"state\": ", ej->row.job.id);
+	escape_json(&json, QsJobStateName(ej->row.state));
+	appendStringInfoString(&json, ", \"quota_share\": ");
+	escape_json(&json, ej->row.quota_share);
+	if (runnable)
+		appendStringInfo(&json, ", \"position_in_share\": " INT64_FORMAT, ej->position_in_share);
+	else
+		appendStringInfoString(&json, ", \"position_in_share\": null");
+	if (runnable && ej->position_in_queue > 0)
+		appendStringInfo(&json, ", \"position_in_queue\": %d", ej->position_in_queue);
+	else
+		appendStringInfoString(&json, ", \"position_in_queue\": null");
+	appendStringInfoString(&json, ", \"blocked_by\": ");
+	if (ej->blocked_by)
+		escape_json(&json, ej->blocked_by);
+	else
+		appendStringInfoString(&json, "null");
+	appendStringInfoString(&json, ", \"detail\": ");
+	escape_json(&json, ej->detail.data);
+	appendStringInfoChar(&json, '}');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+}
+
+/*
+ * qs_explain(job_id) RETURNS jsonb: why a job waits (SPEC 7).  It reads
+ * the job (without locking it, in a new snapshot, as a pass reads) and its
+ * queue as the extension's owner, and writes nothing.
  */
 Datum
 qs_explain(PG_FUNCTION_ARGS)
@@ -305,75 +314,29 @@ qs_explain(PG_FUNCTION_ARGS)
 	int64		job_id;
 	QsSavedUser saved;
 	ExplainJob	ej;
-	QsSnapshot	snap;
-	const char *blocked_by = NULL;
-	StringInfoData detail;
-	StringInfoData json;
-	int			position_in_queue = 0;
-	bool		runnable;
-	MemoryContext outer;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id must not be null")));
 	job_id = PG_GETARG_INT64(0);
-	initStringInfo(&detail);
-	outer = CurrentMemoryContext;
-	QsBeginSystemWrite(GetUserNameFromId(caller, false), &saved);
+	memset(&ej, 0, sizeof(ej));
+	initStringInfo(&ej.detail);
+	QsBecomeOwner(QsExtensionOwner(), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	if (!ReadExplainJob(job_id, &ej, outer))
+	if (!QsReadJobPosition(job_id, &ej.row, &ej.position_in_share))
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
 	RequireOwnerOrAdmin(caller, &ej.row, "explain");
-	runnable = strcmp(ej.state, "RUNNABLE") == 0;
-	if (runnable)
-	{
-		if (!QsLoadSnapshot(&snap, ej.row.job_queue, GetCurrentTransactionStartTimestamp()))
-			elog(ERROR, "quota_sched: job queue \"%s\" vanished", ej.row.job_queue);
-		WaitReason(&snap, &ej, &blocked_by, &detail);
-		position_in_queue = QsQueuePosition(&snap.in, job_id, QS_QUEUE_HORIZON);
-		QsCloseSnapshot(&snap);
-	}
-	else if (strcmp(ej.state, "SCHEDULED") == 0)
-	{
-		blocked_by = "WAITING_FOR_AGENT";
-		appendStringInfoString(&detail, "It was dispatched; no agent has claimed it yet.");
-	}
-	else if (ej.agent != NULL && (strcmp(ej.state, "STARTING") == 0 || strcmp(ej.state, "RUNNING") == 0))
-		appendStringInfo(&detail, "Agent %s holds it%s%s.", ej.agent,
-						 ej.stop_reason ? "; a stop was requested: " : "",
-						 ej.stop_reason ? ej.stop_reason : "");
+	if (ej.row.state == QS_RUNNABLE)
+		ExplainRunnable(&ej);
 	else
-		appendStringInfo(&detail, "It has ended%s%s.", ej.status_reason ? ": " : "",
-						 ej.status_reason ? ej.status_reason : "");
+		ExplainNotRunnable(&ej);
 	SPI_finish();
-	QsEndSystemWrite(&saved);
-
-	initStringInfo(&json);
-	appendStringInfo(&json, "{\"job_id\": " INT64_FORMAT ", \"state\": ", job_id);
-	escape_json(&json, ej.state);
-	appendStringInfoString(&json, ", \"quota_share\": ");
-	escape_json(&json, ej.share);
-	if (runnable)
-		appendStringInfo(&json, ", \"position_in_share\": " INT64_FORMAT, ej.position_in_share);
-	else
-		appendStringInfoString(&json, ", \"position_in_share\": null");
-	if (runnable && position_in_queue > 0)
-		appendStringInfo(&json, ", \"position_in_queue\": %d", position_in_queue);
-	else
-		appendStringInfoString(&json, ", \"position_in_queue\": null");
-	appendStringInfoString(&json, ", \"blocked_by\": ");
-	if (blocked_by)
-		escape_json(&json, blocked_by);
-	else
-		appendStringInfoString(&json, "null");
-	appendStringInfoString(&json, ", \"detail\": ");
-	escape_json(&json, detail.data);
-	appendStringInfoChar(&json, '}');
-	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data)));
+	QsRestoreUser(&saved);
+	PG_RETURN_DATUM(ExplainJson(&ej));
 }
 
 /*
@@ -390,7 +353,7 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 	char	   *queue;
 	int			max_jobs = PG_ARGISNULL(1) ? 100 : PG_GETARG_INT32(1);
 	QsSavedUser saved;
-	QsSnapshot	snap;
+	QsQueueState qs;
 	QsQueueEntry *entries;
 	int			n;
 
@@ -406,15 +369,15 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 	queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	InitMaterializedSRF(fcinfo, 0);
 
-	QsBeginSystemWrite(NULL, &saved);
+	QsBecomeOwner(QsExtensionOwner(), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	if (!QsLoadSnapshot(&snap, queue, GetCurrentTransactionStartTimestamp()))
+	if (!QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job queue \"%s\" does not exist", queue)));
-	entries = palloc(sizeof(QsQueueEntry) * (max_jobs + snap.in.nshares + 1));
-	n = QsQueueOrder(&snap.in, max_jobs, QS_QUEUE_HORIZON, entries);
+	entries = palloc(sizeof(QsQueueEntry) * (max_jobs + qs.in.nshares + 1));
+	n = QsQueueOrder(&qs.in, max_jobs, QS_QUEUE_HORIZON, entries);
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[5];
@@ -422,13 +385,13 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 
 		values[0] = Int32GetDatum(entries[i].position);
 		values[1] = Int64GetDatum(entries[i].job.id);
-		values[2] = CStringGetTextDatum(snap.in.shares[entries[i].job.share].name);
+		values[2] = CStringGetTextDatum(qs.in.shares[entries[i].job.share].name);
 		values[3] = Int32GetDatum(entries[i].job.priority);
 		values[4] = TimestampTzGetDatum(entries[i].job.queued_at);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	QsCloseSnapshot(&snap);
+	QsFreeQueueState(&qs);
 	SPI_finish();
-	QsEndSystemWrite(&saved);
+	QsRestoreUser(&saved);
 	return (Datum) 0;
 }

@@ -1,0 +1,478 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_store.c
+ *		The job store (job_store.h): the typed job row, decoded by column
+ *		name, and the reads and writes of single jobs and of an agent's
+ *		jobs.  The pass's set-based reads and writes are in
+ *		job_store_pass.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "job_store.h"
+#include "query.h"
+#include "quota_sched.h"
+
+/* The fields of QsJobRow, by the name of the column they come from. */
+typedef enum JobField
+{
+	JF_ID,
+	JF_INSTANCE_COUNT,
+	JF_PRIORITY,
+	JF_STATE,
+	JF_QUEUED_AT,
+	JF_SCHEDULED_AT,
+	JF_PROMISED_AT,
+	JF_LEASE_UNTIL,
+	JF_DEADLINE,
+	JF_STOP_REASON,
+	JF_AGENT,
+	JF_PREEMPTED_FOR,
+	JF_FAILED_ATTEMPTS,
+	JF_MAX_ATTEMPTS,
+	JF_PREEMPTION_COUNT,
+	JF_PREEMPTION_RETRIES,
+	JF_JOB_QUEUE,
+	JF_QUOTA_SHARE,
+	JF_CAPACITY_UNIT,
+	JF_OWNER,
+	JF_STATUS_REASON,
+	JF_COUNT
+} JobField;
+
+static const char *const JobFieldNames[JF_COUNT] = {
+	"id", "instance_count", "priority", "state", "queued_at", "scheduled_at",
+	"promised_at", "lease_until", "deadline", "stop_reason", "agent",
+	"preempted_for", "failed_attempts", "max_attempts", "preemption_count",
+	"preemption_retries", "job_queue", "quota_share", "capacity_unit", "owner",
+	"status_reason"
+};
+
+StaticAssertDecl(JF_COUNT <= lengthof(((QsJobDecoder *) 0)->attnums),
+				 "QsJobDecoder.attnums is too short");
+
+/*
+ * QsJobDecoderInit looks up, once for a result set, which of its columns
+ * hold the fields of a job row.
+ */
+void
+QsJobDecoderInit(QsJobDecoder *decoder, TupleDesc desc)
+{
+	decoder->desc = desc;
+	for (int f = 0; f < JF_COUNT; f++)
+	{
+		decoder->attnums[f] = 0;
+		for (int i = 0; i < desc->natts; i++)
+			if (strcmp(NameStr(TupleDescAttr(desc, i)->attname), JobFieldNames[f]) == 0)
+				decoder->attnums[f] = i + 1;
+	}
+}
+
+/* Field f of a tuple, or NULL when it is null or was not selected. */
+static bool
+FieldValue(const QsJobDecoder *d, HeapTuple tuple, JobField f, Datum *value)
+{
+	bool		isnull;
+
+	if (d->attnums[f] == 0)
+		return false;
+	*value = SPI_getbinval(tuple, d->desc, d->attnums[f], &isnull);
+	return !isnull;
+}
+
+static int32
+FieldInt32(const QsJobDecoder *d, HeapTuple tuple, JobField f)
+{
+	Datum		v;
+
+	return FieldValue(d, tuple, f, &v) ? DatumGetInt32(v) : 0;
+}
+
+static QsTime
+FieldTime(const QsJobDecoder *d, HeapTuple tuple, JobField f)
+{
+	Datum		v;
+
+	return FieldValue(d, tuple, f, &v) ? DatumGetTimestampTz(v) : QS_NO_TIME;
+}
+
+static char *
+FieldText(const QsJobDecoder *d, HeapTuple tuple, JobField f)
+{
+	Datum		v;
+
+	if (!FieldValue(d, tuple, f, &v))
+		return NULL;
+	return f == JF_OWNER ? pstrdup(NameStr(*DatumGetName(v))) : TextDatumGetCString(v);
+}
+
+/*
+ * QsJobDecode decodes one row into the current memory context.  Fields not
+ * selected are zero, NULL, or QS_NO_TIME; share and unit indexes are -1
+ * (the snapshot loader knows them).
+ */
+void
+QsJobDecode(const QsJobDecoder *d, HeapTuple tuple, QsJobRow *row)
+{
+	QsJob	   *job = &row->job;
+	Datum		v;
+	char	   *text;
+
+	memset(row, 0, sizeof(*row));
+	job->id = FieldValue(d, tuple, JF_ID, &v) ? DatumGetInt64(v) : 0;
+	job->share = job->unit = -1;
+	job->count = FieldInt32(d, tuple, JF_INSTANCE_COUNT);
+	job->priority = FieldInt32(d, tuple, JF_PRIORITY);
+	if ((text = FieldText(d, tuple, JF_STATE)) != NULL &&
+		!QsJobStateFromName(text, &row->state))
+		elog(ERROR, "quota_sched: job " INT64_FORMAT " has an unknown state \"%s\"",
+			 job->id, text);
+	job->state = row->state;
+	job->queued_at = FieldTime(d, tuple, JF_QUEUED_AT);
+	job->scheduled_at = FieldTime(d, tuple, JF_SCHEDULED_AT);
+	job->promised_at = FieldTime(d, tuple, JF_PROMISED_AT);
+	job->lease_until = FieldTime(d, tuple, JF_LEASE_UNTIL);
+	job->deadline = FieldTime(d, tuple, JF_DEADLINE);
+	job->stop = QsStopFromName(FieldText(d, tuple, JF_STOP_REASON));
+	row->agent = FieldText(d, tuple, JF_AGENT);
+	job->claimed = row->agent != NULL;
+	job->preempted_for = FieldValue(d, tuple, JF_PREEMPTED_FOR, &v) ? DatumGetInt64(v) : 0;
+	job->failed_attempts = FieldInt32(d, tuple, JF_FAILED_ATTEMPTS);
+	job->max_attempts = FieldInt32(d, tuple, JF_MAX_ATTEMPTS);
+	job->preemption_count = FieldInt32(d, tuple, JF_PREEMPTION_COUNT);
+	job->preemption_retries = FieldInt32(d, tuple, JF_PREEMPTION_RETRIES);
+	row->job_queue = FieldText(d, tuple, JF_JOB_QUEUE);
+	row->quota_share = FieldText(d, tuple, JF_QUOTA_SHARE);
+	row->capacity_unit = FieldText(d, tuple, JF_CAPACITY_UNIT);
+	row->owner = FieldText(d, tuple, JF_OWNER);
+	row->status_reason = FieldText(d, tuple, JF_STATUS_REASON);
+}
+
+/*
+ * DecodeFirst decodes the first row of the last result, in the memory of
+ * context cxt; false when there was none.
+ */
+static bool
+DecodeFirst(QsJobRow *row, MemoryContext cxt)
+{
+	QsJobDecoder decoder;
+	MemoryContext old;
+
+	if (SPI_processed == 0)
+		return false;
+	QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
+	old = MemoryContextSwitchTo(cxt);
+	QsJobDecode(&decoder, SPI_tuptable->vals[0], row);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+static QsQuery JobQueueQuery = {
+	"SELECT job_queue FROM quota_sched.job WHERE id = $1",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+static QsQuery LockJobQuery = {
+	"SELECT id, job_queue, owner, state, agent, stop_reason, failed_attempts,"
+	"       max_attempts, preemption_count,"
+	"       coalesce(preemption_retries, -1) AS preemption_retries"
+	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsLockJob takes the lock of a job's queue in shared mode, then the job's
+ * row, and reads it into the caller's memory.  Returns false when there is
+ * no such job.
+ */
+bool
+QsLockJob(int64 job_id, QsJobRow *row)
+{
+	Datum		arg = Int64GetDatum(job_id);
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (QsQueryRun(&JobQueueQuery, &arg, NULL, true, 1) == 0)
+		return false;
+	QsLockQueue(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
+	QsQueryRun(&LockJobQuery, &arg, NULL, false, 1);
+	return DecodeFirst(row, outer);
+}
+
+static QsQuery JobPositionQuery = {
+	"SELECT j.id, j.instance_count, j.priority, j.queued_at, j.state, j.quota_share,"
+	"       j.capacity_unit, j.status_reason, j.agent, j.stop_reason, j.promised_at,"
+	"       j.job_queue, j.owner,"
+	"       (SELECT count(*) + 1 FROM quota_sched.job o"
+	"         WHERE o.job_queue = j.job_queue AND o.quota_share = j.quota_share"
+	"           AND o.state = 'RUNNABLE'"
+	"           AND (o.priority > j.priority OR (o.priority = j.priority"
+	"                AND (o.queued_at, o.id) < (j.queued_at, j.id)))) AS position"
+	"  FROM quota_sched.job j WHERE j.id = $1",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsReadJobPosition reads a job without locking it (in a new snapshot, as
+ * the snapshot loader reads), with its position among its share's RUNNABLE
+ * jobs in share order, into the caller's memory.  Returns false when there
+ * is no such job.
+ */
+bool
+QsReadJobPosition(int64 job_id, QsJobRow *row, int64 *position_in_share)
+{
+	Datum		arg = Int64GetDatum(job_id);
+	bool		isnull;
+
+	if (QsQueryRun(&JobPositionQuery, &arg, NULL, false, 1) == 0)
+		return false;
+	*position_in_share = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc,
+													 SPI_fnumber(SPI_tuptable->tupdesc,
+																 "position"),
+													 &isnull));
+	return DecodeFirst(row, CurrentMemoryContext);
+}
+
+/*
+ * QsEndAttempt ends a held job's attempt as the pass does: back to RUNNABLE
+ * or to FAILED, with the counter and the reason given.
+ */
+void
+QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reason)
+{
+	QsDecision	d;
+	QsOutput	out;
+
+	memset(&d, 0, sizeof(d));
+	memset(&out, 0, sizeof(out));
+	d.action = action;
+	d.job_id = job_id;
+	d.counter = counter;
+	d.reason = reason;
+	out.ndecisions = 1;
+	out.decisions = &d;
+	QsWriteEnds(&out, GetCurrentTransactionStartTimestamp());
+}
+
+/* What an agent or a user makes of one job (QsChangeJob); $2 is the reason. */
+static QsQuery JobChangeQueries[] = {
+	[QS_CHANGE_RUNNING] = {
+		"UPDATE quota_sched.job SET state = 'RUNNING', started_at = now() WHERE id = $1",
+		2, {INT8OID, TEXTOID}, SPI_OK_UPDATE
+	},
+	[QS_CHANGE_SUCCEEDED] = {
+		"UPDATE quota_sched.job SET state = 'SUCCEEDED', lease_until = NULL,"
+		"       stop_reason = NULL, stop_requested_at = NULL, stopped_at = now(),"
+		"       status_reason = $2, status_reason_at = now()"
+		" WHERE id = $1",
+		2, {INT8OID, TEXTOID}, SPI_OK_UPDATE
+	},
+	[QS_CHANGE_TERMINATE] = {
+		"UPDATE quota_sched.job"
+		"   SET stop_reason = 'TERMINATED',"
+		"       stop_requested_at = coalesce(stop_requested_at, now()),"
+		"       status_reason = $2, status_reason_at = now()"
+		" WHERE id = $1",
+		2, {INT8OID, TEXTOID}, SPI_OK_UPDATE
+	},
+};
+
+/*
+ * QsChangeJob records what became of a held job: its agent reports that it
+ * runs, or that it succeeded (a pending stop is then void), or a user
+ * terminates it (it fails when it stops, keeping the reason given; a stop
+ * already pending keeps its time).
+ */
+void
+QsChangeJob(int64 job_id, QsJobChange change, const char *reason)
+{
+	Datum		args[2] = {Int64GetDatum(job_id), reason ? CStringGetTextDatum(reason) : (Datum) 0};
+	char		nulls[2] = {' ', reason ? ' ' : 'n'};
+
+	QsQueryRun(&JobChangeQueries[change], args, nulls, false, 0);
+}
+
+static QsQuery ReturnJobQuery = {
+	"SELECT * FROM quota_sched.job WHERE id = $1",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsReturnJob returns the row of a job as a function's result, copied out
+ * of SPI's memory.
+ */
+Datum
+QsReturnJob(int64 job_id)
+{
+	Datum		arg = Int64GetDatum(job_id);
+
+	/* not read-only: the row was just written */
+	if (QsQueryRun(&ReturnJobQuery, &arg, NULL, false, 1) != 1)
+		elog(ERROR, "quota_sched: could not read job " INT64_FORMAT, job_id);
+	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
+}
+
+static QsQuery ClaimableQuery = {
+	"SELECT id, instance_count FROM quota_sched.job"
+	" WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL"
+	"   AND ($2::text IS NULL OR capacity_unit = $2)"
+	" ORDER BY scheduled_at, id FOR UPDATE SKIP LOCKED",
+	2, {TEXTOID, TEXTOID}, SPI_OK_CURSOR
+};
+
+/*
+ * ClaimableIds picks the unclaimed SCHEDULED jobs a claim takes: of the
+ * unit (NULL: any), oldest scheduled_at first then lowest id, up to
+ * max_jobs, passing over a job that would take the total beyond
+ * max_instances (0: no bound).  Rows other claims hold are skipped; every
+ * row fetched stays locked until the transaction ends.  Returns a bigint[]
+ * in the caller's memory.
+ */
+static Datum
+ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances)
+{
+	Datum		args[2] = {CStringGetTextDatum(queue), unit ? CStringGetTextDatum(unit) : (Datum) 0};
+	char		nulls[2] = {' ', unit ? ' ' : 'n'};
+	Datum	   *ids = palloc(sizeof(Datum) * max_jobs);
+	int			n = 0;
+	int64		instances = 0;
+	Portal		portal = SPI_cursor_open(NULL, QsQueryPlan(&ClaimableQuery), args, nulls, false);
+
+	while (n < max_jobs && (max_instances == 0 || instances < max_instances))
+	{
+		bool		isnull;
+		int32		count;
+
+		/* one row at a time: every row fetched stays locked */
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+		count = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		if (max_instances == 0 || instances + count <= max_instances)
+		{
+			instances += count;
+			ids[n++] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	return PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+}
+
+static QsQuery ClaimQuery = {
+	"UPDATE quota_sched.job"
+	"   SET state = 'STARTING', agent = $2, lease_until = now() + $3"
+	" WHERE id = ANY ($1)",
+	3, {INT8ARRAYOID, TEXTOID, INTERVALOID}, SPI_OK_UPDATE
+};
+
+/*
+ * QsClaimJobs gives an agent the jobs ClaimableIds picks: STARTING, held
+ * by the agent until now + lease.  Returns their ids as a bigint[].
+ */
+Datum
+QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances,
+			const char *agent, Interval *lease)
+{
+	Datum		args[3];
+
+	args[0] = ClaimableIds(queue, unit, max_jobs, max_instances);
+	args[1] = CStringGetTextDatum(agent);
+	args[2] = IntervalPGetDatum(lease);
+	QsQueryRun(&ClaimQuery, args, NULL, false, 0);
+	return args[0];
+}
+
+static QsQuery EmitJobsQuery = {
+	"SELECT * FROM quota_sched.job WHERE id = ANY ($1) ORDER BY scheduled_at, id",
+	1, {INT8ARRAYOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsEmitJobs appends the jobs of a bigint[] to a materialized result of
+ * SETOF quota_sched.job, oldest scheduled_at first.
+ */
+void
+QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids)
+{
+	/* not read-only: the rows were just written */
+	QsQueryRun(&EmitJobsQuery, &ids, NULL, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+}
+
+static QsQuery QueuesOfAgentQuery = {
+	"SELECT DISTINCT job_queue COLLATE \"C\" FROM quota_sched.job"
+	" WHERE agent = $1 AND state IN ('STARTING', 'RUNNING')"
+	" ORDER BY 1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsLockQueuesOfAgent takes, in shared mode and in the C order of their
+ * names (the order every caller that locks several queues uses), the locks
+ * of the queues where an agent holds jobs, and returns them as a text[] in
+ * the caller's memory.
+ */
+Datum
+QsLockQueuesOfAgent(const char *agent)
+{
+	Datum		arg = CStringGetTextDatum(agent);
+	uint64		n = QsQueryRun(&QueuesOfAgentQuery, &arg, NULL, false, 0);
+	Datum	   *queues = palloc(sizeof(Datum) * (n + 1));
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		char	   *queue = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+		queues[i] = CStringGetTextDatum(queue);
+		QsLockQueue(queue, false);
+	}
+	return PointerGetDatum(construct_array(queues, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+static QsQuery ExtendLeasesQuery = {
+	"UPDATE quota_sched.job"
+	"   SET lease_until = CASE WHEN stop_requested_at IS NULL"
+	"         THEN now() + $2"
+	"         ELSE least(now() + $2, stop_requested_at + $3) END"
+	" WHERE agent = $1 AND state IN ('STARTING', 'RUNNING')"
+	"   AND job_queue = ANY ($4)"
+	" RETURNING id, stop_reason",
+	4, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID}, SPI_OK_UPDATE_RETURNING
+};
+
+/*
+ * QsExtendLeases extends the leases of the jobs an agent holds in the
+ * queues given (whose locks the caller holds) and appends (job_id,
+ * stop_reason) of each to a materialized result.  The lease of a job whose
+ * stop was requested never goes beyond stop_requested_at + stop_timeout.
+ */
+void
+QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, Interval *lease,
+			   Interval *stop_timeout, Datum queues)
+{
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(agent);
+	args[1] = IntervalPGetDatum(lease);
+	args[2] = IntervalPGetDatum(stop_timeout);
+	args[3] = queues;
+	QsQueryRun(&ExtendLeasesQuery, args, NULL, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2];
+
+		values[0] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[0]);
+		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[1]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}

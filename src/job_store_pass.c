@@ -1,0 +1,505 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_store_pass.c
+ *		The job store's reads and writes for a pass (job_store.h): the jobs
+ *		holding capacity, promised and timed-out jobs, the RUNNABLE jobs of
+ *		a share and unit in batches along the share-order index, and the
+ *		set-based writes of a pass's decisions, one statement per kind of
+ *		change.  (job_event rows follow from the history trigger.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "job_store.h"
+#include "query.h"
+
+/*
+ * ReadJobs runs a query that selects job rows and decodes them into the
+ * caller's memory.
+ */
+static QsJobRows
+ReadJobs(QsQuery *query, Datum *args, const char *nulls)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	QsJobRows	result;
+	QsJobDecoder decoder;
+
+	result.n = QsQueryRun(query, args, nulls, false, 0);
+	result.rows = palloc0(sizeof(QsJobRow) * (result.n + 1));
+	QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
+	for (int i = 0; i < result.n; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		QsJobDecode(&decoder, SPI_tuptable->vals[i], &result.rows[i]);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return result;
+}
+
+/* The jobs a pass always reads, by kind (QsJobSet). */
+static QsQuery JobSetQueries[] = {
+	[QS_HELD_JOBS] = {
+		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+		" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')",
+		1, {TEXTOID}, SPI_OK_SELECT
+	},
+	[QS_PROMISED_JOBS] = {
+		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+		" WHERE job_queue = $1 AND state = 'RUNNABLE' AND promised_at IS NOT NULL",
+		1, {TEXTOID}, SPI_OK_SELECT
+	},
+	[QS_EXPIRED_JOBS] = {
+		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+		" WHERE job_queue = $1 AND state = 'RUNNABLE'"
+		"   AND status_reason LIKE 'MISCONFIGURATION:%'"
+		"   AND status_reason_at + $2 < now()",
+		2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT
+	},
+};
+
+/*
+ * QsReadJobSet reads the jobs of a queue that hold capacity, that hold a
+ * promise, or that have been misconfigured for longer than the queue's
+ * runnable_timeout (SPEC 3.9; only this one uses runnable_timeout).
+ */
+QsJobRows
+QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout)
+{
+	Datum		args[2] = {CStringGetTextDatum(queue), PointerGetDatum(runnable_timeout)};
+
+	return ReadJobs(&JobSetQueries[set], args, NULL);
+}
+
+static QsQuery RunnablePairsQuery = {
+	"WITH RECURSIVE p(quota_share, capacity_unit) AS ("
+	"  (SELECT quota_share, capacity_unit FROM quota_sched.job"
+	"    WHERE job_queue = $1 AND state = 'RUNNABLE'"
+	"    ORDER BY quota_share, capacity_unit LIMIT 1)"
+	"  UNION ALL"
+	"  SELECT n.quota_share, n.capacity_unit FROM p, LATERAL ("
+	"    SELECT j.quota_share, j.capacity_unit FROM quota_sched.job j"
+	"     WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
+	"       AND (j.quota_share, j.capacity_unit) > (p.quota_share, p.capacity_unit)"
+	"     ORDER BY j.quota_share, j.capacity_unit LIMIT 1) n)"
+	" SELECT quota_share, capacity_unit FROM p",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsReadRunnablePairs lists the (share, unit) pairs of a queue that have
+ * RUNNABLE jobs, as a list of share, unit, share, unit... in the caller's
+ * memory: a loose index scan, one probe per pair.
+ */
+List *
+QsReadRunnablePairs(const char *queue)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	Datum		arg = CStringGetTextDatum(queue);
+	List	   *pairs = NIL;
+	uint64		n = QsQueryRun(&RunnablePairsQuery, &arg, NULL, false, 0);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		pairs = lappend(pairs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		pairs = lappend(pairs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+		MemoryContextSwitchTo(old);
+	}
+	return pairs;
+}
+
+/*
+ * The RUNNABLE jobs of a share and unit after a position in share order,
+ * with fewer instances than $4, in batches of growing size.  Each batch
+ * size is a statement of its own with a constant LIMIT, which keeps the
+ * plan an ordered walk of the share-order index whatever the statistics
+ * say: a plan that sorted a share's whole backlog would make the cost of a
+ * pass grow with it.  ("+ 0": a filter, so that the share-order index
+ * serves.)
+ */
+#define RUNNABLE_BATCH_QUERY(limit) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND quota_share = $2" \
+	"   AND capacity_unit = $3 AND state = 'RUNNABLE'" \
+	"   AND instance_count + 0 < $4 AND priority <= $5" \
+	"   AND (priority < $5 OR (queued_at, id) > ($6, $7))" \
+	" ORDER BY priority DESC, queued_at, id LIMIT " #limit, \
+	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
+	SPI_OK_SELECT, NULL, }
+
+static QsQuery RunnableBatchQueries[QS_STREAM_BATCHES] = {
+	RUNNABLE_BATCH_QUERY(8),
+	RUNNABLE_BATCH_QUERY(64),
+	RUNNABLE_BATCH_QUERY(512),
+	RUNNABLE_BATCH_QUERY(4096),
+};
+static const int RunnableBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
+
+/*
+ * QsStreamBatchSize returns the number of jobs batch number `batch` asks
+ * for at most.
+ */
+int
+QsStreamBatchSize(int batch)
+{
+	return RunnableBatchSizes[batch];
+}
+
+/*
+ * QsReadRunnableBatch reads batch number `batch` of the RUNNABLE jobs of a
+ * share and unit after *after in share order (NULL: from the start), with
+ * fewer instances than below.
+ */
+QsJobRows
+QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
+					const QsJob *after, int32 below, int batch)
+{
+	Datum		args[7];
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = CStringGetTextDatum(share);
+	args[2] = CStringGetTextDatum(unit);
+	args[3] = Int32GetDatum(below);
+	args[4] = Int32GetDatum(after ? after->priority : PG_INT32_MAX);
+	args[5] = TimestampTzGetDatum(after ? after->queued_at : 0);
+	args[6] = Int64GetDatum(after ? after->id : 0);
+	return ReadJobs(&RunnableBatchQueries[batch], args, NULL);
+}
+
+static QsQuery SmallestRunnableQuery = {
+	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job"
+	" WHERE job_queue = $1 AND quota_share = $2"
+	"   AND capacity_unit = $3 AND state = 'RUNNABLE'"
+	"   AND instance_count <= $4"
+	" ORDER BY instance_count, id LIMIT $5",
+	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsReadSmallestRunnable reads up to max RUNNABLE jobs of a share and unit
+ * with at most at_most instances, smallest first (the wanted-capacity rule
+ * of SPEC 3.2).
+ */
+QsJobRows
+QsReadSmallestRunnable(const char *queue, const char *share, const char *unit,
+					   int32 at_most, int max)
+{
+	Datum		args[5];
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = CStringGetTextDatum(share);
+	args[2] = CStringGetTextDatum(unit);
+	args[3] = Int32GetDatum(at_most);
+	args[4] = Int32GetDatum(max);
+	return ReadJobs(&SmallestRunnableQuery, args, NULL);
+}
+
+/* An array under construction, of one SQL type. */
+typedef struct ArrayOut
+{
+	Oid			type;
+	int			n;
+	Datum	   *values;
+	bool	   *nulls;
+} ArrayOut;
+
+static void
+ArrayInit(ArrayOut *a, Oid type, int cap)
+{
+	a->type = type;
+	a->n = 0;
+	a->values = palloc(sizeof(Datum) * (cap + 1));
+	a->nulls = palloc(sizeof(bool) * (cap + 1));
+}
+
+static void
+ArrayPush(ArrayOut *a, Datum value, bool isnull)
+{
+	a->values[a->n] = value;
+	a->nulls[a->n] = isnull;
+	a->n++;
+}
+
+static Datum
+ArrayDatum(ArrayOut *a)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+	int			dims[1] = {a->n};
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(a->type, &len, &byval, &align);
+	return PointerGetDatum(construct_md_array(a->values, a->nulls, 1, dims, lbs,
+											  a->type, len, byval, align));
+}
+
+static QsQuery StopsQuery = {
+	"UPDATE quota_sched.job j"
+	"   SET stop_reason = coalesce(d.reason, j.stop_reason),"
+	"       stop_requested_at = CASE WHEN d.reason IS NULL THEN j.stop_requested_at ELSE $4 END,"
+	"       preempted_for = coalesce(d.preempted_for, j.preempted_for)"
+	"  FROM unnest($1, $2, $3) AS d(id, reason, preempted_for)"
+	" WHERE j.id = d.id",
+	4, {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+};
+
+/*
+ * QsWriteStops writes requested stops (STOP, and PREEMPT of claimed jobs)
+ * and the preempted_for of every victim.
+ */
+void
+QsWriteStops(const QsOutput *out, TimestampTz now)
+{
+	ArrayOut	ids,
+				reasons,
+				pfor;
+	Datum		args[4];
+
+	ArrayInit(&ids, INT8OID, out->ndecisions);
+	ArrayInit(&reasons, TEXTOID, out->ndecisions);
+	ArrayInit(&pfor, INT8OID, out->ndecisions);
+	for (int i = 0; i < out->ndecisions; i++)
+	{
+		const QsDecision *d = &out->decisions[i];
+
+		if (d->action != QS_STOP && d->action != QS_PREEMPT)
+			continue;
+		ArrayPush(&ids, Int64GetDatum(d->job_id), false);
+		ArrayPush(&reasons, d->immediate ? (Datum) 0 :
+				  CStringGetTextDatum(QsStopName(d->stop)), d->immediate);
+		ArrayPush(&pfor, Int64GetDatum(d->preempted_for),
+				  d->action != QS_PREEMPT || d->preempted_for == 0);
+	}
+	if (ids.n == 0)
+		return;
+	args[0] = ArrayDatum(&ids);
+	args[1] = ArrayDatum(&reasons);
+	args[2] = ArrayDatum(&pfor);
+	args[3] = TimestampTzGetDatum(now);
+	QsQueryRun(&StopsQuery, args, NULL, false, 0);
+}
+
+static QsQuery EndsQuery = {
+	"UPDATE quota_sched.job j"
+	"   SET state = CASE WHEN d.fail THEN 'FAILED' ELSE 'RUNNABLE' END,"
+	"       agent = CASE WHEN d.fail THEN j.agent END,"
+	"       lease_until = NULL, stop_reason = NULL, stop_requested_at = NULL,"
+	"       promised_at = NULL,"
+	"       failed_attempts = j.failed_attempts + d.failed,"
+	"       preemption_count = j.preemption_count + d.preempted,"
+	/* a terminated job keeps the reason it was terminated with */
+	"       status_reason = CASE WHEN d.reason = 'TERMINATED' AND j.stop_reason = 'TERMINATED'"
+	"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END,"
+	"       status_reason_at = $6,"
+	"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $6 END"
+	"  FROM unnest($1, $2, $3, $4, $5) AS d(id, fail, failed, preempted, reason)"
+	" WHERE j.id = d.id",
+	6, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID},
+	SPI_OK_UPDATE
+};
+
+/*
+ * QsWriteEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent and
+ * lease cleared, queued_at kept) or to FAILED (agent kept), with the
+ * counter the decision names, the reason, and the stop cleared.
+ */
+void
+QsWriteEnds(const QsOutput *out, TimestampTz now)
+{
+	ArrayOut	ids,
+				fail,
+				failed,
+				preempted,
+				reasons;
+	Datum		args[6];
+
+	ArrayInit(&ids, INT8OID, out->ndecisions);
+	ArrayInit(&fail, BOOLOID, out->ndecisions);
+	ArrayInit(&failed, INT4OID, out->ndecisions);
+	ArrayInit(&preempted, INT4OID, out->ndecisions);
+	ArrayInit(&reasons, TEXTOID, out->ndecisions);
+	for (int i = 0; i < out->ndecisions; i++)
+	{
+		const QsDecision *d = &out->decisions[i];
+
+		if (d->action != QS_REQUEUE && d->action != QS_FAIL)
+			continue;
+		ArrayPush(&ids, Int64GetDatum(d->job_id), false);
+		ArrayPush(&fail, BoolGetDatum(d->action == QS_FAIL), false);
+		ArrayPush(&failed, Int32GetDatum(d->counter == QS_COUNT_FAILED_ATTEMPT), false);
+		ArrayPush(&preempted, Int32GetDatum(d->counter == QS_COUNT_PREEMPTION), false);
+		ArrayPush(&reasons, CStringGetTextDatum(d->reason), false);
+	}
+	if (ids.n == 0)
+		return;
+	args[0] = ArrayDatum(&ids);
+	args[1] = ArrayDatum(&fail);
+	args[2] = ArrayDatum(&failed);
+	args[3] = ArrayDatum(&preempted);
+	args[4] = ArrayDatum(&reasons);
+	args[5] = TimestampTzGetDatum(now);
+	QsQueryRun(&EndsQuery, args, NULL, false, 0);
+}
+
+static QsQuery DispatchesQuery = {
+	"UPDATE quota_sched.job"
+	"   SET state = 'SCHEDULED', scheduled_at = $2, promised_at = NULL,"
+	"       status_reason = NULL, status_reason_at = NULL"
+	" WHERE id = ANY ($1)",
+	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+};
+
+/*
+ * QsWriteDispatches writes DISPATCH decisions: SCHEDULED, scheduled_at, the
+ * promise fulfilled.
+ */
+void
+QsWriteDispatches(const QsOutput *out, TimestampTz now)
+{
+	ArrayOut	ids;
+	Datum		args[2];
+
+	ArrayInit(&ids, INT8OID, out->ndecisions);
+	for (int i = 0; i < out->ndecisions; i++)
+		if (out->decisions[i].action == QS_DISPATCH)
+			ArrayPush(&ids, Int64GetDatum(out->decisions[i].job_id), false);
+	if (ids.n == 0)
+		return;
+	args[0] = ArrayDatum(&ids);
+	args[1] = TimestampTzGetDatum(now);
+	QsQueryRun(&DispatchesQuery, args, NULL, false, 0);
+}
+
+static QsQuery SetPromisesQuery = {
+	"UPDATE quota_sched.job SET promised_at = $2 WHERE id = ANY ($1)",
+	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+};
+
+static QsQuery ClearPromisesQuery = {
+	"UPDATE quota_sched.job SET promised_at = NULL WHERE id = ANY ($1)",
+	1, {INT8ARRAYOID}, SPI_OK_UPDATE
+};
+
+/*
+ * QsWritePromises sets promised_at of the jobs preemption made room for
+ * (is_set) or clears it for promises that lapsed.
+ */
+void
+QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now)
+{
+	ArrayOut	ids;
+	Datum		args[2];
+
+	if (n == 0)
+		return;
+	ArrayInit(&ids, INT8OID, n);
+	for (int i = 0; i < n; i++)
+		ArrayPush(&ids, Int64GetDatum(job_ids[i]), false);
+	args[0] = ArrayDatum(&ids);
+	args[1] = TimestampTzGetDatum(now);
+	QsQueryRun(is_set ? &SetPromisesQuery : &ClearPromisesQuery, args, NULL, false, 0);
+}
+
+static QsQuery MisconfiguredQuery = {
+	"WITH l AS (SELECT * FROM unnest($2, $3, $4, $5)"
+	"             AS l(quota_share, capacity_unit, env_max, quota_max)),"
+	" changes AS ("
+	"   SELECT c.* FROM l CROSS JOIN LATERAL ("
+	"     SELECT j.id, CASE WHEN j.instance_count > l.env_max"
+	"         THEN 'MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE'"
+	"         ELSE 'MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED' END AS reason,"
+	"       j.status_reason AS old_reason"
+	"       FROM quota_sched.job j"
+	"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
+	"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
+	"        AND j.instance_count > least(l.env_max, l.quota_max)"
+	"     OFFSET 0) c"
+	"   UNION ALL"
+	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
+	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
+	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
+	"      AND j.status_reason LIKE 'MISCONFIGURATION:%'"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max))"
+	" SELECT id, reason FROM changes WHERE reason IS DISTINCT FROM old_reason",
+	5, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID}, SPI_OK_SELECT
+};
+
+static QsQuery SetMisconfiguredQuery = {
+	"UPDATE quota_sched.job j"
+	"   SET status_reason = d.reason,"
+	"       status_reason_at = CASE WHEN d.reason IS NULL THEN NULL ELSE $3 END"
+	"  FROM unnest($1, $2) AS d(id, reason)"
+	" WHERE j.id = d.id",
+	3, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+};
+
+/*
+ * QsWriteMisconfiguration sets and clears the MISCONFIGURATION reasons of
+ * RUNNABLE jobs (SPEC 3.7) given each (share, unit)'s limits.  It reads
+ * only jobs above a limit of their share and unit (an index range per pair)
+ * and jobs that have such a reason now (a partial index), so its cost
+ * follows the number of misconfigured jobs, not the backlog; it writes only
+ * the reasons that change.
+ */
+void
+QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlimits,
+						TimestampTz now)
+{
+	ArrayOut	shares,
+				units,
+				env_max,
+				quota_max,
+				ids,
+				reasons;
+	Datum		args[5];
+	uint64		n;
+
+	ArrayInit(&shares, TEXTOID, nlimits);
+	ArrayInit(&units, TEXTOID, nlimits);
+	ArrayInit(&env_max, INT8OID, nlimits);
+	ArrayInit(&quota_max, INT8OID, nlimits);
+	for (int i = 0; i < nlimits; i++)
+	{
+		ArrayPush(&shares, CStringGetTextDatum(limits[i].quota_share), false);
+		ArrayPush(&units, CStringGetTextDatum(limits[i].capacity_unit), false);
+		ArrayPush(&env_max, Int64GetDatum(limits[i].env_max), false);
+		ArrayPush(&quota_max, Int64GetDatum(limits[i].quota_max), false);
+	}
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = ArrayDatum(&shares);
+	args[2] = ArrayDatum(&units);
+	args[3] = ArrayDatum(&env_max);
+	args[4] = ArrayDatum(&quota_max);
+	if ((n = QsQueryRun(&MisconfiguredQuery, args, NULL, false, 0)) == 0)
+		return;
+
+	ArrayInit(&ids, INT8OID, n);
+	ArrayInit(&reasons, TEXTOID, n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		reason;
+
+		ArrayPush(&ids, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
+				  false);
+		reason = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		ArrayPush(&reasons, isnull ? (Datum) 0 : datumCopy(reason, false, -1), isnull);
+	}
+	args[0] = ArrayDatum(&ids);
+	args[1] = ArrayDatum(&reasons);
+	args[2] = TimestampTzGetDatum(now);
+	QsQueryRun(&SetMisconfiguredQuery, args, NULL, false, 0);
+}

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * query.h
+ *		A statement of the extension and its saved plan, side by side.
+ *
+ * Each statement the shell runs is a static QsQuery written where it is
+ * used: its SQL, its argument types, and the plan prepared from them on
+ * first use and kept for the session.  The SQL and its plan slot are one
+ * object, so they cannot drift apart.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_QUERY_H
+#define QS_QUERY_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+#define QS_QUERY_MAX_ARGS 8
+
+typedef struct QsQuery
+{
+	const char *sql;			/* names every relation with its schema */
+	int			nargs;
+	Oid			types[QS_QUERY_MAX_ARGS];
+	int			expect;			/* SPI_OK_* code of a successful run */
+	SPIPlanPtr	plan;			/* prepared on first use, then kept */
+} QsQuery;
+
+extern SPIPlanPtr QsQueryPlan(QsQuery *query);
+extern uint64 QsQueryRun(QsQuery *query, Datum *args, const char *nulls,
+						 bool read_only, long count);
+
+#endif							/* QS_QUERY_H */
