@@ -3,7 +3,7 @@
 # quota_sched preloaded and its worker off; it is removed on exit.  After it,
 # bench_psql runs psql against it as the superuser.
 
-PGBIN=/usr/lib/postgresql/15/bin
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 
 bench_die() { echo "bench: $*" >&2; exit 1; }
 
