@@ -1,4 +1,4 @@
--- claim() (SPEC 5.2): an agent takes SCHEDULED unclaimed jobs of a queue,
+-- claim() (scheduling.md 5.2): an agent takes SCHEDULED unclaimed jobs of a queue,
 -- of a capacity unit (null: any), oldest scheduled_at first then lowest id,
 -- up to max_jobs, passing over a job that would take the total beyond
 -- max_instances; each becomes STARTING, held by the agent until

@@ -1,5 +1,5 @@
--- release() and heartbeat() (SPEC 5.2), and an agent's reports while a stop
--- is pending (SPEC 3.6, 3.8).  release gives a held job back: RUNNABLE at
+-- release() and heartbeat() (scheduling.md 5.2), and an agent's reports while a stop
+-- is pending (scheduling.md 3.6, 3.8).  release gives a held job back: RUNNABLE at
 -- once, queued_at kept, counters unchanged, agent cleared.  heartbeat
 -- extends the lease of every job the agent holds and returns each with the
 -- stop it must make.  A terminated job fails when its agent reports
@@ -151,7 +151,7 @@ SELECT j.name, h.stop_reason
   FROM quota_sched.heartbeat('arh_agent', '1 day') h JOIN quota_sched.job j ON j.id = h.job_id
  ORDER BY j.name;
 -- The lease of a job with a stop pending goes no further than
--- stop_requested_at + quota_sched.stop_timeout (SPEC 3.8).
+-- stop_requested_at + quota_sched.stop_timeout (scheduling.md 3.8).
 SELECT name, stop_reason,
        CASE WHEN stop_requested_at IS NULL THEN lease_until = now() + interval '1 day'
             ELSE lease_until = stop_requested_at + current_setting('quota_sched.stop_timeout')::interval

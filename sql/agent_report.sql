@@ -1,4 +1,4 @@
--- report() (SPEC 5.2, 3.8, 4): an agent reports RUNNING, SUCCEEDED, FAILED
+-- report() (scheduling.md 5.2, 3.8, 4): an agent reports RUNNING, SUCCEEDED, FAILED
 -- or STOPPED for a job it holds.  FAILED with attempts left sends the job
 -- back to RUNNABLE (failed_attempts + 1, queued_at kept, agent cleared);
 -- repeating the job's current state by the same agent is a no-op returning
@@ -93,7 +93,7 @@ SELECT name, state, agent, lease_until IS NULL AS no_lease, failed_attempts, pre
 -- FAILED again by the same agent, now that the job is RUNNABLE:
 SELECT pg_temp.arp_facts() AS arp_facts \gset
 -- The job's current state is RUNNABLE, not FAILED: repeating FAILED is no
--- repeat of it, and the agent no longer holds the job: 55000 (SPEC 5.2).
+-- repeat of it, and the agent no longer holds the job: 55000 (scheduling.md 5.2).
 SELECT pg_temp.refused(format($$SELECT quota_sched.report(%s, 'arp_agent', 'FAILED', 'exit code 1')$$,
 	:arp_retry)) AS outcome;
 SELECT pg_temp.arp_facts() = :'arp_facts' AS nothing_changed;

@@ -1,4 +1,4 @@
--- client_token makes a submission idempotent (SPEC 2): it is optional and
+-- client_token makes a submission idempotent (scheduling.md 2): it is optional and
 -- unique, so a second INSERT with the same token is a unique_violation
 -- (23505), and INSERT ... ON CONFLICT (client_token) DO NOTHING submits a
 -- job once however often it is retried.

@@ -1,4 +1,4 @@
--- Configuration tables validate every value (SPEC 1, 9): capacity maps,
+-- Configuration tables validate every value (scheduling.md 1, 9): capacity maps,
 -- names, states, strategies and borrow limits, runnable timeouts, and the
 -- keys between environments, queues and shares.  Bad values are
 -- check_violation (23514); a missing parent is foreign_key_violation (23503);

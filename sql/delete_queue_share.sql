@@ -2,7 +2,7 @@
 -- (anything but SUCCEEDED or FAILED) is refused with
 -- object_not_in_prerequisite_state (55000), and nothing is deleted.  Once
 -- all its jobs have ended it can be deleted, and its jobs and their history
--- go with it (SPEC 1, 9).
+-- go with it (scheduling.md 1, 9).
 --
 -- There is no scheduler in this test, so jobs are moved to other states
 -- directly, as superuser, with session_replication_role = replica: in that

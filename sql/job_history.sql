@@ -1,5 +1,5 @@
 -- Every change of a job's state appends one job_event row in the same
--- transaction, the INSERT too (SPEC 4): from_state null, to_state RUNNABLE,
+-- transaction, the INSERT too (scheduling.md 4): from_state null, to_state RUNNABLE,
 -- at the transaction's time (so equal to the job's submitted_at), actor the
 -- submitting role, pass_id null.  Nothing else appends history.
 CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$

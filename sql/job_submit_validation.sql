@@ -1,6 +1,6 @@
--- Submitting a job is a plain INSERT into quota_sched.job (SPEC 2).  The
+-- Submitting a job is a plain INSERT into quota_sched.job (scheduling.md 2).  The
 -- INSERT validates everything; bad input fails the statement with the
--- SQLSTATE of SPEC 9 and stores nothing: no job and no job_event row.
+-- SQLSTATE of scheduling.md 9 and stores nothing: no job and no job_event row.
 --
 -- pg_temp.submit() runs one statement and returns its outcome ('accepted',
 -- or SQLSTATE and message) and what it stored: the change in the number of
@@ -86,7 +86,7 @@ SELECT label, r.*
 -- Value ranges (23514): priority 0..9999, instance_count >= 1,
 -- max_attempts 1..10, preemption_retries >= 0 or null (unlimited), timeout
 -- positive or null (none), tags a JSON object, client_token 1 to 255
--- characters (SPEC is silent on its length).
+-- characters (scheduling.md is silent on its length).
 ------------------------------------------------------------------------
 SELECT col AS "column", val AS value, r.*
   FROM (VALUES (1, 'priority', '-1'), (2, 'priority', '10000'),

@@ -1,4 +1,4 @@
--- After INSERT, only priority may change (SPEC 2).  Any other change by a
+-- After INSERT, only priority may change (scheduling.md 2).  Any other change by a
 -- user is insufficient_privilege (42501), with the column named; that holds
 -- for a superuser too (these tests run as one), since only the extension's
 -- own code changes the columns the system keeps.

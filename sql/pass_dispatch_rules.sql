@@ -1,4 +1,4 @@
--- The dispatch loop of a pass (SPEC 3.1, 3.2), one rule per queue: own
+-- The dispatch loop of a pass (scheduling.md 3.1, 3.2), one rule per queue: own
 -- capacity before borrowers; FIFO (queued_at, id) across shares when nothing
 -- fits in its own capacity; share order (priority DESC, queued_at, id); best
 -- effort; multi-instance jobs; several capacity units; RESERVE never lends;

@@ -1,4 +1,4 @@
--- run_pass (SPEC 3, 7): a dry run returns the decisions a pass would make
+-- run_pass (scheduling.md 3, 7): a dry run returns the decisions a pass would make
 -- and writes nothing; a pass that decides nothing writes nothing either (no
 -- transaction id is even assigned); run_pass(NULL) runs every queue in turn;
 -- an unknown queue is invalid_parameter_value (22023); only admins may run a

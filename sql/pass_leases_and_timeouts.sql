@@ -1,4 +1,4 @@
--- Time-based work of a pass (SPEC 3.8, step 1 of a pass): expired leases,
+-- Time-based work of a pass (scheduling.md 3.8, step 1 of a pass): expired leases,
 -- attempts past their timeout, and the freed capacity used in the same pass.
 --   plt_queue (one instance): a lease expires -> REQUEUE (failed_attempts
 --     + 1, queued_at kept, agent cleared) and a waiting job gets the

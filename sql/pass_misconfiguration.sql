@@ -1,4 +1,4 @@
--- Jobs that cannot run as configured (SPEC 3.7, 3.9).  They stay RUNNABLE
+-- Jobs that cannot run as configured (scheduling.md 3.7, 3.9).  They stay RUNNABLE
 -- with status_reason
 --   MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE  (more than E(u)), or
 --   MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED   (more than
@@ -136,7 +136,7 @@ SELECT dispatched, preempted, requeued, failed
   FROM quota_sched.pass_log WHERE job_queue = 'pmc_queue' ORDER BY id;
 
 ------------------------------------------------------------------------
--- Runnable timeout (SPEC 3.9): pmc_rt_mis (2 instances, E = 1) is
+-- Runnable timeout (scheduling.md 3.9): pmc_rt_mis (2 instances, E = 1) is
 -- misconfigured for longer than the queue's runnable_timeout and fails;
 -- pmc_rt_wait, RUNNABLE as long but only waiting for capacity, does not.
 ------------------------------------------------------------------------

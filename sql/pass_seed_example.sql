@@ -1,4 +1,4 @@
--- The seed example of the README, step 1 (SPEC 3.1, 3.2, 4): an environment
+-- The seed example of the README, step 1 (scheduling.md 3.1, 3.2, 4): an environment
 -- of three ml.g5.xlarge instances; QS1 (LEND_AND_BORROW, borrow_limit 200,
 -- in-share preemption), QS2 (LEND) and QS3 (RESERVE) own one instance each.
 -- QS1 submits three jobs.  One pass: qs1_job_high runs on QS1's own
@@ -37,7 +37,7 @@ SELECT name, state, scheduled_at IS NOT NULL AS scheduled_at_set, status_reason,
   FROM quota_sched.job WHERE job_queue = 'pse_queue' ORDER BY priority DESC;
 
 -- Usage: QS1 holds 2 (its own instance and one borrowed from QS2), within
--- allowed 3 = floor(1 * 300 / 100); QS2 and QS3 run nothing, so by SPEC 3.1
+-- allowed 3 = floor(1 * 300 / 100); QS2 and QS3 run nothing, so by scheduling.md 3.1
 -- each shows its instance idle.
 SELECT quota_share, capacity_unit, max_capacity, allowed, in_use, borrowed, idle,
        runnable_jobs, active_jobs

@@ -1,4 +1,4 @@
--- SPEC 3.2: a borrower takes no idle capacity that its lenders' own waiting
+-- scheduling.md 3.2: a borrower takes no idle capacity that its lenders' own waiting
 -- jobs want.  For a job that must borrow, each other lender's idle capacity
 -- counts less what that lender wants: the sizes of its RUNNABLE jobs that
 -- are not misconfigured and each fit in its idle capacity, summed, capped.

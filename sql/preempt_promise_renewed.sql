@@ -1,6 +1,6 @@
 -- A promise that lapses and is made anew in the same pass stays made
--- (SPEC 3.6); a terminated job keeps the stop time of the preemption stop
--- it already had (SPEC 3.8); explain sees a job as it is now.
+-- (scheduling.md 3.6); a terminated job keeps the stop time of the preemption stop
+-- it already had (scheduling.md 3.8); explain sees a job as it is now.
 CREATE FUNCTION pg_temp.id(job_name text) RETURNS bigint LANGUAGE sql AS $$
 	SELECT id FROM quota_sched.job WHERE name = job_name AND job_queue = 'ppr_queue'
 $$;

@@ -1,5 +1,5 @@
 -- The seed example of the README, step by step, with an agent claiming its
--- work and acknowledging stops (SPEC 3.2-3.6):
+-- work and acknowledging stops (scheduling.md 3.2-3.6):
 -- (1) QS1 submits high (3), med (2), low (1): high runs on QS1's own
 --     capacity, med on capacity borrowed from QS2, low waits (QS3 reserves).
 -- (2) QS2 submits qs2_job_1 (1): med is preempted across shares and, once

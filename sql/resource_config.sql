@@ -1,4 +1,4 @@
--- A job's capacity unit and instance count (SPEC 2): an explicit column wins;
+-- A job's capacity unit and instance count (scheduling.md 2): an explicit column wins;
 -- else payload->'ResourceConfig' gives InstanceType and InstanceCount, as in
 -- a SageMaker CreateTrainingJob request; else instance_count is 1.  Each of
 -- the two is decided on its own.

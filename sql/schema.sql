@@ -1,4 +1,4 @@
--- The data model of SPEC 1, 2 and 4: every table and column, keys and the
+-- The data model of scheduling.md 1, 2 and 4: every table and column, keys and the
 -- partial indexes a pass reads; roles; nothing granted to PUBLIC.
 SELECT table_name, column_name, data_type, is_nullable, column_default
   FROM information_schema.columns

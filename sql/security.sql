@@ -1,4 +1,4 @@
--- Roles, privileges and row-level security (SPEC 8, 9): two users, an agent,
+-- Roles, privileges and row-level security (scheduling.md 8, 9): two users, an agent,
 -- an admin and a role in none of quota_sched's roles, each through SET ROLE
 -- from the superuser that runs this file.  Refusals are shown as
 -- "SQLSTATE: message" through pg_temp.refused; job ids and times are never

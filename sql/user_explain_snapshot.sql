@@ -1,4 +1,4 @@
--- explain(), queue_snapshot() and the share_usage view (SPEC 7, 3.1, 3.7).
+-- explain(), queue_snapshot() and the share_usage view (scheduling.md 7, 3.1, 3.7).
 -- One queue, one capacity unit per situation:
 --   ml.g5.xlarge      uex_reserve (RESERVE, 2) is full: OWN_CAPACITY_FULL
 --   ml.g5.2xlarge     uex_borrow (LEND_AND_BORROW 100%, 1) uses its allowed 2:

@@ -1,4 +1,4 @@
--- terminate() (SPEC 7, 4, 9): a RUNNABLE job or one no agent has claimed
+-- terminate() (scheduling.md 7, 4, 9): a RUNNABLE job or one no agent has claimed
 -- fails at once, with the reason given (default 'Terminated by user') as
 -- its status_reason; a claimed one gets a stop (stop_reason TERMINATED,
 -- stop_requested_at) and keeps its state until its agent reports STOPPED,

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * agent.c
- *		The launcher agents' functions (SPEC 5.2): claim, heartbeat, report
+ *		The launcher agents' functions (scheduling.md 5.2): claim, heartbeat, report
  *		and release.  Each checks its arguments, takes the job queue's lock
  *		in shared mode (so it never interleaves with a pass), and writes as
  *		the extension's owner with the agent as the actor of job_event.
@@ -153,7 +153,7 @@ qs_claim(PG_FUNCTION_ARGS)
  * qs_heartbeat(agent, lease) RETURNS TABLE (job_id bigint, stop_reason text):
  * extends the leases of every job the agent holds and returns them with the
  * stop each must make.  The lease of a job whose stop was requested never
- * goes beyond stop_requested_at + quota_sched.stop_timeout (SPEC 3.8).
+ * goes beyond stop_requested_at + quota_sched.stop_timeout (scheduling.md 3.8).
  */
 Datum
 qs_heartbeat(PG_FUNCTION_ARGS)
@@ -202,7 +202,7 @@ static const int ReportedStates[] = {
 /*
  * IsRepeat tells whether a report repeats the job's current state by the
  * agent that holds or held it: a no-op, so that an agent may retry after a
- * lost connection (SPEC 5.2).
+ * lost connection (scheduling.md 5.2).
  */
 static bool
 IsRepeat(const QsJobRow *row, const char *agent, QsReport report)
@@ -299,7 +299,7 @@ ReportedState(const char *state)
 
 /*
  * qs_report(job_id, agent, state, reason) RETURNS quota_sched.job: the
- * agent reports what became of a job it holds (SPEC 5.2).  Repeating the
+ * agent reports what became of a job it holds (scheduling.md 5.2).  Repeating the
  * job's current state is a no-op, so that an agent may retry.
  */
 Datum

@@ -71,7 +71,7 @@ static QsQuery JobSetQueries[] = {
 /*
  * QsReadJobSet reads the jobs of a queue that hold capacity, that hold a
  * promise, or that have been misconfigured for longer than the queue's
- * runnable_timeout (SPEC 3.9; only this one uses runnable_timeout).
+ * runnable_timeout (scheduling.md 3.9; only this one uses runnable_timeout).
  */
 QsJobRows
 QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout)
@@ -190,7 +190,7 @@ static QsQuery SmallestRunnableQuery = {
 /*
  * QsReadSmallestRunnable reads up to max RUNNABLE jobs of a share and unit
  * with at most at_most instances, smallest first (the wanted-capacity rule
- * of SPEC 3.2).
+ * of scheduling.md 3.2).
  */
 QsJobRows
 QsReadSmallestRunnable(const char *queue, const char *share, const char *unit,
@@ -448,7 +448,7 @@ static QsQuery SetMisconfiguredQuery = {
 
 /*
  * QsWriteMisconfiguration sets and clears the MISCONFIGURATION reasons of
- * RUNNABLE jobs (SPEC 3.7) given each (share, unit)'s limits.  It reads
+ * RUNNABLE jobs (scheduling.md 3.7) given each (share, unit)'s limits.  It reads
  * only jobs above a limit of their share and unit (an index range per pair)
  * and jobs that have such a reason now (a partial index), so its cost
  * follows the number of misconfigured jobs, not the backlog; it writes only

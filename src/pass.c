@@ -133,7 +133,7 @@ QsAllQueues(void)
 /*
  * qs_run_pass(job_queue text DEFAULT NULL, dry_run boolean DEFAULT false)
  * RETURNS TABLE (job_id bigint, action text, quota_share text, reason text):
- * the pass of one queue, or with NULL of every queue in turn (SPEC 3).
+ * the pass of one queue, or with NULL of every queue in turn (scheduling.md 3).
  */
 Datum
 qs_run_pass(PG_FUNCTION_ARGS)

@@ -28,7 +28,7 @@
 #include "quota_sched.h"
 
 /*
- * ApplyMisconfiguration writes the MISCONFIGURATION reasons (SPEC 3.7) of
+ * ApplyMisconfiguration writes the MISCONFIGURATION reasons (scheduling.md 3.7) of
  * the jobs of every share and unit that has RUNNABLE jobs, from the limits
  * the policy computed.
  */
@@ -55,7 +55,7 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 }
 
 /*
- * Notify sends the dispatch and stop notifications of the pass (SPEC 5.1):
+ * Notify sends the dispatch and stop notifications of the pass (scheduling.md 5.1):
  * ids only, never the payload; delivered when the pass commits.
  */
 static void

@@ -4,9 +4,9 @@
  *		The loader of a queue's state: reads what one pass of a queue needs
  *		and nothing more — the configuration, the jobs holding capacity,
  *		the promised and timed-out RUNNABLE jobs, and the RUNNABLE jobs of
- *		each share and unit only as the dispatch loop consumes them (SPEC
- *		3.2's skip rule bounds how far), through the job store.  The caller
- *		is connected to SPI.
+ *		each share and unit only as the dispatch loop consumes them
+ *		(scheduling.md 3.2's skip rule bounds how far), through the job
+ *		store.  The caller is connected to SPI.
  *
  *-------------------------------------------------------------------------
  */

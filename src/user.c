@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * user.c
- *		The users' functions (SPEC 7): terminate, explain and
+ *		The users' functions (scheduling.md 7): terminate, explain and
  *		queue_snapshot.  terminate and explain act on a job of the caller's
  *		own (admins: any job); the caller's identity is taken before the
  *		function switches to the extension's owner to read and write.
@@ -303,7 +303,7 @@ ExplainJson(const ExplainJob *ej)
 }
 
 /*
- * qs_explain(job_id) RETURNS jsonb: why a job waits (SPEC 7).  It reads
+ * qs_explain(job_id) RETURNS jsonb: why a job waits (scheduling.md 7).  It reads
  * the job (without locking it, in a new snapshot, as a pass reads) and its
  * queue as the extension's owner, and writes nothing.
  */

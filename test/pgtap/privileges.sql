@@ -1,4 +1,4 @@
--- What each role may do, table by table and column by column (SPEC 8).
+-- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
 SELECT plan(22);
 

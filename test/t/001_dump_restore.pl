@@ -1,5 +1,5 @@
-# Dump and restore (SPEC 10): a database using quota_sched, with jobs of
-# several owners in every state SPEC 4 names and their history, dumped with
+# Dump and restore (scheduling.md 10): a database using quota_sched, with jobs of
+# several owners in every state scheduling.md 4 names and their history, dumped with
 # pg_dump and restored the way the README documents
 #
 #   PGOPTIONS='-c session_replication_role=replica' pg_restore --exit-on-error -d DB FILE
@@ -183,7 +183,7 @@ $$;
 is( $node->safe_psql('src',
 		'SELECT string_agg(DISTINCT state, \',\' ORDER BY state) FROM quota_sched.job'),
 	'FAILED,RUNNABLE,RUNNING,SCHEDULED,STARTING,SUCCEEDED',
-	'src has jobs in every state of SPEC 4');
+	'src has jobs in every state of scheduling.md 4');
 is( $node->safe_psql('src',
 		'SELECT string_agg(DISTINCT owner, \',\' ORDER BY owner) FROM quota_sched.job'),
 	'regress_dr_admin,regress_dr_alice,regress_dr_bob,regress_dr_carol',

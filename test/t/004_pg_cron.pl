@@ -1,5 +1,5 @@
 # Without shared_preload_libraries = 'quota_sched' everything but the worker
-# works, and pg_cron can run the passes (SPEC 6).  Debian's pg_cron 1.4
+# works, and pg_cron can run the passes (scheduling.md 6).  Debian's pg_cron 1.4
 # schedules by the minute, so this test waits up to a minute and a half.
 use strict;
 use warnings;

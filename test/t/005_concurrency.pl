@@ -1,7 +1,7 @@
 # End to end under concurrency: pgbench clients submit jobs, raise
 # priorities and act as agents (claim, start, acknowledge stops, finish)
 # while the background worker runs passes woken by their commits.  After
-# the run the state must satisfy SPEC 3.1 (I1)-(I3), the job states must be
+# the run the state must satisfy scheduling.md 3.1 (I1)-(I3), the job states must be
 # coherent, and the history must account for every job.
 use strict;
 use warnings;
@@ -104,7 +104,7 @@ cmp_ok($node->safe_psql('postgres',
 		"SELECT count(*) FROM quota_sched.job WHERE state = 'SUCCEEDED'"), '>', 10,
 	'jobs ran to the end');
 
-# (I1)-(I3) with pending stops counted as holding (SPEC 3.1)
+# (I1)-(I3) with pending stops counted as holding (scheduling.md 3.1)
 my $usage = <<'SQL';
 WITH units AS (SELECT key AS unit, value::bigint AS e
 				 FROM quota_sched.service_environment, jsonb_each_text(capacity_limits)
