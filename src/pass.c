@@ -15,7 +15,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
-#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 

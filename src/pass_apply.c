@@ -16,11 +16,8 @@
 #include "commands/async.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/json.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "pass.h"

@@ -14,7 +14,6 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/jsonb.h"

@@ -11,7 +11,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "executor/spi.h"
@@ -21,7 +20,6 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
-#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 #include "job_store.h"
