@@ -2,13 +2,16 @@
  *
  * job_columns.c
  *		Column numbers of quota_sched.job, looked up by name once per
- *		table (a later version may add columns; none depends on order).
+ *		table (a later version may add columns; none depends on order),
+ *		and the checks that the job triggers (job_submit.c,
+ *		job_update_guard.c, job_history.c) share.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/attnum.h"
+#include "commands/trigger.h"
 #include "utils/builtins.h"
 
 #include "job_columns.h"
@@ -53,4 +56,37 @@ JobAttnum(TupleDesc desc, JobColumn column)
 		cached_type = desc->tdtypeid;
 	}
 	return attnums[column];
+}
+
+/*
+ * CheckJobTrigger checks that a trigger function fires as declared: as a
+ * row trigger, BEFORE or AFTER as given.  fn names it in the error.
+ */
+TriggerData *
+CheckJobTrigger(FunctionCallInfo fcinfo, const char *fn, bool before)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		TRIGGER_FIRED_BEFORE(td->tg_event) != before)
+		elog(ERROR, "%s: must be fired as a row trigger on quota_sched.job", fn);
+	return td;
+}
+
+/*
+ * CheckIntRange raises check_violation unless the value of a job's integer
+ * column is from lo to hi; the message names the column and the value, the
+ * detail the range (only its lower bound when hi is PG_INT32_MAX).
+ */
+void
+CheckIntRange(const char *column, int64 value, int64 lo, int64 hi)
+{
+	if (value < lo || value > hi)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid %s " INT64_FORMAT " of a job", column, value),
+				 hi == PG_INT32_MAX ?
+				 errdetail("%s is at least " INT64_FORMAT ".", column, lo) :
+				 errdetail("%s is from " INT64_FORMAT " to " INT64_FORMAT ".",
+						   column, lo, hi)));
 }

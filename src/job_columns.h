@@ -2,7 +2,8 @@
  *
  * job_columns.h
  *		The columns of quota_sched.job, by name, for the C code that reads
- *		and writes job tuples directly.
+ *		and writes job tuples directly, and the checks the job triggers
+ *		share.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,6 +11,11 @@
 #define QS_JOB_COLUMNS_H
 
 #include "access/tupdesc.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+
+/* A job's priority is from 0 to QS_MAX_PRIORITY. */
+#define QS_MAX_PRIORITY 9999
 
 typedef enum JobColumn
 {
@@ -53,5 +59,7 @@ typedef enum JobColumn
 extern const char *const JobColumnNames[JC_COUNT];
 
 extern AttrNumber JobAttnum(TupleDesc desc, JobColumn column);
+extern TriggerData *CheckJobTrigger(FunctionCallInfo fcinfo, const char *fn, bool before);
+extern void CheckIntRange(const char *column, int64 value, int64 lo, int64 hi);
 
 #endif							/* QS_JOB_COLUMNS_H */

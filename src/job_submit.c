@@ -1,30 +1,22 @@
 /*-------------------------------------------------------------------------
  *
- * job_trigger.c
- *		The triggers of quota_sched.job: validation and defaults on INSERT,
- *		the guard against user changes other than priority on UPDATE, and
- *		the one place that appends job_event on every change of state.
+ * job_submit.c
+ *		The BEFORE INSERT trigger of quota_sched.job: validation of a
+ *		submission against the configuration, the defaults taken from the
+ *		payload's ResourceConfig, and the system columns of a new job.
  *
  * System columns have no defaults in the table, so a value the submitter
- * gives is visible here and refused.  Changes by the extension's own code
- * are marked by QsWrite.system_write, which only C code can set.
+ * gives is visible here and refused.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/detoast.h"
 #include "access/htup_details.h"
-#include "access/sysattr.h"
-#include "nodes/bitmapset.h"
-#include "access/xact.h"
-#include "access/table.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
-#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -37,15 +29,10 @@
 
 #include "config_cache.h"
 #include "job_columns.h"
-#include "pass.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
-PG_FUNCTION_INFO_V1(qs_job_before_update);
-PG_FUNCTION_INFO_V1(qs_job_history);
-PG_FUNCTION_INFO_V1(qs_job_lock_queues);
 
-#define QS_MAX_PRIORITY 9999
 #define QS_MAX_ATTEMPTS 10
 #define QS_MAX_TOKEN_LEN 255
 
@@ -55,7 +42,6 @@ typedef struct JobRow
 	Datum		values[JC_COUNT];
 	bool		nulls[JC_COUNT];
 } JobRow;
-
 
 /*
  * ReadJobRow splits a tuple of quota_sched.job into JobRow order.
@@ -69,32 +55,9 @@ ReadJobRow(HeapTuple tuple, TupleDesc desc, JobRow *row)
 }
 
 /*
- * CheckSubmitterTrigger checks that a trigger function fires as declared.
+ * RequireColumn raises not_null_violation when a job leaves out a column
+ * that it needs.
  */
-static TriggerData *
-CheckJobTrigger(FunctionCallInfo fcinfo, const char *fn, bool before)
-{
-	TriggerData *td = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
-		TRIGGER_FIRED_BEFORE(td->tg_event) != before)
-		elog(ERROR, "%s: must be fired as a row trigger on quota_sched.job", fn);
-	return td;
-}
-
-static void
-CheckIntRange(const char *column, int64 value, int64 lo, int64 hi)
-{
-	if (value < lo || value > hi)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid %s " INT64_FORMAT " of a job", column, value),
-				 hi == PG_INT32_MAX ?
-				 errdetail("%s is at least " INT64_FORMAT ".", column, lo) :
-				 errdetail("%s is from " INT64_FORMAT " to " INT64_FORMAT ".",
-						   column, lo, hi)));
-}
-
 static void
 RequireColumn(JobRow *row, JobColumn c)
 {
@@ -491,176 +454,4 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	CheckSubmitTarget(&row, td->tg_relation, caller);
 	FillSystemColumns(&row, caller);
 	return PointerGetDatum(BuildJobTuple(td->tg_trigtuple, desc, &row));
-}
-
-/*
- * qs_job_lock_queues takes every queue's lock in shared mode, in the C
- * order of their names, before a user's UPDATE of jobs locks any row
- * (BEFORE UPDATE, for each statement).  The row trigger could take only
- * the row's queue, but after the row is locked: a pass, which takes the
- * queue's lock first and then rows, would deadlock with it.  The
- * extension's own writes hold their locks already.
- */
-Datum
-qs_job_lock_queues(PG_FUNCTION_ARGS)
-{
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	ListCell   *lc;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
-		elog(ERROR, "job_lock_queues: must be fired as a statement trigger");
-	if (QsWrite.system_write)
-		return PointerGetDatum(NULL);
-	foreach(lc, QsAllQueues())
-		QsLockQueue(lfirst(lc), false);
-	return PointerGetDatum(NULL);
-}
-
-/*
- * qs_job_before_update lets a user change only priority, within its range
- * (the queues' locks were taken by qs_job_lock_queues, so the change does
- * not interleave with a pass).  Any other column named in the UPDATE's SET
- * list is refused, even when set to the value it has.  The extension's own
- * writes pass unchecked.
- */
-Datum
-qs_job_before_update(PG_FUNCTION_ARGS)
-{
-	TriggerData *td = CheckJobTrigger(fcinfo, "job_before_update", true);
-	TupleDesc	desc = RelationGetDescr(td->tg_relation);
-	bool		isnull;
-	Datum		priority;
-
-	if (QsWrite.system_write)
-		return PointerGetDatum(td->tg_newtuple);
-
-	for (int c = 0; c < JC_COUNT; c++)
-	{
-		int			member = JobAttnum(desc, c) - FirstLowInvalidHeapAttributeNumber;
-
-		if (c != JC_PRIORITY && bms_is_member(member, td->tg_updatedcols))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("column \"%s\" of job " INT64_FORMAT " cannot be changed",
-							JobColumnNames[c],
-							DatumGetInt64(heap_getattr(td->tg_trigtuple,
-													   JobAttnum(desc, JC_ID),
-													   desc, &isnull))),
-					 errhint("Only priority may change after submission; "
-							 "quota_sched.terminate() stops a job.")));
-	}
-	priority = heap_getattr(td->tg_newtuple, JobAttnum(desc, JC_PRIORITY), desc, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("a job needs a priority")));
-	CheckIntRange("priority", DatumGetInt32(priority), 0, QS_MAX_PRIORITY);
-	QsWakeWorkerAtCommit();
-	return PointerGetDatum(td->tg_newtuple);
-}
-
-/*
- * InsertHistoryRow writes a job_event tuple to the heap and every index,
- * without the executor's privilege checks.  Plain indexes (the extension's
- * own) are filled as catalogs fill theirs; if an admin added an expression
- * or partial index, the executor's index machinery fills them all.
- */
-static void
-InsertHistoryRow(Relation rel, HeapTuple tuple)
-{
-	CatalogIndexState indstate = CatalogOpenIndexes(rel);
-	bool		plain = true;
-	EState	   *estate;
-	TupleTableSlot *slot;
-
-	for (int i = 0; i < indstate->ri_NumIndices; i++)
-	{
-		IndexInfo  *ii = indstate->ri_IndexRelationInfo[i];
-
-		if (ii->ii_Expressions != NIL || ii->ii_Predicate != NIL)
-			plain = false;
-	}
-	if (plain)
-	{
-		CatalogTupleInsertWithInfo(rel, tuple, indstate);
-		CatalogCloseIndexes(indstate);
-		return;
-	}
-	CatalogCloseIndexes(indstate);
-
-	estate = CreateExecutorState();
-	indstate = makeNode(ResultRelInfo);
-	InitResultRelInfo(indstate, rel, 1, NULL, 0);
-	ExecOpenIndices(indstate, false);
-	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(tuple, slot, false);
-	simple_table_tuple_insert(rel, slot);
-	(void) ExecInsertIndexTuples(indstate, slot, estate, false, false, NULL, NIL);
-	ExecCloseIndices(indstate);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
-}
-
-/*
- * HistoryRelation returns the job_event relation, opened for an insert.
- */
-static Relation
-HistoryRelation(Oid *seq)
-{
-	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
-
-	*seq = get_relname_relid("job_event_id_seq", nsp);
-	return table_open(get_relname_relid("job_event", nsp), RowExclusiveLock);
-}
-
-/*
- * qs_job_history appends one job_event row for an INSERT or a change of
- * state (AFTER, for each row; the UPDATE trigger fires only when the state
- * changed).  This is the only place history is written, so no code path
- * can forget it.  The row is written directly (InsertHistoryRow): no
- * privilege check, so submitters need no right to write history, and no
- * SPI round trip on the submit path.
- */
-Datum
-qs_job_history(PG_FUNCTION_ARGS)
-{
-	TriggerData *td = CheckJobTrigger(fcinfo, "job_history", false);
-	TupleDesc	desc = RelationGetDescr(td->tg_relation);
-	bool		is_update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
-	HeapTuple	tuple = is_update ? td->tg_newtuple : td->tg_trigtuple;
-	const char *actor = QsWrite.actor;
-	Relation	history;
-	TupleDesc	hdesc;
-	Datum	   *values;
-	bool	   *nulls;
-	bool		isnull;
-	Oid			seq;
-
-	if (actor == NULL)
-		actor = GetUserNameFromId(GetUserId(), false);
-	QsWakeWorkerAtCommit();		/* a new job, or one that changed state */
-	history = HistoryRelation(&seq);
-	hdesc = RelationGetDescr(history);
-	values = palloc0(sizeof(Datum) * hdesc->natts);
-	nulls = palloc(sizeof(bool) * hdesc->natts);
-	memset(nulls, true, sizeof(bool) * hdesc->natts);
-
-	/* id, job_id, at, pass_id, from_state, to_state, reason, actor */
-	values[0] = Int64GetDatum(nextval_internal(seq, false));
-	values[1] = heap_getattr(tuple, JobAttnum(desc, JC_ID), desc, &isnull);
-	values[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	values[3] = Int64GetDatum(QsWrite.pass_id);
-	nulls[0] = nulls[1] = nulls[2] = false;
-	nulls[3] = QsWrite.pass_id == 0;
-	if (is_update)
-		values[4] = heap_getattr(td->tg_trigtuple, JobAttnum(desc, JC_STATE), desc, &nulls[4]);
-	values[5] = heap_getattr(tuple, JobAttnum(desc, JC_STATE), desc, &nulls[5]);
-	if (is_update)
-		values[6] = heap_getattr(tuple, JobAttnum(desc, JC_STATUS_REASON), desc, &nulls[6]);
-	values[7] = CStringGetTextDatum(actor);
-	nulls[7] = false;
-
-	InsertHistoryRow(history, heap_form_tuple(hdesc, values, nulls));
-	table_close(history, NoLock);
-	return PointerGetDatum(NULL);
 }

@@ -1,0 +1,94 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_update_guard.c
+ *		The UPDATE triggers of quota_sched.job: a user may change only a
+ *		job's priority, and only under the queues' locks, so that the
+ *		change never interleaves with a pass.
+ *
+ * Changes by the extension's own code are marked by QsWrite.system_write,
+ * which only C code can set; they pass unchecked and hold their locks
+ * already.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "nodes/bitmapset.h"
+#include "utils/rel.h"
+
+#include "job_columns.h"
+#include "pass.h"
+#include "quota_sched.h"
+
+PG_FUNCTION_INFO_V1(qs_job_before_update);
+PG_FUNCTION_INFO_V1(qs_job_lock_queues);
+
+/*
+ * qs_job_lock_queues takes every queue's lock in shared mode, in the C
+ * order of their names, before a user's UPDATE of jobs locks any row
+ * (BEFORE UPDATE, for each statement).  The row trigger could take only
+ * the row's queue, but after the row is locked: a pass, which takes the
+ * queue's lock first and then rows, would deadlock with it.  The
+ * extension's own writes hold their locks already.
+ */
+Datum
+qs_job_lock_queues(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	ListCell   *lc;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+		elog(ERROR, "job_lock_queues: must be fired as a statement trigger");
+	if (QsWrite.system_write)
+		return PointerGetDatum(NULL);
+	foreach(lc, QsAllQueues())
+		QsLockQueue(lfirst(lc), false);
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * qs_job_before_update lets a user change only priority, within its range
+ * (the queues' locks were taken by qs_job_lock_queues, so the change does
+ * not interleave with a pass).  Any other column named in the UPDATE's SET
+ * list is refused, even when set to the value it has.  The extension's own
+ * writes pass unchecked.
+ */
+Datum
+qs_job_before_update(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = CheckJobTrigger(fcinfo, "job_before_update", true);
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	bool		isnull;
+	Datum		priority;
+
+	if (QsWrite.system_write)
+		return PointerGetDatum(td->tg_newtuple);
+
+	for (int c = 0; c < JC_COUNT; c++)
+	{
+		int			member = JobAttnum(desc, c) - FirstLowInvalidHeapAttributeNumber;
+
+		if (c != JC_PRIORITY && bms_is_member(member, td->tg_updatedcols))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("column \"%s\" of job " INT64_FORMAT " cannot be changed",
+							JobColumnNames[c],
+							DatumGetInt64(heap_getattr(td->tg_trigtuple,
+													   JobAttnum(desc, JC_ID),
+													   desc, &isnull))),
+					 errhint("Only priority may change after submission; "
+							 "quota_sched.terminate() stops a job.")));
+	}
+	priority = heap_getattr(td->tg_newtuple, JobAttnum(desc, JC_PRIORITY), desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a job needs a priority")));
+	CheckIntRange("priority", DatumGetInt32(priority), 0, QS_MAX_PRIORITY);
+	QsWakeWorkerAtCommit();
+	return PointerGetDatum(td->tg_newtuple);
+}
