@@ -176,14 +176,37 @@ CheckPayloadSize(JobRow *row)
 }
 
 /*
+ * CheckCapacity checks the capacity a job asks for, as given or taken from
+ * its payload's ResourceConfig (ApplyResourceConfig): a valid capacity
+ * unit and a positive instance count.  That the unit is in the queue's
+ * environment needs the configuration (CheckSubmitTarget).
+ */
+static void
+CheckCapacity(JobRow *row)
+{
+	text	   *unit;
+
+	if (row->nulls[JC_CAPACITY_UNIT])
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a job needs a capacity_unit"),
+				 errhint("Set capacity_unit, or InstanceType in payload->'ResourceConfig'.")));
+	unit = DatumGetTextPP(row->values[JC_CAPACITY_UNIT]);
+	if (!QsValidUnitName(VARDATA_ANY(unit), VARSIZE_ANY_EXHDR(unit)))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid capacity unit \"%s\" of a job", text_to_cstring(unit)),
+				 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
+	CheckIntRange("instance_count", DatumGetInt32(row->values[JC_INSTANCE_COUNT]), 1, PG_INT32_MAX);
+}
+
+/*
  * CheckSubmitterValues checks every value a submitter may set, except those
  * that need the configuration (CheckSubmitTarget).
  */
 static void
 CheckSubmitterValues(JobRow *row)
 {
-	text	   *unit;
-
 	RequireColumn(row, JC_NAME);
 	QsCheckName(DatumGetTextPP(row->values[JC_NAME]), "job");
 	RequireColumn(row, JC_JOB_QUEUE);
@@ -225,19 +248,7 @@ CheckSubmitterValues(JobRow *row)
 
 	CheckPayloadSize(row);
 	ApplyResourceConfig(row);
-
-	if (row->nulls[JC_CAPACITY_UNIT])
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("a job needs a capacity_unit"),
-				 errhint("Set capacity_unit, or InstanceType in payload->'ResourceConfig'.")));
-	unit = DatumGetTextPP(row->values[JC_CAPACITY_UNIT]);
-	if (!QsValidUnitName(VARDATA_ANY(unit), VARSIZE_ANY_EXHDR(unit)))
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid capacity unit \"%s\" of a job", text_to_cstring(unit)),
-				 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
-	CheckIntRange("instance_count", DatumGetInt32(row->values[JC_INSTANCE_COUNT]), 1, PG_INT32_MAX);
+	CheckCapacity(row);
 }
 
 /*
@@ -246,9 +257,10 @@ CheckSubmitterValues(JobRow *row)
  * share of another queue.  The caller has connected to SPI.
  */
 static char *
-ShareOwningQueue(Datum quota_share, MemoryContext outer)
+ShareOwningQueue(const char *share, MemoryContext outer)
 {
 	Oid			type = TEXTOID;
+	Datum		quota_share = CStringGetTextDatum(share);
 	MemoryContext oldcxt;
 	char	   *queue = NULL;
 
@@ -282,46 +294,41 @@ MaySubmitAs(Oid caller, const char *submit_role)
 }
 
 /*
- * CheckSubmitTarget checks the queue, the share, the caller's right to
- * submit to it, and the capacity unit against the environment.  The
- * configuration is read as the owner of the job table, so a submitter needs
- * no access of its own to it; errors are raised after switching back.
+ * FindSubmitTarget copies into *target, in the caller's memory, the
+ * configuration a submission to queue and share is checked against, and
+ * returns false when the queue does not exist.  The configuration comes
+ * from the cache, or else is read as owner (the job table's owner), so
+ * that a submitter needs no access of its own to it.  When the queue has
+ * no share of that name, *other_queue names a queue that has one (NULL:
+ * none, or not looked up because the cache answered).
  */
-static void
-CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
+static bool
+FindSubmitTarget(const char *queue, const char *share, Oid owner,
+				 QsSubmitTarget *target, char **other_queue)
 {
-	char	   *queue = TextDatumGetCString(row->values[JC_JOB_QUEUE]);
-	char	   *share = TextDatumGetCString(row->values[JC_QUOTA_SHARE]);
-	text	   *unit = DatumGetTextPP(row->values[JC_CAPACITY_UNIT]);
 	MemoryContext outer = CurrentMemoryContext;
-	const QsSubmitTarget *cached;
-	QsSubmitTarget target;
+	const QsSubmitTarget *cached = QsFindSubmitTarget(queue, share);
+	bool		connected = cached == NULL;
 	QsSavedUser saved;
-	bool		connected;
-	bool		found;
-	char	   *other_queue = NULL;
 
-	/* the configuration: from the cache, else read as the table's owner */
-	cached = QsFindSubmitTarget(queue, share);
-	connected = cached == NULL;
+	*other_queue = NULL;
 	if (connected)
 	{
-		QsBecomeOwner(rel->rd_rel->relowner, &saved);
+		QsBecomeOwner(owner, &saved);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		cached = QsLookupSubmitTarget(queue, share);
 		if (cached != NULL && !cached->share_found)
-			other_queue = ShareOwningQueue(row->values[JC_QUOTA_SHARE], outer);
+			*other_queue = ShareOwningQueue(share, outer);
 	}
-	found = cached != NULL;
-	if (found)
+	if (cached != NULL)
 	{
 		/* copied out: SPI memory, or a cache an invalidation may empty */
 		MemoryContext old = MemoryContextSwitchTo(outer);
 
-		target = *cached;
-		target.submit_role = cached->submit_role ? pstrdup(cached->submit_role) : NULL;
-		target.env_limits = DatumGetJsonbPCopy(JsonbPGetDatum(cached->env_limits));
+		*target = *cached;
+		target->submit_role = cached->submit_role ? pstrdup(cached->submit_role) : NULL;
+		target->env_limits = DatumGetJsonbPCopy(JsonbPGetDatum(cached->env_limits));
 		MemoryContextSwitchTo(old);
 	}
 	if (connected)
@@ -329,8 +336,24 @@ CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
 		SPI_finish();
 		QsRestoreUser(&saved);
 	}
+	return cached != NULL;
+}
 
-	if (!found)
+/*
+ * CheckSubmitTarget checks the queue, the share, the caller's right to
+ * submit to it, and the capacity unit against the environment.  Errors
+ * are raised as the caller, after FindSubmitTarget has switched back.
+ */
+static void
+CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
+{
+	char	   *queue = TextDatumGetCString(row->values[JC_JOB_QUEUE]);
+	char	   *share = TextDatumGetCString(row->values[JC_QUOTA_SHARE]);
+	char	   *unit = TextDatumGetCString(row->values[JC_CAPACITY_UNIT]);
+	QsSubmitTarget target;
+	char	   *other_queue;
+
+	if (!FindSubmitTarget(queue, share, rel->rd_rel->relowner, &target, &other_queue))
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 				 errmsg("job queue \"%s\" does not exist", queue)));
@@ -360,15 +383,11 @@ CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
 						GetUserNameFromId(caller, false), share, queue),
 				 errdetail("Only members of role \"%s\" may submit to it.",
 						   target.submit_role)));
-	{
-		char	   *u = text_to_cstring(unit);
-
-		if (QsJsonbField(&target.env_limits->root, u) == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
-					 errmsg("capacity unit \"%s\" is not in the service environment of job queue \"%s\"",
-							u, queue)));
-	}
+	if (QsJsonbField(&target.env_limits->root, unit) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("capacity unit \"%s\" is not in the service environment of job queue \"%s\"",
+						unit, queue)));
 }
 
 /*
