@@ -36,18 +36,18 @@ PG_FUNCTION_INFO_V1(qs_job_before_insert);
 #define QS_MAX_ATTEMPTS 10
 #define QS_MAX_TOKEN_LEN 255
 
-/* A job row split into its columns. */
-typedef struct JobRow
+/* A job tuple split into values and nulls, in JobColumn order. */
+typedef struct JobValues
 {
 	Datum		values[JC_COUNT];
 	bool		nulls[JC_COUNT];
-} JobRow;
+} JobValues;
 
 /*
- * ReadJobRow splits a tuple of quota_sched.job into JobRow order.
+ * ReadJobValues splits a tuple of quota_sched.job into a JobValues.
  */
 static void
-ReadJobRow(HeapTuple tuple, TupleDesc desc, JobRow *row)
+ReadJobValues(HeapTuple tuple, TupleDesc desc, JobValues *row)
 {
 	for (int c = 0; c < JC_COUNT; c++)
 		row->values[c] = heap_getattr(tuple, JobAttnum(desc, c), desc,
@@ -59,7 +59,7 @@ ReadJobRow(HeapTuple tuple, TupleDesc desc, JobRow *row)
  * that it needs.
  */
 static void
-RequireColumn(JobRow *row, JobColumn c)
+RequireColumn(JobValues *row, JobColumn c)
 {
 	if (row->nulls[c])
 		ereport(ERROR,
@@ -113,7 +113,7 @@ InstanceCountFromJson(JsonbValue *v)
  * column wins, and instance_count is 1 when neither gives it.
  */
 static void
-ApplyResourceConfig(JobRow *row)
+ApplyResourceConfig(JobValues *row)
 {
 	JsonbValue *rc = NULL;
 	JsonbValue *v;
@@ -155,7 +155,7 @@ ApplyResourceConfig(JobRow *row)
  * such as 1e130000 is a few bytes stored and 130001 digits as text).
  */
 static void
-CheckPayloadSize(JobRow *row)
+CheckPayloadSize(JobValues *row)
 {
 	Jsonb	   *payload;
 	char	   *text;
@@ -182,7 +182,7 @@ CheckPayloadSize(JobRow *row)
  * environment needs the configuration (CheckSubmitTarget).
  */
 static void
-CheckCapacity(JobRow *row)
+CheckCapacity(JobValues *row)
 {
 	text	   *unit;
 
@@ -205,7 +205,7 @@ CheckCapacity(JobRow *row)
  * that need the configuration (CheckSubmitTarget).
  */
 static void
-CheckSubmitterValues(JobRow *row)
+CheckSubmitterValues(JobValues *row)
 {
 	RequireColumn(row, JC_NAME);
 	QsCheckName(DatumGetTextPP(row->values[JC_NAME]), "job");
@@ -345,7 +345,7 @@ FindSubmitTarget(const char *queue, const char *share, Oid owner,
  * are raised as the caller, after FindSubmitTarget has switched back.
  */
 static void
-CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
+CheckSubmitTarget(JobValues *row, Relation rel, Oid caller)
 {
 	char	   *queue = TextDatumGetCString(row->values[JC_JOB_QUEUE]);
 	char	   *share = TextDatumGetCString(row->values[JC_QUOTA_SHARE]);
@@ -395,7 +395,7 @@ CheckSubmitTarget(JobRow *row, Relation rel, Oid caller)
  * keeps.  Those columns have no defaults, so any value came from the caller.
  */
 static void
-CheckNoSystemColumns(JobRow *row)
+CheckNoSystemColumns(JobValues *row)
 {
 	for (int c = 0; c < JC_COUNT; c++)
 		if (JobColumnIsSystem(c) && !row->nulls[c])
@@ -412,7 +412,7 @@ CheckNoSystemColumns(JobRow *row)
  * transaction's time as submitted_at and queue position.
  */
 static void
-FillSystemColumns(JobRow *row, Oid caller)
+FillSystemColumns(JobValues *row, Oid caller)
 {
 	static Oid	seq_oid = InvalidOid;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
@@ -435,10 +435,10 @@ FillSystemColumns(JobRow *row, Oid caller)
 }
 
 /*
- * BuildJobTuple forms the tuple of a job from a JobRow.
+ * BuildJobTuple forms the tuple of a job from its JobValues.
  */
 static HeapTuple
-BuildJobTuple(HeapTuple old, TupleDesc desc, JobRow *row)
+BuildJobTuple(HeapTuple old, TupleDesc desc, JobValues *row)
 {
 	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
 	bool	   *nulls = palloc0(desc->natts * sizeof(bool));
@@ -465,9 +465,9 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	TriggerData *td = CheckJobTrigger(fcinfo, "job_before_insert", true);
 	TupleDesc	desc = RelationGetDescr(td->tg_relation);
 	Oid			caller = GetUserId();
-	JobRow		row;
+	JobValues	row;
 
-	ReadJobRow(td->tg_trigtuple, desc, &row);
+	ReadJobValues(td->tg_trigtuple, desc, &row);
 	CheckNoSystemColumns(&row);
 	CheckSubmitterValues(&row);
 	CheckSubmitTarget(&row, td->tg_relation, caller);
