@@ -65,23 +65,6 @@ QsValidUnitName(const char *name, int len)
 }
 
 /*
- * QsJsonbField returns the value under key of a jsonb container, or NULL
- * when the container is not an object or has no such key.
- */
-JsonbValue *
-QsJsonbField(JsonbContainer *container, const char *key)
-{
-	JsonbValue	k;
-
-	if (!JsonContainerIsObject(container))
-		return NULL;
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	return findJsonbValueFromContainer(container, JB_FOBJECT, &k);
-}
-
-/*
  * QsCheckName raises check_violation unless value is a valid name.
  */
 void

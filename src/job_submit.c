@@ -29,6 +29,7 @@
 
 #include "config_cache.h"
 #include "job_columns.h"
+#include "jsonb_util.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
