@@ -223,9 +223,11 @@ ListQueuesStep(void *arg)
 }
 
 /*
- * PassStep runs the pass of one queue.  It waits for the queue's lock at
- * most a naptime (a manual run_pass, or a writer's transaction holding the
- * lock in shared mode): then the queue is passed over until the next round.
+ * PassStep runs the pass of one queue.  QsRunQueuePass takes the queue's
+ * lock; the lock_timeout set here, for this transaction only, makes it
+ * wait at most a naptime (for a manual run_pass, or a writer's transaction
+ * holding the lock in shared mode): then the queue is passed over until
+ * the next round.
  */
 static void
 PassStep(void *arg)
@@ -236,7 +238,6 @@ PassStep(void *arg)
 	snprintf(timeout, sizeof(timeout), "%dms", QsNaptimeMs);
 	(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
-	QsLockQueue(queue, true);
 	QsRunQueuePass(queue, false, NULL, NULL);
 }
 
