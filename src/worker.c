@@ -91,8 +91,11 @@ QsShmemStartup(void)
 
 /*
  * QsWakeWorkerAtCommit asks that the worker be woken when the current
- * transaction commits.  Called by the job and configuration triggers and
- * the agent functions; not by the worker's own passes.
+ * transaction commits.  Called by the triggers only: the configuration
+ * trigger (qs_config_changed), the job history trigger (qs_job_history:
+ * a new job, or a change of state, which is how claims, reports and
+ * terminations wake the worker) and the UPDATE guard (qs_job_before_update:
+ * a user's change of priority).  In the worker's own passes it does nothing.
  */
 void
 QsWakeWorkerAtCommit(void)
