@@ -170,8 +170,9 @@ QueuesToRun(MemoryContext outer)
 
 /*
  * RunInTransaction runs one step of the loop (listing the queues, or the
- * pass of one queue) in its own transaction.  An error is reported and the
- * transaction aborted; the loop goes on.  Returns false on error.
+ * pass of one queue) in its own transaction, then reports the statistics
+ * of that transaction.  An error is reported and the transaction aborted;
+ * the loop goes on.  Returns false on error.
  */
 static bool
 RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
@@ -208,6 +209,14 @@ RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
 	PG_END_TRY();
 	MemoryContextSwitchTo(loop_cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
+
+	/*
+	 * A background worker reports its statistics itself (a backend does so
+	 * before it waits for a command).  Without it the worker's updates of
+	 * jobs would reach pg_stat_user_tables, and so autovacuum, only when it
+	 * exits.  Forced: the worker may sleep a naptime before the next chance.
+	 */
+	pgstat_report_stat(true);
 	return ok;
 }
 

@@ -54,6 +54,28 @@ ok($node->poll_query_until('postgres',
 	'a commit wakes the worker, which dispatches the job');
 cmp_ok(time - $t0, '<', 30, 'well before the naptime of an hour');
 
+# The worker reports its statistics after each transaction, so its updates
+# of jobs show in pg_stat_user_tables, where autovacuum reads them, while it
+# runs and not only when it exits.  Statistics flush asynchronously: poll.
+sub job_updates
+{
+	return $node->safe_psql('postgres',
+		"SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'quota_sched.job'::regclass");
+}
+my $updates = job_updates();
+submit('counted');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'counted'"),
+	'the worker dispatches another job');
+my $counted;
+for (1 .. 100)
+{
+	$counted = job_updates();
+	last if $counted > $updates;
+	Time::HiRes::sleep(0.1);
+}
+cmp_ok($counted, '>', $updates, "pg_stat_user_tables counts the worker's updates of jobs");
+
 # Nothing changes: the worker polls every 100 ms and writes nothing.
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.naptime = '100ms'; SELECT pg_reload_conf()");
 sleep 1;
