@@ -170,9 +170,10 @@ QueuesToRun(MemoryContext outer)
 
 /*
  * RunInTransaction runs one step of the loop (listing the queues, or the
- * pass of one queue) in its own transaction, then reports the statistics
- * of that transaction.  An error is reported and the transaction aborted;
- * the loop goes on.  Returns false on error.
+ * pass of one queue) in its own transaction, shown as active with what as
+ * its query in pg_stat_activity, then reports the statistics of that
+ * transaction.  An error is reported and the transaction aborted; the loop
+ * goes on.  Returns false on error.
  */
 static bool
 RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
@@ -208,7 +209,6 @@ RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(loop_cxt);
-	pgstat_report_activity(STATE_IDLE, NULL);
 
 	/*
 	 * A background worker reports its statistics itself (a backend does so
@@ -278,6 +278,31 @@ WorkerExit(int code, Datum arg)
 }
 
 /*
+ * WaitForNextRound waits, shown as idle in pg_stat_activity, until a
+ * commit sets the worker's latch or a naptime has passed.  After a round
+ * (round_start is not 0) it first lets QS_MIN_ROUND_INTERVAL_MS pass since
+ * the round started, so that commits during the round or just after it
+ * are served together.
+ */
+static void
+WaitForNextRound(TimestampTz round_start)
+{
+	pgstat_report_activity(STATE_IDLE, NULL);
+	if (round_start != 0)
+	{
+		long		elapsed_ms = TimestampDifferenceMilliseconds(round_start,
+																 GetCurrentTimestamp());
+
+		if (elapsed_ms < QS_MIN_ROUND_INTERVAL_MS)
+			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 QS_MIN_ROUND_INTERVAL_MS - elapsed_ms, PG_WAIT_EXTENSION);
+	}
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 QsNaptimeMs, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/*
  * QsWorkerMain is the worker's entry point: the loop.
  */
 void
@@ -301,6 +326,8 @@ QsWorkerMain(Datum arg)
 
 	for (;;)
 	{
+		TimestampTz round_start = 0;
+
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -309,22 +336,12 @@ QsWorkerMain(Datum arg)
 		}
 		if (QsEnabled && !RecoveryInProgress())
 		{
-			TimestampTz round_start = GetCurrentTimestamp();
-			long		elapsed_ms;
-
+			round_start = GetCurrentTimestamp();
 			MemoryContextSwitchTo(round_cxt);
 			RunAllPasses(round_cxt);
 			MemoryContextSwitchTo(TopMemoryContext);
 			MemoryContextReset(round_cxt);
-
-			/* commits during the round or just after: serve them together */
-			elapsed_ms = TimestampDifferenceMilliseconds(round_start, GetCurrentTimestamp());
-			if (elapsed_ms < QS_MIN_ROUND_INTERVAL_MS)
-				(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 QS_MIN_ROUND_INTERVAL_MS - elapsed_ms, PG_WAIT_EXTENSION);
 		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 QsNaptimeMs, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		WaitForNextRound(round_start);
 	}
 }

@@ -157,6 +157,21 @@ ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_restart'"),
 	'and works');
 
+# While it waits the worker is idle in pg_stat_activity, even before its
+# first round (here it starts while quota_sched.enabled is off).
+$node->safe_psql('postgres', 'ALTER SYSTEM SET quota_sched.enabled = off');
+$node->restart;
+my $worker_state;
+for (1 .. 100)
+{
+	$worker_state = $node->safe_psql('postgres',
+		"SELECT state FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'");
+	last if $worker_state eq 'idle';
+	Time::HiRes::sleep(0.1);
+}
+is($worker_state, 'idle', 'pg_stat_activity shows the waiting worker as idle');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET quota_sched.enabled; SELECT pg_reload_conf()');
+
 # Never on a standby.
 $node->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
