@@ -30,6 +30,7 @@
 #include "config_cache.h"
 #include "job_columns.h"
 #include "jsonb_util.h"
+#include "query.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
@@ -257,18 +258,20 @@ CheckSubmitterValues(JobValues *row)
  * share of this name (NULL when there is none), for the message about a
  * share of another queue.  The caller has connected to SPI.
  */
+static QsQuery ShareOwningQueueQuery = {
+	"SELECT job_queue FROM quota_sched.quota_share"
+	" WHERE name = $1 ORDER BY job_queue LIMIT 1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
 static char *
 ShareOwningQueue(const char *share, MemoryContext outer)
 {
-	Oid			type = TEXTOID;
 	Datum		quota_share = CStringGetTextDatum(share);
 	MemoryContext oldcxt;
 	char	   *queue = NULL;
 
-	if (SPI_execute_with_args("SELECT job_queue FROM quota_sched.quota_share"
-							  " WHERE name = $1 ORDER BY job_queue LIMIT 1",
-							  1, &type, &quota_share, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up a quota share");
+	QsQueryRun(&ShareOwningQueueQuery, &quota_share, NULL, true, 1);
 	oldcxt = MemoryContextSwitchTo(outer);
 	if (SPI_processed > 0)
 		queue = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);

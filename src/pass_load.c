@@ -21,6 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "quota_sched.h"
+#include "jsonb_util.h"
 #include "pass.h"
 #include "query.h"
 

@@ -177,7 +177,7 @@ QsLockQueue(const char *job_queue, bool exclusive)
 }
 
 /*
- * DefineSettings declares the GUCs of SPEC 6.
+ * DefineSettings declares the GUCs of scheduling.md 6.
  */
 static void
 DefineSettings(void)

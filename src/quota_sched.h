@@ -13,15 +13,9 @@
 
 #include "postgres.h"
 
-/*
- * Transitional: pass_load.c calls QsJsonbField but does not include
- * jsonb_util.h yet.  Remove this include once it does.
- */
-#include "jsonb_util.h"
-
 #define QS_SCHEMA "quota_sched"
 
-/* Longest payload, as text (SPEC 2). */
+/* Longest payload, as text (scheduling.md 2). */
 #define QS_MAX_PAYLOAD_BYTES (1024 * 1024)
 
 /*
@@ -38,7 +32,7 @@ typedef struct QsWriteContext
 
 extern QsWriteContext QsWrite;
 
-/* GUCs (SPEC 6) */
+/* GUCs (scheduling.md 6) */
 extern bool QsEnabled;
 extern bool QsWakeOnCommit;
 extern int	QsNaptimeMs;

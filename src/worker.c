@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *		The background worker (SPEC 6): a loop that runs the pass of every
+ *		The background worker (scheduling.md 6): a loop that runs the pass of every
  *		queue, one transaction per queue, soon after any commit that changed
  *		jobs or configuration and at least every quota_sched.naptime.
  *

@@ -1,4 +1,4 @@
-# The background worker (SPEC 6): woken by commits, polling every naptime,
+# The background worker (scheduling.md 6): woken by commits, polling every naptime,
 # writing nothing when nothing changes, surviving errors and restarts, and
 # never running on a standby.
 use strict;
