@@ -49,16 +49,16 @@ Lends(const QsShare *share)
 }
 
 /*
- * QsInitAccounting computes usage and pending stops from the held jobs, and
+ * CoreInitAccounting computes usage and pending stops from the held jobs, and
  * unassigned(u) = max(0, E(u) - sum of C(S,u)).
  */
 void
-QsInitAccounting(QsPlan *p)
+CoreInitAccounting(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
 	for (int i = 0; i < in->nheld; i++)
-		QsHold(p, &in->held[i], +1);
+		CoreHold(p, &in->held[i], +1);
 	for (int u = 0; u < p->nunits; u++)
 	{
 		int64_t		assigned = 0;
@@ -70,13 +70,13 @@ QsInitAccounting(QsPlan *p)
 }
 
 /*
- * QsHold adds (sign +1) or removes (-1) a held job's instances, and its
+ * CoreHold adds (sign +1) or removes (-1) a held job's instances, and its
  * pending stop, from the accounting.
  */
 void
-QsHold(QsPlan *p, const QsJob *job, int sign)
+CoreHold(CorePlan *p, const QsJob *job, int sign)
 {
-	int			at = QS_AT(p, job->share, job->unit);
+	int			at = CORE_AT(p, job->share, job->unit);
 
 	p->usage[at] += sign * (int64_t) job->count;
 	if (job->stop != QS_STOP_NONE)
@@ -84,25 +84,25 @@ QsHold(QsPlan *p, const QsJob *job, int sign)
 }
 
 /*
- * QsFitsOwnCapacity: usage(S,u) + n <= C(S,u) in the state planned so far.
+ * CoreFitsOwnCapacity: usage(S,u) + n <= C(S,u) in the state planned so far.
  */
 bool
-QsFitsOwnCapacity(const QsPlan *p, const QsJob *job)
+CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job)
 {
-	return p->usage[QS_AT(p, job->share, job->unit)] + job->count <=
+	return p->usage[CORE_AT(p, job->share, job->unit)] + job->count <=
 		p->in->shares[job->share].capacity[job->unit];
 }
 
 /*
- * QsFillFutureUsage writes, for one unit, each share's usage once every
+ * CoreFillFutureUsage writes, for one unit, each share's usage once every
  * pending stop has completed and every kept promise holds its instances.
  */
 void
-QsFillFutureUsage(const QsPlan *p, int unit, int64_t *use)
+CoreFillFutureUsage(const CorePlan *p, int unit, int64_t *use)
 {
 	for (int s = 0; s < p->nshares; s++)
 	{
-		int			at = QS_AT(p, s, unit);
+		int			at = CORE_AT(p, s, unit);
 
 		use[s] = p->usage[at] - p->pending[at] + p->promised[at];
 	}
@@ -114,17 +114,17 @@ QsFillFutureUsage(const QsPlan *p, int unit, int64_t *use)
  * The cache grows when jobs decided in this pass or promised crowd out
  * the ones that count.
  */
-static QsWantedCache *
-LoadWanted(QsPlan *p, int lender, int unit, int at_least)
+static CoreWantedCache *
+LoadWanted(CorePlan *p, int lender, int unit, int at_least)
 {
-	QsWantedCache *cache = &p->wanted[QS_AT(p, lender, unit)];
+	CoreWantedCache *cache = &p->wanted[CORE_AT(p, lender, unit)];
 	int64_t		cap = p->in->shares[lender].capacity[unit];
 
 	if (cap <= 0 || (cache->loaded && (cache->njobs < cache->max || cache->max >= at_least)))
 		return cache;
 	cache->loaded = true;
 	cache->max = Max64(at_least, Min64(cap, 1024));
-	cache->jobs = QsAlloc(p, sizeof(QsJob) * cache->max);
+	cache->jobs = CoreAlloc(p, sizeof(QsJob) * cache->max);
 	cache->njobs = p->in->source.smallest(p->in->source.arg, lender, unit,
 										  (int32_t) Min64(cap, INT32_MAX),
 										  cache->max, cache->jobs);
@@ -139,14 +139,14 @@ LoadWanted(QsPlan *p, int lender, int unit, int at_least)
  * the future state), want nothing more.
  */
 static int64_t
-Wanted(QsPlan *p, int lender, int unit, int64_t idle)
+Wanted(CorePlan *p, int lender, int unit, int64_t idle)
 {
 	int64_t		env_limit = p->in->units[unit].env_limit;
 	int			at_least = (int) Min64(idle, 1024);
 
 	for (;;)
 	{
-		QsWantedCache *cache = LoadWanted(p, lender, unit, at_least);
+		CoreWantedCache *cache = LoadWanted(p, lender, unit, at_least);
 		int64_t		sum = 0;
 		int			skipped = 0;
 		int			i;
@@ -157,7 +157,7 @@ Wanted(QsPlan *p, int lender, int unit, int64_t idle)
 
 			if (j->count > idle || j->count > env_limit)
 				return Min64(sum, idle);	/* sorted by count: no later one fits */
-			if (QsIdSetHas(&p->handled, j->id) || QsIdSetHas(&p->kept_promises, j->id))
+			if (CoreIdSetHas(&p->handled, j->id) || CoreIdSetHas(&p->kept_promises, j->id))
 			{
 				skipped++;
 				continue;
@@ -175,13 +175,13 @@ Wanted(QsPlan *p, int lender, int unit, int64_t idle)
 }
 
 /*
- * QsCheckInvariants tells which of (I1)-(I3) fails for the job's unit in
+ * CoreCheckInvariants tells which of (I1)-(I3) fails for the job's unit in
  * the state given by use[] (each share's usage) with the job added, or
  * QS_CHECK_OK.  When the job must borrow, each other lender's idle capacity
  * counts less what that lender wants (SPEC 3.2).
  */
 QsCheck
-QsCheckInvariants(QsPlan *p, const int64_t *use, const QsJob *job)
+CoreCheckInvariants(CorePlan *p, const int64_t *use, const QsJob *job)
 {
 	const QsInput *in = p->in;
 	int			u = job->unit;
@@ -230,57 +230,57 @@ QsCheckInvariants(QsPlan *p, const int64_t *use, const QsJob *job)
 }
 
 /*
- * QsInvariantsHoldWith: (I1)-(I3) hold in the state use[] with the job.
+ * CoreInvariantsHoldWith: (I1)-(I3) hold in the state use[] with the job.
  */
 bool
-QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job)
+CoreInvariantsHoldWith(CorePlan *p, const int64_t *use, const QsJob *job)
 {
-	return QsCheckInvariants(p, use, job) == QS_CHECK_OK;
+	return CoreCheckInvariants(p, use, job) == QS_CHECK_OK;
 }
 
 /*
- * QsDispatchCheck tells whether a RUNNABLE job may be dispatched, and if
+ * CoreDispatchCheck tells whether a RUNNABLE job may be dispatched, and if
  * not which invariant fails and whether only in the future state: (I1)-(I3)
  * must hold with it added both now (pending stops still holding) and once
  * every pending stop has completed and every kept promise holds (SPEC 3.2,
  * 3.6).  A promised job is already counted in the future state.
  */
 QsCheck
-QsDispatchCheck(QsPlan *p, const QsJob *job, bool *in_future)
+CoreDispatchCheck(CorePlan *p, const QsJob *job, bool *in_future)
 {
 	int			u = job->unit;
 	QsCheck		check;
 
 	*in_future = false;
 	for (int s = 0; s < p->nshares; s++)
-		p->scratch_now[s] = p->usage[QS_AT(p, s, u)];
-	check = QsCheckInvariants(p, p->scratch_now, job);
+		p->scratch_now[s] = p->usage[CORE_AT(p, s, u)];
+	check = CoreCheckInvariants(p, p->scratch_now, job);
 	if (check != QS_CHECK_OK)
 		return check;
 
 #ifndef QS_MUTANT_FUTURE_STATE
-	QsFillFutureUsage(p, u, p->scratch_future);
-	if (QsIdSetHas(&p->kept_promises, job->id))
+	CoreFillFutureUsage(p, u, p->scratch_future);
+	if (CoreIdSetHas(&p->kept_promises, job->id))
 		p->scratch_future[job->share] -= job->count;
 	*in_future = true;
-	check = QsCheckInvariants(p, p->scratch_future, job);
+	check = CoreCheckInvariants(p, p->scratch_future, job);
 #endif
 	return check;
 }
 
 /*
- * QsMayDispatch: the job may be dispatched (QsDispatchCheck).
+ * CoreMayDispatch: the job may be dispatched (CoreDispatchCheck).
  */
 bool
-QsMayDispatch(QsPlan *p, const QsJob *job)
+CoreMayDispatch(CorePlan *p, const QsJob *job)
 {
 	bool		in_future;
 
-	return QsDispatchCheck(p, job, &in_future) == QS_CHECK_OK;
+	return CoreDispatchCheck(p, job, &in_future) == QS_CHECK_OK;
 }
 
 /*
- * QsComputeFitLimits computes, per share and unit, the largest job that is
+ * CoreComputeFitLimits computes, per share and unit, the largest job that is
  * not misconfigured (SPEC 3.7): more than E(u) is
  * SERVICE_ENVIRONMENT_MAX_RESOURCE; otherwise more than allowed(S,u), or for
  * LEND_AND_BORROW more than C(S,u) plus the capacity of every other ENABLED
@@ -288,14 +288,14 @@ QsMayDispatch(QsPlan *p, const QsJob *job)
  * QUOTA_MANAGEMENT_LIMIT_EXCEEDED.
  */
 void
-QsComputeFitLimits(QsPlan *p)
+CoreComputeFitLimits(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
 	for (int s = 0; s < p->nshares; s++)
 		for (int u = 0; u < p->nunits; u++)
 		{
-			QsFitLimit *limit = &p->out->fit_limits[QS_AT(p, s, u)];
+			QsFitLimit *limit = &p->out->fit_limits[CORE_AT(p, s, u)];
 			const QsShare *share = &in->shares[s];
 
 			limit->env_max = in->units[u].env_limit;

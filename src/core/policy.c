@@ -131,10 +131,10 @@ QsStoppedOutcome(const QsJob *job)
 }
 
 /*
- * QsAlloc returns zeroed memory from the caller's allocator.
+ * CoreAlloc returns zeroed memory from the caller's allocator.
  */
 void *
-QsAlloc(QsPlan *p, size_t size)
+CoreAlloc(CorePlan *p, size_t size)
 {
 	return p->in->alloc(p->in->alloc_arg, size);
 }
@@ -151,22 +151,22 @@ HashId(int64_t id)
 }
 
 /*
- * QsIdSetAdd adds a job id to a set, growing it when half full.
+ * CoreIdSetAdd adds a job id to a set, growing it when half full.
  */
 void
-QsIdSetAdd(QsPlan *p, QsIdSet *set, int64_t id)
+CoreIdSetAdd(CorePlan *p, CoreIdSet *set, int64_t id)
 {
-	if (QsIdSetHas(set, id))
+	if (CoreIdSetHas(set, id))
 		return;
 	if (2 * (set->count + 1) > set->size)
 	{
-		QsIdSet		grown = {0};
+		CoreIdSet	grown = {0};
 
 		grown.size = set->size ? set->size * 2 : 64;
-		grown.slots = QsAlloc(p, sizeof(int64_t) * grown.size);
+		grown.slots = CoreAlloc(p, sizeof(int64_t) * grown.size);
 		for (int i = 0; i < set->size; i++)
 			if (set->slots[i] != 0)
-				QsIdSetAdd(p, &grown, set->slots[i]);
+				CoreIdSetAdd(p, &grown, set->slots[i]);
 		*set = grown;
 	}
 	for (uint64_t i = HashId(id);; i++)
@@ -183,10 +183,10 @@ QsIdSetAdd(QsPlan *p, QsIdSet *set, int64_t id)
 }
 
 /*
- * QsIdSetHas tells whether a job id is in a set.
+ * CoreIdSetHas tells whether a job id is in a set.
  */
 bool
-QsIdSetHas(const QsIdSet *set, int64_t id)
+CoreIdSetHas(const CoreIdSet *set, int64_t id)
 {
 	if (set->size == 0)
 		return false;
@@ -202,11 +202,11 @@ QsIdSetHas(const QsIdSet *set, int64_t id)
 }
 
 /*
- * QsAddDecision appends a decision about a job to the output, and marks the
+ * CoreAddDecision appends a decision about a job to the output, and marks the
  * job as decided in this pass.
  */
 QsDecision *
-QsAddDecision(QsPlan *p, QsAction action, const QsJob *job, const char *reason)
+CoreAddDecision(CorePlan *p, QsAction action, const QsJob *job, const char *reason)
 {
 	QsOutput   *out = p->out;
 	QsDecision *d;
@@ -214,7 +214,7 @@ QsAddDecision(QsPlan *p, QsAction action, const QsJob *job, const char *reason)
 	if (out->ndecisions == p->decisions_cap)
 	{
 		int			cap = p->decisions_cap ? 2 * p->decisions_cap : 64;
-		QsDecision *grown = QsAlloc(p, sizeof(QsDecision) * cap);
+		QsDecision *grown = CoreAlloc(p, sizeof(QsDecision) * cap);
 
 		if (out->ndecisions > 0)
 			memcpy(grown, out->decisions, sizeof(QsDecision) * out->ndecisions);
@@ -229,7 +229,7 @@ QsAddDecision(QsPlan *p, QsAction action, const QsJob *job, const char *reason)
 	d->unit = job->unit;
 	d->count = job->count;
 	d->reason = reason;
-	QsIdSetAdd(p, &p->handled, job->id);
+	CoreIdSetAdd(p, &p->handled, job->id);
 	return d;
 }
 
@@ -238,13 +238,13 @@ QsAddDecision(QsPlan *p, QsAction action, const QsJob *job, const char *reason)
  * outcome of QsStoppedOutcome, and releases its capacity.
  */
 static void
-EndAttempt(QsPlan *p, const QsJob *job)
+EndAttempt(CorePlan *p, const QsJob *job)
 {
 	QsStopOutcome o = QsStoppedOutcome(job);
-	QsDecision *d = QsAddDecision(p, o.action, job, o.reason);
+	QsDecision *d = CoreAddDecision(p, o.action, job, o.reason);
 
 	d->counter = o.counter;
-	QsHold(p, job, -1);
+	CoreHold(p, job, -1);
 }
 
 /*
@@ -254,7 +254,7 @@ EndAttempt(QsPlan *p, const QsJob *job)
  * runnable_timeout (SPEC 3.9).
  */
 static void
-TimeBasedWork(QsPlan *p)
+TimeBasedWork(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
@@ -274,8 +274,8 @@ TimeBasedWork(QsPlan *p)
 		if (job->state == QS_RUNNING && job->stop == QS_STOP_NONE &&
 			job->deadline != QS_NO_TIME && job->deadline <= in->now)
 		{
-			QsDecision *d = QsAddDecision(p, QS_STOP, job, "TIMEOUT");
-			int			at = QS_AT(p, job->share, job->unit);
+			QsDecision *d = CoreAddDecision(p, QS_STOP, job, "TIMEOUT");
+			int			at = CORE_AT(p, job->share, job->unit);
 
 			d->stop = QS_STOP_TIMEOUT;
 			p->pending[at] += job->count;
@@ -284,25 +284,25 @@ TimeBasedWork(QsPlan *p)
 	}
 #ifndef QS_MUTANT_RUNNABLE_TIMEOUT
 	for (int i = 0; i < in->nexpired; i++)
-		QsAddDecision(p, QS_FAIL, &in->expired[i], "RUNNABLE_TIMEOUT");
+		CoreAddDecision(p, QS_FAIL, &in->expired[i], "RUNNABLE_TIMEOUT");
 #endif
 }
 
 /*
- * QsRecheckPromises is step 3: in order of promised_at then id, a promised
+ * CoreRecheckPromises is step 3: in order of promised_at then id, a promised
  * job keeps its promise only if it may be dispatched with every pending
  * stop counted as gone and the earlier kept promises holding; otherwise the
  * promise lapses (its victims still stop).
  */
 void
-QsRecheckPromises(QsPlan *p)
+CoreRecheckPromises(CorePlan *p)
 {
 	const QsInput *in = p->in;
-	const QsJob **order = QsAlloc(p, sizeof(QsJob *) * (in->npromised + 1));
+	const QsJob **order = CoreAlloc(p, sizeof(QsJob *) * (in->npromised + 1));
 	int			n = 0;
 
 	for (int i = 0; i < in->npromised; i++)
-		if (!QsIdSetHas(&p->handled, in->promised[i].id))
+		if (!CoreIdSetHas(&p->handled, in->promised[i].id))
 			order[n++] = &in->promised[i];
 	/* insertion sort: promises are few */
 	for (int i = 1; i < n; i++)
@@ -319,20 +319,20 @@ QsRecheckPromises(QsPlan *p)
 
 	p->promise_order = order;
 	p->npromise_order = n;
-	p->out->lapsed = QsAlloc(p, sizeof(int64_t) * (n + 1));
+	p->out->lapsed = CoreAlloc(p, sizeof(int64_t) * (n + 1));
 	for (int i = 0; i < n; i++)
 	{
 		const QsJob *job = order[i];
 
-		QsFillFutureUsage(p, job->unit, p->scratch_future);
+		CoreFillFutureUsage(p, job->unit, p->scratch_future);
 #ifndef QS_MUTANT_PROMISE_RECHECK
-		if (QsInvariantsHoldWith(p, p->scratch_future, job))
+		if (CoreInvariantsHoldWith(p, p->scratch_future, job))
 #else
 		if (true)
 #endif
 		{
-			p->promised[QS_AT(p, job->share, job->unit)] += job->count;
-			QsIdSetAdd(p, &p->kept_promises, job->id);
+			p->promised[CORE_AT(p, job->share, job->unit)] += job->count;
+			CoreIdSetAdd(p, &p->kept_promises, job->id);
 		}
 		else
 			p->out->lapsed[p->out->nlapsed++] = job->id;
@@ -340,19 +340,19 @@ QsRecheckPromises(QsPlan *p)
 }
 
 /*
- * QsDispatch records the dispatch of a job and makes it hold its instances;
+ * CoreDispatch records the dispatch of a job and makes it hold its instances;
  * a kept promise is then fulfilled.
  */
 void
-QsDispatch(QsPlan *p, const QsJob *job)
+CoreDispatch(CorePlan *p, const QsJob *job)
 {
-	int			at = QS_AT(p, job->share, job->unit);
+	int			at = CORE_AT(p, job->share, job->unit);
 	QsJob		held = *job;
 
-	QsAddDecision(p, QS_DISPATCH, job, NULL);
+	CoreAddDecision(p, QS_DISPATCH, job, NULL);
 	held.stop = QS_STOP_NONE;
-	QsHold(p, &held, +1);
-	if (QsIdSetHas(&p->kept_promises, job->id))
+	CoreHold(p, &held, +1);
+	if (CoreIdSetHas(&p->kept_promises, job->id))
 		p->promised[at] -= job->count;
 }
 
@@ -361,14 +361,14 @@ QsDispatch(QsPlan *p, const QsJob *job)
  * holding its instances.
  */
 static bool
-VictimsPending(const QsPlan *p, const QsJob *job)
+VictimsPending(const CorePlan *p, const QsJob *job)
 {
 	for (int i = 0; i < p->in->nheld; i++)
 	{
 		const QsJob *h = &p->in->held[i];
 
 		if (h->preempted_for == job->id && h->stop != QS_STOP_NONE &&
-			!QsIdSetHas(&p->handled, h->id))
+			!CoreIdSetHas(&p->handled, h->id))
 			return true;
 	}
 	return false;
@@ -377,19 +377,19 @@ VictimsPending(const QsPlan *p, const QsJob *job)
 /*
  * DispatchFreedPromises is step 4: a promised job whose victims have all
  * stopped is dispatched before any other job, in promise order (promised_at,
- * then id, as QsRecheckPromises sorted them).
+ * then id, as CoreRecheckPromises sorted them).
  */
 static void
-DispatchFreedPromises(QsPlan *p)
+DispatchFreedPromises(CorePlan *p)
 {
 	for (int i = 0; i < p->npromise_order; i++)
 	{
 		const QsJob *job = p->promise_order[i];
 
-		if (QsIdSetHas(&p->kept_promises, job->id) &&
-			!QsIdSetHas(&p->handled, job->id) &&
-			!VictimsPending(p, job) && QsMayDispatch(p, job))
-			QsDispatch(p, job);
+		if (CoreIdSetHas(&p->kept_promises, job->id) &&
+			!CoreIdSetHas(&p->handled, job->id) &&
+			!VictimsPending(p, job) && CoreMayDispatch(p, job))
+			CoreDispatch(p, job);
 	}
 }
 
@@ -418,87 +418,87 @@ QueueOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
- * QsStreamAdvance moves the cursor of one share and unit to its next job that
- * the skip rule lets through and that this pass has not decided on.
+ * CoreCursorAdvance moves the cursor of one share and unit to its next job
+ * that the skip rule lets through and that this pass has not decided on.
  */
 void
-QsStreamAdvance(QsPlan *p, int s, int u)
+CoreCursorAdvance(CorePlan *p, int s, int u)
 {
-	QsStream   *st = &p->streams[QS_AT(p, s, u)];
-	QsJob		after = st->head;
-	bool		from_start = !st->started;
+	CoreCursor *cur = &p->cursors[CORE_AT(p, s, u)];
+	QsJob		after = cur->head;
+	bool		from_start = !cur->started;
 
-	st->started = true;
-	st->has_head = false;
-	if (st->below <= 1)
+	cur->started = true;
+	cur->has_head = false;
+	if (cur->below <= 1)
 		return;					/* every job of this unit is skipped */
 	while (p->in->source.next(p->in->source.arg, s, u,
-							  from_start ? NULL : &after, st->below, &st->head))
+							  from_start ? NULL : &after, cur->below, &cur->head))
 	{
-		if (!QsIdSetHas(&p->handled, st->head.id))
+		if (!CoreIdSetHas(&p->handled, cur->head.id))
 		{
-			st->has_head = true;
+			cur->has_head = true;
 			return;
 		}
-		after = st->head;
+		after = cur->head;
 		from_start = false;
 	}
 }
 
 /*
- * QsStreamStart puts every share's cursors on their first jobs.
+ * CoreCursorStart puts every share's cursors on their first jobs.
  */
 void
-QsStreamStart(QsPlan *p, int32_t below)
+CoreCursorStart(CorePlan *p, int32_t below)
 {
 	for (int s = 0; s < p->nshares; s++)
 		for (int u = 0; u < p->nunits; u++)
 		{
-			p->streams[QS_AT(p, s, u)].below = below;
-			QsStreamAdvance(p, s, u);
+			p->cursors[CORE_AT(p, s, u)].below = below;
+			CoreCursorAdvance(p, s, u);
 		}
 }
 
 /*
- * QsShareHead returns the job under a share's cursor: the first, in share
- * order, of the heads of its units' streams (NULL when none is left).
+ * CoreShareHead returns the job under a share's cursor: the first, in share
+ * order, of the heads of its units' cursors (NULL when none is left).
  */
 const QsJob *
-QsShareHead(QsPlan *p, int s)
+CoreShareHead(CorePlan *p, int s)
 {
 	const QsJob *best = NULL;
 
 	for (int u = 0; u < p->nunits; u++)
 	{
-		QsStream   *st = &p->streams[QS_AT(p, s, u)];
+		CoreCursor *cur = &p->cursors[CORE_AT(p, s, u)];
 
-		if (st->has_head && (best == NULL || ShareOrderBefore(&st->head, best)))
-			best = &st->head;
+		if (cur->has_head && (best == NULL || ShareOrderBefore(&cur->head, best)))
+			best = &cur->head;
 	}
 	return best;
 }
 
 /*
- * QsNextCandidate picks, among the jobs under the cursors, the one that fits
+ * CoreNextCandidate picks, among the jobs under the cursors, the one that fits
  * in its own capacity with the least (queued_at, id); if none fits, the one
  * with the least (queued_at, id) (SPEC 3.2).
  */
 const QsJob *
-QsNextCandidate(QsPlan *p)
+CoreNextCandidate(CorePlan *p)
 {
 	const QsJob *fitting = NULL;
 	const QsJob *any = NULL;
 
 	for (int s = 0; s < p->nshares; s++)
 	{
-		const QsJob *head = QsShareHead(p, s);
+		const QsJob *head = CoreShareHead(p, s);
 
 		if (head == NULL)
 			continue;
 		if (any == NULL || QueueOrderBefore(head, any))
 			any = head;
 #ifndef QS_MUTANT_OWN_CAPACITY_FIRST
-		if (QsFitsOwnCapacity(p, head) &&
+		if (CoreFitsOwnCapacity(p, head) &&
 			(fitting == NULL || QueueOrderBefore(head, fitting)))
 			fitting = head;
 #endif
@@ -514,36 +514,36 @@ QsNextCandidate(QsPlan *p)
  * more instances.  A job that cannot start does not block later jobs.
  */
 static void
-DispatchLoop(QsPlan *p)
+DispatchLoop(CorePlan *p)
 {
 	const QsJob *cand;
 
-	QsStreamStart(p, INT32_MAX);
+	CoreCursorStart(p, INT32_MAX);
 
-	while ((cand = QsNextCandidate(p)) != NULL)
+	while ((cand = CoreNextCandidate(p)) != NULL)
 	{
 		QsJob		job = *cand;
-		QsStream   *st = &p->streams[QS_AT(p, job.share, job.unit)];
-		bool		promised = QsIdSetHas(&p->kept_promises, job.id);
+		CoreCursor *cur = &p->cursors[CORE_AT(p, job.share, job.unit)];
+		bool		promised = CoreIdSetHas(&p->kept_promises, job.id);
 
-		if (QsMayDispatch(p, &job))
-			QsDispatch(p, &job);
-		else if (promised || !QsTryPreemption(p, &job))
+		if (CoreMayDispatch(p, &job))
+			CoreDispatch(p, &job);
+		else if (promised || !CoreTryPreemption(p, &job))
 		{
 #ifndef QS_MUTANT_SKIP_RULE
-			if (job.count < st->below)
-				st->below = job.count;
+			if (job.count < cur->below)
+				cur->below = job.count;
 #endif
 		}
-		QsStreamAdvance(p, job.share, job.unit);
+		CoreCursorAdvance(p, job.share, job.unit);
 	}
 }
 
 /*
- * QsInitPlan allocates the planned state of a pass.
+ * CoreInitPlan allocates the planned state of a pass.
  */
 void
-QsInitPlan(QsPlan *p, const QsInput *in, QsOutput *out)
+CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out)
 {
 	int			cells;
 
@@ -554,18 +554,18 @@ QsInitPlan(QsPlan *p, const QsInput *in, QsOutput *out)
 	p->nunits = in->nunits;
 	p->nshares = in->nshares;
 	cells = in->nunits * in->nshares + 1;
-	p->usage = QsAlloc(p, sizeof(int64_t) * cells);
-	p->pending = QsAlloc(p, sizeof(int64_t) * cells);
-	p->promised = QsAlloc(p, sizeof(int64_t) * cells);
-	p->unassigned = QsAlloc(p, sizeof(int64_t) * (in->nunits + 1));
-	p->scratch_now = QsAlloc(p, sizeof(int64_t) * (in->nshares + 1));
-	p->scratch_future = QsAlloc(p, sizeof(int64_t) * (in->nshares + 1));
-	p->streams = QsAlloc(p, sizeof(QsStream) * cells);
-	p->wanted = QsAlloc(p, sizeof(QsWantedCache) * cells);
-	out->fit_limits = QsAlloc(p, sizeof(QsFitLimit) * cells);
-	out->promised = QsAlloc(p, sizeof(int64_t) * (in->npromised + in->nheld + 64));
+	p->usage = CoreAlloc(p, sizeof(int64_t) * cells);
+	p->pending = CoreAlloc(p, sizeof(int64_t) * cells);
+	p->promised = CoreAlloc(p, sizeof(int64_t) * cells);
+	p->unassigned = CoreAlloc(p, sizeof(int64_t) * (in->nunits + 1));
+	p->scratch_now = CoreAlloc(p, sizeof(int64_t) * (in->nshares + 1));
+	p->scratch_future = CoreAlloc(p, sizeof(int64_t) * (in->nshares + 1));
+	p->cursors = CoreAlloc(p, sizeof(CoreCursor) * cells);
+	p->wanted = CoreAlloc(p, sizeof(CoreWantedCache) * cells);
+	out->fit_limits = CoreAlloc(p, sizeof(QsFitLimit) * cells);
+	out->promised = CoreAlloc(p, sizeof(int64_t) * (in->npromised + in->nheld + 64));
 	p->promised_cap = in->npromised + in->nheld + 64;
-	QsInitAccounting(p);
+	CoreInitAccounting(p);
 }
 
 /*
@@ -576,14 +576,14 @@ QsInitPlan(QsPlan *p, const QsInput *in, QsOutput *out)
 void
 QsRunPass(const QsInput *in, QsOutput *out)
 {
-	QsPlan		plan;
+	CorePlan	plan;
 
-	QsInitPlan(&plan, in, out);
+	CoreInitPlan(&plan, in, out);
 	TimeBasedWork(&plan);
 #ifndef QS_MUTANT_REPAIR
-	QsRepairLimits(&plan);
+	CoreRepairLimits(&plan);
 #endif
-	QsRecheckPromises(&plan);
+	CoreRecheckPromises(&plan);
 	if (in->env_enabled)
 	{
 #ifndef QS_MUTANT_PROMISED_FIRST
@@ -591,5 +591,5 @@ QsRunPass(const QsInput *in, QsOutput *out)
 #endif
 		DispatchLoop(&plan);
 	}
-	QsComputeFitLimits(&plan);
+	CoreComputeFitLimits(&plan);
 }

@@ -18,32 +18,32 @@
  */
 
 /* A set of job ids (open addressing). */
-typedef struct QsIdSet
+typedef struct CoreIdSet
 {
 	int64_t    *slots;			/* 0: empty */
 	int			size;			/* power of two */
 	int			count;
-} QsIdSet;
+} CoreIdSet;
 
-/* The RUNNABLE jobs of one share and unit, under the pass's cursor. */
-typedef struct QsStream
+/* The pass's cursor over the RUNNABLE jobs of one share and unit. */
+typedef struct CoreCursor
 {
 	bool		started;
 	bool		has_head;
 	QsJob		head;
 	int32_t		below;			/* the skip rule: only counts below this */
-} QsStream;
+} CoreCursor;
 
 /* A lender's smallest waiting jobs of a unit (the wanted-capacity rule). */
-typedef struct QsWantedCache
+typedef struct CoreWantedCache
 {
 	bool		loaded;
 	int			njobs;
 	int			max;			/* how many were asked for */
 	QsJob	   *jobs;
-} QsWantedCache;
+} CoreWantedCache;
 
-typedef struct QsPlan
+typedef struct CorePlan
 {
 	const QsInput *in;
 	QsOutput   *out;
@@ -55,45 +55,48 @@ typedef struct QsPlan
 	int64_t    *unassigned;		/* [u] */
 	int64_t    *scratch_now;	/* [s]: one unit's usage, now */
 	int64_t    *scratch_future; /* [s]: one unit's usage, future */
-	QsIdSet		handled;		/* decided in this pass: not dispatched again */
-	QsIdSet		kept_promises;
-	QsStream   *streams;		/* [s*nunits+u] */
-	QsWantedCache *wanted;		/* [s*nunits+u] */
+	CoreIdSet	handled;		/* decided in this pass: not dispatched again */
+	CoreIdSet	kept_promises;
+	CoreCursor *cursors;		/* [s*nunits+u] */
+	CoreWantedCache *wanted;	/* [s*nunits+u] */
 	const QsJob **promise_order;	/* promised jobs by (promised_at, id) */
 	int			npromise_order;
 	int			decisions_cap;
 	int			promised_cap;
-} QsPlan;
+} CorePlan;
 
-#define QS_AT(p, s, u) ((s) * (p)->nunits + (u))
+#define CORE_AT(p, s, u) ((s) * (p)->nunits + (u))
 
 /* policy.c */
-extern void QsInitPlan(QsPlan *p, const QsInput *in, QsOutput *out);
-extern void QsRecheckPromises(QsPlan *p);
-extern void QsStreamStart(QsPlan *p, int32_t below);
-extern void QsStreamAdvance(QsPlan *p, int s, int u);
-extern const QsJob *QsShareHead(QsPlan *p, int s);
-extern const QsJob *QsNextCandidate(QsPlan *p);
-extern void QsDispatch(QsPlan *p, const QsJob *job);
-extern void *QsAlloc(QsPlan *p, size_t size);
-extern void QsIdSetAdd(QsPlan *p, QsIdSet *set, int64_t id);
-extern bool QsIdSetHas(const QsIdSet *set, int64_t id);
-extern QsDecision *QsAddDecision(QsPlan *p, QsAction action, const QsJob *job,
-								 const char *reason);
+extern void CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out);
+extern void CoreRecheckPromises(CorePlan *p);
+extern void CoreCursorStart(CorePlan *p, int32_t below);
+extern void CoreCursorAdvance(CorePlan *p, int s, int u);
+extern const QsJob *CoreShareHead(CorePlan *p, int s);
+extern const QsJob *CoreNextCandidate(CorePlan *p);
+extern void CoreDispatch(CorePlan *p, const QsJob *job);
+extern void *CoreAlloc(CorePlan *p, size_t size);
+extern void CoreIdSetAdd(CorePlan *p, CoreIdSet *set, int64_t id);
+extern bool CoreIdSetHas(const CoreIdSet *set, int64_t id);
+extern QsDecision *CoreAddDecision(CorePlan *p, QsAction action,
+								   const QsJob *job, const char *reason);
 
 /* preempt.c */
-extern bool QsTryPreemption(QsPlan *p, const QsJob *job);
-extern void QsRepairLimits(QsPlan *p);
+extern bool CoreTryPreemption(CorePlan *p, const QsJob *job);
+extern void CoreRepairLimits(CorePlan *p);
 
 /* capacity.c */
-extern void QsInitAccounting(QsPlan *p);
-extern void QsHold(QsPlan *p, const QsJob *job, int sign);
-extern bool QsFitsOwnCapacity(const QsPlan *p, const QsJob *job);
-extern QsCheck QsCheckInvariants(QsPlan *p, const int64_t *use, const QsJob *job);
-extern QsCheck QsDispatchCheck(QsPlan *p, const QsJob *job, bool *in_future);
-extern bool QsMayDispatch(QsPlan *p, const QsJob *job);
-extern bool QsInvariantsHoldWith(QsPlan *p, const int64_t *use, const QsJob *job);
-extern void QsFillFutureUsage(const QsPlan *p, int unit, int64_t *use);
-extern void QsComputeFitLimits(QsPlan *p);
+extern void CoreInitAccounting(CorePlan *p);
+extern void CoreHold(CorePlan *p, const QsJob *job, int sign);
+extern bool CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job);
+extern QsCheck CoreCheckInvariants(CorePlan *p, const int64_t *use,
+								   const QsJob *job);
+extern QsCheck CoreDispatchCheck(CorePlan *p, const QsJob *job,
+								 bool *in_future);
+extern bool CoreMayDispatch(CorePlan *p, const QsJob *job);
+extern bool CoreInvariantsHoldWith(CorePlan *p, const int64_t *use,
+								   const QsJob *job);
+extern void CoreFillFutureUsage(const CorePlan *p, int unit, int64_t *use);
+extern void CoreComputeFitLimits(CorePlan *p);
 
 #endif							/* QS_POLICY_INT_H */

@@ -21,9 +21,9 @@ typedef struct JobList
 } JobList;
 
 static void
-ListInit(QsPlan *p, JobList *list)
+ListInit(CorePlan *p, JobList *list)
 {
-	list->jobs = QsAlloc(p, sizeof(QsJob *) * (p->in->nheld + 1));
+	list->jobs = CoreAlloc(p, sizeof(QsJob *) * (p->in->nheld + 1));
 	list->n = 0;
 }
 
@@ -64,10 +64,10 @@ SortVictimOrder(JobList *list, int from)
  * decided in this pass.
  */
 static bool
-Preemptible(const QsPlan *p, const QsJob *job, int unit)
+Preemptible(const CorePlan *p, const QsJob *job, int unit)
 {
 	return job->unit == unit && job->stop == QS_STOP_NONE &&
-		!QsIdSetHas(&p->handled, job->id);
+		!CoreIdSetHas(&p->handled, job->id);
 }
 
 /*
@@ -76,12 +76,12 @@ Preemptible(const QsPlan *p, const QsJob *job, int unit)
  * chosen so far have stopped.
  */
 static void
-FutureWithout(const QsPlan *p, int unit, const JobList *victims, bool with_promises,
+FutureWithout(const CorePlan *p, int unit, const JobList *victims, bool with_promises,
 			  int64_t *use)
 {
 	for (int s = 0; s < p->nshares; s++)
 	{
-		int			at = QS_AT(p, s, unit);
+		int			at = CORE_AT(p, s, unit);
 
 		use[s] = p->usage[at] - p->pending[at] + (with_promises ? p->promised[at] : 0);
 	}
@@ -103,7 +103,7 @@ Chosen(const JobList *victims, const QsJob *job)
 }
 
 /* What a set of victims must achieve. */
-typedef bool (*RoomTest) (QsPlan *p, const QsJob *job, const JobList *victims, bool reclaim);
+typedef bool (*RoomTest) (CorePlan *p, const QsJob *job, const JobList *victims, bool reclaim);
 
 /*
  * RoomForPreemptor tells whether the preemptor could be dispatched (SPEC
@@ -112,7 +112,7 @@ typedef bool (*RoomTest) (QsPlan *p, const QsJob *job, const JobList *victims, b
  * never reclaims in order to borrow).
  */
 static bool
-RoomForPreemptor(QsPlan *p, const QsJob *job, const JobList *victims, bool reclaim)
+RoomForPreemptor(CorePlan *p, const QsJob *job, const JobList *victims, bool reclaim)
 {
 	int64_t    *use = p->scratch_future;
 
@@ -122,7 +122,7 @@ RoomForPreemptor(QsPlan *p, const QsJob *job, const JobList *victims, bool recla
 		use[job->share] + job->count > p->in->shares[job->share].capacity[job->unit])
 		return false;
 #endif
-	return QsInvariantsHoldWith(p, use, job);
+	return CoreInvariantsHoldWith(p, use, job);
 }
 
 /*
@@ -131,7 +131,7 @@ RoomForPreemptor(QsPlan *p, const QsJob *job, const JobList *victims, bool recla
  * another of its jobs be taken as a borrowing victim (SPEC 3.4).
  */
 static bool
-StillBorrowing(QsPlan *p, int share, int unit, const JobList *victims)
+StillBorrowing(CorePlan *p, int share, int unit, const JobList *victims)
 {
 	FutureWithout(p, unit, victims, false, p->scratch_now);
 	return p->scratch_now[share] > p->in->shares[share].capacity[unit];
@@ -144,7 +144,7 @@ StillBorrowing(QsPlan *p, int share, int unit, const JobList *victims)
  * Returns false, choosing nobody, when all candidates together do not pass.
  */
 static bool
-ChooseVictims(QsPlan *p, const QsJob *job, const JobList *candidates, int borrowing_group,
+ChooseVictims(CorePlan *p, const QsJob *job, const JobList *candidates, int borrowing_group,
 			  RoomTest test, bool reclaim, JobList *victims)
 {
 	ListInit(p, victims);
@@ -194,7 +194,7 @@ ChooseVictims(QsPlan *p, const QsJob *job, const JobList *candidates, int borrow
  * Returns the length of the borrowing group.
  */
 static int
-ReclaimCandidates(QsPlan *p, const QsJob *job, JobList *list)
+ReclaimCandidates(CorePlan *p, const QsJob *job, JobList *list)
 {
 	const QsInput *in = p->in;
 	int			borrowing;
@@ -203,7 +203,7 @@ ReclaimCandidates(QsPlan *p, const QsJob *job, JobList *list)
 	for (int i = 0; i < in->nheld; i++)
 	{
 		const QsJob *h = &in->held[i];
-		int			at = QS_AT(p, h->share, job->unit);
+		int			at = CORE_AT(p, h->share, job->unit);
 
 		if (h->share != job->share && Preemptible(p, h, job->unit) &&
 			p->usage[at] - p->pending[at] > in->shares[h->share].capacity[job->unit])
@@ -233,7 +233,7 @@ ReclaimCandidates(QsPlan *p, const QsJob *job, JobList *list)
  * own held jobs of strictly lower priority (equal priority never preempts).
  */
 static void
-InShareCandidates(QsPlan *p, const QsJob *job, JobList *list)
+InShareCandidates(CorePlan *p, const QsJob *job, JobList *list)
 {
 	const QsInput *in = p->in;
 
@@ -260,11 +260,11 @@ InShareCandidates(QsPlan *p, const QsJob *job, JobList *list)
  * until its agent reports STOPPED or its lease expires.
  */
 static void
-StopVictim(QsPlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
+StopVictim(CorePlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
 {
-	QsDecision *d = QsAddDecision(p, QS_PREEMPT, victim, QsStopName(stop));
+	QsDecision *d = CoreAddDecision(p, QS_PREEMPT, victim, QsStopName(stop));
 	QsJob		stopped = *victim;
-	int			at = QS_AT(p, victim->share, victim->unit);
+	int			at = CORE_AT(p, victim->share, victim->unit);
 
 	d->stop = stop;
 	d->preempted_for = preempted_for;
@@ -276,7 +276,7 @@ StopVictim(QsPlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
 		QsDecision *e;
 
 		d->immediate = true;
-		e = QsAddDecision(p, o.action, victim, o.reason);
+		e = CoreAddDecision(p, o.action, victim, o.reason);
 		e->counter = o.counter;
 		p->usage[at] -= victim->count;
 		return;
@@ -290,15 +290,15 @@ StopVictim(QsPlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
  * future state from now on, and the applier sets promised_at.
  */
 static void
-Promise(QsPlan *p, const QsJob *job)
+Promise(CorePlan *p, const QsJob *job)
 {
 	QsOutput   *out = p->out;
 
-	QsIdSetAdd(p, &p->kept_promises, job->id);
-	p->promised[QS_AT(p, job->share, job->unit)] += job->count;
+	CoreIdSetAdd(p, &p->kept_promises, job->id);
+	p->promised[CORE_AT(p, job->share, job->unit)] += job->count;
 	if (out->npromised == p->promised_cap)
 	{
-		int64_t    *grown = QsAlloc(p, sizeof(int64_t) * p->promised_cap * 2);
+		int64_t    *grown = CoreAlloc(p, sizeof(int64_t) * p->promised_cap * 2);
 
 		memcpy(grown, out->promised, sizeof(int64_t) * out->npromised);
 		out->promised = grown;
@@ -308,7 +308,7 @@ Promise(QsPlan *p, const QsJob *job)
 }
 
 /*
- * QsTryPreemption tries, for a RUNNABLE job that may not be dispatched, the
+ * CoreTryPreemption tries, for a RUNNABLE job that may not be dispatched, the
  * two attempts of SPEC 3.3 in order and takes the first that makes room:
  * reclaim (only while the share holds less than its own capacity), then
  * in-share preemption.  The victims stop; the room is promised to the job,
@@ -316,7 +316,7 @@ Promise(QsPlan *p, const QsJob *job)
  * victims were given.
  */
 bool
-QsTryPreemption(QsPlan *p, const QsJob *job)
+CoreTryPreemption(CorePlan *p, const QsJob *job)
 {
 	const QsShare *share = &p->in->shares[job->share];
 	JobList		candidates;
@@ -326,7 +326,7 @@ QsTryPreemption(QsPlan *p, const QsJob *job)
 	bool		in_share = false;
 
 #ifndef QS_MUTANT_RECLAIM_ONLY_UNDER_CAPACITY
-	if (p->usage[QS_AT(p, job->share, job->unit)] < share->capacity[job->unit])
+	if (p->usage[CORE_AT(p, job->share, job->unit)] < share->capacity[job->unit])
 #endif
 	{
 		borrowing = ReclaimCandidates(p, job, &candidates);
@@ -348,8 +348,8 @@ QsTryPreemption(QsPlan *p, const QsJob *job)
 				   victims.jobs[i]->share == job->share ? QS_STOP_IN_SHARE :
 				   QS_STOP_CROSS_SHARE, job->id);
 	(void) in_share;
-	if (QsMayDispatch(p, job))
-		QsDispatch(p, job);
+	if (CoreMayDispatch(p, job))
+		CoreDispatch(p, job);
 	else
 		Promise(p, job);
 	return true;
@@ -361,7 +361,7 @@ QsTryPreemption(QsPlan *p, const QsJob *job)
  * unit).  Repairs use no wanted-capacity rule: nobody is borrowing anew.
  */
 static bool
-RoomAfterRepair(QsPlan *p, const QsJob *unit_of, const JobList *victims, bool unused)
+RoomAfterRepair(CorePlan *p, const QsJob *unit_of, const JobList *victims, bool unused)
 {
 	const QsInput *in = p->in;
 	int			u = unit_of->unit;
@@ -391,7 +391,7 @@ RoomAfterRepair(QsPlan *p, const QsJob *unit_of, const JobList *victims, bool un
  * ShareWithinAllowed: the share's future usage is within allowed(S,u).
  */
 static bool
-ShareWithinAllowed(QsPlan *p, const QsJob *of_share, const JobList *victims, bool unused)
+ShareWithinAllowed(CorePlan *p, const QsJob *of_share, const JobList *victims, bool unused)
 {
 	(void) unused;
 	FutureWithout(p, of_share->unit, victims, false, p->scratch_future);
@@ -407,7 +407,7 @@ ShareWithinAllowed(QsPlan *p, const QsJob *of_share, const JobList *victims, boo
  * borrows), then any job, theirs included.
  */
 static void
-RepairUnit(QsPlan *p, int unit)
+RepairUnit(CorePlan *p, int unit)
 {
 	const QsInput *in = p->in;
 	JobList		candidates;
@@ -435,12 +435,12 @@ RepairUnit(QsPlan *p, int unit)
 	if (RoomAfterRepair(p, &probe, &(JobList) {0}, false))
 		return;
 	/* borrowing shares' jobs, then any job (those again among them) */
-	candidates.jobs = QsAlloc(p, sizeof(QsJob *) * (2 * in->nheld + 1));
+	candidates.jobs = CoreAlloc(p, sizeof(QsJob *) * (2 * in->nheld + 1));
 	candidates.n = 0;
 	for (int i = 0; i < in->nheld; i++)
 	{
 		const QsJob *h = &in->held[i];
-		int			at = QS_AT(p, h->share, unit);
+		int			at = CORE_AT(p, h->share, unit);
 
 		if (Preemptible(p, h, unit) &&
 			p->usage[at] - p->pending[at] > in->shares[h->share].capacity[unit])
@@ -458,10 +458,10 @@ RepairUnit(QsPlan *p, int unit)
 }
 
 /*
- * QsRepairLimits is step 2 of a pass: the repair of every unit.
+ * CoreRepairLimits is step 2 of a pass: the repair of every unit.
  */
 void
-QsRepairLimits(QsPlan *p)
+CoreRepairLimits(CorePlan *p)
 {
 	for (int u = 0; u < p->nunits; u++)
 		RepairUnit(p, u);

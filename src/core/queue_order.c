@@ -25,7 +25,7 @@
 int
 QsQueueOrder(const QsInput *in, int front, int horizon, QsQueueEntry *entries)
 {
-	QsPlan		plan;
+	CorePlan	plan;
 	QsOutput	out;
 	const QsJob **heads;
 	int			n = 0;
@@ -33,16 +33,16 @@ QsQueueOrder(const QsInput *in, int front, int horizon, QsQueueEntry *entries)
 	int			position = 0;
 	const QsJob *cand;
 
-	QsInitPlan(&plan, in, &out);
-	QsStreamStart(&plan, INT32_MAX);
-	heads = QsAlloc(&plan, sizeof(QsJob *) * (in->nshares + 1));
+	CoreInitPlan(&plan, in, &out);
+	CoreCursorStart(&plan, INT32_MAX);
+	heads = CoreAlloc(&plan, sizeof(QsJob *) * (in->nshares + 1));
 	for (int s = 0; s < in->nshares; s++)
 	{
-		const QsJob *head = QsShareHead(&plan, s);
+		const QsJob *head = CoreShareHead(&plan, s);
 
 		if (head != NULL)
 		{
-			QsJob	   *copy = QsAlloc(&plan, sizeof(QsJob));
+			QsJob	   *copy = CoreAlloc(&plan, sizeof(QsJob));
 
 			*copy = *head;
 			heads[s] = copy;
@@ -50,7 +50,7 @@ QsQueueOrder(const QsInput *in, int front, int horizon, QsQueueEntry *entries)
 		}
 	}
 
-	while ((cand = QsNextCandidate(&plan)) != NULL &&
+	while ((cand = CoreNextCandidate(&plan)) != NULL &&
 		   (position < front || (heads_left > 0 && position < horizon)))
 	{
 		QsJob		job = *cand;
@@ -77,7 +77,7 @@ QsQueueOrder(const QsInput *in, int front, int horizon, QsQueueEntry *entries)
 					entries[n].job = *heads[s];
 					entries[n++].position = 0;
 				}
-		QsStreamAdvance(&plan, job.share, job.unit);
+		CoreCursorAdvance(&plan, job.share, job.unit);
 	}
 	return n;
 }
@@ -89,19 +89,19 @@ QsQueueOrder(const QsInput *in, int front, int horizon, QsQueueEntry *entries)
 int
 QsQueuePosition(const QsInput *in, int64_t job_id, int horizon)
 {
-	QsPlan		plan;
+	CorePlan	plan;
 	QsOutput	out;
 	const QsJob *cand;
 	int			position = 0;
 
-	QsInitPlan(&plan, in, &out);
-	QsStreamStart(&plan, INT32_MAX);
-	while (position < horizon && (cand = QsNextCandidate(&plan)) != NULL)
+	CoreInitPlan(&plan, in, &out);
+	CoreCursorStart(&plan, INT32_MAX);
+	while (position < horizon && (cand = CoreNextCandidate(&plan)) != NULL)
 	{
 		position++;
 		if (cand->id == job_id)
 			return position;
-		QsStreamAdvance(&plan, cand->share, cand->unit);
+		CoreCursorAdvance(&plan, cand->share, cand->unit);
 	}
 	return 0;
 }
@@ -114,20 +114,20 @@ QsQueuePosition(const QsInput *in, int64_t job_id, int horizon)
 QsWhy
 QsExplainWait(const QsInput *in, const QsJob *job)
 {
-	QsPlan		plan;
+	CorePlan	plan;
 	QsOutput	out;
 	QsWhy		why;
 	int			at;
 
-	QsInitPlan(&plan, in, &out);
-	QsRecheckPromises(&plan);
-	at = QS_AT(&plan, job->share, job->unit);
+	CoreInitPlan(&plan, in, &out);
+	CoreRecheckPromises(&plan);
+	at = CORE_AT(&plan, job->share, job->unit);
 	memset(&why, 0, sizeof(why));
-	why.check = QsDispatchCheck(&plan, job, &why.in_future);
+	why.check = CoreDispatchCheck(&plan, job, &why.in_future);
 	why.usage = plan.usage[at];
 	why.allowed = QsAllowed(&in->shares[job->share], job->unit);
 	why.must_borrow = plan.usage[at] + job->count > in->shares[job->share].capacity[job->unit];
 	for (int s = 0; s < in->nshares; s++)
-		why.env_usage += plan.usage[QS_AT(&plan, s, job->unit)];
+		why.env_usage += plan.usage[CORE_AT(&plan, s, job->unit)];
 	return why;
 }
