@@ -78,6 +78,10 @@ QsStopFromName(const char *name)
 	return QS_STOP_NONE;
 }
 
+/*
+ * IsPreemption tells whether a stop is a preemption (SPEC 3.6), which a
+ * stopped job counts in preemption_count.
+ */
 static bool
 IsPreemption(QsStop stop)
 {
@@ -139,6 +143,10 @@ CoreAlloc(CorePlan *p, size_t size)
 	return p->in->alloc(p->in->alloc_arg, size);
 }
 
+/*
+ * HashId mixes the bits of a job id, so that sequential ids spread over the
+ * slots of a CoreIdSet.
+ */
 static uint64_t
 HashId(int64_t id)
 {

@@ -5,8 +5,9 @@
  *		of one job queue in, the decisions of one pass out (SPEC 3).
  *
  * Nothing here knows PostgreSQL: no SPI, no catalogs, no clock (time is an
- * input), no global state.  The shell (pass.c) loads the snapshot and
- * applies the decisions; unit tests and the simulator drive it directly.
+ * input), no global state.  The shell loads the snapshot (pass_load.c) and
+ * applies the decisions (pass_apply.c); unit tests and the simulator drive
+ * it directly.
  * Memory comes from the caller's allocator and is never freed here.
  *
  *-------------------------------------------------------------------------

@@ -20,6 +20,9 @@ typedef struct JobList
 	int			n;
 } JobList;
 
+/*
+ * ListInit makes an empty list with room for every held job.
+ */
 static void
 ListInit(CorePlan *p, JobList *list)
 {
@@ -323,7 +326,6 @@ CoreTryPreemption(CorePlan *p, const QsJob *job)
 	JobList		victims;
 	int			borrowing;
 	bool		found = false;
-	bool		in_share = false;
 
 #ifndef QS_MUTANT_RECLAIM_ONLY_UNDER_CAPACITY
 	if (p->usage[CORE_AT(p, job->share, job->unit)] < share->capacity[job->unit])
@@ -337,7 +339,6 @@ CoreTryPreemption(CorePlan *p, const QsJob *job)
 	{
 		InShareCandidates(p, job, &candidates);
 		found = ChooseVictims(p, job, &candidates, 0, RoomForPreemptor, false, &victims);
-		in_share = true;
 	}
 #endif
 	if (!found)
@@ -347,7 +348,6 @@ CoreTryPreemption(CorePlan *p, const QsJob *job)
 		StopVictim(p, victims.jobs[i],
 				   victims.jobs[i]->share == job->share ? QS_STOP_IN_SHARE :
 				   QS_STOP_CROSS_SHARE, job->id);
-	(void) in_share;
 	if (CoreMayDispatch(p, job))
 		CoreDispatch(p, job);
 	else
