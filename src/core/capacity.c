@@ -94,18 +94,29 @@ CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job)
 }
 
 /*
- * CoreFillFutureUsage writes, for one unit, each share's usage once every
- * pending stop has completed and every kept promise holds its instances.
+ * CoreUsage writes, for one unit, each share's usage in a state of the plan:
+ * as things are now (pending stops still holding), once every pending stop
+ * has completed, or the future state (SPEC 3.2, 3.6) in which moreover every
+ * kept promise holds its instances.  The jobs in gone[] (victims chosen so
+ * far; NULL entries are skipped) count as stopped too.
  */
 void
-CoreFillFutureUsage(const CorePlan *p, int unit, int64_t *use)
+CoreUsage(const CorePlan *p, int unit, CoreState state,
+		  const QsJob *const *gone, int ngone, int64_t *use)
 {
 	for (int s = 0; s < p->nshares; s++)
 	{
 		int			at = CORE_AT(p, s, unit);
 
-		use[s] = p->usage[at] - p->pending[at] + p->promised[at];
+		use[s] = p->usage[at];
+		if (state != CORE_NOW)
+			use[s] -= p->pending[at];
+		if (state == CORE_FUTURE)
+			use[s] += p->promised[at];
 	}
+	for (int i = 0; i < ngone; i++)
+		if (gone[i] != NULL)
+			use[gone[i]->share] -= gone[i]->count;
 }
 
 /*
@@ -252,14 +263,13 @@ CoreDispatchCheck(CorePlan *p, const QsJob *job, bool *in_future)
 	QsCheck		check;
 
 	*in_future = false;
-	for (int s = 0; s < p->nshares; s++)
-		p->scratch_now[s] = p->usage[CORE_AT(p, s, u)];
+	CoreUsage(p, u, CORE_NOW, NULL, 0, p->scratch_now);
 	check = CoreCheckInvariants(p, p->scratch_now, job);
 	if (check != QS_CHECK_OK)
 		return check;
 
 #ifndef QS_MUTANT_FUTURE_STATE
-	CoreFillFutureUsage(p, u, p->scratch_future);
+	CoreUsage(p, u, CORE_FUTURE, NULL, 0, p->scratch_future);
 	if (CoreIdSetHas(&p->kept_promises, job->id))
 		p->scratch_future[job->share] -= job->count;
 	*in_future = true;

@@ -332,7 +332,7 @@ CoreRecheckPromises(CorePlan *p)
 	{
 		const QsJob *job = order[i];
 
-		CoreFillFutureUsage(p, job->unit, p->scratch_future);
+		CoreUsage(p, job->unit, CORE_FUTURE, NULL, 0, p->scratch_future);
 #ifndef QS_MUTANT_PROMISE_RECHECK
 		if (CoreInvariantsHoldWith(p, p->scratch_future, job))
 #else

@@ -25,6 +25,14 @@ typedef struct CoreIdSet
 	int			count;
 } CoreIdSet;
 
+/* The states of a unit in which CoreUsage counts each share's usage. */
+typedef enum CoreState
+{
+	CORE_NOW,					/* as things are: pending stops still hold */
+	CORE_AFTER_STOPS,			/* once every pending stop has completed */
+	CORE_FUTURE					/* that, and every kept promise holding */
+} CoreState;
+
 /* The pass's cursor over the RUNNABLE jobs of one share and unit. */
 typedef struct CoreCursor
 {
@@ -96,7 +104,8 @@ extern QsCheck CoreDispatchCheck(CorePlan *p, const QsJob *job,
 extern bool CoreMayDispatch(CorePlan *p, const QsJob *job);
 extern bool CoreInvariantsHoldWith(CorePlan *p, const int64_t *use,
 								   const QsJob *job);
-extern void CoreFillFutureUsage(const CorePlan *p, int unit, int64_t *use);
+extern void CoreUsage(const CorePlan *p, int unit, CoreState state,
+					  const QsJob *const *gone, int ngone, int64_t *use);
 extern void CoreComputeFitLimits(CorePlan *p);
 
 #endif							/* QS_POLICY_INT_H */

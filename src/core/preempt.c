@@ -74,26 +74,6 @@ Preemptible(const CorePlan *p, const QsJob *job, int unit)
 }
 
 /*
- * FutureWithout fills use[] with each share's usage of a unit once pending
- * stops complete, kept promises hold (when with_promises) and the victims
- * chosen so far have stopped.
- */
-static void
-FutureWithout(const CorePlan *p, int unit, const JobList *victims, bool with_promises,
-			  int64_t *use)
-{
-	for (int s = 0; s < p->nshares; s++)
-	{
-		int			at = CORE_AT(p, s, unit);
-
-		use[s] = p->usage[at] - p->pending[at] + (with_promises ? p->promised[at] : 0);
-	}
-	for (int i = 0; i < victims->n; i++)
-		if (victims->jobs[i] != NULL)
-			use[victims->jobs[i]->share] -= victims->jobs[i]->count;
-}
-
-/*
  * Chosen tells whether a job is among the victims chosen so far.
  */
 static bool
@@ -119,7 +99,7 @@ RoomForPreemptor(CorePlan *p, const QsJob *job, const JobList *victims, bool rec
 {
 	int64_t    *use = p->scratch_future;
 
-	FutureWithout(p, job->unit, victims, true, use);
+	CoreUsage(p, job->unit, CORE_FUTURE, victims->jobs, victims->n, use);
 #ifndef QS_MUTANT_RECLAIM_NOT_TO_BORROW
 	if (reclaim &&
 		use[job->share] + job->count > p->in->shares[job->share].capacity[job->unit])
@@ -136,7 +116,7 @@ RoomForPreemptor(CorePlan *p, const QsJob *job, const JobList *victims, bool rec
 static bool
 StillBorrowing(CorePlan *p, int share, int unit, const JobList *victims)
 {
-	FutureWithout(p, unit, victims, false, p->scratch_now);
+	CoreUsage(p, unit, CORE_AFTER_STOPS, victims->jobs, victims->n, p->scratch_now);
 	return p->scratch_now[share] > p->in->shares[share].capacity[unit];
 }
 
@@ -371,7 +351,7 @@ RoomAfterRepair(CorePlan *p, const QsJob *unit_of, const JobList *victims, bool 
 	int64_t		supply = p->unassigned[u];
 
 	(void) unused;
-	FutureWithout(p, u, victims, false, use);
+	CoreUsage(p, u, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
 	for (int s = 0; s < p->nshares; s++)
 	{
 		int64_t		cap = in->shares[s].capacity[u];
@@ -394,7 +374,8 @@ static bool
 ShareWithinAllowed(CorePlan *p, const QsJob *of_share, const JobList *victims, bool unused)
 {
 	(void) unused;
-	FutureWithout(p, of_share->unit, victims, false, p->scratch_future);
+	CoreUsage(p, of_share->unit, CORE_AFTER_STOPS, victims->jobs, victims->n,
+			  p->scratch_future);
 	return p->scratch_future[of_share->share] <=
 		QsAllowed(&p->in->shares[of_share->share], of_share->unit);
 }
