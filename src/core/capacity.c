@@ -84,13 +84,34 @@ CoreHold(CorePlan *p, const QsJob *job, int sign)
 }
 
 /*
- * CoreFitsOwnCapacity: usage(S,u) + n <= C(S,u) in the state planned so far.
+ * CoreBorrowed returns borrowed(S,u) = max(0, usage(S,u) - C(S,u)) for a
+ * share's usage of a unit in some state (SPEC 3.1).
+ */
+int64_t
+CoreBorrowed(const CorePlan *p, int share, int unit, int64_t usage)
+{
+	return Max64(0, usage - p->in->shares[share].capacity[unit]);
+}
+
+/*
+ * CoreBorrowing tells whether a share with that usage of a unit is borrowing
+ * it: borrowed(S,u) > 0 (SPEC 3.1).
+ */
+bool
+CoreBorrowing(const CorePlan *p, int share, int unit, int64_t usage)
+{
+	return CoreBorrowed(p, share, unit, usage) > 0;
+}
+
+/*
+ * CoreFitsOwnCapacity: usage(S,u) + n <= C(S,u) in the state planned so far,
+ * i.e. the job's share would not be borrowing with it.
  */
 bool
 CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job)
 {
-	return p->usage[CORE_AT(p, job->share, job->unit)] + job->count <=
-		p->in->shares[job->share].capacity[job->unit];
+	return !CoreBorrowing(p, job->share, job->unit,
+						  p->usage[CORE_AT(p, job->share, job->unit)] + job->count);
 }
 
 /*
@@ -198,7 +219,7 @@ CoreCheckInvariants(CorePlan *p, const int64_t *use, const QsJob *job)
 	int			u = job->unit;
 	int			s = job->share;
 	const QsShare *share = &in->shares[s];
-	bool		must_borrow = use[s] + job->count > share->capacity[u];
+	bool		must_borrow = CoreBorrowing(p, s, u, use[s] + job->count);
 	int64_t		total = 0;
 	int64_t		borrowed = 0;
 	int64_t		supply = p->unassigned[u];
@@ -215,7 +236,7 @@ CoreCheckInvariants(CorePlan *p, const int64_t *use, const QsJob *job)
 		int64_t		used = use[t] + (t == s ? job->count : 0);
 
 		total += used;
-		borrowed += Max64(0, used - cap);
+		borrowed += CoreBorrowed(p, t, u, used);
 		if (Lends(&in->shares[t]))
 		{
 			int64_t		idle = Max64(0, cap - used);
@@ -319,8 +340,7 @@ CoreComputeFitLimits(CorePlan *p)
 				int64_t		reach = share->capacity[u] + p->unassigned[u];
 
 				for (int t = 0; t < p->nshares; t++)
-					if (t != s && in->shares[t].enabled &&
-						in->shares[t].strategy != QS_RESERVE)
+					if (t != s && Lends(&in->shares[t]))
 						reach += in->shares[t].capacity[u];
 				limit->quota_max = Min64(limit->quota_max, reach);
 			}

@@ -96,6 +96,10 @@ extern void CoreRepairLimits(CorePlan *p);
 /* capacity.c */
 extern void CoreInitAccounting(CorePlan *p);
 extern void CoreHold(CorePlan *p, const QsJob *job, int sign);
+extern int64_t CoreBorrowed(const CorePlan *p, int share, int unit,
+							int64_t usage);
+extern bool CoreBorrowing(const CorePlan *p, int share, int unit,
+						  int64_t usage);
 extern bool CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job);
 extern QsCheck CoreCheckInvariants(CorePlan *p, const int64_t *use,
 								   const QsJob *job);

@@ -101,8 +101,7 @@ RoomForPreemptor(CorePlan *p, const QsJob *job, const JobList *victims, bool rec
 
 	CoreUsage(p, job->unit, CORE_FUTURE, victims->jobs, victims->n, use);
 #ifndef QS_MUTANT_RECLAIM_NOT_TO_BORROW
-	if (reclaim &&
-		use[job->share] + job->count > p->in->shares[job->share].capacity[job->unit])
+	if (reclaim && CoreBorrowing(p, job->share, job->unit, use[job->share] + job->count))
 		return false;
 #endif
 	return CoreInvariantsHoldWith(p, use, job);
@@ -117,7 +116,7 @@ static bool
 StillBorrowing(CorePlan *p, int share, int unit, const JobList *victims)
 {
 	CoreUsage(p, unit, CORE_AFTER_STOPS, victims->jobs, victims->n, p->scratch_now);
-	return p->scratch_now[share] > p->in->shares[share].capacity[unit];
+	return CoreBorrowing(p, share, unit, p->scratch_now[share]);
 }
 
 /*
@@ -189,7 +188,7 @@ ReclaimCandidates(CorePlan *p, const QsJob *job, JobList *list)
 		int			at = CORE_AT(p, h->share, job->unit);
 
 		if (h->share != job->share && Preemptible(p, h, job->unit) &&
-			p->usage[at] - p->pending[at] > in->shares[h->share].capacity[job->unit])
+			CoreBorrowing(p, h->share, job->unit, p->usage[at] - p->pending[at]))
 			list->jobs[list->n++] = h;
 	}
 	SortVictimOrder(list, 0);
@@ -424,7 +423,7 @@ RepairUnit(CorePlan *p, int unit)
 		int			at = CORE_AT(p, h->share, unit);
 
 		if (Preemptible(p, h, unit) &&
-			p->usage[at] - p->pending[at] > in->shares[h->share].capacity[unit])
+			CoreBorrowing(p, h->share, unit, p->usage[at] - p->pending[at]))
 			candidates.jobs[candidates.n++] = h;
 	}
 	SortVictimOrder(&candidates, 0);

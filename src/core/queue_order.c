@@ -126,7 +126,7 @@ QsExplainWait(const QsInput *in, const QsJob *job)
 	why.check = CoreDispatchCheck(&plan, job, &why.in_future);
 	why.usage = plan.usage[at];
 	why.allowed = QsAllowed(&in->shares[job->share], job->unit);
-	why.must_borrow = plan.usage[at] + job->count > in->shares[job->share].capacity[job->unit];
+	why.must_borrow = !CoreFitsOwnCapacity(&plan, job);
 	for (int s = 0; s < in->nshares; s++)
 		why.env_usage += plan.usage[CORE_AT(&plan, s, job->unit)];
 	return why;
