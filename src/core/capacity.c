@@ -207,50 +207,74 @@ Wanted(CorePlan *p, int lender, int unit, int64_t idle)
 }
 
 /*
- * CoreCheckInvariants tells which of (I1)-(I3) fails for the job's unit in
- * the state given by use[] (each share's usage) with the job added, or
- * QS_CHECK_OK.  When the job must borrow, each other lender's idle capacity
- * counts less what that lender wants (SPEC 3.2).
+ * CoreWithinAllowed tells whether a share with that usage of a unit keeps
+ * (I2): usage(S,u) <= allowed(S,u).
+ */
+bool
+CoreWithinAllowed(const CorePlan *p, int share, int unit, int64_t usage)
+{
+#ifndef QS_MUTANT_INVARIANT_ALLOWED
+	if (usage > QsAllowed(&p->in->shares[share], unit))
+		return false;
+#endif
+	return true;
+}
+
+/*
+ * UsageWith returns a share's usage in use[] with the job, if any, added.
+ */
+static int64_t
+UsageWith(const int64_t *use, const QsJob *job, int share)
+{
+	return use[share] + (job != NULL && job->share == share ? job->count : 0);
+}
+
+/*
+ * CoreCheckInvariants tells which of (I1)-(I3) fails for a unit in the state
+ * given by use[] (each share's usage), or QS_CHECK_OK.  With a job (of that
+ * unit), the job is added to its share and only that share is held to
+ * allowed(S,u), the job changing no other share's usage; when the job must
+ * borrow, each other lender's idle capacity counts less what that lender
+ * wants (SPEC 3.2).  Without one (the repair, SPEC 3.5), every share is held
+ * to allowed(S,u), and wanted capacity plays no part: nobody borrows anew.
  */
 QsCheck
-CoreCheckInvariants(CorePlan *p, const int64_t *use, const QsJob *job)
+CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)
 {
 	const QsInput *in = p->in;
-	int			u = job->unit;
-	int			s = job->share;
-	const QsShare *share = &in->shares[s];
-	bool		must_borrow = CoreBorrowing(p, s, u, use[s] + job->count);
+	int			borrower = -1;	/* the share of a job that must borrow */
 	int64_t		total = 0;
 	int64_t		borrowed = 0;
-	int64_t		supply = p->unassigned[u];
+	int64_t		supply = p->unassigned[unit];
 
-#ifndef QS_MUTANT_INVARIANT_ALLOWED
+	if (job != NULL && CoreBorrowing(p, job->share, unit, UsageWith(use, job, job->share)))
+		borrower = job->share;
 	/* (I2) usage(S,u) <= allowed(S,u) */
-	if (use[s] + job->count > QsAllowed(share, u))
-		return QS_CHECK_ALLOWED;
-#endif
+	for (int s = 0; s < p->nshares; s++)
+		if ((job == NULL || s == job->share) &&
+			!CoreWithinAllowed(p, s, unit, UsageWith(use, job, s)))
+			return QS_CHECK_ALLOWED;
 
-	for (int t = 0; t < p->nshares; t++)
+	for (int s = 0; s < p->nshares; s++)
 	{
-		int64_t		cap = in->shares[t].capacity[u];
-		int64_t		used = use[t] + (t == s ? job->count : 0);
+		int64_t		used = UsageWith(use, job, s);
 
 		total += used;
-		borrowed += CoreBorrowed(p, t, u, used);
-		if (Lends(&in->shares[t]))
+		borrowed += CoreBorrowed(p, s, unit, used);
+		if (Lends(&in->shares[s]))
 		{
-			int64_t		idle = Max64(0, cap - used);
+			int64_t		idle = Max64(0, in->shares[s].capacity[unit] - used);
 
 #ifndef QS_MUTANT_WANTED_CAPACITY
-			if (must_borrow && t != s && idle > 0)
-				idle -= Wanted(p, t, u, idle);
+			if (borrower >= 0 && s != borrower && idle > 0)
+				idle -= Wanted(p, s, unit, idle);
 #endif
 			supply += idle;
 		}
 	}
 #ifndef QS_MUTANT_INVARIANT_ENVIRONMENT
 	/* (I1) sum of usage <= E(u) */
-	if (total > in->units[u].env_limit)
+	if (total > in->units[unit].env_limit)
 		return QS_CHECK_ENVIRONMENT;
 #endif
 #ifndef QS_MUTANT_INVARIANT_SUPPLY
@@ -267,7 +291,7 @@ CoreCheckInvariants(CorePlan *p, const int64_t *use, const QsJob *job)
 bool
 CoreInvariantsHoldWith(CorePlan *p, const int64_t *use, const QsJob *job)
 {
-	return CoreCheckInvariants(p, use, job) == QS_CHECK_OK;
+	return CoreCheckInvariants(p, job->unit, use, job) == QS_CHECK_OK;
 }
 
 /*
@@ -285,7 +309,7 @@ CoreDispatchCheck(CorePlan *p, const QsJob *job, bool *in_future)
 
 	*in_future = false;
 	CoreUsage(p, u, CORE_NOW, NULL, 0, p->scratch_now);
-	check = CoreCheckInvariants(p, p->scratch_now, job);
+	check = CoreCheckInvariants(p, u, p->scratch_now, job);
 	if (check != QS_CHECK_OK)
 		return check;
 
@@ -294,7 +318,7 @@ CoreDispatchCheck(CorePlan *p, const QsJob *job, bool *in_future)
 	if (CoreIdSetHas(&p->kept_promises, job->id))
 		p->scratch_future[job->share] -= job->count;
 	*in_future = true;
-	check = CoreCheckInvariants(p, p->scratch_future, job);
+	check = CoreCheckInvariants(p, u, p->scratch_future, job);
 #endif
 	return check;
 }

@@ -101,7 +101,9 @@ extern int64_t CoreBorrowed(const CorePlan *p, int share, int unit,
 extern bool CoreBorrowing(const CorePlan *p, int share, int unit,
 						  int64_t usage);
 extern bool CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job);
-extern QsCheck CoreCheckInvariants(CorePlan *p, const int64_t *use,
+extern bool CoreWithinAllowed(const CorePlan *p, int share, int unit,
+							  int64_t usage);
+extern QsCheck CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use,
 								   const QsJob *job);
 extern QsCheck CoreDispatchCheck(CorePlan *p, const QsJob *job,
 								 bool *in_future);

@@ -335,48 +335,32 @@ CoreTryPreemption(CorePlan *p, const QsJob *job)
 }
 
 /*
- * RoomAfterRepair tells whether (I1)-(I3) hold for a unit once pending
- * stops and the victims have stopped (the job argument only names the
- * unit).  Repairs use no wanted-capacity rule: nobody is borrowing anew.
+ * RoomAfterRepair tells whether (I1)-(I3) hold for a unit, every share within
+ * allowed(S,u), once pending stops and the victims have stopped (the job
+ * argument only names the unit).
  */
 static bool
 RoomAfterRepair(CorePlan *p, const QsJob *unit_of, const JobList *victims, bool unused)
 {
-	const QsInput *in = p->in;
-	int			u = unit_of->unit;
 	int64_t    *use = p->scratch_future;
-	int64_t		total = 0;
-	int64_t		borrowed = 0;
-	int64_t		supply = p->unassigned[u];
 
 	(void) unused;
-	CoreUsage(p, u, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
-	for (int s = 0; s < p->nshares; s++)
-	{
-		int64_t		cap = in->shares[s].capacity[u];
-
-		if (use[s] > QsAllowed(&in->shares[s], u))
-			return false;
-		total += use[s];
-		if (use[s] > cap)
-			borrowed += use[s] - cap;
-		else if (in->shares[s].enabled && in->shares[s].strategy != QS_RESERVE)
-			supply += cap - use[s];
-	}
-	return total <= in->units[u].env_limit && borrowed <= supply;
+	CoreUsage(p, unit_of->unit, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
+	return CoreCheckInvariants(p, unit_of->unit, use, NULL) == QS_CHECK_OK;
 }
 
 /*
- * ShareWithinAllowed: the share's future usage is within allowed(S,u).
+ * ShareWithinAllowed: the share's usage, once pending stops and the victims
+ * have stopped, is within allowed(S,u).
  */
 static bool
 ShareWithinAllowed(CorePlan *p, const QsJob *of_share, const JobList *victims, bool unused)
 {
+	int64_t    *use = p->scratch_future;
+
 	(void) unused;
-	CoreUsage(p, of_share->unit, CORE_AFTER_STOPS, victims->jobs, victims->n,
-			  p->scratch_future);
-	return p->scratch_future[of_share->share] <=
-		QsAllowed(&p->in->shares[of_share->share], of_share->unit);
+	CoreUsage(p, of_share->unit, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
+	return CoreWithinAllowed(p, of_share->share, of_share->unit, use[of_share->share]);
 }
 
 /*
