@@ -210,6 +210,35 @@ CoreIdSetHas(const CoreIdSet *set, int64_t id)
 }
 
 /*
+ * CoreTimeIdBefore: (a_at, a_id) comes before (b_at, b_id), the time first,
+ * then the id.
+ */
+bool
+CoreTimeIdBefore(QsTime a_at, int64_t a_id, QsTime b_at, int64_t b_id)
+{
+	if (a_at != b_at)
+		return a_at < b_at;
+	return a_id < b_id;
+}
+
+/*
+ * CoreSortJobs sorts jobs in an order, stably.  An insertion sort: the
+ * lists are short (one queue's held or promised jobs).
+ */
+void
+CoreSortJobs(const QsJob **jobs, int n, CoreJobOrder before)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && before(jobs[j], jobs[j - 1]); j--)
+		{
+			const QsJob *t = jobs[j];
+
+			jobs[j] = jobs[j - 1];
+			jobs[j - 1] = t;
+		}
+}
+
+/*
  * CoreAddDecision appends a decision about a job to the output, and marks the
  * job as decided in this pass.
  */
@@ -297,6 +326,15 @@ TimeBasedWork(CorePlan *p)
 }
 
 /*
+ * PromiseOrderBefore: the least (promised_at, id) first (SPEC 3.6).
+ */
+static bool
+PromiseOrderBefore(const QsJob *a, const QsJob *b)
+{
+	return CoreTimeIdBefore(a->promised_at, a->id, b->promised_at, b->id);
+}
+
+/*
  * CoreRecheckPromises is step 3: in order of promised_at then id, a promised
  * job keeps its promise only if it may be dispatched with every pending
  * stop counted as gone and the earlier kept promises holding; otherwise the
@@ -312,19 +350,7 @@ CoreRecheckPromises(CorePlan *p)
 	for (int i = 0; i < in->npromised; i++)
 		if (!CoreIdSetHas(&p->handled, in->promised[i].id))
 			order[n++] = &in->promised[i];
-	/* insertion sort: promises are few */
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 &&
-			 (order[j]->promised_at < order[j - 1]->promised_at ||
-			  (order[j]->promised_at == order[j - 1]->promised_at &&
-			   order[j]->id < order[j - 1]->id)); j--)
-		{
-			const QsJob *t = order[j];
-
-			order[j] = order[j - 1];
-			order[j - 1] = t;
-		}
-
+	CoreSortJobs(order, n, PromiseOrderBefore);
 	p->promise_order = order;
 	p->npromise_order = n;
 	p->out->lapsed = CoreAlloc(p, sizeof(int64_t) * (n + 1));
@@ -402,6 +428,15 @@ DispatchFreedPromises(CorePlan *p)
 }
 
 /*
+ * QueueOrderBefore: the least (queued_at, id) first.
+ */
+static bool
+QueueOrderBefore(const QsJob *a, const QsJob *b)
+{
+	return CoreTimeIdBefore(a->queued_at, a->id, b->queued_at, b->id);
+}
+
+/*
  * ShareOrderBefore: priority DESC, queued_at ASC, id ASC (SPEC 3.2).
  */
 static bool
@@ -409,20 +444,7 @@ ShareOrderBefore(const QsJob *a, const QsJob *b)
 {
 	if (a->priority != b->priority)
 		return a->priority > b->priority;
-	if (a->queued_at != b->queued_at)
-		return a->queued_at < b->queued_at;
-	return a->id < b->id;
-}
-
-/*
- * QueueOrderBefore: the least (queued_at, id) first.
- */
-static bool
-QueueOrderBefore(const QsJob *a, const QsJob *b)
-{
-	if (a->queued_at != b->queued_at)
-		return a->queued_at < b->queued_at;
-	return a->id < b->id;
+	return QueueOrderBefore(a, b);
 }
 
 /*

@@ -75,6 +75,9 @@ typedef struct CorePlan
 
 #define CORE_AT(p, s, u) ((s) * (p)->nunits + (u))
 
+/* An order of jobs: whether a comes before b. */
+typedef bool (*CoreJobOrder) (const QsJob *a, const QsJob *b);
+
 /* policy.c */
 extern void CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out);
 extern void CoreRecheckPromises(CorePlan *p);
@@ -86,6 +89,9 @@ extern void CoreDispatch(CorePlan *p, const QsJob *job);
 extern void *CoreAlloc(CorePlan *p, size_t size);
 extern void CoreIdSetAdd(CorePlan *p, CoreIdSet *set, int64_t id);
 extern bool CoreIdSetHas(const CoreIdSet *set, int64_t id);
+extern bool CoreTimeIdBefore(QsTime a_at, int64_t a_id, QsTime b_at,
+							 int64_t b_id);
+extern void CoreSortJobs(const QsJob **jobs, int n, CoreJobOrder before);
 extern QsDecision *CoreAddDecision(CorePlan *p, QsAction action,
 								   const QsJob *job, const char *reason);
 

@@ -39,26 +39,18 @@ VictimOrderBefore(const QsJob *a, const QsJob *b)
 {
 	if (a->priority != b->priority)
 		return a->priority < b->priority;
-	if (a->scheduled_at != b->scheduled_at)
-		return a->scheduled_at > b->scheduled_at;
-	return a->id > b->id;
+	/* the reverse of (scheduled_at, id) */
+	return CoreTimeIdBefore(b->scheduled_at, b->id, a->scheduled_at, a->id);
 }
 
 /*
- * SortVictimOrder sorts a group of candidates in victim order (insertion
- * sort: groups are the held jobs of one queue).
+ * SortVictimOrder sorts a group of candidates, from `from` on, in victim
+ * order.
  */
 static void
 SortVictimOrder(JobList *list, int from)
 {
-	for (int i = from + 1; i < list->n; i++)
-		for (int j = i; j > from && VictimOrderBefore(list->jobs[j], list->jobs[j - 1]); j--)
-		{
-			const QsJob *t = list->jobs[j];
-
-			list->jobs[j] = list->jobs[j - 1];
-			list->jobs[j - 1] = t;
-		}
+	CoreSortJobs(list->jobs + from, list->n - from, VictimOrderBefore);
 }
 
 /*
