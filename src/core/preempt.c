@@ -21,12 +21,13 @@ typedef struct JobList
 } JobList;
 
 /*
- * ListInit makes an empty list with room for every held job.
+ * ListInit makes an empty list with room for every held job `copies` times
+ * (a job may be in two groups of candidates).
  */
 static void
-ListInit(CorePlan *p, JobList *list)
+ListInit(CorePlan *p, JobList *list, int copies)
 {
-	list->jobs = CoreAlloc(p, sizeof(QsJob *) * (p->in->nheld + 1));
+	list->jobs = CoreAlloc(p, sizeof(QsJob *) * (copies * p->in->nheld + 1));
 	list->n = 0;
 }
 
@@ -44,16 +45,6 @@ VictimOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
- * SortVictimOrder sorts a group of candidates, from `from` on, in victim
- * order.
- */
-static void
-SortVictimOrder(JobList *list, int from)
-{
-	CoreSortJobs(list->jobs + from, list->n - from, VictimOrderBefore);
-}
-
-/*
  * Preemptible tells whether a held job of a unit may be a victim at all:
  * its stop is not already pending and it was not dispatched or otherwise
  * decided in this pass.
@@ -63,6 +54,72 @@ Preemptible(const CorePlan *p, const QsJob *job, int unit)
 {
 	return job->unit == unit && job->stop == QS_STOP_NONE &&
 		!CoreIdSetHas(&p->handled, job->id);
+}
+
+/*
+ * LowerPriority: a has strictly lower priority than b; equal priority never
+ * preempts (SPEC 3.3).
+ */
+static bool
+LowerPriority(const QsJob *a, const QsJob *b)
+{
+#ifndef QS_MUTANT_STRICTLY_LOWER
+	return a->priority < b->priority;
+#else
+	return a->priority <= b->priority;
+#endif
+}
+
+/* Whose held jobs a group of candidates takes. */
+typedef enum Whose
+{
+	ANY_SHARE,
+	ONE_SHARE,					/* only the jobs of Group.share */
+	OTHER_SHARES				/* none of the jobs of Group.share */
+} Whose;
+
+/* A group of candidates (SPEC 3.3, 3.5), each group in victim order. */
+typedef struct Group
+{
+	Whose		whose;
+	int			share;
+	bool		borrowing;		/* only jobs of shares borrowing the unit */
+	const QsJob *above;			/* only jobs of lower priority; NULL: any */
+} Group;
+
+/*
+ * InGroup tells whether a held job is a candidate of a group for a unit;
+ * use[] is each share's usage once pending stops have completed.
+ */
+static bool
+InGroup(const CorePlan *p, const QsJob *h, int unit, const Group *g,
+		const int64_t *use)
+{
+	if (!Preemptible(p, h, unit))
+		return false;
+	if (g->whose == ONE_SHARE && h->share != g->share)
+		return false;
+	if (g->whose == OTHER_SHARES && h->share == g->share)
+		return false;
+	if (g->borrowing && !CoreBorrowing(p, h->share, unit, use[h->share]))
+		return false;
+	return g->above == NULL || LowerPriority(h, g->above);
+}
+
+/*
+ * AddGroup appends the candidates of a group for a unit to a list, sorted
+ * in victim order.
+ */
+static void
+AddGroup(CorePlan *p, int unit, const Group *g, JobList *list)
+{
+	int			from = list->n;
+
+	CoreUsage(p, unit, CORE_AFTER_STOPS, NULL, 0, p->scratch_now);
+	for (int i = 0; i < p->in->nheld; i++)
+		if (InGroup(p, &p->in->held[i], unit, g, p->scratch_now))
+			list->jobs[list->n++] = &p->in->held[i];
+	CoreSortJobs(list->jobs + from, list->n - from, VictimOrderBefore);
 }
 
 /*
@@ -121,7 +178,7 @@ static bool
 ChooseVictims(CorePlan *p, const QsJob *job, const JobList *candidates, int borrowing_group,
 			  RoomTest test, bool reclaim, JobList *victims)
 {
-	ListInit(p, victims);
+	ListInit(p, victims, 1);
 	for (int i = 0; i < candidates->n && !test(p, job, victims, reclaim); i++)
 	{
 		const QsJob *c = candidates->jobs[i];
@@ -170,34 +227,18 @@ ChooseVictims(CorePlan *p, const QsJob *job, const JobList *candidates, int borr
 static int
 ReclaimCandidates(CorePlan *p, const QsJob *job, JobList *list)
 {
-	const QsInput *in = p->in;
+	Group		borrowers = {.whose = OTHER_SHARES, .share = job->share,
+							 .borrowing = true};
+	Group		own_lower = {.whose = ONE_SHARE, .share = job->share,
+							 .above = job};
 	int			borrowing;
 
-	ListInit(p, list);
-	for (int i = 0; i < in->nheld; i++)
-	{
-		const QsJob *h = &in->held[i];
-		int			at = CORE_AT(p, h->share, job->unit);
-
-		if (h->share != job->share && Preemptible(p, h, job->unit) &&
-			CoreBorrowing(p, h->share, job->unit, p->usage[at] - p->pending[at]))
-			list->jobs[list->n++] = h;
-	}
-	SortVictimOrder(list, 0);
+	ListInit(p, list, 1);
+	AddGroup(p, job->unit, &borrowers, list);
 	borrowing = list->n;
 #ifndef QS_MUTANT_RECLAIM_OWN_LOWER
-	if (in->shares[job->share].in_share_preemption)
-	{
-		for (int i = 0; i < in->nheld; i++)
-		{
-			const QsJob *h = &in->held[i];
-
-			if (h->share == job->share && Preemptible(p, h, job->unit) &&
-				h->priority < job->priority)
-				list->jobs[list->n++] = h;
-		}
-		SortVictimOrder(list, borrowing);
-	}
+	if (p->in->shares[job->share].in_share_preemption)
+		AddGroup(p, job->unit, &own_lower, list);
 #endif
 	return borrowing;
 }
@@ -209,23 +250,11 @@ ReclaimCandidates(CorePlan *p, const QsJob *job, JobList *list)
 static void
 InShareCandidates(CorePlan *p, const QsJob *job, JobList *list)
 {
-	const QsInput *in = p->in;
+	Group		own_lower = {.whose = ONE_SHARE, .share = job->share,
+							 .above = job};
 
-	ListInit(p, list);
-	for (int i = 0; i < in->nheld; i++)
-	{
-		const QsJob *h = &in->held[i];
-
-		if (h->share == job->share && Preemptible(p, h, job->unit) &&
-#ifndef QS_MUTANT_STRICTLY_LOWER
-			h->priority < job->priority
-#else
-			h->priority <= job->priority
-#endif
-			)
-			list->jobs[list->n++] = h;
-	}
-	SortVictimOrder(list, 0);
+	ListInit(p, list, 1);
+	AddGroup(p, job->unit, &own_lower, list);
 }
 
 /*
@@ -257,6 +286,25 @@ StopVictim(CorePlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
 	}
 #endif
 	p->pending[at] += victim->count;
+}
+
+/*
+ * StopVictims stops the victims chosen for a preemptor (across shares or in
+ * its own share) or, with none, by a repair (SPEC 3.3, 3.5).
+ */
+static void
+StopVictims(CorePlan *p, const JobList *victims, const QsJob *preemptor)
+{
+	for (int i = 0; i < victims->n; i++)
+	{
+		const QsJob *v = victims->jobs[i];
+		QsStop		stop = QS_STOP_CAPACITY_REDUCED;
+
+		if (preemptor != NULL)
+			stop = v->share == preemptor->share ? QS_STOP_IN_SHARE :
+				QS_STOP_CROSS_SHARE;
+		StopVictim(p, v, stop, preemptor != NULL ? preemptor->id : 0);
+	}
 }
 
 /*
@@ -315,10 +363,7 @@ CoreTryPreemption(CorePlan *p, const QsJob *job)
 	if (!found)
 		return false;
 
-	for (int i = 0; i < victims.n; i++)
-		StopVictim(p, victims.jobs[i],
-				   victims.jobs[i]->share == job->share ? QS_STOP_IN_SHARE :
-				   QS_STOP_CROSS_SHARE, job->id);
+	StopVictims(p, &victims, job);
 	if (CoreMayDispatch(p, job))
 		CoreDispatch(p, job);
 	else
@@ -365,10 +410,12 @@ ShareWithinAllowed(CorePlan *p, const QsJob *of_share, const JobList *victims, b
 static void
 RepairUnit(CorePlan *p, int unit)
 {
-	const QsInput *in = p->in;
 	JobList		candidates;
 	JobList		victims;
 	QsJob		probe;
+	Group		own = {.whose = ONE_SHARE};
+	Group		borrowers = {.whose = ANY_SHARE, .borrowing = true};
+	Group		any = {.whose = ANY_SHARE};
 	int			borrowing;
 
 	memset(&probe, 0, sizeof(probe));
@@ -376,41 +423,24 @@ RepairUnit(CorePlan *p, int unit)
 	for (int s = 0; s < p->nshares; s++)
 	{
 		probe.share = s;
+		own.share = s;
 		if (ShareWithinAllowed(p, &probe, &(JobList) {0}, false))
 			continue;
-		ListInit(p, &candidates);
-		for (int i = 0; i < in->nheld; i++)
-			if (in->held[i].share == s && Preemptible(p, &in->held[i], unit))
-				candidates.jobs[candidates.n++] = &in->held[i];
-		SortVictimOrder(&candidates, 0);
+		ListInit(p, &candidates, 1);
+		AddGroup(p, unit, &own, &candidates);
 		ChooseVictims(p, &probe, &candidates, 0, ShareWithinAllowed, false, &victims);
-		for (int i = 0; i < victims.n; i++)
-			StopVictim(p, victims.jobs[i], QS_STOP_CAPACITY_REDUCED, 0);
+		StopVictims(p, &victims, NULL);
 	}
 
 	if (RoomAfterRepair(p, &probe, &(JobList) {0}, false))
 		return;
 	/* borrowing shares' jobs, then any job (those again among them) */
-	candidates.jobs = CoreAlloc(p, sizeof(QsJob *) * (2 * in->nheld + 1));
-	candidates.n = 0;
-	for (int i = 0; i < in->nheld; i++)
-	{
-		const QsJob *h = &in->held[i];
-		int			at = CORE_AT(p, h->share, unit);
-
-		if (Preemptible(p, h, unit) &&
-			CoreBorrowing(p, h->share, unit, p->usage[at] - p->pending[at]))
-			candidates.jobs[candidates.n++] = h;
-	}
-	SortVictimOrder(&candidates, 0);
+	ListInit(p, &candidates, 2);
+	AddGroup(p, unit, &borrowers, &candidates);
 	borrowing = candidates.n;
-	for (int i = 0; i < in->nheld; i++)
-		if (Preemptible(p, &in->held[i], unit))
-			candidates.jobs[candidates.n++] = &in->held[i];
-	SortVictimOrder(&candidates, borrowing);
+	AddGroup(p, unit, &any, &candidates);
 	ChooseVictims(p, &probe, &candidates, borrowing, RoomAfterRepair, false, &victims);
-	for (int i = 0; i < victims.n; i++)
-		StopVictim(p, victims.jobs[i], QS_STOP_CAPACITY_REDUCED, 0);
+	StopVictims(p, &victims, NULL);
 }
 
 /*
