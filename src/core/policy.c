@@ -13,6 +13,10 @@
 
 #include "policy_int.h"
 
+/*
+ * The names of job states (job.state) and of stops (job.stop_reason): two
+ * enums, so two tables of the same shape, looked up by one FindName.
+ */
 static const char *const JobStateNames[QS_JOB_STATES] = {
 	[QS_RUNNABLE] = "RUNNABLE",
 	[QS_SCHEDULED] = "SCHEDULED",
@@ -21,6 +25,27 @@ static const char *const JobStateNames[QS_JOB_STATES] = {
 	[QS_SUCCEEDED] = "SUCCEEDED",
 	[QS_FAILED] = "FAILED",
 };
+
+static const char *const StopNames[] = {
+	[QS_STOP_NONE] = NULL,
+	[QS_STOP_CROSS_SHARE] = "CROSS_SHARE_PREEMPTION",
+	[QS_STOP_IN_SHARE] = "IN_SHARE_PREEMPTION",
+	[QS_STOP_CAPACITY_REDUCED] = "CAPACITY_REDUCED",
+	[QS_STOP_TIMEOUT] = "TIMEOUT",
+	[QS_STOP_TERMINATED] = "TERMINATED",
+};
+
+/*
+ * FindName returns the index of a name in names[from..to], or -1.
+ */
+static int
+FindName(const char *const *names, int from, int to, const char *name)
+{
+	for (int i = from; i <= to; i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
 
 /*
  * QsJobStateName returns the name of a job state, as job.state holds it.
@@ -38,23 +63,13 @@ QsJobStateName(QsJobState state)
 bool
 QsJobStateFromName(const char *name, QsJobState *state)
 {
-	for (int s = 0; s < QS_JOB_STATES; s++)
-		if (strcmp(name, JobStateNames[s]) == 0)
-		{
-			*state = (QsJobState) s;
-			return true;
-		}
-	return false;
-}
+	int			s = FindName(JobStateNames, 0, QS_JOB_STATES - 1, name);
 
-static const char *const StopNames[] = {
-	[QS_STOP_NONE] = NULL,
-	[QS_STOP_CROSS_SHARE] = "CROSS_SHARE_PREEMPTION",
-	[QS_STOP_IN_SHARE] = "IN_SHARE_PREEMPTION",
-	[QS_STOP_CAPACITY_REDUCED] = "CAPACITY_REDUCED",
-	[QS_STOP_TIMEOUT] = "TIMEOUT",
-	[QS_STOP_TERMINATED] = "TERMINATED",
-};
+	if (s < 0)
+		return false;
+	*state = (QsJobState) s;
+	return true;
+}
 
 /*
  * QsStopName returns the stop_reason text of a stop (NULL for none).
@@ -71,11 +86,12 @@ QsStopName(QsStop stop)
 QsStop
 QsStopFromName(const char *name)
 {
-	if (name != NULL)
-		for (int s = QS_STOP_CROSS_SHARE; s <= QS_STOP_TERMINATED; s++)
-			if (strcmp(name, StopNames[s]) == 0)
-				return (QsStop) s;
-	return QS_STOP_NONE;
+	int			s;
+
+	if (name == NULL)
+		return QS_STOP_NONE;
+	s = FindName(StopNames, QS_STOP_CROSS_SHARE, QS_STOP_TERMINATED, name);
+	return s < 0 ? QS_STOP_NONE : (QsStop) s;
 }
 
 /*
@@ -141,6 +157,25 @@ void *
 CoreAlloc(CorePlan *p, size_t size)
 {
 	return p->in->alloc(p->in->alloc_arg, size);
+}
+
+/*
+ * CoreGrow returns an array of n elements of `size` bytes with room for one
+ * more: the array itself, or, when it is full, a copy twice as large (64
+ * elements for an empty one); *cap is the room of the array returned.
+ */
+void *
+CoreGrow(CorePlan *p, void *array, int n, int *cap, size_t size)
+{
+	void	   *grown;
+
+	if (n < *cap)
+		return array;
+	*cap = *cap > 0 ? 2 * *cap : 64;
+	grown = CoreAlloc(p, size * *cap);
+	if (n > 0)
+		memcpy(grown, array, size * n);
+	return grown;
 }
 
 /*
@@ -248,16 +283,8 @@ CoreAddDecision(CorePlan *p, QsAction action, const QsJob *job, const char *reas
 	QsOutput   *out = p->out;
 	QsDecision *d;
 
-	if (out->ndecisions == p->decisions_cap)
-	{
-		int			cap = p->decisions_cap ? 2 * p->decisions_cap : 64;
-		QsDecision *grown = CoreAlloc(p, sizeof(QsDecision) * cap);
-
-		if (out->ndecisions > 0)
-			memcpy(grown, out->decisions, sizeof(QsDecision) * out->ndecisions);
-		out->decisions = grown;
-		p->decisions_cap = cap;
-	}
+	out->decisions = CoreGrow(p, out->decisions, out->ndecisions,
+							  &p->decisions_cap, sizeof(QsDecision));
 	d = &out->decisions[out->ndecisions++];
 	memset(d, 0, sizeof(*d));
 	d->action = action;

@@ -87,6 +87,7 @@ extern const QsJob *CoreShareHead(CorePlan *p, int s);
 extern const QsJob *CoreNextCandidate(CorePlan *p);
 extern void CoreDispatch(CorePlan *p, const QsJob *job);
 extern void *CoreAlloc(CorePlan *p, size_t size);
+extern void *CoreGrow(CorePlan *p, void *array, int n, int *cap, size_t size);
 extern void CoreIdSetAdd(CorePlan *p, CoreIdSet *set, int64_t id);
 extern bool CoreIdSetHas(const CoreIdSet *set, int64_t id);
 extern bool CoreTimeIdBefore(QsTime a_at, int64_t a_id, QsTime b_at,

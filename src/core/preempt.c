@@ -318,14 +318,8 @@ Promise(CorePlan *p, const QsJob *job)
 
 	CoreIdSetAdd(p, &p->kept_promises, job->id);
 	p->promised[CORE_AT(p, job->share, job->unit)] += job->count;
-	if (out->npromised == p->promised_cap)
-	{
-		int64_t    *grown = CoreAlloc(p, sizeof(int64_t) * p->promised_cap * 2);
-
-		memcpy(grown, out->promised, sizeof(int64_t) * out->npromised);
-		out->promised = grown;
-		p->promised_cap *= 2;
-	}
+	out->promised = CoreGrow(p, out->promised, out->npromised,
+							 &p->promised_cap, sizeof(int64_t));
 	out->promised[out->npromised++] = job->id;
 }
 
