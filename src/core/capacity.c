@@ -84,6 +84,27 @@ CoreHold(CorePlan *p, const QsJob *job, int sign)
 }
 
 /*
+ * CoreStopRequested counts a held job whose stop this pass requests as held
+ * by a pending stop from now on.
+ */
+void
+CoreStopRequested(CorePlan *p, const QsJob *job)
+{
+	p->pending[CORE_AT(p, job->share, job->unit)] += job->count;
+}
+
+/*
+ * CoreKeepPromise counts a promised job as holding its instances in the
+ * future state, until it is dispatched (SPEC 3.6).
+ */
+void
+CoreKeepPromise(CorePlan *p, const QsJob *job)
+{
+	p->promised[CORE_AT(p, job->share, job->unit)] += job->count;
+	CoreIdSetAdd(p, &p->kept_promises, job->id);
+}
+
+/*
  * CoreBorrowed returns borrowed(S,u) = max(0, usage(S,u) - C(S,u)) for a
  * share's usage of a unit in some state (SPEC 3.1).
  */

@@ -298,11 +298,11 @@ CoreAddDecision(CorePlan *p, QsAction action, const QsJob *job, const char *reas
 }
 
 /*
- * EndAttempt records that a held job stopped or lost its lease, with the
+ * CoreEndAttempt records that a held job stopped or lost its lease, with the
  * outcome of QsStoppedOutcome, and releases its capacity.
  */
-static void
-EndAttempt(CorePlan *p, const QsJob *job)
+void
+CoreEndAttempt(CorePlan *p, const QsJob *job)
 {
 	QsStopOutcome o = QsStoppedOutcome(job);
 	QsDecision *d = CoreAddDecision(p, o.action, job, o.reason);
@@ -330,7 +330,7 @@ TimeBasedWork(CorePlan *p)
 		if (job->claimed && job->lease_until != QS_NO_TIME &&
 			job->lease_until < in->now)
 		{
-			EndAttempt(p, job);
+			CoreEndAttempt(p, job);
 			continue;
 		}
 #endif
@@ -339,10 +339,9 @@ TimeBasedWork(CorePlan *p)
 			job->deadline != QS_NO_TIME && job->deadline <= in->now)
 		{
 			QsDecision *d = CoreAddDecision(p, QS_STOP, job, "TIMEOUT");
-			int			at = CORE_AT(p, job->share, job->unit);
 
 			d->stop = QS_STOP_TIMEOUT;
-			p->pending[at] += job->count;
+			CoreStopRequested(p, job);
 		}
 #endif
 	}
@@ -391,10 +390,7 @@ CoreRecheckPromises(CorePlan *p)
 #else
 		if (true)
 #endif
-		{
-			p->promised[CORE_AT(p, job->share, job->unit)] += job->count;
-			CoreIdSetAdd(p, &p->kept_promises, job->id);
-		}
+			CoreKeepPromise(p, job);
 		else
 			p->out->lapsed[p->out->nlapsed++] = job->id;
 	}

@@ -95,6 +95,7 @@ extern bool CoreTimeIdBefore(QsTime a_at, int64_t a_id, QsTime b_at,
 extern void CoreSortJobs(const QsJob **jobs, int n, CoreJobOrder before);
 extern QsDecision *CoreAddDecision(CorePlan *p, QsAction action,
 								   const QsJob *job, const char *reason);
+extern void CoreEndAttempt(CorePlan *p, const QsJob *job);
 
 /* preempt.c */
 extern bool CoreTryPreemption(CorePlan *p, const QsJob *job);
@@ -103,6 +104,8 @@ extern void CoreRepairLimits(CorePlan *p);
 /* capacity.c */
 extern void CoreInitAccounting(CorePlan *p);
 extern void CoreHold(CorePlan *p, const QsJob *job, int sign);
+extern void CoreStopRequested(CorePlan *p, const QsJob *job);
+extern void CoreKeepPromise(CorePlan *p, const QsJob *job);
 extern int64_t CoreBorrowed(const CorePlan *p, int share, int unit,
 							int64_t usage);
 extern bool CoreBorrowing(const CorePlan *p, int share, int unit,

@@ -267,25 +267,18 @@ StopVictim(CorePlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
 {
 	QsDecision *d = CoreAddDecision(p, QS_PREEMPT, victim, QsStopName(stop));
 	QsJob		stopped = *victim;
-	int			at = CORE_AT(p, victim->share, victim->unit);
 
 	d->stop = stop;
 	d->preempted_for = preempted_for;
 	stopped.stop = stop;
+	CoreStopRequested(p, &stopped);
 #ifndef QS_MUTANT_UNCLAIMED_STOP_AT_ONCE
 	if (!victim->claimed)
 	{
-		QsStopOutcome o = QsStoppedOutcome(&stopped);
-		QsDecision *e;
-
-		d->immediate = true;
-		e = CoreAddDecision(p, o.action, victim, o.reason);
-		e->counter = o.counter;
-		p->usage[at] -= victim->count;
-		return;
+		d->immediate = true;	/* before d moves with the decisions */
+		CoreEndAttempt(p, &stopped);
 	}
 #endif
-	p->pending[at] += victim->count;
 }
 
 /*
@@ -316,8 +309,7 @@ Promise(CorePlan *p, const QsJob *job)
 {
 	QsOutput   *out = p->out;
 
-	CoreIdSetAdd(p, &p->kept_promises, job->id);
-	p->promised[CORE_AT(p, job->share, job->unit)] += job->count;
+	CoreKeepPromise(p, job);
 	out->promised = CoreGrow(p, out->promised, out->npromised,
 							 &p->promised_cap, sizeof(int64_t));
 	out->promised[out->npromised++] = job->id;
