@@ -105,11 +105,11 @@ CoreKeepPromise(CorePlan *p, const QsJob *job)
 }
 
 /*
- * CoreBorrowed returns borrowed(S,u) = max(0, usage(S,u) - C(S,u)) for a
- * share's usage of a unit in some state (SPEC 3.1).
+ * Borrowed returns borrowed(S,u) = max(0, usage(S,u) - C(S,u)) for a share's
+ * usage of a unit in some state (SPEC 3.1).
  */
-int64_t
-CoreBorrowed(const CorePlan *p, int share, int unit, int64_t usage)
+static int64_t
+Borrowed(const CorePlan *p, int share, int unit, int64_t usage)
 {
 	return Max64(0, usage - p->in->shares[share].capacity[unit]);
 }
@@ -121,7 +121,7 @@ CoreBorrowed(const CorePlan *p, int share, int unit, int64_t usage)
 bool
 CoreBorrowing(const CorePlan *p, int share, int unit, int64_t usage)
 {
-	return CoreBorrowed(p, share, unit, usage) > 0;
+	return Borrowed(p, share, unit, usage) > 0;
 }
 
 /*
@@ -281,7 +281,7 @@ CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)
 		int64_t		used = UsageWith(use, job, s);
 
 		total += used;
-		borrowed += CoreBorrowed(p, s, unit, used);
+		borrowed += Borrowed(p, s, unit, used);
 		if (Lends(&in->shares[s]))
 		{
 			int64_t		idle = Max64(0, in->shares[s].capacity[unit] - used);

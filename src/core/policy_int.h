@@ -106,8 +106,6 @@ extern void CoreInitAccounting(CorePlan *p);
 extern void CoreHold(CorePlan *p, const QsJob *job, int sign);
 extern void CoreStopRequested(CorePlan *p, const QsJob *job);
 extern void CoreKeepPromise(CorePlan *p, const QsJob *job);
-extern int64_t CoreBorrowed(const CorePlan *p, int share, int unit,
-							int64_t usage);
 extern bool CoreBorrowing(const CorePlan *p, int share, int unit,
 						  int64_t usage);
 extern bool CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job);
