@@ -4,6 +4,8 @@
  *		Internals shared by the files of the policy core: the plan of a
  *		pass (the state planned so far) and the capacity accounting.
  *
+ * Their names start with Core; the public API (policy.h) keeps Qs.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef QS_POLICY_INT_H

@@ -84,7 +84,7 @@ typedef struct Group
 	Whose		whose;
 	int			share;
 	bool		borrowing;		/* only jobs of shares borrowing the unit */
-	const QsJob *above;			/* only jobs of lower priority; NULL: any */
+	const QsJob *above;			/* only jobs of strictly lower priority */
 } Group;
 
 /*
@@ -275,7 +275,7 @@ StopVictim(CorePlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
 #ifndef QS_MUTANT_UNCLAIMED_STOP_AT_ONCE
 	if (!victim->claimed)
 	{
-		d->immediate = true;	/* before d moves with the decisions */
+		d->immediate = true;	/* before a new decision may move d */
 		CoreEndAttempt(p, &stopped);
 	}
 #endif
