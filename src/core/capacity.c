@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * capacity.c
- *		Capacity accounting of the policy core (SPEC 3.1) and the test of
- *		whether a job may be dispatched (SPEC 3.2): invariants (I1)-(I3)
+ *		Capacity accounting of the policy core (scheduling.md 3.1) and the test of
+ *		whether a job may be dispatched (scheduling.md 3.2): invariants (I1)-(I3)
  *		now and once every pending stop completes and every promise is
  *		kept, and the rule that a borrower takes no idle capacity its
  *		lenders' own waiting jobs want.
@@ -95,7 +95,7 @@ CoreStopRequested(CorePlan *p, const QsJob *job)
 
 /*
  * CoreKeepPromise counts a promised job as holding its instances in the
- * future state, until it is dispatched (SPEC 3.6).
+ * future state, until it is dispatched (scheduling.md 3.6).
  */
 void
 CoreKeepPromise(CorePlan *p, const QsJob *job)
@@ -106,7 +106,7 @@ CoreKeepPromise(CorePlan *p, const QsJob *job)
 
 /*
  * Borrowed returns borrowed(S,u) = max(0, usage(S,u) - C(S,u)) for a share's
- * usage of a unit in some state (SPEC 3.1).
+ * usage of a unit in some state (scheduling.md 3.1).
  */
 static int64_t
 Borrowed(const CorePlan *p, int share, int unit, int64_t usage)
@@ -116,7 +116,7 @@ Borrowed(const CorePlan *p, int share, int unit, int64_t usage)
 
 /*
  * CoreBorrowing tells whether a share with that usage of a unit is borrowing
- * it: borrowed(S,u) > 0 (SPEC 3.1).
+ * it: borrowed(S,u) > 0 (scheduling.md 3.1).
  */
 bool
 CoreBorrowing(const CorePlan *p, int share, int unit, int64_t usage)
@@ -138,7 +138,7 @@ CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job)
 /*
  * CoreUsage writes, for one unit, each share's usage in a state of the plan:
  * as things are now (pending stops still holding), once every pending stop
- * has completed, or the future state (SPEC 3.2, 3.6) in which moreover every
+ * has completed, or the future state (scheduling.md 3.2, 3.6) in which moreover every
  * kept promise holds its instances.  The jobs in gone[] (victims chosen so
  * far; NULL entries are skipped) count as stopped too.
  */
@@ -256,7 +256,7 @@ UsageWith(const int64_t *use, const QsJob *job, int share)
  * unit), the job is added to its share and only that share is held to
  * allowed(S,u), the job changing no other share's usage; when the job must
  * borrow, each other lender's idle capacity counts less what that lender
- * wants (SPEC 3.2).  Without one (the repair, SPEC 3.5), every share is held
+ * wants (scheduling.md 3.2).  Without one (the repair, scheduling.md 3.5), every share is held
  * to allowed(S,u), and wanted capacity plays no part: nobody borrows anew.
  */
 QsCheck
@@ -319,7 +319,7 @@ CoreInvariantsHoldWith(CorePlan *p, const int64_t *use, const QsJob *job)
  * CoreDispatchCheck tells whether a RUNNABLE job may be dispatched, and if
  * not which invariant fails and whether only in the future state: (I1)-(I3)
  * must hold with it added both now (pending stops still holding) and once
- * every pending stop has completed and every kept promise holds (SPEC 3.2,
+ * every pending stop has completed and every kept promise holds (scheduling.md 3.2,
  * 3.6).  A promised job is already counted in the future state.
  */
 QsCheck
@@ -357,7 +357,7 @@ CoreMayDispatch(CorePlan *p, const QsJob *job)
 
 /*
  * CoreComputeFitLimits computes, per share and unit, the largest job that is
- * not misconfigured (SPEC 3.7): more than E(u) is
+ * not misconfigured (scheduling.md 3.7): more than E(u) is
  * SERVICE_ENVIRONMENT_MAX_RESOURCE; otherwise more than allowed(S,u), or for
  * LEND_AND_BORROW more than C(S,u) plus the capacity of every other ENABLED
  * LEND or LEND_AND_BORROW share plus unassigned(u), is

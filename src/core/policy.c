@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * policy.c
- *		The scheduling pass of one job queue (SPEC 3), in its order:
+ *		The scheduling pass of one job queue (scheduling.md 3), in its order:
  *		(1) time-based work: expired leases, timeouts, runnable timeouts;
  *		(2) repair of limits (3.5); (3) the re-check of promises (3.6);
  *		(4) promised jobs whose victims have all stopped; (5) the dispatch
@@ -95,7 +95,7 @@ QsStopFromName(const char *name)
 }
 
 /*
- * IsPreemption tells whether a stop is a preemption (SPEC 3.6), which a
+ * IsPreemption tells whether a stop is a preemption (scheduling.md 3.6), which a
  * stopped job counts in preemption_count.
  */
 static bool
@@ -108,7 +108,7 @@ IsPreemption(QsStop stop)
 /*
  * QsFailedOutcome: an attempt failed (FAILED report, lease lost, timeout):
  * failed_attempts + 1, back to RUNNABLE if that is below max_attempts, else
- * FAILED (SPEC 3.8).
+ * FAILED (scheduling.md 3.8).
  */
 QsStopOutcome
 QsFailedOutcome(const QsJob *job)
@@ -125,7 +125,7 @@ QsFailedOutcome(const QsJob *job)
  * lease expiring.  A preempted job goes back to RUNNABLE with
  * preemption_count + 1, or fails once that exceeds preemption_retries; a
  * timed-out attempt fails as an attempt; a terminated job fails; a lease
- * lost with no stop pending is a failed attempt (SPEC 3.6, 3.8).
+ * lost with no stop pending is a failed attempt (scheduling.md 3.6, 3.8).
  */
 QsStopOutcome
 QsStoppedOutcome(const QsJob *job)
@@ -313,9 +313,9 @@ CoreEndAttempt(CorePlan *p, const QsJob *job)
 
 /*
  * TimeBasedWork is step 1: leases that expired (a pending preemption stop
- * counts as done, SPEC 3.8), attempts that ran past their timeout (a stop
+ * counts as done, scheduling.md 3.8), attempts that ran past their timeout (a stop
  * is requested) and jobs misconfigured for longer than the queue's
- * runnable_timeout (SPEC 3.9).
+ * runnable_timeout (scheduling.md 3.9).
  */
 static void
 TimeBasedWork(CorePlan *p)
@@ -352,7 +352,7 @@ TimeBasedWork(CorePlan *p)
 }
 
 /*
- * PromiseOrderBefore: the least (promised_at, id) first (SPEC 3.6).
+ * PromiseOrderBefore: the least (promised_at, id) first (scheduling.md 3.6).
  */
 static bool
 PromiseOrderBefore(const QsJob *a, const QsJob *b)
@@ -460,7 +460,7 @@ QueueOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
- * ShareOrderBefore: priority DESC, queued_at ASC, id ASC (SPEC 3.2).
+ * ShareOrderBefore: priority DESC, queued_at ASC, id ASC (scheduling.md 3.2).
  */
 static bool
 ShareOrderBefore(const QsJob *a, const QsJob *b)
@@ -534,7 +534,7 @@ CoreShareHead(CorePlan *p, int s)
 /*
  * CoreNextCandidate picks, among the jobs under the cursors, the one that fits
  * in its own capacity with the least (queued_at, id); if none fits, the one
- * with the least (queued_at, id) (SPEC 3.2).
+ * with the least (queued_at, id) (scheduling.md 3.2).
  */
 const QsJob *
 CoreNextCandidate(CorePlan *p)

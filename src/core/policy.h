@@ -2,7 +2,7 @@
  *
  * policy.h
  *		The scheduling policy of quota_sched as a pure function: a snapshot
- *		of one job queue in, the decisions of one pass out (SPEC 3).
+ *		of one job queue in, the decisions of one pass out (scheduling.md 3).
  *
  * Nothing here knows PostgreSQL: no SPI, no catalogs, no clock (time is an
  * input), no global state.  The shell loads the snapshot (pass_load.c) and
@@ -33,7 +33,7 @@ typedef enum QsStrategy
 } QsStrategy;
 
 /*
- * The states of a job (SPEC 4), with one table of names (QsJobStateName).
+ * The states of a job (scheduling.md 4), with one table of names (QsJobStateName).
  * The policy sees only the first four: RUNNABLE jobs and those holding
  * capacity.
  */
@@ -174,7 +174,7 @@ typedef struct QsDecision
 
 /*
  * The largest instance_count a job of (share, unit) may have before it is
- * misconfigured (SPEC 3.7); QS_UNBOUNDED when there is no bound.
+ * misconfigured (scheduling.md 3.7); QS_UNBOUNDED when there is no bound.
  */
 typedef struct QsFitLimit
 {
@@ -193,7 +193,7 @@ typedef struct QsOutput
 	QsFitLimit *fit_limits;		/* [share * nunits + unit] */
 } QsOutput;
 
-/* Which invariant keeps a job from being dispatched (SPEC 3.1). */
+/* Which invariant keeps a job from being dispatched (scheduling.md 3.1). */
 typedef enum QsCheck
 {
 	QS_CHECK_OK,

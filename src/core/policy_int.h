@@ -14,7 +14,7 @@
 #include "policy.h"
 
 /*
- * Each named rule of SPEC 3 sits in an "#ifndef QS_MUTANT_<RULE>" block, so
+ * Each named rule of scheduling.md 3 sits in an "#ifndef QS_MUTANT_<RULE>" block, so
  * that test/mutants can build the core with that rule switched off and show
  * which test catches it.
  */

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * preempt.c
- *		Preemption in the policy core (SPEC 3.3-3.6), each rule a small
+ *		Preemption in the policy core (scheduling.md 3.3-3.6), each rule a small
  *		named piece: the candidates of each attempt, their order, the
  *		greedy choice with the backwards walk, stopping the victims and the
  *		promise made to the preemptor; and the repair of limits an admin
@@ -33,7 +33,7 @@ ListInit(CorePlan *p, JobList *list, int copies)
 
 /*
  * VictimOrderBefore: lowest priority, then latest scheduled_at, then
- * highest id (SPEC 3.4).
+ * highest id (scheduling.md 3.4).
  */
 static bool
 VictimOrderBefore(const QsJob *a, const QsJob *b)
@@ -58,7 +58,7 @@ Preemptible(const CorePlan *p, const QsJob *job, int unit)
 
 /*
  * LowerPriority: a has strictly lower priority than b; equal priority never
- * preempts (SPEC 3.3).
+ * preempts (scheduling.md 3.3).
  */
 static bool
 LowerPriority(const QsJob *a, const QsJob *b)
@@ -78,7 +78,7 @@ typedef enum Whose
 	OTHER_SHARES				/* none of the jobs of Group.share */
 } Whose;
 
-/* A group of candidates (SPEC 3.3, 3.5), each group in victim order. */
+/* A group of candidates (scheduling.md 3.3, 3.5), each group in victim order. */
 typedef struct Group
 {
 	Whose		whose;
@@ -138,10 +138,10 @@ Chosen(const JobList *victims, const QsJob *job)
 typedef bool (*RoomTest) (CorePlan *p, const QsJob *job, const JobList *victims, bool reclaim);
 
 /*
- * RoomForPreemptor tells whether the preemptor could be dispatched (SPEC
- * 3.2, the wanted-capacity rule included) once the victims have stopped;
- * when reclaiming, it must then fit in its share's own capacity (a job
- * never reclaims in order to borrow).
+ * RoomForPreemptor tells whether the preemptor could be dispatched
+ * (scheduling.md 3.2, the wanted-capacity rule included) once the victims
+ * have stopped; when reclaiming, it must then fit in its share's own
+ * capacity (a job never reclaims in order to borrow).
  */
 static bool
 RoomForPreemptor(CorePlan *p, const QsJob *job, const JobList *victims, bool reclaim)
@@ -159,7 +159,7 @@ RoomForPreemptor(CorePlan *p, const QsJob *job, const JobList *victims, bool rec
 /*
  * StillBorrowing tells whether a share is still borrowing a unit once its
  * pending stops and the victims already taken have stopped: only then may
- * another of its jobs be taken as a borrowing victim (SPEC 3.4).
+ * another of its jobs be taken as a borrowing victim (scheduling.md 3.4).
  */
 static bool
 StillBorrowing(CorePlan *p, int share, int unit, const JobList *victims)
@@ -283,7 +283,7 @@ StopVictim(CorePlan *p, const QsJob *victim, QsStop stop, int64_t preempted_for)
 
 /*
  * StopVictims stops the victims chosen for a preemptor (across shares or in
- * its own share) or, with none, by a repair (SPEC 3.3, 3.5).
+ * its own share) or, with none, by a repair (scheduling.md 3.3, 3.5).
  */
 static void
 StopVictims(CorePlan *p, const JobList *victims, const QsJob *preemptor)
@@ -301,7 +301,7 @@ StopVictims(CorePlan *p, const JobList *victims, const QsJob *preemptor)
 }
 
 /*
- * Promise holds the room made for a preemptor (SPEC 3.6): it counts in the
+ * Promise holds the room made for a preemptor (scheduling.md 3.6): it counts in the
  * future state from now on, and the applier sets promised_at.
  */
 static void
@@ -317,7 +317,7 @@ Promise(CorePlan *p, const QsJob *job)
 
 /*
  * CoreTryPreemption tries, for a RUNNABLE job that may not be dispatched, the
- * two attempts of SPEC 3.3 in order and takes the first that makes room:
+ * two attempts of scheduling.md 3.3 in order and takes the first that makes room:
  * reclaim (only while the share holds less than its own capacity), then
  * in-share preemption.  The victims stop; the room is promised to the job,
  * which starts at once if every victim stopped at once.  Returns whether
@@ -388,7 +388,7 @@ ShareWithinAllowed(CorePlan *p, const QsJob *of_share, const JobList *victims, b
 
 /*
  * RepairUnit restores (I1)-(I3) for one unit after an admin lowered a limit,
- * changed a strategy or disabled a share (SPEC 3.5), counting jobs whose
+ * changed a strategy or disabled a share (scheduling.md 3.5), counting jobs whose
  * stop is pending as gone: a share above allowed(S,u) loses its own jobs;
  * beyond that, borrowing shares' jobs go first (while their share still
  * borrows), then any job, theirs included.

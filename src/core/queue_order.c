@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * queue_order.c
- *		Reporting from the policy core: the queue's dispatch order (SPEC 7,
+ *		Reporting from the policy core: the queue's dispatch order (scheduling.md 7,
  *		queue_snapshot) and why a RUNNABLE job waits (explain).
  *
- * The dispatch order is the order in which the dispatch loop of SPEC 3.2
+ * The dispatch order is the order in which the dispatch loop of scheduling.md 3.2
  * would try the jobs if none could start: among the jobs under the
  * cursors, one that fits in its share's own capacity with the least
  * (queued_at, id), else the least (queued_at, id).  The skip rule is off:

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * sim.c
- *		A randomized simulator of the policy core (SPEC 3): random queue
+ *		A randomized simulator of the policy core (scheduling.md 3): random queue
  *		configurations and random steps (submissions, passes, agents, lease
  *		losses, priority and limit changes, time) on a World, with every
- *		pass checked by an accounting of its own, written here from the SPEC
+ *		pass checked by an accounting of its own, written here from doc/scheduling.md
  *		(it calls nothing of the core but QsRunPass, through WPass, and
  *		QsStoppedOutcome, through WStopped).
  *
@@ -16,11 +16,11 @@
  * SIM_VERBOSE=1 traces every step.
  *
  * What is checked after every pass (see the comments at each check):
- *	(a) (I1)-(I3) of SPEC 3.1 in the future state (held jobs without a
+ *	(a) (I1)-(I3) of scheduling.md 3.1 in the future state (held jobs without a
  *		pending stop, plus promised RUNNABLE jobs), after every pass with no
  *		exception: the repair (3.5) counts pending stops as gone, so even
  *		right after an admin lowered a limit the future state must hold once
- *		the pass is over, and nothing in the SPEC relaxes that.  In the
+ *		the pass is over, and nothing in doc/scheduling.md relaxes that.  In the
  *		present state (pending stops still holding) they are checked too,
  *		except from an admin's change of a limit (capacity, strategy,
  *		borrow_limit, share state, E) until a pass leaves them holding again:
@@ -273,7 +273,7 @@ Fail(const char *tag, const char *fmt,...)
 }
 
 /* ---------------------------------------------------------------- */
-/* the configuration as a pass reads it, and accounting (SPEC 3.1)				 */
+/* the configuration as a pass reads it, and accounting (scheduling.md 3.1)				 */
 
 typedef struct Cfg
 {
@@ -456,7 +456,7 @@ FutureUse(int u, bool with_prom, int64_t *use)
 }
 
 /*
- * Wanted (SPEC 3.2): what lender t wants of its idle capacity of u: the
+ * Wanted (scheduling.md 3.2): what lender t wants of its idle capacity of u: the
  * sizes of its RUNNABLE jobs of u that are not misconfigured (count <= E(u):
  * a job that fits in the idle capacity is within allowed and reach) and
  * each fit in the idle capacity, summed, capped at it.  Jobs decided in
@@ -563,7 +563,7 @@ ApplyDispatch(int k)
 	Dispatched[k] = 1;
 }
 
-/* the outcome of a stop or a lost lease (SPEC 3.6, 3.8), written here */
+/* the outcome of a stop or a lost lease (scheduling.md 3.6, 3.8), written here */
 typedef struct Outcome
 {
 	QsAction	action;
@@ -611,7 +611,7 @@ RunnableExpired(const WJob *b)
 		b->status_reason_at + W.runnable_timeout < Cf.now;
 }
 
-/* SPEC 3.7, written here */
+/* scheduling.md 3.7, written here */
 static const char *
 ExpectedReason(const QsJob *j)
 {
@@ -970,7 +970,7 @@ CheckRepairs(const int *rk, int nr, const bool *viol, int64_t (*start)[MAXS])
 /* (b) the dispatch order															 */
 
 /*
- * OrderCheck.  What SPEC 3.2 guarantees: within one share and one unit, the
+ * OrderCheck.  What scheduling.md 3.2 guarantees: within one share and one unit, the
  * cursor meets the RUNNABLE jobs in share order (priority DESC, queued_at,
  * id; the order across shares and units depends on own-capacity-first and
  * queue order, so nothing is asserted there).  When a job K of share S
@@ -983,7 +983,7 @@ CheckRepairs(const int *rk, int nr, const bool *viol, int64_t (*start)[MAXS])
  * dispatched, gave victims, nor decided anything else about.  K may hold a
  * promise: a kept promise that cannot start yet also trips the skip rule.
  * Exempt are the freed promises of step 4, dispatched before the cursor
- * starts (SPEC 3.6: "before any other job").  Own-capacity-first and the
+ * starts (scheduling.md 3.6: "before any other job").  Own-capacity-first and the
  * wanted-capacity rule only decide which share's head is taken next and
  * whether a job may start; they never reorder a stream, so they do not
  * weaken this.  Neither is anything promised across units or shares.
@@ -1970,7 +1970,7 @@ RandomStep(void)
 	}
 	else if (r < 95)
 	{
-		/* terminate (SPEC 7) */
+		/* terminate (scheduling.md 7) */
 		if ((k = Pick(PLive)) >= 0)
 		{
 			WJob	   *job = &W.jobs[k];

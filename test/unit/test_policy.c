@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * test_policy.c
- *		Unit tests of the policy core, one scenario per rule of SPEC 3.1,
+ *		Unit tests of the policy core, one scenario per rule of scheduling.md 3.1,
  *		3.2 and 3.6-3.9.  Prints TAP; exits non-zero when a test fails.
  *
  *-------------------------------------------------------------------------
@@ -22,7 +22,7 @@ SeedWorld(World *w, int *qs1, int *qs2, int *qs3)
 	*qs3 = WAddShare(w, "QS3", QS_RESERVE, -1, false, 1);
 }
 
-/* SPEC 3.2 and the seed example, step 1. */
+/* scheduling.md 3.2 and the seed example, step 1. */
 static void
 test_seed_step1(void)
 {
@@ -46,7 +46,7 @@ test_seed_step1(void)
 	CHECK(out->ndecisions == 0, "seed 1: a second pass decides nothing");
 }
 
-/* SPEC 3.1: allowed(S,u) = floor(C * (100 + borrow_limit) / 100). */
+/* scheduling.md 3.1: allowed(S,u) = floor(C * (100 + borrow_limit) / 100). */
 static void
 test_allowed_rounding(void)
 {
@@ -68,7 +68,7 @@ test_allowed_rounding(void)
 	CHECK(QsAllowed(&w.shares[s], 0) == QS_UNBOUNDED, "allowed: unbounded for -1");
 }
 
-/* SPEC 3.1: RESERVE capacity is never lent; LEND never borrows. */
+/* scheduling.md 3.1: RESERVE capacity is never lent; LEND never borrows. */
 static void
 test_reserve_and_lend(void)
 {
@@ -96,7 +96,7 @@ test_reserve_and_lend(void)
 		  "lend: a LEND share never borrows");
 }
 
-/* SPEC 1 and 3.1: a DISABLED share lends nothing, but its jobs still run. */
+/* scheduling.md 1 and 3.1: a DISABLED share lends nothing, but its jobs still run. */
 static void
 test_disabled_share(void)
 {
@@ -118,7 +118,7 @@ test_disabled_share(void)
 	CHECK(Dispatched(out, WFind(&w, "d1")), "disabled share: its own queued jobs still run");
 }
 
-/* SPEC 3.2: a job needs all its instances at once; several units. */
+/* scheduling.md 3.2: a job needs all its instances at once; several units. */
 static void
 test_multi_instance_and_units(void)
 {
@@ -142,7 +142,7 @@ test_multi_instance_and_units(void)
 }
 
 /*
- * SPEC 3.2: among the jobs under the cursors, one that fits in its own
+ * scheduling.md 3.2: among the jobs under the cursors, one that fits in its own
  * capacity goes before an older one that must borrow.
  */
 static void
@@ -168,7 +168,7 @@ test_own_capacity_first(void)
 		  "own first: the older borrower waits (the environment is full)");
 }
 
-/* SPEC 3.2: FIFO by (queued_at, id) across shares when nothing fits. */
+/* scheduling.md 3.2: FIFO by (queued_at, id) across shares when nothing fits. */
 static void
 test_fifo_across_shares(void)
 {
@@ -190,7 +190,7 @@ test_fifo_across_shares(void)
 		  "fifo: the older borrower gets the one idle instance");
 }
 
-/* SPEC 3.2: best effort, and the skip rule bounds what a pass reads. */
+/* scheduling.md 3.2: best effort, and the skip rule bounds what a pass reads. */
 static void
 test_best_effort_and_skip(void)
 {
@@ -214,7 +214,7 @@ test_best_effort_and_skip(void)
 }
 
 /*
- * SPEC 3.2: a borrower takes no idle capacity that its lenders' own waiting
+ * scheduling.md 3.2: a borrower takes no idle capacity that its lenders' own waiting
  * jobs want.
  */
 static void
@@ -249,7 +249,7 @@ test_wanted_capacity(void)
 	CHECK(Dispatched(out, WFind(&w, "x_borrow2")), "wanted: idle capacity nobody wants is lent");
 }
 
-/* SPEC 3.7: the limits above which a job is misconfigured. */
+/* scheduling.md 3.7: the limits above which a job is misconfigured. */
 static void
 test_misconfiguration(void)
 {
@@ -285,7 +285,7 @@ test_misconfiguration(void)
 	CHECK(quota->status_reason == NULL, "misconfiguration: clears for the quota reason too");
 }
 
-/* SPEC 3.8: an expired lease fails the attempt; retries keep queued_at. */
+/* scheduling.md 3.8: an expired lease fails the attempt; retries keep queued_at. */
 static void
 test_lease_expiry(void)
 {
@@ -322,7 +322,7 @@ test_lease_expiry(void)
 		  "lease: the last attempt fails the job");
 }
 
-/* SPEC 3.8: a lease expiring while a preemption stop is pending is the stop. */
+/* scheduling.md 3.8: a lease expiring while a preemption stop is pending is the stop. */
 static void
 test_lease_expiry_with_stop(void)
 {
@@ -345,7 +345,7 @@ test_lease_expiry_with_stop(void)
 		  "lease+stop: preemption_count + 1");
 }
 
-/* SPEC 3.8: a timeout requests a stop; the attempt fails when it stops. */
+/* scheduling.md 3.8: a timeout requests a stop; the attempt fails when it stops. */
 static void
 test_timeout(void)
 {
@@ -377,7 +377,7 @@ test_timeout(void)
 		  "timeout: the attempt fails when it stops");
 }
 
-/* SPEC 3.9: runnable timeout of misconfigured jobs. */
+/* scheduling.md 3.9: runnable timeout of misconfigured jobs. */
 static void
 test_runnable_timeout(void)
 {
@@ -401,7 +401,7 @@ test_runnable_timeout(void)
 		  "runnable timeout: the job fails");
 }
 
-/* SPEC 3.6: stops of preempted, terminated and timed-out jobs. */
+/* scheduling.md 3.6: stops of preempted, terminated and timed-out jobs. */
 static void
 test_stopped_outcomes(void)
 {
@@ -434,7 +434,7 @@ test_stopped_outcomes(void)
 }
 
 /*
- * SPEC 3.2 and 3.6: a job may be dispatched only if the invariants hold
+ * scheduling.md 3.2 and 3.6: a job may be dispatched only if the invariants hold
  * also once pending stops complete and promises are kept.
  */
 static void
@@ -468,7 +468,7 @@ test_future_state(void)
 }
 
 /*
- * SPEC 3.6: room that is free now but promised for later is not taken: the
+ * scheduling.md 3.6: room that is free now but promised for later is not taken: the
  * future state (victims gone, promised jobs holding) must hold too.
  */
 static void
@@ -498,7 +498,7 @@ test_future_state_blocks(void)
 }
 
 /*
- * SPEC 3.6: once its victims have all stopped, a promised job is dispatched
+ * scheduling.md 3.6: once its victims have all stopped, a promised job is dispatched
  * before any other job, even one ahead of it in its share.
  */
 static void
@@ -526,7 +526,7 @@ test_promised_first(void)
 		  "promised first: the promised job runs before a job ahead of it in its share");
 }
 
-/* SPEC 3.6: promises lapse when the job could no longer start. */
+/* scheduling.md 3.6: promises lapse when the job could no longer start. */
 static void
 test_promise_lapses(void)
 {
@@ -546,7 +546,7 @@ test_promise_lapses(void)
 	CHECK(promised->j.promised_at == QS_NO_TIME, "promise: promised_at cleared");
 }
 
-/* SPEC 1: a DISABLED environment dispatches nothing; timeouts still happen. */
+/* scheduling.md 1: a DISABLED environment dispatches nothing; timeouts still happen. */
 static void
 test_disabled_environment(void)
 {

@@ -2,7 +2,7 @@
  *
  * test_preempt.c
  *		Unit tests of preemption in the policy core, one scenario per rule
- *		of SPEC 3.3-3.6, and the seed example of the README step by step.
+ *		of scheduling.md 3.3-3.6, and the seed example of the README step by step.
  *		Prints TAP; exits non-zero when a test fails.
  *
  *-------------------------------------------------------------------------
@@ -43,7 +43,7 @@ CountAction(const QsOutput *out, QsAction action)
 	return n;
 }
 
-/* The seed example of the README, steps 1 to 3 (SPEC 3.2-3.6). */
+/* The seed example of the README, steps 1 to 3 (scheduling.md 3.2-3.6). */
 static void
 test_seed_example(void)
 {
@@ -97,7 +97,7 @@ test_seed_example(void)
 	CHECK(!Dispatched(out, med) && !Dispatched(out, high), "seed 3: med and high wait");
 }
 
-/* SPEC 3.3: reclaim is blind to priority: a share gets its capacity back. */
+/* scheduling.md 3.3: reclaim is blind to priority: a share gets its capacity back. */
 static void
 test_reclaim_priority_blind(void)
 {
@@ -120,7 +120,7 @@ test_reclaim_priority_blind(void)
 	(void) lender_job;
 }
 
-/* SPEC 3.3: a job never reclaims in order to borrow. */
+/* scheduling.md 3.3: a job never reclaims in order to borrow. */
 static void
 test_no_reclaim_to_borrow(void)
 {
@@ -144,7 +144,7 @@ test_no_reclaim_to_borrow(void)
 }
 
 /*
- * SPEC 3.3: a job never reclaims in order to borrow, even where lenders
+ * scheduling.md 3.3: a job never reclaims in order to borrow, even where lenders
  * could lend it the rest.
  */
 static void
@@ -171,7 +171,7 @@ test_no_reclaim_to_borrow_with_lender(void)
 }
 
 /*
- * SPEC 3.3: reclaim only while the share holds less than its own capacity:
+ * scheduling.md 3.3: reclaim only while the share holds less than its own capacity:
  * a share already borrowing goes to in-share preemption, which may leave it
  * borrowing, and stops fewer of its jobs than a reclaim would.
  */
@@ -201,7 +201,7 @@ test_reclaim_only_under_capacity(void)
 }
 
 /*
- * SPEC 3.4: a borrowing job is taken only while its share is still
+ * scheduling.md 3.4: a borrowing job is taken only while its share is still
  * borrowing: a reclaim never takes a share's own capacity.
  */
 static void
@@ -225,7 +225,7 @@ test_still_borrowing(void)
 }
 
 /*
- * SPEC 3.3: with in-share preemption, the share's own lower-priority jobs
+ * scheduling.md 3.3: with in-share preemption, the share's own lower-priority jobs
  * join a reclaim, after the other shares' borrowers.
  */
 static void
@@ -258,7 +258,7 @@ test_reclaim_with_own_lower(void)
 	CHECK(big->j.promised_at != QS_NO_TIME, "reclaim+own: the room is promised");
 }
 
-/* SPEC 3.3: in-share preemption, after which the job may borrow. */
+/* scheduling.md 3.3: in-share preemption, after which the job may borrow. */
 static void
 test_in_share_then_borrow(void)
 {
@@ -282,7 +282,7 @@ test_in_share_then_borrow(void)
 		  "in-share: the job will start by borrowing beyond its own capacity");
 }
 
-/* SPEC 3.3: equal priority never preempts inside a share. */
+/* scheduling.md 3.3: equal priority never preempts inside a share. */
 static void
 test_equal_priority(void)
 {
@@ -303,7 +303,7 @@ test_equal_priority(void)
 	CHECK(PreemptionOf(out, WFind(&w, "first")) != NULL, "higher priority: preempts");
 }
 
-/* SPEC 3.3: without in-share preemption a share never stops its own jobs. */
+/* scheduling.md 3.3: without in-share preemption a share never stops its own jobs. */
 static void
 test_in_share_off(void)
 {
@@ -321,7 +321,7 @@ test_in_share_off(void)
 	CHECK(out->ndecisions == 0, "in-share off: its own jobs are never stopped");
 }
 
-/* SPEC 3.4: victim order: lowest priority, latest scheduled_at, highest id. */
+/* scheduling.md 3.4: victim order: lowest priority, latest scheduled_at, highest id. */
 static void
 test_victim_order(void)
 {
@@ -358,7 +358,7 @@ test_victim_order(void)
 	CHECK(a->j.stop == QS_STOP_NONE, "victim order: priority 2 is spared");
 }
 
-/* SPEC 3.4: the backwards walk drops victims that are not needed. */
+/* scheduling.md 3.4: the backwards walk drops victims that are not needed. */
 static void
 test_minimal_victims(void)
 {
@@ -380,7 +380,7 @@ test_minimal_victims(void)
 		  "minimal: the 1-instance job taken first is dropped by the backwards walk");
 }
 
-/* SPEC 3.4: if all candidates cannot make room, nobody is preempted. */
+/* scheduling.md 3.4: if all candidates cannot make room, nobody is preempted. */
 static void
 test_no_room_no_victims(void)
 {
@@ -400,7 +400,7 @@ test_no_room_no_victims(void)
 		  "no room: stopping the one lower-priority job would not make room for 3");
 }
 
-/* SPEC 3.6: unclaimed victims stop at once; the preemptor may start now. */
+/* scheduling.md 3.6: unclaimed victims stop at once; the preemptor may start now. */
 static void
 test_unclaimed_victims(void)
 {
@@ -423,7 +423,7 @@ test_unclaimed_victims(void)
 	CHECK(Dispatched(out, urgent), "unclaimed: the preemptor starts in the same pass");
 }
 
-/* SPEC 3.6: preemption_retries N: requeued N times, then failed. */
+/* scheduling.md 3.6: preemption_retries N: requeued N times, then failed. */
 static void
 test_preemption_retries(void)
 {
@@ -458,7 +458,7 @@ test_preemption_retries(void)
 		  "retries: the third preemption exceeds preemption_retries 2: FAILED");
 }
 
-/* SPEC 3.6: two preemptors in one pass compete for the same room. */
+/* scheduling.md 3.6: two preemptors in one pass compete for the same room. */
 static void
 test_two_preemptors(void)
 {
@@ -486,7 +486,7 @@ test_two_preemptors(void)
 	(void) borrower;
 }
 
-/* SPEC 3.6: a promise is kept across passes while victims stop one by one. */
+/* scheduling.md 3.6: a promise is kept across passes while victims stop one by one. */
 static void
 test_promise_across_passes(void)
 {
@@ -518,7 +518,7 @@ test_promise_across_passes(void)
 	CHECK(j->j.promised_at == QS_NO_TIME, "promise: dispatching clears promised_at");
 }
 
-/* SPEC 3.6: a promise lapses when the job could no longer start. */
+/* scheduling.md 3.6: a promise lapses when the job could no longer start. */
 static void
 test_promise_lapse_after_preemption(void)
 {
@@ -545,7 +545,7 @@ test_promise_lapse_after_preemption(void)
 	CHECK(v->j.stop == QS_STOP_CROSS_SHARE, "lapse: the victim still stops");
 }
 
-/* SPEC 3.5: capacity reduced by an admin is repaired by preemption. */
+/* scheduling.md 3.5: capacity reduced by an admin is repaired by preemption. */
 static void
 test_capacity_reduced(void)
 {
@@ -584,7 +584,7 @@ test_capacity_reduced(void)
 	CHECK(CountAction(out, QS_PREEMPT) == 0, "repair: pending stops count as gone");
 }
 
-/* SPEC 3.5: a DISABLED share lends nothing: its borrowers are repaired. */
+/* scheduling.md 3.5: a DISABLED share lends nothing: its borrowers are repaired. */
 static void
 test_disabled_lender_repair(void)
 {
@@ -608,7 +608,7 @@ test_disabled_lender_repair(void)
 }
 
 /*
- * SPEC 3.2: a job dispatched in a pass is never a victim in that pass.  B's
+ * scheduling.md 3.2: a job dispatched in a pass is never a victim in that pass.  B's
  * borrower is older, so it is dispatched first, onto S's idle instance that
  * S's waiting pair does not fit; the pair, which could start only by
  * reclaiming it (and stopping S's own low job), preempts nobody in that pass
