@@ -53,23 +53,13 @@ AgentArg(FunctionCallInfo fcinfo, int argno)
 static Interval *
 LeaseArg(FunctionCallInfo fcinfo, int argno)
 {
-	Interval   *lease;
-	Interval	zero = {0};
-
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease must not be null")));
-	lease = PG_GETARG_INTERVAL_P(argno);
-	if (DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(lease),
-										 IntervalPGetDatum(&zero))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid lease %s",
-						DatumGetCString(DirectFunctionCall1(interval_out,
-															IntervalPGetDatum(lease)))),
-				 errdetail("A lease is a positive interval.")));
-	return lease;
+	QsCheckPositiveInterval(PG_GETARG_DATUM(argno), ERRCODE_INVALID_PARAMETER_VALUE, "lease",
+							NULL, "A lease is a positive interval.");
+	return PG_GETARG_INTERVAL_P(argno);
 }
 
 static QsQuery QueueExistsQuery = {

@@ -219,23 +219,34 @@ qs_check_strategy(PG_FUNCTION_ARGS)
 }
 
 /*
+ * QsCheckPositiveInterval raises sqlerrcode unless an interval is positive,
+ * naming it ("invalid NAME VALUE of OF"; of may be NULL) with the detail
+ * given.  Timeouts, runnable timeouts and leases are positive.
+ */
+void
+QsCheckPositiveInterval(Datum value, int sqlerrcode, const char *name, const char *of,
+						const char *detail)
+{
+	Interval	zero = {0};
+
+	if (DatumGetBool(DirectFunctionCall2(interval_le, value, IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(sqlerrcode),
+				 errmsg("invalid %s %s%s%s", name,
+						DatumGetCString(DirectFunctionCall1(interval_out, value)),
+						of ? " of " : "", of ? of : ""),
+				 errdetail("%s", detail)));
+}
+
+/*
  * qs_check_runnable_timeout(value interval, what text) is the CHECK of a
  * queue's runnable_timeout: positive when set.
  */
 Datum
 qs_check_runnable_timeout(PG_FUNCTION_ARGS)
 {
-	Interval   *iv = PG_GETARG_INTERVAL_P(0);
-	Interval	zero = {0};
-
-	if (DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(iv),
-										 IntervalPGetDatum(&zero))))
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid runnable_timeout %s of %s",
-						DatumGetCString(DirectFunctionCall1(interval_out,
-															IntervalPGetDatum(iv))),
-						text_to_cstring(PG_GETARG_TEXT_PP(1))),
-				 errdetail("runnable_timeout is a positive interval, or null for none.")));
+	QsCheckPositiveInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "runnable_timeout",
+							text_to_cstring(PG_GETARG_TEXT_PP(1)),
+							"runnable_timeout is a positive interval, or null for none.");
 	PG_RETURN_BOOL(true);
 }

@@ -219,18 +219,8 @@ CheckSubmitterValues(JobValues *row)
 		CheckIntRange("preemption_retries", DatumGetInt32(row->values[JC_PREEMPTION_RETRIES]),
 					  0, PG_INT32_MAX);
 	if (!row->nulls[JC_TIMEOUT])
-	{
-		Interval	zero = {0};
-
-		if (DatumGetBool(DirectFunctionCall2(interval_le, row->values[JC_TIMEOUT],
-											 IntervalPGetDatum(&zero))))
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("invalid timeout %s of a job",
-							DatumGetCString(DirectFunctionCall1(interval_out,
-																row->values[JC_TIMEOUT]))),
-					 errdetail("timeout is a positive interval, or null for none.")));
-	}
+		QsCheckPositiveInterval(row->values[JC_TIMEOUT], ERRCODE_CHECK_VIOLATION, "timeout",
+								"a job", "timeout is a positive interval, or null for none.");
 	if (!row->nulls[JC_CLIENT_TOKEN])
 	{
 		int			len = VARSIZE_ANY_EXHDR(DatumGetTextPP(row->values[JC_CLIENT_TOKEN]));

@@ -58,6 +58,8 @@ extern void QsRestoreUser(const QsSavedUser *saved);
 extern bool QsValidName(const char *name, int len);
 extern bool QsValidUnitName(const char *name, int len);
 extern void QsCheckName(text *value, const char *what);
+extern void QsCheckPositiveInterval(Datum value, int sqlerrcode, const char *name,
+									const char *of, const char *detail);
 
 /* quota_sched.c */
 extern void QsLockQueue(const char *job_queue, bool exclusive);
