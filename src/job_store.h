@@ -86,7 +86,7 @@ extern void QsWriteEnds(const QsOutput *out, TimestampTz now);
 extern void QsWriteDispatches(const QsOutput *out, TimestampTz now);
 extern void QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now);
 
-/* One limit of a share and unit, for the misconfiguration reasons (scheduling.md 3.7). */
+/* A limit of a share and unit, for misconfiguration (scheduling.md 3.7). */
 typedef struct QsMisfitLimit
 {
 	const char *quota_share;

@@ -24,14 +24,6 @@
 
 PG_FUNCTION_INFO_V1(qs_run_pass);
 
-static const char *const ActionNames[] = {
-	[QS_DISPATCH] = "DISPATCH",
-	[QS_PREEMPT] = "PREEMPT",
-	[QS_STOP] = "STOP",
-	[QS_REQUEUE] = "REQUEUE",
-	[QS_FAIL] = "FAIL",
-};
-
 /*
  * EmitDecisions appends the decisions of a pass to the result set.
  */
@@ -46,7 +38,7 @@ EmitDecisions(QsQueueState *qs, const QsOutput *out, Tuplestorestate *store,
 		bool		nulls[4] = {false, false, false, d->reason == NULL};
 
 		values[0] = Int64GetDatum(d->job_id);
-		values[1] = CStringGetTextDatum(ActionNames[d->action]);
+		values[1] = CStringGetTextDatum(QsActionName(d->action));
 		values[2] = CStringGetTextDatum(qs->in.shares[d->share].name);
 		values[3] = d->reason ? CStringGetTextDatum(d->reason) : (Datum) 0;
 		tuplestore_putvalues(store, desc, values, nulls);

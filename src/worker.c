@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *		The background worker (scheduling.md 6): a loop that runs the pass of every
- *		queue, one transaction per queue, soon after any commit that changed
- *		jobs or configuration and at least every quota_sched.naptime.
+ *		The background worker (scheduling.md 6): a loop that runs the pass
+ *		of every queue, one transaction per queue, soon after any commit that
+ *		changed jobs or configuration and at least every quota_sched.naptime.
  *
  * Commits wake it through its latch: the job and configuration triggers set
  * a per-transaction flag, and a transaction callback sets the worker's latch

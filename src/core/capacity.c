@@ -256,8 +256,9 @@ UsageWith(const int64_t *use, const QsJob *job, int share)
  * unit), the job is added to its share and only that share is held to
  * allowed(S,u), the job changing no other share's usage; when the job must
  * borrow, each other lender's idle capacity counts less what that lender
- * wants (scheduling.md 3.2).  Without one (the repair, scheduling.md 3.5), every share is held
- * to allowed(S,u), and wanted capacity plays no part: nobody borrows anew.
+ * wants (scheduling.md 3.2).  Without one (the repair, scheduling.md 3.5),
+ * every share is held to allowed(S,u), and wanted capacity plays no part:
+ * nobody borrows anew.
  */
 QsCheck
 CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)

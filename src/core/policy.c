@@ -14,8 +14,9 @@
 #include "policy_int.h"
 
 /*
- * The names of job states (job.state) and of stops (job.stop_reason): two
- * enums, so two tables of the same shape, looked up by one FindName.
+ * The names of job states (job.state), of stops (job.stop_reason) and of
+ * a pass's actions (run_pass().action): one table per enum, side by side;
+ * the first two are looked up by one FindName.
  */
 static const char *const JobStateNames[QS_JOB_STATES] = {
 	[QS_RUNNABLE] = "RUNNABLE",
@@ -35,6 +36,14 @@ static const char *const StopNames[] = {
 	[QS_STOP_TERMINATED] = "TERMINATED",
 };
 
+static const char *const ActionNames[] = {
+	[QS_DISPATCH] = "DISPATCH",
+	[QS_PREEMPT] = "PREEMPT",
+	[QS_STOP] = "STOP",
+	[QS_REQUEUE] = "REQUEUE",
+	[QS_FAIL] = "FAIL",
+};
+
 /*
  * FindName returns the index of a name in names[from..to], or -1.
  */
@@ -45,6 +54,16 @@ FindName(const char *const *names, int from, int to, const char *name)
 		if (strcmp(name, names[i]) == 0)
 			return i;
 	return -1;
+}
+
+/*
+ * QsActionName returns the name of a decision's action, as run_pass()
+ * shows it.
+ */
+const char *
+QsActionName(QsAction action)
+{
+	return ActionNames[action];
 }
 
 /*

@@ -228,6 +228,7 @@ typedef struct QsStopOutcome
 	const char *reason;
 } QsStopOutcome;
 
+extern const char *QsActionName(QsAction action);
 extern const char *QsJobStateName(QsJobState state);
 extern bool QsJobStateFromName(const char *name, QsJobState *state);
 extern const char *QsStopName(QsStop stop);

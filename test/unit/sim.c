@@ -273,7 +273,7 @@ Fail(const char *tag, const char *fmt,...)
 }
 
 /* ---------------------------------------------------------------- */
-/* the configuration as a pass reads it, and accounting (scheduling.md 3.1)				 */
+/* the configuration as a pass reads it, and accounting (scheduling.md 3.1) */
 
 typedef struct Cfg
 {

@@ -322,7 +322,8 @@ test_lease_expiry(void)
 		  "lease: the last attempt fails the job");
 }
 
-/* scheduling.md 3.8: a lease expiring while a preemption stop is pending is the stop. */
+/* scheduling.md 3.8: a lease expiring while a preemption stop is pending is
+ * the stop. */
 static void
 test_lease_expiry_with_stop(void)
 {
