@@ -41,7 +41,8 @@ typedef struct QsJobRow
 /* The columns of a job that a pass reads (QsJobRow.job and the agent). */
 #define QS_JOB_POLICY_COLUMNS \
 	"id, instance_count, priority, state, queued_at, scheduled_at, promised_at," \
-	" lease_until, started_at + timeout AS deadline, stop_reason, agent," \
+	" lease_until, quota_sched.attempt_deadline(started_at, timeout) AS deadline," \
+	" stop_reason, agent," \
 	" preempted_for, failed_attempts, max_attempts, preemption_count," \
 	" coalesce(preemption_retries, -1) AS preemption_retries"
 
@@ -65,7 +66,8 @@ typedef struct QsJobRows
 /* What a pass reads (job_store_pass.c). */
 typedef enum QsJobSet
 {
-	QS_HELD_JOBS,				/* SCHEDULED, STARTING and RUNNING */
+	QS_DUE_JOBS,				/* held, lease expired or past the deadline */
+	QS_VICTIM_JOBS,				/* held, stopping for a promised job */
 	QS_PROMISED_JOBS,			/* RUNNABLE with a promise */
 	QS_EXPIRED_JOBS				/* RUNNABLE, past the runnable timeout */
 } QsJobSet;
@@ -77,6 +79,8 @@ extern List *QsReadRunnablePairs(const char *queue);
 extern int	QsStreamBatchSize(int batch);
 extern QsJobRows QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 									 const QsJob *after, int32 below, int batch);
+extern QsJobRows QsReadHeldBatch(const char *queue, const char *share, const char *unit,
+								 const QsJob *after, int64 below, int batch);
 extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
 										const char *unit, int32 at_most, int max);
 

@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * job_store_pass.c
- *		The job store's reads and writes for a pass (job_store.h): the jobs
- *		holding capacity, promised and timed-out jobs, the RUNNABLE jobs of
- *		a share and unit in batches along the share-order index, and the
+ *		The job store's reads and writes for a pass (job_store.h): the held
+ *		jobs due for time-based work or stopping for a promised job, promised
+ *		and timed-out RUNNABLE jobs, the RUNNABLE jobs of a share and unit in
+ *		batches along the share-order index, a share's held jobs in victim
+ *		order when the pass looks for victims, and the
  *		set-based writes of a pass's decisions, one statement per kind of
  *		change.  (job_event rows follow from the history trigger.)
  *
@@ -49,9 +51,22 @@ ReadJobs(QsQuery *query, Datum *args, const char *nulls)
 
 /* The jobs a pass always reads, by kind (QsJobSet). */
 static QsQuery JobSetQueries[] = {
-	[QS_HELD_JOBS] = {
+	/* (a job both lapsed and past its deadline comes twice) */
+	[QS_DUE_JOBS] = {
 		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')",
+		" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
+		"   AND agent IS NOT NULL AND lease_until < now()"
+		" UNION ALL "
+		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+		" WHERE job_queue = $1 AND state = 'RUNNING' AND timeout IS NOT NULL"
+		"   AND stop_reason IS NULL"
+		"   AND quota_sched.attempt_deadline(started_at, timeout) <= now()",
+		1, {TEXTOID}, SPI_OK_SELECT
+	},
+	[QS_VICTIM_JOBS] = {
+		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+		" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
+		"   AND stop_reason IS NOT NULL AND preempted_for IS NOT NULL",
 		1, {TEXTOID}, SPI_OK_SELECT
 	},
 	[QS_PROMISED_JOBS] = {
@@ -69,9 +84,11 @@ static QsQuery JobSetQueries[] = {
 };
 
 /*
- * QsReadJobSet reads the jobs of a queue that hold capacity, that hold a
- * promise, or that have been misconfigured for longer than the queue's
- * runnable_timeout (scheduling.md 3.9; only this one uses runnable_timeout).
+ * QsReadJobSet reads the held jobs of a queue whose lease expired or whose
+ * attempt passed its deadline, or those stopping for a promised job, or
+ * the RUNNABLE jobs that hold a promise, or those misconfigured for longer
+ * than the queue's runnable_timeout (scheduling.md 3.9; only this one uses
+ * runnable_timeout).  Each through an index of its own.
  */
 QsJobRows
 QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout)
@@ -176,6 +193,49 @@ QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 	args[5] = TimestampTzGetDatum(after ? after->queued_at : 0);
 	args[6] = Int64GetDatum(after ? after->id : 0);
 	return ReadJobs(&RunnableBatchQueries[batch], args, NULL);
+}
+
+/*
+ * The held jobs of a share and unit with no stop pending, in victim order
+ * (scheduling.md 3.4) after a position, with a priority below $4, in
+ * batches of growing size along the victim-order index.
+ */
+#define HELD_BATCH_QUERY(limit) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3" \
+	"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL" \
+	"   AND priority < $4 AND priority >= $5" \
+	"   AND (priority > $5 OR (scheduled_at, id) < ($6, $7))" \
+	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit, \
+	7, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
+	SPI_OK_SELECT, NULL, }
+
+static QsQuery HeldBatchQueries[QS_STREAM_BATCHES] = {
+	HELD_BATCH_QUERY(8),
+	HELD_BATCH_QUERY(64),
+	HELD_BATCH_QUERY(512),
+	HELD_BATCH_QUERY(4096),
+};
+
+/*
+ * QsReadHeldBatch reads batch number `batch` of the held jobs of a share
+ * and unit with no stop pending, after *after in victim order (NULL: from
+ * the start), with a priority below `below`.
+ */
+QsJobRows
+QsReadHeldBatch(const char *queue, const char *share, const char *unit,
+				const QsJob *after, int64 below, int batch)
+{
+	Datum		args[7];
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = CStringGetTextDatum(share);
+	args[2] = CStringGetTextDatum(unit);
+	args[3] = Int64GetDatum(below);
+	args[4] = Int32GetDatum(after ? after->priority : PG_INT32_MIN);
+	args[5] = TimestampTzGetDatum(after ? after->scheduled_at : DT_NOEND);
+	args[6] = Int64GetDatum(after ? after->id : PG_INT64_MAX);
+	return ReadJobs(&HeldBatchQueries[batch], args, NULL);
 }
 
 static QsQuery SmallestRunnableQuery = {

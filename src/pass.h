@@ -22,20 +22,23 @@
 #include "policy.h"
 
 /*
- * The reader of the RUNNABLE jobs of one share and unit: batches of growing
- * size (QsReadRunnableBatch), read as the policy's dispatch loop asks.
+ * A reader of the jobs of one share and unit, in batches of growing size,
+ * read as the policy asks: its RUNNABLE jobs in share order
+ * (QsReadRunnableBatch, below a size bound), or its held jobs with no stop
+ * pending in victim order (QsReadHeldBatch, below a priority bound).
  */
-typedef struct QsRunnableReader
+typedef struct QsJobReader
 {
-	bool		has_jobs;		/* the share has RUNNABLE jobs of the unit */
+	bool		held;			/* held jobs; otherwise RUNNABLE ones */
+	bool		has_jobs;		/* the share may have such jobs of the unit */
 	QsJob	   *buf;			/* the batch read last */
 	int			cap;
 	int			nbuf;
 	int			pos;
 	int			batch;			/* index of the next batch size */
-	int32		fetched_below;	/* the skip bound the batch was read with */
+	int64		fetched_below;	/* the bound the batch was read with */
 	bool		exhausted;		/* the last batch was the end */
-} QsRunnableReader;
+} QsJobReader;
 
 /*
  * The state of one queue as a pass (or explain, or queue_snapshot) reads it:
@@ -48,8 +51,10 @@ typedef struct QsQueueState
 	MemoryContext cxt;
 	char	   *queue;
 	QsInput		in;
-	char	  **held_agents;	/* agent of each held job, or NULL */
-	QsRunnableReader *readers;	/* [share * nunits + unit] */
+	struct HTAB *agents;		/* job id -> agent, of the held jobs read */
+	QsJobReader *runnable;		/* [share * nunits + unit] */
+	QsJobReader *held;			/* [share * nunits + unit] */
+	int64		usage_changes;	/* change rows of the counters not folded */
 	Interval   *runnable_timeout;	/* NULL: none */
 	Jsonb	   *env_limits;		/* the environment's capacity map */
 	int			units_cap;		/* allocated length of in.units */
@@ -60,6 +65,7 @@ extern bool QsLoadQueueState(QsQueueState *state, const char *queue, TimestampTz
 extern void QsFreeQueueState(QsQueueState *state);
 extern int	QsUnitIndex(const QsQueueState *state, const char *unit);
 extern int	QsShareIndex(const QsQueueState *state, const char *share);
+extern const char *QsAgentOf(const QsQueueState *state, int64 job_id);
 
 /* pass_apply.c */
 extern int64 QsApplyDecisions(QsQueueState *state, const QsOutput *out, TimestampTz started);

@@ -40,7 +40,7 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 		{
 			const QsFitLimit *l = &out->fit_limits[s * qs->in.nunits + u];
 
-			if (!qs->readers[s * qs->in.nunits + u].has_jobs)
+			if (!qs->runnable[s * qs->in.nunits + u].has_jobs)
 				continue;
 			limits[n].quota_share = qs->in.shares[s].name;
 			limits[n].capacity_unit = qs->in.units[u].name;
@@ -83,9 +83,7 @@ Notify(QsQueueState *qs, const QsOutput *out)
 			Async_Notify("quota_sched_dispatch", buf.data);
 			continue;
 		}
-		for (int k = 0; k < qs->in.nheld; k++)
-			if (qs->in.held[k].id == d->job_id)
-				agent = qs->held_agents[k];
+		agent = QsAgentOf(qs, d->job_id);
 		appendStringInfo(&buf, "{\"job_id\":" INT64_FORMAT ",\"agent\":", d->job_id);
 		escape_json(&buf, agent ? agent : "");
 		appendStringInfoString(&buf, ",\"reason\":");

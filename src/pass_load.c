@@ -2,11 +2,14 @@
  *
  * pass_load.c
  *		The loader of a queue's state: reads what one pass of a queue needs
- *		and nothing more — the configuration, the jobs holding capacity,
- *		the promised and timed-out RUNNABLE jobs, and the RUNNABLE jobs of
- *		each share and unit only as the dispatch loop consumes them
- *		(scheduling.md 3.2's skip rule bounds how far), through the job
- *		store.  The caller is connected to SPI.
+ *		and nothing more — the configuration, the counters of held capacity
+ *		(usage.c), the held jobs due for time-based work or stopping for a
+ *		promised job, the promised and timed-out RUNNABLE jobs; then the
+ *		RUNNABLE jobs of each share and unit only as the dispatch loop
+ *		consumes them (scheduling.md 3.2's skip rule bounds how far), and
+ *		held jobs in victim order only as far as a preemption or repair
+ *		looks for victims, through the job store.  The caller is connected
+ *		to SPI.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,12 +21,14 @@
 #include "utils/datum.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "quota_sched.h"
 #include "jsonb_util.h"
 #include "pass.h"
 #include "query.h"
+#include "usage.h"
 
 
 static int	AddUnit(QsQueueState *qs, const char *unit);
@@ -195,46 +200,95 @@ LoadShares(QsQueueState *qs)
 	return maps;
 }
 
+/* An entry of QsQueueState.agents. */
+typedef struct AgentEntry
+{
+	int64		job_id;
+	char	   *agent;
+} AgentEntry;
+
+/*
+ * NoteAgent remembers the agent of a held job read, for the applier's stop
+ * notifications.
+ */
+static void
+NoteAgent(QsQueueState *qs, int64 job_id, const char *agent)
+{
+	AgentEntry *e;
+	bool		found;
+
+	if (agent == NULL)
+		return;
+	if (qs->agents == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(AgentEntry);
+		ctl.hcxt = qs->cxt;
+		qs->agents = hash_create("quota_sched agents", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(qs->agents, &job_id, HASH_ENTER, &found);
+	if (!found)
+		e->agent = MemoryContextStrdup(qs->cxt, agent);
+}
+
+/*
+ * QsAgentOf returns the agent of a held job the state read, or NULL.
+ */
+const char *
+QsAgentOf(const QsQueueState *qs, int64 job_id)
+{
+	AgentEntry *e;
+
+	if (qs->agents == NULL)
+		return NULL;
+	e = hash_search(qs->agents, &job_id, HASH_FIND, NULL);
+	return e ? e->agent : NULL;
+}
+
 /*
  * PolicyJobs turns rows of a queue's jobs into the policy's jobs, with the
- * indexes of their shares and units (adding units not seen yet); with
- * agents, it also gives the agent of each.
+ * indexes of their shares and units (adding units not seen yet), noting
+ * the agents of held ones.
  */
 static const QsJob *
-PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs, char ***agents)
+PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs)
 {
 	QsJob	   *jobs = palloc0(sizeof(QsJob) * (rows.n + 1));
 
-	if (agents)
-		*agents = palloc0(sizeof(char *) * (rows.n + 1));
 	for (int i = 0; i < rows.n; i++)
 	{
 		jobs[i] = rows.rows[i].job;
 		jobs[i].share = QsShareIndex(qs, rows.rows[i].quota_share);
 		jobs[i].unit = AddUnit(qs, rows.rows[i].capacity_unit);
-		if (agents)
-			(*agents)[i] = rows.rows[i].agent;
+		NoteAgent(qs, jobs[i].id, rows.rows[i].agent);
 	}
 	*njobs = rows.n;
 	return jobs;
 }
 
 /*
- * ReaderFetch reads the next batch of a share and unit's RUNNABLE jobs,
- * after a position in share order, with fewer instances than below.
+ * ReaderFetch reads the next batch of a reader after a position in its
+ * order (NULL: from the start), below a bound.
  */
 static void
-ReaderFetch(QsQueueState *qs, QsRunnableReader *r, int share, int unit,
-			const QsJob *after, int32 below)
+ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
+			const QsJob *after, int64 below)
 {
 	int			limit = QsStreamBatchSize(r->batch);
 	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "quota_sched batch",
 												  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(scratch);
+	const char *sname = qs->in.shares[share].name;
+	const char *uname = qs->in.units[unit].name;
 	QsJobRows	rows;
 
-	rows = QsReadRunnableBatch(qs->queue, qs->in.shares[share].name,
-							   qs->in.units[unit].name, after, below, r->batch);
+	if (r->held)
+		rows = QsReadHeldBatch(qs->queue, sname, uname, after, below, r->batch);
+	else
+		rows = QsReadRunnableBatch(qs->queue, sname, uname, after, (int32) below, r->batch);
 	MemoryContextSwitchTo(old);
 	if (r->cap < limit)
 	{
@@ -249,6 +303,8 @@ ReaderFetch(QsQueueState *qs, QsRunnableReader *r, int share, int unit,
 		r->buf[i] = rows.rows[i].job;
 		r->buf[i].share = share;
 		r->buf[i].unit = unit;
+		if (r->held)
+			NoteAgent(qs, r->buf[i].id, rows.rows[i].agent);
 	}
 	r->exhausted = rows.n < limit;
 	MemoryContextDelete(scratch);
@@ -257,24 +313,21 @@ ReaderFetch(QsQueueState *qs, QsRunnableReader *r, int share, int unit,
 }
 
 /*
- * SourceNext is the policy's source of RUNNABLE jobs: the next job of a
- * share and unit in share order after a position, below a size bound.
- * Rows come in growing batches; when the bound shrinks the next batch is
- * read with it, so that skipped jobs are not read.
+ * ReaderNext gives a reader's next job after a position (NULL: from the
+ * start) below a bound: a RUNNABLE job with fewer instances, or a held job
+ * of lower priority.  Rows come in growing batches; when the bound shrinks
+ * the next batch is read with it, so that jobs it excludes are not read.
  */
 static bool
-SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
-		   QsJob *out)
+ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
+		   const QsJob *after, int64 below, QsJob *out)
 {
-	QsQueueState *qs = arg;
-	QsRunnableReader *r = &qs->readers[share * qs->in.nunits + unit];
-
 	if (!r->has_jobs)
 		return false;
 	if (after == NULL || below < r->fetched_below)
 	{
 		/* from the start, or with a smaller bound: read afresh */
-		r->nbuf = r->pos = 0;
+		r->nbuf = r->pos = r->batch = 0;
 		r->exhausted = false;
 		ReaderFetch(qs, r, share, unit, after, below);
 	}
@@ -284,7 +337,7 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 		{
 			QsJob	   *job = &r->buf[r->pos++];
 
-			if (job->count < below)
+			if ((r->held ? job->priority : job->count) < below)
 			{
 				*out = *job;
 				return true;
@@ -301,6 +354,35 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 }
 
 /*
+ * SourceNext is the policy's source of RUNNABLE jobs: the next job of a
+ * share and unit in share order after a position, below a size bound.
+ */
+static bool
+SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
+		   QsJob *out)
+{
+	QsQueueState *qs = arg;
+
+	return ReaderNext(qs, &qs->runnable[share * qs->in.nunits + unit], share, unit,
+					  after, below, out);
+}
+
+/*
+ * SourceHeld is the policy's source of victims: the next held job of a
+ * share and unit with no stop pending, in victim order after a position,
+ * below a priority bound.
+ */
+static bool
+SourceHeld(void *arg, int share, int unit, const QsJob *after, int64_t below,
+		   QsJob *out)
+{
+	QsQueueState *qs = arg;
+
+	return ReaderNext(qs, &qs->held[share * qs->in.nunits + unit], share, unit,
+					  after, below, out);
+}
+
+/*
  * SourceSmallest gives a lender's smallest RUNNABLE jobs of a unit, for the
  * wanted-capacity rule.
  */
@@ -310,7 +392,7 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *
 	QsQueueState *qs = arg;
 	QsJobRows	rows;
 
-	if (!qs->readers[share * qs->in.nunits + unit].has_jobs)
+	if (!qs->runnable[share * qs->in.nunits + unit].has_jobs)
 		return 0;
 	rows = QsReadSmallestRunnable(qs->queue, qs->in.shares[share].name,
 								  qs->in.units[unit].name, at_most, max);
@@ -324,20 +406,55 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *
 }
 
 /*
- * LoadJobs reads the jobs a pass always needs: those holding capacity, the
- * promised ones, and those past the runnable timeout.
+ * LoadJobs reads the jobs a pass always needs: the held jobs due for
+ * time-based work or stopping for a promised job, the promised ones, and
+ * those past the runnable timeout.
  */
 static void
 LoadJobs(QsQueueState *qs)
 {
-	qs->in.held = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_HELD_JOBS, NULL),
-							 &qs->in.nheld, &qs->held_agents);
+	qs->in.due = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DUE_JOBS, NULL), &qs->in.ndue);
+	qs->in.victims = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_VICTIM_JOBS, NULL),
+								&qs->in.nvictims);
 	qs->in.promised = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_PROMISED_JOBS, NULL),
-								 &qs->in.npromised, NULL);
+								 &qs->in.npromised);
 	if (qs->runnable_timeout != NULL)
 		qs->in.expired = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_EXPIRED_JOBS,
 													 qs->runnable_timeout),
-									&qs->in.nexpired, NULL);
+									&qs->in.nexpired);
+}
+
+/*
+ * SetUpCounters sets the counters of held capacity from their rows, now
+ * that every unit is known (rows of shares that no longer exist are
+ * ignored).  A share and unit whose counter shows held jobs gets a reader
+ * of them.
+ */
+static void
+SetUpCounters(QsQueueState *qs, QsUsageRows usage)
+{
+	int			cells = qs->in.nshares * qs->in.nunits + 1;
+	int64	   *held = palloc0(sizeof(int64) * cells);
+	int64	   *stopping = palloc0(sizeof(int64) * cells);
+
+	qs->held = palloc0(sizeof(QsJobReader) * cells);
+	for (int i = 0; i < usage.n; i++)
+	{
+		int			s = QsShareIndex(qs, usage.rows[i].quota_share);
+		int			at;
+
+		if (s < 0)
+			continue;
+		at = s * qs->in.nunits + QsUnitIndex(qs, usage.rows[i].capacity_unit);
+		held[at] = usage.rows[i].instances;
+		stopping[at] = usage.rows[i].stopping_instances;
+		qs->held[at].has_jobs = usage.rows[i].jobs > 0;
+	}
+	for (int at = 0; at < cells; at++)
+		qs->held[at].held = true;
+	qs->in.held = held;
+	qs->in.stopping = stopping;
+	qs->usage_changes = usage.changes;
 }
 
 /*
@@ -356,17 +473,18 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 			caps[u] = CapacityOf(share_maps[s], qs->in.units[u].name);
 		((QsShare *) qs->in.shares)[s].capacity = caps;
 	}
-	qs->readers = palloc0(sizeof(QsRunnableReader) * (qs->in.nshares * qs->in.nunits + 1));
+	qs->runnable = palloc0(sizeof(QsJobReader) * (qs->in.nshares * qs->in.nunits + 1));
 	for (int i = 0; i + 1 < list_length(pairs); i += 2)
 	{
 		int			s = QsShareIndex(qs, list_nth(pairs, i));
 		int			u = QsUnitIndex(qs, list_nth(pairs, i + 1));
 
 		if (s >= 0 && u >= 0)
-			qs->readers[s * qs->in.nunits + u].has_jobs = true;
+			qs->runnable[s * qs->in.nunits + u].has_jobs = true;
 	}
 	qs->in.source.next = SourceNext;
 	qs->in.source.smallest = SourceSmallest;
+	qs->in.source.held = SourceHeld;
 	qs->in.source.arg = qs;
 }
 
@@ -379,6 +497,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now)
 {
 	Jsonb	  **share_maps;
 	List	   *pairs;
+	QsUsageRows usage;
 	MemoryContext old;
 
 	memset(qs, 0, sizeof(*qs));
@@ -400,8 +519,12 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now)
 	pairs = QsReadRunnablePairs(qs->queue);
 	for (int i = 1; i < list_length(pairs); i += 2)
 		AddUnit(qs, list_nth(pairs, i));
+	usage = QsReadUsage(qs->queue);
+	for (int i = 0; i < usage.n; i++)
+		AddUnit(qs, usage.rows[i].capacity_unit);
 	LoadJobs(qs);
 	SetUpReaders(qs, share_maps, pairs);
+	SetUpCounters(qs, usage);
 	MemoryContextSwitchTo(old);
 	return true;
 }

@@ -22,6 +22,7 @@
 
 #include "config_cache.h"
 #include "quota_sched.h"
+#include "usage.h"
 
 PG_MODULE_MAGIC;
 
@@ -124,11 +125,14 @@ QsEndSystemWrite(const QsSavedUser *saved)
 
 /*
  * QsXactCallback resets the write context at every transaction end, commit
- * or abort, so that an error thrown mid-write cannot leave it set.
+ * or abort, so that an error thrown mid-write cannot leave it set; and
+ * lets the counters of held capacity refuse a commit they did not write
+ * (usage.c).
  */
 static void
 QsXactCallback(XactEvent event, void *arg)
 {
+	QsUsageXactEvent(event);
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
@@ -146,14 +150,18 @@ QsXactCallback(XactEvent event, void *arg)
 /*
  * QsSubXactCallback resets the write context when a subtransaction aborts:
  * an error caught by the caller's exception block must not leave the rest
- * of the transaction writing as the system.
+ * of the transaction writing as the system (nor a tally of held capacity
+ * whose changes were undone).
  */
 static void
 QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 				  SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
 		QsResetWriteContext();
+		QsUsageReset();
+	}
 }
 
 /*

@@ -49,16 +49,19 @@ Lends(const QsShare *share)
 }
 
 /*
- * CoreInitAccounting computes usage and pending stops from the held jobs, and
- * unassigned(u) = max(0, E(u) - sum of C(S,u)).
+ * CoreInitAccounting takes usage and pending stops from the counters of held
+ * capacity, and computes unassigned(u) = max(0, E(u) - sum of C(S,u)).
  */
 void
 CoreInitAccounting(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
-	for (int i = 0; i < in->nheld; i++)
-		CoreHold(p, &in->held[i], +1);
+	for (int at = 0; at < p->nshares * p->nunits; at++)
+	{
+		p->usage[at] = in->held[at];
+		p->pending[at] = in->stopping[at];
+	}
 	for (int u = 0; u < p->nunits; u++)
 	{
 		int64_t		assigned = 0;

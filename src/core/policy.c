@@ -334,17 +334,20 @@ CoreEndAttempt(CorePlan *p, const QsJob *job)
  * TimeBasedWork is step 1: leases that expired (a pending preemption stop
  * counts as done, scheduling.md 3.8), attempts that ran past their timeout (a stop
  * is requested) and jobs misconfigured for longer than the queue's
- * runnable_timeout (scheduling.md 3.9).
+ * runnable_timeout (scheduling.md 3.9).  The due jobs the shell read are
+ * checked here again: the rule lives in the core.
  */
 static void
 TimeBasedWork(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
-	for (int i = 0; i < in->nheld; i++)
+	for (int i = 0; i < in->ndue; i++)
 	{
-		const QsJob *job = &in->held[i];
+		const QsJob *job = &in->due[i];
 
+		if (CoreIdSetHas(&p->handled, job->id))
+			continue;			/* listed twice */
 #ifndef QS_MUTANT_LEASE_EXPIRY
 		if (job->claimed && job->lease_until != QS_NO_TIME &&
 			job->lease_until < in->now)
@@ -439,9 +442,9 @@ CoreDispatch(CorePlan *p, const QsJob *job)
 static bool
 VictimsPending(const CorePlan *p, const QsJob *job)
 {
-	for (int i = 0; i < p->in->nheld; i++)
+	for (int i = 0; i < p->in->nvictims; i++)
 	{
-		const QsJob *h = &p->in->held[i];
+		const QsJob *h = &p->in->victims[i];
 
 		if (h->preempted_for == job->id && h->stop != QS_STOP_NONE &&
 			!CoreIdSetHas(&p->handled, h->id))
@@ -635,8 +638,8 @@ CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out)
 	p->cursors = CoreAlloc(p, sizeof(CoreCursor) * cells);
 	p->wanted = CoreAlloc(p, sizeof(CoreWantedCache) * cells);
 	out->fit_limits = CoreAlloc(p, sizeof(QsFitLimit) * cells);
-	out->promised = CoreAlloc(p, sizeof(int64_t) * (in->npromised + in->nheld + 64));
-	p->promised_cap = in->npromised + in->nheld + 64;
+	p->promised_cap = in->npromised + 64;
+	out->promised = CoreAlloc(p, sizeof(int64_t) * p->promised_cap);
 	CoreInitAccounting(p);
 }
 

@@ -100,10 +100,10 @@ typedef struct QsJob
 } QsJob;
 
 /*
- * Where the RUNNABLE jobs come from, pulled as the loop consumes them so
- * that a pass never reads the whole backlog.
+ * Where the jobs come from, pulled as the pass consumes them so that a pass
+ * never reads the whole backlog, nor every job holding capacity.
  */
-typedef struct QsRunnableSource
+typedef struct QsJobSource
 {
 	/*
 	 * next: the first RUNNABLE job of (share, unit) in share order
@@ -119,8 +119,20 @@ typedef struct QsRunnableSource
 	 */
 	int			(*smallest) (void *arg, int share, int unit, int32_t at_most,
 							 int max, QsJob *out);
+
+	/*
+	 * held: the first held job of (share, unit) with no stop pending, in
+	 * victim order (priority ASC, scheduled_at DESC, id DESC; scheduling.md
+	 * 3.4), strictly after *after (NULL: from the start), whose priority is
+	 * below `below` (QS_ANY_PRIORITY: any); false when there is none.  Read
+	 * only when the pass looks for victims.
+	 */
+	bool		(*held) (void *arg, int share, int unit, const QsJob *after,
+						 int64_t below, QsJob *out);
 	void	   *arg;
-} QsRunnableSource;
+} QsJobSource;
+
+#define QS_ANY_PRIORITY INT64_MAX
 
 typedef struct QsInput
 {
@@ -130,13 +142,20 @@ typedef struct QsInput
 	const QsUnit *units;
 	int			nshares;
 	const QsShare *shares;
-	int			nheld;			/* SCHEDULED, STARTING and RUNNING jobs */
-	const QsJob *held;
+	/* [share * nunits + unit]: the counters of held capacity */
+	const int64_t *held;		/* instances held: SCHEDULED, STARTING, RUNNING */
+	const int64_t *stopping;	/* of those, instances whose stop is pending */
+	int			ndue;			/* held jobs whose lease expired or whose attempt
+								 * is past its deadline (at least those) */
+	const QsJob *due;
+	int			nvictims;		/* held jobs preempted for a promised job, stop
+								 * pending (at least those) */
+	const QsJob *victims;
 	int			npromised;		/* RUNNABLE jobs with a promise, any order */
 	const QsJob *promised;
 	int			nexpired;		/* RUNNABLE misconfigured past runnable_timeout */
 	const QsJob *expired;
-	QsRunnableSource source;
+	QsJobSource source;
 	void	   *(*alloc) (void *arg, size_t size);	/* zeroed memory */
 	void	   *alloc_arg;
 } QsInput;

@@ -13,22 +13,22 @@
 
 #include "policy_int.h"
 
-/* A list of held jobs: candidates or victims. */
+/* A list of held jobs: the victims chosen. */
 typedef struct JobList
 {
 	const QsJob **jobs;
 	int			n;
+	int			cap;
 } JobList;
 
 /*
- * ListInit makes an empty list with room for every held job `copies` times
- * (a job may be in two groups of candidates).
+ * ListPush appends a job to a list, growing it.
  */
 static void
-ListInit(CorePlan *p, JobList *list, int copies)
+ListPush(CorePlan *p, JobList *list, const QsJob *job)
 {
-	list->jobs = CoreAlloc(p, sizeof(QsJob *) * (copies * p->in->nheld + 1));
-	list->n = 0;
+	list->jobs = CoreGrow(p, list->jobs, list->n, &list->cap, sizeof(QsJob *));
+	list->jobs[list->n++] = job;
 }
 
 /*
@@ -42,32 +42,6 @@ VictimOrderBefore(const QsJob *a, const QsJob *b)
 		return a->priority < b->priority;
 	/* the reverse of (scheduled_at, id) */
 	return CoreTimeIdBefore(b->scheduled_at, b->id, a->scheduled_at, a->id);
-}
-
-/*
- * Preemptible tells whether a held job of a unit may be a victim at all:
- * its stop is not already pending and it was not dispatched or otherwise
- * decided in this pass.
- */
-static bool
-Preemptible(const CorePlan *p, const QsJob *job, int unit)
-{
-	return job->unit == unit && job->stop == QS_STOP_NONE &&
-		!CoreIdSetHas(&p->handled, job->id);
-}
-
-/*
- * LowerPriority: a has strictly lower priority than b; equal priority never
- * preempts (scheduling.md 3.3).
- */
-static bool
-LowerPriority(const QsJob *a, const QsJob *b)
-{
-#ifndef QS_MUTANT_STRICTLY_LOWER
-	return a->priority < b->priority;
-#else
-	return a->priority <= b->priority;
-#endif
 }
 
 /* Whose held jobs a group of candidates takes. */
@@ -88,38 +62,149 @@ typedef struct Group
 } Group;
 
 /*
- * InGroup tells whether a held job is a candidate of a group for a unit;
- * use[] is each share's usage once pending stops have completed.
+ * The candidates of one attempt: up to two groups, read one after the
+ * other, each a merge in victim order of the held jobs of its shares, read
+ * from the source only as far as the choice goes.
  */
-static bool
-InGroup(const CorePlan *p, const QsJob *h, int unit, const Group *g,
-		const int64_t *use)
+typedef struct Candidates
 {
-	if (!Preemptible(p, h, unit))
-		return false;
-	if (g->whose == ONE_SHARE && h->share != g->share)
-		return false;
-	if (g->whose == OTHER_SHARES && h->share == g->share)
-		return false;
-	if (g->borrowing && !CoreBorrowing(p, h->share, unit, use[h->share]))
-		return false;
-	return g->above == NULL || LowerPriority(h, g->above);
+	int			unit;
+	int			ngroups;
+	Group		groups[2];
+	int			group;			/* the group being read */
+	int64_t		below;			/* its priority bound */
+	bool	   *member;			/* [s]: the share is in the group */
+	bool	   *started;		/* [s]: its head was read */
+	bool	   *has_head;		/* [s] */
+	QsJob	   *heads;			/* [s]: its next job in victim order */
+} Candidates;
+
+/*
+ * CandidatesInit makes the candidates of an attempt on a unit, with no
+ * group yet.
+ */
+static void
+CandidatesInit(CorePlan *p, Candidates *c, int unit)
+{
+	memset(c, 0, sizeof(*c));
+	c->unit = unit;
+	c->group = -1;
+	c->member = CoreAlloc(p, sizeof(bool) * (p->nshares + 1));
+	c->started = CoreAlloc(p, sizeof(bool) * (p->nshares + 1));
+	c->has_head = CoreAlloc(p, sizeof(bool) * (p->nshares + 1));
+	c->heads = CoreAlloc(p, sizeof(QsJob) * (p->nshares + 1));
+}
+
+static void
+AddGroup(Candidates *c, Group g)
+{
+	c->groups[c->ngroups++] = g;
 }
 
 /*
- * AddGroup appends the candidates of a group for a unit to a list, sorted
- * in victim order.
+ * PriorityBound: the held jobs of a group have a priority below this; with
+ * a preemptor, strictly lower than its own (equal priority never preempts,
+ * scheduling.md 3.3).
+ */
+static int64_t
+PriorityBound(const Group *g)
+{
+	if (g->above == NULL)
+		return QS_ANY_PRIORITY;
+#ifndef QS_MUTANT_STRICTLY_LOWER
+	return g->above->priority;
+#else
+	return (int64_t) g->above->priority + 1;
+#endif
+}
+
+/*
+ * StartGroup makes the next group the one being read: its shares are those
+ * it names, and, for a group of borrowers, those borrowing the unit once
+ * pending stops have completed.  Returns false when no group is left.
+ */
+static bool
+StartGroup(CorePlan *p, Candidates *c)
+{
+	const Group *g;
+
+	if (c->group + 1 >= c->ngroups)
+		return false;
+	g = &c->groups[++c->group];
+	c->below = PriorityBound(g);
+	CoreUsage(p, c->unit, CORE_AFTER_STOPS, NULL, 0, p->scratch_now);
+	for (int s = 0; s < p->nshares; s++)
+	{
+		c->member[s] = !(g->whose == ONE_SHARE && s != g->share) &&
+			!(g->whose == OTHER_SHARES && s == g->share) &&
+			!(g->borrowing && !CoreBorrowing(p, s, c->unit, p->scratch_now[s]));
+		c->started[s] = c->has_head[s] = false;
+	}
+	return true;
+}
+
+/*
+ * AdvanceShare reads a share's next held job of the unit in victim order
+ * that may be a victim at all: not decided in this pass.
  */
 static void
-AddGroup(CorePlan *p, int unit, const Group *g, JobList *list)
+AdvanceShare(CorePlan *p, Candidates *c, int s)
 {
-	int			from = list->n;
+	const QsJobSource *src = &p->in->source;
+	QsJob		after = c->heads[s];
+	bool		from_start = !c->started[s];
 
-	CoreUsage(p, unit, CORE_AFTER_STOPS, NULL, 0, p->scratch_now);
-	for (int i = 0; i < p->in->nheld; i++)
-		if (InGroup(p, &p->in->held[i], unit, g, p->scratch_now))
-			list->jobs[list->n++] = &p->in->held[i];
-	CoreSortJobs(list->jobs + from, list->n - from, VictimOrderBefore);
+	c->started[s] = true;
+	c->has_head[s] = false;
+	while (src->held(src->arg, s, c->unit, from_start ? NULL : &after, c->below,
+					 &c->heads[s]))
+	{
+		if (!CoreIdSetHas(&p->handled, c->heads[s].id))
+		{
+			c->has_head[s] = true;
+			return;
+		}
+		after = c->heads[s];
+		from_start = false;
+	}
+}
+
+/*
+ * NextCandidate returns the next candidate in victim order (a copy that
+ * lasts the pass), going on to the next group when one runs out; NULL
+ * when none is left.  *borrower tells whether it came from a group of
+ * borrowers.
+ */
+static const QsJob *
+NextCandidate(CorePlan *p, Candidates *c, bool *borrower)
+{
+	for (;;)
+	{
+		int			best = -1;
+
+		if (c->group >= 0)
+			for (int s = 0; s < p->nshares; s++)
+			{
+				if (!c->member[s])
+					continue;
+				if (!c->started[s])
+					AdvanceShare(p, c, s);
+				if (c->has_head[s] &&
+					(best < 0 || VictimOrderBefore(&c->heads[s], &c->heads[best])))
+					best = s;
+			}
+		if (best >= 0)
+		{
+			QsJob	   *job = CoreAlloc(p, sizeof(QsJob));
+
+			*job = c->heads[best];
+			*borrower = c->groups[c->group].borrowing;
+			AdvanceShare(p, c, best);
+			return job;
+		}
+		if (!StartGroup(p, c))
+			return NULL;
+	}
 }
 
 /*
@@ -129,7 +214,7 @@ static bool
 Chosen(const JobList *victims, const QsJob *job)
 {
 	for (int i = 0; i < victims->n; i++)
-		if (victims->jobs[i] == job)
+		if (victims->jobs[i] != NULL && victims->jobs[i]->id == job->id)
 			return true;
 	return false;
 }
@@ -169,27 +254,30 @@ StillBorrowing(CorePlan *p, int share, int unit, const JobList *victims)
 }
 
 /*
- * ChooseVictims adds candidates in order until the test passes, skipping a
+ * ChooseVictims takes candidates in order until the test passes, skipping a
  * borrowing candidate whose share is no longer borrowing; then walks the
  * chosen list backwards and drops every victim that is not needed.
  * Returns false, choosing nobody, when all candidates together do not pass.
  */
 static bool
-ChooseVictims(CorePlan *p, const QsJob *job, const JobList *candidates, int borrowing_group,
+ChooseVictims(CorePlan *p, const QsJob *job, Candidates *candidates,
 			  RoomTest test, bool reclaim, JobList *victims)
 {
-	ListInit(p, victims, 1);
-	for (int i = 0; i < candidates->n && !test(p, job, victims, reclaim); i++)
+	memset(victims, 0, sizeof(*victims));
+	while (!test(p, job, victims, reclaim))
 	{
-		const QsJob *c = candidates->jobs[i];
+		bool		borrower;
+		const QsJob *c = NextCandidate(p, candidates, &borrower);
 
+		if (c == NULL)
+			break;
 		if (Chosen(victims, c))
 			continue;			/* a job in both groups of a repair */
 #ifndef QS_MUTANT_STILL_BORROWING
-		if (i < borrowing_group && !StillBorrowing(p, c->share, c->unit, victims))
+		if (borrower && !StillBorrowing(p, c->share, c->unit, victims))
 			continue;
 #endif
-		victims->jobs[victims->n++] = c;
+		ListPush(p, victims, c);
 	}
 	if (!test(p, job, victims, reclaim))
 	{
@@ -219,42 +307,30 @@ ChooseVictims(CorePlan *p, const QsJob *job, const JobList *candidates, int borr
 }
 
 /*
- * ReclaimCandidates lists the candidates of the first attempt: other
+ * ReclaimCandidates gives the candidates of the first attempt: other
  * shares' jobs borrowing the unit, regardless of priority, then, with
  * in-share preemption, the share's own jobs of strictly lower priority.
- * Returns the length of the borrowing group.
  */
-static int
-ReclaimCandidates(CorePlan *p, const QsJob *job, JobList *list)
+static void
+ReclaimCandidates(CorePlan *p, const QsJob *job, Candidates *c)
 {
-	Group		borrowers = {.whose = OTHER_SHARES, .share = job->share,
-							 .borrowing = true};
-	Group		own_lower = {.whose = ONE_SHARE, .share = job->share,
-							 .above = job};
-	int			borrowing;
-
-	ListInit(p, list, 1);
-	AddGroup(p, job->unit, &borrowers, list);
-	borrowing = list->n;
+	CandidatesInit(p, c, job->unit);
+	AddGroup(c, (Group) {.whose = OTHER_SHARES, .share = job->share, .borrowing = true});
 #ifndef QS_MUTANT_RECLAIM_OWN_LOWER
 	if (p->in->shares[job->share].in_share_preemption)
-		AddGroup(p, job->unit, &own_lower, list);
+		AddGroup(c, (Group) {.whose = ONE_SHARE, .share = job->share, .above = job});
 #endif
-	return borrowing;
 }
 
 /*
- * InShareCandidates lists the candidates of the second attempt: the share's
+ * InShareCandidates gives the candidates of the second attempt: the share's
  * own held jobs of strictly lower priority (equal priority never preempts).
  */
 static void
-InShareCandidates(CorePlan *p, const QsJob *job, JobList *list)
+InShareCandidates(CorePlan *p, const QsJob *job, Candidates *c)
 {
-	Group		own_lower = {.whose = ONE_SHARE, .share = job->share,
-							 .above = job};
-
-	ListInit(p, list, 1);
-	AddGroup(p, job->unit, &own_lower, list);
+	CandidatesInit(p, c, job->unit);
+	AddGroup(c, (Group) {.whose = ONE_SHARE, .share = job->share, .above = job});
 }
 
 /*
@@ -327,23 +403,22 @@ bool
 CoreTryPreemption(CorePlan *p, const QsJob *job)
 {
 	const QsShare *share = &p->in->shares[job->share];
-	JobList		candidates;
+	Candidates	candidates;
 	JobList		victims;
-	int			borrowing;
 	bool		found = false;
 
 #ifndef QS_MUTANT_RECLAIM_ONLY_UNDER_CAPACITY
 	if (p->usage[CORE_AT(p, job->share, job->unit)] < share->capacity[job->unit])
 #endif
 	{
-		borrowing = ReclaimCandidates(p, job, &candidates);
-		found = ChooseVictims(p, job, &candidates, borrowing, RoomForPreemptor, true, &victims);
+		ReclaimCandidates(p, job, &candidates);
+		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, true, &victims);
 	}
 #ifndef QS_MUTANT_IN_SHARE
 	if (!found && share->in_share_preemption)
 	{
 		InShareCandidates(p, job, &candidates);
-		found = ChooseVictims(p, job, &candidates, 0, RoomForPreemptor, false, &victims);
+		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, false, &victims);
 	}
 #endif
 	if (!found)
@@ -396,36 +471,31 @@ ShareWithinAllowed(CorePlan *p, const QsJob *of_share, const JobList *victims, b
 static void
 RepairUnit(CorePlan *p, int unit)
 {
-	JobList		candidates;
+	Candidates	candidates;
 	JobList		victims;
 	QsJob		probe;
-	Group		own = {.whose = ONE_SHARE};
-	Group		borrowers = {.whose = ANY_SHARE, .borrowing = true};
-	Group		any = {.whose = ANY_SHARE};
-	int			borrowing;
+	JobList		none = {0};
 
 	memset(&probe, 0, sizeof(probe));
 	probe.unit = unit;
 	for (int s = 0; s < p->nshares; s++)
 	{
 		probe.share = s;
-		own.share = s;
-		if (ShareWithinAllowed(p, &probe, &(JobList) {0}, false))
+		if (ShareWithinAllowed(p, &probe, &none, false))
 			continue;
-		ListInit(p, &candidates, 1);
-		AddGroup(p, unit, &own, &candidates);
-		ChooseVictims(p, &probe, &candidates, 0, ShareWithinAllowed, false, &victims);
+		CandidatesInit(p, &candidates, unit);
+		AddGroup(&candidates, (Group) {.whose = ONE_SHARE, .share = s});
+		ChooseVictims(p, &probe, &candidates, ShareWithinAllowed, false, &victims);
 		StopVictims(p, &victims, NULL);
 	}
 
-	if (RoomAfterRepair(p, &probe, &(JobList) {0}, false))
+	if (RoomAfterRepair(p, &probe, &none, false))
 		return;
 	/* borrowing shares' jobs, then any job (those again among them) */
-	ListInit(p, &candidates, 2);
-	AddGroup(p, unit, &borrowers, &candidates);
-	borrowing = candidates.n;
-	AddGroup(p, unit, &any, &candidates);
-	ChooseVictims(p, &probe, &candidates, borrowing, RoomAfterRepair, false, &victims);
+	CandidatesInit(p, &candidates, unit);
+	AddGroup(&candidates, (Group) {.whose = ANY_SHARE, .borrowing = true});
+	AddGroup(&candidates, (Group) {.whose = ANY_SHARE});
+	ChooseVictims(p, &probe, &candidates, RoomAfterRepair, false, &victims);
 	StopVictims(p, &victims, NULL);
 }
 

@@ -199,14 +199,77 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max,
 	return n;
 }
 
+static bool
+Held(const WJob *job)
+{
+	return job->state == W_SCHEDULED || job->state == W_STARTING ||
+		job->state == W_RUNNING;
+}
+
+/* Victim order: priority ASC, scheduled_at DESC, id DESC. */
+static bool
+VictimOrderBefore(const QsJob *a, const QsJob *b)
+{
+	if (a->priority != b->priority)
+		return a->priority < b->priority;
+	if (a->scheduled_at != b->scheduled_at)
+		return a->scheduled_at > b->scheduled_at;
+	return a->id > b->id;
+}
+
+/* The source's held(): a linear scan, as the victim-order index would answer it. */
+static bool
+SourceHeld(void *arg, int share, int unit, const QsJob *after, int64_t below,
+		   QsJob *out)
+{
+	World	   *w = arg;
+	const QsJob *best = NULL;
+
+	for (int i = 0; i < w->njobs; i++)
+	{
+		const QsJob *j = &w->jobs[i].j;
+
+		if (!Held(&w->jobs[i]) || j->share != share || j->unit != unit ||
+			j->stop != QS_STOP_NONE || j->priority >= below)
+			continue;
+		if (after != NULL && !VictimOrderBefore(after, j))
+			continue;
+		if (best == NULL || VictimOrderBefore(j, best))
+			best = j;
+	}
+	if (best == NULL)
+		return false;
+	*out = *best;
+	return true;
+}
+
 /*
- * WPass builds the snapshot of the world and runs one pass on it.
+ * Due tells whether a held job is due for time-based work, as the shell
+ * selects them: its lease expired, or its attempt passed its deadline.
+ */
+static bool
+Due(const World *w, const QsJob *j)
+{
+	return (j->claimed && j->lease_until != QS_NO_TIME && j->lease_until < w->now) ||
+		(j->state == QS_RUNNING && j->stop == QS_STOP_NONE &&
+		 j->deadline != QS_NO_TIME && j->deadline <= w->now);
+}
+
+/*
+ * WPass builds the snapshot of the world and runs one pass on it: counters
+ * of held capacity, the held jobs due for time-based work or stopping for
+ * a promised job, the promised and expired RUNNABLE jobs, and sources for
+ * the rest.
  */
 const QsOutput *
 WPass(World *w)
 {
 	QsInput		in;
-	QsJob	   *held = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
+	int			cells = w->nshares * w->nunits + 1;
+	int64_t    *held = WAlloc(NULL, sizeof(int64_t) * cells);
+	int64_t    *stopping = WAlloc(NULL, sizeof(int64_t) * cells);
+	QsJob	   *due = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
+	QsJob	   *victims = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 	QsJob	   *promised = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 	QsJob	   *expired = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 
@@ -218,15 +281,27 @@ WPass(World *w)
 	in.nshares = w->nshares;
 	in.shares = w->shares;
 	in.held = held;
+	in.stopping = stopping;
+	in.due = due;
+	in.victims = victims;
 	in.promised = promised;
 	in.expired = expired;
 	for (int i = 0; i < w->njobs; i++)
 	{
 		WJob	   *job = &w->jobs[i];
 
-		if (job->state == W_SCHEDULED || job->state == W_STARTING ||
-			job->state == W_RUNNING)
-			held[in.nheld++] = job->j;
+		if (Held(job))
+		{
+			int			at = job->j.share * w->nunits + job->j.unit;
+
+			held[at] += job->j.count;
+			if (job->j.stop != QS_STOP_NONE)
+				stopping[at] += job->j.count;
+			if (Due(w, &job->j))
+				due[in.ndue++] = job->j;
+			if (job->j.preempted_for != 0 && job->j.stop != QS_STOP_NONE)
+				victims[in.nvictims++] = job->j;
+		}
 		else if (job->state == W_RUNNABLE)
 		{
 			if (job->j.promised_at != QS_NO_TIME)
@@ -239,6 +314,7 @@ WPass(World *w)
 	}
 	in.source.next = SourceNext;
 	in.source.smallest = SourceSmallest;
+	in.source.held = SourceHeld;
 	in.source.arg = w;
 	in.alloc = WAlloc;
 	w->nread = 0;

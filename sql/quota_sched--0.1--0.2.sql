@@ -1,0 +1,191 @@
+/*
+ * quota_sched--0.1--0.2.sql
+ *		From 0.1 to 0.2.  A new installation runs quota_sched--0.1.sql and
+ *		then this script; an existing one runs it through
+ *		ALTER EXTENSION quota_sched UPDATE.
+ */
+
+\echo Use "ALTER EXTENSION quota_sched UPDATE TO '0.2'" to load this file. \quit
+
+/* ---------------------------------------------------------------------
+ * Counters of held capacity (scheduling.md 3.1): per queue, share and
+ * unit, the instances held by SCHEDULED, STARTING and RUNNING jobs, those
+ * of them whose stop is pending, and how many jobs hold them.  A pass reads
+ * these rows instead of the jobs.
+ *
+ * Every change of a job's state or stop_reason adds its difference as a
+ * row of held_capacity_change, in the same transaction (the job_usage
+ * triggers, usage.c): inserts never wait for one another, so agents'
+ * reports do not queue behind one hot row.  Each pass folds its queue's
+ * change rows into held_capacity under the queue's exclusive lock; a
+ * counter is the sum of both.  Neither table is written by anyone else.
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.held_capacity (
+	job_queue		text NOT NULL,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	instances		bigint NOT NULL,
+	stopping_instances bigint NOT NULL,
+	jobs			bigint NOT NULL,
+	PRIMARY KEY (job_queue, quota_share, capacity_unit)
+);
+
+CREATE TABLE quota_sched.held_capacity_change (
+	job_queue		text NOT NULL,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	instances		bigint NOT NULL,
+	stopping_instances bigint NOT NULL,
+	jobs			bigint NOT NULL
+);
+
+CREATE INDEX held_capacity_change_queue ON quota_sched.held_capacity_change (job_queue);
+
+/* The counters of the jobs already there. */
+INSERT INTO quota_sched.held_capacity
+SELECT job_queue, quota_share, capacity_unit, sum(instance_count),
+	   coalesce(sum(instance_count) FILTER (WHERE stop_reason IS NOT NULL), 0), count(*)
+  FROM quota_sched.job
+ WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+ GROUP BY job_queue, quota_share, capacity_unit;
+
+CREATE FUNCTION quota_sched.job_usage()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_job_usage'
+LANGUAGE C;
+
+CREATE FUNCTION quota_sched.job_usage_flush()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_job_usage_flush'
+LANGUAGE C;
+
+CREATE TRIGGER job_usage_update AFTER UPDATE OF state, stop_reason ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+					   OR OLD.stop_reason IS DISTINCT FROM NEW.stop_reason)
+	EXECUTE FUNCTION quota_sched.job_usage();
+CREATE TRIGGER job_usage_delete AFTER DELETE ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))
+	EXECUTE FUNCTION quota_sched.job_usage();
+CREATE TRIGGER job_usage_flush AFTER UPDATE OR DELETE OR TRUNCATE ON quota_sched.job
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_usage_flush();
+
+/*
+ * Deleting a share or queue (refused while it has live jobs) takes its
+ * counters with it.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.refuse_delete_with_live_jobs()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	live bigint;
+	what text;
+BEGIN
+	IF TG_TABLE_NAME = 'job_queue' THEN
+		SELECT count(*) INTO live FROM quota_sched.job
+		 WHERE job_queue = OLD.name AND state NOT IN ('SUCCEEDED', 'FAILED');
+		what := format('job queue "%s"', OLD.name);
+	ELSE
+		SELECT count(*) INTO live FROM quota_sched.job
+		 WHERE job_queue = OLD.job_queue AND quota_share = OLD.name
+		   AND state NOT IN ('SUCCEEDED', 'FAILED');
+		what := format('quota share "%s" of job queue "%s"', OLD.name, OLD.job_queue);
+	END IF;
+	IF live > 0 THEN
+		RAISE EXCEPTION 'cannot delete % while it has % job(s) that have not ended', what, live
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Wait for them to end, or terminate them with quota_sched.terminate().';
+	END IF;
+	IF TG_TABLE_NAME = 'quota_share' THEN
+		DELETE FROM quota_sched.held_capacity
+		 WHERE job_queue = OLD.job_queue AND quota_share = OLD.name;
+		DELETE FROM quota_sched.held_capacity_change
+		 WHERE job_queue = OLD.job_queue AND quota_share = OLD.name;
+	END IF;
+	RETURN OLD;
+END
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.job_usage(), quota_sched.job_usage_flush() FROM PUBLIC;
+
+/*
+ * The counters that do not match the jobs, recounted from them: none,
+ * unless jobs were changed with the triggers off (session_replication_role
+ * = replica) other than by a restore of a dump.
+ */
+CREATE FUNCTION quota_sched.held_capacity_drift()
+RETURNS TABLE (job_queue text, quota_share text, capacity_unit text,
+			   kept_instances bigint, counted_instances bigint,
+			   kept_stopping_instances bigint, counted_stopping_instances bigint,
+			   kept_jobs bigint, counted_jobs bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH counted AS (
+		SELECT j.job_queue, j.quota_share, j.capacity_unit,
+			   sum(j.instance_count)::bigint AS instances,
+			   coalesce(sum(j.instance_count) FILTER (WHERE j.stop_reason IS NOT NULL), 0)::bigint
+				   AS stopping_instances,
+			   count(*) AS jobs
+		  FROM quota_sched.job j
+		 WHERE j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+		 GROUP BY 1, 2, 3),
+	kept AS (
+		SELECT c.job_queue, c.quota_share, c.capacity_unit, sum(c.instances)::bigint AS instances,
+			   sum(c.stopping_instances)::bigint AS stopping_instances, sum(c.jobs)::bigint AS jobs
+		  FROM (SELECT * FROM quota_sched.held_capacity
+				UNION ALL SELECT * FROM quota_sched.held_capacity_change) c
+		 GROUP BY 1, 2, 3)
+	SELECT job_queue, quota_share, capacity_unit,
+		   coalesce(k.instances, 0), coalesce(c.instances, 0),
+		   coalesce(k.stopping_instances, 0), coalesce(c.stopping_instances, 0),
+		   coalesce(k.jobs, 0), coalesce(c.jobs, 0)
+	  FROM counted c FULL JOIN kept k USING (job_queue, quota_share, capacity_unit)
+	 WHERE (coalesce(k.instances, 0), coalesce(k.stopping_instances, 0), coalesce(k.jobs, 0))
+		   IS DISTINCT FROM
+		   (coalesce(c.instances, 0), coalesce(c.stopping_instances, 0), coalesce(c.jobs, 0))
+	 ORDER BY 1, 2, 3
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.held_capacity_drift() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.held_capacity_drift() TO quota_sched_admin;
+
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_capacity', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_capacity_change', '');
+REVOKE ALL ON quota_sched.held_capacity, quota_sched.held_capacity_change FROM PUBLIC;
+
+/* ---------------------------------------------------------------------
+ * What a pass reads of the held jobs, through indexes, and only what it
+ * needs: those whose lease expired or whose attempt passed its deadline,
+ * those stopping for a promised job, and, when it looks for victims, a
+ * share's jobs in victim order (scheduling.md 3.4), as far as it goes.
+ * ------------------------------------------------------------------- */
+
+/*
+ * The end of an attempt with a timeout: started_at + timeout, days and
+ * months counted in UTC (so that it can be indexed).
+ */
+CREATE FUNCTION quota_sched.attempt_deadline(started_at timestamptz, timeout interval)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ((started_at AT TIME ZONE 'UTC') + timeout) AT TIME ZONE 'UTC';
+
+/* index maintenance evaluates it as whoever writes the job */
+REVOKE ALL ON FUNCTION quota_sched.attempt_deadline(timestamptz, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.attempt_deadline(timestamptz, interval)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+DROP INDEX quota_sched.job_holding;
+CREATE INDEX job_victim_order ON quota_sched.job
+	(job_queue, quota_share, capacity_unit, priority, scheduled_at DESC, id DESC)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL;
+CREATE INDEX job_lease ON quota_sched.job (job_queue, lease_until)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND agent IS NOT NULL;
+CREATE INDEX job_deadline ON quota_sched.job
+	(job_queue, quota_sched.attempt_deadline(started_at, timeout))
+	WHERE state = 'RUNNING' AND timeout IS NOT NULL AND stop_reason IS NULL;
+CREATE INDEX job_stopping_for ON quota_sched.job (job_queue, preempted_for)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NOT NULL
+	  AND preempted_for IS NOT NULL;

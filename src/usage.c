@@ -1,0 +1,346 @@
+/*-------------------------------------------------------------------------
+ *
+ * usage.c
+ *		The counters of held capacity (scheduling.md 3.1): per queue, share
+ *		and unit, the instances held by SCHEDULED, STARTING and RUNNING
+ *		jobs, those of them whose stop is pending, and the number of jobs,
+ *		kept current in the transaction of every change that moves them, so
+ *		that a pass reads a few counter rows instead of the jobs.
+ *
+ * The job_usage row triggers (AFTER UPDATE OF state, stop_reason; AFTER
+ * DELETE) add each job's difference to a tally in memory; the job_usage_flush
+ * statement trigger, fired after them, writes the tally as rows of
+ * quota_sched.held_capacity_change.  Whatever changes a job, the C code of
+ * agents, users or passes, or an admin's own statement, the triggers see
+ * it: no code path can forget the counters.  Inserts of change rows never
+ * wait for one another, so concurrent reports do not queue behind a hot
+ * counter row; a pass folds its queue's change rows into
+ * quota_sched.held_capacity under the queue's exclusive lock.  A counter is
+ * the sum of its held_capacity row and its change rows (QsReadUsage).
+ * A pass folds after it has written decisions (it writes anyway), or once
+ * the change rows it had to read are many: a pass that decides nothing
+ * with few changes to fold writes nothing.
+ *
+ * A tally left unwritten at commit would be a counter gone wrong: the
+ * commit is refused instead (QsUsageXactEvent).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "job_columns.h"
+#include "policy.h"
+#include "query.h"
+#include "quota_sched.h"
+#include "usage.h"
+
+PG_FUNCTION_INFO_V1(qs_job_usage);
+PG_FUNCTION_INFO_V1(qs_job_usage_flush);
+
+/* The tally of one queue, share and unit since the last flush. */
+typedef struct UsageCell
+{
+	char	   *job_queue;
+	char	   *quota_share;
+	char	   *capacity_unit;
+	int64		instances;
+	int64		stopping_instances;
+	int64		jobs;
+} UsageCell;
+
+/* The tally of the current statement, in TopTransactionContext. */
+static UsageCell *Tally;
+static int	TallyCount;
+static int	TallyCap;
+
+/*
+ * QsUsageReset forgets the tally: at transaction end, and when a
+ * subtransaction aborts (the statements whose changes it held are undone;
+ * the tally lives only from a statement's row triggers to its statement
+ * trigger, so it never holds an outer statement's changes then).
+ */
+void
+QsUsageReset(void)
+{
+	Tally = NULL;
+	TallyCount = TallyCap = 0;
+}
+
+/*
+ * QsUsageXactEvent refuses to commit a transaction whose tally was not
+ * written: the counters would no longer match the jobs.
+ */
+void
+QsUsageXactEvent(XactEvent event)
+{
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
+	{
+		for (int i = 0; i < TallyCount; i++)
+			if (Tally[i].instances != 0 || Tally[i].stopping_instances != 0 ||
+				Tally[i].jobs != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INTERNAL_ERROR),
+						 errmsg("quota_sched: a change of held capacity was not written"),
+						 errdetail("Job queue \"%s\", quota share \"%s\", capacity unit \"%s\".",
+								   Tally[i].job_queue, Tally[i].quota_share,
+								   Tally[i].capacity_unit)));
+	}
+	else if (event != XACT_EVENT_PRE_PREPARE)
+		QsUsageReset();
+}
+
+/*
+ * TallyCellOf returns the tally of a queue, share and unit, adding it.
+ */
+static UsageCell *
+TallyCellOf(const char *queue, const char *share, const char *unit)
+{
+	MemoryContext old;
+	UsageCell  *cell;
+
+	for (int i = 0; i < TallyCount; i++)
+		if (strcmp(Tally[i].capacity_unit, unit) == 0 &&
+			strcmp(Tally[i].quota_share, share) == 0 &&
+			strcmp(Tally[i].job_queue, queue) == 0)
+			return &Tally[i];
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	if (TallyCount == TallyCap)
+	{
+		TallyCap = TallyCap ? 2 * TallyCap : 8;
+		Tally = Tally ? repalloc(Tally, sizeof(UsageCell) * TallyCap) :
+			palloc(sizeof(UsageCell) * TallyCap);
+	}
+	cell = &Tally[TallyCount++];
+	cell->job_queue = pstrdup(queue);
+	cell->quota_share = pstrdup(share);
+	cell->capacity_unit = pstrdup(unit);
+	cell->instances = cell->stopping_instances = cell->jobs = 0;
+	MemoryContextSwitchTo(old);
+	return cell;
+}
+
+static char *
+TextColumn(HeapTuple tuple, TupleDesc desc, JobColumn column, bool *isnull)
+{
+	Datum		value = heap_getattr(tuple, JobAttnum(desc, column), desc, isnull);
+
+	return *isnull ? NULL : TextDatumGetCString(value);
+}
+
+/*
+ * TallyJob adds (sign +1) or takes away (-1) what one version of a job
+ * holds: its instances when it is SCHEDULED, STARTING or RUNNING, and them
+ * again as stopping when its stop is pending.
+ */
+static void
+TallyJob(HeapTuple tuple, TupleDesc desc, int sign)
+{
+	bool		isnull;
+	char	   *state = TextColumn(tuple, desc, JC_STATE, &isnull);
+	QsJobState	s;
+	int64		count;
+	UsageCell  *cell;
+
+	if (isnull || !QsJobStateFromName(state, &s) ||
+		!(s == QS_SCHEDULED || s == QS_STARTING || s == QS_RUNNING))
+		return;
+	count = DatumGetInt32(heap_getattr(tuple, JobAttnum(desc, JC_INSTANCE_COUNT), desc, &isnull));
+	cell = TallyCellOf(TextColumn(tuple, desc, JC_JOB_QUEUE, &isnull),
+					   TextColumn(tuple, desc, JC_QUOTA_SHARE, &isnull),
+					   TextColumn(tuple, desc, JC_CAPACITY_UNIT, &isnull));
+	cell->instances += sign * count;
+	cell->jobs += sign;
+	(void) heap_getattr(tuple, JobAttnum(desc, JC_STOP_REASON), desc, &isnull);
+	if (!isnull)
+		cell->stopping_instances += sign * count;
+}
+
+/*
+ * qs_job_usage (AFTER UPDATE OF state, stop_reason, or AFTER DELETE, for
+ * each row whose holding may change) tallies the difference the change
+ * makes to its share's held capacity.
+ */
+Datum
+qs_job_usage(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = CheckJobTrigger(fcinfo, "job_usage", false);
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+
+	TallyJob(td->tg_trigtuple, desc, -1);
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		TallyJob(td->tg_newtuple, desc, +1);
+	return PointerGetDatum(NULL);
+}
+
+static QsQuery ChangeQuery = {
+	"INSERT INTO quota_sched.held_capacity_change"
+	" SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])",
+	6, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID},
+	SPI_OK_INSERT
+};
+
+static QsQuery TruncateQuery[] = {
+	{"DELETE FROM quota_sched.held_capacity", 0, {InvalidOid}, SPI_OK_DELETE},
+	{"DELETE FROM quota_sched.held_capacity_change", 0, {InvalidOid}, SPI_OK_DELETE},
+};
+
+/*
+ * WriteTally writes the non-zero tallies as change rows.
+ */
+static void
+WriteTally(void)
+{
+	Datum	   *cols[6];
+	Datum		args[6];
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID, INT8OID};
+	int			n = 0;
+
+	for (int c = 0; c < 6; c++)
+		cols[c] = palloc(sizeof(Datum) * (TallyCount + 1));
+	for (int i = 0; i < TallyCount; i++)
+	{
+		UsageCell  *cell = &Tally[i];
+
+		if (cell->instances == 0 && cell->stopping_instances == 0 && cell->jobs == 0)
+			continue;
+		cols[0][n] = CStringGetTextDatum(cell->job_queue);
+		cols[1][n] = CStringGetTextDatum(cell->quota_share);
+		cols[2][n] = CStringGetTextDatum(cell->capacity_unit);
+		cols[3][n] = Int64GetDatum(cell->instances);
+		cols[4][n] = Int64GetDatum(cell->stopping_instances);
+		cols[5][n] = Int64GetDatum(cell->jobs);
+		n++;
+	}
+	if (n == 0)
+		return;
+	for (int c = 0; c < 6; c++)
+	{
+		int16		len;
+		bool		byval;
+		char		align;
+
+		get_typlenbyvalalign(types[c], &len, &byval, &align);
+		args[c] = PointerGetDatum(construct_array(cols[c], n, types[c], len, byval, align));
+	}
+	QsQueryRun(&ChangeQuery, args, NULL, false, 0);
+}
+
+/*
+ * qs_job_usage_flush (AFTER UPDATE, DELETE or TRUNCATE, for each
+ * statement) writes the tally of the statement's row triggers as change
+ * rows, as the extension's owner; after a TRUNCATE of the jobs, every
+ * counter is zero.
+ */
+Datum
+qs_job_usage_flush(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	bool		truncate;
+	QsSavedUser saved;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event) ||
+		TRIGGER_FIRED_BEFORE(td->tg_event))
+		elog(ERROR, "job_usage_flush: must be fired as an AFTER statement trigger");
+	truncate = TRIGGER_FIRED_BY_TRUNCATE(td->tg_event);
+	if (TallyCount == 0 && !truncate)
+		return PointerGetDatum(NULL);
+
+	QsBecomeOwner(QsExtensionOwner(), &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	if (truncate)
+	{
+		QsQueryRun(&TruncateQuery[0], NULL, NULL, false, 0);
+		QsQueryRun(&TruncateQuery[1], NULL, NULL, false, 0);
+	}
+	else
+		WriteTally();
+	SPI_finish();
+	QsRestoreUser(&saved);
+	QsUsageReset();
+	return PointerGetDatum(NULL);
+}
+
+static QsQuery FoldQuery = {
+	"WITH c AS (DELETE FROM quota_sched.held_capacity_change WHERE job_queue = $1 RETURNING *)"
+	" INSERT INTO quota_sched.held_capacity AS h"
+	" SELECT $1, quota_share, capacity_unit, sum(instances), sum(stopping_instances), sum(jobs)"
+	"   FROM c GROUP BY quota_share, capacity_unit"
+	" ON CONFLICT (job_queue, quota_share, capacity_unit) DO UPDATE"
+	"   SET instances = h.instances + excluded.instances,"
+	"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
+	"       jobs = h.jobs + excluded.jobs",
+	1, {TEXTOID}, SPI_OK_INSERT
+};
+
+/*
+ * QsFoldUsageChanges folds a queue's change rows into its counter rows.
+ * The caller holds the queue's lock exclusively (no change row of the
+ * queue is being written), is connected to SPI, and runs as the owner.
+ */
+void
+QsFoldUsageChanges(const char *queue)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+
+	QsQueryRun(&FoldQuery, &arg, NULL, false, 0);
+}
+
+static QsQuery ReadQuery = {
+	"SELECT quota_share, capacity_unit, sum(instances)::int8, sum(stopping_instances)::int8,"
+	"       sum(jobs)::int8, count(*) FILTER (WHERE change)"
+	"  FROM (SELECT quota_share, capacity_unit, instances, stopping_instances, jobs, false"
+	"          FROM quota_sched.held_capacity WHERE job_queue = $1"
+	"        UNION ALL"
+	"        SELECT quota_share, capacity_unit, instances, stopping_instances, jobs, true"
+	"          FROM quota_sched.held_capacity_change WHERE job_queue = $1)"
+	"       AS c(quota_share, capacity_unit, instances, stopping_instances, jobs, change)"
+	" GROUP BY quota_share, capacity_unit",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsReadUsage reads the counters of a queue, in the caller's memory, and
+ * how many change rows are not folded yet.  The caller is connected to SPI
+ * and runs as the owner.
+ */
+QsUsageRows
+QsReadUsage(const char *queue)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	Datum		arg = CStringGetTextDatum(queue);
+	QsUsageRows result;
+
+	result.n = QsQueryRun(&ReadQuery, &arg, NULL, false, 0);
+	result.rows = palloc0(sizeof(QsUsageRow) * (result.n + 1));
+	result.changes = 0;
+	for (int i = 0; i < result.n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		QsUsageRow *row = &result.rows[i];
+		MemoryContext old = MemoryContextSwitchTo(outer);
+		bool		isnull;
+
+		row->quota_share = SPI_getvalue(tup, desc, 1);
+		row->capacity_unit = SPI_getvalue(tup, desc, 2);
+		MemoryContextSwitchTo(old);
+		row->instances = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		row->stopping_instances = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		row->jobs = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		result.changes += DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return result;
+}

@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * usage.h
+ *		The counters of held capacity per queue, share and unit (usage.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_USAGE_H
+#define QS_USAGE_H
+
+#include "postgres.h"
+
+#include "access/xact.h"
+
+/* The counters of one share and unit. */
+typedef struct QsUsageRow
+{
+	char	   *quota_share;
+	char	   *capacity_unit;
+	int64		instances;		/* held by SCHEDULED, STARTING, RUNNING jobs */
+	int64		stopping_instances; /* of those, of jobs whose stop is pending */
+	int64		jobs;			/* jobs holding them */
+} QsUsageRow;
+
+typedef struct QsUsageRows
+{
+	int			n;
+	QsUsageRow *rows;
+	int64		changes;		/* change rows not folded yet */
+} QsUsageRows;
+
+/* A pass that decides nothing still folds beyond this many change rows. */
+#define QS_FOLD_CHANGES_AT 64
+
+extern QsUsageRows QsReadUsage(const char *queue);
+extern void QsFoldUsageChanges(const char *queue);
+extern void QsUsageReset(void);
+extern void QsUsageXactEvent(XactEvent event);
+
+#endif							/* QS_USAGE_H */
