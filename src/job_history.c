@@ -54,6 +54,7 @@
 #include "utils/timestamp.h"
 
 #include "job_columns.h"
+#include "policy.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_job_history);
@@ -113,6 +114,22 @@ HistoryRelation(Oid *seq)
 }
 
 /*
+ * WakesWorker tells whether a job's new state may change what the next
+ * pass decides: the job asks for capacity (RUNNABLE: submitted, requeued,
+ * released) or stopped holding or asking for it (SUCCEEDED, FAILED).  Being
+ * dispatched, claimed or started changes no decision: those commits leave
+ * the worker asleep (scheduling.md 6).
+ */
+static bool
+WakesWorker(const char *state)
+{
+	QsJobState	s;
+
+	return QsJobStateFromName(state, &s) &&
+		(s == QS_RUNNABLE || s == QS_SUCCEEDED || s == QS_FAILED);
+}
+
+/*
  * qs_job_history appends one job_event row for an INSERT or a change of
  * state (AFTER, for each row; the UPDATE trigger fires only when the state
  * changed).  This is the only place history is written, so no code path
@@ -137,7 +154,9 @@ qs_job_history(PG_FUNCTION_ARGS)
 
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
-	QsWakeWorkerAtCommit();		/* a new job, or one that changed state */
+	if (WakesWorker(TextDatumGetCString(heap_getattr(tuple, JobAttnum(desc, JC_STATE),
+													 desc, &isnull))))
+		QsWakeWorkerAtCommit();
 	history = HistoryRelation(&seq);
 	hdesc = RelationGetDescr(history);
 	values = palloc0(sizeof(Datum) * hdesc->natts);

@@ -2,8 +2,8 @@
  *
  * worker.c
  *		The background worker (scheduling.md 6): a loop that runs the pass
- *		of every queue, one transaction per queue, soon after any commit that
- *		changed jobs or configuration and at least every quota_sched.naptime.
+ *		of every queue, one transaction per queue, at once after any commit
+ *		that may change a decision and at least every quota_sched.naptime.
  *
  * Commits wake it through its latch: the job and configuration triggers set
  * a per-transaction flag, and a transaction callback sets the worker's latch
@@ -41,13 +41,6 @@
 #include "quota_sched.h"
 
 PGDLLEXPORT void QsWorkerMain(Datum arg);
-
-/*
- * The shortest time between the starts of two rounds: commits that come
- * faster are served together, so that a stream of submissions does not
- * keep a core busy with passes.
- */
-#define QS_MIN_ROUND_INTERVAL_MS 20
 
 /* The slot in shared memory: which process to wake. */
 typedef struct QsWorkerShared
@@ -93,9 +86,10 @@ QsShmemStartup(void)
  * QsWakeWorkerAtCommit asks that the worker be woken when the current
  * transaction commits.  Called by the triggers only: the configuration
  * trigger (qs_config_changed), the job history trigger (qs_job_history:
- * a new job, or a change of state, which is how claims, reports and
- * terminations wake the worker) and the UPDATE guard (qs_job_before_update:
- * a user's change of priority).  In the worker's own passes it does nothing.
+ * a job that asks for capacity or ends, which is how submissions, releases,
+ * requeues and final reports wake the worker; claims, RUNNING reports and
+ * heartbeats do not) and the UPDATE guard (qs_job_before_update: a user's
+ * change of priority).  In the worker's own passes it does nothing.
  */
 void
 QsWakeWorkerAtCommit(void)
@@ -279,24 +273,17 @@ WorkerExit(int code, Datum arg)
 
 /*
  * WaitForNextRound waits, shown as idle in pg_stat_activity, until a
- * commit sets the worker's latch or a naptime has passed.  After a round
- * (round_start is not 0) it first lets QS_MIN_ROUND_INTERVAL_MS pass since
- * the round started, so that commits during the round or just after it
- * are served together.
+ * commit sets the worker's latch or a naptime has passed.  The latch is
+ * reset as the wait ends, before the round: a commit that comes during a
+ * round sets it again, and the next round starts at once.  So a commit that
+ * finds the worker idle is served at once, and a stream of commits is
+ * served by rounds back to back, each taking whatever committed during the
+ * one before; no round runs without a commit or a naptime.
  */
 static void
-WaitForNextRound(TimestampTz round_start)
+WaitForNextRound(void)
 {
 	pgstat_report_activity(STATE_IDLE, NULL);
-	if (round_start != 0)
-	{
-		long		elapsed_ms = TimestampDifferenceMilliseconds(round_start,
-																 GetCurrentTimestamp());
-
-		if (elapsed_ms < QS_MIN_ROUND_INTERVAL_MS)
-			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 QS_MIN_ROUND_INTERVAL_MS - elapsed_ms, PG_WAIT_EXTENSION);
-	}
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					 QsNaptimeMs, PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
@@ -326,8 +313,6 @@ QsWorkerMain(Datum arg)
 
 	for (;;)
 	{
-		TimestampTz round_start = 0;
-
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -336,12 +321,11 @@ QsWorkerMain(Datum arg)
 		}
 		if (QsEnabled && !RecoveryInProgress())
 		{
-			round_start = GetCurrentTimestamp();
 			MemoryContextSwitchTo(round_cxt);
 			RunAllPasses(round_cxt);
 			MemoryContextSwitchTo(TopMemoryContext);
 			MemoryContextReset(round_cxt);
 		}
-		WaitForNextRound(round_start);
+		WaitForNextRound();
 	}
 }

@@ -105,6 +105,36 @@ $node->safe_psql('postgres',
 	  . " SELECT pg_reload_conf()");
 sleep 1;
 
+# Only commits that may change a decision wake the worker (scheduling.md 6).
+# 'waiting' is inserted with the triggers off, so it wakes nobody: a pass
+# would dispatch it, but claims, a RUNNING report and a heartbeat do not
+# run one; the SUCCEEDED report that frees an instance does.
+submit('held');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'held'"),
+	'the worker dispatches held');
+$node->safe_psql('postgres', <<'SQL');
+SET session_replication_role = replica;
+INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
+	instance_count, owner, state, failed_attempts, preemption_count, submitted_at, queued_at)
+VALUES (nextval('quota_sched.job_id_seq'), 'waiting', 'w_queue', 'w_share', 0, 'gpu', 1,
+	current_user, 'RUNNABLE', 0, 0, now(), now());
+SQL
+my $held = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'held'");
+$node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.claim('w_agent', 'w_queue', max_jobs => 10)");
+sleep 2;
+is(state_of('waiting'), 'RUNNABLE', 'a claim does not wake the worker');
+$node->safe_psql('postgres', "SELECT state FROM quota_sched.report($held, 'w_agent', 'RUNNING')");
+$node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.heartbeat('w_agent')");
+sleep 2;
+is(state_of('waiting'), 'RUNNABLE', 'a RUNNING report and a heartbeat do not wake the worker');
+$t0 = time;
+$node->safe_psql('postgres', "SELECT state FROM quota_sched.report($held, 'w_agent', 'SUCCEEDED')");
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'waiting'"),
+	'a SUCCEEDED report wakes the worker');
+cmp_ok(time - $t0, '<', 30, 'well before the naptime of an hour');
+
 # quota_sched.enabled = off: no passes.
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.enabled = off; SELECT pg_reload_conf()");
 sleep 1;
