@@ -45,20 +45,25 @@ typedef struct SubmitTargetEntry
 } SubmitTargetEntry;
 
 static HTAB *targets = NULL;
+
+/* How many invalidations of the configuration this backend has seen. */
+static uint64 config_generation = 0;
 static MemoryContext cache_cxt = NULL;
 static SPIPlanPtr target_plan = NULL;
 
 /*
- * ConfigInvalidate empties the cache on any relcache invalidation of a
- * quota_sched configuration table (or of all relations).  No catalog access
- * here: the callback may run at any time, so it drops everything.
+ * ConfigInvalidate empties the cache, and counts a new configuration
+ * generation, on any relcache invalidation of a quota_sched configuration
+ * table (or of all relations).  No catalog access here: the callback may
+ * run at any time, so it drops everything.
  */
 static void
 ConfigInvalidate(Datum arg, Oid relid)
 {
-	if (targets == NULL)
-		return;
 	if (OidIsValid(relid) && !QsIsConfigTable(relid))
+		return;
+	config_generation++;
+	if (targets == NULL)
 		return;
 	hash_destroy(targets);
 	targets = NULL;
@@ -66,6 +71,18 @@ ConfigInvalidate(Datum arg, Oid relid)
 }
 
 static Oid	config_relids[3];
+
+
+/*
+ * QsConfigGeneration changes whenever this backend sees an invalidation of
+ * a configuration table (once QsRememberConfigTables has run): the worker
+ * lists the queues again only then.
+ */
+uint64
+QsConfigGeneration(void)
+{
+	return config_generation;
+}
 
 /*
  * QsIsConfigTable tells whether a relation is one of the configuration
@@ -89,8 +106,12 @@ QsRegisterConfigCache(void)
 	CacheRegisterRelcacheCallback(ConfigInvalidate, (Datum) 0);
 }
 
-static void
-RememberConfigRelids(void)
+/*
+ * QsRememberConfigTables looks up the configuration tables, so that their
+ * invalidations are recognised.  The caller is in a transaction.
+ */
+void
+QsRememberConfigTables(void)
 {
 	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
 
@@ -213,7 +234,7 @@ QsLookupSubmitTarget(const char *queue, const char *share)
 	{
 		HASHCTL		ctl;
 
-		RememberConfigRelids();
+		QsRememberConfigTables();
 		ctl.keysize = sizeof(SubmitTargetKey);
 		ctl.entrysize = sizeof(SubmitTargetEntry);
 		ctl.hcxt = cache_cxt;

@@ -24,6 +24,8 @@ typedef struct QsSubmitTarget
 
 extern void QsRegisterConfigCache(void);
 extern bool QsIsConfigTable(Oid relid);
+extern uint64 QsConfigGeneration(void);
+extern void QsRememberConfigTables(void);
 extern const QsSubmitTarget *QsFindSubmitTarget(const char *queue, const char *share);
 extern const QsSubmitTarget *QsLookupSubmitTarget(const char *queue, const char *share);
 

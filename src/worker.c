@@ -37,6 +37,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "config_cache.h"
 #include "pass.h"
 #include "quota_sched.h"
 
@@ -145,21 +146,23 @@ QsRegisterWorker(void)
 }
 
 /*
- * QueuesToRun lists the job queues (QsAllQueues) in memory of context outer;
- * NIL when the extension is not installed in this database.
+ * QueuesToRun lists the job queues (QsAllQueues) in memory of context
+ * outer, and remembers the configuration tables; false when the extension
+ * is not installed in this database.
  */
-static List *
-QueuesToRun(MemoryContext outer)
+static bool
+QueuesToRun(MemoryContext outer, List **list)
 {
 	MemoryContext old;
-	List	   *queues;
 
+	*list = NIL;
 	if (!OidIsValid(get_extension_oid("quota_sched", true)))
-		return NIL;
+		return false;
+	QsRememberConfigTables();
 	old = MemoryContextSwitchTo(outer);
-	queues = QsAllQueues();
+	*list = QsAllQueues();
 	MemoryContextSwitchTo(old);
-	return queues;
+	return true;
 }
 
 /*
@@ -214,18 +217,49 @@ RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
 	return ok;
 }
 
-typedef struct ListStep
-{
-	MemoryContext cxt;
-	List	   *queues;
-} ListStep;
+/*
+ * The queues the worker runs passes for, listed again only when the
+ * configuration generation (config_cache.c) moves on.
+ */
+static MemoryContext queues_cxt = NULL;
+static List *queues = NIL;
+static bool queues_listed = false;
+static uint64 queues_generation = 0;
 
 static void
 ListQueuesStep(void *arg)
 {
-	ListStep   *ls = arg;
+	*(bool *) arg = QueuesToRun(queues_cxt, &queues);
+}
 
-	ls->queues = QueuesToRun(ls->cxt);
+/*
+ * ListQueues lists the queues, unless the list is still good: no
+ * invalidation of the configuration tables since it was made (a new queue
+ * or a dropped extension sends one).  The
+ * generation is taken before listing, so that a change committed while
+ * listing makes the next round list again.
+ */
+static void
+ListQueues(void)
+{
+	uint64		generation;
+	bool		installed = false;
+
+	/* starting a transaction takes in the invalidations sent meanwhile */
+	StartTransactionCommand();
+	generation = QsConfigGeneration();
+	CommitTransactionCommand();
+	if (queues_listed && generation == queues_generation)
+		return;
+	if (queues_cxt == NULL)
+		queues_cxt = AllocSetContextCreate(TopMemoryContext, "quota_sched worker queues",
+										   ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(queues_cxt);
+	queues = NIL;
+	/* without the extension, look again next round */
+	queues_listed = RunInTransaction(ListQueuesStep, &installed, "quota_sched: listing queues") &&
+		installed;
+	queues_generation = generation;
 }
 
 /*
@@ -251,14 +285,12 @@ PassStep(void *arg)
  * RunAllPasses runs the pass of every queue, one transaction each.
  */
 static void
-RunAllPasses(MemoryContext round_cxt)
+RunAllPasses(void)
 {
-	ListStep	ls = {round_cxt, NIL};
 	ListCell   *lc;
 
-	if (!RunInTransaction(ListQueuesStep, &ls, "quota_sched: listing queues"))
-		return;
-	foreach(lc, ls.queues)
+	ListQueues();
+	foreach(lc, queues)
 		RunInTransaction(PassStep, lfirst(lc), "quota_sched: pass");
 }
 
@@ -322,7 +354,7 @@ QsWorkerMain(Datum arg)
 		if (QsEnabled && !RecoveryInProgress())
 		{
 			MemoryContextSwitchTo(round_cxt);
-			RunAllPasses(round_cxt);
+			RunAllPasses();
 			MemoryContextSwitchTo(TopMemoryContext);
 			MemoryContextReset(round_cxt);
 		}
