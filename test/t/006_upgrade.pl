@@ -1,0 +1,711 @@
+# Upgrade of a populated database from 0.1 to 0.2 (quota_sched--0.1--0.2.sql):
+#
+#   1. a database at 0.1 holds jobs in every interesting state: RUNNABLE
+#      (waiting, and one misconfigured), SCHEDULED (unclaimed), STARTING,
+#      RUNNING, RUNNING with a pending preemption stop (its preemptor
+#      promised), RUNNING with a pending TIMEOUT stop, SUCCEEDED, FAILED,
+#      over two queues and two capacity units, with their history and passes;
+#   2. ALTER EXTENSION quota_sched UPDATE TO '0.2';
+#   3. the counters of held capacity it creates match the jobs, and it
+#      changed no row of any 0.1 table;
+#   4. the upgraded schema is the schema of a fresh install of 0.2;
+#   5. the scheduler goes on with the old data: the agent's reports, a pass
+#      that dispatches the waiting and the promised jobs, a new submission,
+#      with the counters consistent after each step.
+#
+# Where the 0.1 data come from.  The module installed is the 0.2 one, and it
+# cannot run a pass on a database whose schema is still 0.1: run_pass (and
+# queue_snapshot, and the worker) read quota_sched.held_capacity, which only
+# the upgrade creates.  So the jobs are driven with the real API (users'
+# INSERTs, run_pass, claim, report) in a database "source" at 0.2, and their
+# rows, over the columns that the 0.1 tables have, are then copied into the
+# database "old", created with VERSION '0.1', as a restore does it
+# (session_replication_role = replica: the job triggers neither refuse the
+# system columns nor add history; scheduling.md 10).  "old" then holds what a
+# 0.1 installation holds: configuration, jobs, job_event, pass_log and the
+# sequences' positions, and no counters.  As a bonus, the counters that the
+# 0.2 triggers kept in "source" while the jobs moved must equal those that
+# the upgrade computes from the same jobs.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes;
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'quota_sched'\nquota_sched.enabled = off\n");
+$node->start;
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+
+sub sql
+{
+	my ($db, $query) = @_;
+	return $node->safe_psql($db, $query);
+}
+
+sub as_role
+{
+	my ($db, $role, $query) = @_;
+	return $node->safe_psql($db, "SET ROLE $role;\n$query");
+}
+
+# A pass over a queue, run by the admin: one line "job action [reason]" per
+# decision, in the order decided.
+sub run_pass_of
+{
+	my ($db, $queue) = @_;
+	return as_role($db, 'regress_up_admin', qq{
+		SELECT string_agg(concat_ws(' ', j.name, p.action, p.reason), E'\\n' ORDER BY p.n)
+		  FROM quota_sched.run_pass('$queue') WITH ORDINALITY
+			   AS p(job_id, action, quota_share, reason, n)
+		  JOIN quota_sched.job j ON j.id = p.job_id});
+}
+
+# The agent "agent-1" claims (leases of an hour: none expires during the
+# test) and reports.
+sub claim
+{
+	my ($db, $queue) = @_;
+	return as_role($db, 'regress_up_agent', qq{
+		SELECT string_agg(name || ' ' || state, ', ' ORDER BY name COLLATE "C")
+		  FROM quota_sched.claim('agent-1', '$queue', max_jobs => 10, lease => '1 hour')});
+}
+
+sub report
+{
+	my ($db, $job, $state) = @_;
+	return as_role($db, 'regress_up_agent', qq{
+		SELECT state FROM quota_sched.report(
+			(SELECT id FROM quota_sched.job WHERE name = '$job'), 'agent-1', '$state')});
+}
+
+# Every job: name, state, stop_reason, the job it stops for, whether it is
+# promised, status_reason.
+sub jobs
+{
+	my ($db) = @_;
+	return sql($db, q{
+		SELECT string_agg(concat_ws(' ', j.name, j.state, coalesce(j.stop_reason, '-'),
+									coalesce('for:' || f.name, '-'),
+									CASE WHEN j.promised_at IS NULL THEN '-' ELSE 'promised' END,
+									coalesce(j.status_reason, '-')),
+						  E'\n' ORDER BY j.name COLLATE "C")
+		  FROM quota_sched.job j LEFT JOIN quota_sched.job f ON f.id = j.preempted_for});
+}
+
+# The held capacity per queue, share and unit, recounted here from the jobs
+# (scheduling.md 3.1: SCHEDULED, STARTING and RUNNING jobs hold their
+# instances, also while a stop is pending): "queue share unit instances
+# stopping_instances jobs".
+my $recount = q{
+	SELECT coalesce(string_agg(concat_ws(' ', job_queue, quota_share, capacity_unit,
+										 instances, stopping, jobs),
+							   E'\n' ORDER BY job_queue COLLATE "C", quota_share COLLATE "C",
+											  capacity_unit COLLATE "C"), '')
+	  FROM (SELECT job_queue, quota_share, capacity_unit,
+				   sum(instance_count) AS instances,
+				   sum(CASE WHEN stop_reason IS NULL THEN 0 ELSE instance_count END) AS stopping,
+				   count(*) AS jobs
+			  FROM quota_sched.job
+			 WHERE state = ANY (ARRAY['SCHEDULED', 'STARTING', 'RUNNING'])
+			 GROUP BY 1, 2, 3) r};
+
+# The counters as kept: held_capacity plus the change rows not folded yet,
+# in the same form; all-zero counters (left behind when a share's last job
+# ended) are no holding and are left out.
+my $kept = q{
+	SELECT coalesce(string_agg(concat_ws(' ', job_queue, quota_share, capacity_unit,
+										 instances, stopping, jobs),
+							   E'\n' ORDER BY job_queue COLLATE "C", quota_share COLLATE "C",
+											  capacity_unit COLLATE "C"), '')
+	  FROM (SELECT job_queue, quota_share, capacity_unit, sum(instances) AS instances,
+				   sum(stopping_instances) AS stopping, sum(jobs) AS jobs
+			  FROM (SELECT * FROM quota_sched.held_capacity
+					UNION ALL SELECT * FROM quota_sched.held_capacity_change) c
+			 GROUP BY 1, 2, 3) k
+	 WHERE (instances, stopping, jobs) <> (0, 0, 0)};
+
+# After a step in 0.2: the drift function finds nothing, and the counters
+# as kept equal the recount.
+sub counters_consistent
+{
+	my ($db, $step) = @_;
+	is(as_role($db, 'regress_up_admin',
+			'SELECT count(*) FROM quota_sched.held_capacity_drift()'),
+		'0', "$db, $step: held_capacity_drift() returns no row");
+	is(sql($db, $kept), sql($db, $recount),
+		"$db, $step: the kept counters equal a recount from the jobs");
+}
+
+# The tables of the schema with their columns, as "a, b, c" in column order.
+sub table_columns
+{
+	my ($db) = @_;
+	my %columns;
+	foreach my $line (split /\n/, sql($db, q{
+		SELECT c.relname || ':' || string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
+		  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace AND c.relkind = 'r'
+		   AND a.attnum > 0 AND NOT a.attisdropped
+		 GROUP BY c.relname}))
+	{
+		my ($table, $cols) = split /:/, $line, 2;
+		$columns{$table} = $cols;
+	}
+	return \%columns;
+}
+
+# Every row of each given table over the given columns, as jsonb text, sorted.
+sub table_rows
+{
+	my ($db, $columns) = @_;
+	my %rows;
+	foreach my $t (sort keys %$columns)
+	{
+		$rows{$t} = sql($db, qq{
+			SELECT coalesce(string_agg(to_jsonb(x)::text, E'\\n' ORDER BY to_jsonb(x)::text), '')
+			  FROM (SELECT $columns->{$t} FROM quota_sched.$t) x});
+	}
+	return \%rows;
+}
+
+# Each job as to_jsonb over the given columns, by id.
+sub job_rows
+{
+	my ($db, $columns) = @_;
+	my %rows = map { split /\|/, $_, 2 } split /\n/, sql($db, qq{
+		SELECT id || '|' || to_jsonb(x)::text FROM (SELECT $columns FROM quota_sched.job) x});
+	return \%rows;
+}
+
+sub sequence_values
+{
+	my ($db) = @_;
+	my %values;
+	foreach my $s (split /\n/, sql($db, q{
+		SELECT relname FROM pg_class
+		 WHERE relnamespace = 'quota_sched'::regnamespace AND relkind = 'S'}))
+	{
+		$values{$s} = sql($db, "SELECT last_value || ' ' || is_called FROM quota_sched.$s");
+	}
+	return \%values;
+}
+
+# Lines of two texts that only one of them has (for diagnostics).
+sub line_diff
+{
+	my ($got, $want) = @_;
+	my %g = map { $_ => 1 } split /\n/, $got;
+	my %w = map { $_ => 1 } split /\n/, $want;
+	my @out = ((map { "only in upgraded: $_" } grep { !$w{$_} } split /\n/, $got),
+		(map { "only in fresh:    $_" } grep { !$g{$_} } split /\n/, $want));
+	return @out ? join("\n", @out) : 'the same lines in another order';
+}
+
+#
+# Roles and configuration.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE source');
+sql('source', 'CREATE EXTENSION quota_sched');
+sql('source', q{
+CREATE ROLE regress_up_admin;
+CREATE ROLE regress_up_agent;
+CREATE ROLE regress_up_alice;
+CREATE ROLE regress_up_bob;
+CREATE ROLE regress_up_carol;
+GRANT quota_sched_admin TO regress_up_admin;
+GRANT quota_sched_agent TO regress_up_agent;
+GRANT quota_sched_user TO regress_up_alice, regress_up_bob, regress_up_carol;
+});
+
+# up_queue: 6 gpu and 4 cpu, all assigned to shares.  lab may borrow up to
+# 100% of its own capacity and preempts its own lower-priority jobs; lend
+# lends what it leaves idle; res keeps its own.  up_q2 is a second queue
+# with a unit of the same name, so that counters are told apart by queue.
+as_role('source', 'regress_up_admin', q{
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES
+	('up_env', '{"gpu": 6, "cpu": 4}'),
+	('up_env2', '{"gpu": 1}');
+INSERT INTO quota_sched.job_queue (name, service_environment, runnable_timeout) VALUES
+	('up_queue', 'up_env', '1 day'),
+	('up_q2', 'up_env2', NULL);
+INSERT INTO quota_sched.quota_share
+	(job_queue, name, capacity_limits, strategy, borrow_limit, in_share_preemption)
+VALUES ('up_queue', 'lab', '{"gpu": 2, "cpu": 2}', 'LEND_AND_BORROW', 100, true),
+	   ('up_queue', 'lend', '{"gpu": 2, "cpu": 2}', 'LEND', -1, false),
+	   ('up_queue', 'res', '{"gpu": 2}', 'RESERVE', -1, false),
+	   ('up_q2', 'solo', '{"gpu": 1}', 'RESERVE', -1, false);
+});
+
+#
+# 1. Jobs driven into every state, in "source".
+#
+
+# Pass 1: c_big (3 gpu) exceeds what res may hold (2): misconfigured.  c_done
+# and c_fail run on res's own capacity and end.
+as_role('source', 'regress_up_carol', q{
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('c_big', 'up_queue', 'res', 'gpu', 3);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('c_done', 'up_queue', 'res', 'gpu');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('c_fail', 'up_queue', 'res', 'gpu');
+});
+is(run_pass_of('source', 'up_queue'), "c_done DISPATCH\nc_fail DISPATCH",
+	'pass 1 dispatches c_done and c_fail, not the oversized c_big');
+is(claim('source', 'up_queue'), 'c_done STARTING, c_fail STARTING', 'the agent claims them');
+report('source', $_, 'RUNNING') for qw(c_done c_fail);
+is(report('source', 'c_done', 'SUCCEEDED'), 'SUCCEEDED', 'c_done succeeds');
+is(report('source', 'c_fail', 'FAILED'), 'FAILED', 'c_fail fails (one attempt)');
+
+# Pass 2: c_run takes res's 2 gpu and c_wait waits behind it; a_low runs on
+# lab's own 2 gpu, a_borrow borrows lend's idle 2 gpu; a_timeout (1 cpu, a
+# timeout of 1 ms) and b_cpu (2 cpu) fit in their shares.  The order is that
+# of scheduling.md 3.2: the jobs under the shares' cursors that fit in their
+# own capacity first (a_low, b_cpu); then c_big under res's cursor, which
+# fails, so that c_run comes under it; a_borrow must borrow, and a_timeout
+# follows it in lab's share order (priority 0 after 1).
+as_role('source', 'regress_up_carol', q{
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('c_run', 'up_queue', 'res', 'gpu', 2);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('c_wait', 'up_queue', 'res', 'gpu');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('q2_run', 'up_q2', 'solo', 'gpu');
+});
+as_role('source', 'regress_up_alice', q{
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, instance_count)
+VALUES ('a_low', 'up_queue', 'lab', 1, 'gpu', 2);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, instance_count)
+VALUES ('a_borrow', 'up_queue', 'lab', 1, 'gpu', 2);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, timeout)
+VALUES ('a_timeout', 'up_queue', 'lab', 'cpu', '1 millisecond');
+});
+as_role('source', 'regress_up_bob', q{
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('b_cpu', 'up_queue', 'lend', 'cpu', 2);
+});
+is(run_pass_of('source', 'up_queue'),
+	"a_low DISPATCH\nb_cpu DISPATCH\nc_run DISPATCH\na_borrow DISPATCH\na_timeout DISPATCH",
+	'pass 2 dispatches the jobs that fit, and a_borrow on borrowed capacity; c_wait waits');
+is(run_pass_of('source', 'up_q2'), 'q2_run DISPATCH', 'the pass of up_q2 dispatches q2_run');
+is(claim('source', 'up_queue'),
+	'a_borrow STARTING, a_low STARTING, a_timeout STARTING, b_cpu STARTING, c_run STARTING',
+	'the agent claims the five');
+is(claim('source', 'up_q2'), 'q2_run STARTING', 'and q2_run');
+report('source', $_, 'RUNNING') for qw(c_run a_low a_borrow a_timeout q2_run);
+
+# Pass 3: a_timeout is past its timeout: asked to stop.  bob's b_gpu takes
+# back lend's 2 gpu from lab (reclaim): a_borrow, claimed, is asked to stop,
+# and b_gpu is promised the room.  a_cpu fits in lab's cpu: dispatched, left
+# unclaimed.
+Time::HiRes::sleep(0.05);
+as_role('source', 'regress_up_bob', q{
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('b_gpu', 'up_queue', 'lend', 'gpu', 2);
+});
+as_role('source', 'regress_up_alice', q{
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('a_cpu', 'up_queue', 'lab', 'cpu');
+});
+is(run_pass_of('source', 'up_queue'),
+	"a_timeout STOP TIMEOUT\na_borrow PREEMPT CROSS_SHARE_PREEMPTION\na_cpu DISPATCH",
+	'pass 3 stops a_timeout, preempts the claimed a_borrow for b_gpu, dispatches a_cpu');
+
+my $states_before = <<'JOBS';
+a_borrow RUNNING CROSS_SHARE_PREEMPTION for:b_gpu - -
+a_cpu SCHEDULED - - - -
+a_low RUNNING - - - -
+a_timeout RUNNING TIMEOUT - - -
+b_cpu STARTING - - - -
+b_gpu RUNNABLE - - promised -
+c_big RUNNABLE - - - MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED
+c_done SUCCEEDED - - - -
+c_fail FAILED - - - FAILED
+c_run RUNNING - - - -
+c_wait RUNNABLE - - - -
+q2_run RUNNING - - - -
+JOBS
+chomp $states_before;
+is(jobs('source'), $states_before, 'source: the jobs are in the states built');
+is(sql('source', q{SELECT string_agg(DISTINCT owner, ',' ORDER BY owner) FROM quota_sched.job}),
+	'regress_up_alice,regress_up_bob,regress_up_carol', 'source: jobs of three owners');
+
+# What the jobs hold (one line per queue, share and unit: instances,
+# stopping instances, jobs).
+my $held_expected = <<'HELD';
+up_q2 solo gpu 1 0 1
+up_queue lab cpu 2 1 2
+up_queue lab gpu 4 2 2
+up_queue lend cpu 2 0 1
+up_queue res gpu 2 0 1
+HELD
+chomp $held_expected;
+is(sql('source', $recount), $held_expected, 'source: the recount of held capacity');
+is(sql('source', $kept), $held_expected,
+	'source: the counters the 0.2 triggers kept while the jobs moved');
+my $source_kept = sql('source', $kept);
+
+#
+# The 0.1 database: its tables filled with source's rows.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE old');
+sql('old', q{CREATE EXTENSION quota_sched VERSION '0.1'});
+is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.1',
+	'old: quota_sched 0.1 installed');
+is(sql('old', q{SELECT to_regclass('quota_sched.held_capacity') IS NULL}), 't',
+	'old: no counters of held capacity in 0.1');
+
+# The relations 0.1 dumps (its extconfig) are exactly what a 0.1
+# installation holds of its users' data: copy each table's rows over the
+# columns it has in 0.1, and each sequence's position.
+my $old_columns = table_columns('old');
+my @config = split /\n/, sql('old', q{
+	SELECT c.relname || ' ' || c.relkind::text
+	  FROM pg_extension e, unnest(e.extconfig) AS x(oid) JOIN pg_class c ON c.oid = x.oid
+	 WHERE e.extname = 'quota_sched' ORDER BY 1});
+my $copied = 0;
+foreach my $entry (@config)
+{
+	my ($rel, $kind) = split / /, $entry;
+	if ($kind eq 'S')
+	{
+		my ($last, $called) = split /\|/,
+		  sql('source', "SELECT last_value, is_called FROM quota_sched.$rel");
+		sql('old', "SELECT setval('quota_sched.$rel', $last, '$called')");
+		next;
+	}
+	my $cols = $old_columns->{$rel};
+	sql('source', "COPY (SELECT $cols FROM quota_sched.$rel) TO '$tmp/$rel.copy'");
+	sql('old', "SET session_replication_role = replica;
+				COPY quota_sched.$rel ($cols) FROM '$tmp/$rel.copy'");
+	$copied++;
+}
+is($copied, scalar(keys %$old_columns), 'old: every 0.1 table is a config table and was copied');
+is_deeply(table_rows('old', $old_columns), table_rows('source', $old_columns),
+	'old: every row of every 0.1 table as in source');
+is(jobs('old'), $states_before, 'old: the jobs are in the states built');
+cmp_ok(sql('old', 'SELECT count(*) FROM quota_sched.job_event'), '>', 30,
+	'old: the history of the jobs is there');
+is(sql('old', 'SELECT count(*) FROM quota_sched.pass_log'), '4', 'old: four passes logged');
+
+# What the upgrade must leave alone: every row of every 0.1 table (each job
+# by id), over the columns it has in 0.1 (columns a later 0.2 adds are the
+# upgrade's to fill), and the sequences.
+my $rows_before = table_rows('old', $old_columns);
+my $jobs_before = job_rows('old', $old_columns->{job});
+my $seqs_before = sequence_values('old');
+is(scalar(keys %$jobs_before), 12, 'old: 12 jobs before the upgrade');
+
+#
+# The schema, described from the catalogs.  pg_dump does not dump the
+# members of an extension (only CREATE EXTENSION and the privileges changed
+# since), so the definitions come from pg_get_*def and the catalogs.
+# Normalisation: objects are named, never numbered (no OIDs); each section's
+# lines are sorted (the catalogs' order is the order of creation, which an
+# upgrade may change; a column's position is a field of its line); columns
+# are numbered by position among the live ones (an upgrade that drops a
+# column leaves a dropped attribute behind, a fresh install not); internal
+# triggers (those of foreign keys, named after OIDs) are left out, their
+# constraints being compared.  Nothing else is stripped: data-dependent
+# catalog fields (relpages, reltuples, sequence positions) are not read.
+#
+my %catalog = (
+	'1 relations' => q{
+		SELECT format('%s kind=%s persistence=%s rls=%s force_rls=%s options=%s owner=%s acl=%s',
+					  relname, relkind, relpersistence, relrowsecurity, relforcerowsecurity,
+					  reloptions, pg_get_userbyid(relowner), relacl)
+		  FROM pg_class WHERE relnamespace = 'quota_sched'::regnamespace},
+	'2 columns' => q{
+		SELECT format('%s.%s #%s %s notnull=%s default=%s identity=%s generated=%s collation=%s '
+					  'storage=%s compression=%s acl=%s',
+					  c.relname, a.attname,
+					  row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum),
+					  format_type(a.atttypid, a.atttypmod), a.attnotnull,
+					  pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated,
+					  a.attcollation::regcollation, a.attstorage, a.attcompression, a.attacl)
+		  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+		  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace AND a.attnum > 0
+		   AND NOT a.attisdropped},
+	'3 constraints' => q{
+		SELECT format('%s %s %s type=%s %s deferrable=%s deferred=%s validated=%s',
+					  conrelid::regclass, conname, contype, contypid::regtype,
+					  pg_get_constraintdef(oid), condeferrable, condeferred, convalidated)
+		  FROM pg_constraint WHERE connamespace = 'quota_sched'::regnamespace},
+	'4 indexes' => q{
+		SELECT format('%s unique=%s primary=%s clustered=%s valid=%s replident=%s',
+					  pg_get_indexdef(i.indexrelid), i.indisunique, i.indisprimary,
+					  i.indisclustered, i.indisvalid, i.indisreplident)
+		  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
+	'5 functions' => q{
+		SELECT format(E'%s kind=%s owner=%s acl=%s\n%s', p.oid::regprocedure, p.prokind,
+					  pg_get_userbyid(p.proowner), p.proacl,
+					  CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) END)
+		  FROM pg_proc p WHERE p.pronamespace = 'quota_sched'::regnamespace},
+	'6 triggers' => q{
+		SELECT format('%s enabled=%s', pg_get_triggerdef(t.oid), t.tgenabled)
+		  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace AND NOT t.tgisinternal},
+	'7 policies' => q{
+		SELECT format('%s on %s cmd=%s permissive=%s roles=%s using=%s check=%s',
+					  p.polname, p.polrelid::regclass, p.polcmd, p.polpermissive,
+					  (SELECT string_agg(CASE r WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(r) END,
+										 ',' ORDER BY CASE r WHEN 0 THEN 'PUBLIC'
+														   ELSE pg_get_userbyid(r)::text END)
+						 FROM unnest(p.polroles) AS r),
+					  pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid))
+		  FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
+	'8 views' => q{
+		SELECT format(E'%s\n%s', relname, pg_get_viewdef(oid))
+		  FROM pg_class WHERE relnamespace = 'quota_sched'::regnamespace AND relkind IN ('v', 'm')},
+	'9 sequences' => q{
+		SELECT format('%s type=%s start=%s increment=%s min=%s max=%s cache=%s cycle=%s owned_by=%s',
+					  c.relname, s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmin,
+					  s.seqmax, s.seqcache, s.seqcycle,
+					  (SELECT d.refobjid::regclass || '.' || a.attname
+						 FROM pg_depend d
+						 JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+						WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+						  AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')))
+		  FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
+	'10 types' => q{
+		SELECT format('%s type=%s owner=%s acl=%s base=%s labels=%s', t.oid::regtype, t.typtype,
+					  pg_get_userbyid(t.typowner), t.typacl, nullif(t.typbasetype, 0)::regtype,
+					  (SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder)
+						 FROM pg_enum WHERE enumtypid = t.oid))
+		  FROM pg_type t WHERE t.typnamespace = 'quota_sched'::regnamespace},
+	'11 schema' => q{
+		SELECT format('%s owner=%s acl=%s', nspname, pg_get_userbyid(nspowner), nspacl)
+		  FROM pg_namespace WHERE nspname = 'quota_sched'},
+	'12 extension' => q{
+		SELECT format('version=%s owner=%s schema=%s relocatable=%s comment=%s', extversion,
+					  pg_get_userbyid(extowner), extnamespace::regnamespace, extrelocatable,
+					  obj_description(oid, 'pg_extension'))
+		  FROM pg_extension WHERE extname = 'quota_sched'},
+	'13 extension config' => q{
+		SELECT format('%s condition=%L', x.rel::regclass, x.cond)
+		  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS x(rel, cond)
+		 WHERE e.extname = 'quota_sched'},
+	# the objects that belong to the extension, by identity
+	'14 members' => q{
+		SELECT format('%s %s', i.type, i.identity)
+		  FROM pg_depend d, pg_identify_object(d.classid, d.objid, d.objsubid) i
+		 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+		   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'quota_sched')},
+	# the privileges the extension's scripts left (pg_dump dumps only the
+	# differences from them)
+	'15 initial privileges' => q{
+		SELECT format('%s %s %s', i.type, i.identity, ip.initprivs)
+		  FROM pg_init_privs ip, pg_identify_object(ip.classoid, ip.objoid, ip.objsubid) i
+		 WHERE ip.privtype = 'e'},
+	'16 comments' => q{
+		SELECT format('%s %s: %s', i.type, i.identity, d.description)
+		  FROM pg_description d, pg_identify_object(d.classoid, d.objoid, d.objsubid) i
+		 WHERE i.schema = 'quota_sched'},
+);
+
+sub describe_schema
+{
+	my ($db) = @_;
+	my %description;
+	foreach my $section (keys %catalog)
+	{
+		$description{$section} = sql($db,
+			"SELECT coalesce(string_agg(x, E'\\n' ORDER BY x COLLATE \"C\"), '')"
+			  . " FROM ($catalog{$section}) AS d(x)");
+	}
+	return \%description;
+}
+
+my $old_schema_before = describe_schema('old');
+
+#
+# 2. The upgrade.
+#
+sql('old', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
+is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
+	'old: quota_sched is at 0.2 after ALTER EXTENSION UPDATE');
+
+#
+# 3. The counters it made, and the rows it left alone.
+#
+is(as_role('old', 'regress_up_admin', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'),
+	'0', 'old, upgraded: held_capacity_drift() returns no row');
+is(sql('old', 'SELECT count(*) FROM quota_sched.held_capacity_change'), '0',
+	'old, upgraded: no change row: the counters are written whole');
+my $held_after = sql('old', q{
+	SELECT string_agg(concat_ws(' ', job_queue, quota_share, capacity_unit, instances,
+								stopping_instances, jobs),
+					  E'\n' ORDER BY job_queue COLLATE "C", quota_share COLLATE "C",
+									 capacity_unit COLLATE "C")
+	  FROM quota_sched.held_capacity});
+is($held_after, sql('old', $recount), 'old, upgraded: held_capacity equals a recount from the jobs');
+is($held_after, $held_expected,
+	'old, upgraded: held_capacity has the instances, stopping instances and jobs of the states built');
+is($held_after, $source_kept,
+	'old, upgraded: the counters equal those the triggers kept in source for the same jobs');
+
+my $jobs_after = job_rows('old', $old_columns->{job});
+is(scalar(keys %$jobs_after), 12, 'old, upgraded: 12 jobs');
+foreach my $id (sort { $a <=> $b } keys %$jobs_before)
+{
+	is($jobs_after->{$id}, $jobs_before->{$id}, "old, upgraded: job $id unchanged");
+}
+my $rows_after = table_rows('old', $old_columns);
+foreach my $t (sort keys %$rows_before)
+{
+	isnt($rows_before->{$t}, '', "old: table $t had rows before the upgrade");
+	is($rows_after->{$t}, $rows_before->{$t}, "old, upgraded: every row of $t unchanged");
+}
+is_deeply(sequence_values('old'), $seqs_before, 'old, upgraded: the sequences unchanged');
+note('columns the upgrade added to 0.1 tables: ' . join(', ', map {
+	my $t = $_;
+	my %was = map { $_ => 1 } split /, /, ($old_columns->{$t} // '');
+	map { "$t.$_" } grep { !$was{$_} } split /, /, table_columns('old')->{$t}
+} sort keys %$old_columns));
+
+#
+# 4. The upgraded schema is that of a fresh install of 0.2.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+sql('fresh', 'CREATE EXTENSION quota_sched');
+is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
+	'fresh: CREATE EXTENSION installs 0.2');
+
+my $fresh_schema = describe_schema('fresh');
+my $old_schema   = describe_schema('old');
+foreach my $section (sort { ($a =~ /^(\d+)/)[0] <=> ($b =~ /^(\d+)/)[0] } keys %catalog)
+{
+	# a section empty in both compares nothing: only comments may be
+	isnt($fresh_schema->{$section}, '', "fresh: the catalogs list $section")
+	  unless $section =~ /comments/;
+	ok($old_schema->{$section} eq $fresh_schema->{$section},
+		"upgraded schema as a fresh install: $section")
+	  or diag(line_diff($old_schema->{$section}, $fresh_schema->{$section}));
+}
+# The comparison sees a difference where there is one: the 0.1 schema is
+# not the fresh 0.2 one.
+my @differing = grep { $old_schema_before->{$_} ne $fresh_schema->{$_} } sort keys %catalog;
+ok(scalar(@differing) > 0, 'the 0.1 schema differs from a fresh 0.2 install')
+  and note('sections the upgrade changed: ' . join(', ', @differing));
+
+# The objects of the extension by identity, on their own: in particular
+# every member of the fresh install is one of the upgraded extension's.
+my %fresh_members = map { $_ => 1 } split /\n/, $fresh_schema->{'14 members'};
+my %old_members   = map { $_ => 1 } split /\n/, $old_schema->{'14 members'};
+is_deeply([ sort grep { !$old_members{$_} } keys %fresh_members ], [],
+	'every member of a fresh install belongs to the upgraded extension');
+is_deeply([ sort grep { !$fresh_members{$_} } keys %old_members ], [],
+	'the upgraded extension has no member a fresh install lacks (job_holding is gone)');
+
+# What pg_dump --schema-only writes of the two databases (CREATE EXTENSION,
+# its comment, and the privileges that differ from those the scripts left)
+# is the same.  Normalisation: comment lines (they name the server version),
+# blank lines, and \restrict / \unrestrict, whose key is random per dump.
+sub schema_dump
+{
+	my ($db) = @_;
+	my ($stdout, $stderr) = ('', '');
+	my $ok = IPC::Run::run(
+		[ 'pg_dump', '--schema-only', '-h', $node->host, '-p', $node->port, '-d', $db ],
+		'>', \$stdout, '2>', \$stderr);
+	ok($ok, "pg_dump --schema-only $db") or diag($stderr);
+	return join("\n", grep { !/^--/ && !/^\s*$/ && !/^\\(un)?restrict / } split /\n/, $stdout);
+}
+my $old_dump   = schema_dump('old');
+my $fresh_dump = schema_dump('fresh');
+like($fresh_dump, qr/CREATE EXTENSION IF NOT EXISTS quota_sched WITH SCHEMA quota_sched;/,
+	'fresh: the dump creates the extension');
+ok($old_dump eq $fresh_dump, 'pg_dump --schema-only: the upgraded database as a fresh one')
+  or diag(line_diff($old_dump, $fresh_dump));
+
+#
+# 5. The scheduler goes on with the old data.
+#
+
+# A pass right away decides nothing: every job that waits is blocked by a
+# pending stop or a full share.  It reads the counters the upgrade made:
+# without them it would dispatch c_wait into res's full capacity; with the
+# pending stops not counted as stopping, it would preempt a_low as well for
+# b_gpu (both tried with a broken upgrade script).
+is(run_pass_of('old', 'up_queue'), '', 'old, upgraded: a pass decides nothing while the stops are pending');
+counters_consistent('old', 'after a pass with no decision');
+
+# The agent learns of the pending stops and carries them out; it reports
+# the end of c_run and q2_run.
+is(as_role('old', 'regress_up_agent', q{
+	SELECT string_agg(j.name || ' ' || h.stop_reason, ', ' ORDER BY j.name COLLATE "C")
+	  FROM quota_sched.heartbeat('agent-1', lease => '1 hour') h
+	  JOIN quota_sched.job j ON j.id = h.job_id WHERE h.stop_reason IS NOT NULL}),
+	'a_borrow CROSS_SHARE_PREEMPTION, a_timeout TIMEOUT',
+	'old, upgraded: the heartbeat returns the pending stops');
+is(report('old', 'a_borrow', 'STOPPED'), 'RUNNABLE', 'old, upgraded: a_borrow stopped: RUNNABLE again');
+counters_consistent('old', 'a_borrow stopped');
+is(report('old', 'a_timeout', 'STOPPED'), 'FAILED',
+	'old, upgraded: a_timeout stopped: its one attempt failed');
+counters_consistent('old', 'a_timeout stopped');
+is(report('old', 'c_run', 'SUCCEEDED'), 'SUCCEEDED', 'old, upgraded: c_run succeeded');
+counters_consistent('old', 'c_run succeeded');
+is(report('old', 'q2_run', 'SUCCEEDED'), 'SUCCEEDED', 'old, upgraded: q2_run succeeded');
+is(report('old', 'b_cpu', 'RUNNING'), 'RUNNING', 'old, upgraded: b_cpu started');
+counters_consistent('old', 'q2_run succeeded, b_cpu started');
+
+# Now b_gpu's victim is gone: the promised b_gpu is dispatched first, then
+# c_wait on the capacity c_run left.  a_borrow waits: lend's capacity is
+# b_gpu's now, and nothing else lends gpu.
+is(run_pass_of('old', 'up_queue'), "b_gpu DISPATCH\nc_wait DISPATCH",
+	'old, upgraded: the pass dispatches the promised b_gpu, then c_wait');
+counters_consistent('old', 'after the pass');
+is(claim('old', 'up_queue'), 'a_cpu STARTING, b_gpu STARTING, c_wait STARTING',
+	'old, upgraded: the agent claims the dispatched jobs, a_cpu of before the upgrade among them');
+counters_consistent('old', 'after the claims');
+
+# A new submission gets an id above the old ones, is dispatched on lab's
+# free cpu, and is counted.
+as_role('old', 'regress_up_alice', q{
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('a_new', 'up_queue', 'lab', 'cpu');
+});
+cmp_ok(sql('old', q{SELECT id FROM quota_sched.job WHERE name = 'a_new'}), '>',
+	(sort { $b <=> $a } keys %$jobs_before)[0], 'old, upgraded: a new job id is above the old ones');
+is(run_pass_of('old', 'up_queue'), 'a_new DISPATCH', 'old, upgraded: the new job is dispatched');
+counters_consistent('old', 'after the new job');
+
+my $states_after = <<'JOBS';
+a_borrow RUNNABLE - for:b_gpu - CROSS_SHARE_PREEMPTION
+a_cpu STARTING - - - -
+a_low RUNNING - - - -
+a_new SCHEDULED - - - -
+a_timeout FAILED - - - TIMEOUT
+b_cpu RUNNING - - - -
+b_gpu STARTING - - - -
+c_big RUNNABLE - - - MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED
+c_done SUCCEEDED - - - -
+c_fail FAILED - - - FAILED
+c_run SUCCEEDED - - - -
+c_wait STARTING - - - -
+q2_run SUCCEEDED - - - -
+JOBS
+chomp $states_after;
+is(jobs('old'), $states_after, 'old, upgraded: the jobs in the end');
+my $held_end = <<'HELD';
+up_queue lab cpu 2 0 2
+up_queue lab gpu 2 0 1
+up_queue lend cpu 2 0 1
+up_queue lend gpu 2 0 1
+up_queue res gpu 1 0 1
+HELD
+chomp $held_end;
+is(sql('old', $recount), $held_end, 'old, upgraded: what they hold in the end');
+
+$node->stop;
+done_testing();
