@@ -8,14 +8,20 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -70,6 +76,58 @@ QsExtensionOwner(void)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/*
+ * QsInstalledVersion returns the version of the extension installed in this
+ * database (palloc'd), or NULL when it is not installed.
+ */
+char *
+QsInstalledVersion(void)
+{
+	Oid			ext = get_extension_oid("quota_sched", true);
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	char	   *version = NULL;
+
+	if (!OidIsValid(ext))
+		return NULL;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		v = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = TextDatumGetCString(v);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * QsCheckSchemaVersion refuses to schedule with a schema older than the
+ * library: after the files of a new version are installed, the extension
+ * must be updated in each database before passes run there again.
+ */
+void
+QsCheckSchemaVersion(void)
+{
+	char	   *version = QsInstalledVersion();
+
+	if (version != NULL && strcmp(version, QS_LIBRARY_VERSION) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("quota_sched %s is installed in this database, but its library is version %s",
+						version, QS_LIBRARY_VERSION),
+				 errhint("Run ALTER EXTENSION quota_sched UPDATE.")));
 }
 
 /*

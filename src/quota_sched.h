@@ -15,6 +15,9 @@
 
 #define QS_SCHEMA "quota_sched"
 
+/* The extension version whose schema this library works with. */
+#define QS_LIBRARY_VERSION "0.2"
+
 /* Longest payload, as text (scheduling.md 2). */
 #define QS_MAX_PAYLOAD_BYTES (1024 * 1024)
 
@@ -49,6 +52,8 @@ typedef struct QsSavedUser
 
 extern void QsResetWriteContext(void);
 extern Oid	QsExtensionOwner(void);
+extern char *QsInstalledVersion(void);
+extern void QsCheckSchemaVersion(void);
 extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
 extern void QsEndSystemWrite(const QsSavedUser *saved);
 extern void QsBecomeOwner(Oid owner, QsSavedUser *saved);

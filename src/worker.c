@@ -148,16 +148,33 @@ QsRegisterWorker(void)
 /*
  * QueuesToRun lists the job queues (QsAllQueues) in memory of context
  * outer, and remembers the configuration tables; false when the extension
- * is not installed in this database.
+ * is not installed in this database, or in another version than the
+ * library's.
  */
 static bool
 QueuesToRun(MemoryContext outer, List **list)
 {
 	MemoryContext old;
 
+	char	   *version = QsInstalledVersion();
+	static bool warned = false;
+
 	*list = NIL;
-	if (!OidIsValid(get_extension_oid("quota_sched", true)))
+	if (version == NULL)
 		return false;
+	if (strcmp(version, QS_LIBRARY_VERSION) != 0)
+	{
+		/* wait for ALTER EXTENSION quota_sched UPDATE; say so once */
+		if (!warned)
+			ereport(WARNING,
+					(errmsg("quota_sched worker: quota_sched %s is installed, but the library is version %s: no passes until the extension is updated",
+							version, QS_LIBRARY_VERSION),
+					 errhint("Run ALTER EXTENSION quota_sched UPDATE in database \"%s\".",
+							 QsDatabase)));
+		warned = true;
+		return false;
+	}
+	warned = false;
 	QsRememberConfigTables();
 	old = MemoryContextSwitchTo(outer);
 	*list = QsAllQueues();

@@ -528,6 +528,16 @@ sub describe_schema
 
 my $old_schema_before = describe_schema('old');
 
+# Until the extension is updated, the library refuses to schedule with the
+# old schema, saying what to do (rather than failing on a missing table).
+{
+	my ($ret, $stdout, $stderr) = $node->psql('old', q{SELECT * FROM quota_sched.run_pass()});
+	isnt($ret, 0, 'old: run_pass is refused before the update');
+	like($stderr, qr/quota_sched 0\.1 is installed in this database, but its library is version 0\.2/,
+		'old: the error names both versions');
+	like($stderr, qr/ALTER EXTENSION quota_sched UPDATE/, 'old: the hint says what to run');
+}
+
 #
 # 2. The upgrade.
 #
