@@ -143,6 +143,9 @@ SELECT j.name, count(*) AS events
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'acl_queue' GROUP BY j.name ORDER BY j.name;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 ------------------------------------------------------------------------
 -- Clean up: end the jobs with the extension's triggers disabled, then
 -- delete the configuration, which takes the jobs with it.

@@ -146,6 +146,8 @@ SELECT t.name, t.state, t.stop_reason, t.stop_requested_at IS NOT NULL AS stop_r
        quota_sched.terminate(i.id) t
  ORDER BY t.name;
 RESET ROLE;
+-- Stops pending: the counters of held capacity, stopping_instances too, must match the jobs.
+SELECT * FROM quota_sched.held_capacity_drift();
 BEGIN;
 SELECT j.name, h.stop_reason
   FROM quota_sched.heartbeat('arh_agent', '1 day') h JOIN quota_sched.job j ON j.id = h.job_id
@@ -192,6 +194,9 @@ SELECT j.name, e.from_state, e.to_state, e.reason,
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'arh_queue' AND e.from_state IS NOT NULL AND e.from_state <> 'RUNNABLE'
  ORDER BY j.name, e.id;
+
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
 -- Clean up.

@@ -174,6 +174,9 @@ SELECT j.name, e.from_state, e.to_state, e.reason,
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'arp_queue' ORDER BY j.name, e.id;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 ------------------------------------------------------------------------
 -- Clean up.
 ------------------------------------------------------------------------

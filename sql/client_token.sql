@@ -86,6 +86,9 @@ VALUES ('ct_no_token', 'ct_queue', 'ct_share', 'ml.g5.xlarge')
 ON CONFLICT (client_token) DO NOTHING;
 SELECT * FROM pg_temp.stored();
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up: end the jobs with the extension's triggers disabled
 -- (session_replication_role = replica; there is no scheduler here), then
 -- drop the configuration, which takes the jobs with it.

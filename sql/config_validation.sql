@@ -207,6 +207,9 @@ SELECT job_queue, name, capacity_limits, strategy, borrow_limit, state
 SELECT count(*) AS shares_with_128_character_names
   FROM quota_sched.quota_share WHERE job_queue = 'cv_queue' AND length(name) = 128;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up (no jobs, so nothing refuses the deletes).
 DELETE FROM quota_sched.job_queue WHERE name LIKE 'cv\_%';
 DELETE FROM quota_sched.service_environment WHERE name LIKE 'cv\_%';

@@ -109,5 +109,10 @@ RESET session_replication_role;
 SELECT pg_temp.refused($$DELETE FROM quota_sched.job_queue WHERE name = 'dqs_queue'$$);
 SELECT * FROM pg_temp.contents();
 
+-- The states set above in replica mode bypassed the counters; all those jobs have
+-- ended and their shares are gone with their counter rows: the counters of held
+-- capacity must match the jobs, no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up.
 DELETE FROM quota_sched.service_environment WHERE name = 'dqs_env';

@@ -29,6 +29,9 @@ SELECT count(*) FILTER (WHERE lower(actor) = 'pass') AS by_table_pass,
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'hix_queue';
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 DROP INDEX quota_sched.hix_actor_lower, quota_sched.hix_scheduled;
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hix_queue';

@@ -104,6 +104,9 @@ ROLLBACK;
 SELECT count(*) AS jobs FROM quota_sched.job WHERE name = 'jh_rolled_back';
 SELECT count(*) - :events_before AS new_events FROM quota_sched.job_event;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up: end the jobs with the extension's triggers disabled
 -- (session_replication_role = replica; there is no scheduler here), then
 -- drop the configuration, which takes the jobs and their history with it.

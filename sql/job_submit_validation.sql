@@ -242,6 +242,9 @@ SELECT CASE WHEN length(j.name) > 40 THEN left(j.name, 12) || '...(' || length(j
  WHERE j.job_queue LIKE 'jsv\_%'
  ORDER BY j.name COLLATE "C";
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up.  The jobs are ended first, as superuser with the extension's
 -- triggers disabled (session_replication_role = replica), since there is no
 -- scheduler here to end them; then the configuration goes, with them.

@@ -124,6 +124,9 @@ SELECT pg_temp.refused($$UPDATE quota_sched.job SET state = 'SUCCEEDED' WHERE na
 SELECT name, priority, instance_count, state FROM quota_sched.job WHERE name = 'jug_user_job';
 RESET ROLE;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up: end the jobs with the extension's triggers disabled
 -- (session_replication_role = replica; there is no scheduler here), then
 -- drop the configuration, which takes the jobs with it.

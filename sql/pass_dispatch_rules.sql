@@ -256,6 +256,9 @@ HAVING sum(u.in_use) > (e.capacity_limits ->> u.capacity_unit)::int;
 SELECT job_queue, quota_share, capacity_unit, in_use, allowed
   FROM quota_sched.share_usage WHERE job_queue LIKE 'pdi\_%' AND in_use > allowed;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up.
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue LIKE 'pdi\_%';

@@ -154,6 +154,9 @@ SELECT j.name, e.from_state, e.to_state,
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.name = 'pdr_j4' ORDER BY e.id;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up.
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue LIKE 'pdr\_%';

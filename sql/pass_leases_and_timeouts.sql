@@ -106,6 +106,8 @@ SELECT count(*) AS pass_events
  WHERE j.job_queue = 'plt_tq' AND e.from_state = 'RUNNING';
 SELECT dispatched, preempted, requeued, failed
   FROM quota_sched.pass_log WHERE job_queue = 'plt_tq' ORDER BY id;
+-- TIMEOUT stops pending: the counters of held capacity, stopping_instances too, must match the jobs.
+SELECT * FROM quota_sched.held_capacity_drift();
 -- The stop is pending: the next pass does not request it again.
 SELECT * FROM pg_temp.pass('plt_tq');
 
@@ -179,6 +181,9 @@ SELECT j.name, e.from_state, e.to_state, e.reason, e.actor
  WHERE j.name = 'plt_t_lease' AND e.from_state IS NOT NULL ORDER BY e.id;
 SELECT dispatched, preempted, requeued, failed
   FROM quota_sched.pass_log WHERE job_queue = 'plt_tq' ORDER BY id;
+
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
 
 -- Clean up.
 SET session_replication_role = replica;

@@ -165,6 +165,9 @@ SELECT j.name, e.from_state, e.to_state, e.reason, e.actor,
 SELECT dispatched, preempted, requeued, failed
   FROM quota_sched.pass_log WHERE job_queue = 'pmc_rt_queue' ORDER BY id;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up.
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue LIKE 'pmc\_%';

@@ -68,6 +68,9 @@ SELECT count(*) AS job_events
  WHERE j.job_queue = 'pse_queue';
 SELECT name, state FROM quota_sched.job WHERE job_queue = 'pse_queue' ORDER BY priority DESC;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up: end the jobs with the extension's triggers disabled, then drop
 -- the configuration, which takes the jobs and their history with it.
 SET session_replication_role = replica;

@@ -69,6 +69,9 @@ SELECT name, quota_share, priority, instance_count, state, status_reason
 SELECT quota_share, in_use, borrowed, idle, runnable_jobs, active_jobs
   FROM quota_sched.share_usage WHERE job_queue = 'pwc_queue2' ORDER BY quota_share;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up.
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue LIKE 'pwc\_%';

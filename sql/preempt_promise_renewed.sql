@@ -50,6 +50,9 @@ SELECT stop_reason, stop_requested_at = :'b2_stop_at' AS same_stop_time
 SELECT e ->> 'state' AS state, e ->> 'detail' AS detail
   FROM quota_sched.explain((quota_sched.terminate(pg_temp.id('b1'))).id) e;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'ppr_queue';
 RESET session_replication_role;

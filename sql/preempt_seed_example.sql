@@ -49,6 +49,8 @@ INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_un
 VALUES ('qs2_job_1', 'pre_queue', 'QS2', 1, 'ml.g5.xlarge');
 SELECT * FROM pg_temp.pass('pre_queue');
 SELECT * FROM pg_temp.jobs();
+-- med's stop is pending: the counters of held capacity, stopping_instances too, must match the jobs.
+SELECT * FROM quota_sched.held_capacity_drift();
 -- the agent learns of the stop from its heartbeat (and the stop notification)
 SELECT j.name, h.stop_reason FROM quota_sched.heartbeat('pre_agent') h
   JOIN quota_sched.job j ON j.id = h.job_id ORDER BY j.name;
@@ -79,6 +81,9 @@ SELECT e.from_state, e.to_state, e.reason,
   FROM quota_sched.job_event e WHERE e.job_id = pg_temp.id('qs1_job_med') ORDER BY e.id;
 SELECT dispatched, preempted, requeued, failed FROM quota_sched.pass_log
  WHERE job_queue = 'pre_queue' ORDER BY id;
+
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
 
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'pre_queue';

@@ -86,6 +86,9 @@ SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_sha
 -- None of the refused jobs was stored.
 SELECT count(*) AS refused_jobs_stored FROM quota_sched.job WHERE name = 'rc_bad';
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up: end the jobs with the extension's triggers disabled
 -- (session_replication_role = replica; there is no scheduler here), then
 -- drop the configuration, which takes the jobs with it.

@@ -38,3 +38,7 @@ SELECT has_schema_privilege('public', 'quota_sched', 'USAGE') AS public_usage;
 -- Row-level security is on where users share a table.
 SELECT relname, relrowsecurity FROM pg_class
  WHERE relnamespace = 'quota_sched'::regnamespace AND relkind = 'r' ORDER BY 1;
+
+-- No jobs here, but whatever earlier files left: the counters of held capacity
+-- must match the jobs, no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();

@@ -287,6 +287,9 @@ SELECT proname FROM pg_proc
  WHERE pronamespace = 'quota_sched'::regnamespace AND prosecdef
    AND NOT EXISTS (SELECT 1 FROM unnest(proconfig) AS c WHERE c LIKE 'search\_path=%');
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 --
 -- Clean up: this file's jobs, configuration and roles.
 --
@@ -295,5 +298,7 @@ DELETE FROM quota_sched.job_queue WHERE name = 'sec_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'sec_env';
 SELECT count(*) AS sec_events_left FROM quota_sched.job_event e
  WHERE NOT EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = e.job_id);
+-- The jobs were deleted with the triggers on: still no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
 DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_alice, regress_bob, regress_agent, regress_admin, regress_nobody, regress_team_a;

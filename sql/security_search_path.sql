@@ -62,6 +62,9 @@ RESET ROLE;
 
 SELECT rolname, rolsuper FROM pg_roles WHERE rolname LIKE 'regress_ssp_%' ORDER BY 1;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'ssp_queue';
 RESET session_replication_role;

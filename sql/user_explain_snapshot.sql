@@ -190,6 +190,9 @@ SELECT count(*) AS rows, count(*) = (SELECT count(*) FROM uex_usage) AS all_rows
   FROM quota_sched.share_usage WHERE job_queue = 'uex_queue';
 RESET ROLE;
 
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 ------------------------------------------------------------------------
 -- Clean up.
 ------------------------------------------------------------------------

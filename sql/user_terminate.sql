@@ -123,6 +123,9 @@ SELECT name, state, agent, stop_reason, stop_requested_at IS NOT NULL AS stop_re
   FROM quota_sched.terminate(:utm_starting);
 RESET ROLE;
 
+-- Stops pending: the counters of held capacity, stopping_instances too, must match the jobs.
+SELECT * FROM quota_sched.held_capacity_drift();
+
 ------------------------------------------------------------------------
 -- Ended jobs: 55000; no such job: P0002; each changes nothing.
 ------------------------------------------------------------------------
@@ -167,6 +170,9 @@ SELECT quota_share, capacity_unit, in_use, active_jobs, runnable_jobs
 SELECT j.name, e.from_state, e.to_state, e.reason, e.actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'utm_queue' ORDER BY j.name, e.id;
+
+-- The counters of held capacity must match the jobs: no drift rows.
+SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
 -- Clean up.

@@ -209,7 +209,7 @@ QsXactCallback(XactEvent event, void *arg)
  * QsSubXactCallback resets the write context when a subtransaction aborts:
  * an error caught by the caller's exception block must not leave the rest
  * of the transaction writing as the system (nor a tally of held capacity
- * whose changes were undone).
+ * whose changes were undone: QsUsageSubXactAbort).
  */
 static void
 QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
@@ -218,7 +218,7 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		QsResetWriteContext();
-		QsUsageReset();
+		QsUsageSubXactAbort();
 	}
 }
 

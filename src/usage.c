@@ -48,12 +48,16 @@
 PG_FUNCTION_INFO_V1(qs_job_usage);
 PG_FUNCTION_INFO_V1(qs_job_usage_flush);
 
-/* The tally of one queue, share and unit since the last flush. */
+/*
+ * The tally of one queue, share and unit since the last flush, by the
+ * statements of one (sub)transaction nesting level.
+ */
 typedef struct UsageCell
 {
 	char	   *job_queue;
 	char	   *quota_share;
 	char	   *capacity_unit;
+	int			level;			/* GetCurrentTransactionNestLevel() of the tally */
 	int64		instances;
 	int64		stopping_instances;
 	int64		jobs;
@@ -65,16 +69,41 @@ static int	TallyCount;
 static int	TallyCap;
 
 /*
- * QsUsageReset forgets the tally: at transaction end, and when a
- * subtransaction aborts (the statements whose changes it held are undone;
- * the tally lives only from a statement's row triggers to its statement
- * trigger, so it never holds an outer statement's changes then).
+ * QsUsageReset forgets the tally, at transaction end.
  */
 void
 QsUsageReset(void)
 {
 	Tally = NULL;
 	TallyCount = TallyCap = 0;
+}
+
+/*
+ * ForgetTally forgets the tallies made at nesting level `level` or deeper.
+ */
+static void
+ForgetTally(int level)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < TallyCount; i++)
+		if (Tally[i].level < level)
+			Tally[kept++] = Tally[i];
+	TallyCount = kept;
+}
+
+/*
+ * QsUsageSubXactAbort forgets, when a subtransaction aborts, the tallies
+ * made inside it: the changes they counted are undone.  A tally made
+ * outside it is kept: a subtransaction may begin and abort while a
+ * statement's AFTER triggers fire (another trigger on the jobs with an
+ * exception block), between its row triggers and its statement trigger,
+ * and that statement's changes stand.
+ */
+void
+QsUsageSubXactAbort(void)
+{
+	ForgetTally(GetCurrentTransactionNestLevel());
 }
 
 /*
@@ -106,11 +135,13 @@ QsUsageXactEvent(XactEvent event)
 static UsageCell *
 TallyCellOf(const char *queue, const char *share, const char *unit)
 {
+	int			level = GetCurrentTransactionNestLevel();
 	MemoryContext old;
 	UsageCell  *cell;
 
 	for (int i = 0; i < TallyCount; i++)
-		if (strcmp(Tally[i].capacity_unit, unit) == 0 &&
+		if (Tally[i].level == level &&
+			strcmp(Tally[i].capacity_unit, unit) == 0 &&
 			strcmp(Tally[i].quota_share, share) == 0 &&
 			strcmp(Tally[i].job_queue, queue) == 0)
 			return &Tally[i];
@@ -125,6 +156,7 @@ TallyCellOf(const char *queue, const char *share, const char *unit)
 	cell->job_queue = pstrdup(queue);
 	cell->quota_share = pstrdup(share);
 	cell->capacity_unit = pstrdup(unit);
+	cell->level = level;
 	cell->instances = cell->stopping_instances = cell->jobs = 0;
 	MemoryContextSwitchTo(old);
 	return cell;
@@ -196,10 +228,12 @@ static QsQuery TruncateQuery[] = {
 };
 
 /*
- * WriteTally writes the non-zero tallies as change rows.
+ * WriteTally writes the non-zero tallies made at nesting level `level` or
+ * deeper as change rows (those of outer levels belong to statements whose
+ * own statement trigger is still to fire).
  */
 static void
-WriteTally(void)
+WriteTally(int level)
 {
 	Datum	   *cols[6];
 	Datum		args[6];
@@ -212,7 +246,8 @@ WriteTally(void)
 	{
 		UsageCell  *cell = &Tally[i];
 
-		if (cell->instances == 0 && cell->stopping_instances == 0 && cell->jobs == 0)
+		if (cell->level < level ||
+			(cell->instances == 0 && cell->stopping_instances == 0 && cell->jobs == 0))
 			continue;
 		cols[0][n] = CStringGetTextDatum(cell->job_queue);
 		cols[1][n] = CStringGetTextDatum(cell->quota_share);
@@ -246,14 +281,18 @@ Datum
 qs_job_usage_flush(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = (TriggerData *) fcinfo->context;
+	int			level = GetCurrentTransactionNestLevel();
 	bool		truncate;
+	bool		any = false;
 	QsSavedUser saved;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event) ||
 		TRIGGER_FIRED_BEFORE(td->tg_event))
 		elog(ERROR, "job_usage_flush: must be fired as an AFTER statement trigger");
 	truncate = TRIGGER_FIRED_BY_TRUNCATE(td->tg_event);
-	if (TallyCount == 0 && !truncate)
+	for (int i = 0; i < TallyCount && !any; i++)
+		any = Tally[i].level >= level;
+	if (!any && !truncate)
 		return PointerGetDatum(NULL);
 
 	QsBecomeOwner(QsExtensionOwner(), &saved);
@@ -265,10 +304,14 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 		QsQueryRun(&TruncateQuery[1], NULL, NULL, false, 0);
 	}
 	else
-		WriteTally();
+		WriteTally(level);
 	SPI_finish();
 	QsRestoreUser(&saved);
-	QsUsageReset();
+	/* after a TRUNCATE every counter is zero: no tally is left to write */
+	if (truncate)
+		QsUsageReset();
+	else
+		ForgetTally(level);
 	return PointerGetDatum(NULL);
 }
 

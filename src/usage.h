@@ -35,6 +35,7 @@ typedef struct QsUsageRows
 extern QsUsageRows QsReadUsage(const char *queue);
 extern void QsFoldUsageChanges(const char *queue);
 extern void QsUsageReset(void);
+extern void QsUsageSubXactAbort(void);
 extern void QsUsageXactEvent(XactEvent event);
 
 #endif							/* QS_USAGE_H */

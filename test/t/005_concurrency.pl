@@ -2,7 +2,9 @@
 # priorities and act as agents (claim, start, acknowledge stops, finish)
 # while the background worker runs passes woken by their commits.  After
 # the run the state must satisfy scheduling.md 3.1 (I1)-(I3), the job states must be
-# coherent, and the history must account for every job.
+# coherent, the history must account for every job, and the counters of held
+# capacity must match the jobs, right after the run and once a final pass has
+# folded them.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -93,6 +95,19 @@ sub check
 	is($node->safe_psql('postgres', $sql), '', $name);
 }
 
+# The counters of held capacity (scheduling.md 3.1) must match the jobs:
+# held_capacity_drift() recounts them from the jobs and returns a row for
+# each counter that disagrees (shown if any).
+sub check_drift
+{
+	my ($when) = @_;
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'),
+		'0', "counters of held capacity match the jobs $when")
+	  or diag("held_capacity_drift() (queue, share, unit, kept/counted instances, stopping, jobs):\n"
+		  . $node->safe_psql('postgres', 'SELECT d::text FROM quota_sched.held_capacity_drift() d'));
+}
+check_drift('after the soak');
+
 my $counts = $node->safe_psql('postgres',
 	"SELECT count(*) || ' jobs, ' || count(*) FILTER (WHERE preemption_count > 0) || ' preempted, '"
 	  . " || (SELECT count(*) FROM quota_sched.pass_log) || ' passes'"
@@ -167,6 +182,35 @@ SELECT job_id FROM (SELECT job_id, from_state,
 					  FROM quota_sched.job_event) e
  WHERE from_state IS DISTINCT FROM previous
 SQL
+
+# A final pass folds the change rows into held_capacity.  So that it surely
+# decides (a pass that decides nothing folds nothing), the worker is
+# stopped, every held job ends as an agent would end it, and one job is
+# submitted: the pass dispatches into empty shares.
+$node->append_conf('postgresql.conf', 'quota_sched.enabled = off');
+$node->reload;
+sleep 1;
+$node->safe_psql('postgres', <<'SQL');
+SELECT count(*) FROM quota_sched.claim('final-agent', 'soak', max_jobs => 100000);
+SELECT count(r.*) FROM quota_sched.job j, LATERAL quota_sched.report(j.id, j.agent, 'STOPPED') r
+ WHERE j.job_queue = 'soak' AND j.state IN ('STARTING', 'RUNNING') AND j.stop_reason IS NOT NULL;
+SELECT count(r.*) FROM quota_sched.job j, LATERAL quota_sched.report(j.id, j.agent, 'RUNNING') r
+ WHERE j.job_queue = 'soak' AND j.state = 'STARTING';
+SELECT count(r.*) FROM quota_sched.job j, LATERAL quota_sched.report(j.id, j.agent, 'SUCCEEDED') r
+ WHERE j.job_queue = 'soak' AND j.state = 'RUNNING';
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES ('final', 'soak', 'lab', 'gpu');
+SQL
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM quota_sched.job WHERE job_queue = 'soak'"
+		  . " AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')"),
+	'0', 'no job holds capacity before the final pass');
+check_drift('once every job has ended');
+cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.run_pass('soak')"), '>', 0,
+	'the final pass decides');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM quota_sched.held_capacity_change WHERE job_queue = 'soak'"),
+	'0', 'the final pass folded every change row');
+check_drift('after the final pass folded them');
 
 $node->stop;
 done_testing();
