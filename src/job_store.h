@@ -72,6 +72,9 @@ typedef enum QsJobSet
 	QS_EXPIRED_JOBS				/* RUNNABLE, past the runnable timeout */
 } QsJobSet;
 
+/* At most this many held jobs of each kind are due in one pass. */
+#define QS_DUE_JOBS_MAX 1000
+
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout);
 extern List *QsReadRunnablePairs(const char *queue);
 

@@ -51,16 +51,24 @@ ReadJobs(QsQuery *query, Datum *args, const char *nulls)
 
 /* The jobs a pass always reads, by kind (QsJobSet). */
 static QsQuery JobSetQueries[] = {
-	/* (a job both lapsed and past its deadline comes twice) */
+	/*
+	 * The earliest QS_DUE_JOBS_MAX of each kind (the rest wait for the next
+	 * pass; a job both lapsed and past its deadline comes twice).  The
+	 * ORDER BY and LIMIT keep each an ordered walk of its index: a generic
+	 * plan cannot estimate "<= now()" and would otherwise read the table.
+	 */
 	[QS_DUE_JOBS] = {
-		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
-		"   AND agent IS NOT NULL AND lease_until < now()"
+		"(SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+		"  WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
+		"    AND agent IS NOT NULL AND lease_until < now()"
+		"  ORDER BY lease_until LIMIT " CppAsString2(QS_DUE_JOBS_MAX) ")"
 		" UNION ALL "
-		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		" WHERE job_queue = $1 AND state = 'RUNNING' AND timeout IS NOT NULL"
-		"   AND stop_reason IS NULL"
-		"   AND quota_sched.attempt_deadline(started_at, timeout) <= now()",
+		"(SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+		"  WHERE job_queue = $1 AND state = 'RUNNING' AND timeout IS NOT NULL"
+		"    AND stop_reason IS NULL"
+		"    AND quota_sched.attempt_deadline(started_at, timeout) <= now()"
+		"  ORDER BY quota_sched.attempt_deadline(started_at, timeout)"
+		"  LIMIT " CppAsString2(QS_DUE_JOBS_MAX) ")",
 		1, {TEXTOID}, SPI_OK_SELECT
 	},
 	[QS_VICTIM_JOBS] = {
