@@ -109,6 +109,7 @@ qs_claim(PG_FUNCTION_ARGS)
 	Interval   *lease = LeaseArg(fcinfo, 4);
 	int			max_instances = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
 	QsSavedUser saved;
+	Datum		claimed;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -132,7 +133,9 @@ qs_claim(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue);
-	QsEmitJobs(rsinfo, QsClaimJobs(queue, unit, max_jobs, max_instances, agent, lease));
+	claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, lease);
+	if (claimed != (Datum) 0)
+		QsEmitJobs(rsinfo, claimed);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;

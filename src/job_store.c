@@ -319,12 +319,21 @@ QsReturnJob(int64 job_id)
 	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
 }
 
+/*
+ * The next unclaimed SCHEDULED job of a queue (and unit) after a position
+ * in claim order, locked.  One row a statement, with a constant LIMIT: the
+ * plan stays an ordered walk of job_claimable whatever the statistics say
+ * (a plan for all rows sorted every unclaimed job on each claim), and no
+ * row is locked that the claim does not look at, so concurrent claims skip
+ * only what another agent is taking.
+ */
 static QsQuery ClaimableQuery = {
-	"SELECT id, instance_count FROM quota_sched.job"
+	"SELECT id, instance_count, scheduled_at FROM quota_sched.job"
 	" WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL"
 	"   AND ($2::text IS NULL OR capacity_unit = $2)"
-	" ORDER BY scheduled_at, id FOR UPDATE SKIP LOCKED",
-	2, {TEXTOID, TEXTOID}, SPI_OK_CURSOR
+	"   AND (scheduled_at, id) > ($3, $4)"
+	" ORDER BY scheduled_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+	4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
 };
 
 /*
@@ -332,38 +341,48 @@ static QsQuery ClaimableQuery = {
  * unit (NULL: any), oldest scheduled_at first then lowest id, up to
  * max_jobs, passing over a job that would take the total beyond
  * max_instances (0: no bound).  Rows other claims hold are skipped; every
- * row fetched stays locked until the transaction ends.  Returns a bigint[]
- * in the caller's memory.
+ * row looked at stays locked until the transaction ends.  Returns how many
+ * it put in *ids (palloc'd).
  */
-static Datum
-ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances)
+static int
+ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances,
+			 Datum **ids)
 {
-	Datum		args[2] = {CStringGetTextDatum(queue), unit ? CStringGetTextDatum(unit) : (Datum) 0};
-	char		nulls[2] = {' ', unit ? ' ' : 'n'};
-	Datum	   *ids = palloc(sizeof(Datum) * max_jobs);
+	int			cap = Min(max_jobs, 64);
+	Datum		args[4];
+	char		nulls[4] = {' ', unit ? ' ' : 'n', ' ', ' '};
 	int			n = 0;
 	int64		instances = 0;
-	Portal		portal = SPI_cursor_open(NULL, QsQueryPlan(&ClaimableQuery), args, nulls, false);
 
+	*ids = palloc(sizeof(Datum) * cap);
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = unit ? CStringGetTextDatum(unit) : (Datum) 0;
+	args[2] = TimestampTzGetDatum(DT_NOBEGIN);
+	args[3] = Int64GetDatum(0);
 	while (n < max_jobs && (max_instances == 0 || instances < max_instances))
 	{
+		HeapTuple	tup;
+		TupleDesc	desc;
 		bool		isnull;
 		int32		count;
 
-		/* one row at a time: every row fetched stays locked */
-		SPI_cursor_fetch(portal, true, 1);
-		if (SPI_processed == 0)
+		if (QsQueryRun(&ClaimableQuery, args, nulls, false, 0) == 0)
 			break;
-		count = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		tup = SPI_tuptable->vals[0];
+		desc = SPI_tuptable->tupdesc;
+		count = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 		if (max_instances == 0 || instances + count <= max_instances)
 		{
+			if (n == cap)
+				*ids = repalloc(*ids, sizeof(Datum) * (cap *= 2));
 			instances += count;
-			ids[n++] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+			(*ids)[n++] = SPI_getbinval(tup, desc, 1, &isnull);
 		}
+		args[2] = SPI_getbinval(tup, desc, 3, &isnull);
+		args[3] = SPI_getbinval(tup, desc, 1, &isnull);
 		SPI_freetuptable(SPI_tuptable);
 	}
-	SPI_cursor_close(portal);
-	return PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	return n;
 }
 
 static QsQuery ClaimQuery = {
@@ -375,15 +394,20 @@ static QsQuery ClaimQuery = {
 
 /*
  * QsClaimJobs gives an agent the jobs ClaimableIds picks: STARTING, held
- * by the agent until now + lease.  Returns their ids as a bigint[].
+ * by the agent until now + lease.  Returns their ids as a bigint[], or
+ * (Datum) 0 when there was none to claim (then nothing is written).
  */
 Datum
 QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances,
 			const char *agent, Interval *lease)
 {
+	Datum	   *ids;
+	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids);
 	Datum		args[3];
 
-	args[0] = ClaimableIds(queue, unit, max_jobs, max_instances);
+	if (n == 0)
+		return (Datum) 0;
+	args[0] = PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	args[1] = CStringGetTextDatum(agent);
 	args[2] = IntervalPGetDatum(lease);
 	QsQueryRun(&ClaimQuery, args, NULL, false, 0);
