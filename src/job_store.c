@@ -389,7 +389,7 @@ static QsQuery ClaimQuery = {
 	"UPDATE quota_sched.job"
 	"   SET state = 'STARTING', agent = $2, lease_until = now() + $3"
 	" WHERE id = ANY ($1)",
-	3, {INT8ARRAYOID, TEXTOID, INTERVALOID}, SPI_OK_UPDATE
+	3, {INT8ARRAYOID, TEXTOID, INTERVALOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
@@ -416,7 +416,7 @@ QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances
 
 static QsQuery EmitJobsQuery = {
 	"SELECT * FROM quota_sched.job WHERE id = ANY ($1) ORDER BY scheduled_at, id",
-	1, {INT8ARRAYOID}, SPI_OK_SELECT
+	1, {INT8ARRAYOID}, SPI_OK_SELECT, QS_BY_IDS
 };
 
 /*

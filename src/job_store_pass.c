@@ -321,7 +321,7 @@ static QsQuery StopsQuery = {
 	"       preempted_for = coalesce(d.preempted_for, j.preempted_for)"
 	"  FROM unnest($1, $2, $3) AS d(id, reason, preempted_for)"
 	" WHERE j.id = d.id",
-	4, {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+	4, {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
@@ -376,7 +376,7 @@ static QsQuery EndsQuery = {
 	"  FROM unnest($1, $2, $3, $4, $5) AS d(id, fail, failed, preempted, reason)"
 	" WHERE j.id = d.id",
 	6, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID},
-	SPI_OK_UPDATE
+	SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
@@ -427,7 +427,7 @@ static QsQuery DispatchesQuery = {
 	"   SET state = 'SCHEDULED', scheduled_at = $2, promised_at = NULL,"
 	"       status_reason = NULL, status_reason_at = NULL"
 	" WHERE id = ANY ($1)",
-	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
@@ -453,12 +453,12 @@ QsWriteDispatches(const QsOutput *out, TimestampTz now)
 
 static QsQuery SetPromisesQuery = {
 	"UPDATE quota_sched.job SET promised_at = $2 WHERE id = ANY ($1)",
-	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 static QsQuery ClearPromisesQuery = {
 	"UPDATE quota_sched.job SET promised_at = NULL WHERE id = ANY ($1)",
-	1, {INT8ARRAYOID}, SPI_OK_UPDATE
+	1, {INT8ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
@@ -511,7 +511,7 @@ static QsQuery SetMisconfiguredQuery = {
 	"       status_reason_at = CASE WHEN d.reason IS NULL THEN NULL ELSE $3 END"
 	"  FROM unnest($1, $2) AS d(id, reason)"
 	" WHERE j.id = d.id",
-	3, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE
+	3, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*

@@ -8,30 +8,88 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "catalog/namespace.h"
 #include "nodes/parsenodes.h"
+#include "storage/bufmgr.h"
+#include "storage/proc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 
 #include "query.h"
+#include "quota_sched.h"
+
+/*
+ * PlanGeneration returns the generation of the plans: it moves on, once a
+ * transaction at most, when quota_sched.job has grown or shrunk to twice
+ * or half (and 8 pages beyond) the size it had when it last moved.  Plans
+ * of an older generation are made again.  PostgreSQL remakes a saved plan
+ * when the table is analysed; but a plan made while the table was nearly
+ * empty (a new installation, a session's first statement after a TRUNCATE)
+ * is a sequential scan and sort that would otherwise stay, in the worker
+ * for its whole life, while the table grows to thousands of jobs.
+ */
+static uint64
+PlanGeneration(void)
+{
+	static uint64 generation = 1;
+	static BlockNumber planned_blocks = 0;
+	static LocalTransactionId checked = InvalidLocalTransactionId;
+	Oid			relid;
+
+	if (MyProc->lxid == checked)
+		return generation;
+	checked = MyProc->lxid;
+	relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, true));
+	if (OidIsValid(relid))
+	{
+		Relation	rel = table_open(relid, AccessShareLock);
+		BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+
+		table_close(rel, AccessShareLock);
+		if (blocks > 2 * planned_blocks + 8 || 2 * blocks + 8 < planned_blocks)
+		{
+			generation++;
+			planned_blocks = blocks;
+		}
+	}
+	return generation;
+}
 
 /*
  * QsQueryPlan returns the saved plan of a statement, preparing it on first
  * use.  Plans are generic from the start: a custom plan for a stream's
  * first rows (priority below the maximum) would sort a share's whole
  * backlog, where the generic plan walks the share-order index; the cost of
- * a pass must not depend on the backlog, and no statement here gains from
- * a custom plan.
+ * a pass must not depend on the backlog.  The exception is a statement
+ * that takes jobs by an array of ids (by_ids): a generic plan cannot know
+ * how many, and one made while the table was small (a session's first
+ * pass) stays a sequential scan that tests every row against the whole
+ * array as the table grows; planned for each run, it looks the ids up in
+ * the primary key.  Plans are made again as the job table grows
+ * (PlanGeneration).
  */
 SPIPlanPtr
 QsQueryPlan(QsQuery *query)
 {
+	uint64		generation = PlanGeneration();
+
+	if (query->plan != NULL && query->generation != generation)
+	{
+		SPI_freeplan(query->plan);
+		query->plan = NULL;
+	}
 	if (query->plan == NULL)
 	{
 		SPIPlanPtr	plan = SPI_prepare_cursor(query->sql, query->nargs, query->types,
+											  query->by_ids ? CURSOR_OPT_CUSTOM_PLAN :
 											  CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "quota_sched: could not prepare \"%s\": %s", query->sql,
 				 SPI_result_code_string(SPI_result));
 		query->plan = plan;
+		query->generation = generation;
 	}
 	return query->plan;
 }

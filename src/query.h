@@ -26,7 +26,12 @@ typedef struct QsQuery
 	Oid			types[QS_QUERY_MAX_ARGS];
 	int			expect;			/* SPI_OK_* code of a successful run */
 	SPIPlanPtr	plan;			/* prepared on first use, then kept */
+	bool		by_ids;			/* takes jobs by an array of ids: a custom plan */
+	uint64		generation;		/* of the plan (QsQueryPlan) */
 } QsQuery;
+
+/* The tail of a QsQuery that takes its jobs by an array of ids. */
+#define QS_BY_IDS NULL, true
 
 extern SPIPlanPtr QsQueryPlan(QsQuery *query);
 extern uint64 QsQueryRun(QsQuery *query, Datum *args, const char *nulls,

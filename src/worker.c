@@ -353,6 +353,8 @@ QsWorkerMain(Datum arg)
 	/* a pass reads what committed before it took the lock */
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
+	/* a pass is many small statements: JIT would cost more than them */
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	am_worker = true;
 	worker_shared->pgprocno = MyProc->pgprocno;
 	before_shmem_exit(WorkerExit, (Datum) 0);
