@@ -1,10 +1,10 @@
 -- The counters of held capacity (scheduling.md 3.1): per queue, share and unit,
 -- the instances held by SCHEDULED, STARTING and RUNNING jobs, those of them
 -- whose stop is pending, and the number of jobs holding them.  The job
--- triggers write each change of a job's state or stop_reason (and the
--- DELETE of a held job) as change rows in the same transaction; a pass
--- that writes decisions folds its queue's change rows into
--- quota_sched.held_capacity.  Every path that moves them is driven here,
+-- triggers add each change of a job's state or stop_reason (and the
+-- DELETE of a held job) to the counters of quota_sched.held_capacity in the
+-- same transaction, in the stripe of the backend that makes the change (a
+-- counter is the sum of its stripes).  Every path that moves them is driven here,
 -- and after each step the counters of hcc_queue are shown, and
 -- held_capacity_drift(), which recounts them from the jobs, shows no row.
 -- A pass reads the counters, not the jobs: inflated by hand, they keep a
@@ -26,20 +26,14 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- pg_temp.counters(): each counter of hcc_queue, the sum of its
--- held_capacity row and its change rows, and how many change rows are not
--- folded yet.
+-- pg_temp.counters(): each counter of hcc_queue, the sum of its stripes.
 CREATE FUNCTION pg_temp.counters()
 RETURNS TABLE (quota_share text, capacity_unit text, instances bigint,
-			   stopping_instances bigint, jobs bigint, change_rows bigint)
+			   stopping_instances bigint, jobs bigint)
 LANGUAGE sql AS $$
 	SELECT quota_share, capacity_unit, sum(instances)::bigint, sum(stopping_instances)::bigint,
-		   sum(jobs)::bigint, count(*) FILTER (WHERE change)
-	  FROM (SELECT quota_share, capacity_unit, instances, stopping_instances, jobs, false AS change
-			  FROM quota_sched.held_capacity WHERE job_queue = 'hcc_queue'
-			UNION ALL
-			SELECT quota_share, capacity_unit, instances, stopping_instances, jobs, true
-			  FROM quota_sched.held_capacity_change WHERE job_queue = 'hcc_queue') c
+		   sum(jobs)::bigint
+	  FROM quota_sched.held_capacity WHERE job_queue = 'hcc_queue'
 	 GROUP BY quota_share, capacity_unit
 	 ORDER BY quota_share COLLATE "C", capacity_unit COLLATE "C"
 $$;
@@ -72,7 +66,6 @@ SELECT * FROM pg_temp.counters();
 
 ------------------------------------------------------------------------
 -- Dispatch by a pass: RUNNABLE -> SCHEDULED holds the job's instances.
--- The pass wrote decisions, so it folded its change rows.
 ------------------------------------------------------------------------
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count, max_attempts)
 VALUES ('hcc_a_ok', 'hcc_queue', 'hcc_a', 'gpu', 2, 1),
@@ -83,7 +76,7 @@ SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
 -- Claim (SCHEDULED -> STARTING) and RUNNING: the jobs hold as much as
--- before, and no change row is written.
+-- before.
 ------------------------------------------------------------------------
 SELECT name, state FROM quota_sched.claim('hcc_agent', 'hcc_queue', max_jobs => 10) ORDER BY name;
 SELECT * FROM pg_temp.counters();
@@ -94,8 +87,7 @@ SELECT * FROM pg_temp.counters();
 SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
--- SUCCEEDED: the job holds nothing any more (a change row of -2
--- instances, -1 job, not folded until a pass writes decisions).
+-- SUCCEEDED: the job holds nothing any more (-2 instances, -1 job).
 ------------------------------------------------------------------------
 SELECT name, state FROM quota_sched.report(pg_temp.id('hcc_a_ok'), 'hcc_agent', 'SUCCEEDED');
 SELECT * FROM pg_temp.counters();
@@ -103,7 +95,7 @@ SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
 -- FAILED with an attempt left (scheduling.md 3.8): back to RUNNABLE, holding
--- nothing; a pass dispatches it again (and folds); FAILED again, with no
+-- nothing; a pass dispatches it again; FAILED again, with no
 -- attempt left: it ends, holding nothing.
 ------------------------------------------------------------------------
 SELECT name, state, failed_attempts
@@ -310,7 +302,7 @@ DROP TRIGGER zz_hcc_refuse ON quota_sched.job;
 -- (3) A subtransaction that fails and is caught inside another trigger of
 -- the job, between the job's row trigger and its statement trigger, undoes
 -- only what was done inside it (here a terminate of hcc_a_high, whose stop
--- is written as a change row in the subtransaction): the DELETE of
+-- is added to the counters in the subtransaction): the DELETE of
 -- hcc_a_high_2 stands, and so must its change of the counters.  (The
 -- abort of such a subtransaction once discarded the outer statement's whole
 -- tally: the commit went through and the counters kept hcc_a_high_2's 2
@@ -343,7 +335,6 @@ BEGIN;
 TRUNCATE quota_sched.job;
 SELECT * FROM pg_temp.counters();
 SELECT count(*) AS counter_rows FROM quota_sched.held_capacity;
-SELECT count(*) AS change_rows FROM quota_sched.held_capacity_change;
 SELECT * FROM quota_sched.held_capacity_drift();
 ROLLBACK;
 SELECT * FROM pg_temp.counters();
@@ -375,24 +366,18 @@ SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
 -- Deleting a share takes its counter rows with it: hcc_c's job ran and
--- succeeded (its counter is a row and a change row, summing to 0); once
--- hcc_c is deleted, none of its rows is left.
+-- succeeded (its counter row is left, at 0); once hcc_c is deleted, none of
+-- its rows is left.
 ------------------------------------------------------------------------
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('hcc_c_job', 'hcc_queue', 'hcc_c', 'gpu');
 SELECT * FROM pg_temp.pass();
 SELECT name, state FROM quota_sched.claim('hcc_agent', 'hcc_queue', 'gpu');
 SELECT name, state FROM quota_sched.report(pg_temp.id('hcc_c_job'), 'hcc_agent', 'SUCCEEDED');
-SELECT 'held_capacity' AS rows_of, count(*) FROM quota_sched.held_capacity
- WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_c'
-UNION ALL
-SELECT 'held_capacity_change', count(*) FROM quota_sched.held_capacity_change
+SELECT count(*) AS hcc_c_counter_rows FROM quota_sched.held_capacity
  WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_c';
 DELETE FROM quota_sched.quota_share WHERE job_queue = 'hcc_queue' AND name = 'hcc_c';
-SELECT 'held_capacity' AS rows_of, count(*) FROM quota_sched.held_capacity
- WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_c'
-UNION ALL
-SELECT 'held_capacity_change', count(*) FROM quota_sched.held_capacity_change
+SELECT count(*) AS hcc_c_counter_rows FROM quota_sched.held_capacity
  WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_c';
 SELECT * FROM pg_temp.counters();
 SELECT * FROM quota_sched.held_capacity_drift();
@@ -405,9 +390,7 @@ UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hcc_queue';
 RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name = 'hcc_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'hcc_env';
-SELECT count(*) AS hcc_counter_rows_left
-  FROM (SELECT job_queue FROM quota_sched.held_capacity
-		UNION ALL SELECT job_queue FROM quota_sched.held_capacity_change) c
+SELECT count(*) AS hcc_counter_rows_left FROM quota_sched.held_capacity
  WHERE job_queue = 'hcc_queue';
 DROP FUNCTION pg_temp.hcc_refuse();
 DROP FUNCTION pg_temp.hcc_catch();

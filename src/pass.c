@@ -21,7 +21,6 @@
 #include "pass.h"
 #include "query.h"
 #include "quota_sched.h"
-#include "usage.h"
 
 PG_FUNCTION_INFO_V1(qs_run_pass);
 
@@ -48,8 +47,7 @@ EmitDecisions(QsQueueState *qs, const QsOutput *out, Tuplestorestate *store,
 
 /*
  * QsRunQueuePass runs the pass of one queue and returns how many decisions
- * it made (-1: no such queue).  A pass that wrote decisions folds the
- * counters' change rows, its own among them (usage.c).  It holds the queue's lock exclusively until
+ * it made (-1: no such queue).  It holds the queue's lock exclusively until
  * the transaction ends, so passes, claims, reports, priority changes and
  * terminations on the queue never interleave with it.
  */
@@ -71,9 +69,8 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 		if (QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
 		{
 			QsRunPass(&qs.in, &out);
-			if (!dry_run && (QsApplyDecisions(&qs, &out, started) != 0 ||
-							 qs.usage_changes > QS_FOLD_CHANGES_AT))
-				QsFoldUsageChanges(queue);
+			if (!dry_run)
+				QsApplyDecisions(&qs, &out, started);
 			if (store != NULL)
 				EmitDecisions(&qs, &out, store, desc);
 			ndecisions = out.ndecisions;

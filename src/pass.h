@@ -54,7 +54,6 @@ typedef struct QsQueueState
 	struct HTAB *agents;		/* job id -> agent, of the held jobs read */
 	QsJobReader *runnable;		/* [share * nunits + unit] */
 	QsJobReader *held;			/* [share * nunits + unit] */
-	int64		usage_changes;	/* change rows of the counters not folded */
 	Interval   *runnable_timeout;	/* NULL: none */
 	Jsonb	   *env_limits;		/* the environment's capacity map */
 	int			units_cap;		/* allocated length of in.units */

@@ -454,7 +454,6 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 		qs->held[at].held = true;
 	qs->in.held = held;
 	qs->in.stopping = stopping;
-	qs->usage_changes = usage.changes;
 }
 
 /*

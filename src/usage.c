@@ -9,17 +9,15 @@
  *
  * The job_usage row triggers (AFTER UPDATE OF state, stop_reason; AFTER
  * DELETE) add each job's difference to a tally in memory; the job_usage_flush
- * statement trigger, fired after them, writes the tally as rows of
- * quota_sched.held_capacity_change.  Whatever changes a job, the C code of
+ * statement trigger, fired after them, adds the tally to the counter rows
+ * of quota_sched.held_capacity, in the stripe of this backend (its process
+ * number modulo QS_USAGE_STRIPES), so that concurrent reports rarely wait
+ * for one another's row lock.  Whatever changes a job, the C code of
  * agents, users or passes, or an admin's own statement, the triggers see
- * it: no code path can forget the counters.  Inserts of change rows never
- * wait for one another, so concurrent reports do not queue behind a hot
- * counter row; a pass folds its queue's change rows into
- * quota_sched.held_capacity under the queue's exclusive lock.  A counter is
- * the sum of its held_capacity row and its change rows (QsReadUsage).
- * A pass folds after it has written decisions (it writes anyway), or once
- * the change rows it had to read are many: a pass that decides nothing
- * with few changes to fold writes nothing.
+ * it: no code path can forget the counters.  A counter is the sum of its
+ * stripes (QsReadUsage).  Rows are updated in place, their key never
+ * changing, on pages with room to spare: such updates leave no dead index
+ * entry, so reading the counters costs the same however fast jobs churn.
  *
  * A tally left unwritten at commit would be a counter gone wrong: the
  * commit is refused instead (QsUsageXactEvent).
@@ -38,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "storage/proc.h"
 
 #include "job_columns.h"
 #include "policy.h"
@@ -215,33 +214,67 @@ qs_job_usage(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-static QsQuery ChangeQuery = {
-	"INSERT INTO quota_sched.held_capacity_change"
-	" SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])",
-	6, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID},
+/* How many rows a counter is spread over. */
+#define QS_USAGE_STRIPES 16
+
+/*
+ * Adds the tallies to the counters in one stripe, in the order of their
+ * keys (the tally is sorted), so that two writers of the same stripe lock
+ * its rows in one order.
+ */
+static QsQuery AddQuery = {
+	"INSERT INTO quota_sched.held_capacity AS h"
+	" SELECT q, s, u, $7, i, st, j"
+	"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
+	"        AS t(q, s, u, i, st, j)"
+	" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
+	"   SET instances = h.instances + excluded.instances,"
+	"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
+	"       jobs = h.jobs + excluded.jobs",
+	7, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+		INT2OID},
 	SPI_OK_INSERT
 };
 
-static QsQuery TruncateQuery[] = {
-	{"DELETE FROM quota_sched.held_capacity", 0, {InvalidOid}, SPI_OK_DELETE},
-	{"DELETE FROM quota_sched.held_capacity_change", 0, {InvalidOid}, SPI_OK_DELETE},
+static QsQuery TruncateQuery = {
+	"DELETE FROM quota_sched.held_capacity", 0, {InvalidOid}, SPI_OK_DELETE
 };
 
 /*
- * WriteTally writes the non-zero tallies made at nesting level `level` or
- * deeper as change rows (those of outer levels belong to statements whose
- * own statement trigger is still to fire).
+ * CompareCells orders tallies by queue, share and unit (byte order).
+ */
+static int
+CompareCells(const void *a, const void *b)
+{
+	const UsageCell *x = a;
+	const UsageCell *y = b;
+	int			c = strcmp(x->job_queue, y->job_queue);
+
+	if (c == 0)
+		c = strcmp(x->quota_share, y->quota_share);
+	if (c == 0)
+		c = strcmp(x->capacity_unit, y->capacity_unit);
+	return c;
+}
+
+/*
+ * WriteTally adds the tallies made at nesting level `level` or deeper to
+ * this backend's stripe of their counters (those of outer levels belong to
+ * statements whose own statement trigger is still to fire).  Tallies of one
+ * counter made at several levels are added together first.
  */
 static void
 WriteTally(int level)
 {
 	Datum	   *cols[6];
-	Datum		args[6];
+	Datum		args[7];
 	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID, INT8OID};
 	int			n = 0;
+	const UsageCell *last = NULL;
 
 	for (int c = 0; c < 6; c++)
 		cols[c] = palloc(sizeof(Datum) * (TallyCount + 1));
+	qsort(Tally, TallyCount, sizeof(UsageCell), CompareCells);
 	for (int i = 0; i < TallyCount; i++)
 	{
 		UsageCell  *cell = &Tally[i];
@@ -249,12 +282,21 @@ WriteTally(int level)
 		if (cell->level < level ||
 			(cell->instances == 0 && cell->stopping_instances == 0 && cell->jobs == 0))
 			continue;
+		if (last != NULL && CompareCells(last, cell) == 0)
+		{
+			cols[3][n - 1] = Int64GetDatum(DatumGetInt64(cols[3][n - 1]) + cell->instances);
+			cols[4][n - 1] = Int64GetDatum(DatumGetInt64(cols[4][n - 1]) +
+										   cell->stopping_instances);
+			cols[5][n - 1] = Int64GetDatum(DatumGetInt64(cols[5][n - 1]) + cell->jobs);
+			continue;
+		}
 		cols[0][n] = CStringGetTextDatum(cell->job_queue);
 		cols[1][n] = CStringGetTextDatum(cell->quota_share);
 		cols[2][n] = CStringGetTextDatum(cell->capacity_unit);
 		cols[3][n] = Int64GetDatum(cell->instances);
 		cols[4][n] = Int64GetDatum(cell->stopping_instances);
 		cols[5][n] = Int64GetDatum(cell->jobs);
+		last = cell;
 		n++;
 	}
 	if (n == 0)
@@ -268,13 +310,14 @@ WriteTally(int level)
 		get_typlenbyvalalign(types[c], &len, &byval, &align);
 		args[c] = PointerGetDatum(construct_array(cols[c], n, types[c], len, byval, align));
 	}
-	QsQueryRun(&ChangeQuery, args, NULL, false, 0);
+	args[6] = Int16GetDatum(MyProc->pgprocno % QS_USAGE_STRIPES);
+	QsQueryRun(&AddQuery, args, NULL, false, 0);
 }
 
 /*
  * qs_job_usage_flush (AFTER UPDATE, DELETE or TRUNCATE, for each
- * statement) writes the tally of the statement's row triggers as change
- * rows, as the extension's owner; after a TRUNCATE of the jobs, every
+ * statement) adds the tally of the statement's row triggers to the
+ * counters, as the extension's owner; after a TRUNCATE of the jobs, every
  * counter is zero.
  */
 Datum
@@ -300,8 +343,7 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	if (truncate)
 	{
-		QsQueryRun(&TruncateQuery[0], NULL, NULL, false, 0);
-		QsQueryRun(&TruncateQuery[1], NULL, NULL, false, 0);
+		QsQueryRun(&TruncateQuery, NULL, NULL, false, 0);
 	}
 	else
 		WriteTally(level);
@@ -315,48 +357,17 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-static QsQuery FoldQuery = {
-	"WITH c AS (DELETE FROM quota_sched.held_capacity_change WHERE job_queue = $1 RETURNING *)"
-	" INSERT INTO quota_sched.held_capacity AS h"
-	" SELECT $1, quota_share, capacity_unit, sum(instances), sum(stopping_instances), sum(jobs)"
-	"   FROM c GROUP BY quota_share, capacity_unit"
-	" ON CONFLICT (job_queue, quota_share, capacity_unit) DO UPDATE"
-	"   SET instances = h.instances + excluded.instances,"
-	"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
-	"       jobs = h.jobs + excluded.jobs",
-	1, {TEXTOID}, SPI_OK_INSERT
-};
-
-/*
- * QsFoldUsageChanges folds a queue's change rows into its counter rows.
- * The caller holds the queue's lock exclusively (no change row of the
- * queue is being written), is connected to SPI, and runs as the owner.
- */
-void
-QsFoldUsageChanges(const char *queue)
-{
-	Datum		arg = CStringGetTextDatum(queue);
-
-	QsQueryRun(&FoldQuery, &arg, NULL, false, 0);
-}
-
 static QsQuery ReadQuery = {
 	"SELECT quota_share, capacity_unit, sum(instances)::int8, sum(stopping_instances)::int8,"
-	"       sum(jobs)::int8, count(*) FILTER (WHERE change)"
-	"  FROM (SELECT quota_share, capacity_unit, instances, stopping_instances, jobs, false"
-	"          FROM quota_sched.held_capacity WHERE job_queue = $1"
-	"        UNION ALL"
-	"        SELECT quota_share, capacity_unit, instances, stopping_instances, jobs, true"
-	"          FROM quota_sched.held_capacity_change WHERE job_queue = $1)"
-	"       AS c(quota_share, capacity_unit, instances, stopping_instances, jobs, change)"
+	"       sum(jobs)::int8"
+	"  FROM quota_sched.held_capacity WHERE job_queue = $1"
 	" GROUP BY quota_share, capacity_unit",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
 
 /*
- * QsReadUsage reads the counters of a queue, in the caller's memory, and
- * how many change rows are not folded yet.  The caller is connected to SPI
- * and runs as the owner.
+ * QsReadUsage reads the counters of a queue, in the caller's memory.  The
+ * caller is connected to SPI and runs as the owner.
  */
 QsUsageRows
 QsReadUsage(const char *queue)
@@ -367,7 +378,6 @@ QsReadUsage(const char *queue)
 
 	result.n = QsQueryRun(&ReadQuery, &arg, NULL, false, 0);
 	result.rows = palloc0(sizeof(QsUsageRow) * (result.n + 1));
-	result.changes = 0;
 	for (int i = 0; i < result.n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -382,7 +392,6 @@ QsReadUsage(const char *queue)
 		row->instances = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		row->stopping_instances = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 		row->jobs = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-		result.changes += DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return result;

@@ -26,14 +26,9 @@ typedef struct QsUsageRows
 {
 	int			n;
 	QsUsageRow *rows;
-	int64		changes;		/* change rows not folded yet */
 } QsUsageRows;
 
-/* A pass that decides nothing still folds beyond this many change rows. */
-#define QS_FOLD_CHANGES_AT 64
-
 extern QsUsageRows QsReadUsage(const char *queue);
-extern void QsFoldUsageChanges(const char *queue);
 extern void QsUsageReset(void);
 extern void QsUsageSubXactAbort(void);
 extern void QsUsageXactEvent(XactEvent event);

@@ -3,7 +3,7 @@ BEGIN;
 SELECT plan(25);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
-	'job', 'job_event', 'pass_log', 'held_capacity', 'held_capacity_change']);
+	'job', 'job_event', 'pass_log', 'held_capacity']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -26,8 +26,8 @@ SELECT table_privs_are('quota_sched', 'job_event', 'public', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'pass_log', 'quota_sched_user', ARRAY['SELECT']);
 -- The counters of held capacity are the job triggers' and the passes' alone.
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_admin', ARRAY[]::text[]);
-SELECT table_privs_are('quota_sched', 'held_capacity_change', 'quota_sched_agent', ARRAY[]::text[]);
-SELECT table_privs_are('quota_sched', 'held_capacity_change', 'quota_sched_user', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_user', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_id_seq', 'quota_sched_user', ARRAY[]::text[]);
 SELECT ok(NOT has_table_privilege('quota_sched_user', 'quota_sched.job', 'DELETE'),
 	'users cannot delete jobs');
