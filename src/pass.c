@@ -144,6 +144,7 @@ qs_run_pass(PG_FUNCTION_ARGS)
 				 errmsg("run_pass() must run in a READ COMMITTED transaction"),
 				 errdetail("A pass reads what committed before it took its queue's lock; "
 						   "a REPEATABLE READ or SERIALIZABLE snapshot would be older.")));
+	QsCheckSchemaVersion();
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		queues = QsAllQueues();

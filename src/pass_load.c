@@ -499,7 +499,6 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now)
 	QsUsageRows usage;
 	MemoryContext old;
 
-	QsCheckSchemaVersion();
 	memset(qs, 0, sizeof(*qs));
 	qs->cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched queue state",
 									ALLOCSET_DEFAULT_SIZES);

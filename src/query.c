@@ -12,7 +12,7 @@
 #include "catalog/namespace.h"
 #include "nodes/parsenodes.h"
 #include "storage/bufmgr.h"
-#include "storage/proc.h"
+#include "access/xact.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -20,8 +20,8 @@
 #include "quota_sched.h"
 
 /*
- * PlanGeneration returns the generation of the plans: it moves on, once a
- * transaction at most, when quota_sched.job has grown or shrunk to twice
+ * PlanGeneration returns the generation of the plans: it moves on, looked
+ * at once a second at most, when quota_sched.job has grown or shrunk to twice
  * or half (and 8 pages beyond) the size it had when it last moved.  Plans
  * of an older generation are made again.  PostgreSQL remakes a saved plan
  * when the table is analysed; but a plan made while the table was nearly
@@ -34,12 +34,13 @@ PlanGeneration(void)
 {
 	static uint64 generation = 1;
 	static BlockNumber planned_blocks = 0;
-	static LocalTransactionId checked = InvalidLocalTransactionId;
+	static TimestampTz checked = 0;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Oid			relid;
 
-	if (MyProc->lxid == checked)
+	if (now >= checked && now - checked < USECS_PER_SEC)
 		return generation;
-	checked = MyProc->lxid;
+	checked = now;
 	relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, true));
 	if (OidIsValid(relid))
 	{

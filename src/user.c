@@ -321,6 +321,7 @@ qs_explain(PG_FUNCTION_ARGS)
 	memset(&ej, 0, sizeof(ej));
 	initStringInfo(&ej.detail);
 	QsBecomeOwner(QsExtensionOwner(), &saved);
+	QsCheckSchemaVersion();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	if (!QsReadJobPosition(job_id, &ej.row, &ej.position_in_share))
@@ -368,6 +369,7 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	QsBecomeOwner(QsExtensionOwner(), &saved);
+	QsCheckSchemaVersion();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	if (!QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
