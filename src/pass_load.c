@@ -414,10 +414,12 @@ static void
 LoadJobs(QsQueueState *qs)
 {
 	qs->in.due = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DUE_JOBS, NULL), &qs->in.ndue);
-	qs->in.victims = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_VICTIM_JOBS, NULL),
-								&qs->in.nvictims);
 	qs->in.promised = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_PROMISED_JOBS, NULL),
 								 &qs->in.npromised);
+	/* victims matter only to promised jobs (scheduling.md 3.6) */
+	if (qs->in.npromised > 0)
+		qs->in.victims = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_VICTIM_JOBS, NULL),
+									&qs->in.nvictims);
 	if (qs->runnable_timeout != NULL)
 		qs->in.expired = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_EXPIRED_JOBS,
 													 qs->runnable_timeout),

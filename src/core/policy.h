@@ -149,7 +149,8 @@ typedef struct QsInput
 								 * is past its deadline (at least those) */
 	const QsJob *due;
 	int			nvictims;		/* held jobs preempted for a promised job, stop
-								 * pending (at least those) */
+								 * pending (at least those; none needed when
+								 * there is no promised job) */
 	const QsJob *victims;
 	int			npromised;		/* RUNNABLE jobs with a promise, any order */
 	const QsJob *promised;
