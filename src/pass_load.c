@@ -19,9 +19,9 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
-#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "quota_sched.h"
