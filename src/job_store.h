@@ -77,6 +77,7 @@ typedef enum QsJobSet
 
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout);
 extern List *QsReadRunnablePairs(const char *queue);
+extern bool QsQueueHasRunnable(const char *queue);
 
 #define QS_STREAM_BATCHES 4
 extern int	QsStreamBatchSize(int batch);

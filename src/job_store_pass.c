@@ -106,6 +106,25 @@ QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout)
 	return ReadJobs(&JobSetQueries[set], args, NULL);
 }
 
+static QsQuery HasRunnableQuery = {
+	"SELECT EXISTS (SELECT FROM quota_sched.job WHERE job_queue = $1 AND state = 'RUNNABLE')",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsQueueHasRunnable tells whether a queue has a RUNNABLE job (one probe
+ * of the share-order index).
+ */
+bool
+QsQueueHasRunnable(const char *queue)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+	bool		isnull;
+
+	QsQueryRun(&HasRunnableQuery, &arg, NULL, true, 0);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 static QsQuery RunnablePairsQuery = {
 	"WITH RECURSIVE p(quota_share, capacity_unit) AS ("
 	"  (SELECT quota_share, capacity_unit FROM quota_sched.job"

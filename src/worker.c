@@ -38,6 +38,7 @@
 #include "utils/wait_event.h"
 
 #include "config_cache.h"
+#include "job_store.h"
 #include "pass.h"
 #include "quota_sched.h"
 
@@ -279,36 +280,75 @@ ListQueues(void)
 	queues_generation = generation;
 }
 
+/* A pass step: the queue, and whether its pass may be passed over. */
+typedef struct PassArg
+{
+	const char *queue;
+	bool		only_if_runnable;
+} PassArg;
+
 /*
  * PassStep runs the pass of one queue.  QsRunQueuePass takes the queue's
  * lock; the lock_timeout set here, for this transaction only, makes it
  * wait at most a naptime (for a manual run_pass, or a writer's transaction
  * holding the lock in shared mode): then the queue is passed over until
- * the next round.
+ * the next round.  In a round between full rounds, a queue with no
+ * RUNNABLE job is passed over without taking its lock: such a pass could
+ * only do time-based work or repairs, which full rounds do.
  */
 static void
 PassStep(void *arg)
 {
-	const char *queue = arg;
+	PassArg    *pa = arg;
 	char		timeout[32];
 
+	if (pa->only_if_runnable)
+	{
+		bool		runnable;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "quota_sched: SPI_connect failed");
+		runnable = QsQueueHasRunnable(pa->queue);
+		SPI_finish();
+		if (!runnable)
+			return;
+	}
 	snprintf(timeout, sizeof(timeout), "%dms", QsNaptimeMs);
 	(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
-	QsRunQueuePass(queue, false, NULL, NULL);
+	QsRunQueuePass(pa->queue, false, NULL, NULL);
 }
 
 /*
- * RunAllPasses runs the pass of every queue, one transaction each.
+ * RunAllPasses runs the pass of every queue, one transaction each.  A
+ * round is full when a naptime has passed since the last full round began
+ * or the configuration changed: then every queue's pass runs.  Rounds in
+ * between (woken by commits) run only the passes of queues with RUNNABLE
+ * jobs, since only those may have something to dispatch: a commit that
+ * freed capacity in a queue where nothing waits costs no pass.
  */
 static void
 RunAllPasses(void)
 {
+	static TimestampTz last_full = 0;
+	static uint64 full_generation = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	PassArg		pa;
 	ListCell   *lc;
 
 	ListQueues();
+	pa.only_if_runnable = last_full != 0 && full_generation == queues_generation &&
+		!TimestampDifferenceExceeds(last_full, now, QsNaptimeMs);
+	if (!pa.only_if_runnable)
+	{
+		last_full = now;
+		full_generation = queues_generation;
+	}
 	foreach(lc, queues)
-		RunInTransaction(PassStep, lfirst(lc), "quota_sched: pass");
+	{
+		pa.queue = lfirst(lc);
+		RunInTransaction(PassStep, &pa, "quota_sched: pass");
+	}
 }
 
 /*

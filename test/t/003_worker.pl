@@ -135,6 +135,27 @@ ok($node->poll_query_until('postgres',
 	'a SUCCEEDED report wakes the worker');
 cmp_ok(time - $t0, '<', 30, 'well before the naptime of an hour');
 
+# A round woken by commits runs only the passes of queues where a job
+# waits; time-based work waits for the full round of the naptime (an hour
+# here).  'waiting' is claimed with a one-second lease that then expires; a
+# SUCCEEDED report in a queue with nothing RUNNABLE wakes the worker, which
+# passes over the queue: the lease is not acted on.  A submission makes the
+# queue's pass run, and it ends the expired attempt too.
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM quota_sched.claim('w_agent2', 'w_queue', lease => '1 second')");
+is(state_of('waiting'), 'STARTING', 'waiting is claimed with a one-second lease');
+sleep 2;
+my $woken = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'woken'");
+$node->safe_psql('postgres', "SELECT state FROM quota_sched.report($woken, 'w_agent', 'SUCCEEDED')");
+sleep 2;
+is(state_of('waiting'), 'STARTING',
+	'with nothing RUNNABLE, a woken round passes over the queue: the expired lease waits');
+submit('after_lease');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_lease'"),
+	'a submission makes the pass run');
+isnt(state_of('waiting'), 'STARTING', 'and that pass ends the expired attempt');
+
 # quota_sched.enabled = off: no passes.
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.enabled = off; SELECT pg_reload_conf()");
 sleep 1;
