@@ -94,7 +94,10 @@ static QsQuery AllQueuesQuery = {
 /*
  * QsAllQueues lists every job queue, in the C order of their names (the
  * order in which whoever locks several queues takes their locks), in the
- * caller's memory.  It reads as the extension's owner.
+ * caller's memory.  It reads as the extension's owner, with a snapshot of
+ * its own: the worker remembers the configuration tables first, so that a
+ * queue committed after this snapshot is announced by an invalidation it
+ * recognises (worker.c).
  */
 List *
 QsAllQueues(void)
@@ -107,7 +110,7 @@ QsAllQueues(void)
 	QsBecomeOwner(QsExtensionOwner(), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	n = QsQueryRun(&AllQueuesQuery, NULL, NULL, true, 0);
+	n = QsQueryRun(&AllQueuesQuery, NULL, NULL, false, 0);
 	for (uint64 i = 0; i < n; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(outer);

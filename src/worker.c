@@ -176,6 +176,7 @@ QueuesToRun(MemoryContext outer, List **list)
 		return false;
 	}
 	warned = false;
+	/* before the list is read: a later change then moves the generation */
 	QsRememberConfigTables();
 	old = MemoryContextSwitchTo(outer);
 	*list = QsAllQueues();
