@@ -83,6 +83,8 @@ extern bool QsQueueHasRunnable(const char *queue);
 extern int	QsStreamBatchSize(int batch);
 extern QsJobRows QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 									 const QsJob *after, int32 below, int batch);
+extern QsJobRows QsReadRunnableHeads(const char *queue, const char *const *shares,
+									 const char *const *units, int n);
 extern QsJobRows QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 								 const QsJob *after, int64 below, int batch);
 extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,

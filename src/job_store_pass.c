@@ -265,6 +265,45 @@ QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 	return ReadJobs(&HeldBatchQueries[batch], args, NULL);
 }
 
+/*
+ * The first batch (8 jobs) of the RUNNABLE jobs of several shares and units
+ * at once, in share order within each: one statement where a pass would
+ * otherwise run one per share and unit as its cursors start.
+ */
+static QsQuery RunnableHeadsQuery = {
+	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)"
+	" CROSS JOIN LATERAL ("
+	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
+	"    WHERE job_queue = $1 AND quota_share = p.quota_share"
+	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'"
+	"    ORDER BY priority DESC, queued_at, id LIMIT 8) j",
+	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsReadRunnableHeads reads the first batch (QsStreamBatchSize(0) jobs) of
+ * the RUNNABLE jobs of each of n shares and units, with no size bound.
+ */
+QsJobRows
+QsReadRunnableHeads(const char *queue, const char *const *shares,
+					const char *const *units, int n)
+{
+	Datum	   *s = palloc(sizeof(Datum) * (n + 1));
+	Datum	   *u = palloc(sizeof(Datum) * (n + 1));
+	Datum		args[3];
+
+	Assert(QsStreamBatchSize(0) == 8);
+	for (int i = 0; i < n; i++)
+	{
+		s[i] = CStringGetTextDatum(shares[i]);
+		u[i] = CStringGetTextDatum(units[i]);
+	}
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PointerGetDatum(construct_array(s, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(u, n, TEXTOID, -1, false, TYPALIGN_INT));
+	return ReadJobs(&RunnableHeadsQuery, args, NULL);
+}
+
 static QsQuery SmallestRunnableQuery = {
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job"
 	" WHERE job_queue = $1 AND quota_share = $2"

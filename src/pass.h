@@ -38,6 +38,7 @@ typedef struct QsJobReader
 	int			batch;			/* index of the next batch size */
 	int64		fetched_below;	/* the bound the batch was read with */
 	bool		exhausted;		/* the last batch was the end */
+	bool		fresh;			/* buf holds the first batch, unread */
 } QsJobReader;
 
 /*

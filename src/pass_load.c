@@ -324,13 +324,16 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
 {
 	if (!r->has_jobs)
 		return false;
-	if (after == NULL || below < r->fetched_below)
+	if (after == NULL && r->fresh && below <= r->fetched_below)
+		r->pos = 0;				/* the first batch, read with the others */
+	else if (after == NULL || below < r->fetched_below)
 	{
 		/* from the start, or with a smaller bound: read afresh */
 		r->nbuf = r->pos = r->batch = 0;
 		r->exhausted = false;
 		ReaderFetch(qs, r, share, unit, after, below);
 	}
+	r->fresh = false;
 	for (;;)
 	{
 		while (r->pos < r->nbuf)
@@ -459,6 +462,57 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 }
 
 /*
+ * ReadRunnableHeads reads the first batch of every RUNNABLE reader that has
+ * jobs, in one statement, as if each had read it (ReaderFetch) from the
+ * start with no size bound.
+ */
+static void
+ReadRunnableHeads(QsQueueState *qs)
+{
+	int			cells = qs->in.nshares * qs->in.nunits;
+	const char **shares = palloc(sizeof(char *) * (cells + 1));
+	const char **units = palloc(sizeof(char *) * (cells + 1));
+	int			limit = QsStreamBatchSize(0);
+	int			n = 0;
+	QsJobRows	rows;
+
+	for (int at = 0; at < cells; at++)
+		if (qs->runnable[at].has_jobs)
+		{
+			shares[n] = qs->in.shares[at / qs->in.nunits].name;
+			units[n++] = qs->in.units[at % qs->in.nunits].name;
+		}
+	if (n == 0)
+		return;
+	rows = QsReadRunnableHeads(qs->queue, shares, units, n);
+	for (int at = 0; at < cells; at++)
+	{
+		QsJobReader *r = &qs->runnable[at];
+
+		if (!r->has_jobs)
+			continue;
+		r->buf = MemoryContextAlloc(qs->cxt, sizeof(QsJob) * limit);
+		r->cap = limit;
+		r->fresh = true;
+		r->fetched_below = PG_INT32_MAX;
+		r->batch = 1;
+	}
+	for (int i = 0; i < rows.n; i++)
+	{
+		int			s = QsShareIndex(qs, rows.rows[i].quota_share);
+		int			u = QsUnitIndex(qs, rows.rows[i].capacity_unit);
+		QsJobReader *r = &qs->runnable[s * qs->in.nunits + u];
+		QsJob	   *job = &r->buf[r->nbuf++];
+
+		*job = rows.rows[i].job;
+		job->share = s;
+		job->unit = u;
+	}
+	for (int at = 0; at < cells; at++)
+		qs->runnable[at].exhausted = qs->runnable[at].nbuf < limit;
+}
+
+/*
  * SetUpReaders sets the capacities of the shares, now that every unit is
  * known, and a RUNNABLE reader per share and unit, marking those that have
  * jobs.
@@ -483,6 +537,7 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 		if (s >= 0 && u >= 0)
 			qs->runnable[s * qs->in.nunits + u].has_jobs = true;
 	}
+	ReadRunnableHeads(qs);
 	qs->in.source.next = SourceNext;
 	qs->in.source.smallest = SourceSmallest;
 	qs->in.source.held = SourceHeld;
