@@ -34,7 +34,12 @@ CREATE TABLE quota_sched.held_capacity (
 	PRIMARY KEY (job_queue, quota_share, capacity_unit, stripe)
 ) WITH (fillfactor = 50);
 
-/* The counters of the jobs already there. */
+/*
+ * The counters of the jobs already there.  No job may change until the
+ * triggers that keep the counters exist (the end of this script's
+ * transaction): a change between this count and them would be lost.
+ */
+LOCK TABLE quota_sched.job IN SHARE ROW EXCLUSIVE MODE;
 INSERT INTO quota_sched.held_capacity
 SELECT job_queue, quota_share, capacity_unit, 0, sum(instance_count),
 	   coalesce(sum(instance_count) FILTER (WHERE stop_reason IS NOT NULL), 0), count(*)

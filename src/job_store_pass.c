@@ -271,12 +271,14 @@ QsReadHeldBatch(const char *queue, const char *share, const char *unit,
  * otherwise run one per share and unit as its cursors start.
  */
 static QsQuery RunnableHeadsQuery = {
-	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)"
+	"SELECT j.* FROM unnest($2::text[], $3::text[]) WITH ORDINALITY"
+	"        AS p(quota_share, capacity_unit, n)"
 	" CROSS JOIN LATERAL ("
 	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
 	"    WHERE job_queue = $1 AND quota_share = p.quota_share"
 	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'"
-	"    ORDER BY priority DESC, queued_at, id LIMIT 8) j",
+	"    ORDER BY priority DESC, queued_at, id LIMIT 8) j"
+	" ORDER BY p.n, j.priority DESC, j.queued_at, j.id",
 	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT
 };
 

@@ -112,7 +112,8 @@ QsUsageSubXactAbort(void)
 void
 QsUsageXactEvent(XactEvent event)
 {
-	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT ||
+		event == XACT_EVENT_PRE_PREPARE)
 	{
 		for (int i = 0; i < TallyCount; i++)
 			if (Tally[i].instances != 0 || Tally[i].stopping_instances != 0 ||
@@ -124,7 +125,7 @@ QsUsageXactEvent(XactEvent event)
 								   Tally[i].job_queue, Tally[i].quota_share,
 								   Tally[i].capacity_unit)));
 	}
-	else if (event != XACT_EVENT_PRE_PREPARE)
+	else
 		QsUsageReset();
 }
 
@@ -236,8 +237,12 @@ static QsQuery AddQuery = {
 	SPI_OK_INSERT
 };
 
+/*
+ * TRUNCATE, not DELETE: under REPEATABLE READ a DELETE would keep a row
+ * written by a transaction that committed after this one's snapshot.
+ */
 static QsQuery TruncateQuery = {
-	"DELETE FROM quota_sched.held_capacity", 0, {InvalidOid}, SPI_OK_DELETE
+	"TRUNCATE quota_sched.held_capacity", 0, {InvalidOid}, SPI_OK_UTILITY
 };
 
 /*
