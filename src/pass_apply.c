@@ -13,11 +13,14 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "catalog/namespace.h"
 #include "commands/async.h"
+#include "commands/sequence.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "pass.h"
@@ -122,19 +125,16 @@ WritePassLog(QsQueueState *qs, const QsOutput *out, int64 pass_id, TimestampTz s
 }
 
 /*
- * NextPassId numbers a pass that decided something.
+ * NextPassId numbers a pass that decided something, from pass_log_id_seq
+ * as the column's default would (directly, as the history trigger numbers
+ * job_event rows: no statement for it).
  */
-static QsQuery PassIdQuery = {
-	"SELECT nextval('quota_sched.pass_log_id_seq')", 0, {InvalidOid}, SPI_OK_SELECT
-};
-
 static int64
 NextPassId(void)
 {
-	bool		isnull;
+	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
 
-	QsQueryRun(&PassIdQuery, NULL, NULL, false, 0);
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return nextval_internal(get_relname_relid("pass_log_id_seq", nsp), false);
 }
 
 /*
