@@ -15,10 +15,8 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "job_store.h"
@@ -290,19 +288,21 @@ QsJobRows
 QsReadRunnableHeads(const char *queue, const char *const *shares,
 					const char *const *units, int n)
 {
-	Datum	   *s = palloc(sizeof(Datum) * (n + 1));
-	Datum	   *u = palloc(sizeof(Datum) * (n + 1));
+	QsArray		s,
+				u;
 	Datum		args[3];
 
 	Assert(QsStreamBatchSize(0) == 8);
+	QsArrayInit(&s, TEXTOID, n);
+	QsArrayInit(&u, TEXTOID, n);
 	for (int i = 0; i < n; i++)
 	{
-		s[i] = CStringGetTextDatum(shares[i]);
-		u[i] = CStringGetTextDatum(units[i]);
+		QsArrayPush(&s, CStringGetTextDatum(shares[i]), false);
+		QsArrayPush(&u, CStringGetTextDatum(units[i]), false);
 	}
 	args[0] = CStringGetTextDatum(queue);
-	args[1] = PointerGetDatum(construct_array(s, n, TEXTOID, -1, false, TYPALIGN_INT));
-	args[2] = PointerGetDatum(construct_array(u, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[1] = QsArrayDatum(&s);
+	args[2] = QsArrayDatum(&u);
 	return ReadJobs(&RunnableHeadsQuery, args, NULL);
 }
 
@@ -334,46 +334,6 @@ QsReadSmallestRunnable(const char *queue, const char *share, const char *unit,
 	return ReadJobs(&SmallestRunnableQuery, args, NULL);
 }
 
-/* An array under construction, of one SQL type. */
-typedef struct ArrayOut
-{
-	Oid			type;
-	int			n;
-	Datum	   *values;
-	bool	   *nulls;
-} ArrayOut;
-
-static void
-ArrayInit(ArrayOut *a, Oid type, int cap)
-{
-	a->type = type;
-	a->n = 0;
-	a->values = palloc(sizeof(Datum) * (cap + 1));
-	a->nulls = palloc(sizeof(bool) * (cap + 1));
-}
-
-static void
-ArrayPush(ArrayOut *a, Datum value, bool isnull)
-{
-	a->values[a->n] = value;
-	a->nulls[a->n] = isnull;
-	a->n++;
-}
-
-static Datum
-ArrayDatum(ArrayOut *a)
-{
-	int16		len;
-	bool		byval;
-	char		align;
-	int			dims[1] = {a->n};
-	int			lbs[1] = {1};
-
-	get_typlenbyvalalign(a->type, &len, &byval, &align);
-	return PointerGetDatum(construct_md_array(a->values, a->nulls, 1, dims, lbs,
-											  a->type, len, byval, align));
-}
-
 static QsQuery StopsQuery = {
 	"UPDATE quota_sched.job j"
 	"   SET stop_reason = coalesce(d.reason, j.stop_reason),"
@@ -391,31 +351,31 @@ static QsQuery StopsQuery = {
 void
 QsWriteStops(const QsOutput *out, TimestampTz now)
 {
-	ArrayOut	ids,
+	QsArray	ids,
 				reasons,
 				pfor;
 	Datum		args[4];
 
-	ArrayInit(&ids, INT8OID, out->ndecisions);
-	ArrayInit(&reasons, TEXTOID, out->ndecisions);
-	ArrayInit(&pfor, INT8OID, out->ndecisions);
+	QsArrayInit(&ids, INT8OID, out->ndecisions);
+	QsArrayInit(&reasons, TEXTOID, out->ndecisions);
+	QsArrayInit(&pfor, INT8OID, out->ndecisions);
 	for (int i = 0; i < out->ndecisions; i++)
 	{
 		const QsDecision *d = &out->decisions[i];
 
 		if (d->action != QS_STOP && d->action != QS_PREEMPT)
 			continue;
-		ArrayPush(&ids, Int64GetDatum(d->job_id), false);
-		ArrayPush(&reasons, d->immediate ? (Datum) 0 :
+		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
+		QsArrayPush(&reasons, d->immediate ? (Datum) 0 :
 				  CStringGetTextDatum(QsStopName(d->stop)), d->immediate);
-		ArrayPush(&pfor, Int64GetDatum(d->preempted_for),
+		QsArrayPush(&pfor, Int64GetDatum(d->preempted_for),
 				  d->action != QS_PREEMPT || d->preempted_for == 0);
 	}
 	if (ids.n == 0)
 		return;
-	args[0] = ArrayDatum(&ids);
-	args[1] = ArrayDatum(&reasons);
-	args[2] = ArrayDatum(&pfor);
+	args[0] = QsArrayDatum(&ids);
+	args[1] = QsArrayDatum(&reasons);
+	args[2] = QsArrayDatum(&pfor);
 	args[3] = TimestampTzGetDatum(now);
 	QsQueryRun(&StopsQuery, args, NULL, false, 0);
 }
@@ -447,37 +407,37 @@ static QsQuery EndsQuery = {
 void
 QsWriteEnds(const QsOutput *out, TimestampTz now)
 {
-	ArrayOut	ids,
+	QsArray	ids,
 				fail,
 				failed,
 				preempted,
 				reasons;
 	Datum		args[6];
 
-	ArrayInit(&ids, INT8OID, out->ndecisions);
-	ArrayInit(&fail, BOOLOID, out->ndecisions);
-	ArrayInit(&failed, INT4OID, out->ndecisions);
-	ArrayInit(&preempted, INT4OID, out->ndecisions);
-	ArrayInit(&reasons, TEXTOID, out->ndecisions);
+	QsArrayInit(&ids, INT8OID, out->ndecisions);
+	QsArrayInit(&fail, BOOLOID, out->ndecisions);
+	QsArrayInit(&failed, INT4OID, out->ndecisions);
+	QsArrayInit(&preempted, INT4OID, out->ndecisions);
+	QsArrayInit(&reasons, TEXTOID, out->ndecisions);
 	for (int i = 0; i < out->ndecisions; i++)
 	{
 		const QsDecision *d = &out->decisions[i];
 
 		if (d->action != QS_REQUEUE && d->action != QS_FAIL)
 			continue;
-		ArrayPush(&ids, Int64GetDatum(d->job_id), false);
-		ArrayPush(&fail, BoolGetDatum(d->action == QS_FAIL), false);
-		ArrayPush(&failed, Int32GetDatum(d->counter == QS_COUNT_FAILED_ATTEMPT), false);
-		ArrayPush(&preempted, Int32GetDatum(d->counter == QS_COUNT_PREEMPTION), false);
-		ArrayPush(&reasons, CStringGetTextDatum(d->reason), false);
+		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
+		QsArrayPush(&fail, BoolGetDatum(d->action == QS_FAIL), false);
+		QsArrayPush(&failed, Int32GetDatum(d->counter == QS_COUNT_FAILED_ATTEMPT), false);
+		QsArrayPush(&preempted, Int32GetDatum(d->counter == QS_COUNT_PREEMPTION), false);
+		QsArrayPush(&reasons, CStringGetTextDatum(d->reason), false);
 	}
 	if (ids.n == 0)
 		return;
-	args[0] = ArrayDatum(&ids);
-	args[1] = ArrayDatum(&fail);
-	args[2] = ArrayDatum(&failed);
-	args[3] = ArrayDatum(&preempted);
-	args[4] = ArrayDatum(&reasons);
+	args[0] = QsArrayDatum(&ids);
+	args[1] = QsArrayDatum(&fail);
+	args[2] = QsArrayDatum(&failed);
+	args[3] = QsArrayDatum(&preempted);
+	args[4] = QsArrayDatum(&reasons);
 	args[5] = TimestampTzGetDatum(now);
 	QsQueryRun(&EndsQuery, args, NULL, false, 0);
 }
@@ -497,16 +457,16 @@ static QsQuery DispatchesQuery = {
 void
 QsWriteDispatches(const QsOutput *out, TimestampTz now)
 {
-	ArrayOut	ids;
+	QsArray	ids;
 	Datum		args[2];
 
-	ArrayInit(&ids, INT8OID, out->ndecisions);
+	QsArrayInit(&ids, INT8OID, out->ndecisions);
 	for (int i = 0; i < out->ndecisions; i++)
 		if (out->decisions[i].action == QS_DISPATCH)
-			ArrayPush(&ids, Int64GetDatum(out->decisions[i].job_id), false);
+			QsArrayPush(&ids, Int64GetDatum(out->decisions[i].job_id), false);
 	if (ids.n == 0)
 		return;
-	args[0] = ArrayDatum(&ids);
+	args[0] = QsArrayDatum(&ids);
 	args[1] = TimestampTzGetDatum(now);
 	QsQueryRun(&DispatchesQuery, args, NULL, false, 0);
 }
@@ -528,15 +488,15 @@ static QsQuery ClearPromisesQuery = {
 void
 QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now)
 {
-	ArrayOut	ids;
+	QsArray	ids;
 	Datum		args[2];
 
 	if (n == 0)
 		return;
-	ArrayInit(&ids, INT8OID, n);
+	QsArrayInit(&ids, INT8OID, n);
 	for (int i = 0; i < n; i++)
-		ArrayPush(&ids, Int64GetDatum(job_ids[i]), false);
-	args[0] = ArrayDatum(&ids);
+		QsArrayPush(&ids, Int64GetDatum(job_ids[i]), false);
+	args[0] = QsArrayDatum(&ids);
 	args[1] = TimestampTzGetDatum(now);
 	QsQueryRun(is_set ? &SetPromisesQuery : &ClearPromisesQuery, args, NULL, false, 0);
 }
@@ -586,7 +546,7 @@ void
 QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlimits,
 						TimestampTz now)
 {
-	ArrayOut	shares,
+	QsArray	shares,
 				units,
 				env_max,
 				quota_max,
@@ -595,39 +555,39 @@ QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlim
 	Datum		args[5];
 	uint64		n;
 
-	ArrayInit(&shares, TEXTOID, nlimits);
-	ArrayInit(&units, TEXTOID, nlimits);
-	ArrayInit(&env_max, INT8OID, nlimits);
-	ArrayInit(&quota_max, INT8OID, nlimits);
+	QsArrayInit(&shares, TEXTOID, nlimits);
+	QsArrayInit(&units, TEXTOID, nlimits);
+	QsArrayInit(&env_max, INT8OID, nlimits);
+	QsArrayInit(&quota_max, INT8OID, nlimits);
 	for (int i = 0; i < nlimits; i++)
 	{
-		ArrayPush(&shares, CStringGetTextDatum(limits[i].quota_share), false);
-		ArrayPush(&units, CStringGetTextDatum(limits[i].capacity_unit), false);
-		ArrayPush(&env_max, Int64GetDatum(limits[i].env_max), false);
-		ArrayPush(&quota_max, Int64GetDatum(limits[i].quota_max), false);
+		QsArrayPush(&shares, CStringGetTextDatum(limits[i].quota_share), false);
+		QsArrayPush(&units, CStringGetTextDatum(limits[i].capacity_unit), false);
+		QsArrayPush(&env_max, Int64GetDatum(limits[i].env_max), false);
+		QsArrayPush(&quota_max, Int64GetDatum(limits[i].quota_max), false);
 	}
 	args[0] = CStringGetTextDatum(queue);
-	args[1] = ArrayDatum(&shares);
-	args[2] = ArrayDatum(&units);
-	args[3] = ArrayDatum(&env_max);
-	args[4] = ArrayDatum(&quota_max);
+	args[1] = QsArrayDatum(&shares);
+	args[2] = QsArrayDatum(&units);
+	args[3] = QsArrayDatum(&env_max);
+	args[4] = QsArrayDatum(&quota_max);
 	if ((n = QsQueryRun(&MisconfiguredQuery, args, NULL, false, 0)) == 0)
 		return;
 
-	ArrayInit(&ids, INT8OID, n);
-	ArrayInit(&reasons, TEXTOID, n);
+	QsArrayInit(&ids, INT8OID, n);
+	QsArrayInit(&reasons, TEXTOID, n);
 	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;
 		Datum		reason;
 
-		ArrayPush(&ids, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
+		QsArrayPush(&ids, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
 				  false);
 		reason = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
-		ArrayPush(&reasons, isnull ? (Datum) 0 : datumCopy(reason, false, -1), isnull);
+		QsArrayPush(&reasons, isnull ? (Datum) 0 : datumCopy(reason, false, -1), isnull);
 	}
-	args[0] = ArrayDatum(&ids);
-	args[1] = ArrayDatum(&reasons);
+	args[0] = QsArrayDatum(&ids);
+	args[1] = QsArrayDatum(&reasons);
 	args[2] = TimestampTzGetDatum(now);
 	QsQueryRun(&SetMisconfiguredQuery, args, NULL, false, 0);
 }

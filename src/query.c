@@ -13,6 +13,7 @@
 #include "nodes/parsenodes.h"
 #include "storage/bufmgr.h"
 #include "access/xact.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -109,4 +110,45 @@ QsQueryRun(QsQuery *query, Datum *args, const char *nulls, bool read_only, long 
 	if (rc != query->expect)
 		elog(ERROR, "quota_sched: \"%s\" failed: %s", query->sql, SPI_result_code_string(rc));
 	return SPI_processed;
+}
+
+/*
+ * QsArrayInit starts an array argument of a type, with room for cap
+ * elements.
+ */
+void
+QsArrayInit(QsArray *a, Oid type, int cap)
+{
+	a->type = type;
+	a->n = 0;
+	a->values = palloc(sizeof(Datum) * (cap + 1));
+	a->nulls = palloc(sizeof(bool) * (cap + 1));
+}
+
+/*
+ * QsArrayPush appends an element (the caller made room for it).
+ */
+void
+QsArrayPush(QsArray *a, Datum value, bool isnull)
+{
+	a->values[a->n] = value;
+	a->nulls[a->n] = isnull;
+	a->n++;
+}
+
+/*
+ * QsArrayDatum returns the array built, as a datum in the caller's memory.
+ */
+Datum
+QsArrayDatum(QsArray *a)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+	int			dims[1] = {a->n};
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(a->type, &len, &byval, &align);
+	return PointerGetDatum(construct_md_array(a->values, a->nulls, 1, dims, lbs,
+											  a->type, len, byval, align));
 }

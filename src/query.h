@@ -33,6 +33,19 @@ typedef struct QsQuery
 /* The tail of a QsQuery that takes its jobs by an array of ids. */
 #define QS_BY_IDS NULL, true
 
+/* An array argument under construction, of one SQL type (QsArrayInit). */
+typedef struct QsArray
+{
+	Oid			type;
+	int			n;
+	Datum	   *values;
+	bool	   *nulls;
+} QsArray;
+
+extern void QsArrayInit(QsArray *a, Oid type, int cap);
+extern void QsArrayPush(QsArray *a, Datum value, bool isnull);
+extern Datum QsArrayDatum(QsArray *a);
+
 extern SPIPlanPtr QsQueryPlan(QsQuery *query);
 extern uint64 QsQueryRun(QsQuery *query, Datum *args, const char *nulls,
 						 bool read_only, long count);

@@ -32,9 +32,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "storage/proc.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -271,50 +269,42 @@ CompareCells(const void *a, const void *b)
 static void
 WriteTally(int level)
 {
-	Datum	   *cols[6];
-	Datum		args[7];
+	QsArray		cols[6];
 	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID, INT8OID};
-	int			n = 0;
+	Datum		args[7];
 	const UsageCell *last = NULL;
 
 	for (int c = 0; c < 6; c++)
-		cols[c] = palloc(sizeof(Datum) * (TallyCount + 1));
+		QsArrayInit(&cols[c], types[c], TallyCount);
 	qsort(Tally, TallyCount, sizeof(UsageCell), CompareCells);
 	for (int i = 0; i < TallyCount; i++)
 	{
 		UsageCell  *cell = &Tally[i];
+		int64		add[3] = {cell->instances, cell->stopping_instances, cell->jobs};
 
-		if (cell->level < level ||
-			(cell->instances == 0 && cell->stopping_instances == 0 && cell->jobs == 0))
+		if (cell->level < level || (add[0] == 0 && add[1] == 0 && add[2] == 0))
 			continue;
 		if (last != NULL && CompareCells(last, cell) == 0)
 		{
-			cols[3][n - 1] = Int64GetDatum(DatumGetInt64(cols[3][n - 1]) + cell->instances);
-			cols[4][n - 1] = Int64GetDatum(DatumGetInt64(cols[4][n - 1]) +
-										   cell->stopping_instances);
-			cols[5][n - 1] = Int64GetDatum(DatumGetInt64(cols[5][n - 1]) + cell->jobs);
+			for (int c = 3; c < 6; c++)
+			{
+				Datum	   *v = &cols[c].values[cols[c].n - 1];
+
+				*v = Int64GetDatum(DatumGetInt64(*v) + add[c - 3]);
+			}
 			continue;
 		}
-		cols[0][n] = CStringGetTextDatum(cell->job_queue);
-		cols[1][n] = CStringGetTextDatum(cell->quota_share);
-		cols[2][n] = CStringGetTextDatum(cell->capacity_unit);
-		cols[3][n] = Int64GetDatum(cell->instances);
-		cols[4][n] = Int64GetDatum(cell->stopping_instances);
-		cols[5][n] = Int64GetDatum(cell->jobs);
+		QsArrayPush(&cols[0], CStringGetTextDatum(cell->job_queue), false);
+		QsArrayPush(&cols[1], CStringGetTextDatum(cell->quota_share), false);
+		QsArrayPush(&cols[2], CStringGetTextDatum(cell->capacity_unit), false);
+		for (int c = 3; c < 6; c++)
+			QsArrayPush(&cols[c], Int64GetDatum(add[c - 3]), false);
 		last = cell;
-		n++;
 	}
-	if (n == 0)
+	if (cols[0].n == 0)
 		return;
 	for (int c = 0; c < 6; c++)
-	{
-		int16		len;
-		bool		byval;
-		char		align;
-
-		get_typlenbyvalalign(types[c], &len, &byval, &align);
-		args[c] = PointerGetDatum(construct_array(cols[c], n, types[c], len, byval, align));
-	}
+		args[c] = QsArrayDatum(&cols[c]);
 	args[6] = Int16GetDatum(MyProc->pgprocno % QS_USAGE_STRIPES);
 	QsQueryRun(&AddQuery, args, NULL, false, 0);
 }
