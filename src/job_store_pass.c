@@ -265,24 +265,24 @@ QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 
 /*
  * The first batch (8 jobs) of the RUNNABLE jobs of several shares and units
- * at once, in share order within each: one statement where a pass would
- * otherwise run one per share and unit as its cursors start.
+ * at once: one statement where a pass would otherwise run one per share and
+ * unit as its cursors start.  Each share and unit's 8 are its first in share
+ * order, in no particular order (the caller sorts them).
  */
 static QsQuery RunnableHeadsQuery = {
-	"SELECT j.* FROM unnest($2::text[], $3::text[]) WITH ORDINALITY"
-	"        AS p(quota_share, capacity_unit, n)"
+	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)"
 	" CROSS JOIN LATERAL ("
 	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
 	"    WHERE job_queue = $1 AND quota_share = p.quota_share"
 	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'"
-	"    ORDER BY priority DESC, queued_at, id LIMIT 8) j"
-	" ORDER BY p.n, j.priority DESC, j.queued_at, j.id",
+	"    ORDER BY priority DESC, queued_at, id LIMIT 8) j",
 	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT
 };
 
 /*
  * QsReadRunnableHeads reads the first batch (QsStreamBatchSize(0) jobs) of
- * the RUNNABLE jobs of each of n shares and units, with no size bound.
+ * the RUNNABLE jobs of each of n shares and units, with no size bound; the
+ * rows of a share and unit come in no particular order.
  */
 QsJobRows
 QsReadRunnableHeads(const char *queue, const char *const *shares,

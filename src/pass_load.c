@@ -464,7 +464,7 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 /*
  * ReadRunnableHeads reads the first batch of every RUNNABLE reader that has
  * jobs, in one statement, as if each had read it (ReaderFetch) from the
- * start with no size bound.
+ * start with no size bound, and puts each batch in share order.
  */
 static void
 ReadRunnableHeads(QsQueueState *qs)
@@ -507,6 +507,14 @@ ReadRunnableHeads(QsQueueState *qs)
 		*job = rows.rows[i].job;
 		job->share = s;
 		job->unit = u;
+		/* insertion into share order: the rows come unordered */
+		for (; job > r->buf && QsShareOrderBefore(job, job - 1); job--)
+		{
+			QsJob		t = job[-1];
+
+			job[-1] = *job;
+			*job = t;
+		}
 	}
 	for (int at = 0; at < cells; at++)
 		qs->runnable[at].exhausted = qs->runnable[at].nbuf < limit;

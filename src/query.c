@@ -59,40 +59,62 @@ PlanGeneration(void)
 }
 
 /*
- * QsQueryPlan returns the saved plan of a statement, preparing it on first
- * use.  Plans are generic from the start: a custom plan for a stream's
- * first rows (priority below the maximum) would sort a share's whole
- * backlog, where the generic plan walks the share-order index; the cost of
- * a pass must not depend on the backlog.  The exception is a statement
- * that takes jobs by an array of ids (by_ids): a generic plan cannot know
- * how many, and one made while the table was small (a session's first
- * pass) stays a sequential scan that tests every row against the whole
- * array as the table grows; planned for each run, it looks the ids up in
- * the primary key.  Plans are made again as the job table grows
- * (PlanGeneration).
+ * Prepare returns a saved plan of a statement: generic, or planned for each
+ * run (custom).
  */
-SPIPlanPtr
-QsQueryPlan(QsQuery *query)
+static SPIPlanPtr
+Prepare(QsQuery *query, bool custom)
+{
+	SPIPlanPtr	plan = SPI_prepare_cursor(query->sql, query->nargs, query->types,
+										  custom ? CURSOR_OPT_CUSTOM_PLAN :
+										  CURSOR_OPT_GENERIC_PLAN);
+
+	if (plan == NULL || SPI_keepplan(plan) != 0)
+		elog(ERROR, "quota_sched: could not prepare \"%s\": %s", query->sql,
+			 SPI_result_code_string(SPI_result));
+	return plan;
+}
+
+/*
+ * QsQueryPlan returns the saved plan of a statement for a run with these
+ * arguments, preparing it on first use.  Plans are generic: a custom plan
+ * for a stream's first rows (priority below the maximum) would sort a
+ * share's whole backlog, where the generic plan walks the share-order
+ * index; the cost of a pass must not depend on the backlog.  A statement
+ * that takes jobs by an array of ids (by_ids) has a second plan, made for
+ * each run, for runs of more than QS_GENERIC_IDS_MAX ids: the generic plan
+ * assumes a few ids, and one made while the table was small is a
+ * sequential scan that tests every row against the whole array.  Few ids
+ * (a pass that dispatches one job, an agent's report) take the generic
+ * plan, which costs no planning: planning an UPDATE of quota_sched.job
+ * looks at every one of its indexes.  Plans are made again as the job
+ * table grows (PlanGeneration).
+ */
+static SPIPlanPtr
+QsQueryPlan(QsQuery *query, Datum *args, const char *nulls)
 {
 	uint64		generation = PlanGeneration();
 
-	if (query->plan != NULL && query->generation != generation)
+	if (query->generation != generation)
 	{
-		SPI_freeplan(query->plan);
-		query->plan = NULL;
-	}
-	if (query->plan == NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare_cursor(query->sql, query->nargs, query->types,
-											  query->by_ids ? CURSOR_OPT_CUSTOM_PLAN :
-											  CURSOR_OPT_GENERIC_PLAN);
-
-		if (plan == NULL || SPI_keepplan(plan) != 0)
-			elog(ERROR, "quota_sched: could not prepare \"%s\": %s", query->sql,
-				 SPI_result_code_string(SPI_result));
-		query->plan = plan;
+		if (query->plan != NULL)
+			SPI_freeplan(query->plan);
+		if (query->custom != NULL)
+			SPI_freeplan(query->custom);
+		query->plan = query->custom = NULL;
 		query->generation = generation;
 	}
+	Assert(!query->by_ids || query->types[0] == INT8ARRAYOID);
+	if (query->by_ids && (nulls == NULL || nulls[0] != 'n') &&
+		ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(args[0])),
+					   ARR_DIMS(DatumGetArrayTypeP(args[0]))) > QS_GENERIC_IDS_MAX)
+	{
+		if (query->custom == NULL)
+			query->custom = Prepare(query, true);
+		return query->custom;
+	}
+	if (query->plan == NULL)
+		query->plan = Prepare(query, false);
 	return query->plan;
 }
 
@@ -105,7 +127,8 @@ QsQueryPlan(QsQuery *query)
 uint64
 QsQueryRun(QsQuery *query, Datum *args, const char *nulls, bool read_only, long count)
 {
-	int			rc = SPI_execute_plan(QsQueryPlan(query), args, nulls, read_only, count);
+	int			rc = SPI_execute_plan(QsQueryPlan(query, args, nulls), args, nulls,
+									  read_only, count);
 
 	if (rc != query->expect)
 		elog(ERROR, "quota_sched: \"%s\" failed: %s", query->sql, SPI_result_code_string(rc));

@@ -26,12 +26,16 @@ typedef struct QsQuery
 	Oid			types[QS_QUERY_MAX_ARGS];
 	int			expect;			/* SPI_OK_* code of a successful run */
 	SPIPlanPtr	plan;			/* prepared on first use, then kept */
-	bool		by_ids;			/* takes jobs by an array of ids: a custom plan */
-	uint64		generation;		/* of the plan (QsQueryPlan) */
+	bool		by_ids;			/* $1 is an array of job ids (QsQueryPlan) */
+	uint64		generation;		/* of the plans (QsQueryPlan) */
+	SPIPlanPtr	custom;			/* by_ids: planned for each run of many ids */
 } QsQuery;
 
-/* The tail of a QsQuery that takes its jobs by an array of ids. */
+/* The tail of a QsQuery whose first argument is an array of job ids. */
 #define QS_BY_IDS NULL, true
+
+/* by_ids: at most this many ids run the generic plan (QsQueryPlan) */
+#define QS_GENERIC_IDS_MAX 32
 
 /* An array argument under construction, of one SQL type (QsArrayInit). */
 typedef struct QsArray
@@ -46,7 +50,6 @@ extern void QsArrayInit(QsArray *a, Oid type, int cap);
 extern void QsArrayPush(QsArray *a, Datum value, bool isnull);
 extern Datum QsArrayDatum(QsArray *a);
 
-extern SPIPlanPtr QsQueryPlan(QsQuery *query);
 extern uint64 QsQueryRun(QsQuery *query, Datum *args, const char *nulls,
 						 bool read_only, long count);
 

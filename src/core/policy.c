@@ -482,10 +482,11 @@ QueueOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
- * ShareOrderBefore: priority DESC, queued_at ASC, id ASC (scheduling.md 3.2).
+ * QsShareOrderBefore: priority DESC, queued_at ASC, id ASC (scheduling.md
+ * 3.2).
  */
-static bool
-ShareOrderBefore(const QsJob *a, const QsJob *b)
+bool
+QsShareOrderBefore(const QsJob *a, const QsJob *b)
 {
 	if (a->priority != b->priority)
 		return a->priority > b->priority;
@@ -547,7 +548,7 @@ CoreShareHead(CorePlan *p, int s)
 	{
 		CoreCursor *cur = &p->cursors[CORE_AT(p, s, u)];
 
-		if (cur->has_head && (best == NULL || ShareOrderBefore(&cur->head, best)))
+		if (cur->has_head && (best == NULL || QsShareOrderBefore(&cur->head, best)))
 			best = &cur->head;
 	}
 	return best;

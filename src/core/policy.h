@@ -254,6 +254,7 @@ extern bool QsJobStateFromName(const char *name, QsJobState *state);
 extern const char *QsStopName(QsStop stop);
 extern QsStop QsStopFromName(const char *name);
 extern int64_t QsAllowed(const QsShare *share, int unit);
+extern bool QsShareOrderBefore(const QsJob *a, const QsJob *b);
 extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern void QsRunPass(const QsInput *in, QsOutput *out);
