@@ -182,3 +182,87 @@ CREATE INDEX job_deadline ON quota_sched.job
 CREATE INDEX job_stopping_for ON quota_sched.job (job_queue, preempted_for)
 	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NOT NULL
 	  AND preempted_for IS NOT NULL;
+
+/* ---------------------------------------------------------------------
+ * New scheduling options (scheduling.md 3.1-3.3): a queue's borrow order,
+ * and per share a lend limit, strict queueing, a minimum runtime before
+ * preemption and a weight in the FAIR borrow order.
+ * ------------------------------------------------------------------- */
+
+CREATE FUNCTION quota_sched.check_choice(value text, column_name text, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_choice'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION quota_sched.check_lend_limit(strategy text, lend_limit integer, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_lend_limit'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION quota_sched.check_min_runtime(value interval, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_min_runtime'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION quota_sched.check_weight(weight integer, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_weight'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION quota_sched.check_choice(text, text, text),
+	quota_sched.check_lend_limit(text, integer, text),
+	quota_sched.check_min_runtime(interval, text),
+	quota_sched.check_weight(integer, text) FROM PUBLIC;
+
+ALTER TABLE quota_sched.job_queue
+	ADD COLUMN borrow_order text NOT NULL DEFAULT 'FIFO'
+		CHECK (quota_sched.check_choice(borrow_order, 'borrow_order', 'job queue ' || name));
+
+ALTER TABLE quota_sched.quota_share
+	ADD COLUMN lend_limit integer NOT NULL DEFAULT -1,
+	ADD COLUMN queueing text NOT NULL DEFAULT 'BEST_EFFORT'
+		CHECK (quota_sched.check_choice(queueing, 'queueing', 'quota share ' || name)),
+	ADD COLUMN min_runtime interval
+		CHECK (quota_sched.check_min_runtime(min_runtime, 'quota share ' || name)),
+	ADD COLUMN weight integer NOT NULL DEFAULT 1
+		CHECK (quota_sched.check_weight(weight, 'quota share ' || name)),
+	ADD CHECK (quota_sched.check_lend_limit(strategy, lend_limit, 'quota share ' || name));
+
+/*
+ * share_usage gains lendable: the most of its own capacity a share lends
+ * (lend_limit); 0 for a RESERVE or DISABLED share, which lends nothing.
+ */
+CREATE OR REPLACE VIEW quota_sched.share_usage AS
+WITH held AS (
+	SELECT job_queue, quota_share, capacity_unit,
+		   coalesce(sum(instance_count) FILTER (WHERE state <> 'RUNNABLE'), 0) AS in_use,
+		   count(*) FILTER (WHERE state = 'RUNNABLE') AS runnable_jobs,
+		   count(*) FILTER (WHERE state <> 'RUNNABLE') AS active_jobs
+	  FROM quota_sched.job
+	 WHERE state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')
+	 GROUP BY job_queue, quota_share, capacity_unit),
+units AS (
+	SELECT s.job_queue, s.name AS quota_share, k.capacity_unit
+	  FROM quota_sched.quota_share s,
+		   LATERAL jsonb_object_keys(s.capacity_limits) AS k(capacity_unit)
+	UNION
+	SELECT job_queue, quota_share, capacity_unit FROM held)
+SELECT u.job_queue, u.quota_share, u.capacity_unit,
+	   c.capacity AS max_capacity,
+	   CASE WHEN s.strategy <> 'LEND_AND_BORROW' THEN c.capacity
+			WHEN s.borrow_limit = -1 THEN NULL
+			ELSE (c.capacity * (100 + s.borrow_limit)) / 100 END AS allowed,
+	   coalesce(h.in_use, 0) AS in_use,
+	   greatest(0, coalesce(h.in_use, 0) - c.capacity) AS borrowed,
+	   greatest(0, c.capacity - coalesce(h.in_use, 0)) AS idle,
+	   coalesce(h.runnable_jobs, 0) AS runnable_jobs,
+	   coalesce(h.active_jobs, 0) AS active_jobs,
+	   CASE WHEN s.strategy = 'RESERVE' OR s.state <> 'ENABLED' THEN 0
+			WHEN s.lend_limit = -1 THEN c.capacity
+			ELSE (c.capacity * s.lend_limit) / 100 END AS lendable
+  FROM units u
+  JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share
+  CROSS JOIN LATERAL (SELECT coalesce((s.capacity_limits ->> u.capacity_unit)::bigint, 0)
+						  AS capacity) c
+  LEFT JOIN held h ON h.job_queue = u.job_queue AND h.quota_share = u.quota_share
+				  AND h.capacity_unit = u.capacity_unit;

@@ -11,7 +11,9 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
@@ -248,5 +250,146 @@ qs_check_runnable_timeout(PG_FUNCTION_ARGS)
 	QsCheckPositiveInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "runnable_timeout",
 							text_to_cstring(PG_GETARG_TEXT_PP(1)),
 							"runnable_timeout is a positive interval, or null for none.");
+	PG_RETURN_BOOL(true);
+}
+
+PG_FUNCTION_INFO_V1(qs_check_choice);
+PG_FUNCTION_INFO_V1(qs_check_lend_limit);
+PG_FUNCTION_INFO_V1(qs_check_min_runtime);
+PG_FUNCTION_INFO_V1(qs_check_weight);
+
+/*
+ * ShortValue returns a value to quote in a message: the value, or its first
+ * 64 bytes and "..." when it is longer.
+ */
+static const char *
+ShortValue(const char *value)
+{
+	int			len = strlen(value);
+
+	if (len <= 64)
+		return value;
+	return psprintf("%s...", pnstrdup(value, pg_mbcliplen(value, len, 64)));
+}
+
+/* The columns that take one of a few words, and those words. */
+static const struct
+{
+	const char *column;
+	const char *words[3];
+}			Choices[] = {
+	{"borrow_order", {"FIFO", "FAIR", NULL}},
+	{"queueing", {"BEST_EFFORT", "STRICT", NULL}},
+};
+
+/*
+ * qs_check_choice(value text, column text, what text) is the CHECK of a
+ * column that takes one of a few words (a queue's borrow_order, a share's
+ * queueing).
+ */
+Datum
+qs_check_choice(PG_FUNCTION_ARGS)
+{
+	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *column = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	for (int i = 0; i < lengthof(Choices); i++)
+	{
+		if (strcmp(Choices[i].column, column) != 0)
+			continue;
+		for (int w = 0; Choices[i].words[w] != NULL; w++)
+			if (strcmp(Choices[i].words[w], value) == 0)
+				PG_RETURN_BOOL(true);
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid %s \"%s\" of %s", column, ShortValue(value),
+						text_to_cstring(PG_GETARG_TEXT_PP(2))),
+				 errdetail("%s is %s or %s.", column, Choices[i].words[0],
+						   Choices[i].words[1])));
+	}
+	elog(ERROR, "quota_sched: check_choice of unknown column \"%s\"", column);
+	PG_RETURN_BOOL(false);
+}
+
+/*
+ * qs_check_lend_limit(strategy text, lend_limit int, what text) is the
+ * CHECK of a share's lend_limit: -1 (all of its capacity), or a percentage
+ * from 0 to 100; a RESERVE share lends nothing and takes only -1.
+ */
+Datum
+qs_check_lend_limit(PG_FUNCTION_ARGS)
+{
+	char	   *strategy = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		lend_limit = PG_GETARG_INT32(1);
+	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+	if (lend_limit < -1 || lend_limit > 100)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid lend_limit %d of %s", lend_limit, what),
+				 errdetail("lend_limit is a percentage of the share's own capacity from 0 to 100, "
+						   "or -1 to lend all of it.")));
+	if (lend_limit != -1 && strcmp(strategy, "RESERVE") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("lend_limit %d of %s: a RESERVE share lends nothing", lend_limit, what),
+				 errdetail("Only LEND and LEND_AND_BORROW shares may set a lend_limit other than -1.")));
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * qs_check_min_runtime(value interval, what text) is the CHECK of a share's
+ * min_runtime: positive and at most QS_MAX_MIN_RUNTIME_DAYS days when set.
+ */
+Datum
+qs_check_min_runtime(PG_FUNCTION_ARGS)
+{
+	Datum		value = PG_GETARG_DATUM(0);
+	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	const char *detail = "min_runtime is a positive interval of at most "
+		CppAsString2(QS_MAX_MIN_RUNTIME_DAYS) " days, or null for none.";
+
+	QsCheckPositiveInterval(value, ERRCODE_CHECK_VIOLATION, "min_runtime", what, detail);
+	if (QsIntervalUsecs(DatumGetIntervalP(value)) >
+		(int64) QS_MAX_MIN_RUNTIME_DAYS * USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid min_runtime %s of %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, value)), what),
+				 errdetail("%s", detail)));
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * QsIntervalUsecs returns an interval as microseconds, a day counting 24
+ * hours and a month 30 days (as PostgreSQL compares intervals), saturating
+ * instead of overflowing.
+ */
+int64
+QsIntervalUsecs(const Interval *value)
+{
+	int64		days = (int64) value->month * DAYS_PER_MONTH + value->day;
+	int64		usecs;
+
+	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &usecs) ||
+		pg_add_s64_overflow(usecs, value->time, &usecs))
+		return value->time < 0 || days < 0 ? PG_INT64_MIN : PG_INT64_MAX;
+	return usecs;
+}
+
+/*
+ * qs_check_weight(weight int, what text) is the CHECK of a share's weight in
+ * a FAIR borrow order: 1 to 10000.
+ */
+Datum
+qs_check_weight(PG_FUNCTION_ARGS)
+{
+	int32		weight = PG_GETARG_INT32(0);
+
+	if (weight < 1 || weight > QS_MAX_WEIGHT)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid weight %d of %s", weight, text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errdetail("weight is an integer from 1 to " CppAsString2(QS_MAX_WEIGHT) ".")));
 	PG_RETURN_BOOL(true);
 }

@@ -49,10 +49,14 @@ EmitDecisions(QsQueueState *qs, const QsOutput *out, Tuplestorestate *store,
  * QsRunQueuePass runs the pass of one queue and returns how many decisions
  * it made (-1: no such queue).  It holds the queue's lock exclusively until
  * the transaction ends, so passes, claims, reports, priority changes and
- * terminations on the queue never interleave with it.
+ * terminations on the queue never interleave with it.  With wake_at, it
+ * sets *wake_at to when a min_runtime exemption that kept a job from its
+ * victims ends, if that is before *wake_at (0: none yet): a pass then may
+ * decide what this one could not.
  */
 int
-QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDesc desc)
+QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDesc desc,
+			   TimestampTz *wake_at)
 {
 	QsSavedUser saved;
 	QsQueueState qs;
@@ -69,6 +73,9 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 		if (QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
 		{
 			QsRunPass(&qs.in, &out);
+			if (wake_at != NULL && out.wake_at != QS_NO_TIME &&
+				(*wake_at == 0 || out.wake_at < *wake_at))
+				*wake_at = out.wake_at;
 			if (!dry_run)
 				QsApplyDecisions(&qs, &out, started);
 			if (store != NULL)
@@ -155,7 +162,7 @@ qs_run_pass(PG_FUNCTION_ARGS)
 		queues = list_make1(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	foreach(lc, queues)
 	{
-		if (QsRunQueuePass(lfirst(lc), dry_run, rsinfo->setResult, rsinfo->setDesc) < 0)
+		if (QsRunQueuePass(lfirst(lc), dry_run, rsinfo->setResult, rsinfo->setDesc, NULL) < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("job queue \"%s\" does not exist", (char *) lfirst(lc))));

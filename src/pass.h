@@ -73,6 +73,6 @@ extern int64 QsApplyDecisions(QsQueueState *state, const QsOutput *out, Timestam
 /* pass.c */
 extern List *QsAllQueues(void);
 extern int	QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store,
-						   TupleDesc desc);
+						   TupleDesc desc, TimestampTz *wake_at);
 
 #endif							/* QS_PASS_H */

@@ -126,7 +126,8 @@ StrategyFromName(const char *name)
 }
 
 static QsQuery QueueQuery = {
-	"SELECT e.state = 'ENABLED', e.capacity_limits, q.runnable_timeout"
+	"SELECT e.state = 'ENABLED', e.capacity_limits, q.runnable_timeout,"
+	"       q.borrow_order = 'FAIR'"
 	"  FROM quota_sched.job_queue q"
 	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
 	" WHERE q.name = $1",
@@ -135,7 +136,8 @@ static QsQuery QueueQuery = {
 
 static QsQuery SharesQuery = {
 	"SELECT name, strategy, borrow_limit, in_share_preemption,"
-	"       state = 'ENABLED', capacity_limits"
+	"       state = 'ENABLED', capacity_limits, lend_limit,"
+	"       queueing = 'STRICT', min_runtime, weight"
 	"  FROM quota_sched.quota_share WHERE job_queue = $1"
 	" ORDER BY name COLLATE \"C\"",
 	1, {TEXTOID}, SPI_OK_SELECT
@@ -163,6 +165,7 @@ LoadQueue(QsQueueState *qs)
 	timeout = SPI_getbinval(tup, desc, 3, &isnull);
 	qs->runnable_timeout = isnull ? NULL :
 		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
+	qs->in.fair = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 	AddMapUnits(qs, qs->env_limits);
 	return true;
 }
@@ -186,6 +189,7 @@ LoadShares(QsQueueState *qs)
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
+		Datum		min_runtime;
 
 		shares[i].name = pstrdup(SPI_getvalue(tup, desc, 1));
 		shares[i].strategy = StrategyFromName(SPI_getvalue(tup, desc, 2));
@@ -194,6 +198,11 @@ LoadShares(QsQueueState *qs)
 		shares[i].enabled = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 		maps[i] = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 6, &isnull));
 		AddMapUnits(qs, maps[i]);
+		shares[i].lend_limit = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+		shares[i].strict = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+		min_runtime = SPI_getbinval(tup, desc, 9, &isnull);
+		shares[i].min_runtime = isnull ? 0 : QsIntervalUsecs(DatumGetIntervalP(min_runtime));
+		shares[i].weight = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
 	}
 	qs->in.nshares = n;
 	qs->in.shares = shares;

@@ -13,6 +13,8 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+
 #define QS_SCHEMA "quota_sched"
 
 /* The extension version whose schema this library works with. */
@@ -63,6 +65,11 @@ extern void QsRestoreUser(const QsSavedUser *saved);
 extern bool QsValidName(const char *name, int len);
 extern bool QsValidUnitName(const char *name, int len);
 extern void QsCheckName(text *value, const char *what);
+/* the longest min_runtime of a share, and the largest weight */
+#define QS_MAX_MIN_RUNTIME_DAYS 365
+#define QS_MAX_WEIGHT 10000
+
+extern int64 QsIntervalUsecs(const Interval *value);
 extern void QsCheckPositiveInterval(Datum value, int sqlerrcode, const char *name,
 									const char *of, const char *detail);
 

@@ -130,6 +130,8 @@ typedef struct ExplainJob
 	int			position_in_queue;	/* in dispatch order; 0: not known */
 	const char *blocked_by;		/* NULL: nothing */
 	StringInfoData detail;
+	TimestampTz exempt_until;	/* VICTIMS_EXEMPT: when the earliest
+								 * exemption ends; 0: not blocked so */
 } ExplainJob;
 
 /*
@@ -216,6 +218,14 @@ DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, QsWhy wh
 	if (why.in_future)
 		appendStringInfoString(detail, " (The room there is now is promised to jobs that "
 							   "preemption made room for.)");
+	if (why.victims_exempt)
+	{
+		ej->blocked_by = "VICTIMS_EXEMPT";
+		ej->exempt_until = why.exempt_until;
+		appendStringInfo(detail, " Preemption would make room for it, but the jobs it could "
+						 "stop have not run their share's min_runtime yet; the earliest "
+						 "exemption ends at %s.", timestamptz_to_str(why.exempt_until));
+	}
 }
 
 /*
@@ -268,7 +278,8 @@ ExplainNotRunnable(ExplainJob *ej)
 
 /*
  * ExplainJson returns explain()'s answer: job_id, state, quota_share,
- * position_in_share, position_in_queue, blocked_by and detail.
+ * position_in_share, position_in_queue, blocked_by, exempt_until (with
+ * VICTIMS_EXEMPT only) and detail.
  */
 static Datum
 ExplainJson(const ExplainJob *ej)
@@ -294,6 +305,11 @@ ExplainJson(const ExplainJob *ej)
 		escape_json(&json, ej->blocked_by);
 	else
 		appendStringInfoString(&json, "null");
+	if (ej->exempt_until != 0)
+	{
+		appendStringInfoString(&json, ", \"exempt_until\": ");
+		escape_json(&json, timestamptz_to_str(ej->exempt_until));
+	}
 	appendStringInfoString(&json, ", \"detail\": ");
 	escape_json(&json, ej->detail.data);
 	appendStringInfoChar(&json, '}');

@@ -289,6 +289,13 @@ typedef struct PassArg
 } PassArg;
 
 /*
+ * When the earliest min_runtime exemption that kept a job from its victims
+ * in the last round ends (0: none): the next round runs then, even before
+ * a naptime has passed.
+ */
+static TimestampTz wake_at = 0;
+
+/*
  * PassStep runs the pass of one queue.  QsRunQueuePass takes the queue's
  * lock; the lock_timeout set here, for this transaction only, makes it
  * wait at most a naptime (for a manual run_pass, or a writer's transaction
@@ -317,7 +324,7 @@ PassStep(void *arg)
 	snprintf(timeout, sizeof(timeout), "%dms", QsNaptimeMs);
 	(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
-	QsRunQueuePass(pa->queue, false, NULL, NULL);
+	QsRunQueuePass(pa->queue, false, NULL, NULL, &wake_at);
 }
 
 /*
@@ -345,6 +352,7 @@ RunAllPasses(void)
 		last_full = now;
 		full_generation = queues_generation;
 	}
+	wake_at = 0;
 	foreach(lc, queues)
 	{
 		pa.queue = lfirst(lc);
@@ -368,14 +376,24 @@ WorkerExit(int code, Datum arg)
  * round sets it again, and the next round starts at once.  So a commit that
  * finds the worker idle is served at once, and a stream of commits is
  * served by rounds back to back, each taking whatever committed during the
- * one before; no round runs without a commit or a naptime.
+ * one before; no round runs without a commit or a naptime, except when a
+ * min_runtime exemption that held a job back ends earlier (wake_at).
  */
 static void
 WaitForNextRound(void)
 {
+	long		timeout = QsNaptimeMs;
+
+	if (wake_at != 0)
+	{
+		/* rounded up, so that the pass's time is past the exemption's end */
+		long		until = (wake_at - GetCurrentTimestamp() + 999) / 1000;
+
+		timeout = Max(0, Min(timeout, until));
+	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 QsNaptimeMs, PG_WAIT_EXTENSION);
+					 timeout, PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 }
 

@@ -31,6 +31,22 @@ QsAllowed(const QsShare *share, int unit)
 }
 
 /*
+ * QsLendable returns lendable(S,u): C(S,u) when lend_limit is -1, else
+ * floor(C(S,u) * lend_limit / 100).
+ */
+int64_t
+QsLendable(const QsShare *share, int unit)
+{
+	int64_t		c = share->capacity[unit];
+
+#ifndef QS_MUTANT_LEND_LIMIT
+	if (share->lend_limit >= 0)
+		return c * share->lend_limit / 100;
+#endif
+	return c;
+}
+
+/*
  * Lends tells whether a share's idle capacity is borrowable supply: ENABLED
  * LEND and LEND_AND_BORROW shares lend, RESERVE and DISABLED shares do not.
  */
@@ -259,7 +275,8 @@ UsageWith(const int64_t *use, const QsJob *job, int share)
  * unit), the job is added to its share and only that share is held to
  * allowed(S,u), the job changing no other share's usage; when the job must
  * borrow, each other lender's idle capacity counts less what that lender
- * wants (scheduling.md 3.2).  Without one (the repair, scheduling.md 3.5),
+ * wants (scheduling.md 3.2).  A lender's supply is at most its lendable
+ * capacity (lend_limit, scheduling.md 3.1).  Without one (the repair, scheduling.md 3.5),
  * every share is held to allowed(S,u), and wanted capacity plays no part:
  * nobody borrows anew.
  */
@@ -294,7 +311,8 @@ CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)
 			if (borrower >= 0 && s != borrower && idle > 0)
 				idle -= Wanted(p, s, unit, idle);
 #endif
-			supply += idle;
+			/* min(idle, lendable(S,u)) */
+			supply += Min64(idle, QsLendable(&in->shares[s], unit));
 		}
 	}
 #ifndef QS_MUTANT_INVARIANT_ENVIRONMENT
@@ -363,8 +381,8 @@ CoreMayDispatch(CorePlan *p, const QsJob *job)
  * CoreComputeFitLimits computes, per share and unit, the largest job that is
  * not misconfigured (scheduling.md 3.7): more than E(u) is
  * SERVICE_ENVIRONMENT_MAX_RESOURCE; otherwise more than allowed(S,u), or for
- * LEND_AND_BORROW more than C(S,u) plus the capacity of every other ENABLED
- * LEND or LEND_AND_BORROW share plus unassigned(u), is
+ * LEND_AND_BORROW more than C(S,u) plus the lendable capacity of every
+ * other ENABLED LEND or LEND_AND_BORROW share plus unassigned(u), is
  * QUOTA_MANAGEMENT_LIMIT_EXCEEDED.
  */
 void
@@ -390,7 +408,7 @@ CoreComputeFitLimits(CorePlan *p)
 
 				for (int t = 0; t < p->nshares; t++)
 					if (t != s && Lends(&in->shares[t]))
-						reach += in->shares[t].capacity[u];
+						reach += QsLendable(&in->shares[t], u);
 				limit->quota_max = Min64(limit->quota_max, reach);
 			}
 		}

@@ -555,9 +555,35 @@ CoreShareHead(CorePlan *p, int s)
 }
 
 /*
+ * FairBefore: with borrow_order FAIR, whether job a comes before job b among
+ * jobs that do not fit in their own capacity: the least
+ * max(0, usage(S,u) + n - C(S,u)) / weight(S) in the state planned so far,
+ * compared as fractions (exactly), then the least (queued_at, id)
+ * (scheduling.md 3.2).
+ */
+static bool
+FairBefore(const CorePlan *p, const QsJob *a, const QsJob *b)
+{
+	const QsShare *sa = &p->in->shares[a->share];
+	const QsShare *sb = &p->in->shares[b->share];
+	int64_t		ka = p->usage[CORE_AT(p, a->share, a->unit)] + a->count -
+		sa->capacity[a->unit];
+	int64_t		kb = p->usage[CORE_AT(p, b->share, b->unit)] + b->count -
+		sb->capacity[b->unit];
+
+	/* usage and capacity are below 2^33, weights at most 10000: no overflow */
+	ka = (ka > 0 ? ka : 0) * (int64_t) sb->weight;
+	kb = (kb > 0 ? kb : 0) * (int64_t) sa->weight;
+	if (ka != kb)
+		return ka < kb;
+	return QueueOrderBefore(a, b);
+}
+
+/*
  * CoreNextCandidate picks, among the jobs under the cursors, the one that fits
  * in its own capacity with the least (queued_at, id); if none fits, the one
- * with the least (queued_at, id) (scheduling.md 3.2).
+ * with the least (queued_at, id), or with borrow_order FAIR the one whose
+ * share would borrow the least per unit of weight (scheduling.md 3.2).
  */
 const QsJob *
 CoreNextCandidate(CorePlan *p)
@@ -571,6 +597,14 @@ CoreNextCandidate(CorePlan *p)
 
 		if (head == NULL)
 			continue;
+#ifndef QS_MUTANT_FAIR_ORDER
+		if (p->in->fair)
+		{
+			if (any == NULL || FairBefore(p, head, any))
+				any = head;
+		}
+		else
+#endif
 		if (any == NULL || QueueOrderBefore(head, any))
 			any = head;
 #ifndef QS_MUTANT_OWN_CAPACITY_FIRST
@@ -585,9 +619,13 @@ CoreNextCandidate(CorePlan *p)
 /*
  * DispatchLoop is step 5: a cursor on each share's RUNNABLE jobs; the
  * candidate is dispatched if it may be, otherwise preemption is tried for
- * it at once; a job neither dispatched nor given victims makes the pass
- * skip every later job of its share needing the same unit and as many or
- * more instances.  A job that cannot start does not block later jobs.
+ * it at once (never for a promised job, which waits for its victims).  A
+ * job tried and neither dispatched nor given victims makes the pass skip
+ * every later job of its share needing the same unit and as many or more
+ * instances; a promised job waiting does not count as tried.  A job that
+ * cannot start does not block later jobs, except in a STRICT share: there
+ * any job not dispatched makes the pass skip every later job of its share
+ * needing the same unit (scheduling.md 3.2).
  */
 static void
 DispatchLoop(CorePlan *p)
@@ -601,16 +639,24 @@ DispatchLoop(CorePlan *p)
 		QsJob		job = *cand;
 		CoreCursor *cur = &p->cursors[CORE_AT(p, job.share, job.unit)];
 		bool		promised = CoreIdSetHas(&p->kept_promises, job.id);
+		bool		dispatched = CoreMayDispatch(p, &job);
+		bool		tried = !promised;
 
-		if (CoreMayDispatch(p, &job))
-			CoreDispatch(p, &job);
-		else if (promised || !CoreTryPreemption(p, &job))
-		{
-#ifndef QS_MUTANT_SKIP_RULE
-			if (job.count < cur->below)
-				cur->below = job.count;
+#ifdef QS_MUTANT_PROMISED_NOT_TRIED
+		tried = true;
 #endif
-		}
+		if (dispatched)
+			CoreDispatch(p, &job);
+		else if (!promised && CoreTryPreemption(p, &job))
+			tried = false;		/* given victims */
+#ifndef QS_MUTANT_SKIP_RULE
+		if (!dispatched && tried && job.count < cur->below)
+			cur->below = job.count;
+#endif
+#ifndef QS_MUTANT_STRICT
+		if (!dispatched && p->in->shares[job.share].strict)
+			cur->below = 0;		/* every later job of the unit is skipped */
+#endif
 		CoreCursorAdvance(p, job.share, job.unit);
 	}
 }
@@ -625,6 +671,7 @@ CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out)
 
 	memset(p, 0, sizeof(*p));
 	memset(out, 0, sizeof(*out));
+	out->wake_at = QS_NO_TIME;
 	p->in = in;
 	p->out = out;
 	p->nunits = in->nunits;

@@ -74,6 +74,10 @@ typedef struct QsShare
 	bool		in_share_preemption;
 	bool		enabled;
 	const int64_t *capacity;	/* C(S,u), one per unit */
+	int32_t		lend_limit;		/* percent of own capacity lent; -1 all */
+	bool		strict;			/* queueing STRICT (else BEST_EFFORT) */
+	QsTime		min_runtime;	/* claimed jobs are no victims before; 0: none */
+	int32_t		weight;			/* FAIR borrow order, 1 to 10000 */
 } QsShare;
 
 /* A job as the policy sees it. */
@@ -138,6 +142,7 @@ typedef struct QsInput
 {
 	QsTime		now;
 	bool		env_enabled;
+	bool		fair;			/* borrow_order FAIR (else FIFO) */
 	int			nunits;
 	const QsUnit *units;
 	int			nshares;
@@ -211,6 +216,9 @@ typedef struct QsOutput
 	int			npromised;		/* new promises (promised_at set) */
 	int64_t    *promised;
 	QsFitLimit *fit_limits;		/* [share * nunits + unit] */
+	QsTime		wake_at;		/* when the earliest min_runtime exemption that
+								 * kept a preemptor from its victims ends;
+								 * QS_NO_TIME: none */
 } QsOutput;
 
 /* Which invariant keeps a job from being dispatched (scheduling.md 3.1). */
@@ -231,6 +239,9 @@ typedef struct QsWhy
 	int64_t		usage;			/* usage(S,u) */
 	int64_t		allowed;		/* allowed(S,u) */
 	int64_t		env_usage;		/* sum of usage(S,u) */
+	bool		victims_exempt; /* preemption would make room but for
+								 * min_runtime exemptions */
+	QsTime		exempt_until;	/* then: when the earliest of those ends */
 } QsWhy;
 
 /* A job in the queue's dispatch order (queue_snapshot, explain). */
@@ -254,6 +265,7 @@ extern bool QsJobStateFromName(const char *name, QsJobState *state);
 extern const char *QsStopName(QsStop stop);
 extern QsStop QsStopFromName(const char *name);
 extern int64_t QsAllowed(const QsShare *share, int unit);
+extern int64_t QsLendable(const QsShare *share, int unit);
 extern bool QsShareOrderBefore(const QsJob *a, const QsJob *b);
 extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);

@@ -101,6 +101,7 @@ extern void CoreEndAttempt(CorePlan *p, const QsJob *job);
 
 /* preempt.c */
 extern bool CoreTryPreemption(CorePlan *p, const QsJob *job);
+extern bool CoreVictimsExempt(CorePlan *p, const QsJob *job, QsTime *until);
 extern void CoreRepairLimits(CorePlan *p);
 
 /* capacity.c */

@@ -77,6 +77,9 @@ typedef struct Candidates
 	bool	   *started;		/* [s]: its head was read */
 	bool	   *has_head;		/* [s] */
 	QsJob	   *heads;			/* [s]: its next job in victim order */
+	bool		exemptions;		/* min_runtime applies (not to repairs) */
+	QsTime		exempt_end;		/* the earliest end of an exemption passed
+								 * over; QS_NO_TIME: none */
 } Candidates;
 
 /*
@@ -89,6 +92,7 @@ CandidatesInit(CorePlan *p, Candidates *c, int unit)
 	memset(c, 0, sizeof(*c));
 	c->unit = unit;
 	c->group = -1;
+	c->exempt_end = QS_NO_TIME;
 	c->member = CoreAlloc(p, sizeof(bool) * (p->nshares + 1));
 	c->started = CoreAlloc(p, sizeof(bool) * (p->nshares + 1));
 	c->has_head = CoreAlloc(p, sizeof(bool) * (p->nshares + 1));
@@ -144,8 +148,29 @@ StartGroup(CorePlan *p, Candidates *c)
 }
 
 /*
+ * ExemptUntil returns when a held job stops being exempt from preemption
+ * for a preemptor (scheduling.md 3.3): a job an agent has claimed, of a
+ * share with min_runtime, is no candidate until min_runtime has passed
+ * since its scheduled_at.  QS_NO_TIME: it is not exempt now.
+ */
+static QsTime
+ExemptUntil(const CorePlan *p, const QsJob *job)
+{
+	QsTime		min_runtime = p->in->shares[job->share].min_runtime;
+	QsTime		until;
+
+	if (min_runtime <= 0 || !job->claimed || job->scheduled_at == QS_NO_TIME)
+		return QS_NO_TIME;
+	until = job->scheduled_at > INT64_MAX - min_runtime ? INT64_MAX :
+		job->scheduled_at + min_runtime;
+	return until > p->in->now ? until : QS_NO_TIME;
+}
+
+/*
  * AdvanceShare reads a share's next held job of the unit in victim order
- * that may be a victim at all: not decided in this pass.
+ * that may be a victim at all: not decided in this pass, and, for a
+ * preemptor, not exempt by its share's min_runtime (the earliest end of an
+ * exemption passed over is noted).
  */
 static void
 AdvanceShare(CorePlan *p, Candidates *c, int s)
@@ -159,13 +184,24 @@ AdvanceShare(CorePlan *p, Candidates *c, int s)
 	while (src->held(src->arg, s, c->unit, from_start ? NULL : &after, c->below,
 					 &c->heads[s]))
 	{
+		QsTime		exempt = c->exemptions ? ExemptUntil(p, &c->heads[s]) : QS_NO_TIME;
+
+		after = c->heads[s];
+		from_start = false;
+#ifdef QS_MUTANT_MIN_RUNTIME
+		exempt = QS_NO_TIME;
+#endif
+		if (exempt != QS_NO_TIME)
+		{
+			if (c->exempt_end == QS_NO_TIME || exempt < c->exempt_end)
+				c->exempt_end = exempt;
+			continue;
+		}
 		if (!CoreIdSetHas(&p->handled, c->heads[s].id))
 		{
 			c->has_head[s] = true;
 			return;
 		}
-		after = c->heads[s];
-		from_start = false;
 	}
 }
 
@@ -392,44 +428,91 @@ Promise(CorePlan *p, const QsJob *job)
 }
 
 /*
- * CoreTryPreemption tries, for a RUNNABLE job that may not be dispatched, the
- * two attempts of scheduling.md 3.3 in order and takes the first that makes room:
- * reclaim (only while the share holds less than its own capacity), then
- * in-share preemption.  The victims stop; the room is promised to the job,
- * which starts at once if every victim stopped at once.  Returns whether
- * victims were given.
+ * Attempts makes the two attempts of scheduling.md 3.3 for a RUNNABLE job
+ * that may not be dispatched, in order, and takes the first that makes
+ * room: reclaim (only while the share holds less than its own capacity),
+ * then in-share preemption.  With exemptions, claimed jobs within their
+ * share's min_runtime are no candidates; *exempt_end is the earliest end
+ * of an exemption passed over (QS_NO_TIME: none).  Returns whether victims
+ * were found; nothing is stopped.
  */
-bool
-CoreTryPreemption(CorePlan *p, const QsJob *job)
+static bool
+Attempts(CorePlan *p, const QsJob *job, bool exemptions, JobList *victims,
+		 QsTime *exempt_end)
 {
 	const QsShare *share = &p->in->shares[job->share];
 	Candidates	candidates;
-	JobList		victims;
 	bool		found = false;
 
+	*exempt_end = QS_NO_TIME;
 #ifndef QS_MUTANT_RECLAIM_ONLY_UNDER_CAPACITY
 	if (p->usage[CORE_AT(p, job->share, job->unit)] < share->capacity[job->unit])
 #endif
 	{
 		ReclaimCandidates(p, job, &candidates);
-		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, true, &victims);
+		candidates.exemptions = exemptions;
+		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, true, victims);
+		*exempt_end = candidates.exempt_end;
 	}
 #ifndef QS_MUTANT_IN_SHARE
 	if (!found && share->in_share_preemption)
 	{
 		InShareCandidates(p, job, &candidates);
-		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, false, &victims);
+		candidates.exemptions = exemptions;
+		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, false, victims);
+		if (candidates.exempt_end != QS_NO_TIME &&
+			(*exempt_end == QS_NO_TIME || candidates.exempt_end < *exempt_end))
+			*exempt_end = candidates.exempt_end;
 	}
 #endif
-	if (!found)
-		return false;
+	return found;
+}
 
+/*
+ * CoreTryPreemption tries preemption for a RUNNABLE job that may not be
+ * dispatched (Attempts).  The victims stop; the room is promised to the
+ * job, which starts at once if every victim stopped at once.  Returns
+ * whether victims were given.  When none were found while jobs exempt by
+ * min_runtime were passed over, the pass asks to run again when the
+ * earliest exemption ends (QsOutput.wake_at).
+ */
+bool
+CoreTryPreemption(CorePlan *p, const QsJob *job)
+{
+	JobList		victims;
+	QsTime		exempt_end;
+
+	if (!Attempts(p, job, true, &victims, &exempt_end))
+	{
+		if (exempt_end != QS_NO_TIME &&
+			(p->out->wake_at == QS_NO_TIME || exempt_end < p->out->wake_at))
+			p->out->wake_at = exempt_end;
+		return false;
+	}
 	StopVictims(p, &victims, job);
 	if (CoreMayDispatch(p, job))
 		CoreDispatch(p, job);
 	else
 		Promise(p, job);
 	return true;
+}
+
+/*
+ * CoreVictimsExempt tells whether a RUNNABLE job that may not be dispatched
+ * waits only because its possible victims are exempt by min_runtime: no
+ * victims are found with the exemptions, and some would be without them;
+ * *until is when the earliest exemption passed over ends.  Nothing is
+ * stopped (explain).
+ */
+bool
+CoreVictimsExempt(CorePlan *p, const QsJob *job, QsTime *until)
+{
+	JobList		victims;
+	QsTime		ignored;
+
+	if (Attempts(p, job, true, &victims, until) || *until == QS_NO_TIME)
+		return false;
+	return Attempts(p, job, false, &victims, &ignored);
 }
 
 /*

@@ -109,7 +109,8 @@ QsQueuePosition(const QsInput *in, int64_t job_id, int horizon)
 /*
  * QsExplainWait tells why a RUNNABLE job could not be dispatched now: the
  * invariant that fails with it added, now or only once pending stops
- * complete and kept promises hold.
+ * complete and kept promises hold; and whether preemption would make room
+ * for it but for jobs exempt by min_runtime, and until when.
  */
 QsWhy
 QsExplainWait(const QsInput *in, const QsJob *job)
@@ -129,5 +130,8 @@ QsExplainWait(const QsInput *in, const QsJob *job)
 	why.must_borrow = !CoreFitsOwnCapacity(&plan, job);
 	for (int s = 0; s < in->nshares; s++)
 		why.env_usage += plan.usage[CORE_AT(&plan, s, job->unit)];
+	why.exempt_until = QS_NO_TIME;
+	if (why.check != QS_CHECK_OK && in->env_enabled)
+		why.victims_exempt = CoreVictimsExempt(&plan, job, &why.exempt_until);
 	return why;
 }

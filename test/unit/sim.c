@@ -980,8 +980,9 @@ CheckRepairs(const int *rk, int nr, const bool *viol, int64_t (*start)[MAXS])
  * the cursor dispatched or gave victims in a pass has, ahead of it in share
  * order in the same share and unit, a job K needing no more instances than
  * J that was RUNNABLE when the pass began and that the pass neither
- * dispatched, gave victims, nor decided anything else about.  K may hold a
- * promise: a kept promise that cannot start yet also trips the skip rule.
+ * dispatched, gave victims, nor decided anything else about, and that does
+ * not hold a kept promise: a promised job still waiting for its victims is
+ * passed over without counting as tried (new in 0.2).
  * Exempt are the freed promises of step 4, dispatched before the cursor
  * starts (scheduling.md 3.6: "before any other job").  Own-capacity-first and the
  * wanted-capacity rule only decide which share's head is taken next and
@@ -1000,7 +1001,7 @@ OrderCheck(int jk, const char *what)
 
 		if (k == jk)
 			return;				/* the rest comes after J in share order */
-		if (K->count <= J->count && NDec[k] == 0 && !Victimized[k])
+		if (K->count <= J->count && NDec[k] == 0 && !Victimized[k] && !Kept[k])
 			Fail("order", "job %" PRId64 " (priority %d, n=%d) was %s while job %" PRId64 " of the same share %d and unit %d, ahead of it in share order (priority %d, n=%d), stayed RUNNABLE with nothing decided (3.2: the skip rule passes over J)",
 				 J->id, J->priority, J->count, what, K->id, J->share, J->unit, K->priority,
 				 K->count);
@@ -1447,7 +1448,8 @@ CheckedPass(void)
 					Fail(strstr(why, "reclaim") ? "missed-reclaim" : "missed-in-share",
 						 "job %" PRId64 " (share %d unit %d n=%d prio %d) came under the cursor and got nothing, but %s",
 						 C->id, C->share, C->unit, C->count, C->priority, why);
-				if (C->count < SBelow[C->share][C->unit])
+				/* a kept promise waiting for its victims was not tried */
+				if (!Kept[c] && C->count < SBelow[C->share][C->unit])
 					SBelow[C->share][C->unit] = C->count;
 			}
 			StreamAdvance(C->share, C->unit, false);

@@ -569,6 +569,119 @@ test_disabled_environment(void)
 	CHECK(ActionFor(out, running) == QS_FAIL, "disabled environment: leases still expire");
 }
 
+/*
+ * scheduling.md 3.2 (new in 0.2): a STRICT share keeps its order per unit:
+ * a job not dispatched makes the pass skip every later job of the share
+ * needing that unit, so smaller later jobs do not take the room a big one
+ * waits for; BEST_EFFORT lets them through.
+ */
+static void
+test_strict_queueing(void)
+{
+	for (int strict = 0; strict <= 1; strict++)
+	{
+		World		w;
+		int			s, other;
+		WJob	   *big, *small, *other_unit;
+		const QsOutput *out;
+
+		WInit(&w, 4);
+		WAddUnit(&w, "ml.p4d.24xlarge", 1);
+		s = WAddShare(&w, "S", QS_RESERVE, -1, false, 4);
+		w.capacity[s][1] = 1;
+		w.shares[s].strict = strict;
+		other = WAddShare(&w, "O", QS_RESERVE, -1, false, 0);
+		(void) other;
+		WSubmit(&w, "running", s, 0, 2);
+		WPassApply(&w);
+		big = WSubmit(&w, "big", s, 9, 4);
+		small = WSubmit(&w, "small", s, 0, 1);
+		other_unit = WSubmitUnit(&w, "other_unit", s, 1, 0, 1);
+		out = WPassApply(&w);
+		CHECK(!Dispatched(out, big), "%s: the big job does not fit yet",
+			  strict ? "STRICT" : "BEST_EFFORT");
+		if (strict)
+			CHECK(!Dispatched(out, small), "STRICT: the later small job waits behind the big one");
+		else
+			CHECK(Dispatched(out, small), "BEST_EFFORT: the later small job starts in the room");
+		CHECK(Dispatched(out, other_unit), "%s: a job needing another unit is not held back",
+			  strict ? "STRICT" : "BEST_EFFORT");
+	}
+}
+
+/*
+ * scheduling.md 3.1 (new in 0.2): a lender lends at most lendable(S,u) =
+ * floor(C(S,u) * lend_limit / 100) of its idle capacity; the
+ * misconfiguration limit counts lendable capacity.
+ */
+static void
+test_lend_limit(void)
+{
+	World		w;
+	int			b, l;
+	const QsOutput *out;
+
+	WInit(&w, 5);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 0);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 5);
+	w.shares[l].lend_limit = 50;
+	CHECK(QsLendable(&w.shares[l], 0) == 2, "lend_limit: lendable = floor(5 * 50 / 100) = 2");
+	for (int i = 0; i < 4; i++)
+		WSubmit(&w, NULL, b, 0, 1);
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 2, "lend_limit: B borrows 2 of L's 5 idle instances (got %d)",
+		  out->ndecisions);
+	CHECK(out->fit_limits[b * w.nunits].quota_max == 2,
+		  "lend_limit: B's jobs above 2 instances are misconfigured (got %lld)",
+		  (long long) out->fit_limits[b * w.nunits].quota_max);
+	w.shares[l].lend_limit = 0;
+	CHECK(QsLendable(&w.shares[l], 0) == 0, "lend_limit: 0 lends nothing");
+	w.shares[l].lend_limit = -1;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 2, "lend_limit: -1 lends all idle capacity: two more start");
+}
+
+/*
+ * scheduling.md 3.2 (new in 0.2): with borrow_order FAIR, among jobs that
+ * must borrow, the one whose share would borrow the least per unit of
+ * weight starts first; FIFO takes the least (queued_at, id).
+ */
+static void
+test_fair_borrow_order(void)
+{
+	for (int fair = 0; fair <= 1; fair++)
+	{
+		World		w;
+		int			a, b;
+		WJob	   *early, *late;
+		const QsOutput *out;
+
+		WInit(&w, 9);
+		w.fair = fair;
+		a = WAddShare(&w, "A", QS_LEND_AND_BORROW, -1, false, 1);
+		b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 1);
+		WAddShare(&w, "L", QS_LEND, -1, false, 7);
+		w.shares[b].weight = 3;
+		for (int i = 0; i < 3; i++)
+		{
+			WSubmit(&w, NULL, a, 0, 1);
+			WSubmit(&w, NULL, b, 0, 1);
+		}
+		WPassApply(&w);			/* each share holds 3: borrows 2 */
+		w.capacity[2][0] = 1;	/* L lends one more instance only */
+		w.units[0].env_limit = 7;
+		early = WSubmit(&w, "early", a, 0, 1);
+		late = WSubmit(&w, "late", b, 0, 1);
+		out = WPassApply(&w);
+		if (fair)
+			CHECK(Dispatched(out, late) && !Dispatched(out, early),
+				  "FAIR: B (weight 3) would borrow 3/3 < A's 3/1: B's later job starts");
+		else
+			CHECK(Dispatched(out, early) && !Dispatched(out, late),
+				  "FIFO: the earlier job starts");
+	}
+}
+
 int
 main(void)
 {
@@ -592,5 +705,8 @@ main(void)
 	test_promised_first();
 	test_promise_lapses();
 	test_disabled_environment();
+	test_strict_queueing();
+	test_lend_limit();
+	test_fair_borrow_order();
 	return TapDone();
 }

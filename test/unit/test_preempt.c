@@ -640,6 +640,114 @@ test_no_victim_dispatched_in_pass(void)
 		  "same pass: in the next pass the pair reclaims it, with S's own low job");
 }
 
+/*
+ * scheduling.md 3.2 (new in 0.2): a promised job still waiting for its
+ * victims is passed over without counting as tried, so a lender's jobs
+ * arriving one by one each get their victims in the pass that first sees
+ * them.
+ */
+static void
+test_one_by_one_reclaims(void)
+{
+	World		w;
+	int			b, l;
+	WJob	   *borrowed[3], *mine[3];
+	const QsOutput *out;
+
+	WInit(&w, 3);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 0);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 3);
+	for (int i = 0; i < 3; i++)
+		borrowed[i] = WSubmit(&w, NULL, b, 0, 1);
+	WPassApply(&w);
+	ClaimAll(&w);
+	for (int i = 0; i < 3; i++)
+	{
+		w.now += 1000;
+		mine[i] = WSubmit(&w, NULL, l, 5, 1);
+		out = WPassApply(&w);
+		CHECK(CountAction(out, QS_PREEMPT) == 1 && WDecisionFor(out, mine[i]) == NULL &&
+			  mine[i]->j.promised_at != QS_NO_TIME,
+			  "one by one: L's job %d gets its victim in the pass that first sees it", i + 1);
+	}
+	for (int i = 0; i < 3; i++)
+		CHECK(borrowed[i]->j.stop == QS_STOP_CROSS_SHARE, "one by one: B's job %d is stopping", i + 1);
+}
+
+/* A share whose jobs may not be preempted before they ran for some time. */
+static void
+MinRuntimeWorld(World *w, int *b, int *l, WJob **borrowing)
+{
+	WInit(w, 2);
+	*b = WAddShare(w, "B", QS_LEND_AND_BORROW, -1, false, 0);
+	*l = WAddShare(w, "L", QS_LEND, -1, false, 2);
+	w->shares[*b].min_runtime = 600;
+	borrowing[0] = WSubmit(w, "claimed", *b, 0, 1);
+	borrowing[1] = WSubmit(w, "unclaimed", *b, 0, 1);
+	WPassApply(w);
+	WClaim(w, borrowing[0], 1000000);
+}
+
+/*
+ * scheduling.md 3.3 (new in 0.2): a claimed job of a share with min_runtime
+ * is no candidate until min_runtime has passed since its scheduled_at;
+ * an unclaimed one always is; the pass asks to run again when the
+ * exemption that held a preemptor back ends; explain says so.
+ */
+static void
+test_min_runtime(void)
+{
+	World		w;
+	int			b, l;
+	WJob	   *borrowing[2], *first, *second;
+	const QsOutput *out;
+	QsTime		until;
+
+	MinRuntimeWorld(&w, &b, &l, borrowing);
+	until = borrowing[0]->j.scheduled_at + 600;
+	first = WSubmit(&w, "first", l, 0, 1);
+	out = WPassApply(&w);
+	CHECK(PreemptionOf(out, borrowing[1]) != NULL && PreemptionOf(out, borrowing[0]) == NULL,
+		  "min_runtime: the unclaimed borrower is preempted, the claimed one is exempt");
+	CHECK(Dispatched(out, first), "min_runtime: the unclaimed victim stopped at once: first runs");
+	second = WSubmit(&w, "second", l, 0, 1);
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "min_runtime: second waits while its only victim is exempt");
+	CHECK(out->wake_at == until, "min_runtime: the pass asks to run when the exemption ends");
+	{
+		QsWhy		why = WExplain(&w, second);
+
+		CHECK(why.victims_exempt && why.exempt_until == until,
+			  "min_runtime: explain says the victims are exempt, until when");
+	}
+	w.now = until - 1;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "min_runtime: still exempt a microsecond before");
+	w.now = until;
+	out = WPassApply(&w);
+	CHECK(PreemptionOf(out, borrowing[0]) != NULL && second->j.promised_at != QS_NO_TIME,
+		  "min_runtime: once min_runtime has passed, the job is preempted");
+	CHECK(out->wake_at == QS_NO_TIME, "min_runtime: no wake-up asked when nothing is exempt");
+}
+
+/* scheduling.md 3.3, 3.5: a repair ignores min_runtime. */
+static void
+test_min_runtime_repair(void)
+{
+	World		w;
+	int			b, l;
+	WJob	   *borrowing[2];
+	const QsOutput *out;
+
+	MinRuntimeWorld(&w, &b, &l, borrowing);
+	w.capacity[l][0] = 0;
+	w.units[0].env_limit = 0;
+	out = WPassApply(&w);
+	CHECK(PreemptionOf(out, borrowing[0]) != NULL &&
+		  PreemptionOf(out, borrowing[0])->stop == QS_STOP_CAPACITY_REDUCED,
+		  "min_runtime: a repair stops the claimed job within its min_runtime");
+}
+
 int
 main(void)
 {
@@ -664,5 +772,8 @@ main(void)
 	test_capacity_reduced();
 	test_disabled_lender_repair();
 	test_no_victim_dispatched_in_pass();
+	test_one_by_one_reclaims();
+	test_min_runtime();
+	test_min_runtime_repair();
 	return TapDone();
 }

@@ -73,6 +73,8 @@ WAddShare(World *w, const char *name, QsStrategy strategy, int32_t borrow_limit,
 	share->in_share_preemption = in_share_preemption;
 	share->enabled = true;
 	share->capacity = w->capacity[s];
+	share->lend_limit = -1;
+	share->weight = 1;
 	w->capacity[s][0] = capacity_unit0;
 	return s;
 }
@@ -256,13 +258,13 @@ Due(const World *w, const QsJob *j)
 }
 
 /*
- * WPass builds the snapshot of the world and runs one pass on it: counters
- * of held capacity, the held jobs due for time-based work or stopping for
- * a promised job, the promised and expired RUNNABLE jobs, and sources for
+ * Snapshot builds the snapshot of the world a pass reads: counters of held
+ * capacity, the held jobs due for time-based work or stopping for a
+ * promised job, the promised and expired RUNNABLE jobs, and sources for
  * the rest.
  */
-const QsOutput *
-WPass(World *w)
+static void
+Snapshot(World *w, QsInput *out)
 {
 	QsInput		in;
 	int			cells = w->nshares * w->nunits + 1;
@@ -276,6 +278,7 @@ WPass(World *w)
 	memset(&in, 0, sizeof(in));
 	in.now = w->now;
 	in.env_enabled = w->env_enabled;
+	in.fair = w->fair;
 	in.nunits = w->nunits;
 	in.units = w->units;
 	in.nshares = w->nshares;
@@ -317,9 +320,33 @@ WPass(World *w)
 	in.source.held = SourceHeld;
 	in.source.arg = w;
 	in.alloc = WAlloc;
+	*out = in;
+}
+
+/*
+ * WPass runs one pass on the world.
+ */
+const QsOutput *
+WPass(World *w)
+{
+	QsInput		in;
+
+	Snapshot(w, &in);
 	w->nread = 0;
 	QsRunPass(&in, &w->out);
 	return &w->out;
+}
+
+/*
+ * WExplain tells why a RUNNABLE job of the world waits (explain).
+ */
+QsWhy
+WExplain(World *w, const WJob *job)
+{
+	QsInput		in;
+
+	Snapshot(w, &in);
+	return QsExplainWait(&in, &job->j);
 }
 
 static WJob *

@@ -39,6 +39,7 @@ typedef struct World
 {
 	QsTime		now;
 	bool		env_enabled;
+	bool		fair;			/* borrow_order FAIR */
 	int			nunits;
 	QsUnit		units[W_MAX_UNITS];
 	int			nshares;
@@ -64,6 +65,7 @@ extern WJob *WSubmitUnit(World *w, const char *name, int share, int unit,
 						 int32_t priority, int32_t count);
 extern WJob *WFind(World *w, const char *name);
 extern const QsOutput *WPass(World *w);
+extern QsWhy WExplain(World *w, const WJob *job);
 extern void WApply(World *w);
 extern const QsOutput *WPassApply(World *w);
 extern void WClaim(World *w, WJob *job, QsTime lease);
