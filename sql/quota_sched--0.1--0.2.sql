@@ -209,10 +209,15 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'qs_check_weight'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+/* the CHECKs of the configuration tables run as whoever writes them */
 REVOKE ALL ON FUNCTION quota_sched.check_choice(text, text, text),
 	quota_sched.check_lend_limit(text, integer, text),
 	quota_sched.check_min_runtime(interval, text),
 	quota_sched.check_weight(integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.check_choice(text, text, text),
+	quota_sched.check_lend_limit(text, integer, text),
+	quota_sched.check_min_runtime(interval, text),
+	quota_sched.check_weight(integer, text) TO quota_sched_admin;
 
 ALTER TABLE quota_sched.job_queue
 	ADD COLUMN borrow_order text NOT NULL DEFAULT 'FIFO'

@@ -156,6 +156,40 @@ ok($node->poll_query_until('postgres',
 	'a submission makes the pass run');
 isnt(state_of('waiting'), 'STARTING', 'and that pass ends the expired attempt');
 
+# A job held back only because its victims are within their share's
+# min_runtime (scheduling.md 3.3) gets them when the exemption ends: the
+# worker runs a round then, not at its naptime (an hour here).
+$node->safe_psql('postgres', <<'SQL');
+INSERT INTO quota_sched.service_environment VALUES ('m_env', '{"gpu": 2}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('m_queue', 'm_env');
+INSERT INTO quota_sched.quota_share
+	(job_queue, name, capacity_limits, strategy, in_share_preemption, min_runtime)
+VALUES ('m_queue', 'm_queue_share', '{"gpu": 2}', 'RESERVE', true, '4 seconds');
+SQL
+submit('m_low_1', 'm_queue');
+submit('m_low_2', 'm_queue');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 2 FROM quota_sched.job WHERE name LIKE 'm_low_%' AND state = 'SCHEDULED'"),
+	'min_runtime: the two low jobs are dispatched');
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM quota_sched.claim('m_agent', 'm_queue', max_jobs => 2)");
+$t0 = time;
+$node->safe_psql('postgres',
+	"INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, priority)"
+	  . " VALUES ('m_high', 'm_queue', 'm_queue_share', 'gpu', 5)");
+sleep 1;
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM quota_sched.job WHERE name LIKE 'm_low_%' AND stop_reason IS NOT NULL"),
+	'0', 'min_runtime: the claimed low jobs are exempt at first');
+is($node->safe_psql('postgres',
+		"SELECT quota_sched.explain(id) ->> 'blocked_by' FROM quota_sched.job WHERE name = 'm_high'"),
+	'VICTIMS_EXEMPT', 'min_runtime: explain says why m_high waits');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM quota_sched.job WHERE name LIKE 'm_low_%'"
+		  . " AND stop_reason = 'IN_SHARE_PREEMPTION'"),
+	'min_runtime: a low job is preempted once its exemption ends');
+cmp_ok(time - $t0, '<', 30, 'min_runtime: by a round at the exemption\'s end, not at the naptime');
+
 # quota_sched.enabled = off: no passes.
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.enabled = off; SELECT pg_reload_conf()");
 sleep 1;

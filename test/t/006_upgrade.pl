@@ -543,6 +543,13 @@ my $old_schema_before = describe_schema('old');
 sql('old', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
 is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
 	'old: quota_sched is at 0.2 after ALTER EXTENSION UPDATE');
+# The scheduling options of 0.2 take their defaults, which behave as 0.1.
+is(sql('old', q{SELECT string_agg(DISTINCT borrow_order, ',') FROM quota_sched.job_queue}),
+	'FIFO', 'old, upgraded: every queue borrows FIFO');
+is(sql('old', q{SELECT string_agg(DISTINCT format('%s %s %s %s', lend_limit, queueing,
+					   coalesce(min_runtime::text, 'none'), weight), ',')
+				  FROM quota_sched.quota_share}),
+	'-1 BEST_EFFORT none 1', 'old, upgraded: every share lends all, BEST_EFFORT, no min_runtime, weight 1');
 
 #
 # 3. The counters it made, and the rows it left alone.
