@@ -84,7 +84,7 @@ extern int	QsStreamBatchSize(int batch);
 extern QsJobRows QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 									 const QsJob *after, int32 below, int batch);
 extern QsJobRows QsReadRunnableHeads(const char *queue, const char *const *shares,
-									 const char *const *units, int n);
+									 const char *const *units, int n, int *per_pair);
 extern QsJobRows QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 								 const QsJob *after, int64 below, int batch);
 extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,

@@ -264,35 +264,51 @@ QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 }
 
 /*
- * The first batch (8 jobs) of the RUNNABLE jobs of several shares and units
- * at once: one statement where a pass would otherwise run one per share and
- * unit as its cursors start.  Each share and unit's 8 are its first in share
- * order, in no particular order (the caller sorts them).
+ * The first jobs of the RUNNABLE jobs of several shares and units at once:
+ * one statement where a pass would otherwise run one per share and unit as
+ * its cursors start.  Each share and unit's are its first in share order,
+ * in no particular order (the caller sorts them).  A statement per number
+ * of jobs per share and unit, each with a constant LIMIT (see
+ * RUNNABLE_BATCH_QUERY).
  */
-static QsQuery RunnableHeadsQuery = {
-	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)"
-	" CROSS JOIN LATERAL ("
-	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-	"    WHERE job_queue = $1 AND quota_share = p.quota_share"
-	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'"
-	"    ORDER BY priority DESC, queued_at, id LIMIT 8) j",
-	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT
+#define RUNNABLE_HEADS_QUERY(limit) { \
+	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)" \
+	" CROSS JOIN LATERAL (" \
+	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	"    WHERE job_queue = $1 AND quota_share = p.quota_share" \
+	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
+	"    ORDER BY priority DESC, queued_at, id LIMIT " #limit ") j", \
+	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT, NULL, }
+
+static QsQuery RunnableHeadsQueries[] = {
+	RUNNABLE_HEADS_QUERY(8),
+	RUNNABLE_HEADS_QUERY(2),
+	RUNNABLE_HEADS_QUERY(1),
 };
+static const int RunnableHeadsSizes[] = {8, 2, 1};
 
 /*
- * QsReadRunnableHeads reads the first batch (QsStreamBatchSize(0) jobs) of
- * the RUNNABLE jobs of each of n shares and units, with no size bound; the
- * rows of a share and unit come in no particular order.
+ * QsReadRunnableHeads reads the first jobs of the RUNNABLE jobs of each of
+ * n shares and units, with no size bound, and sets *per_pair to how many
+ * it asked for of each: 8 (the first batch of a stream) for up to 8 of
+ * them, fewer for more, so that the statement reads at most about 64 jobs
+ * beyond one per share and unit.  An idle pass needs only each one's
+ * first; a stream that goes further reads its next batch.  The rows of a
+ * share and unit come in no particular order.
  */
 QsJobRows
 QsReadRunnableHeads(const char *queue, const char *const *shares,
-					const char *const *units, int n)
+					const char *const *units, int n, int *per_pair)
 {
 	QsArray		s,
 				u;
 	Datum		args[3];
+	int			which = n <= 8 ? 0 : n <= 32 ? 1 : 2;
 
-	Assert(QsStreamBatchSize(0) == 8);
+	StaticAssertStmt(lengthof(RunnableHeadsSizes) == lengthof(RunnableHeadsQueries),
+					 "one size per heads query");
+	Assert(RunnableHeadsSizes[0] == QsStreamBatchSize(0));
+	*per_pair = RunnableHeadsSizes[which];
 	QsArrayInit(&s, TEXTOID, n);
 	QsArrayInit(&u, TEXTOID, n);
 	for (int i = 0; i < n; i++)
@@ -303,7 +319,7 @@ QsReadRunnableHeads(const char *queue, const char *const *shares,
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = QsArrayDatum(&s);
 	args[2] = QsArrayDatum(&u);
-	return ReadJobs(&RunnableHeadsQuery, args, NULL);
+	return ReadJobs(&RunnableHeadsQueries[which], args, NULL);
 }
 
 static QsQuery SmallestRunnableQuery = {

@@ -471,9 +471,10 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 }
 
 /*
- * ReadRunnableHeads reads the first batch of every RUNNABLE reader that has
- * jobs, in one statement, as if each had read it (ReaderFetch) from the
- * start with no size bound, and puts each batch in share order.
+ * ReadRunnableHeads reads the first jobs of every RUNNABLE reader that has
+ * jobs, in one statement, as if each had read its first batch (ReaderFetch)
+ * from the start with no size bound, only shorter when there are many
+ * readers (QsReadRunnableHeads), and puts each in share order.
  */
 static void
 ReadRunnableHeads(QsQueueState *qs)
@@ -482,6 +483,7 @@ ReadRunnableHeads(QsQueueState *qs)
 	const char **shares = palloc(sizeof(char *) * (cells + 1));
 	const char **units = palloc(sizeof(char *) * (cells + 1));
 	int			limit = QsStreamBatchSize(0);
+	int			per_pair;
 	int			n = 0;
 	QsJobRows	rows;
 
@@ -493,7 +495,7 @@ ReadRunnableHeads(QsQueueState *qs)
 		}
 	if (n == 0)
 		return;
-	rows = QsReadRunnableHeads(qs->queue, shares, units, n);
+	rows = QsReadRunnableHeads(qs->queue, shares, units, n, &per_pair);
 	for (int at = 0; at < cells; at++)
 	{
 		QsJobReader *r = &qs->runnable[at];
@@ -526,7 +528,7 @@ ReadRunnableHeads(QsQueueState *qs)
 		}
 	}
 	for (int at = 0; at < cells; at++)
-		qs->runnable[at].exhausted = qs->runnable[at].nbuf < limit;
+		qs->runnable[at].exhausted = qs->runnable[at].nbuf < per_pair;
 }
 
 /*
