@@ -227,6 +227,14 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
  * A pass takes it exclusively; claims, reports, priority changes and
  * terminations take it shared, so none of them interleaves with a pass.
  * Advisory locks assign no transaction id.
+ *
+ * A pass first tries the lock without waiting, a few times over about
+ * 20 ms, backing off from 0.1 ms, and only then waits in the lock's queue.
+ * A waiting exclusive request makes every later shared request wait behind
+ * it: agents' claims and reports would wait for the agent's call the pass
+ * waits for and then for the pass, and a descheduled holder would stall
+ * them all.  Trying first, the pass lets them through between its tries,
+ * so that they wait only while a pass actually runs.
  */
 void
 QsLockQueue(const char *job_queue, bool exclusive)
@@ -235,8 +243,22 @@ QsLockQueue(const char *job_queue, bool exclusive)
 										 strlen(job_queue));
 
 	if (exclusive)
+	{
+		long		pause_us = 100;
+
+		for (long waited_us = 0; waited_us < 20000; waited_us += pause_us)
+		{
+			if (DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
+												 Int32GetDatum(QS_LOCK_CLASS),
+												 Int32GetDatum(key))))
+				return;
+			pg_usleep(pause_us);
+			CHECK_FOR_INTERRUPTS();
+			pause_us = Min(pause_us * 2, 2000);
+		}
 		DirectFunctionCall2(pg_advisory_xact_lock_int4,
 							Int32GetDatum(QS_LOCK_CLASS), Int32GetDatum(key));
+	}
 	else
 		DirectFunctionCall2(pg_advisory_xact_lock_shared_int4,
 							Int32GetDatum(QS_LOCK_CLASS), Int32GetDatum(key));
