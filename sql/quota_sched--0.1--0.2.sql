@@ -235,7 +235,10 @@ ALTER TABLE quota_sched.quota_share
 
 /*
  * share_usage gains lendable: the most of its own capacity a share lends
- * (lend_limit); 0 for a RESERVE or DISABLED share, which lends nothing.
+ * (lend_limit); 0 for a RESERVE or DISABLED share, which lends nothing.  A
+ * capacity written 5.0 (an integral number, accepted) is read through
+ * numeric, and allowed is computed in bigint, so that no value a share may
+ * hold breaks the view for everyone.
  */
 CREATE OR REPLACE VIEW quota_sched.share_usage AS
 WITH held AS (
@@ -256,7 +259,7 @@ SELECT u.job_queue, u.quota_share, u.capacity_unit,
 	   c.capacity AS max_capacity,
 	   CASE WHEN s.strategy <> 'LEND_AND_BORROW' THEN c.capacity
 			WHEN s.borrow_limit = -1 THEN NULL
-			ELSE (c.capacity * (100 + s.borrow_limit)) / 100 END AS allowed,
+			ELSE (c.capacity * (100 + s.borrow_limit::bigint)) / 100 END AS allowed,
 	   coalesce(h.in_use, 0) AS in_use,
 	   greatest(0, coalesce(h.in_use, 0) - c.capacity) AS borrowed,
 	   greatest(0, c.capacity - coalesce(h.in_use, 0)) AS idle,
@@ -267,7 +270,7 @@ SELECT u.job_queue, u.quota_share, u.capacity_unit,
 			ELSE (c.capacity * s.lend_limit) / 100 END AS lendable
   FROM units u
   JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share
-  CROSS JOIN LATERAL (SELECT coalesce((s.capacity_limits ->> u.capacity_unit)::bigint, 0)
+  CROSS JOIN LATERAL (SELECT coalesce((s.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0)
 						  AS capacity) c
   LEFT JOIN held h ON h.job_queue = u.job_queue AND h.quota_share = u.quota_share
 				  AND h.capacity_unit = u.capacity_unit;

@@ -245,7 +245,12 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	else if (report == QS_REPORT_RUNNING)
 		QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
 	else if (report == QS_REPORT_SUCCEEDED)
+	{
+		/* a job that succeeded has run: RUNNING first, with started_at */
+		if (row.state == QS_STARTING)
+			QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
 		QsChangeJob(job_id, QS_CHANGE_SUCCEEDED, reason);
+	}
 	else if (report == QS_REPORT_FAILED)
 	{
 		QsStopOutcome o = QsFailedOutcome(&row.job);

@@ -18,6 +18,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "nodes/bitmapset.h"
+#include "utils/builtins.h"
 #include "utils/rel.h"
 
 #include "job_columns.h"
@@ -51,9 +52,9 @@ qs_job_lock_queues(PG_FUNCTION_ARGS)
 }
 
 /*
- * qs_job_before_update lets a user change only priority, within its range
- * (the queues' locks were taken by qs_job_lock_queues, so the change does
- * not interleave with a pass).  Any other column named in the UPDATE's SET
+ * qs_job_before_update lets a user change only priority, within its range,
+ * of a job that has not ended (the queues' locks were taken by
+ * qs_job_lock_queues, so the change does not interleave with a pass).  Any other column named in the UPDATE's SET
  * list is refused, even when set to the value it has.  The extension's own
  * writes pass unchecked.
  */
@@ -82,6 +83,19 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 													   desc, &isnull))),
 					 errhint("Only priority may change after submission; "
 							 "quota_sched.terminate() stops a job.")));
+	}
+	{
+		Datum		state = heap_getattr(td->tg_trigtuple, JobAttnum(desc, JC_STATE), desc,
+										 &isnull);
+		char	   *name = isnull ? NULL : TextDatumGetCString(state);
+
+		/* an ended job is never scheduled again: a new priority means nothing */
+		if (name != NULL && (strcmp(name, "SUCCEEDED") == 0 || strcmp(name, "FAILED") == 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("job " INT64_FORMAT " has ended (%s): its priority cannot change",
+							DatumGetInt64(heap_getattr(td->tg_trigtuple, JobAttnum(desc, JC_ID),
+													   desc, &isnull)), name)));
 	}
 	priority = heap_getattr(td->tg_newtuple, JobAttnum(desc, JC_PRIORITY), desc, &isnull);
 	if (isnull)

@@ -1,0 +1,49 @@
+-- Values a share may hold must not break what every team reads: a capacity
+-- written 5.0 (accepted as 5) and the largest borrow_limit leave
+-- share_usage readable, with the right figures.
+INSERT INTO quota_sched.service_environment (name, capacity_limits)
+VALUES ('hi_env', '{"ml.g5.xlarge": 10.0}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('hi_queue', 'hi_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, borrow_limit)
+VALUES ('hi_queue', 'hi_point_zero', '{"ml.g5.xlarge": 5.0}', 'LEND_AND_BORROW', 100),
+	   ('hi_queue', 'hi_huge_borrow', '{"ml.g5.xlarge": 2147483647}', 'LEND_AND_BORROW', 2147483647);
+SELECT quota_share, max_capacity, allowed, idle, lendable FROM quota_sched.share_usage
+ WHERE job_queue = 'hi_queue' ORDER BY quota_share;
+-- the pass reads them alike
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('hi_job', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', 5);
+SELECT action FROM quota_sched.run_pass('hi_queue');
+
+-- A priority change of an ended job is refused (55000); a live one's goes
+-- through.
+CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE stmt;
+	RETURN 'accepted';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
+END
+$$;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, priority)
+VALUES ('hi_ended', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', 3),
+	   ('hi_live', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', 3);
+SELECT state FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'hi_ended'));
+SELECT pg_temp.refused($$UPDATE quota_sched.job SET priority = 9 WHERE name = 'hi_ended'$$);
+SELECT pg_temp.refused($$UPDATE quota_sched.job SET priority = 9 WHERE name = 'hi_live'$$);
+SELECT name, state, priority FROM quota_sched.job WHERE name LIKE 'hi\_%' ORDER BY name;
+
+-- SUCCEEDED reported for a STARTING job (no RUNNING report first): the job
+-- ran, so RUNNING is implied: started_at is set and the history shows it.
+SELECT name, state FROM quota_sched.claim('hi_agent', 'hi_queue');
+SELECT state, started_at IS NOT NULL AS started
+  FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'hi_job'), 'hi_agent',
+						  'SUCCEEDED');
+SELECT e.from_state, e.to_state FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
+ WHERE j.name = 'hi_job' ORDER BY e.id;
+
+SELECT * FROM quota_sched.held_capacity_drift();
+SET session_replication_role = replica;
+UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hi_queue';
+RESET session_replication_role;
+DELETE FROM quota_sched.job_queue WHERE name = 'hi_queue';
+DELETE FROM quota_sched.service_environment WHERE name = 'hi_env';
