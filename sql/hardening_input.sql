@@ -41,6 +41,33 @@ SELECT state, started_at IS NOT NULL AS started
 SELECT e.from_state, e.to_state FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.name = 'hi_job' ORDER BY e.id;
 
+-- Every interval added to a time is positive and at most 365 days, so that
+-- no deadline leaves the range of timestamps: a job's timeout and a queue's
+-- runnable_timeout (23514), an agent's lease (22023).
+SELECT stmt, pg_temp.refused(stmt) FROM (VALUES
+	($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, timeout) VALUES ('hi_t1', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', '300000 years')$$),
+	($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, timeout) VALUES ('hi_t2', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', '365 days 1 second')$$),
+	($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, timeout) VALUES ('hi_t3', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', '365 days')$$),
+	($$UPDATE quota_sched.job_queue SET runnable_timeout = '300000 years' WHERE name = 'hi_queue'$$),
+	($$UPDATE quota_sched.job_queue SET runnable_timeout = '13 months' WHERE name = 'hi_queue'$$),
+	($$UPDATE quota_sched.job_queue SET runnable_timeout = '12 months' WHERE name = 'hi_queue'$$),
+	($$SELECT count(*) FROM quota_sched.claim('hi_agent', 'hi_queue', lease => '290000 years')$$),
+	($$SELECT count(*) FROM quota_sched.heartbeat('hi_agent', lease => '366 days')$$),
+	($$SELECT count(*) FROM quota_sched.heartbeat('hi_agent', lease => '365 days')$$)
+) AS v(stmt);
+SELECT name, timeout FROM quota_sched.job WHERE name LIKE 'hi\_t%' ORDER BY name;
+
+-- claim: a capacity unit the queue does not know is refused (22023), not a
+-- silent empty claim; the message quotes a huge one only in part; any
+-- max_jobs is taken.
+SELECT pg_temp.refused($$SELECT count(*) FROM quota_sched.claim('hi_agent', 'hi_queue', 'ml.g5.xlarg')$$);
+SELECT pg_temp.refused(format($$SELECT count(*) FROM quota_sched.claim('hi_agent', 'hi_queue', %L)$$,
+							  repeat('u', 100000)));
+SELECT pg_temp.refused(format($$SELECT count(*) FROM quota_sched.claim('hi_agent', %L)$$,
+							  repeat('q', 100000)));
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('hi_queue');
+SELECT count(*) FROM quota_sched.claim('hi_agent', 'hi_queue', 'ml.g5.xlarge', max_jobs => 2147483647);
+
 SELECT * FROM quota_sched.held_capacity_drift();
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hi_queue';

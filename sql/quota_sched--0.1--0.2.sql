@@ -7,6 +7,20 @@
 
 \echo Use "ALTER EXTENSION quota_sched UPDATE TO '0.2'" to load this file. \quit
 
+/*
+ * 0.2 bounds every interval it adds to a time at 365 days (timeouts,
+ * runnable timeouts, leases, minimum runtimes), so that no sum leaves the
+ * range of timestamps and breaks the passes of a queue.  0.1 took any
+ * positive interval: longer ones, which could never end anyway, become 365
+ * days (the triggers of 0.1 would refuse the change to a job).
+ */
+SET LOCAL session_replication_role = replica;
+UPDATE quota_sched.job SET timeout = interval '365 days'
+ WHERE timeout > interval '365 days';
+UPDATE quota_sched.job_queue SET runnable_timeout = interval '365 days'
+ WHERE runnable_timeout > interval '365 days';
+RESET session_replication_role;
+
 /* ---------------------------------------------------------------------
  * Counters of held capacity (scheduling.md 3.1): per queue, share and
  * unit, the instances held by SCHEDULED, STARTING and RUNNING jobs, those

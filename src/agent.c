@@ -57,28 +57,50 @@ LeaseArg(FunctionCallInfo fcinfo, int argno)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease must not be null")));
-	QsCheckPositiveInterval(PG_GETARG_DATUM(argno), ERRCODE_INVALID_PARAMETER_VALUE, "lease",
-							NULL, "A lease is a positive interval.");
+	QsCheckInterval(PG_GETARG_DATUM(argno), ERRCODE_INVALID_PARAMETER_VALUE, "lease",
+					NULL, "A lease is a positive interval of at most "
+					CppAsString2(QS_MAX_INTERVAL_DAYS) " days.");
 	return PG_GETARG_INTERVAL_P(argno);
 }
 
+/* whether the queue exists; then whether the unit (if any) is known there */
 static QsQuery QueueExistsQuery = {
-	"SELECT 1 FROM quota_sched.job_queue WHERE name = $1",
-	1, {TEXTOID}, SPI_OK_SELECT
+	"SELECT $2::text IS NULL OR e.capacity_limits ? $2"
+	"       OR EXISTS (SELECT 1 FROM quota_sched.quota_share s"
+	"                   WHERE s.job_queue = q.name AND s.capacity_limits ? $2)"
+	"       OR EXISTS (SELECT 1 FROM quota_sched.job j"
+	"                   WHERE j.job_queue = q.name AND j.capacity_unit = $2"
+	"                     AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))"
+	"  FROM quota_sched.job_queue q"
+	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
+	" WHERE q.name = $1",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 };
 
 /*
- * RequireQueue raises invalid_parameter_value unless a job queue exists.
+ * RequireQueue raises invalid_parameter_value unless a job queue exists
+ * and the capacity unit, when one is given, is known there: in the
+ * capacity map of its environment or of one of its shares, or held by one
+ * of its jobs.  A misspelt unit would otherwise claim nothing, silently.
  */
 static void
-RequireQueue(const char *queue)
+RequireQueue(const char *queue, const char *unit)
 {
-	Datum		arg = CStringGetTextDatum(queue);
+	Datum		args[2] = {CStringGetTextDatum(queue), unit ? CStringGetTextDatum(unit) : (Datum) 0};
+	char		nulls[2] = {' ', unit ? ' ' : 'n'};
+	bool		isnull;
 
-	if (QsQueryRun(&QueueExistsQuery, &arg, NULL, true, 1) == 0)
+	if (QsQueryRun(&QueueExistsQuery, args, nulls, true, 1) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job queue \"%s\" does not exist", queue)));
+				 errmsg("job queue \"%s\" does not exist", QsShortValue(queue))));
+	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("capacity unit \"%s\" is not known in job queue \"%s\"",
+						QsShortValue(unit), queue),
+				 errdetail("Neither its service environment's nor its shares' capacity maps "
+						   "name it, and none of its jobs holds it.")));
 }
 
 /*
@@ -132,7 +154,7 @@ qs_claim(PG_FUNCTION_ARGS)
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	RequireQueue(queue);
+	RequireQueue(queue, unit);
 	claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, lease);
 	if (claimed != (Datum) 0)
 		QsEmitJobs(rsinfo, claimed);

@@ -221,17 +221,21 @@ qs_check_strategy(PG_FUNCTION_ARGS)
 }
 
 /*
- * QsCheckPositiveInterval raises sqlerrcode unless an interval is positive,
- * naming it ("invalid NAME VALUE of OF"; of may be NULL) with the detail
- * given.  Timeouts, runnable timeouts and leases are positive.
+ * QsCheckInterval raises sqlerrcode unless an interval is positive and at
+ * most QS_MAX_INTERVAL_DAYS days (a month counting 30 days), naming it
+ * ("invalid NAME VALUE of OF"; of may be NULL) with the detail given.
+ * Timeouts, runnable timeouts, leases and minimum runtimes are such
+ * intervals: added to a time, none can go beyond the range of timestamps.
  */
 void
-QsCheckPositiveInterval(Datum value, int sqlerrcode, const char *name, const char *of,
-						const char *detail)
+QsCheckInterval(Datum value, int sqlerrcode, const char *name, const char *of,
+				const char *detail)
 {
 	Interval	zero = {0};
+	int64		usecs = QsIntervalUsecs(DatumGetIntervalP(value));
 
-	if (DatumGetBool(DirectFunctionCall2(interval_le, value, IntervalPGetDatum(&zero))))
+	if (DatumGetBool(DirectFunctionCall2(interval_le, value, IntervalPGetDatum(&zero))) ||
+		usecs > (int64) QS_MAX_INTERVAL_DAYS * USECS_PER_DAY)
 		ereport(ERROR,
 				(errcode(sqlerrcode),
 				 errmsg("invalid %s %s%s%s", name,
@@ -242,14 +246,15 @@ QsCheckPositiveInterval(Datum value, int sqlerrcode, const char *name, const cha
 
 /*
  * qs_check_runnable_timeout(value interval, what text) is the CHECK of a
- * queue's runnable_timeout: positive when set.
+ * queue's runnable_timeout: positive and bounded when set (QsCheckInterval).
  */
 Datum
 qs_check_runnable_timeout(PG_FUNCTION_ARGS)
 {
-	QsCheckPositiveInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "runnable_timeout",
-							text_to_cstring(PG_GETARG_TEXT_PP(1)),
-							"runnable_timeout is a positive interval, or null for none.");
+	QsCheckInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "runnable_timeout",
+					text_to_cstring(PG_GETARG_TEXT_PP(1)),
+					"runnable_timeout is a positive interval of at most "
+					CppAsString2(QS_MAX_INTERVAL_DAYS) " days, or null for none.");
 	PG_RETURN_BOOL(true);
 }
 
@@ -259,11 +264,12 @@ PG_FUNCTION_INFO_V1(qs_check_min_runtime);
 PG_FUNCTION_INFO_V1(qs_check_weight);
 
 /*
- * ShortValue returns a value to quote in a message: the value, or its first
- * 64 bytes and "..." when it is longer.
+ * QsShortValue returns a value to quote in a message: the value, or its
+ * first 64 bytes (whole characters) and "..." when it is longer, so that a
+ * huge bad value does not fill the server's log.
  */
-static const char *
-ShortValue(const char *value)
+const char *
+QsShortValue(const char *value)
 {
 	int			len = strlen(value);
 
@@ -302,7 +308,7 @@ qs_check_choice(PG_FUNCTION_ARGS)
 				PG_RETURN_BOOL(true);
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid %s \"%s\" of %s", column, ShortValue(value),
+				 errmsg("invalid %s \"%s\" of %s", column, QsShortValue(value),
 						text_to_cstring(PG_GETARG_TEXT_PP(2))),
 				 errdetail("%s is %s or %s.", column, Choices[i].words[0],
 						   Choices[i].words[1])));
@@ -339,24 +345,15 @@ qs_check_lend_limit(PG_FUNCTION_ARGS)
 
 /*
  * qs_check_min_runtime(value interval, what text) is the CHECK of a share's
- * min_runtime: positive and at most QS_MAX_MIN_RUNTIME_DAYS days when set.
+ * min_runtime: positive and bounded when set (QsCheckInterval).
  */
 Datum
 qs_check_min_runtime(PG_FUNCTION_ARGS)
 {
-	Datum		value = PG_GETARG_DATUM(0);
-	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	const char *detail = "min_runtime is a positive interval of at most "
-		CppAsString2(QS_MAX_MIN_RUNTIME_DAYS) " days, or null for none.";
-
-	QsCheckPositiveInterval(value, ERRCODE_CHECK_VIOLATION, "min_runtime", what, detail);
-	if (QsIntervalUsecs(DatumGetIntervalP(value)) >
-		(int64) QS_MAX_MIN_RUNTIME_DAYS * USECS_PER_DAY)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid min_runtime %s of %s",
-						DatumGetCString(DirectFunctionCall1(interval_out, value)), what),
-				 errdetail("%s", detail)));
+	QsCheckInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "min_runtime",
+					text_to_cstring(PG_GETARG_TEXT_PP(1)),
+					"min_runtime is a positive interval of at most "
+					CppAsString2(QS_MAX_INTERVAL_DAYS) " days, or null for none.");
 	PG_RETURN_BOOL(true);
 }
 

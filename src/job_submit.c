@@ -219,8 +219,9 @@ CheckSubmitterValues(JobValues *row)
 		CheckIntRange("preemption_retries", DatumGetInt32(row->values[JC_PREEMPTION_RETRIES]),
 					  0, PG_INT32_MAX);
 	if (!row->nulls[JC_TIMEOUT])
-		QsCheckPositiveInterval(row->values[JC_TIMEOUT], ERRCODE_CHECK_VIOLATION, "timeout",
-								"a job", "timeout is a positive interval, or null for none.");
+		QsCheckInterval(row->values[JC_TIMEOUT], ERRCODE_CHECK_VIOLATION, "timeout",
+						"a job", "timeout is a positive interval of at most "
+						CppAsString2(QS_MAX_INTERVAL_DAYS) " days, or null for none.");
 	if (!row->nulls[JC_CLIENT_TOKEN])
 	{
 		int			len = VARSIZE_ANY_EXHDR(DatumGetTextPP(row->values[JC_CLIENT_TOKEN]));

@@ -65,13 +65,15 @@ extern void QsRestoreUser(const QsSavedUser *saved);
 extern bool QsValidName(const char *name, int len);
 extern bool QsValidUnitName(const char *name, int len);
 extern void QsCheckName(text *value, const char *what);
-/* the longest min_runtime of a share, and the largest weight */
-#define QS_MAX_MIN_RUNTIME_DAYS 365
+/* the longest timeout, runnable_timeout, lease or min_runtime */
+#define QS_MAX_INTERVAL_DAYS 365
+/* the largest weight of a share */
 #define QS_MAX_WEIGHT 10000
 
 extern int64 QsIntervalUsecs(const Interval *value);
-extern void QsCheckPositiveInterval(Datum value, int sqlerrcode, const char *name,
-									const char *of, const char *detail);
+extern const char *QsShortValue(const char *value);
+extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
+							const char *of, const char *detail);
 
 /* quota_sched.c */
 extern void QsLockQueue(const char *job_queue, bool exclusive);

@@ -723,5 +723,34 @@ HELD
 chomp $held_end;
 is(sql('old', $recount), $held_end, 'old, upgraded: what they hold in the end');
 
+#
+# 6. Intervals beyond 365 days, which 0.1 took: a running job's timeout and a
+# queue's runnable_timeout of 300,000 years would make its deadline leave the
+# range of timestamps.  The upgrade makes them 365 days, and the queue's
+# passes go on.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE long');
+sql('long', q{CREATE EXTENSION quota_sched VERSION '0.1'});
+sql('long', q{
+	INSERT INTO quota_sched.service_environment VALUES ('long_env', '{"gpu": 2}');
+	INSERT INTO quota_sched.job_queue (name, service_environment, runnable_timeout)
+	VALUES ('long_queue', 'long_env', '300000 years');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('long_queue', 'long_share', '{"gpu": 2}', 'RESERVE');
+	SET session_replication_role = replica;
+	INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
+		instance_count, payload, timeout, owner, state, agent, lease_until, failed_attempts,
+		preemption_count, submitted_at, queued_at, scheduled_at, started_at)
+	VALUES (nextval('quota_sched.job_id_seq'), 'long_job', 'long_queue', 'long_share', 0, 'gpu', 1,
+		'{}', '300000 years', 'postgres', 'RUNNING', 'long_agent', now() + interval '1 hour', 0, 0,
+		now(), now(), now(), now())});
+sql('long', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
+is(sql('long', q{SELECT timeout FROM quota_sched.job WHERE name = 'long_job'}), '365 days',
+	'long, upgraded: a timeout of 300,000 years becomes 365 days');
+is(sql('long', q{SELECT runnable_timeout FROM quota_sched.job_queue WHERE name = 'long_queue'}),
+	'365 days', 'long, upgraded: so does a runnable_timeout');
+is(sql('long', q{SELECT count(*) FROM quota_sched.run_pass('long_queue')}), '0',
+	'long, upgraded: the queue\'s pass runs');
+
 $node->stop;
 done_testing();
