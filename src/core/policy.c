@@ -648,7 +648,11 @@ DispatchLoop(CorePlan *p)
 		if (dispatched)
 			CoreDispatch(p, &job);
 		else if (!promised && CoreTryPreemption(p, &job))
+		{
 			tried = false;		/* given victims */
+			/* dispatched at once when every victim stopped at once */
+			dispatched = CoreIdSetHas(&p->handled, job.id);
+		}
 #ifndef QS_MUTANT_SKIP_RULE
 		if (!dispatched && tried && job.count < cur->below)
 			cur->below = job.count;

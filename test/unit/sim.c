@@ -54,6 +54,18 @@
  *	stopped, none superfluous (the backwards walk); no victims for a job
  *	holding a kept promise; the promise given iff the job could not start
  *	at once.
+ *	The options of 0.2, drawn on a minority of shares and queues
+ *	(RandomOptions, AdminChange): lend_limit caps a lender's supply in
+ *	(I3), min(max(0, idle - wanted), lendable) for a borrower (3.1, 3.2),
+ *	and the misconfiguration reach (3.7); borrow_order FAIR orders the
+ *	borrowing candidates in the model of the cursors (FairBefore), and a
+ *	cursor failure after a FAIR choice is named [fair]; STRICT shuts a
+ *	share's stream of a unit once a job of it is not dispatched (the
+ *	cursors; StrictCheck [strict]); min_runtime: claimed jobs inside it are
+ *	no candidates for a preemptor (PreemptionPossible), none is preempted
+ *	but by a repair [min-runtime], and the pass's wake_at is the end of
+ *	such an exemption (WakeCheck [wake]).  The summary line (steps=...)
+ *	gives a fingerprint of every decision of the run, to compare runs.
  *
  * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
  *	cc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Isrc/core -Itest/unit \
@@ -98,7 +110,9 @@ static struct
 {
 	long		passes, dispatches, preemptions, repairs, promises, lapses,
 				fixed_points, episodes, failures, submitted, checks, max_rounds;
+	long		strict_stops, exempt_waits, wakes, fair_picks;
 } St;
+static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
 /* failure tags and counts (SIM_KEEP_GOING) */
 static const char *Tags[64];
@@ -199,9 +213,9 @@ DumpJob(const WJob *job)
 static void
 DumpWorld(void)
 {
-	printf("-- queue at the failing pass (now=%" PRId64 ", environment %s, runnable_timeout %s):\n",
+	printf("-- queue at the failing pass (now=%" PRId64 ", environment %s, runnable_timeout %s, borrow_order %s):\n",
 		   W.now, W.env_enabled ? "ENABLED" : "DISABLED",
-		   W.runnable_timeout == QS_NO_TIME ? "none" : "set");
+		   W.runnable_timeout == QS_NO_TIME ? "none" : "set", W.fair ? "FAIR" : "FIFO");
 	for (int u = 0; u < W.nunits; u++)
 		printf("  unit %d: E=%" PRId64 "\n", u, W.units[u].env_limit);
 	for (int s = 0; s < W.nshares; s++)
@@ -211,6 +225,10 @@ DumpWorld(void)
 			   W.shares[s].enabled ? "" : " DISABLED");
 		for (int u = 0; u < W.nunits; u++)
 			printf("%s%" PRId64, u ? "," : "", W.capacity[s][u]);
+		printf(" lend_limit=%d weight=%d%s", W.shares[s].lend_limit, W.shares[s].weight,
+			   W.shares[s].strict ? " STRICT" : "");
+		if (W.shares[s].min_runtime > 0)
+			printf(" min_runtime=%" PRId64, W.shares[s].min_runtime);
 		printf("\n");
 	}
 	printf("-- live jobs as the pass read them:\n");
@@ -283,7 +301,12 @@ typedef struct Cfg
 	QsStrategy	strat[MAXS];
 	int32_t		bl[MAXS];
 	bool		isp[MAXS], enabled[MAXS];
+	int32_t		ll[MAXS];		/* lend_limit: percent, -1 all */
+	bool		strict[MAXS];	/* queueing STRICT */
+	QsTime		minrt[MAXS];	/* min_runtime; 0: none */
+	int32_t		weight[MAXS];	/* FAIR borrow order */
 	bool		env_enabled;
+	bool		fair;			/* borrow_order FAIR */
 	QsTime		now;
 } Cfg;
 
@@ -295,6 +318,7 @@ TakeCfg(void)
 	Cf.nunits = W.nunits;
 	Cf.nshares = W.nshares;
 	Cf.env_enabled = W.env_enabled;
+	Cf.fair = W.fair;
 	Cf.now = W.now;
 	for (int u = 0; u < W.nunits; u++)
 		Cf.E[u] = W.units[u].env_limit;
@@ -304,6 +328,10 @@ TakeCfg(void)
 		Cf.bl[s] = W.shares[s].borrow_limit;
 		Cf.isp[s] = W.shares[s].in_share_preemption;
 		Cf.enabled[s] = W.shares[s].enabled;
+		Cf.ll[s] = W.shares[s].lend_limit;
+		Cf.strict[s] = W.shares[s].strict;
+		Cf.minrt[s] = W.shares[s].min_runtime;
+		Cf.weight[s] = W.shares[s].weight;
 		for (int u = 0; u < W.nunits; u++)
 			Cf.C[s][u] = W.capacity[s][u];
 	}
@@ -325,6 +353,21 @@ static bool
 Lends(int s)
 {
 	return Cf.enabled[s] && Cf.strat[s] != QS_RESERVE;
+}
+
+/* lendable(S,u) (3.1): C(S,u), or floor(C(S,u) * lend_limit / 100) */
+static int64_t
+Lendable(int s, int u)
+{
+	if (Cf.ll[s] == -1)
+		return Cf.C[s][u];
+	return Cf.C[s][u] * Cf.ll[s] / 100;
+}
+
+static int64_t
+Min(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
 }
 
 static int64_t
@@ -358,7 +401,7 @@ Violation(int u, const int64_t *use, char *buf)
 		if (use[s] > Cf.C[s][u])
 			borrowed += use[s] - Cf.C[s][u];
 		else if (Lends(s))
-			supply += Cf.C[s][u] - use[s];
+			supply += Min(Cf.C[s][u] - use[s], Lendable(s, u));
 	}
 	if (total > Cf.E[u])
 	{
@@ -483,7 +526,9 @@ Wanted(int t, int u, int64_t idle)
 /*
  * CheckJob: do (I1), (I2) of the job's share and (I3) hold in the state
  * use[] with the job added, the wanted-capacity rule applied when the job
- * must borrow in that state?  NULL when they do, else why not.
+ * must borrow in that state?  Each lender supplies at most its lendable
+ * capacity: min(max(0, idle - wanted), lendable) (3.1, 3.2).  NULL when
+ * they do, else why not.
  */
 static const char *
 CheckJob(const int64_t *use, const QsJob *j, char *buf)
@@ -511,7 +556,8 @@ CheckJob(const int64_t *use, const QsJob *j, char *buf)
 
 			if (must_borrow && t != s && idle > 0)
 				idle -= Wanted(t, u, idle);
-			supply += idle;
+			/* a lender supplies at most its lendable capacity (3.1) */
+			supply += Min(idle, Lendable(t, u));
 		}
 	}
 	if (total > Cf.E[u])
@@ -627,7 +673,7 @@ ExpectedReason(const QsJob *j)
 		reach = Cf.C[s][u] + Unassigned(u);
 		for (int t = 0; t < Cf.nshares; t++)
 			if (t != s && Lends(t))
-				reach += Cf.C[t][u];
+				reach += Lendable(t, u);
 		if (j->count > reach)
 			return "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
 	}
@@ -672,6 +718,24 @@ CmpVictim(const void *x, const void *y)
 	if (a->scheduled_at != b->scheduled_at)
 		return a->scheduled_at > b->scheduled_at ? -1 : 1;
 	return a->id > b->id ? -1 : a->id < b->id;
+}
+
+/*
+ * ExemptEnd (3.3): when a held job stops being exempt from preemption for a
+ * preemptor: a job an agent has claimed, of a share with min_runtime, is no
+ * candidate while scheduled_at + min_runtime is after the pass's time.
+ * QS_NO_TIME: it is not exempt (unclaimed jobs never are).  Repairs (3.5)
+ * ignore this.
+ */
+static QsTime
+ExemptEnd(const QsJob *j)
+{
+	QsTime		m = Cf.minrt[j->share];
+
+	if (m <= 0 || !j->claimed || j->scheduled_at == QS_NO_TIME ||
+		j->scheduled_at + m <= Cf.now)
+		return QS_NO_TIME;
+	return j->scheduled_at + m;
 }
 
 /* ---------------------------------------------------------------- */
@@ -767,17 +831,41 @@ CheckVictims(int jk, const int *vk, const bool *imm, int nv)
 }
 
 /*
+ * Exempt: with exemptions, is held job h no candidate for a preemptor by
+ * its share's min_runtime (3.3)?  Then the end of its exemption is noted
+ * in *all_end, and in *live_end unless the pass decided on h already (it
+ * no longer holds anything back).
+ */
+static bool
+Exempt(int h, bool exemptions, QsTime *live_end, QsTime *all_end)
+{
+	QsTime		e = exemptions ? ExemptEnd(&B[h].j) : QS_NO_TIME;
+
+	if (e == QS_NO_TIME)
+		return false;
+	if (*all_end == QS_NO_TIME || e < *all_end)
+		*all_end = e;
+	if (!Handled[h] && (*live_end == QS_NO_TIME || e < *live_end))
+		*live_end = e;
+	return true;
+}
+
+/*
  * PreemptionPossible: could job k, under the cursor in the planned state,
  * be given victims (3.3, 3.4)?  Greedy selection ends with every candidate
  * taken unless the room test passes earlier, and the room tests are
  * monotone in the victims (see CheckVictims), so the attempt finds victims
  * iff the test passes with all its candidates (reclaim: a borrower taken
  * only while its share still borrows, in victim order) and fails with none
- * (then nobody is needed: the job waits for pending stops).  Returns NULL
- * or what the pass should have done.
+ * (then nobody is needed: the job waits for pending stops).  With
+ * exemptions, claimed jobs within their share's min_runtime are no
+ * candidates (3.3); the earliest end of such an exemption among the
+ * candidates of the attempts made is noted in *live_end and *all_end (see
+ * Exempt).  Returns NULL or what the pass should have done.
  */
 static const char *
-PreemptionPossible(int k, char *msg)
+PreemptionPossible(int k, bool exemptions, QsTime *live_end, QsTime *all_end,
+				   char *msg)
 {
 	const QsJob *J = &B[k].j;
 	int			S = J->share, u = J->unit;
@@ -786,6 +874,7 @@ PreemptionPossible(int k, char *msg)
 	int			nc = 0;
 	char		buf[256];
 
+	*live_end = *all_end = QS_NO_TIME;
 	FutureUse(u, true, fut0);
 	FutureUse(u, false, futnp);
 
@@ -799,7 +888,8 @@ PreemptionPossible(int k, char *msg)
 			const QsJob *c = &B[h].j;
 
 			if (IsHeld(B[h].state) && c->unit == u && c->share != S &&
-				c->stop == QS_STOP_NONE && !Handled[h] && futnp[c->share] > Cf.C[c->share][u])
+				c->stop == QS_STOP_NONE && futnp[c->share] > Cf.C[c->share][u] &&
+				!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
 				cand[nc++] = h;
 		}
 		qsort(cand, nc, sizeof(int), CmpVictim);
@@ -819,7 +909,8 @@ PreemptionPossible(int k, char *msg)
 				const QsJob *c = &B[h].j;
 
 				if (IsHeld(B[h].state) && c->unit == u && c->share == S &&
-					c->stop == QS_STOP_NONE && !Handled[h] && c->priority < J->priority)
+					c->stop == QS_STOP_NONE && c->priority < J->priority &&
+					!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
 					fut[S] -= c->count;
 			}
 		if (fut[S] + J->count <= Cf.C[S][u] && CheckJob(fut, J, buf) == NULL)
@@ -839,7 +930,8 @@ PreemptionPossible(int k, char *msg)
 			const QsJob *c = &B[h].j;
 
 			if (IsHeld(B[h].state) && c->unit == u && c->share == S &&
-				c->stop == QS_STOP_NONE && !Handled[h] && c->priority < J->priority)
+				c->stop == QS_STOP_NONE && c->priority < J->priority &&
+				!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
 				fut[S] -= c->count;
 		}
 		if (CheckJob(fut, J, buf) == NULL)
@@ -876,36 +968,85 @@ QueueBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
+ * FairBefore (3.2, borrow_order FAIR): does job a come before job b when
+ * none under the cursors fits in its own capacity?  The least
+ * max(0, usage(S,u) + n - C(S,u)) / weight(S) in the planned state,
+ * compared exactly (cross-multiplied), then the least (queued_at, id).
+ */
+static bool
+FairBefore(const QsJob *a, const QsJob *b)
+{
+	int64_t		ka = RUse[a->share][a->unit] + a->count - Cf.C[a->share][a->unit];
+	int64_t		kb = RUse[b->share][b->unit] + b->count - Cf.C[b->share][b->unit];
+
+	ka = ka > 0 ? ka : 0;
+	kb = kb > 0 ? kb : 0;
+	if (ka * Cf.weight[b->share] != kb * Cf.weight[a->share])
+		return ka * Cf.weight[b->share] < kb * Cf.weight[a->share];
+	return QueueBefore(a, b);
+}
+
+/* what a job's share would borrow with it, in the planned state */
+static int64_t
+FairKey(const QsJob *j)
+{
+	int64_t		k = RUse[j->share][j->unit] + j->count - Cf.C[j->share][j->unit];
+
+	return k > 0 ? k : 0;
+}
+
+/* the job under share s's cursor (the first of its units' heads), or -1 */
+static int
+ShareHead(int s)
+{
+	int			head = -1;
+
+	for (int u = 0; u < Cf.nunits; u++)
+		if (SPos[s][u] < RunTo[s][u])
+		{
+			int			k = RunIdx[SPos[s][u]];
+
+			if (head < 0 || ShareBefore(&B[k].j, &B[head].j))
+				head = k;
+		}
+	return head;
+}
+
+static int FifoChoice;			/* what FIFO would have taken (NextCandidate) */
+
+/*
  * NextCandidate: among the jobs under the cursors (each share's first, in
  * share order, of its units' stream heads) the one that fits in its
  * share's own capacity in the planned state with the least (queued_at,
- * id); if none fits, the least (queued_at, id).  -1 when none is left.
+ * id); if none fits, the least (queued_at, id), or with FAIR the least
+ * borrowing per unit of weight (FairBefore).  -1 when none is left;
+ * *borrowing tells whether none fitted; FifoChoice is the head with the
+ * least (queued_at, id).
  */
 static int
-NextCandidate(void)
+NextCandidate(bool *borrowing)
 {
-	int			any = -1, fitting = -1;
+	int			any = -1, fitting = -1, fifo = -1;
 
 	for (int s = 0; s < Cf.nshares; s++)
 	{
-		int			head = -1;
+		int			head = ShareHead(s);
 
-		for (int u = 0; u < Cf.nunits; u++)
-			if (SPos[s][u] < RunTo[s][u])
-			{
-				int			k = RunIdx[SPos[s][u]];
-
-				if (head < 0 || ShareBefore(&B[k].j, &B[head].j))
-					head = k;
-			}
 		if (head < 0)
 			continue;
-		if (any < 0 || QueueBefore(&B[head].j, &B[any].j))
+		if (any < 0 || (Cf.fair ? FairBefore(&B[head].j, &B[any].j) :
+						QueueBefore(&B[head].j, &B[any].j)))
 			any = head;
+		if (fifo < 0 || QueueBefore(&B[head].j, &B[fifo].j))
+			fifo = head;
 		if (RUse[s][B[head].j.unit] + B[head].j.count <= Cf.C[s][B[head].j.unit] &&
 			(fitting < 0 || QueueBefore(&B[head].j, &B[fitting].j)))
 			fitting = head;
 	}
+	*borrowing = fitting < 0;
+	FifoChoice = fifo;
+	if (fitting < 0 && any != fifo)
+		St.fair_picks++;		/* FAIR chose otherwise than FIFO */
 	return fitting >= 0 ? fitting : any;
 }
 
@@ -1008,6 +1149,105 @@ OrderCheck(int jk, const char *what)
 	}
 }
 
+/*
+ * StrictCheck.  A STRICT share keeps its order strictly, per unit (3.2):
+ * once one of its jobs needing u came under the cursor and was not
+ * dispatched (whatever the reason: no room, victims given but the job only
+ * promised, a kept promise still waiting), the pass skips every later job
+ * of the share needing u.  The cursor meets a stream's jobs in share order
+ * from its start, so: no job J of a STRICT share is dispatched in a pass
+ * while a job K of the same share and unit, ahead of J in share order
+ * (priority DESC, queued_at, id), that was RUNNABLE when the pass began
+ * stays RUNNABLE without being dispatched (K has no decision at all: the
+ * only decisions about a RUNNABLE job are DISPATCH and the runnable
+ * timeout's FAIL).  Exempt are the freed promises of step 4, dispatched
+ * before any cursor starts (3.6).  Run before the model of the cursors,
+ * so that a broken STRICT rule is named as such.
+ */
+static void
+StrictCheck(const QsDecision *D, int nd)
+{
+	for (int x = 0; x < nd; x++)
+	{
+		int			jk = (int) D[x].job_id - 1;
+		const QsJob *J = &B[jk].j;
+
+		if (D[x].action != QS_DISPATCH || Step4[jk] || !Cf.strict[J->share])
+			continue;
+		for (int i = RunFrom[J->share][J->unit]; i < RunTo[J->share][J->unit]; i++)
+		{
+			int			k = RunIdx[i];
+			const QsJob *K = &B[k].j;
+
+			if (k == jk)
+				break;			/* the rest comes after J in share order */
+			if (NDec[k] == 0)
+				Fail("strict", "job %" PRId64 " (priority %d, n=%d) of STRICT share %d was dispatched while job %" PRId64 " of the same share and unit %d, ahead of it in share order (priority %d, n=%d%s), stayed RUNNABLE and was not dispatched (3.2: STRICT skips every later job of the unit)",
+					 J->id, J->priority, J->count, J->share, K->id, J->unit, K->priority,
+					 K->count, K->promised_at != QS_NO_TIME ? ", promised" : "");
+		}
+	}
+}
+
+/*
+ * WakeCheck (QsOutput.wake_at): when the pass reports when to run again
+ * for a min_runtime exemption, that time is after the pass's time and is
+ * scheduled_at + min_runtime of a claimed job holding capacity (of a share
+ * with min_runtime); it is no earlier than the earliest exemption that a
+ * preemptor left without victims passed over (lo), and no later than the
+ * earliest exemption of a job that would have had victims but for the
+ * exemptions (hi: that job waits for it).  Without any exemption passed
+ * over, it is not set.
+ */
+static void
+WakeCheck(QsTime wake, QsTime lo, QsTime hi, int64_t hi_job, const char *hint)
+{
+	bool		found = false;
+
+	if (wake == QS_NO_TIME)
+	{
+		if (hi != QS_NO_TIME)
+			Fail("wake", "job %" PRId64 " got no victims only because they are exempt by min_runtime until %" PRId64 ", but the pass set no wake_at%s",
+				 hi_job, hi, hint);
+		return;
+	}
+	St.wakes++;
+	for (int h = 0; h < LastN && !found; h++)
+	{
+		const QsJob *j = &B[h].j;
+
+		found = IsHeld(B[h].state) && j->claimed && Cf.minrt[j->share] > 0 &&
+			j->scheduled_at != QS_NO_TIME && j->scheduled_at + Cf.minrt[j->share] == wake;
+	}
+	if (wake <= Cf.now || !found)
+		Fail("wake", "wake_at %" PRId64 " (now %" PRId64 ") is %s", wake, Cf.now,
+			 wake <= Cf.now ? "not after the pass's time" :
+			 "scheduled_at + min_runtime of no claimed job holding capacity");
+	if (lo == QS_NO_TIME)
+		Fail("wake", "wake_at %" PRId64 " is set, but no preemptor left without victims passed over an exempt job (3.3: no attempt, or other candidates, than the pass made)",
+			 wake);
+	if (wake < lo)
+		Fail("wake", "wake_at %" PRId64 " is earlier than %" PRId64 ", the earliest exemption a preemptor left without victims passed over",
+			 wake, lo);
+	if (hi != QS_NO_TIME && wake > hi)
+		Fail("wake", "wake_at %" PRId64 " is after %" PRId64 ", when the exemption ends that keeps job %" PRId64 " from its victims%s",
+			 wake, hi, hi_job, hint);
+}
+
+/*
+ * Fold mixes a value into the fingerprint of the run (FNV-1a over its
+ * bytes): every decision, promise, lapse and wake_at of every pass.
+ */
+static void
+Fold(int64_t v)
+{
+	for (int b = 0; b < 8; b++)
+	{
+		Fingerprint ^= (uint64_t) ((v >> (8 * b)) & 0xff);
+		Fingerprint *= 1099511628211ULL;
+	}
+}
+
 /* ---------------------------------------------------------------- */
 /* one pass, checked																 */
 
@@ -1050,9 +1290,15 @@ CheckedPass(void)
 	const QsOutput *out;
 	const QsDecision *D;
 	PassResult	res;
-	char		buf[256], buf2[256];
+	char		buf[256], buf2[512];
 	const char *why;
 	long		cnt_before[6] = {0}, cnt_after[6] = {0};
+	bool		borrowing;
+	int64_t		FairJob = 0;	/* (c): a job the pass may have taken early */
+	static char FairNote[512];
+	QsTime		WakeLo = QS_NO_TIME, WakeHi = QS_NO_TIME;
+	int64_t		WakeHiJob = 0;
+	static char WakeHint[512];
 
 	TakeCfg();
 	memcpy(B, W.jobs, sizeof(WJob) * n);
@@ -1063,6 +1309,19 @@ CheckedPass(void)
 	D = out->decisions;
 	nd = out->ndecisions;
 	St.passes++;
+	for (int x = 0; x < nd; x++)
+	{
+		Fold(D[x].action);
+		Fold(D[x].job_id);
+		Fold(D[x].stop);
+		Fold(D[x].preempted_for);
+		Fold(D[x].immediate);
+	}
+	for (int x = 0; x < out->npromised; x++)
+		Fold(out->promised[x]);
+	for (int x = 0; x < out->nlapsed; x++)
+		Fold(-out->lapsed[x]);
+	Fold(out->wake_at);
 	res.ndecisions = nd;
 	res.nlapsed = out->nlapsed;
 	res.npromised = out->npromised;
@@ -1161,6 +1420,11 @@ CheckedPass(void)
 					if (d->stop != (pj->j.share == b->j.share ? QS_STOP_IN_SHARE : QS_STOP_CROSS_SHARE))
 						Fail("decision", "victim %" PRId64 " (share %d) of job %" PRId64 " (share %d) got stop %s",
 							 d->job_id, b->j.share, pj->j.id, pj->j.share, StopText(d->stop));
+					/* (a) no claimed job stops for a preemptor inside min_runtime */
+					if (ExemptEnd(&b->j) != QS_NO_TIME)
+						Fail("min-runtime", "claimed job %" PRId64 " of share %d (scheduled_at %" PRId64 ", min_runtime %" PRId64 ") was preempted (%s) for job %" PRId64 " at %" PRId64 ", before its min_runtime passed (3.3: only repairs ignore it)",
+							 d->job_id, b->j.share, b->j.scheduled_at, Cf.minrt[b->j.share],
+							 StopText(d->stop), d->preempted_for, Cf.now);
 					phase = 2;
 					St.preemptions++;
 				}
@@ -1368,6 +1632,7 @@ CheckedPass(void)
 	 * then it must have been unable to start and to get victims, and the
 	 * skip rule applies to its stream.
 	 */
+	StrictCheck(D, nd);
 	if (Cf.env_enabled)
 	{
 		for (int s = 0; s < Cf.nshares; s++)
@@ -1376,7 +1641,7 @@ CheckedPass(void)
 				SBelow[s][u] = INT32_MAX;
 				StreamAdvance(s, u, true);
 			}
-		for (int c; (c = NextCandidate()) >= 0;)
+		for (int c; (c = NextCandidate(&borrowing)) >= 0;)
 		{
 			const QsJob *C = &B[c].j;
 			const QsDecision *d = i < nd ? &D[i] : NULL;
@@ -1431,26 +1696,139 @@ CheckedPass(void)
 					Kept[c] = 1;
 					RProm[C->share][C->unit] += C->count;
 					Ex[c].promised = true;
+					/* STRICT: not dispatched, though given victims */
+					if (Cf.strict[C->share])
+					{
+						SBelow[C->share][C->unit] = 0;
+						St.strict_stops++;
+					}
 				}
 			}
 			else
 			{
-				/* the candidate got nothing */
+				/*
+				 * The candidate got nothing.  The order among candidates
+				 * that get nothing cannot be seen in the decisions; a
+				 * wrong order shows once a candidate that could have
+				 * started is passed over (the cursor failure below).  (c)
+				 * With FAIR, when none fitted in its own capacity and the
+				 * pass goes on with the decision of another job D, the pass
+				 * may have taken D, or the FIFO choice before it, over this
+				 * one; until D's decision is met, a cursor failure is named
+				 * "fair" (3.2: the least borrowing per weight first).  A
+				 * cursor failure of a STRICT share whose stream had a job
+				 * dispatched ahead of it is named "strict".  These notes
+				 * are hints only in the other failures.
+				 */
+				const char *cursor_tag = "cursor";
+				const char *tagged = NULL;
+				QsTime		live_end, all_end;
+				int64_t		sid = d == NULL ? 0 :
+					d->action == QS_PREEMPT ? d->preempted_for : d->job_id;
+
+				if (FairJob != sid)
+					FairJob = 0;	/* D was decided on: the suspicion is gone */
+				if (Cf.fair && borrowing && d != NULL && FairJob == 0)
+				{
+					/* D itself under a cursor, or the FIFO choice, taken over C */
+					int			h = FifoChoice != c ? FifoChoice : -1;
+
+					for (int s = 0; s < Cf.nshares; s++)
+					{
+						int			x = ShareHead(s);
+
+						if (x >= 0 && x != c && B[x].j.id == sid)
+							h = x;
+					}
+					if (h >= 0)
+					{
+						FairJob = sid;
+						snprintf(FairNote, sizeof(FairNote),
+								 "; with FAIR the pass seems to have taken job %" PRId64 " of share %d (queued %" PRId64 ", borrowing %" PRId64 " / weight %d) over job %" PRId64 " of share %d (queued %" PRId64 ", borrowing %" PRId64 " / weight %d), %s",
+								 B[h].j.id, B[h].j.share, B[h].j.queued_at, FairKey(&B[h].j),
+								 Cf.weight[B[h].j.share], C->id, C->share, C->queued_at, FairKey(C),
+								 Cf.weight[C->share],
+								 QueueBefore(C, &B[h].j) ? "a later job whose borrowing per weight is not strictly less" : "one borrowing more per weight");
+					}
+				}
+
+				/*
+				 * STRICT: the model reaches a job of a STRICT share only when
+				 * every job ahead of it in its stream was dispatched (or
+				 * decided before the loop); if the pass passed it over, the
+				 * STRICT skip came after a job that was dispatched.  This
+				 * note, about the job's own stream, goes before FAIR's.
+				 */
+				if (Cf.strict[C->share])
+				{
+					int			prev = -1;
+
+					for (int x = RunFrom[C->share][C->unit]; RunIdx[x] != c; x++)
+						if (Dispatched[RunIdx[x]] && !Step4[RunIdx[x]])
+							prev = RunIdx[x];
+					if (prev >= 0)
+					{
+						cursor_tag = "strict";
+						sprintf(buf2, "; its STRICT share's job %" PRId64 " ahead of it in the stream was dispatched%s in this pass, and STRICT skips only after a job that was not dispatched",
+								B[prev].j.id, Victimized[prev] ? " right after its victims stopped" : "");
+						tagged = buf2;
+					}
+				}
+				if (tagged == NULL && FairJob != 0)
+				{
+					cursor_tag = "fair";
+					tagged = FairNote;
+				}
 				if (MayDispatch(c, buf) == NULL)
 				{
+					char		wbuf[128];
+
 					if (d != NULL)
-						sprintf(buf2, "went on with %s of job %" PRId64, ActionName(d->action),
+						sprintf(wbuf, "went on with %s of job %" PRId64, ActionName(d->action),
 								d->action == QS_PREEMPT ? d->preempted_for : d->job_id);
-					Fail("cursor", "job %" PRId64 " (share %d unit %d n=%d) came under the cursor and could be dispatched, but the pass %s (3.2: own capacity first, then queue order; the skip rule; best effort)",
-						 C->id, C->share, C->unit, C->count, d ? buf2 : "dispatched nothing more");
+					Fail(cursor_tag, "job %" PRId64 " (share %d unit %d n=%d) came under the cursor and could be dispatched, but the pass %s%s (3.2: own capacity first, then queue order%s; the skip rule; best effort)",
+						 C->id, C->share, C->unit, C->count, d ? wbuf : "dispatched nothing more",
+						 tagged ? tagged : "", Cf.fair ? " or FAIR" : "");
 				}
-				if (!Kept[c] && (why = PreemptionPossible(c, buf2)) != NULL)
-					Fail(strstr(why, "reclaim") ? "missed-reclaim" : "missed-in-share",
-						 "job %" PRId64 " (share %d unit %d n=%d prio %d) came under the cursor and got nothing, but %s",
-						 C->id, C->share, C->unit, C->count, C->priority, why);
+				if (!Kept[c])
+				{
+					char		pbuf[256];
+
+					if ((why = PreemptionPossible(c, true, &live_end, &all_end, pbuf)) != NULL)
+						Fail(strstr(why, "reclaim") ? "missed-reclaim" : "missed-in-share",
+							 "job %" PRId64 " (share %d unit %d n=%d prio %d) came under the cursor and got nothing, but %s%s",
+							 C->id, C->share, C->unit, C->count, C->priority, why,
+							 tagged ? tagged : "");
+					/* the earliest end of an exemption passed over (wake_at) */
+					if (all_end != QS_NO_TIME && (WakeLo == QS_NO_TIME || all_end < WakeLo))
+						WakeLo = all_end;
+					if (live_end != QS_NO_TIME)
+					{
+						QsTime		l2, a2;
+
+						/* victims but for the exemptions: it waits for them */
+						if (PreemptionPossible(c, false, &l2, &a2, pbuf) != NULL)
+						{
+							St.exempt_waits++;
+							if (WakeHi == QS_NO_TIME || live_end < WakeHi)
+							{
+								WakeHi = live_end;
+								WakeHiJob = C->id;
+								/* did the pass perhaps never try it? */
+								snprintf(WakeHint, sizeof(WakeHint), "%s", tagged ? tagged : "");
+							}
+						}
+					}
+				}
 				/* a kept promise waiting for its victims was not tried */
 				if (!Kept[c] && C->count < SBelow[C->share][C->unit])
 					SBelow[C->share][C->unit] = C->count;
+				/* STRICT: not dispatched, whatever the reason */
+				if (Cf.strict[C->share])
+				{
+					SBelow[C->share][C->unit] = 0;
+					St.strict_stops++;
+				}
 			}
 			StreamAdvance(C->share, C->unit, false);
 		}
@@ -1458,6 +1836,7 @@ CheckedPass(void)
 	if (i < nd)
 		Fail("cursor", "%s of job %" PRId64 " (preempted_for %" PRId64 "), which the cursor never reached: the skip rule passed it over, it was decided already, or the pass took the jobs in another order (3.2)",
 			 ActionName(D[i].action), D[i].job_id, D[i].preempted_for);
+	WakeCheck(out->wake_at, WakeLo, WakeHi, WakeHiJob, WakeHint);
 
 	/* the new promises are the preemptors that did not start at once */
 	for (int x = 0; x < out->npromised; x++)
@@ -1753,6 +2132,44 @@ Heartbeat(int percent)
 			W.jobs[k].j.lease_until = W.now + LeaseLength();
 }
 
+/* a min_runtime of a few passes' worth of simulated time */
+static QsTime
+RandomMinRuntime(void)
+{
+	return (QsTime) (Chance(70) ? Rand(2, 30) : Rand(30, 150)) * SEC;
+}
+
+/* a lend_limit for a LEND or LEND_AND_BORROW share (never RESERVE) */
+static int32_t
+RandomLendLimit(void)
+{
+	int			r = Rand(0, 9);
+
+	return r == 0 ? 0 : r == 1 ? 100 : r < 4 ? 50 : Rand(0, 100);
+}
+
+/* a weight for FAIR, mostly small */
+static int32_t
+RandomWeight(void)
+{
+	int			r = Rand(0, 9);
+
+	return r < 5 ? 1 : r < 9 ? Rand(2, 5) : Rand(1, 10000);
+}
+
+/*
+ * RandomOptions draws the 0.2 options of a share, each on a minority of
+ * shares so that the rules of 0.1 keep most of the traffic.
+ */
+static void
+RandomOptions(QsShare *sh)
+{
+	sh->strict = Chance(15);
+	sh->min_runtime = Chance(20) ? RandomMinRuntime() : 0;
+	sh->lend_limit = sh->strategy != QS_RESERVE && Chance(25) ? RandomLendLimit() : -1;
+	sh->weight = RandomWeight();
+}
+
 static void
 NewEpisode(void)
 {
@@ -1771,6 +2188,7 @@ NewEpisode(void)
 		int32_t		bl = st == QS_LEND_AND_BORROW && Chance(60) ? Rand(0, 300) : -1;
 
 		WAddShare(&W, snames[s], st, bl, Chance(50), 0);
+		RandomOptions(&W.shares[s]);
 		for (int u = 0; u < nunits; u++)
 			W.capacity[s][u] = Chance(20) ? 0 : Rand(1, 5);
 	}
@@ -1784,6 +2202,7 @@ NewEpisode(void)
 		W.units[u].env_limit = e < 0 ? 0 : e;
 	}
 	W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
+	W.fair = Chance(35);
 	memset(Timeout, 0, sizeof(Timeout));
 	AdminDirty = false;
 	St.episodes++;
@@ -1796,6 +2215,37 @@ AdminChange(void)
 	int			s = Rand(0, W.nshares - 1), u = Rand(0, W.nunits - 1);
 	QsShare    *sh = &W.shares[s];
 
+	/* the options of 0.2, in a quarter of the changes */
+	if (Chance(25))
+	{
+		switch (Rand(0, 4))
+		{
+			case 0:
+				sh->strict = !sh->strict;
+				Trace("admin: share %d queueing %s", s, sh->strict ? "STRICT" : "BEST_EFFORT");
+				return;			/* no limit changed */
+			case 1:
+				sh->min_runtime = Chance(30) ? 0 : RandomMinRuntime();
+				Trace("admin: share %d min_runtime %" PRId64, s, sh->min_runtime);
+				return;
+			case 2:
+				if (sh->strategy == QS_RESERVE)
+					return;		/* an error: lend_limit stays -1 */
+				sh->lend_limit = Chance(30) ? -1 : RandomLendLimit();
+				Trace("admin: share %d lend_limit %d", s, sh->lend_limit);
+				break;			/* supply may shrink: a limit changed */
+			case 3:
+				sh->weight = RandomWeight();
+				Trace("admin: share %d weight %d", s, sh->weight);
+				return;
+			case 4:
+				W.fair = !W.fair;
+				Trace("admin: borrow_order %s", W.fair ? "FAIR" : "FIFO");
+				return;
+		}
+		AdminDirty = true;
+		return;
+	}
 	switch (Rand(0, 9))
 	{
 		case 0:
@@ -1809,7 +2259,12 @@ AdminChange(void)
 
 				sh->strategy = r == 0 ? QS_RESERVE : r == 1 ? QS_LEND : QS_LEND_AND_BORROW;
 				sh->borrow_limit = sh->strategy == QS_LEND_AND_BORROW && Chance(50) ? Rand(0, 300) : -1;
-				Trace("admin: share %d %s %d", s, StratName(sh->strategy), sh->borrow_limit);
+				if (sh->strategy == QS_RESERVE)
+					sh->lend_limit = -1;	/* else an error (1) */
+				else if (Chance(20))
+					sh->lend_limit = RandomLendLimit();
+				Trace("admin: share %d %s %d lend_limit %d", s, StratName(sh->strategy),
+					  sh->borrow_limit, sh->lend_limit);
 				break;
 			}
 		case 3:
@@ -2035,9 +2490,11 @@ main(int argc, char **argv)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
-		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, (double) (clock() - t0) / CLOCKS_PER_SEC);
+		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
+		   St.exempt_waits, St.wakes, St.fair_picks, Fingerprint,
+		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);
 	printf("sim: %ld steps, %ld failures\n", Steps, St.failures);

@@ -748,6 +748,34 @@ test_min_runtime_repair(void)
 		  "min_runtime: a repair stops the claimed job within its min_runtime");
 }
 
+/*
+ * scheduling.md 3.2, 3.6: a preemptor of a STRICT share whose victims all
+ * stopped at once is dispatched in that pass; it does not make the pass
+ * skip its share's later jobs (found by the simulator).
+ */
+static void
+test_strict_after_immediate_preemption(void)
+{
+	World		w;
+	int			s;
+	WJob	   *low, *high, *after;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	s = WAddShare(&w, "S", QS_RESERVE, -1, true, 4);
+	w.shares[s].strict = true;
+	low = WSubmit(&w, "low", s, 0, 2);
+	WSubmit(&w, "mid", s, 1, 1);
+	WPassApply(&w);				/* both dispatched, neither claimed */
+	high = WSubmit(&w, "high", s, 9, 2);
+	after = WSubmit(&w, "after", s, 8, 1);
+	out = WPassApply(&w);
+	CHECK(PreemptionOf(out, low) != NULL && PreemptionOf(out, low)->immediate &&
+		  Dispatched(out, high),
+		  "strict: high preempts the unclaimed low, which stops at once, and starts");
+	CHECK(Dispatched(out, after), "strict: the next job of the share starts in the same pass");
+}
+
 int
 main(void)
 {
@@ -775,5 +803,6 @@ main(void)
 	test_one_by_one_reclaims();
 	test_min_runtime();
 	test_min_runtime_repair();
+	test_strict_after_immediate_preemption();
 	return TapDone();
 }
