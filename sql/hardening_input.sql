@@ -68,6 +68,28 @@ SELECT pg_temp.refused(format($$SELECT count(*) FROM quota_sched.claim('hi_agent
 SELECT count(*) AS dispatched FROM quota_sched.run_pass('hi_queue');
 SELECT count(*) FROM quota_sched.claim('hi_agent', 'hi_queue', 'ml.g5.xlarge', max_jobs => 2147483647);
 
+-- Nulls where a value is required are 23502; tags and reasons are capped
+-- (54000) like the payload; messages quote a huge value only in part.
+SELECT left(stmt, 60) AS stmt, pg_temp.refused(stmt) FROM (VALUES
+	($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, max_attempts) VALUES ('hi_n1', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', NULL)$$),
+	($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, priority) VALUES ('hi_n2', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', NULL)$$),
+	(format($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, tags) VALUES ('hi_n3', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', %L)$$,
+			jsonb_build_object('t', repeat('x', 65536)))),
+	(format($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, tags) VALUES ('hi_n4', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', %L)$$,
+			to_jsonb(repeat('x', 1000)))),
+	(format($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES (%L, 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge')$$,
+			repeat('n', 100000) || '!')),
+	(format($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES ('hi_n5', 'hi_queue', %L, 'ml.g5.xlarge')$$,
+			repeat('s', 100000))),
+	(format($$SELECT state FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'hi_live'), %L)$$,
+			repeat('r', 1025))),
+	(format($$SELECT state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'hi_live'), 'hi_agent', 'FAILED', %L)$$,
+			repeat('r', 1025))),
+	(format($$SELECT state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'hi_live'), 'hi_agent', %L)$$,
+			repeat('S', 100000)))
+) AS v(stmt);
+SELECT count(*) AS stored FROM quota_sched.job WHERE name LIKE 'hi\_n%';
+
 SELECT * FROM quota_sched.held_capacity_drift();
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hi_queue';

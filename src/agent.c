@@ -42,7 +42,7 @@ AgentArg(FunctionCallInfo fcinfo, int argno)
 	if (agent[0] == '\0' || strlen(agent) > 128)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid agent name \"%s\"", agent),
+				 errmsg("invalid agent name \"%s\"", QsShortValue(agent)),
 				 errdetail("An agent's name has 1 to 128 characters.")));
 	return agent;
 }
@@ -311,7 +311,7 @@ ReportedState(const char *state)
 			return (QsReport) r;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid reported state \"%s\"", state),
+			 errmsg("invalid reported state \"%s\"", QsShortValue(state)),
 			 errdetail("An agent reports RUNNING, SUCCEEDED, FAILED or STOPPED.")));
 	pg_unreachable();
 }
@@ -329,6 +329,8 @@ qs_report(PG_FUNCTION_ARGS)
 	QsReport	report;
 	char	   *reason = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 
+	if (reason != NULL)
+		QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -350,6 +352,8 @@ qs_release(PG_FUNCTION_ARGS)
 	char	   *agent = AgentArg(fcinfo, 1);
 	char	   *reason = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 
+	if (reason != NULL)
+		QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -75,7 +75,7 @@ QsCheckName(text *value, const char *what)
 	if (!QsValidName(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value)))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid %s name \"%s\"", what, text_to_cstring(value)),
+				 errmsg("invalid %s name \"%s\"", what, QsShortValue(text_to_cstring(value))),
 				 errdetail("Names are 1 to 128 characters of A-Z, a-z, 0-9, \"_\" and \"-\".")));
 }
 
@@ -262,6 +262,19 @@ PG_FUNCTION_INFO_V1(qs_check_choice);
 PG_FUNCTION_INFO_V1(qs_check_lend_limit);
 PG_FUNCTION_INFO_V1(qs_check_min_runtime);
 PG_FUNCTION_INFO_V1(qs_check_weight);
+
+/*
+ * QsCheckSize raises program_limit_exceeded when a value (what: "payload
+ * of job", ...) is longer than its limit, in bytes.
+ */
+void
+QsCheckSize(const char *what, size_t len, size_t limit)
+{
+	if (len > limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s is %zu bytes, more than the limit of %zu", what, len, limit)));
+}
 
 /*
  * QsShortValue returns a value to quote in a message: the value, or its

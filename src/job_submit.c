@@ -197,7 +197,8 @@ CheckCapacity(JobValues *row)
 	if (!QsValidUnitName(VARDATA_ANY(unit), VARSIZE_ANY_EXHDR(unit)))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid capacity unit \"%s\" of a job", text_to_cstring(unit)),
+				 errmsg("invalid capacity unit \"%s\" of a job",
+						QsShortValue(text_to_cstring(unit))),
 				 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
 	CheckIntRange("instance_count", DatumGetInt32(row->values[JC_INSTANCE_COUNT]), 1, PG_INT32_MAX);
 }
@@ -213,7 +214,9 @@ CheckSubmitterValues(JobValues *row)
 	QsCheckName(DatumGetTextPP(row->values[JC_NAME]), "job");
 	RequireColumn(row, JC_JOB_QUEUE);
 	RequireColumn(row, JC_QUOTA_SHARE);
+	RequireColumn(row, JC_PRIORITY);
 	CheckIntRange("priority", DatumGetInt32(row->values[JC_PRIORITY]), 0, QS_MAX_PRIORITY);
+	RequireColumn(row, JC_MAX_ATTEMPTS);
 	CheckIntRange("max_attempts", DatumGetInt32(row->values[JC_MAX_ATTEMPTS]), 1, QS_MAX_ATTEMPTS);
 	if (!row->nulls[JC_PREEMPTION_RETRIES])
 		CheckIntRange("preemption_retries", DatumGetInt32(row->values[JC_PREEMPTION_RETRIES]),
@@ -232,12 +235,17 @@ CheckSubmitterValues(JobValues *row)
 					 errmsg("invalid client_token of %d characters", len),
 					 errdetail("client_token has 1 to %d characters.", QS_MAX_TOKEN_LEN)));
 	}
-	if (!row->nulls[JC_TAGS] &&
-		!JB_ROOT_IS_OBJECT(DatumGetJsonbP(row->values[JC_TAGS])))
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("tags of a job must be a JSON object, not %s",
-						JsonbToCString(NULL, &DatumGetJsonbP(row->values[JC_TAGS])->root, 0))));
+	if (!row->nulls[JC_TAGS])
+	{
+		Jsonb	   *tags = DatumGetJsonbP(row->values[JC_TAGS]);
+		char	   *text = JsonbToCString(NULL, &tags->root, VARSIZE(tags));
+
+		QsCheckSize("tags of job", strlen(text), QS_MAX_TAGS_BYTES);
+		if (!JB_ROOT_IS_OBJECT(tags))
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("tags of a job must be a JSON object, not %s", QsShortValue(text))));
+	}
 
 	CheckPayloadSize(row);
 	ApplyResourceConfig(row);
@@ -351,17 +359,17 @@ CheckSubmitTarget(JobValues *row, Relation rel, Oid caller)
 	if (!FindSubmitTarget(queue, share, rel->rd_rel->relowner, &target, &other_queue))
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
-				 errmsg("job queue \"%s\" does not exist", queue)));
+				 errmsg("job queue \"%s\" does not exist", QsShortValue(queue))));
 	if (!target.share_found && other_queue != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 				 errmsg("quota share \"%s\" belongs to job queue \"%s\", not \"%s\"",
-						share, other_queue, queue)));
+						QsShortValue(share), other_queue, queue)));
 	if (!target.share_found)
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 				 errmsg("quota share \"%s\" does not exist in job queue \"%s\"",
-						share, queue)));
+						QsShortValue(share), queue)));
 	if (!target.queue_enabled)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -382,7 +390,7 @@ CheckSubmitTarget(JobValues *row, Relation rel, Oid caller)
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 				 errmsg("capacity unit \"%s\" is not in the service environment of job queue \"%s\"",
-						unit, queue)));
+						QsShortValue(unit), queue)));
 }
 
 /*

@@ -22,6 +22,9 @@
 
 /* Longest payload, as text (scheduling.md 2). */
 #define QS_MAX_PAYLOAD_BYTES (1024 * 1024)
+/* the largest tags of a job as text, and reason of a report or terminate */
+#define QS_MAX_TAGS_BYTES (64 * 1024)
+#define QS_MAX_REASON_BYTES 1024
 
 /*
  * Write context of the current transaction.  Only the extension's own C code
@@ -72,6 +75,7 @@ extern void QsCheckName(text *value, const char *what);
 
 extern int64 QsIntervalUsecs(const Interval *value);
 extern const char *QsShortValue(const char *value);
+extern void QsCheckSize(const char *what, size_t len, size_t limit);
 extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
 							const char *of, const char *detail);
 

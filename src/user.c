@@ -92,6 +92,7 @@ qs_terminate(PG_FUNCTION_ARGS)
 				 errmsg("job_id must not be null")));
 	job_id = PG_GETARG_INT64(0);
 	reason = PG_ARGISNULL(1) ? "Terminated by user" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
 
 	QsBeginSystemWrite(GetUserNameFromId(caller, false), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -391,7 +392,7 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 	if (!QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job queue \"%s\" does not exist", queue)));
+				 errmsg("job queue \"%s\" does not exist", QsShortValue(queue))));
 	entries = palloc(sizeof(QsQueueEntry) * (max_jobs + qs.in.nshares + 1));
 	n = QsQueueOrder(&qs.in, max_jobs, QS_QUEUE_HORIZON, entries);
 	for (int i = 0; i < n; i++)

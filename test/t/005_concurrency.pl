@@ -48,9 +48,12 @@ VALUES ('j', 'soak', (ARRAY['lab', 'lend', 'reserve', 'greedy'])[:s], :p,
 SQL
 	'reprioritise.sql' => <<'SQL',
 \set p random(0, 9)
+-- the state again in the outer WHERE: the job may end meanwhile, and the
+-- priority of an ended job cannot change (55000)
 UPDATE quota_sched.job SET priority = :p
  WHERE id = (SELECT id FROM quota_sched.job WHERE job_queue = 'soak'
-				AND state IN ('RUNNABLE', 'RUNNING') ORDER BY random() LIMIT 1);
+				AND state IN ('RUNNABLE', 'RUNNING') ORDER BY random() LIMIT 1)
+   AND state IN ('RUNNABLE', 'RUNNING');
 SQL
 	'agent.sql' => <<'SQL',
 \set max random(1, 3)
