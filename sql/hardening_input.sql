@@ -90,6 +90,16 @@ SELECT left(stmt, 60) AS stmt, pg_temp.refused(stmt) FROM (VALUES
 ) AS v(stmt);
 SELECT count(*) AS stored FROM quota_sched.job WHERE name LIKE 'hi\_n%';
 
+-- A team member may change priorities but not lock the job table beyond
+-- ROW EXCLUSIVE: its UPDATE privilege is priority's, not the table's.
+CREATE ROLE regress_hi_user IN ROLE quota_sched_user;
+SET ROLE regress_hi_user;
+SELECT pg_temp.refused($$LOCK TABLE quota_sched.job IN ACCESS EXCLUSIVE MODE$$);
+SELECT pg_temp.refused($$LOCK TABLE quota_sched.job IN SHARE MODE$$);
+SELECT pg_temp.refused($$UPDATE quota_sched.job SET priority = 1 WHERE false$$);
+RESET ROLE;
+DROP ROLE regress_hi_user;
+
 SELECT * FROM quota_sched.held_capacity_drift();
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hi_queue';

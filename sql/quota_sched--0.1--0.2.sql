@@ -288,3 +288,12 @@ SELECT u.job_queue, u.quota_share, u.capacity_unit,
 						  AS capacity) c
   LEFT JOIN held h ON h.job_queue = u.job_queue AND h.quota_share = u.quota_share
 				  AND h.capacity_unit = u.capacity_unit;
+
+/* ---------------------------------------------------------------------
+ * Users and admins may UPDATE a job's priority only: the privilege is the
+ * column's, not the table's.  With UPDATE on the table, any team member
+ * could LOCK TABLE quota_sched.job IN ACCESS EXCLUSIVE MODE and stall every
+ * queue; LOCK TABLE beyond ROW EXCLUSIVE needs a table privilege.
+ * ------------------------------------------------------------------- */
+REVOKE UPDATE ON quota_sched.job FROM quota_sched_admin, quota_sched_user;
+GRANT UPDATE (priority) ON quota_sched.job TO quota_sched_admin, quota_sched_user;

@@ -49,7 +49,11 @@ EmitDecisions(QsQueueState *qs, const QsOutput *out, Tuplestorestate *store,
  * QsRunQueuePass runs the pass of one queue and returns how many decisions
  * it made (-1: no such queue).  It holds the queue's lock exclusively until
  * the transaction ends, so passes, claims, reports, priority changes and
- * terminations on the queue never interleave with it.  With wake_at, it
+ * terminations on the queue never interleave with it.  A dry run, which
+ * writes nothing, holds the lock in shared mode while it reads and
+ * decides, and not a moment longer: no pass interleaves with it, and it
+ * holds up no pass once it has returned, whatever its transaction does
+ * next.  With wake_at, it
  * sets *wake_at to when a min_runtime exemption that kept a job from its
  * victims ends, if that is before *wake_at (0: none yet): a pass then may
  * decide what this one could not.
@@ -64,7 +68,10 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	TimestampTz started = GetCurrentTimestamp();
 	int			ndecisions = -1;
 
-	QsLockQueue(queue, true);
+	if (dry_run)
+		QsLockQueueForRead(queue);
+	else
+		QsLockQueue(queue, true);
 	QsBeginSystemWrite("pass", &saved);
 	PG_TRY();
 	{
@@ -88,6 +95,8 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	PG_FINALLY();
 	{
 		QsEndSystemWrite(&saved);
+		if (dry_run)
+			QsUnlockQueueForRead(queue);
 	}
 	PG_END_TRY();
 	return ndecisions;

@@ -19,6 +19,7 @@
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -40,8 +41,12 @@ int			QsNaptimeMs = 1000;
 int			QsStopTimeoutSeconds = 600;
 char	   *QsDatabase = NULL;
 
-/* First key of the advisory locks quota_sched takes ("QS"). */
+/*
+ * The locks of job queues (QueueLockTag): advisory locks whose first key is
+ * "QS" and whose fourth field no SQL function sets.
+ */
 #define QS_LOCK_CLASS 0x5153
+#define QS_LOCK_SPACE 3
 
 void		_PG_init(void);
 
@@ -223,10 +228,25 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 }
 
 /*
- * QsLockQueue takes the transaction-level advisory lock of a job queue.
- * A pass takes it exclusively; claims, reports, priority changes and
+ * QueueLockTag sets the tag of a job queue's lock: an advisory lock of this
+ * database keyed by the queue's name, in a space SQL cannot reach.  The
+ * advisory lock functions set the tag's fourth field to 1 or 2; this one
+ * is 3, so that no session can take (or hold) a queue's lock with
+ * pg_advisory_lock() and stall its passes, claims and reports.
+ */
+static void
+QueueLockTag(LOCKTAG *tag, const char *job_queue)
+{
+	uint32		key = hash_bytes((const unsigned char *) job_queue, strlen(job_queue));
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, QS_LOCK_CLASS, key, QS_LOCK_SPACE);
+}
+
+/*
+ * QsLockQueue takes the lock of a job queue until the transaction ends.  A
+ * pass takes it exclusively; claims, reports, priority changes and
  * terminations take it shared, so none of them interleaves with a pass.
- * Advisory locks assign no transaction id.
+ * The lock assigns no transaction id.
  *
  * A pass first tries the lock without waiting, a few times over about
  * 20 ms, backing off from 0.1 ms, and only then waits in the lock's queue.
@@ -239,29 +259,48 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 void
 QsLockQueue(const char *job_queue, bool exclusive)
 {
-	int32		key = (int32) hash_bytes((const unsigned char *) job_queue,
-										 strlen(job_queue));
+	LOCKTAG		tag;
 
+	QueueLockTag(&tag, job_queue);
 	if (exclusive)
 	{
 		long		pause_us = 100;
 
 		for (long waited_us = 0; waited_us < 20000; waited_us += pause_us)
 		{
-			if (DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
-												 Int32GetDatum(QS_LOCK_CLASS),
-												 Int32GetDatum(key))))
+			if (LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
 				return;
 			pg_usleep(pause_us);
 			CHECK_FOR_INTERRUPTS();
 			pause_us = Min(pause_us * 2, 2000);
 		}
-		DirectFunctionCall2(pg_advisory_xact_lock_int4,
-							Int32GetDatum(QS_LOCK_CLASS), Int32GetDatum(key));
 	}
-	else
-		DirectFunctionCall2(pg_advisory_xact_lock_shared_int4,
-							Int32GetDatum(QS_LOCK_CLASS), Int32GetDatum(key));
+	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
+}
+
+/*
+ * QsLockQueueForRead takes a queue's lock in shared mode for the session,
+ * so that the caller can release it (QsUnlockQueueForRead) before its
+ * transaction ends: a dry run reads the queue with no pass interleaving,
+ * and holds nobody up once it has read.  The caller releases it on error
+ * too: a session lock outlives an aborted transaction.
+ */
+void
+QsLockQueueForRead(const char *job_queue)
+{
+	LOCKTAG		tag;
+
+	QueueLockTag(&tag, job_queue);
+	(void) LockAcquire(&tag, ShareLock, true, false);
+}
+
+void
+QsUnlockQueueForRead(const char *job_queue)
+{
+	LOCKTAG		tag;
+
+	QueueLockTag(&tag, job_queue);
+	LockRelease(&tag, ShareLock, true);
 }
 
 /*

@@ -81,6 +81,8 @@ extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
 
 /* quota_sched.c */
 extern void QsLockQueue(const char *job_queue, bool exclusive);
+extern void QsLockQueueForRead(const char *job_queue);
+extern void QsUnlockQueueForRead(const char *job_queue);
 
 /* worker.c */
 extern void QsRegisterWorker(void);

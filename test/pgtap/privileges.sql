@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(25);
+SELECT plan(27);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity']);
@@ -17,8 +17,14 @@ SELECT table_privs_are('quota_sched', 'quota_share', 'quota_sched_agent', ARRAY[
 SELECT table_privs_are('quota_sched', 'quota_share', 'public', ARRAY[]::text[]);
 
 -- Jobs: users read through row-level security; they may name any column in
--- INSERT and UPDATE, and the job triggers refuse all but their own columns.
-SELECT table_privs_are('quota_sched', 'job', 'quota_sched_user', ARRAY['SELECT', 'INSERT', 'UPDATE']);
+-- INSERT, and the job triggers refuse all but their own columns; they may
+-- UPDATE priority only (a column privilege: no table privilege lets them
+-- LOCK TABLE job beyond ROW EXCLUSIVE).
+SELECT table_privs_are('quota_sched', 'job', 'quota_sched_user', ARRAY['SELECT', 'INSERT']);
+SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_user',
+	ARRAY['SELECT', 'INSERT', 'UPDATE']);
+SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_admin',
+	ARRAY['SELECT', 'INSERT', 'UPDATE']);
 SELECT table_privs_are('quota_sched', 'job', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'job', 'public', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_event', 'quota_sched_user', ARRAY['SELECT']);
