@@ -1,7 +1,7 @@
--- A job's capacity unit and instance count (scheduling.md 2): an explicit column wins;
--- else payload->'ResourceConfig' gives InstanceType and InstanceCount, as in
--- a SageMaker CreateTrainingJob request; else instance_count is 1.  Each of
--- the two is decided on its own.
+-- A job's capacity unit and instance count (scheduling.md 2): an explicit
+-- column, or payload->'ResourceConfig' (InstanceType and InstanceCount, as
+-- in a SageMaker CreateTrainingJob request), which must agree when both are
+-- given; else instance_count is 1.  Each of the two is decided on its own.
 CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
 	EXECUTE stmt;
@@ -32,17 +32,16 @@ VALUES ('rc_02_training_job_request', 'rc_queue', 'rc_share',
 INSERT INTO quota_sched.job (name, job_queue, quota_share, payload)
 VALUES ('rc_03_type_only', 'rc_queue', 'rc_share',
         '{"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge"}}');
--- The capacity_unit column wins over InstanceType; InstanceCount still counts.
+-- Columns that agree with ResourceConfig are taken (columns that disagree
+-- are refused, below).
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
-VALUES ('rc_04_unit_column_wins', 'rc_queue', 'rc_share', 'ml.g5.xlarge',
+VALUES ('rc_04_unit_column_agrees', 'rc_queue', 'rc_share', 'ml.p4d.24xlarge',
         '{"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}');
--- The instance_count column wins over InstanceCount; InstanceType still counts.
 INSERT INTO quota_sched.job (name, job_queue, quota_share, instance_count, payload)
-VALUES ('rc_05_count_column_wins', 'rc_queue', 'rc_share', 3,
+VALUES ('rc_05_count_column_agrees', 'rc_queue', 'rc_share', 2,
         '{"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}');
--- Both columns win.
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count, payload)
-VALUES ('rc_06_both_columns_win', 'rc_queue', 'rc_share', 'ml.g5.xlarge', 5,
+VALUES ('rc_06_both_columns_agree', 'rc_queue', 'rc_share', 'ml.p4d.24xlarge', 2,
         '{"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}');
 -- The unit from the column, the count from the payload.
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
@@ -78,8 +77,14 @@ SELECT resource_config,
                ('{"InstanceType": "ml.g5.xlarge", "InstanceCount": 2147483648}'),
                ('{"InstanceType": "ml.g5.xlarge", "InstanceCount": 1e30}')) AS v(resource_config);
 
+-- A column that disagrees with ResourceConfig is refused (23514): which
+-- one the job should run with would be a guess.
+SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload) VALUES ('rc_bad', 'rc_queue', 'rc_share', 'ml.g5.xlarge', '{"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}')$$);
+SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_share, instance_count, payload) VALUES ('rc_bad', 'rc_queue', 'rc_share', 3, '{"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}')$$);
+SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count, payload) VALUES ('rc_bad', 'rc_queue', 'rc_share', 'ml.g5.xlarge', 5, '{"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}')$$);
+
 -- An explicit column that is bad is refused, even when the payload has a
--- good value: the column wins.
+-- good value.
 SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_share, instance_count, payload) VALUES ('rc_bad', 'rc_queue', 'rc_share', 0, '{"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 2}}')$$);
 SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload) VALUES ('rc_bad', 'rc_queue', 'rc_share', 'ml.trn1.32xlarge', '{"ResourceConfig": {"InstanceType": "ml.g5.xlarge"}}')$$);
 

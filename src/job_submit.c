@@ -111,8 +111,9 @@ InstanceCountFromJson(JsonbValue *v)
 /*
  * ApplyResourceConfig fills capacity_unit and instance_count that the
  * submitter left out from payload->'ResourceConfig' (InstanceType and
- * InstanceCount, as in a SageMaker CreateTrainingJob request); an explicit
- * column wins, and instance_count is 1 when neither gives it.
+ * InstanceCount, as in a SageMaker CreateTrainingJob request), and refuses
+ * a column that disagrees with it: which one the job runs with would
+ * otherwise be a guess.  instance_count is 1 when neither gives it.
  */
 static void
 ApplyResourceConfig(JobValues *row)
@@ -126,27 +127,51 @@ ApplyResourceConfig(JobValues *row)
 	if (rc != NULL && rc->type != jbvBinary)
 		rc = NULL;
 
-	if (row->nulls[JC_CAPACITY_UNIT] && rc != NULL &&
-		(v = QsJsonbField(rc->val.binary.data, "InstanceType")) != NULL)
+	if (rc != NULL && (v = QsJsonbField(rc->val.binary.data, "InstanceType")) != NULL)
 	{
+		text	   *type;
+
 		if (v->type != jbvString)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("payload ResourceConfig.InstanceType of a job is not a string")));
-		row->values[JC_CAPACITY_UNIT] =
-			PointerGetDatum(cstring_to_text_with_len(v->val.string.val,
-													 v->val.string.len));
-		row->nulls[JC_CAPACITY_UNIT] = false;
+		type = cstring_to_text_with_len(v->val.string.val, v->val.string.len);
+		if (row->nulls[JC_CAPACITY_UNIT])
+		{
+			row->values[JC_CAPACITY_UNIT] = PointerGetDatum(type);
+			row->nulls[JC_CAPACITY_UNIT] = false;
+		}
+		else if (strcmp(TextDatumGetCString(row->values[JC_CAPACITY_UNIT]),
+						text_to_cstring(type)) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("capacity_unit \"%s\" of a job disagrees with its payload's "
+							"ResourceConfig.InstanceType \"%s\"",
+							QsShortValue(TextDatumGetCString(row->values[JC_CAPACITY_UNIT])),
+							QsShortValue(text_to_cstring(type))),
+					 errhint("Give the capacity unit once, or the same in both.")));
 	}
 
+	if (rc != NULL && (v = QsJsonbField(rc->val.binary.data, "InstanceCount")) != NULL)
+	{
+		int32		count = InstanceCountFromJson(v);
+
+		if (row->nulls[JC_INSTANCE_COUNT])
+		{
+			row->values[JC_INSTANCE_COUNT] = Int32GetDatum(count);
+			row->nulls[JC_INSTANCE_COUNT] = false;
+		}
+		else if (DatumGetInt32(row->values[JC_INSTANCE_COUNT]) != count)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("instance_count %d of a job disagrees with its payload's "
+							"ResourceConfig.InstanceCount %d",
+							DatumGetInt32(row->values[JC_INSTANCE_COUNT]), count),
+					 errhint("Give the instance count once, or the same in both.")));
+	}
 	if (row->nulls[JC_INSTANCE_COUNT])
 	{
-		int64		count = 1;
-
-		if (rc != NULL &&
-			(v = QsJsonbField(rc->val.binary.data, "InstanceCount")) != NULL)
-			count = InstanceCountFromJson(v);
-		row->values[JC_INSTANCE_COUNT] = Int32GetDatum((int32) count);
+		row->values[JC_INSTANCE_COUNT] = Int32GetDatum(1);
 		row->nulls[JC_INSTANCE_COUNT] = false;
 	}
 }
