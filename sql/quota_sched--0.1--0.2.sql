@@ -297,3 +297,20 @@ SELECT u.job_queue, u.quota_share, u.capacity_unit,
  * ------------------------------------------------------------------- */
 REVOKE UPDATE ON quota_sched.job FROM quota_sched_admin, quota_sched_user;
 GRANT UPDATE (priority) ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+
+/* ---------------------------------------------------------------------
+ * claim(..., start => true): the jobs claimed are RUNNING at once (an
+ * agent that starts what it claims saves the round trip of the RUNNING
+ * report).  A new parameter is a new signature: the function of 0.1 goes.
+ * ------------------------------------------------------------------- */
+DROP FUNCTION quota_sched.claim(text, text, text, integer, interval, integer);
+CREATE FUNCTION quota_sched.claim(agent text, job_queue text, capacity_unit text DEFAULT NULL,
+	max_jobs integer DEFAULT 1, lease interval DEFAULT '60 seconds',
+	max_instances integer DEFAULT NULL, start boolean DEFAULT false)
+RETURNS SETOF quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_claim'
+LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean)
+	FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean)
+	TO quota_sched_agent;

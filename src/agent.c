@@ -116,9 +116,10 @@ StopTimeout(void)
 }
 
 /*
- * qs_claim(agent, job_queue, capacity_unit, max_jobs, lease, max_instances)
- * RETURNS SETOF quota_sched.job: takes SCHEDULED unclaimed jobs, which
- * become STARTING, held by the agent until lease_until.
+ * qs_claim(agent, job_queue, capacity_unit, max_jobs, lease, max_instances,
+ * start) RETURNS SETOF quota_sched.job: takes SCHEDULED unclaimed jobs,
+ * which become STARTING, held by the agent until lease_until; with start,
+ * RUNNING at once, as if the agent had reported RUNNING.
  */
 Datum
 qs_claim(PG_FUNCTION_ARGS)
@@ -130,6 +131,7 @@ qs_claim(PG_FUNCTION_ARGS)
 	int			max_jobs = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT32(3);
 	Interval   *lease = LeaseArg(fcinfo, 4);
 	int			max_instances = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
+	bool		start = PG_NARGS() > 6 && !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
 	QsSavedUser saved;
 	Datum		claimed;
 
@@ -155,7 +157,7 @@ qs_claim(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
-	claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, lease);
+	claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, lease, start);
 	if (claimed != (Datum) 0)
 		QsEmitJobs(rsinfo, claimed);
 	SPI_finish();

@@ -392,14 +392,20 @@ static QsQuery ClaimQuery = {
 	3, {INT8ARRAYOID, TEXTOID, INTERVALOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
+/* claim(start => true): the claimed jobs run, as a RUNNING report says */
+static QsQuery StartClaimedQuery = {
+	"UPDATE quota_sched.job SET state = 'RUNNING', started_at = now() WHERE id = ANY ($1)",
+	1, {INT8ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
 /*
  * QsClaimJobs gives an agent the jobs ClaimableIds picks: STARTING, held
- * by the agent until now + lease.  Returns their ids as a bigint[], or
+ * by the agent until now + lease, and with start RUNNING at once.  Returns their ids as a bigint[], or
  * (Datum) 0 when there was none to claim (then nothing is written).
  */
 Datum
 QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances,
-			const char *agent, Interval *lease)
+			const char *agent, Interval *lease, bool start)
 {
 	Datum	   *ids;
 	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids);
@@ -411,6 +417,8 @@ QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances
 	args[1] = CStringGetTextDatum(agent);
 	args[2] = IntervalPGetDatum(lease);
 	QsQueryRun(&ClaimQuery, args, NULL, false, 0);
+	if (start)
+		QsQueryRun(&StartClaimedQuery, args, NULL, false, 0);
 	return args[0];
 }
 

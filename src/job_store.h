@@ -123,7 +123,7 @@ typedef enum QsJobChange
 extern void QsChangeJob(int64 job_id, QsJobChange change, const char *reason);
 extern Datum QsReturnJob(int64 job_id);
 extern Datum QsClaimJobs(const char *queue, const char *unit, int max_jobs,
-						 int max_instances, const char *agent, Interval *lease);
+						 int max_instances, const char *agent, Interval *lease, bool start);
 extern void QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids);
 extern Datum QsLockQueuesOfAgent(const char *agent);
 extern void QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, Interval *lease,

@@ -63,6 +63,7 @@ usage(void)
 			"             [-l PICKUP_LOG] [-T SECONDS]\n"
 			"  -k  jobs per claim (max_jobs; default 1)\n"
 			"  -R  skip the RUNNING report (STARTING -> SUCCEEDED)\n"
+			"  -S  claim with start => true (RUNNING at once) and skip the RUNNING report\n"
 			"  -t  longest wait for a notification when a claim found nothing (default 100 ms)\n"
 			"  -l  write \"job_id pickup_us\" for every claimed job to this file at exit\n"
 			"  -T  stop after this many seconds (default: run until SIGTERM)\n");
@@ -132,6 +133,7 @@ main(int argc, char **argv)
 	const char *pickup_log = NULL;
 	int			max_jobs = 1;
 	int			report_running = 1;
+	int			claim_start = 0;
 	int			wait_ms = 100;
 	double		run_seconds = 0;
 	char		max_jobs_text[16];
@@ -149,7 +151,7 @@ main(int argc, char **argv)
 				timeouts = 0;
 	struct rusage ru;
 
-	while ((opt = getopt(argc, argv, "d:a:q:k:Rt:l:T:h")) != -1)
+	while ((opt = getopt(argc, argv, "d:a:q:k:RSt:l:T:h")) != -1)
 	{
 		switch (opt)
 		{
@@ -164,6 +166,10 @@ main(int argc, char **argv)
 				break;
 			case 'k':
 				max_jobs = atoi(optarg);
+				break;
+			case 'S':
+				claim_start = 1;
+				report_running = 0;
 				break;
 			case 'R':
 				report_running = 0;
@@ -198,7 +204,9 @@ main(int argc, char **argv)
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		die(conn, "LISTEN");
 	PQclear(res);
-	prepare(conn, "claim",
+	prepare(conn, "claim", claim_start ?
+			"SELECT id FROM quota_sched.claim($1::text, $2::text, max_jobs => $3::integer,"
+			" start => true)" :
 			"SELECT id FROM quota_sched.claim($1::text, $2::text, max_jobs => $3::integer)");
 	prepare(conn, "running",
 			"SELECT state FROM quota_sched.report($1::bigint, $2::text, 'RUNNING')");
