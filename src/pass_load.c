@@ -260,21 +260,38 @@ QsAgentOf(const QsQueueState *qs, int64 job_id)
 /*
  * PolicyJobs turns rows of a queue's jobs into the policy's jobs, with the
  * indexes of their shares and units (adding units not seen yet), noting
- * the agents of held ones.
+ * the agents of held ones.  A job whose share is not in the queue (only a
+ * write that bypassed the foreign keys, such as a restore with triggers
+ * off, leaves one) is left out with a WARNING: the pass decides nothing
+ * about it, and the queue's other jobs go on.
  */
 static const QsJob *
 PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs)
 {
 	QsJob	   *jobs = palloc0(sizeof(QsJob) * (rows.n + 1));
+	int			n = 0;
 
 	for (int i = 0; i < rows.n; i++)
 	{
-		jobs[i] = rows.rows[i].job;
-		jobs[i].share = QsShareIndex(qs, rows.rows[i].quota_share);
-		jobs[i].unit = AddUnit(qs, rows.rows[i].capacity_unit);
-		NoteAgent(qs, jobs[i].id, rows.rows[i].agent);
+		int			share = QsShareIndex(qs, rows.rows[i].quota_share);
+
+		if (share < 0)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("a job of job queue \"%s\" names quota share \"%s\", which does "
+							"not exist: the pass leaves it alone", qs->queue,
+							rows.rows[i].quota_share),
+					 errdetail("The job is " INT64_FORMAT ".", rows.rows[i].job.id)));
+			continue;
+		}
+		jobs[n] = rows.rows[i].job;
+		jobs[n].share = share;
+		jobs[n].unit = AddUnit(qs, rows.rows[i].capacity_unit);
+		NoteAgent(qs, jobs[n].id, rows.rows[i].agent);
+		n++;
 	}
-	*njobs = rows.n;
+	*njobs = n;
 	return jobs;
 }
 
