@@ -9,6 +9,14 @@ VALUES ('hi_queue', 'hi_point_zero', '{"ml.g5.xlarge": 5.0}', 'LEND_AND_BORROW',
 	   ('hi_queue', 'hi_huge_borrow', '{"ml.g5.xlarge": 2147483647}', 'LEND_AND_BORROW', 2147483647);
 SELECT quota_share, max_capacity, allowed, idle, lendable FROM quota_sched.share_usage
  WHERE job_queue = 'hi_queue' ORDER BY quota_share;
+-- Promising the shares more than the environment has warns at the write;
+-- capacity_plan shows it per queue and unit, as it shows a unit the shares
+-- name and the environment lacks.
+UPDATE quota_sched.quota_share SET capacity_limits = '{"ml.g5.xlarge": 5, "ml.p4d.24xlarge": 1}'
+ WHERE name = 'hi_point_zero';
+SELECT * FROM quota_sched.capacity_plan WHERE job_queue = 'hi_queue' ORDER BY capacity_unit;
+UPDATE quota_sched.quota_share SET capacity_limits = '{"ml.g5.xlarge": 5}'
+ WHERE name = 'hi_point_zero';
 -- the pass reads them alike
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
 VALUES ('hi_job', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', 5);
@@ -125,6 +133,8 @@ SELECT name, state FROM quota_sched.job WHERE name IN ('hi_orphan', 'hi_after') 
 
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hi_queue';
+-- the counters of the share deleted past its trigger
+DELETE FROM quota_sched.held_capacity WHERE job_queue = 'hi_queue';
 RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name = 'hi_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'hi_env';

@@ -314,3 +314,96 @@ REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, in
 	FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean)
 	TO quota_sched_agent;
+
+/* ---------------------------------------------------------------------
+ * The capacity plan: per queue and unit, what the environment has and what
+ * its shares are promised.  A share may name a unit the environment lacks,
+ * and the shares of a queue may be promised more than the environment has
+ * (the passes then hold the environment's limit, scheduling.md 3.1): both
+ * are allowed, but say so at the write.
+ * ------------------------------------------------------------------- */
+CREATE VIEW quota_sched.capacity_plan AS
+WITH units AS (
+	SELECT q.name AS job_queue, k.capacity_unit
+	  FROM quota_sched.job_queue q
+	  JOIN quota_sched.service_environment e ON e.name = q.service_environment,
+		   LATERAL jsonb_object_keys(e.capacity_limits) AS k(capacity_unit)
+	UNION
+	SELECT s.job_queue, k.capacity_unit
+	  FROM quota_sched.quota_share s,
+		   LATERAL jsonb_object_keys(s.capacity_limits) AS k(capacity_unit))
+SELECT u.job_queue, u.capacity_unit,
+	   e.capacity_limits ? u.capacity_unit AS in_environment,
+	   coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0) AS environment_capacity,
+	   coalesce(c.shares_capacity, 0) AS shares_capacity,
+	   greatest(0, coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0)
+				   - coalesce(c.shares_capacity, 0)) AS unassigned,
+	   greatest(0, coalesce(c.shares_capacity, 0)
+				   - coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0))
+		   AS overcommitted
+  FROM units u
+  JOIN quota_sched.job_queue q ON q.name = u.job_queue
+  JOIN quota_sched.service_environment e ON e.name = q.service_environment
+  LEFT JOIN LATERAL (
+	SELECT sum((s.capacity_limits ->> u.capacity_unit)::numeric)::bigint AS shares_capacity
+	  FROM quota_sched.quota_share s
+	 WHERE s.job_queue = u.job_queue AND s.capacity_limits ? u.capacity_unit) c ON true;
+
+GRANT SELECT ON quota_sched.capacity_plan
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/*
+ * warn_capacity_plan: after a write of the configuration, a WARNING for each
+ * unit of the queues it touched that a share names and the environment
+ * lacks, or whose shares are promised more than the environment has.
+ */
+CREATE FUNCTION quota_sched.warn_capacity_plan()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	queues text[];
+	r record;
+BEGIN
+	-- "changed" is the statement's transition table of new rows
+	IF TG_TABLE_NAME = 'quota_share' THEN
+		SELECT array_agg(DISTINCT c.job_queue) INTO queues FROM changed c;
+	ELSIF TG_TABLE_NAME = 'job_queue' THEN
+		SELECT array_agg(c.name) INTO queues FROM changed c;
+	ELSE
+		SELECT array_agg(q.name) INTO queues
+		  FROM quota_sched.job_queue q JOIN changed c ON c.name = q.service_environment;
+	END IF;
+	FOR r IN
+		SELECT p.* FROM quota_sched.capacity_plan p
+		 WHERE p.job_queue = ANY (queues) AND (NOT p.in_environment OR p.overcommitted > 0)
+		 ORDER BY p.job_queue COLLATE "C", p.capacity_unit COLLATE "C"
+	LOOP
+		IF NOT r.in_environment THEN
+			RAISE WARNING 'quota shares of job queue "%" have % x % that its service environment does not have',
+				r.job_queue, r.shares_capacity, r.capacity_unit
+				USING HINT = 'Jobs of that unit cannot run; see quota_sched.capacity_plan.';
+		ELSE
+			RAISE WARNING 'quota shares of job queue "%" are promised % x %, more than the % of its service environment',
+				r.job_queue, r.shares_capacity, r.capacity_unit, r.environment_capacity
+				USING HINT = 'The environment''s limit holds: not every share can have its capacity at once; see quota_sched.capacity_plan.';
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION quota_sched.warn_capacity_plan() FROM PUBLIC;
+
+CREATE TRIGGER quota_share_plan_insert AFTER INSERT ON quota_sched.quota_share
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+CREATE TRIGGER quota_share_plan_update AFTER UPDATE ON quota_sched.quota_share
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+CREATE TRIGGER service_environment_plan_update AFTER UPDATE ON quota_sched.service_environment
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+CREATE TRIGGER job_queue_plan_insert AFTER INSERT ON quota_sched.job_queue
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
