@@ -407,3 +407,19 @@ CREATE TRIGGER service_environment_plan_update AFTER UPDATE ON quota_sched.servi
 CREATE TRIGGER job_queue_plan_insert AFTER INSERT ON quota_sched.job_queue
 	REFERENCING NEW TABLE AS changed
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+
+/* ---------------------------------------------------------------------
+ * report(..., attempt => N): a report about an attempt that is over
+ * (1 + failed_attempts + preemption_count moved on) changes nothing, so
+ * that a report retried after a lost reply never lands on the job's next
+ * attempt.  A new parameter is a new signature: the function of 0.1 goes.
+ * ------------------------------------------------------------------- */
+DROP FUNCTION quota_sched.report(bigint, text, text, text);
+CREATE FUNCTION quota_sched.report(job_id bigint, agent text, state text, reason text DEFAULT NULL,
+	attempt integer DEFAULT NULL)
+RETURNS quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_report'
+LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION quota_sched.report(bigint, text, text, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.report(bigint, text, text, text, integer)
+	TO quota_sched_agent;

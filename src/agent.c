@@ -240,11 +240,15 @@ IsHeldBy(const QsJobRow *row, const char *agent)
 
 /*
  * AgentReport applies an agent's report on a job it holds, as that agent,
- * and returns the job.  A report for a job the agent does not hold, or an
- * illegal transition, changes nothing and raises an error.
+ * and returns the job.  A report about an attempt (attempt > 0) other than
+ * the job's current one changes nothing: a retry that comes after the
+ * attempt ended (its reply was lost) must not land on the next one.  A
+ * report for a job the agent does not hold, or an illegal transition,
+ * changes nothing and raises an error.
  */
 static Datum
-AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason)
+AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason,
+			int32 attempt)
 {
 	QsSavedUser saved;
 	QsJobRow	row;
@@ -257,7 +261,10 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
-	if (IsRepeat(&row, agent, report))
+	if (attempt > 0 &&
+		attempt != 1 + row.job.failed_attempts + row.job.preemption_count)
+		;						/* about an attempt that is over: nothing to do */
+	else if (IsRepeat(&row, agent, report))
 		;						/* a retry: nothing to do */
 	else if (!IsHeldBy(&row, agent))
 		ereport(ERROR,
@@ -319,9 +326,10 @@ ReportedState(const char *state)
 }
 
 /*
- * qs_report(job_id, agent, state, reason) RETURNS quota_sched.job: the
- * agent reports what became of a job it holds (scheduling.md 5.2).  Repeating the
- * job's current state is a no-op, so that an agent may retry.
+ * qs_report(job_id, agent, state, reason, attempt) RETURNS quota_sched.job:
+ * the agent reports what became of a job it holds (scheduling.md 5.2).
+ * Repeating the job's current state is a no-op, so that an agent may
+ * retry; so is a report naming an attempt that is over.
  */
 Datum
 qs_report(PG_FUNCTION_ARGS)
@@ -330,16 +338,22 @@ qs_report(PG_FUNCTION_ARGS)
 	char	   *agent = AgentArg(fcinfo, 1);
 	QsReport	report;
 	char	   *reason = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	int32		attempt = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_INT32(4) : 0;
 
 	if (reason != NULL)
 		QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4) && attempt < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid attempt %d", attempt),
+				 errdetail("An attempt is numbered from 1, or null.")));
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id and state must not be null")));
 	job_id = PG_GETARG_INT64(0);
 	report = ReportedState(text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	return AgentReport(job_id, agent, report, reason);
+	return AgentReport(job_id, agent, report, reason, attempt);
 }
 
 /*
@@ -360,5 +374,5 @@ qs_release(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id must not be null")));
-	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason);
+	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0);
 }
