@@ -334,20 +334,19 @@ WITH units AS (
 		   LATERAL jsonb_object_keys(s.capacity_limits) AS k(capacity_unit))
 SELECT u.job_queue, u.capacity_unit,
 	   e.capacity_limits ? u.capacity_unit AS in_environment,
-	   coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0) AS environment_capacity,
-	   coalesce(c.shares_capacity, 0) AS shares_capacity,
-	   greatest(0, coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0)
-				   - coalesce(c.shares_capacity, 0)) AS unassigned,
-	   greatest(0, coalesce(c.shares_capacity, 0)
-				   - coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0))
-		   AS overcommitted
+	   c.environment_capacity, c.shares_capacity,
+	   greatest(0, c.environment_capacity - c.shares_capacity) AS unassigned,
+	   greatest(0, c.shares_capacity - c.environment_capacity) AS overcommitted
   FROM units u
   JOIN quota_sched.job_queue q ON q.name = u.job_queue
   JOIN quota_sched.service_environment e ON e.name = q.service_environment
-  LEFT JOIN LATERAL (
-	SELECT sum((s.capacity_limits ->> u.capacity_unit)::numeric)::bigint AS shares_capacity
+  CROSS JOIN LATERAL (
+	SELECT coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0)
+			   AS environment_capacity,
+		   coalesce(sum((s.capacity_limits ->> u.capacity_unit)::numeric)::bigint, 0)
+			   AS shares_capacity
 	  FROM quota_sched.quota_share s
-	 WHERE s.job_queue = u.job_queue AND s.capacity_limits ? u.capacity_unit) c ON true;
+	 WHERE s.job_queue = u.job_queue AND s.capacity_limits ? u.capacity_unit) c;
 
 GRANT SELECT ON quota_sched.capacity_plan
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;

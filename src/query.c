@@ -75,6 +75,13 @@ Prepare(QsQuery *query, bool custom)
 	return plan;
 }
 
+/* The number of elements of an array (of job ids). */
+static int
+ArrayIdCount(ArrayType *ids)
+{
+	return ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids));
+}
+
 /*
  * QsQueryPlan returns the saved plan of a statement for a run with these
  * arguments, preparing it on first use.  Plans are generic: a custom plan
@@ -106,8 +113,7 @@ QsQueryPlan(QsQuery *query, Datum *args, const char *nulls)
 	}
 	Assert(!query->by_ids || query->types[0] == INT8ARRAYOID);
 	if (query->by_ids && (nulls == NULL || nulls[0] != 'n') &&
-		ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(args[0])),
-					   ARR_DIMS(DatumGetArrayTypeP(args[0]))) > QS_GENERIC_IDS_MAX)
+		ArrayIdCount(DatumGetArrayTypeP(args[0])) > QS_GENERIC_IDS_MAX)
 	{
 		if (query->custom == NULL)
 			query->custom = Prepare(query, true);

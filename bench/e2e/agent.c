@@ -59,7 +59,7 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-			"usage: agent -d CONNINFO -a AGENT -q QUEUE [-k MAX_JOBS] [-R] [-t WAIT_MS]\n"
+			"usage: agent -d CONNINFO -a AGENT -q QUEUE [-k MAX_JOBS] [-R | -S] [-t WAIT_MS]\n"
 			"             [-l PICKUP_LOG] [-T SECONDS]\n"
 			"  -k  jobs per claim (max_jobs; default 1)\n"
 			"  -R  skip the RUNNING report (STARTING -> SUCCEEDED)\n"

@@ -148,6 +148,17 @@ StartGroup(CorePlan *p, Candidates *c)
 }
 
 /*
+ * NoteEarliest lowers *earliest (QS_NO_TIME: none yet) to a time, unless the
+ * time is QS_NO_TIME or not earlier.
+ */
+static void
+NoteEarliest(QsTime *earliest, QsTime time)
+{
+	if (time != QS_NO_TIME && (*earliest == QS_NO_TIME || time < *earliest))
+		*earliest = time;
+}
+
+/*
  * ExemptUntil returns when a held job stops being exempt from preemption
  * for a preemptor (scheduling.md 3.3): a job an agent has claimed, of a
  * share with min_runtime, is no candidate until min_runtime has passed
@@ -193,8 +204,7 @@ AdvanceShare(CorePlan *p, Candidates *c, int s)
 #endif
 		if (exempt != QS_NO_TIME)
 		{
-			if (c->exempt_end == QS_NO_TIME || exempt < c->exempt_end)
-				c->exempt_end = exempt;
+			NoteEarliest(&c->exempt_end, exempt);
 			continue;
 		}
 		if (!CoreIdSetHas(&p->handled, c->heads[s].id))
@@ -460,9 +470,7 @@ Attempts(CorePlan *p, const QsJob *job, bool exemptions, JobList *victims,
 		InShareCandidates(p, job, &candidates);
 		candidates.exemptions = exemptions;
 		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, false, victims);
-		if (candidates.exempt_end != QS_NO_TIME &&
-			(*exempt_end == QS_NO_TIME || candidates.exempt_end < *exempt_end))
-			*exempt_end = candidates.exempt_end;
+		NoteEarliest(exempt_end, candidates.exempt_end);
 	}
 #endif
 	return found;
@@ -484,9 +492,7 @@ CoreTryPreemption(CorePlan *p, const QsJob *job)
 
 	if (!Attempts(p, job, true, &victims, &exempt_end))
 	{
-		if (exempt_end != QS_NO_TIME &&
-			(p->out->wake_at == QS_NO_TIME || exempt_end < p->out->wake_at))
-			p->out->wake_at = exempt_end;
+		NoteEarliest(&p->out->wake_at, exempt_end);
 		return false;
 	}
 	StopVictims(p, &victims, job);
