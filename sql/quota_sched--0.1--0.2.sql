@@ -422,3 +422,30 @@ LANGUAGE C CALLED ON NULL INPUT;
 REVOKE ALL ON FUNCTION quota_sched.report(bigint, text, text, text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.report(bigint, text, text, text, integer)
 	TO quota_sched_agent;
+
+/* ---------------------------------------------------------------------
+ * A user's UPDATE of jobs takes no queue lock.  In 0.1 it took every
+ * queue's lock until the user's transaction ended, so an open transaction
+ * after any UPDATE of jobs (even one that changed no row) stalled every
+ * pass of every queue.  A pass now reads in one snapshot and never waits
+ * for a row a user holds locked: it passes over the job instead.
+ * ------------------------------------------------------------------- */
+DROP TRIGGER job_lock_queues ON quota_sched.job;
+DROP FUNCTION quota_sched.job_lock_queues();
+
+/*
+ * queue_status: per queue, the jobs its passes passed over because
+ * another transaction held their rows locked (at most 100, by id), since
+ * when, and for how many passes in a row.  Only the pass writes it; the
+ * row of a queue appears at the first job passed over.
+ */
+CREATE TABLE quota_sched.queue_status (
+	job_queue		text PRIMARY KEY
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	passed_over		bigint[] NOT NULL,
+	passed_over_since timestamptz,
+	passed_over_passes integer NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.queue_status', '');
+REVOKE ALL ON quota_sched.queue_status FROM PUBLIC;
+GRANT SELECT ON quota_sched.queue_status TO quota_sched_admin;

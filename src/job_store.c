@@ -12,6 +12,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -183,7 +184,7 @@ static QsQuery LockJobQuery = {
 	"SELECT id, job_queue, owner, state, agent, stop_reason, failed_attempts,"
 	"       max_attempts, preemption_count,"
 	"       coalesce(preemption_retries, -1) AS preemption_retries"
-	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE",
+	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE SKIP LOCKED",
 	1, {INT8OID}, SPI_OK_SELECT
 };
 
@@ -191,18 +192,41 @@ static QsQuery LockJobQuery = {
  * QsLockJob takes the lock of a job's queue in shared mode, then the job's
  * row, and reads it into the caller's memory.  Returns false when there is
  * no such job.
+ *
+ * It never waits for the row while it holds the queue's lock: a user, who
+ * takes no queue lock, may hold the row of a job of their own for as long
+ * as they like, and a pass waiting for the queue's lock would then make
+ * every claim and report of the queue wait behind it.  It tries for about
+ * 20 ms (another report or a terminate holds the row that long at most)
+ * and then fails with 55P03: the caller may retry.
  */
 bool
 QsLockJob(int64 job_id, QsJobRow *row)
 {
 	Datum		arg = Int64GetDatum(job_id);
 	MemoryContext outer = CurrentMemoryContext;
+	long		pause_us = 100;
 
 	if (QsQueryRun(&JobQueueQuery, &arg, NULL, true, 1) == 0)
 		return false;
 	QsLockQueue(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
-	QsQueryRun(&LockJobQuery, &arg, NULL, false, 1);
-	return DecodeFirst(row, outer);
+	for (long waited_us = 0;; waited_us += pause_us)
+	{
+		if (QsQueryRun(&LockJobQuery, &arg, NULL, false, 1) > 0)
+			return DecodeFirst(row, outer);
+		if (QsQueryRun(&JobQueueQuery, &arg, NULL, false, 1) == 0)
+			return false;		/* deleted meanwhile */
+		if (waited_us >= 20000)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("job " INT64_FORMAT " is locked by another transaction", job_id),
+					 errdetail("A session holds its row (SELECT ... FOR UPDATE, or an "
+							   "UPDATE not yet committed)."),
+					 errhint("Retry when that transaction has ended.")));
+		pg_usleep(pause_us);
+		CHECK_FOR_INTERRUPTS();
+		pause_us = Min(pause_us * 2, 2000);
+	}
 }
 
 static QsQuery JobPositionQuery = {
@@ -471,14 +495,23 @@ QsLockQueuesOfAgent(const char *agent)
 }
 
 static QsQuery ExtendLeasesQuery = {
-	"UPDATE quota_sched.job"
-	"   SET lease_until = CASE WHEN stop_requested_at IS NULL"
-	"         THEN now() + $2"
-	"         ELSE least(now() + $2, stop_requested_at + $3) END"
-	" WHERE agent = $1 AND state IN ('STARTING', 'RUNNING')"
-	"   AND job_queue = ANY ($4)"
-	" RETURNING id, stop_reason",
-	4, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID}, SPI_OK_UPDATE_RETURNING
+	"WITH held AS ("
+	"   SELECT id, stop_reason FROM quota_sched.job"
+	"    WHERE agent = $1 AND state IN ('STARTING', 'RUNNING') AND job_queue = ANY ($4)),"
+	" locked AS ("
+	"   SELECT id FROM quota_sched.job WHERE id IN (SELECT id FROM held)"
+	"      FOR NO KEY UPDATE SKIP LOCKED),"
+	" extended AS ("
+	"   UPDATE quota_sched.job j"
+	"      SET lease_until = CASE WHEN j.stop_requested_at IS NULL"
+	"            THEN now() + $2"
+	"            ELSE least(now() + $2, j.stop_requested_at + $3) END"
+	"     FROM locked WHERE j.id = locked.id"
+	"   RETURNING j.id, j.stop_reason)"
+	" SELECT id, stop_reason FROM extended"
+	" UNION ALL"
+	" SELECT id, stop_reason FROM held WHERE id NOT IN (SELECT id FROM locked)",
+	4, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID}, SPI_OK_SELECT
 };
 
 /*
@@ -486,6 +519,9 @@ static QsQuery ExtendLeasesQuery = {
  * queues given (whose locks the caller holds) and appends (job_id,
  * stop_reason) of each to a materialized result.  The lease of a job whose
  * stop was requested never goes beyond stop_requested_at + stop_timeout.
+ * A job whose row another transaction holds locked is returned with its
+ * lease as it was: the caller holds queues' locks and must not wait for a
+ * user's row lock (QsLockJob).
  */
 void
 QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, Interval *lease,

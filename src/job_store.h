@@ -22,6 +22,7 @@
 #include "access/tupdesc.h"
 #include "datatype/timestamp.h"
 #include "funcapi.h"
+#include "utils/snapshot.h"
 
 #include "policy.h"
 
@@ -91,6 +92,8 @@ extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
 										const char *unit, int32 at_most, int max);
 
 /* What a pass writes (job_store_pass.c). */
+extern void QsSetPassReads(Snapshot snapshot, bool lock_rows);
+extern int	QsLockJobs(Datum ids, int64 *locked_out, int max);
 extern void QsWriteStops(const QsOutput *out, TimestampTz now);
 extern void QsWriteEnds(const QsOutput *out, TimestampTz now);
 extern void QsWriteDispatches(const QsOutput *out, TimestampTz now);

@@ -23,17 +23,45 @@
 #include "query.h"
 
 /*
- * ReadJobs runs a query that selects job rows and decodes them into the
- * caller's memory.
+ * How a pass reads its jobs (QsSetPassReads): the snapshot of its reads
+ * (NULL: each statement its own), and whether they lock the rows they
+ * return, skipping rows another transaction has locked.
+ */
+static Snapshot read_snapshot = NULL;
+static bool read_locks = false;
+
+/* The clause that makes a read of jobs lock what it returns. */
+#define LOCKING " FOR NO KEY UPDATE SKIP LOCKED"
+
+/*
+ * QsSetPassReads sets how the reads of jobs of a pass run until it is
+ * called again: in one snapshot (the caller keeps it registered), so that
+ * a job a user moves in its share's order while the pass runs (a priority
+ * change) is read in one place, not two; or locking every row they return
+ * and passing over rows locked by others (QsLockJobs), each statement in
+ * a snapshot of its own (a row read is locked, so it cannot move).  With
+ * neither, each statement reads in a snapshot of its own.
+ */
+void
+QsSetPassReads(Snapshot snapshot, bool lock_rows)
+{
+	Assert(snapshot == NULL || !lock_rows);
+	read_snapshot = snapshot;
+	read_locks = lock_rows;
+}
+
+/*
+ * ReadJobs runs a query that selects job rows (of a pair: [0] reads, [1]
+ * also locks) and decodes them into the caller's memory.
  */
 static QsJobRows
-ReadJobs(QsQuery *query, Datum *args, const char *nulls)
+ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	QsJobRows	result;
 	QsJobDecoder decoder;
 
-	result.n = QsQueryRun(query, args, nulls, false, 0);
+	result.n = QsQueryRunIn(&pair[read_locks], args, nulls, read_snapshot, 0);
 	result.rows = palloc0(sizeof(QsJobRow) * (result.n + 1));
 	QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
 	for (int i = 0; i < result.n; i++)
@@ -47,46 +75,51 @@ ReadJobs(QsQuery *query, Datum *args, const char *nulls)
 	return result;
 }
 
-/* The jobs a pass always reads, by kind (QsJobSet). */
-static QsQuery JobSetQueries[] = {
-	/*
-	 * The earliest QS_DUE_JOBS_MAX of each kind (the rest wait for the next
-	 * pass; a job both lapsed and past its deadline comes twice).  The
-	 * ORDER BY and LIMIT keep each an ordered walk of its index: a generic
-	 * plan cannot estimate "<= now()" and would otherwise read the table.
-	 */
-	[QS_DUE_JOBS] = {
-		"(SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		"  WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
-		"    AND agent IS NOT NULL AND lease_until < now()"
-		"  ORDER BY lease_until LIMIT " CppAsString2(QS_DUE_JOBS_MAX) ")"
-		" UNION ALL "
-		"(SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		"  WHERE job_queue = $1 AND state = 'RUNNING' AND timeout IS NOT NULL"
-		"    AND stop_reason IS NULL"
-		"    AND quota_sched.attempt_deadline(started_at, timeout) <= now()"
-		"  ORDER BY quota_sched.attempt_deadline(started_at, timeout)"
-		"  LIMIT " CppAsString2(QS_DUE_JOBS_MAX) ")",
-		1, {TEXTOID}, SPI_OK_SELECT
-	},
-	[QS_VICTIM_JOBS] = {
-		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
-		"   AND stop_reason IS NOT NULL AND preempted_for IS NOT NULL",
-		1, {TEXTOID}, SPI_OK_SELECT
-	},
-	[QS_PROMISED_JOBS] = {
-		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		" WHERE job_queue = $1 AND state = 'RUNNABLE' AND promised_at IS NOT NULL",
-		1, {TEXTOID}, SPI_OK_SELECT
-	},
-	[QS_EXPIRED_JOBS] = {
-		"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job"
-		" WHERE job_queue = $1 AND state = 'RUNNABLE'"
-		"   AND status_reason LIKE 'MISCONFIGURATION:%'"
-		"   AND status_reason_at + $2 < now()",
-		2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT
-	},
+/*
+ * The jobs a pass always reads, by kind (QsJobSet), each as a pair: [0]
+ * reads, [1] also locks (ReadJobs).
+ *
+ * Due jobs: the earliest QS_DUE_JOBS_MAX of each kind (the rest wait for
+ * the next pass; a job both lapsed and past its deadline comes twice).
+ * The ORDER BY and LIMIT keep each an ordered walk of its index: a generic
+ * plan cannot estimate "<= now()" and would otherwise read the table.
+ */
+#define DUE_JOBS_QUERY(lock) { \
+	"SELECT * FROM (" \
+	"  SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	"   WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')" \
+	"     AND agent IS NOT NULL AND lease_until < now()" \
+	"   ORDER BY lease_until LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") lapsed" \
+	" UNION ALL " \
+	"SELECT * FROM (" \
+	"  SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	"   WHERE job_queue = $1 AND state = 'RUNNING' AND timeout IS NOT NULL" \
+	"     AND stop_reason IS NULL" \
+	"     AND quota_sched.attempt_deadline(started_at, timeout) <= now()" \
+	"   ORDER BY quota_sched.attempt_deadline(started_at, timeout)" \
+	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") late", \
+	1, {TEXTOID}, SPI_OK_SELECT }
+#define VICTIM_JOBS_QUERY(lock) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')" \
+	"   AND stop_reason IS NOT NULL AND preempted_for IS NOT NULL" lock, \
+	1, {TEXTOID}, SPI_OK_SELECT }
+#define PROMISED_JOBS_QUERY(lock) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND state = 'RUNNABLE' AND promised_at IS NOT NULL" lock, \
+	1, {TEXTOID}, SPI_OK_SELECT }
+#define EXPIRED_JOBS_QUERY(lock) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND state = 'RUNNABLE'" \
+	"   AND status_reason LIKE 'MISCONFIGURATION:%'" \
+	"   AND status_reason_at + $2 < now()" lock, \
+	2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT }
+
+static QsQuery JobSetQueries[][2] = {
+	[QS_DUE_JOBS] = {DUE_JOBS_QUERY(""), DUE_JOBS_QUERY(LOCKING)},
+	[QS_VICTIM_JOBS] = {VICTIM_JOBS_QUERY(""), VICTIM_JOBS_QUERY(LOCKING)},
+	[QS_PROMISED_JOBS] = {PROMISED_JOBS_QUERY(""), PROMISED_JOBS_QUERY(LOCKING)},
+	[QS_EXPIRED_JOBS] = {EXPIRED_JOBS_QUERY(""), EXPIRED_JOBS_QUERY(LOCKING)},
 };
 
 /*
@@ -101,7 +134,7 @@ QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout)
 {
 	Datum		args[2] = {CStringGetTextDatum(queue), PointerGetDatum(runnable_timeout)};
 
-	return ReadJobs(&JobSetQueries[set], args, NULL);
+	return ReadJobs(JobSetQueries[set], args, NULL);
 }
 
 static QsQuery HasRunnableQuery = {
@@ -149,7 +182,7 @@ QsReadRunnablePairs(const char *queue)
 	MemoryContext outer = CurrentMemoryContext;
 	Datum		arg = CStringGetTextDatum(queue);
 	List	   *pairs = NIL;
-	uint64		n = QsQueryRun(&RunnablePairsQuery, &arg, NULL, false, 0);
+	uint64		n = QsQueryRunIn(&RunnablePairsQuery, &arg, NULL, read_snapshot, 0);
 
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -171,21 +204,23 @@ QsReadRunnablePairs(const char *queue)
  * pass grow with it.  ("+ 0": a filter, so that the share-order index
  * serves.)
  */
-#define RUNNABLE_BATCH_QUERY(limit) { \
+#define RUNNABLE_BATCH_QUERY(limit, lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND quota_share = $2" \
 	"   AND capacity_unit = $3 AND state = 'RUNNABLE'" \
 	"   AND instance_count + 0 < $4 AND priority <= $5" \
 	"   AND (priority < $5 OR (queued_at, id) > ($6, $7))" \
-	" ORDER BY priority DESC, queued_at, id LIMIT " #limit, \
+	" ORDER BY priority DESC, queued_at, id LIMIT " #limit lock, \
 	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
 	SPI_OK_SELECT, NULL, }
+#define RUNNABLE_BATCH_PAIR(limit) \
+	{RUNNABLE_BATCH_QUERY(limit, ""), RUNNABLE_BATCH_QUERY(limit, LOCKING)}
 
-static QsQuery RunnableBatchQueries[QS_STREAM_BATCHES] = {
-	RUNNABLE_BATCH_QUERY(8),
-	RUNNABLE_BATCH_QUERY(64),
-	RUNNABLE_BATCH_QUERY(512),
-	RUNNABLE_BATCH_QUERY(4096),
+static QsQuery RunnableBatchQueries[QS_STREAM_BATCHES][2] = {
+	RUNNABLE_BATCH_PAIR(8),
+	RUNNABLE_BATCH_PAIR(64),
+	RUNNABLE_BATCH_PAIR(512),
+	RUNNABLE_BATCH_PAIR(4096),
 };
 static const int RunnableBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
 
@@ -217,7 +252,7 @@ QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 	args[4] = Int32GetDatum(after ? after->priority : PG_INT32_MAX);
 	args[5] = TimestampTzGetDatum(after ? after->queued_at : 0);
 	args[6] = Int64GetDatum(after ? after->id : 0);
-	return ReadJobs(&RunnableBatchQueries[batch], args, NULL);
+	return ReadJobs(RunnableBatchQueries[batch], args, NULL);
 }
 
 /*
@@ -225,21 +260,23 @@ QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
  * (scheduling.md 3.4) after a position, with a priority below $4, in
  * batches of growing size along the victim-order index.
  */
-#define HELD_BATCH_QUERY(limit) { \
+#define HELD_BATCH_QUERY(limit, lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3" \
 	"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL" \
 	"   AND priority < $4 AND priority >= $5" \
 	"   AND (priority > $5 OR (scheduled_at, id) < ($6, $7))" \
-	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit, \
+	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit lock, \
 	7, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
 	SPI_OK_SELECT, NULL, }
+#define HELD_BATCH_PAIR(limit) \
+	{HELD_BATCH_QUERY(limit, ""), HELD_BATCH_QUERY(limit, LOCKING)}
 
-static QsQuery HeldBatchQueries[QS_STREAM_BATCHES] = {
-	HELD_BATCH_QUERY(8),
-	HELD_BATCH_QUERY(64),
-	HELD_BATCH_QUERY(512),
-	HELD_BATCH_QUERY(4096),
+static QsQuery HeldBatchQueries[QS_STREAM_BATCHES][2] = {
+	HELD_BATCH_PAIR(8),
+	HELD_BATCH_PAIR(64),
+	HELD_BATCH_PAIR(512),
+	HELD_BATCH_PAIR(4096),
 };
 
 /*
@@ -260,7 +297,7 @@ QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 	args[4] = Int32GetDatum(after ? after->priority : PG_INT32_MIN);
 	args[5] = TimestampTzGetDatum(after ? after->scheduled_at : DT_NOEND);
 	args[6] = Int64GetDatum(after ? after->id : PG_INT64_MAX);
-	return ReadJobs(&HeldBatchQueries[batch], args, NULL);
+	return ReadJobs(HeldBatchQueries[batch], args, NULL);
 }
 
 /*
@@ -271,19 +308,21 @@ QsReadHeldBatch(const char *queue, const char *share, const char *unit,
  * of jobs per share and unit, each with a constant LIMIT (see
  * RUNNABLE_BATCH_QUERY).
  */
-#define RUNNABLE_HEADS_QUERY(limit) { \
+#define RUNNABLE_HEADS_QUERY(limit, lock) { \
 	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)" \
 	" CROSS JOIN LATERAL (" \
 	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
 	"    WHERE job_queue = $1 AND quota_share = p.quota_share" \
 	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
-	"    ORDER BY priority DESC, queued_at, id LIMIT " #limit ") j", \
+	"    ORDER BY priority DESC, queued_at, id LIMIT " #limit lock ") j", \
 	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT, NULL, }
+#define RUNNABLE_HEADS_PAIR(limit) \
+	{RUNNABLE_HEADS_QUERY(limit, ""), RUNNABLE_HEADS_QUERY(limit, LOCKING)}
 
-static QsQuery RunnableHeadsQueries[] = {
-	RUNNABLE_HEADS_QUERY(8),
-	RUNNABLE_HEADS_QUERY(2),
-	RUNNABLE_HEADS_QUERY(1),
+static QsQuery RunnableHeadsQueries[][2] = {
+	RUNNABLE_HEADS_PAIR(8),
+	RUNNABLE_HEADS_PAIR(2),
+	RUNNABLE_HEADS_PAIR(1),
 };
 static const int RunnableHeadsSizes[] = {8, 2, 1};
 
@@ -319,16 +358,19 @@ QsReadRunnableHeads(const char *queue, const char *const *shares,
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = QsArrayDatum(&s);
 	args[2] = QsArrayDatum(&u);
-	return ReadJobs(&RunnableHeadsQueries[which], args, NULL);
+	return ReadJobs(RunnableHeadsQueries[which], args, NULL);
 }
 
-static QsQuery SmallestRunnableQuery = {
-	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job"
-	" WHERE job_queue = $1 AND quota_share = $2"
-	"   AND capacity_unit = $3 AND state = 'RUNNABLE'"
-	"   AND instance_count <= $4"
-	" ORDER BY instance_count, id LIMIT $5",
-	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT
+#define SMALLEST_RUNNABLE_QUERY(lock) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND quota_share = $2" \
+	"   AND capacity_unit = $3 AND state = 'RUNNABLE'" \
+	"   AND instance_count <= $4" \
+	" ORDER BY instance_count, id LIMIT $5" lock, \
+	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT }
+
+static QsQuery SmallestRunnableQueries[2] = {
+	SMALLEST_RUNNABLE_QUERY(""), SMALLEST_RUNNABLE_QUERY(LOCKING)
 };
 
 /*
@@ -347,7 +389,38 @@ QsReadSmallestRunnable(const char *queue, const char *share, const char *unit,
 	args[2] = CStringGetTextDatum(unit);
 	args[3] = Int32GetDatum(at_most);
 	args[4] = Int32GetDatum(max);
-	return ReadJobs(&SmallestRunnableQuery, args, NULL);
+	return ReadJobs(SmallestRunnableQueries, args, NULL);
+}
+
+static QsQuery LockJobsQuery = {
+	"WITH l AS (SELECT id FROM quota_sched.job WHERE id = ANY ($1)" LOCKING ")"
+	" SELECT w.id FROM unnest($1) AS w(id) EXCEPT SELECT id FROM l",
+	1, {INT8ARRAYOID}, SPI_OK_SELECT, QS_BY_IDS
+};
+
+/*
+ * QsLockJobs locks the rows of the jobs a pass is about to write (their
+ * ids, possibly repeated, in a bigint[]) without waiting, and returns how
+ * many of them another transaction holds locked (a user's SELECT ... FOR
+ * UPDATE, or a priority UPDATE not yet committed), putting up to max of
+ * their ids in locked_out.  Whoever holds a queue's lock never waits for a
+ * row lock: a user, who takes no queue lock, could hold one for as long as
+ * they like.
+ */
+int
+QsLockJobs(Datum ids, int64 *locked_out, int max)
+{
+	uint64		n = QsQueryRun(&LockJobsQuery, &ids, NULL, false, 0);
+
+	for (uint64 i = 0; i < n && i < max; i++)
+	{
+		bool		isnull;
+
+		locked_out[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+													SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return (int) n;
 }
 
 static QsQuery StopsQuery = {
@@ -541,12 +614,14 @@ static QsQuery MisconfiguredQuery = {
 	5, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID}, SPI_OK_SELECT
 };
 
+/* rows locked by others keep their reason until a later pass */
 static QsQuery SetMisconfiguredQuery = {
-	"UPDATE quota_sched.job j"
+	"WITH l AS (SELECT id FROM quota_sched.job WHERE id = ANY ($1)" LOCKING ")"
+	" UPDATE quota_sched.job j"
 	"   SET status_reason = d.reason,"
 	"       status_reason_at = CASE WHEN d.reason IS NULL THEN NULL ELSE $3 END"
-	"  FROM unnest($1, $2) AS d(id, reason)"
-	" WHERE j.id = d.id",
+	"  FROM unnest($1, $2) AS d(id, reason), l"
+	" WHERE j.id = d.id AND l.id = d.id",
 	3, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 

@@ -1,13 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * job_update_guard.c
- *		The UPDATE triggers of quota_sched.job: a user may change only a
- *		job's priority, and only under the queues' locks, so that the
- *		change never interleaves with a pass.
+ *		The UPDATE trigger of quota_sched.job: a user may change only a
+ *		job's priority.
  *
  * Changes by the extension's own code are marked by QsWrite.system_write,
- * which only C code can set; they pass unchecked and hold their locks
- * already.
+ * which only C code can set; they pass unchecked.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,32 +27,23 @@ PG_FUNCTION_INFO_V1(qs_job_before_update);
 PG_FUNCTION_INFO_V1(qs_job_lock_queues);
 
 /*
- * qs_job_lock_queues takes every queue's lock in shared mode, in the C
- * order of their names, before a user's UPDATE of jobs locks any row
- * (BEFORE UPDATE, for each statement).  The row trigger could take only
- * the row's queue, but after the row is locked: a pass, which takes the
- * queue's lock first and then rows, would deadlock with it.  The
- * extension's own writes hold their locks already.
+ * qs_job_lock_queues does nothing since 0.2: it is here because the 0.1
+ * install script creates a trigger function of it (which must name a
+ * symbol of the library); the 0.2 upgrade drops both.  In 0.1 it took
+ * every queue's lock for a user's UPDATE of jobs, until the user's
+ * transaction ended: an open transaction stalled every pass.  A pass now
+ * reads in one snapshot and never waits for a row a user holds (pass.c),
+ * so a priority change needs no queue lock.
  */
 Datum
 qs_job_lock_queues(PG_FUNCTION_ARGS)
 {
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	ListCell   *lc;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
-		elog(ERROR, "job_lock_queues: must be fired as a statement trigger");
-	if (QsWrite.system_write)
-		return PointerGetDatum(NULL);
-	foreach(lc, QsAllQueues())
-		QsLockQueue(lfirst(lc), false);
 	return PointerGetDatum(NULL);
 }
 
 /*
  * qs_job_before_update lets a user change only priority, within its range,
- * of a job that has not ended (the queues' locks were taken by
- * qs_job_lock_queues, so the change does not interleave with a pass).  Any other column named in the UPDATE's SET
+ * of a job that has not ended.  Any other column named in the UPDATE's SET
  * list is refused, even when set to the value it has.  The extension's own
  * writes pass unchecked.
  */

@@ -46,17 +46,79 @@ EmitDecisions(QsQueueState *qs, const QsOutput *out, Tuplestorestate *store,
 }
 
 /*
+ * DecidedIds returns the ids of every job a pass's decisions write (those
+ * it decides on, and those whose promise it sets or lets lapse) as a
+ * bigint[]; ids may repeat.
+ */
+static Datum
+DecidedIds(const QsOutput *out)
+{
+	QsArray		ids;
+
+	QsArrayInit(&ids, INT8OID, out->ndecisions + out->npromised + out->nlapsed);
+	for (int i = 0; i < out->ndecisions; i++)
+		QsArrayPush(&ids, Int64GetDatum(out->decisions[i].job_id), false);
+	for (int i = 0; i < out->npromised; i++)
+		QsArrayPush(&ids, Int64GetDatum(out->promised[i]), false);
+	for (int i = 0; i < out->nlapsed; i++)
+		QsArrayPush(&ids, Int64GetDatum(out->lapsed[i]), false);
+	return QsArrayDatum(&ids);
+}
+
+/*
+ * DecideLocked loads a queue's state and decides its pass, with every row
+ * the decisions write locked, and returns false when the queue does not
+ * exist.  No one who holds a queue's lock waits for a row lock: a user,
+ * who takes no queue lock, may hold the row of a job of their own for as
+ * long as they like (SELECT ... FOR UPDATE, or a priority UPDATE not yet
+ * committed).  So the pass first reads in one snapshot and decides, then
+ * locks the rows it would write without waiting.  When another transaction
+ * holds one of them, it decides again, reading afresh with reads that lock
+ * the rows they return and pass over those locked by others: the second
+ * decision writes only rows it holds.  The jobs passed over are put in
+ * passed_over (up to QS_PASSED_OVER_MAX; *npassed_over counts them all).
+ */
+static bool
+DecideLocked(QsQueueState *qs, QsOutput *out, const char *queue, bool dry_run,
+			 int64 *passed_over, int *npassed_over)
+{
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	int64		again;
+
+	*npassed_over = 0;
+	if (!QsLoadQueueState(qs, queue, now, false))
+		return false;
+	QsRunPass(&qs->in, out);
+	if (dry_run)
+		return true;
+	*npassed_over = QsLockJobs(DecidedIds(out), passed_over, QS_PASSED_OVER_MAX);
+	if (*npassed_over == 0)
+		return true;
+
+	QsFreeQueueState(qs);
+	if (!QsLoadQueueState(qs, queue, now, true))
+		elog(ERROR, "quota_sched: job queue \"%s\" vanished during its pass", queue);
+	QsRunPass(&qs->in, out);
+	if (QsLockJobs(DecidedIds(out), &again, 1) != 0)
+		elog(ERROR, "quota_sched: the pass of job queue \"%s\" decided on job " INT64_FORMAT
+			 ", whose row it did not lock", queue, again);
+	return true;
+}
+
+/*
  * QsRunQueuePass runs the pass of one queue and returns how many decisions
  * it made (-1: no such queue).  It holds the queue's lock exclusively until
- * the transaction ends, so passes, claims, reports, priority changes and
- * terminations on the queue never interleave with it.  A dry run, which
- * writes nothing, holds the lock in shared mode while it reads and
- * decides, and not a moment longer: no pass interleaves with it, and it
- * holds up no pass once it has returned, whatever its transaction does
- * next.  With wake_at, it
- * sets *wake_at to when a min_runtime exemption that kept a job from its
- * victims ends, if that is before *wake_at (0: none yet): a pass then may
- * decide what this one could not.
+ * the transaction ends, so passes, claims, reports and terminations on the
+ * queue never interleave with it (a priority change takes no queue lock:
+ * the pass reads in one snapshot and sees it at its next pass).  A dry
+ * run, which writes nothing, holds the lock in shared mode while it reads
+ * and decides, and not a moment longer: no pass interleaves with it, and
+ * it holds up no pass once it has returned, whatever its transaction does
+ * next.  With wake_at, it sets *wake_at to when a min_runtime exemption
+ * that kept a job from its victims ends, if that is before *wake_at (0:
+ * none yet): a pass then may decide what this one could not.  Jobs whose
+ * rows another transaction holds locked are passed over (DecideLocked) and
+ * recorded in queue_status (QsWritePassedOver).
  */
 int
 QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDesc desc,
@@ -75,16 +137,21 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	QsBeginSystemWrite("pass", &saved);
 	PG_TRY();
 	{
+		int64		passed_over[QS_PASSED_OVER_MAX];
+		int			npassed_over;
+
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "quota_sched: SPI_connect failed");
-		if (QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
+		if (DecideLocked(&qs, &out, queue, dry_run, passed_over, &npassed_over))
 		{
-			QsRunPass(&qs.in, &out);
 			if (wake_at != NULL && out.wake_at != QS_NO_TIME &&
 				(*wake_at == 0 || out.wake_at < *wake_at))
 				*wake_at = out.wake_at;
 			if (!dry_run)
+			{
 				QsApplyDecisions(&qs, &out, started);
+				QsWritePassedOver(&qs, passed_over, npassed_over);
+			}
 			if (store != NULL)
 				EmitDecisions(&qs, &out, store, desc);
 			ndecisions = out.ndecisions;

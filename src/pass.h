@@ -16,6 +16,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
+#include "utils/snapshot.h"
 #include "utils/tuplestore.h"
 
 #include "job_store.h"
@@ -43,9 +44,9 @@ typedef struct QsJobReader
 
 /*
  * The state of one queue as a pass (or explain, or queue_snapshot) reads it:
- * the policy core's input, and what the applier needs beside it.  (Not an
- * MVCC snapshot: it is read with the statements' own snapshots, after the
- * queue's lock.)
+ * the policy core's input, and what the applier needs beside it, read in
+ * one snapshot taken after the queue's lock (or, in a pass's second try,
+ * with its rows locked: QsLoadQueueState).
  */
 typedef struct QsQueueState
 {
@@ -58,10 +59,20 @@ typedef struct QsQueueState
 	Interval   *runnable_timeout;	/* NULL: none */
 	Jsonb	   *env_limits;		/* the environment's capacity map */
 	int			units_cap;		/* allocated length of in.units */
+	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
+	int64	   *passed_over;	/* the jobs queue_status lists */
+	int			npassed_over;
+	int			passed_over_passes;	/* queue_status.passed_over_passes */
 } QsQueueState;
 
+/* queue_status lists at most this many jobs passed over */
+#define QS_PASSED_OVER_MAX 100
+/* after this many passes in a row passing over jobs, a WARNING */
+#define QS_PASSED_OVER_WARN 3
+
 /* pass_load.c */
-extern bool QsLoadQueueState(QsQueueState *state, const char *queue, TimestampTz now);
+extern bool QsLoadQueueState(QsQueueState *state, const char *queue, TimestampTz now,
+							 bool lock_rows);
 extern void QsFreeQueueState(QsQueueState *state);
 extern int	QsUnitIndex(const QsQueueState *state, const char *unit);
 extern int	QsShareIndex(const QsQueueState *state, const char *share);
@@ -69,6 +80,7 @@ extern const char *QsAgentOf(const QsQueueState *state, int64 job_id);
 
 /* pass_apply.c */
 extern int64 QsApplyDecisions(QsQueueState *state, const QsOutput *out, TimestampTz started);
+extern void QsWritePassedOver(QsQueueState *state, const int64 *passed_over, int n);
 
 /* pass.c */
 extern List *QsAllQueues(void);

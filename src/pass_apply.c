@@ -169,3 +169,78 @@ QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 		WritePassLog(qs, out, pass_id, started);
 	return pass_id;
 }
+
+static QsQuery PassedOverQuery = {
+	"INSERT INTO quota_sched.queue_status AS s"
+	"  (job_queue, passed_over, passed_over_since, passed_over_passes)"
+	" VALUES ($1, $2, CASE WHEN $4 > 0 THEN $3 END, $4)"
+	" ON CONFLICT (job_queue) DO UPDATE"
+	"   SET passed_over = excluded.passed_over,"
+	"       passed_over_since = CASE WHEN excluded.passed_over_passes > 0"
+	"         THEN coalesce(s.passed_over_since, excluded.passed_over_since) END,"
+	"       passed_over_passes = excluded.passed_over_passes",
+	4, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID, INT4OID}, SPI_OK_INSERT
+};
+
+static int
+CompareIds(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * QsWritePassedOver records in queue_status the jobs a pass passed over
+ * because another transaction holds their rows locked (up to
+ * QS_PASSED_OVER_MAX of n, and for how many passes in a row jobs have
+ * been), or that none was.  Once the same jobs have been passed over for
+ * QS_PASSED_OVER_WARN passes it says so in a WARNING and stops writing
+ * until they change: a queue that keeps passing over jobs must be seen,
+ * and a pass every naptime must not write for nothing.
+ */
+void
+QsWritePassedOver(QsQueueState *qs, const int64 *passed_over, int n)
+{
+	int			stored = Min(n, QS_PASSED_OVER_MAX);
+	int64	   *ids = palloc(sizeof(int64) * (stored + 1));
+	int			passes = n == 0 ? 0 : qs->npassed_over > 0 ? qs->passed_over_passes + 1 : 1;
+	bool		same;
+	QsArray		arr;
+	Datum		args[4];
+
+	memcpy(ids, passed_over, sizeof(int64) * stored);
+	qsort(ids, stored, sizeof(int64), CompareIds);
+	same = stored == qs->npassed_over &&
+		memcmp(ids, qs->passed_over, sizeof(int64) * stored) == 0;
+	if (same && (n == 0 || qs->passed_over_passes >= QS_PASSED_OVER_WARN))
+		return;
+	QsArrayInit(&arr, INT8OID, stored);
+	for (int i = 0; i < stored; i++)
+		QsArrayPush(&arr, Int64GetDatum(ids[i]), false);
+	args[0] = CStringGetTextDatum(qs->queue);
+	args[1] = QsArrayDatum(&arr);
+	args[2] = TimestampTzGetDatum(qs->in.now);
+	args[3] = Int32GetDatum(passes);
+	QsQueryRun(&PassedOverQuery, args, NULL, false, 0);
+	if (passes == QS_PASSED_OVER_WARN)
+	{
+		StringInfoData list;
+
+		initStringInfo(&list);
+		for (int i = 0; i < stored && i < 10; i++)
+			appendStringInfo(&list, "%s" INT64_FORMAT, i > 0 ? ", " : "", ids[i]);
+		if (n > 10)
+			appendStringInfoString(&list, ", ...");
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("job queue \"%s\": %d passes in a row have passed over %d job%s "
+						"whose rows another transaction holds locked",
+						qs->queue, passes, n, n == 1 ? "" : "s"),
+				 errdetail("Jobs passed over: %s.", list.data),
+				 errhint("A session holds them with SELECT ... FOR UPDATE, or with an UPDATE "
+						 "it has not committed; pg_stat_activity shows it.  Passes leave "
+						 "these jobs alone until it ends; quota_sched.queue_status lists them.")));
+	}
+}

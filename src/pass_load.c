@@ -17,11 +17,13 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "quota_sched.h"
@@ -127,9 +129,10 @@ StrategyFromName(const char *name)
 
 static QsQuery QueueQuery = {
 	"SELECT e.state = 'ENABLED', e.capacity_limits, q.runnable_timeout,"
-	"       q.borrow_order = 'FAIR'"
+	"       q.borrow_order = 'FAIR', s.passed_over, s.passed_over_passes"
 	"  FROM quota_sched.job_queue q"
 	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
+	"  LEFT JOIN quota_sched.queue_status s ON s.job_queue = q.name"
 	" WHERE q.name = $1",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
@@ -155,8 +158,9 @@ LoadQueue(QsQueueState *qs)
 	TupleDesc	desc;
 	bool		isnull;
 	Datum		timeout;
+	Datum		passed_over;
 
-	if (QsQueryRun(&QueueQuery, &queue, NULL, false, 1) == 0)
+	if (QsQueryRunIn(&QueueQuery, &queue, NULL, qs->snapshot, 1) == 0)
 		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
@@ -166,6 +170,18 @@ LoadQueue(QsQueueState *qs)
 	qs->runnable_timeout = isnull ? NULL :
 		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
 	qs->in.fair = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	passed_over = SPI_getbinval(tup, desc, 5, &isnull);
+	if (!isnull)
+	{
+		ArrayType  *a = DatumGetArrayTypePCopy(passed_over);
+
+		/* only the pass writes it: a one-dimensional array of non-null ids */
+		if (ARR_ELEMTYPE(a) != INT8OID || ARR_NDIM(a) > 1 || ARR_HASNULL(a))
+			elog(ERROR, "quota_sched: queue_status.passed_over of \"%s\" is malformed", qs->queue);
+		qs->npassed_over = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+		qs->passed_over = (int64 *) ARR_DATA_PTR(a);
+		qs->passed_over_passes = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+	}
 	AddMapUnits(qs, qs->env_limits);
 	return true;
 }
@@ -582,10 +598,14 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 
 /*
  * QsLoadQueueState reads the state of a queue at time now, in a memory
- * context of its own.  Returns false when the queue does not exist.
+ * context of its own, and sets how the jobs are read until the state is
+ * freed (QsSetPassReads; the policy reads them as it decides): in one
+ * snapshot, or with lock_rows locking the rows read and passing over
+ * those another transaction holds locked.  Returns false when the queue
+ * does not exist.
  */
 bool
-QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now)
+QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock_rows)
 {
 	Jsonb	  **share_maps;
 	List	   *pairs;
@@ -595,6 +615,9 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now)
 	memset(qs, 0, sizeof(*qs));
 	qs->cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched queue state",
 									ALLOCSET_DEFAULT_SIZES);
+	if (!lock_rows)
+		qs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	QsSetPassReads(qs->snapshot, lock_rows);
 	old = MemoryContextSwitchTo(qs->cxt);
 	qs->queue = pstrdup(queue);
 	qs->in.now = now;
@@ -605,6 +628,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now)
 	if (!LoadQueue(qs))
 	{
 		MemoryContextSwitchTo(old);
+		QsFreeQueueState(qs);
 		return false;
 	}
 	share_maps = LoadShares(qs);
@@ -627,5 +651,8 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now)
 void
 QsFreeQueueState(QsQueueState *qs)
 {
+	QsSetPassReads(NULL, false);
+	if (qs->snapshot != NULL)
+		UnregisterSnapshot(qs->snapshot);
 	MemoryContextDelete(qs->cxt);
 }

@@ -142,6 +142,24 @@ QsQueryRun(QsQuery *query, Datum *args, const char *nulls, bool read_only, long 
 }
 
 /*
+ * QsQueryRunIn runs a statement as QsQueryRun does, in the snapshot given
+ * (NULL: a snapshot of its own, as QsQueryRun without read_only), so that
+ * several statements see the same state.
+ */
+uint64
+QsQueryRunIn(QsQuery *query, Datum *args, const char *nulls, Snapshot snapshot, long count)
+{
+	SPIPlanPtr	plan = QsQueryPlan(query, args, nulls);
+	int			rc = snapshot == NULL ?
+		SPI_execute_plan(plan, args, nulls, false, count) :
+		SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot, false, true, count);
+
+	if (rc != query->expect)
+		elog(ERROR, "quota_sched: \"%s\" failed: %s", query->sql, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
  * QsArrayInit starts an array argument of a type, with room for cap
  * elements.
  */

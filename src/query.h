@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "utils/snapshot.h"
 
 #define QS_QUERY_MAX_ARGS 8
 
@@ -52,5 +53,7 @@ extern Datum QsArrayDatum(QsArray *a);
 
 extern uint64 QsQueryRun(QsQuery *query, Datum *args, const char *nulls,
 						 bool read_only, long count);
+extern uint64 QsQueryRunIn(QsQuery *query, Datum *args, const char *nulls,
+						   Snapshot snapshot, long count);
 
 #endif							/* QS_QUERY_H */

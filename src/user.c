@@ -137,14 +137,23 @@ typedef struct ExplainJob
 
 /*
  * WaitsForever fills blocked_by and detail for a RUNNABLE job that waits
- * for something a pass cannot change by dispatching (limits, victims, the
- * environment), and tells whether it did.
+ * for something a pass cannot change by dispatching (a lock on its row,
+ * limits, victims, the environment), and tells whether it did.
  */
 static bool
 WaitsForever(const QsQueueState *qs, ExplainJob *ej)
 {
 	const QsJobRow *row = &ej->row;
 
+	for (int i = 0; i < qs->npassed_over; i++)
+		if (qs->passed_over[i] == row->job.id)
+		{
+			ej->blocked_by = "ROW_LOCKED";
+			appendStringInfoString(&ej->detail, "Another transaction holds its row locked "
+								   "(SELECT ... FOR UPDATE, or an UPDATE not yet committed): "
+								   "passes leave it alone until that transaction ends.");
+			return true;
+		}
 	if (row->status_reason != NULL && strncmp(row->status_reason, "MISCONFIGURATION:", 17) == 0)
 	{
 		ej->blocked_by = "MISCONFIGURATION";
@@ -239,7 +248,7 @@ ExplainRunnable(ExplainJob *ej)
 	QsQueueState qs;
 	QsJob		job = ej->row.job;
 
-	if (!QsLoadQueueState(&qs, ej->row.job_queue, GetCurrentTransactionStartTimestamp()))
+	if (!QsLoadQueueState(&qs, ej->row.job_queue, GetCurrentTransactionStartTimestamp(), false))
 		elog(ERROR, "quota_sched: job queue \"%s\" vanished", ej->row.job_queue);
 	job.share = QsShareIndex(&qs, ej->row.quota_share);
 	job.unit = QsUnitIndex(&qs, ej->row.capacity_unit);
@@ -389,7 +398,7 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 	QsCheckSchemaVersion();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	if (!QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp()))
+	if (!QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp(), false))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job queue \"%s\" does not exist", QsShortValue(queue))));

@@ -1,9 +1,9 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(27);
+SELECT plan(30);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
-	'job', 'job_event', 'pass_log', 'held_capacity']);
+	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -34,6 +34,10 @@ SELECT table_privs_are('quota_sched', 'pass_log', 'quota_sched_user', ARRAY['SEL
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_admin', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_user', ARRAY[]::text[]);
+-- The jobs passes pass over (locked rows): admins read them, the passes write.
+SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_user', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_id_seq', 'quota_sched_user', ARRAY[]::text[]);
 SELECT ok(NOT has_table_privilege('quota_sched_user', 'quota_sched.job', 'DELETE'),
 	'users cannot delete jobs');

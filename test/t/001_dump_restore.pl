@@ -189,6 +189,9 @@ SELECT job_queue, quota_share, capacity_unit, 0, sum(instance_count),
 INSERT INTO quota_sched.held_capacity
 SELECT job_queue, quota_share, capacity_unit, 3, instance_count, 0, 1
   FROM quota_sched.job WHERE name = 'dr_c1';
+-- The passes of dr_queue passed over dr_a2, whose row a user held locked.
+INSERT INTO quota_sched.queue_status (job_queue, passed_over, passed_over_since, passed_over_passes)
+SELECT 'dr_queue', ARRAY[id], now() - interval '1 min', 4 FROM quota_sched.job WHERE name = 'dr_a2';
 });
 
 is( $node->safe_psql('src',
@@ -253,7 +256,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 7, 'src: 7 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 8, 'src: 8 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 3, 'src: 3 sequences in schema quota_sched');
@@ -274,7 +277,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 7, "$db: 7 tables compared");
+	is(scalar(keys %$rows), 8, "$db: 8 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

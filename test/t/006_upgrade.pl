@@ -550,6 +550,12 @@ is(sql('old', q{SELECT string_agg(DISTINCT format('%s %s %s %s', lend_limit, que
 					   coalesce(min_runtime::text, 'none'), weight), ',')
 				  FROM quota_sched.quota_share}),
 	'-1 BEST_EFFORT none 1', 'old, upgraded: every share lends all, BEST_EFFORT, no min_runtime, weight 1');
+# A user's UPDATE of jobs takes no queue lock any more, and passes record
+# the jobs they pass over in queue_status, which admins read.
+is(sql('old', q{SELECT count(*) FROM pg_trigger WHERE tgname = 'job_lock_queues'}), '0',
+	'old, upgraded: the trigger that took every queue lock for a user UPDATE is gone');
+is(as_role('old', 'regress_up_admin', 'SELECT count(*) FROM quota_sched.queue_status'), '0',
+	'old, upgraded: queue_status is empty and admins read it');
 
 #
 # 3. The counters it made, and the rows it left alone.
