@@ -19,7 +19,10 @@
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "lib/stringinfo.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/sinvaladt.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -292,6 +295,31 @@ QsLockQueueForRead(const char *job_queue)
 
 	QueueLockTag(&tag, job_queue);
 	(void) LockAcquire(&tag, ShareLock, true, false);
+}
+
+/*
+ * QsQueueLockHolders returns the process ids of the sessions that hold a
+ * queue's lock (in a mode a pass waits for), as a string such as "101,
+ * 102", in the caller's memory; "" when none does.
+ */
+char *
+QsQueueLockHolders(const char *job_queue)
+{
+	LOCKTAG		tag;
+	VirtualTransactionId *holders;
+	StringInfoData pids;
+
+	QueueLockTag(&tag, job_queue);
+	holders = GetLockConflicts(&tag, ExclusiveLock, NULL);
+	initStringInfo(&pids);
+	for (; VirtualTransactionIdIsValid(*holders); holders++)
+	{
+		PGPROC	   *proc = BackendIdGetProc(holders->backendId);
+
+		if (proc != NULL)
+			appendStringInfo(&pids, "%s%d", pids.len > 0 ? ", " : "", proc->pid);
+	}
+	return pids.data;
 }
 
 void

@@ -83,6 +83,7 @@ extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
 extern void QsLockQueue(const char *job_queue, bool exclusive);
 extern void QsLockQueueForRead(const char *job_queue);
 extern void QsUnlockQueueForRead(const char *job_queue);
+extern char *QsQueueLockHolders(const char *job_queue);
 
 /* worker.c */
 extern void QsRegisterWorker(void);

@@ -32,6 +32,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -184,12 +185,16 @@ QueuesToRun(MemoryContext outer, List **list)
 	return true;
 }
 
+/* whether the last step failed waiting for a lock (lock_timeout) */
+static bool lock_timed_out = false;
+
 /*
  * RunInTransaction runs one step of the loop (listing the queues, or the
  * pass of one queue) in its own transaction, shown as active with what as
  * its query in pg_stat_activity, then reports the statistics of that
  * transaction.  An error is reported and the transaction aborted; the loop
- * goes on.  Returns false on error.
+ * goes on.  Returns false on error (lock_timed_out: waiting for a lock,
+ * which is not reported).
  */
 static bool
 RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
@@ -197,6 +202,7 @@ RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
 	MemoryContext loop_cxt = CurrentMemoryContext;
 	volatile bool ok = true;
 
+	lock_timed_out = false;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -213,8 +219,9 @@ RunInTransaction(void (*step) (void *arg), void *arg, const char *what)
 
 		MemoryContextSwitchTo(loop_cxt);
 		edata = CopyErrorData();
-		/* a queue locked for longer than a naptime is passed over quietly */
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		/* a queue locked for longer than a naptime: the caller tells */
+		lock_timed_out = edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+		if (lock_timed_out)
 			elog(DEBUG1, "quota_sched worker: %s: %s", what, edata->message);
 		else
 			EmitErrorReport();
@@ -328,6 +335,74 @@ PassStep(void *arg)
 }
 
 /*
+ * The queues whose pass the worker gave up in the last rounds, waiting for
+ * the queue's lock longer than a naptime: by name, how many passes in a
+ * row.
+ */
+typedef struct SkippedQueue
+{
+	char		queue[NAMEDATALEN * 3];
+	int			passes;
+} SkippedQueue;
+
+static HTAB *skipped_queues = NULL;
+
+/*
+ * NoteSkipped counts the passes of a queue given up in a row, or forgets
+ * them when its pass ran.  At QS_SKIPPED_WARN in a row it gives a WARNING
+ * naming the sessions that hold the lock; when the passes run again, a
+ * LOG.  A queue whose passes cannot run must be seen.
+ */
+#define QS_SKIPPED_WARN 3
+static void
+NoteSkipped(const char *queue, bool skipped)
+{
+	SkippedQueue *e;
+	bool		found;
+
+	if (strlen(queue) >= sizeof(e->queue))
+		return;					/* longer than any valid name */
+	if (skipped_queues == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (!skipped)
+			return;
+		ctl.keysize = sizeof(e->queue);
+		ctl.entrysize = sizeof(SkippedQueue);
+		skipped_queues = hash_create("quota_sched skipped queues", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS);
+	}
+	e = hash_search(skipped_queues, queue, skipped ? HASH_ENTER : HASH_FIND, &found);
+	if (!skipped)
+	{
+		if (e == NULL)
+			return;
+		if (e->passes >= QS_SKIPPED_WARN)
+			ereport(LOG,
+					(errmsg("quota_sched worker: the passes of job queue \"%s\" run again "
+							"after %d were given up", queue, e->passes)));
+		hash_search(skipped_queues, queue, HASH_REMOVE, NULL);
+		return;
+	}
+	e->passes = found ? e->passes + 1 : 1;
+	if (e->passes == QS_SKIPPED_WARN)
+	{
+		char	   *holders = QsQueueLockHolders(queue);
+
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("quota_sched worker: %d passes in a row of job queue \"%s\" were given "
+						"up: its lock was held for longer than quota_sched.naptime",
+						e->passes, queue),
+				 holders[0] ? errdetail("Held by process %s.", holders) : 0,
+				 errhint("A transaction that called run_pass(), claim(), report(), release(), "
+						 "heartbeat() or terminate() holds the lock until it ends; "
+						 "nothing of the queue is scheduled meanwhile.")));
+	}
+}
+
+/*
  * RunAllPasses runs the pass of every queue, one transaction each.  A
  * round is full when a naptime has passed since the last full round began
  * or the configuration changed: then every queue's pass runs.  Rounds in
@@ -356,7 +431,8 @@ RunAllPasses(void)
 	foreach(lc, queues)
 	{
 		pa.queue = lfirst(lc);
-		RunInTransaction(PassStep, &pa, "quota_sched: pass");
+		if (RunInTransaction(PassStep, &pa, "quota_sched: pass") || lock_timed_out)
+			NoteSkipped(pa.queue, lock_timed_out);
 	}
 }
 

@@ -1,6 +1,11 @@
 # End to end under concurrency: pgbench clients submit jobs, raise
 # priorities and act as agents (claim, start, acknowledge stops, finish)
-# while the background worker runs passes woken by their commits.  After
+# while the background worker runs passes woken by their commits.  Beside
+# them a team member, in a pgbench of their own, submits jobs and keeps
+# locking them: rows of their RUNNABLE jobs (SELECT ... FOR UPDATE), an
+# UPDATE of jobs that changes nothing, the job table in the strongest mode
+# users may take, each held in a transaction left open a while.  None of it
+# may hold up the scheduling of the others, or of a second queue.  After
 # the run the state must satisfy scheduling.md 3.1 (I1)-(I3), the job states must be
 # coherent, the history must account for every job, and the counters of held
 # capacity must match the jobs, right after the run, once every job has
@@ -33,6 +38,20 @@ VALUES ('soak', 'lab', '{"gpu": 3, "cpu": 1}', 'LEND_AND_BORROW', 100, true),
 	   ('soak', 'lend', '{"gpu": 2, "cpu": 2}', 'LEND', -1, true),
 	   ('soak', 'reserve', '{"gpu": 2}', 'RESERVE', -1, false),
 	   ('soak', 'greedy', '{"gpu": 1}', 'LEND_AND_BORROW', -1, false);
+INSERT INTO quota_sched.service_environment VALUES ('calm_env', '{"gpu": 2}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('calm', 'calm_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('calm', 'team', '{"gpu": 2}', 'RESERVE');
+CREATE ROLE soak_member LOGIN IN ROLE quota_sched_user;
+-- An agent's report of a job whose row a user holds locked fails with
+-- 55P03: the agent tries again later (here: at its next round).
+CREATE FUNCTION public.agent_report(job bigint, agent text, state text)
+RETURNS quota_sched.job LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN quota_sched.report(job, agent, state);
+EXCEPTION WHEN lock_not_available THEN
+	RETURN NULL;
+END $$;
 SQL
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
@@ -59,16 +78,38 @@ SQL
 \set max random(1, 3)
 SELECT count(*) FROM quota_sched.claim('agent-' || :client_id, 'soak', max_jobs => :max);
 SELECT count(r.*) FROM quota_sched.job j,
-	   LATERAL quota_sched.report(j.id, 'agent-' || :client_id, 'RUNNING') r
+	   LATERAL public.agent_report(j.id, 'agent-' || :client_id, 'RUNNING') r
  WHERE j.agent = 'agent-' || :client_id AND j.state = 'STARTING';
 SELECT count(r.*) FROM quota_sched.heartbeat('agent-' || :client_id) h,
-	   LATERAL quota_sched.report(h.job_id, 'agent-' || :client_id, 'STOPPED') r
+	   LATERAL public.agent_report(h.job_id, 'agent-' || :client_id, 'STOPPED') r
  WHERE h.stop_reason IS NOT NULL;
 SELECT count(r.*) FROM (SELECT id FROM quota_sched.job
 						 WHERE agent = 'agent-' || :client_id AND state = 'RUNNING'
 						   AND stop_reason IS NULL ORDER BY random() LIMIT 1) j,
-	   LATERAL quota_sched.report(j.id, 'agent-' || :client_id,
+	   LATERAL public.agent_report(j.id, 'agent-' || :client_id,
 								  CASE WHEN random() < 0.2 THEN 'FAILED' ELSE 'SUCCEEDED' END) r;
+SQL
+	'calm.sql' => <<'SQL',
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('c', 'calm', 'team', 'gpu');
+SELECT count(*) FROM quota_sched.claim('calm-' || :client_id, 'calm', max_jobs => 2, start => true);
+SELECT count(r.*) FROM quota_sched.job j,
+	   LATERAL quota_sched.report(j.id, 'calm-' || :client_id, 'SUCCEEDED') r
+ WHERE j.agent = 'calm-' || :client_id AND j.state = 'RUNNING';
+SQL
+	'member_submit.sql' => <<'SQL',
+\set p random(0, 9)
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
+VALUES ('m', 'soak', 'lab', :p, 'gpu');
+SQL
+	'member_hold.sql' => <<'SQL',
+BEGIN;
+SELECT count(*) FROM (SELECT id FROM quota_sched.job WHERE state = 'RUNNABLE'
+					   ORDER BY random() LIMIT 2 FOR UPDATE) l;
+UPDATE quota_sched.job SET priority = priority WHERE false;
+LOCK TABLE quota_sched.job IN ROW EXCLUSIVE MODE;
+SELECT pg_sleep(0.3);
+COMMIT;
 SQL
 );
 foreach my $f (keys %scripts)
@@ -78,15 +119,24 @@ foreach my $f (keys %scripts)
 	close($fh);
 }
 
-my ($stdout, $stderr);
+my ($stdout, $stderr, $member_out, $member_err);
+my $member = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '2', '-j', '1', '-T', $seconds,
+	  '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-U', 'soak_member',
+	  '-f', "$tmp/member_submit.sql\@1", '-f', "$tmp/member_hold.sql\@2" ],
+	'>', \$member_out, '2>', \$member_err);
 my $ok = IPC::Run::run(
 	[ 'pgbench', '-n', '-c', '6', '-j', '2', '-T', $seconds,
 	  '-h', $node->host, '-p', $node->port, '-d', 'postgres',
-	  '-f', "$tmp/submit.sql\@2", '-f', "$tmp/reprioritise.sql\@1", '-f', "$tmp/agent.sql\@4" ],
+	  '-f', "$tmp/submit.sql\@2", '-f', "$tmp/reprioritise.sql\@1", '-f', "$tmp/agent.sql\@4",
+	  '-f', "$tmp/calm.sql\@1" ],
 	'>', \$stdout, '2>', \$stderr);
 ok($ok, 'pgbench ran without a failed transaction') or diag($stderr);
 like($stdout, qr/number of failed transactions: 0/, 'no transaction failed')
   or diag($stdout);
+ok($member->finish, "the team member's pgbench ran without a failed transaction") or diag($member_err);
+like($member_out, qr/number of failed transactions: 0/, "none of the member's transactions failed")
+  or diag($member_out);
 
 # let the worker settle: pending stops are acknowledged by nobody now, so
 # just take one more pass's worth of time
@@ -121,6 +171,12 @@ cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.pass_log')
 cmp_ok($node->safe_psql('postgres',
 		"SELECT count(*) FROM quota_sched.job WHERE state = 'SUCCEEDED'"), '>', 10,
 	'jobs ran to the end');
+cmp_ok($node->safe_psql('postgres',
+		"SELECT count(*) FROM quota_sched.job WHERE owner = 'soak_member' AND state <> 'RUNNABLE'"),
+	'>', 5, "the member's jobs were scheduled too");
+cmp_ok($node->safe_psql('postgres',
+		"SELECT count(*) FROM quota_sched.job WHERE job_queue = 'calm' AND state = 'SUCCEEDED'"),
+	'>', 10, 'the other queue was scheduled throughout');
 
 # (I1)-(I3) with pending stops counted as holding (scheduling.md 3.1)
 my $usage = <<'SQL';
