@@ -3,22 +3,38 @@
  * worker.c
  *		The background worker (scheduling.md 6): a loop that runs the pass
  *		of every queue, one transaction per queue, at once after any commit
- *		that may change a decision and at least every quota_sched.naptime.
+ *		that may change a decision and at least every quota_sched.naptime;
+ *		and its launcher.
  *
- * Commits wake it through its latch: the job and configuration triggers set
- * a per-transaction flag, and a transaction callback sets the worker's latch
- * when such a transaction commits (a background worker cannot LISTEN).  The
- * worker's process number lives in a small shared-memory slot.  It starts
- * only once recovery has finished, so it never runs on a standby; an error
- * in a pass is reported, the transaction aborted, and the loop goes on; the
- * postmaster restarts it if it dies.
+ * The launcher is the background worker registered when the library is
+ * preloaded.  It connects to no database (it reads only pg_database, a
+ * shared catalog), waits until quota_sched.database exists, saying so once,
+ * and then starts the worker there as a dynamic background worker.  When
+ * the worker exits (terminated, or its database dropped) the launcher
+ * starts it again some seconds later, once the database exists.  A backend
+ * cannot change its database, so a worker started before its database
+ * existed could only die and be restarted, FATAL every time.
+ *
+ * Commits wake the worker through its latch: the job and configuration
+ * triggers set a per-transaction flag, and a transaction callback sets the
+ * worker's latch when such a transaction commits (a background worker
+ * cannot LISTEN).  The worker's process number lives in a small
+ * shared-memory slot, with the launcher's.  Both start only once recovery
+ * has finished, so they never run on a standby; an error in a pass is
+ * reported, the transaction aborted, and the loop goes on.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -30,6 +46,8 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -43,17 +61,28 @@
 #include "pass.h"
 #include "quota_sched.h"
 
+PGDLLEXPORT void QsLauncherMain(Datum arg);
 PGDLLEXPORT void QsWorkerMain(Datum arg);
 
-/* The slot in shared memory: which process to wake. */
+/*
+ * How long the launcher waits before it starts the worker again after it
+ * exited, and the longest it waits between looks for the database.
+ */
+#define QS_RESTART_DELAY_MS 10000
+#define QS_LOOK_MAX_MS 10000
+
+/* The slot in shared memory: which processes to wake. */
 typedef struct QsWorkerShared
 {
-	int			pgprocno;		/* -1: no worker running */
+	int			pgprocno;		/* the worker's; -1: no worker running */
+	int			launcher_pgprocno;	/* the launcher's; -1: none */
+	bool		stop_requested; /* the worker's database is being dropped */
 } QsWorkerShared;
 
 static QsWorkerShared *worker_shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static bool wake_at_commit = false;
 static bool am_worker = false;
 
@@ -81,7 +110,11 @@ QsShmemStartup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	worker_shared = ShmemInitStruct("quota_sched worker", sizeof(QsWorkerShared), &found);
 	if (!found)
+	{
 		worker_shared->pgprocno = -1;
+		worker_shared->launcher_pgprocno = -1;
+		worker_shared->stop_requested = false;
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -121,8 +154,58 @@ QsWorkerXactEnd(bool committed)
 }
 
 /*
- * QsRegisterWorker registers the worker and its shared memory, when the
- * library is loaded by shared_preload_libraries.
+ * StopWorkerForDrop asks the launcher to stop the worker before a DROP
+ * DATABASE of the worker's database, which would otherwise fail while the
+ * worker is connected; the launcher then waits QS_RESTART_DELAY_MS (longer
+ * than DROP DATABASE waits for other sessions to go) before it looks for
+ * the database again.  Only for a statement that may succeed: at top level,
+ * outside a transaction block, from another database, by the database's
+ * owner (or a superuser).
+ */
+static void
+StopWorkerForDrop(DropdbStmt *stmt, ProcessUtilityContext context)
+{
+	Oid			dboid;
+	int			procno;
+
+	if (context != PROCESS_UTILITY_TOPLEVEL || IsTransactionBlock() ||
+		strcmp(stmt->dbname, QsDatabase) != 0)
+		return;
+	dboid = get_database_oid(stmt->dbname, true);
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
+		!pg_database_ownercheck(dboid, GetUserId()))
+		return;
+	procno = worker_shared->launcher_pgprocno;
+	if (procno < 0)
+		return;
+	worker_shared->stop_requested = true;
+	SetLatch(&GetPGProcByNumber(procno)->procLatch);
+}
+
+/*
+ * QsProcessUtility sees DROP DATABASE (StopWorkerForDrop), then runs the
+ * statement.
+ */
+static void
+QsProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				 ProcessUtilityContext context, ParamListInfo params,
+				 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	if (IsA(pstmt->utilityStmt, DropdbStmt))
+		StopWorkerForDrop((DropdbStmt *) pstmt->utilityStmt, context);
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+}
+
+/*
+ * QsRegisterWorker registers the launcher, its shared memory and the hook
+ * on DROP DATABASE, when the library is loaded by
+ * shared_preload_libraries.  The postmaster restarts the launcher 10 s
+ * after it dies; the launcher restarts the worker.
  */
 void
 QsRegisterWorker(void)
@@ -135,16 +218,176 @@ QsRegisterWorker(void)
 	shmem_request_hook = QsShmemRequest;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = QsShmemStartup;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = QsProcessUtility;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 10;
+	worker.bgw_restart_time = QS_RESTART_DELAY_MS / 1000;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "quota_sched");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "QsLauncherMain");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "quota_sched launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "quota_sched launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* The launcher's handle of the worker it started; NULL: none running. */
+static BackgroundWorkerHandle *worker_handle = NULL;
+
+/*
+ * LauncherExit stops the worker with the launcher, so that a launcher
+ * restarted by the postmaster never finds a worker it does not know.
+ */
+static void
+LauncherExit(int code, Datum arg)
+{
+	worker_shared->launcher_pgprocno = -1;
+	if (worker_handle != NULL)
+		TerminateBackgroundWorker(worker_handle);
+}
+
+/*
+ * DatabaseExists says whether quota_sched.database exists now.  It scans
+ * pg_database, as the autovacuum launcher does: without a database, the
+ * relation cache has no entries for the shared catalogs' indexes, so that
+ * get_database_oid() cannot be used.
+ */
+static bool
+DatabaseExists(void)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	bool		exists = false;
+
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while (!exists && HeapTupleIsValid(tuple = heap_getnext(scan, ForwardScanDirection)))
+		exists = strcmp(NameStr(((Form_pg_database) GETSTRUCT(tuple))->datname), QsDatabase) == 0;
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return exists;
+}
+
+/*
+ * StartWorker starts the worker as a dynamic background worker that tells
+ * the launcher (its latch) when it has started and when it exits; false
+ * when no background worker slot is free.
+ */
+static bool
+StartWorker(void)
+{
+	BackgroundWorker worker;
+	MemoryContext old;
+	bool		started;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "quota_sched");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "QsWorkerMain");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "quota_sched worker");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "quota_sched worker");
-	RegisterBackgroundWorker(&worker);
+	worker.bgw_notify_pid = MyProcPid;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	started = RegisterDynamicBackgroundWorker(&worker, &worker_handle);
+	MemoryContextSwitchTo(old);
+	return started;
+}
+
+/*
+ * QsLauncherMain is the launcher's entry point.  Each time its latch is set
+ * (the worker started or exited, a DROP DATABASE of its database, SIGHUP)
+ * or a naptime (at most QS_LOOK_MAX_MS) has passed, it sees whether the
+ * worker still runs; if none does and the restart delay is over, it looks
+ * for the database and starts the worker if the database exists.  It logs
+ * once each time it begins to wait for the database, and warns once each
+ * time it finds no free background worker slot.
+ */
+void
+QsLauncherMain(Datum arg)
+{
+	TimestampTz start_after = 0;
+	bool		said_waiting = false;
+	bool		said_no_slot = false;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	worker_shared->stop_requested = false;
+	worker_shared->launcher_pgprocno = MyProc->pgprocno;
+	before_shmem_exit(LauncherExit, (Datum) 0);
+
+	for (;;)
+	{
+		long		timeout = Min(QsNaptimeMs, QS_LOOK_MAX_MS);
+		TimestampTz now;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		now = GetCurrentTimestamp();
+		if (worker_shared->stop_requested)
+		{
+			/* a DROP DATABASE waits for the worker to go */
+			worker_shared->stop_requested = false;
+			start_after = TimestampTzPlusMilliseconds(now, QS_RESTART_DELAY_MS);
+			if (worker_handle != NULL)
+				TerminateBackgroundWorker(worker_handle);
+		}
+		if (worker_handle != NULL)
+		{
+			pid_t		pid;
+
+			if (GetBackgroundWorkerPid(worker_handle, &pid) == BGWH_STOPPED)
+			{
+				pfree(worker_handle);
+				worker_handle = NULL;
+				start_after = Max(start_after,
+								  TimestampTzPlusMilliseconds(now, QS_RESTART_DELAY_MS));
+			}
+		}
+		if (worker_handle == NULL)
+		{
+			if (now < start_after)
+				timeout = Min(timeout, (start_after - now + 999) / 1000);
+			else if (!DatabaseExists())
+			{
+				if (!said_waiting)
+					ereport(LOG,
+							(errcode(ERRCODE_UNDEFINED_DATABASE),
+							 errmsg("quota_sched launcher: database \"%s\" does not exist; waiting for it",
+									QsDatabase)));
+				said_waiting = true;
+			}
+			else
+			{
+				said_waiting = false;
+				if (StartWorker())
+					said_no_slot = false;
+				else
+				{
+					if (!said_no_slot)
+						ereport(WARNING,
+								(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+								 errmsg("quota_sched launcher: could not start the worker: no free background worker slot"),
+								 errhint("Raise max_worker_processes.")));
+					said_no_slot = true;
+				}
+			}
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /*
