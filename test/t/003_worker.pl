@@ -1,6 +1,6 @@
 # The background worker (scheduling.md 6): woken by commits, polling every naptime,
-# writing nothing when nothing changes, surviving errors and restarts, and
-# never running on a standby.
+# writing nothing when nothing changes, surviving errors and restarts (its own
+# and its launcher's), and never running on a standby.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -242,6 +242,29 @@ ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_restart'"),
 	'and works');
 
+# The launcher is restarted when it dies; its worker goes with it, and the
+# new launcher starts one worker again.
+my $launcher = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'quota_sched launcher'");
+$pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'");
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($launcher)");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
+	'the worker goes with its launcher');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) FILTER (WHERE backend_type = 'quota_sched launcher' AND pid <> $launcher) = 1"
+		  . " AND count(*) FILTER (WHERE backend_type = 'quota_sched worker') = 1 FROM pg_stat_activity"),
+	'the launcher is restarted, and starts the worker again');
+sleep 1;
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
+	'1', 'one worker, not two');
+submit('after_launcher');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_launcher'"),
+	'and it works');
+
 # While it waits the worker is idle in pg_stat_activity, even before its
 # first round (here it starts while quota_sched.enabled is off).
 $node->safe_psql('postgres', 'ALTER SYSTEM SET quota_sched.enabled = off');
@@ -265,8 +288,8 @@ $standby->start;
 $node->wait_for_catchup($standby);
 sleep 2;
 is($standby->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
-	'0', 'no worker on a standby');
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type IN ('quota_sched worker', 'quota_sched launcher')"),
+	'0', 'no worker and no launcher on a standby');
 $standby->stop;
 
 $node->stop;
