@@ -302,9 +302,10 @@ StartWorker(void)
 /*
  * QsLauncherMain is the launcher's entry point.  Each time its latch is set
  * (the worker started or exited, a DROP DATABASE of its database, SIGHUP)
- * or a naptime (at most QS_LOOK_MAX_MS) has passed, it sees whether the
- * worker still runs; if none does and the restart delay is over, it looks
- * for the database and starts the worker if the database exists.  It logs
+ * or a while has passed (a naptime, at most QS_LOOK_MAX_MS, while it waits
+ * for the database), it sees whether the worker still runs; if none does
+ * and the restart delay is over, it looks for the database and starts the
+ * worker if the database exists.  It logs
  * once each time it begins to wait for the database, and warns once each
  * time it finds no free background worker slot.
  */
@@ -325,7 +326,8 @@ QsLauncherMain(Datum arg)
 
 	for (;;)
 	{
-		long		timeout = Min(QsNaptimeMs, QS_LOOK_MAX_MS);
+		/* while the worker runs, its exit sets the latch: no need to poll */
+		long		timeout = QS_LOOK_MAX_MS;
 		TimestampTz now;
 
 		CHECK_FOR_INTERRUPTS();
@@ -361,6 +363,7 @@ QsLauncherMain(Datum arg)
 				timeout = Min(timeout, (start_after - now + 999) / 1000);
 			else if (!DatabaseExists())
 			{
+				timeout = Min(timeout, QsNaptimeMs);
 				if (!said_waiting)
 					ereport(LOG,
 							(errcode(ERRCODE_UNDEFINED_DATABASE),
