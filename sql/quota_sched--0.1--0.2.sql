@@ -449,3 +449,55 @@ CREATE TABLE quota_sched.queue_status (
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.queue_status', '');
 REVOKE ALL ON quota_sched.queue_status FROM PUBLIC;
 GRANT SELECT ON quota_sched.queue_status TO quota_sched_admin;
+
+/* ---------------------------------------------------------------------
+ * Teams: the members of a quota share's submit_role see, reprioritise,
+ * explain and terminate the share's jobs, and see their history, as the
+ * members of a Slurm account or a Kueue namespace do; a share without a
+ * submit_role keeps the rule of 0.1 (each user their own jobs), and an
+ * owner keeps their own jobs after leaving the team.  "Member" is the test
+ * of a submission: the role has the privileges of submit_role (directly or
+ * through other roles, with INHERIT).  explain() and terminate() apply the
+ * same test in C (user.c).
+ *
+ * team_shares() lists the caller's team shares.  job_user_read and
+ * job_user_reprioritise call it in an uncorrelated IN, which PostgreSQL
+ * runs once per statement as a hashed subplan: each row then costs one
+ * hash probe, not a subquery.  Its body is parsed here (BEGIN ATOMIC) and
+ * it runs with a pinned search_path, so no search_path of the caller's
+ * can change what it means; the SET clause also keeps it from being
+ * inlined into every policy that uses it (smaller plans, less for JIT to
+ * compile).  A submit_role naming no role matches nothing.
+ *
+ * job_event_user: a user sees the history of the jobs it sees.  The EXISTS
+ * reads the job through job's own policies (they apply inside a policy's
+ * subquery too), so the two rules cannot drift apart; it stays an EXISTS,
+ * as in 0.1, so that the history of one job reads one job by its key.
+ * ------------------------------------------------------------------- */
+CREATE FUNCTION quota_sched.team_shares()
+RETURNS TABLE (job_queue text, quota_share text)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT s.job_queue, s.name
+	  FROM quota_sched.quota_share s
+	  JOIN pg_catalog.pg_roles r ON r.rolname = s.submit_role
+	 WHERE pg_catalog.pg_has_role(r.oid, 'USAGE');
+END;
+REVOKE ALL ON FUNCTION quota_sched.team_shares() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.team_shares()
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+ALTER POLICY job_user_read ON quota_sched.job
+	USING (owner = current_user
+		   OR (job_queue, quota_share) IN (SELECT t.job_queue, t.quota_share
+											 FROM quota_sched.team_shares() t));
+ALTER POLICY job_user_reprioritise ON quota_sched.job
+	USING (owner = current_user
+		   OR (job_queue, quota_share) IN (SELECT t.job_queue, t.quota_share
+											 FROM quota_sched.team_shares() t))
+	WITH CHECK (owner = current_user
+				OR (job_queue, quota_share) IN (SELECT t.job_queue, t.quota_share
+												  FROM quota_sched.team_shares() t));
+ALTER POLICY job_event_user ON quota_sched.job_event
+	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_event.job_id));

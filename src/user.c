@@ -3,7 +3,8 @@
  * user.c
  *		The users' functions (scheduling.md 7): terminate, explain and
  *		queue_snapshot.  terminate and explain act on a job of the caller's
- *		own (admins: any job); the caller's identity is taken before the
+ *		own or of a quota share whose submit_role the caller is a member of
+ *		(admins: any job); the caller's identity is taken before the
  *		function switches to the extension's owner to read and write.
  *
  *-------------------------------------------------------------------------
@@ -24,6 +25,7 @@
 
 #include "job_store.h"
 #include "pass.h"
+#include "query.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_terminate);
@@ -45,18 +47,55 @@ IsAdmin(Oid role)
 }
 
 /*
- * RequireOwnerOrAdmin raises insufficient_privilege unless the caller owns
- * the job or is an admin.
+ * The submit_role of a job's share, read as the extension's owner: its
+ * members are the share's team.  (A job's share never changes.)
+ */
+static QsQuery ShareTeamQuery = {
+	"SELECT s.submit_role FROM quota_sched.job j"
+	"  JOIN quota_sched.quota_share s ON s.job_queue = j.job_queue AND s.name = j.quota_share"
+	" WHERE j.id = $1",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * InShareTeam tells whether a role is in the team of a job's share: the
+ * share has a submit_role, which exists, and the role has its privileges
+ * (the test of a submission, job_submit.c; the same as the row-level
+ * security policies' quota_sched.team_shares()).  The caller is connected
+ * to SPI as the extension's owner.
+ */
+static bool
+InShareTeam(Oid role, int64 job_id)
+{
+	Datum		arg = Int64GetDatum(job_id);
+	char	   *submit_role;
+	Oid			team;
+
+	if (QsQueryRun(&ShareTeamQuery, &arg, NULL, true, 1) == 0)
+		return false;
+	submit_role = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (submit_role == NULL)
+		return false;
+	team = get_role_oid(submit_role, true);
+	return OidIsValid(team) && has_privs_of_role(role, team);
+}
+
+/*
+ * RequireJobAccess raises insufficient_privilege unless the caller owns the
+ * job, is in the team of its share, or is an admin.  The refusal says
+ * nothing of the job but its id.
  */
 static void
-RequireOwnerOrAdmin(Oid caller, const QsJobRow *row, const char *verb)
+RequireJobAccess(Oid caller, const QsJobRow *row, const char *verb)
 {
-	if (!IsAdmin(caller) && strcmp(GetUserNameFromId(caller, false), row->owner) != 0)
+	if (!IsAdmin(caller) && strcmp(GetUserNameFromId(caller, false), row->owner) != 0 &&
+		!InShareTeam(caller, row->job.id))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("role \"%s\" may not %s job " INT64_FORMAT ", which it does not own",
 						GetUserNameFromId(caller, false), verb, row->job.id),
-				 errdetail("Owners %s their own jobs; admins any job.", verb)));
+				 errdetail("Owners %s their own jobs, members of a quota share's submit_role "
+						   "the share's jobs; admins any job.", verb)));
 }
 
 /*
@@ -98,7 +137,7 @@ qs_terminate(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	FindJob(job_id, &row);
-	RequireOwnerOrAdmin(caller, &row, "terminate");
+	RequireJobAccess(caller, &row, "terminate");
 	if (row.state == QS_SUCCEEDED || row.state == QS_FAILED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -354,7 +393,7 @@ qs_explain(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
-	RequireOwnerOrAdmin(caller, &ej.row, "explain");
+	RequireJobAccess(caller, &ej.row, "explain");
 	if (ej.row.state == QS_RUNNABLE)
 		ExplainRunnable(&ej);
 	else

@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(30);
+SELECT plan(35);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status']);
@@ -59,6 +59,23 @@ SELECT function_privs_are('quota_sched', 'check_capacity_map', ARRAY['jsonb', 't
 SELECT policies_are('quota_sched', 'job', ARRAY['job_admin', 'job_agent_read', 'job_user_read',
 	'job_user_submit', 'job_user_reprioritise']);
 SELECT policies_are('quota_sched', 'job_event', ARRAY['job_event_admin_agent', 'job_event_user']);
+-- Users see their own jobs and those of their teams' shares (team_shares(),
+-- which the policies call as the user); job_event_user follows job's
+-- policies.
+SELECT function_privs_are('quota_sched', 'team_shares', ARRAY[]::text[],
+	'quota_sched_user', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'team_shares', ARRAY[]::text[],
+	'public', ARRAY[]::text[]);
+SELECT ok(pg_get_expr(p.e, 'quota_sched.job'::regclass) LIKE '%team_shares()%',
+	format('policy %s admits the share''s team', p.what))
+  FROM (SELECT polname || ' USING', polqual FROM pg_policy
+		 WHERE polrelid = 'quota_sched.job'::regclass
+		   AND polname IN ('job_user_read', 'job_user_reprioritise')
+		UNION ALL
+		SELECT polname || ' WITH CHECK', polwithcheck FROM pg_policy
+		 WHERE polrelid = 'quota_sched.job'::regclass AND polname = 'job_user_reprioritise')
+	   AS p(what, e)
+ ORDER BY p.what;
 
 SELECT * FROM finish();
 ROLLBACK;

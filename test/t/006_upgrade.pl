@@ -11,7 +11,11 @@
 #   4. the upgraded schema is the schema of a fresh install of 0.2;
 #   5. the scheduler goes on with the old data: the agent's reports, a pass
 #      that dispatches the waiting and the promised jobs, a new submission,
-#      with the counters consistent after each step.
+#      with the counters consistent after each step;
+#   6. (a database of its own) timeouts beyond 365 days are bounded;
+#   7. the policies of 0.2 on the old data: a member of a share's
+#      submit_role sees, explains, reprioritises and terminates a
+#      teammate's job of 0.1 (in 0.1 he saw nothing of it).
 #
 # Where the 0.1 data come from.  The module installed is the 0.2 one, and it
 # cannot run a pass on a database whose schema is still 0.1: run_pass (and
@@ -217,14 +221,17 @@ CREATE ROLE regress_up_agent;
 CREATE ROLE regress_up_alice;
 CREATE ROLE regress_up_bob;
 CREATE ROLE regress_up_carol;
+CREATE ROLE regress_up_team_res;
 GRANT quota_sched_admin TO regress_up_admin;
 GRANT quota_sched_agent TO regress_up_agent;
 GRANT quota_sched_user TO regress_up_alice, regress_up_bob, regress_up_carol;
+GRANT regress_up_team_res TO regress_up_carol, regress_up_bob;
 });
 
 # up_queue: 6 gpu and 4 cpu, all assigned to shares.  lab may borrow up to
 # 100% of its own capacity and preempts its own lower-priority jobs; lend
-# lends what it leaves idle; res keeps its own.  up_q2 is a second queue
+# lends what it leaves idle; res keeps its own, and only the members of
+# regress_up_team_res (carol and bob) submit to it.  up_q2 is a second queue
 # with a unit of the same name, so that counters are told apart by queue.
 as_role('source', 'regress_up_admin', q{
 INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES
@@ -239,6 +246,8 @@ VALUES ('up_queue', 'lab', '{"gpu": 2, "cpu": 2}', 'LEND_AND_BORROW', 100, true)
 	   ('up_queue', 'lend', '{"gpu": 2, "cpu": 2}', 'LEND', -1, false),
 	   ('up_queue', 'res', '{"gpu": 2}', 'RESERVE', -1, false),
 	   ('up_q2', 'solo', '{"gpu": 1}', 'RESERVE', -1, false);
+UPDATE quota_sched.quota_share SET submit_role = 'regress_up_team_res'
+ WHERE job_queue = 'up_queue' AND name = 'res';
 });
 
 #
@@ -392,6 +401,19 @@ is(jobs('old'), $states_before, 'old: the jobs are in the states built');
 cmp_ok(sql('old', 'SELECT count(*) FROM quota_sched.job_event'), '>', 30,
 	'old: the history of the jobs is there');
 is(sql('old', 'SELECT count(*) FROM quota_sched.pass_log'), '4', 'old: four passes logged');
+
+# Teams, in 0.1: bob is in res's team (its submit_role) but sees none of
+# carol's jobs there, nor their history (the policies of 0.1: owners only).
+# In 0.2 he sees them (section 7).
+my $res_jobs = q{
+	SELECT coalesce(string_agg(name, ' ' ORDER BY name COLLATE "C"), '')
+	  FROM quota_sched.job WHERE quota_share = 'res'};
+my $res_events = q{
+	SELECT count(*) FROM quota_sched.job_event e
+	 WHERE e.job_id IN (SELECT id FROM quota_sched.job WHERE quota_share = 'res')};
+is(as_role('old', 'regress_up_bob', $res_jobs), '', 'old, 0.1: bob sees none of res\'s jobs');
+is(as_role('old', 'regress_up_bob', $res_events), '0',
+	'old, 0.1: nor their history');
 
 # What the upgrade must leave alone: every row of every 0.1 table (each job
 # by id), over the columns it has in 0.1 (columns a later 0.2 adds are the
@@ -766,6 +788,45 @@ is(sql('long', q{SELECT runnable_timeout FROM quota_sched.job_queue WHERE name =
 	'365 days', 'long, upgraded: so does a runnable_timeout');
 is(sql('long', q{SELECT count(*) FROM quota_sched.run_pass('long_queue')}), '0',
 	'long, upgraded: the queue\'s pass runs');
+
+#
+# 7. Teams on the upgraded data (the policies and the checks of explain and
+# terminate of 0.2): bob, a member of res's submit_role, sees carol's jobs
+# of res that 0.1 made, with their history, explains, reprioritises and
+# terminates them; alice, in no team, sees none of them and is refused.
+#
+my $all_res_events = sql('old', $res_events);
+cmp_ok($all_res_events, '>', 10, 'old, upgraded: res\'s jobs have their history');
+is(as_role('old', 'regress_up_bob', $res_jobs), 'c_big c_done c_fail c_run c_wait',
+	'old, upgraded: bob sees every job of res, carol\'s of 0.1 included');
+is(as_role('old', 'regress_up_bob', $res_events), $all_res_events,
+	'old, upgraded: and all of their history');
+is(as_role('old', 'regress_up_bob', q{
+	SELECT job_queue || ' ' || quota_share FROM quota_sched.team_shares()}), 'up_queue res',
+	'old, upgraded: team_shares() names bob\'s team share');
+is(as_role('old', 'regress_up_bob', q{
+	SELECT quota_sched.explain(id) ->> 'blocked_by' FROM quota_sched.job WHERE name = 'c_big'}),
+	'MISCONFIGURATION', 'old, upgraded: bob explains carol\'s c_big');
+is(as_role('old', 'regress_up_bob', q{
+	UPDATE quota_sched.job SET priority = 4 WHERE name = 'c_big' RETURNING priority}), '4',
+	'old, upgraded: bob reprioritises carol\'s c_big');
+is(as_role('old', 'regress_up_bob', q{
+	SELECT state || ' ' || status_reason
+	  FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'c_big'), 'by bob')}),
+	'FAILED by bob', 'old, upgraded: bob terminates carol\'s c_big');
+is(as_role('old', 'regress_up_alice', $res_jobs), '', 'old, upgraded: alice sees none of res\'s jobs');
+is(as_role('old', 'regress_up_alice', $res_events), '0',
+	'old, upgraded: nor their history');
+{
+	# the id read as the superuser: alice does not see the job
+	my $c_wait = sql('old', q{SELECT id FROM quota_sched.job WHERE name = 'c_wait'});
+	my ($ret, $stdout, $stderr) = $node->psql('old', qq{SET ROLE regress_up_alice;
+		SELECT quota_sched.explain($c_wait)});
+	isnt($ret, 0, 'old, upgraded: alice may not explain carol\'s c_wait');
+	like($stderr, qr/may not explain job \d+, which it does not own/,
+		'old, upgraded: refused as another\'s job (42501)');
+}
+counters_consistent('old', 'after the team\'s changes');
 
 $node->stop;
 done_testing();
