@@ -52,11 +52,15 @@ SELECT id AS arh_elsewhere FROM quota_sched.job WHERE name = 'arh_elsewhere' \gs
 WITH p AS (SELECT * FROM quota_sched.run_pass('arh_queue'))
 SELECT j.name, p.action FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
 -- arh_agent takes six jobs, arh_agent_2 the last; all but arh_starting run.
+-- Both agents use the login regress_arh_agent, which may then act on the
+-- jobs they claimed (agent_identity.sql).
+SET ROLE regress_arh_agent;
 SELECT name, state, agent FROM quota_sched.claim('arh_agent', 'arh_queue', NULL, 6) ORDER BY name;
 SELECT name, state, agent FROM quota_sched.claim('arh_agent_2', 'arh_queue', NULL, 6) ORDER BY name;
 SELECT r.name, r.state
   FROM quota_sched.job j, quota_sched.report(j.id, j.agent, 'RUNNING') r
  WHERE j.job_queue = 'arh_queue' AND j.name <> 'arh_starting' ORDER BY r.name;
+RESET ROLE;
 
 ------------------------------------------------------------------------
 -- release
@@ -161,6 +165,8 @@ SELECT name, stop_reason,
   FROM quota_sched.job WHERE job_queue = 'arh_queue' AND agent = 'arh_agent' ORDER BY name;
 COMMIT;
 
+-- The agent's login acts again.
+SET ROLE regress_arh_agent;
 -- STOPPED by another agent: 55000.
 SELECT pg_temp.refused(format($$SELECT quota_sched.report(%s, 'arh_agent_2', 'STOPPED')$$, :arh_terminated)) AS outcome;
 -- The agent stops arh_terminated: FAILED although it has attempts left,
@@ -183,6 +189,7 @@ SELECT name, state, agent, failed_attempts, stop_reason, stop_requested_at IS NU
 SELECT j.name, h.stop_reason
   FROM quota_sched.heartbeat('arh_agent') h JOIN quota_sched.job j ON j.id = h.job_id
  ORDER BY j.name;
+RESET ROLE;
 
 ------------------------------------------------------------------------
 -- The history: one row per change of state, the agent as the actor of

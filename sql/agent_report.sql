@@ -53,17 +53,17 @@ SELECT queued_at AS arp_retry_queued_at FROM quota_sched.job WHERE name = 'arp_r
 WITH p AS (SELECT * FROM quota_sched.run_pass('arp_queue'))
 SELECT j.name, p.action FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
 -- The agent claims the three ml.g5.xlarge jobs and leaves arp_unclaimed
--- SCHEDULED.
+-- SCHEDULED.  It works as a role with quota_sched_agent, the login it
+-- claims with and then reports with (agent_identity.sql).
+SET ROLE regress_arp_agent;
 SELECT name, state, agent
   FROM quota_sched.claim('arp_agent', 'arp_queue', 'ml.g5.xlarge', 10) ORDER BY name;
 
 ------------------------------------------------------------------------
 -- RUNNING: STARTING -> RUNNING, started_at set.  Again: a no-op.
 ------------------------------------------------------------------------
-SET ROLE regress_arp_agent;
 SELECT name, state, agent, started_at IS NOT NULL AS started, 1 + failed_attempts + preemption_count AS attempt
   FROM quota_sched.report(:arp_ok, 'arp_agent', 'RUNNING');
-RESET ROLE;
 SELECT started_at AS arp_ok_started_at FROM quota_sched.job WHERE id = :arp_ok \gset
 SELECT pg_temp.arp_facts() AS arp_facts \gset
 SELECT name, state, agent, started_at = :'arp_ok_started_at' AS same_started_at
@@ -103,8 +103,10 @@ SELECT pg_temp.refused(format($$SELECT quota_sched.report(%s, 'arp_agent', %L)$$
   FROM unnest(ARRAY['STOPPED', 'RUNNING', 'SUCCEEDED']) AS state;
 
 -- The pass dispatches it again; the agent claims it: the second attempt.
+RESET ROLE;
 WITH p AS (SELECT * FROM quota_sched.run_pass('arp_queue'))
 SELECT j.name, p.action FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
+SET ROLE regress_arp_agent;
 SELECT name, state, agent, 1 + failed_attempts + preemption_count AS attempt
   FROM quota_sched.claim('arp_agent', 'arp_queue', 'ml.g5.xlarge', 10);
 SELECT name, state, 1 + failed_attempts + preemption_count AS attempt
@@ -163,6 +165,7 @@ SELECT name, state, agent FROM quota_sched.job WHERE id = :arp_other;
 SELECT name, state, agent FROM quota_sched.report(:arp_other, 'arp_agent', 'RUNNING');
 SELECT name, state, agent, failed_attempts, status_reason
   FROM quota_sched.report(:arp_other, 'arp_agent', 'FAILED');
+RESET ROLE;
 
 ------------------------------------------------------------------------
 -- The history: one row per change of state, the agent as actor of every

@@ -225,7 +225,7 @@ SELECT col AS "column", r.*
                (12, 'failed_attempts', '0'), (13, 'preemption_count', '0'),
                (14, 'submitted_at', 'now()'), (15, 'queued_at', '''2000-01-01'''),
                (16, 'scheduled_at', 'now()'), (17, 'started_at', 'now()'),
-               (18, 'stopped_at', 'now()')) AS v(n, col, val),
+               (18, 'stopped_at', 'now()'), (19, 'agent_role', 'current_user')) AS v(n, col, val),
        LATERAL pg_temp.submit_with('jsv_system_column', col, val) AS r
  ORDER BY n;
 

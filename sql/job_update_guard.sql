@@ -83,7 +83,8 @@ SELECT col AS "column", val AS new_value,
                (28, 'queued_at', '''2000-01-01'''),
                (29, 'scheduled_at', 'now()'),
                (30, 'started_at', 'now()'),
-               (31, 'stopped_at', 'now()')) AS v(n, col, val)
+               (31, 'stopped_at', 'now()'),
+               (32, 'agent_role', 'current_user')) AS v(n, col, val)
  ORDER BY n;
 SELECT name, priority, pg_temp.unchanged() AS rest_unchanged FROM quota_sched.job WHERE name = 'jug_job';
 

@@ -501,3 +501,13 @@ ALTER POLICY job_user_reprioritise ON quota_sched.job
 												  FROM quota_sched.team_shares() t));
 ALTER POLICY job_event_user ON quota_sched.job_event
 	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_event.job_id));
+
+/* ---------------------------------------------------------------------
+ * Agent names bound to logins: claim() records the calling role in
+ * agent_role, and only that role (or an admin) may heartbeat, report on or
+ * release the job afterwards.  It is cleared and kept with agent.  Jobs
+ * claimed before the update have none: every agent login may act on them,
+ * as in 0.1, until they are requeued or end.  A system column: the job
+ * triggers refuse it from users, who may read it as the rest of their jobs.
+ * ------------------------------------------------------------------- */
+ALTER TABLE quota_sched.job ADD COLUMN agent_role name;

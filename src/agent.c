@@ -7,6 +7,11 @@
  *		the extension's owner with the agent as the actor of job_event.
  *		An error changes nothing.
  *
+ * Agent names are bound to logins: claim records the calling role
+ * (current_user, taken before the switch to the owner) as the job's
+ * agent_role, and only that role, or an admin, may heartbeat, report on or
+ * release the job afterwards.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -14,6 +19,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -118,13 +124,15 @@ StopTimeout(void)
 /*
  * qs_claim(agent, job_queue, capacity_unit, max_jobs, lease, max_instances,
  * start) RETURNS SETOF quota_sched.job: takes SCHEDULED unclaimed jobs,
- * which become STARTING, held by the agent until lease_until; with start,
- * RUNNING at once, as if the agent had reported RUNNING.
+ * which become STARTING, held by the agent until lease_until and claimed
+ * by the calling role (agent_role); with start, RUNNING at once, as if the
+ * agent had reported RUNNING.
  */
 Datum
 qs_claim(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *role = GetUserNameFromId(GetUserId(), false);	/* the caller */
 	char	   *agent = AgentArg(fcinfo, 0);
 	char	   *queue;
 	char	   *unit = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -157,7 +165,7 @@ qs_claim(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
-	claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, lease, start);
+	claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, role, lease, start);
 	if (claimed != (Datum) 0)
 		QsEmitJobs(rsinfo, claimed);
 	SPI_finish();
@@ -170,11 +178,16 @@ qs_claim(PG_FUNCTION_ARGS)
  * extends the leases of every job the agent holds and returns them with the
  * stop each must make.  The lease of a job whose stop was requested never
  * goes beyond stop_requested_at + quota_sched.stop_timeout (scheduling.md 3.8).
+ * Only the jobs the calling role claimed count (and those claimed before
+ * 0.2, with no role recorded); an admin's heartbeat counts every job of the
+ * agent.
  */
 Datum
 qs_heartbeat(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			caller = GetUserId();
+	char	   *role = QsIsAdmin(caller) ? NULL : GetUserNameFromId(caller, false);
 	char	   *agent = AgentArg(fcinfo, 0);
 	Interval   *lease = LeaseArg(fcinfo, 1);
 	QsSavedUser saved;
@@ -184,7 +197,7 @@ qs_heartbeat(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	/* only jobs of the queues locked: a claim may commit in between */
-	QsExtendLeases(rsinfo, agent, lease, StopTimeout(), QsLockQueuesOfAgent(agent));
+	QsExtendLeases(rsinfo, agent, role, lease, StopTimeout(), QsLockQueuesOfAgent(agent));
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;
@@ -239,20 +252,36 @@ IsHeldBy(const QsJobRow *row, const char *agent)
 }
 
 /*
+ * ClaimedByOther tells whether another role than the caller claimed a job.
+ * A job with no role recorded (unclaimed, or claimed before 0.2) is every
+ * agent's, as in 0.1.
+ */
+static bool
+ClaimedByOther(const QsJobRow *row, const char *role)
+{
+	return row->agent_role != NULL && strcmp(row->agent_role, role) != 0;
+}
+
+/*
  * AgentReport applies an agent's report on a job it holds, as that agent,
  * and returns the job.  A report about an attempt (attempt > 0) other than
  * the job's current one changes nothing: a retry that comes after the
  * attempt ended (its reply was lost) must not land on the next one.  A
- * report for a job the agent does not hold, or an illegal transition,
- * changes nothing and raises an error.
+ * report on a job another role claimed is refused unless the caller is an
+ * admin (who is then the actor of the history).  A report for a job the
+ * agent does not hold, or an illegal transition, changes nothing and raises
+ * an error.
  */
 static Datum
 AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason,
 			int32 attempt)
 {
+	Oid			caller = GetUserId();
+	char	   *role = GetUserNameFromId(caller, false);
 	QsSavedUser saved;
 	QsJobRow	row;
 	Datum		result;
+	bool		over;
 
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -261,8 +290,22 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
-	if (attempt > 0 &&
-		attempt != 1 + row.job.failed_attempts + row.job.preemption_count)
+	over = attempt > 0 &&
+		attempt != 1 + row.job.failed_attempts + row.job.preemption_count;
+	if (!over && ClaimedByOther(&row, role))
+	{
+		if (!QsIsAdmin(caller))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("role \"%s\" may not %s job " INT64_FORMAT
+							", which agent \"%s\" claimed as another role",
+							role, report == QS_REPORT_RELEASED ? "release" : "report on",
+							job_id, row.agent ? row.agent : ""),
+					 errdetail("Only the role that claimed a job, or an admin, may "
+							   "heartbeat, report on or release it.")));
+		QsWrite.actor = role;	/* an admin acting for the agent */
+	}
+	if (over)
 		;						/* about an attempt that is over: nothing to do */
 	else if (IsRepeat(&row, agent, report))
 		;						/* a retry: nothing to do */

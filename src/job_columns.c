@@ -23,21 +23,27 @@ const char *const JobColumnNames[JC_COUNT] = {
 	"id", "owner", "state", "status_reason", "status_reason_at",
 	"stop_reason", "stop_requested_at", "preempted_for", "promised_at",
 	"agent", "lease_until", "failed_attempts", "preemption_count",
-	"submitted_at", "queued_at", "scheduled_at", "started_at", "stopped_at"
+	"submitted_at", "queued_at", "scheduled_at", "started_at", "stopped_at",
+	"agent_role"
 };
 
 /*
  * JobAttnum returns the attribute number of a column of the job table whose
  * descriptor is desc.  The map is rebuilt when the table's row type changes
- * (the extension was dropped and created again in this session).
+ * (the extension was dropped and created again in this session) or its
+ * number of attributes does (it was updated: ALTER TABLE ... ADD COLUMN
+ * keeps the row type).  A column a later version added
+ * (JobColumnIsOptional) is InvalidAttrNumber in a table that lacks it;
+ * callers pass over it.
  */
 AttrNumber
 JobAttnum(TupleDesc desc, JobColumn column)
 {
 	static Oid	cached_type = InvalidOid;
+	static int	cached_natts = 0;
 	static AttrNumber attnums[JC_COUNT];
 
-	if (desc->tdtypeid != cached_type)
+	if (desc->tdtypeid != cached_type || desc->natts != cached_natts)
 	{
 		for (int c = 0; c < JC_COUNT; c++)
 		{
@@ -50,10 +56,11 @@ JobAttnum(TupleDesc desc, JobColumn column)
 					strcmp(NameStr(att->attname), JobColumnNames[c]) == 0)
 					attnums[c] = att->attnum;
 			}
-			if (attnums[c] == InvalidAttrNumber)
+			if (attnums[c] == InvalidAttrNumber && !JobColumnIsOptional(c))
 				elog(ERROR, "quota_sched.job has no column \"%s\"", JobColumnNames[c]);
 		}
 		cached_type = desc->tdtypeid;
+		cached_natts = desc->natts;
 	}
 	return attnums[column];
 }

@@ -51,10 +51,19 @@ typedef enum JobColumn
 	JC_SCHEDULED_AT,
 	JC_STARTED_AT,
 	JC_STOPPED_AT,
+	/* kept by the system, added by 0.2 (absent until the update) */
+	JC_AGENT_ROLE,
 	JC_COUNT
 } JobColumn;
 
 #define JobColumnIsSystem(c) ((c) >= JC_ID)
+
+/*
+ * Columns a later version added: a database not yet updated (ALTER
+ * EXTENSION ... UPDATE) lacks them, and the job triggers, which still take
+ * submissions there, pass over them (JobAttnum returns InvalidAttrNumber).
+ */
+#define JobColumnIsOptional(c) ((c) >= JC_AGENT_ROLE)
 
 extern const char *const JobColumnNames[JC_COUNT];
 

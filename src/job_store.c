@@ -10,11 +10,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "job_store.h"
@@ -45,6 +47,7 @@ typedef enum JobField
 	JF_CAPACITY_UNIT,
 	JF_OWNER,
 	JF_STATUS_REASON,
+	JF_AGENT_ROLE,
 	JF_COUNT
 } JobField;
 
@@ -53,7 +56,7 @@ static const char *const JobFieldNames[JF_COUNT] = {
 	"promised_at", "lease_until", "deadline", "stop_reason", "agent",
 	"preempted_for", "failed_attempts", "max_attempts", "preemption_count",
 	"preemption_retries", "job_queue", "quota_share", "capacity_unit", "owner",
-	"status_reason"
+	"status_reason", "agent_role"
 };
 
 StaticAssertDecl(JF_COUNT <= lengthof(((QsJobDecoder *) 0)->attnums),
@@ -111,7 +114,8 @@ FieldText(const QsJobDecoder *d, HeapTuple tuple, JobField f)
 
 	if (!FieldValue(d, tuple, f, &v))
 		return NULL;
-	return f == JF_OWNER ? pstrdup(NameStr(*DatumGetName(v))) : TextDatumGetCString(v);
+	return f == JF_OWNER || f == JF_AGENT_ROLE ? pstrdup(NameStr(*DatumGetName(v))) :
+		TextDatumGetCString(v);
 }
 
 /*
@@ -154,6 +158,7 @@ QsJobDecode(const QsJobDecoder *d, HeapTuple tuple, QsJobRow *row)
 	row->capacity_unit = FieldText(d, tuple, JF_CAPACITY_UNIT);
 	row->owner = FieldText(d, tuple, JF_OWNER);
 	row->status_reason = FieldText(d, tuple, JF_STATUS_REASON);
+	row->agent_role = FieldText(d, tuple, JF_AGENT_ROLE);
 }
 
 /*
@@ -180,13 +185,28 @@ static QsQuery JobQueueQuery = {
 	1, {INT8OID}, SPI_OK_SELECT
 };
 
-static QsQuery LockJobQuery = {
-	"SELECT id, job_queue, owner, state, agent, stop_reason, failed_attempts,"
-	"       max_attempts, preemption_count,"
-	"       coalesce(preemption_retries, -1) AS preemption_retries"
-	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE SKIP LOCKED",
-	1, {INT8OID}, SPI_OK_SELECT
-};
+/*
+ * QsJobHasAgentRole tells whether the job table has the column agent_role
+ * (0.2): a database whose extension is not updated yet lacks it, and the
+ * agents' functions then work as in 0.1, with no role recorded or checked.
+ */
+bool
+QsJobHasAgentRole(void)
+{
+	Oid			relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, false));
+
+	return OidIsValid(relid) && get_attnum(relid, "agent_role") != InvalidAttrNumber;
+}
+
+/* [has_agent_role]: without it (not updated yet), agent_role reads as null */
+#define LOCK_JOB_QUERY(agent_role) { \
+	"SELECT id, job_queue, owner, state, agent, " agent_role " AS agent_role, stop_reason," \
+	"       failed_attempts, max_attempts, preemption_count," \
+	"       coalesce(preemption_retries, -1) AS preemption_retries" \
+	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE SKIP LOCKED", \
+	1, {INT8OID}, SPI_OK_SELECT \
+}
+static QsQuery LockJobQuery[2] = {LOCK_JOB_QUERY("NULL::name"), LOCK_JOB_QUERY("agent_role")};
 
 /*
  * QsLockJob takes the lock of a job's queue in shared mode, then the job's
@@ -212,7 +232,7 @@ QsLockJob(int64 job_id, QsJobRow *row)
 	QsLockQueue(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
 	for (long waited_us = 0;; waited_us += pause_us)
 	{
-		if (QsQueryRun(&LockJobQuery, &arg, NULL, false, 1) > 0)
+		if (QsQueryRun(&LockJobQuery[QsJobHasAgentRole()], &arg, NULL, false, 1) > 0)
 			return DecodeFirst(row, outer);
 		if (QsQueryRun(&JobQueueQuery, &arg, NULL, false, 1) == 0)
 			return false;		/* deleted meanwhile */
@@ -409,12 +429,14 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 	return n;
 }
 
-static QsQuery ClaimQuery = {
-	"UPDATE quota_sched.job"
-	"   SET state = 'STARTING', agent = $2, lease_until = now() + $3"
-	" WHERE id = ANY ($1)",
-	3, {INT8ARRAYOID, TEXTOID, INTERVALOID}, SPI_OK_UPDATE, QS_BY_IDS
-};
+/* [has_agent_role]: the claiming role ($4) is recorded where there is room */
+#define CLAIM_QUERY(agent_role) { \
+	"UPDATE quota_sched.job" \
+	"   SET state = 'STARTING', agent = $2, lease_until = now() + $3" agent_role \
+	" WHERE id = ANY ($1)", \
+	4, {INT8ARRAYOID, TEXTOID, INTERVALOID, NAMEOID}, SPI_OK_UPDATE, QS_BY_IDS \
+}
+static QsQuery ClaimQuery[2] = {CLAIM_QUERY(""), CLAIM_QUERY(", agent_role = $4")};
 
 /* claim(start => true): the claimed jobs run, as a RUNNING report says */
 static QsQuery StartClaimedQuery = {
@@ -424,23 +446,27 @@ static QsQuery StartClaimedQuery = {
 
 /*
  * QsClaimJobs gives an agent the jobs ClaimableIds picks: STARTING, held
- * by the agent until now + lease, and with start RUNNING at once.  Returns their ids as a bigint[], or
- * (Datum) 0 when there was none to claim (then nothing is written).
+ * by the agent until now + lease, claimed by the role agent_role, and with
+ * start RUNNING at once.  Returns their ids as a bigint[], or (Datum) 0
+ * when there was none to claim (then nothing is written).
  */
 Datum
 QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances,
-			const char *agent, Interval *lease, bool start)
+			const char *agent, const char *agent_role, Interval *lease, bool start)
 {
 	Datum	   *ids;
 	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids);
-	Datum		args[3];
+	Datum		args[4];
+	Name		role = palloc0(NAMEDATALEN);
 
 	if (n == 0)
 		return (Datum) 0;
+	namestrcpy(role, agent_role);
 	args[0] = PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	args[1] = CStringGetTextDatum(agent);
 	args[2] = IntervalPGetDatum(lease);
-	QsQueryRun(&ClaimQuery, args, NULL, false, 0);
+	args[3] = NameGetDatum(role);
+	QsQueryRun(&ClaimQuery[QsJobHasAgentRole()], args, NULL, false, 0);
 	if (start)
 		QsQueryRun(&StartClaimedQuery, args, NULL, false, 0);
 	return args[0];
@@ -494,29 +520,40 @@ QsLockQueuesOfAgent(const char *agent)
 	return PointerGetDatum(construct_array(queues, n, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
-static QsQuery ExtendLeasesQuery = {
-	"WITH held AS ("
-	"   SELECT id, stop_reason FROM quota_sched.job"
-	"    WHERE agent = $1 AND state IN ('STARTING', 'RUNNING') AND job_queue = ANY ($4)),"
-	" locked AS ("
-	"   SELECT id FROM quota_sched.job WHERE id IN (SELECT id FROM held)"
-	"      FOR NO KEY UPDATE SKIP LOCKED),"
-	" extended AS ("
-	"   UPDATE quota_sched.job j"
-	"      SET lease_until = CASE WHEN j.stop_requested_at IS NULL"
-	"            THEN now() + $2"
-	"            ELSE least(now() + $2, j.stop_requested_at + $3) END"
-	"     FROM locked WHERE j.id = locked.id"
-	"   RETURNING j.id, j.stop_reason)"
-	" SELECT id, stop_reason FROM extended"
-	" UNION ALL"
-	" SELECT id, stop_reason FROM held WHERE id NOT IN (SELECT id FROM locked)",
-	4, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID}, SPI_OK_SELECT
+/*
+ * [has_agent_role]: with a role ($5), only the jobs that role claimed, and
+ * those claimed before 0.2 (no role recorded).  Rows another transaction
+ * holds locked are returned, not extended (QsExtendLeases).
+ */
+#define EXTEND_LEASES_QUERY(agent_role) { \
+	"WITH held AS (" \
+	"   SELECT id, stop_reason FROM quota_sched.job" \
+	"    WHERE agent = $1 AND state IN ('STARTING', 'RUNNING') AND job_queue = ANY ($4)" \
+	agent_role ")," \
+	" locked AS (" \
+	"   SELECT id FROM quota_sched.job WHERE id IN (SELECT id FROM held)" \
+	"      FOR NO KEY UPDATE SKIP LOCKED)," \
+	" extended AS (" \
+	"   UPDATE quota_sched.job j" \
+	"      SET lease_until = CASE WHEN j.stop_requested_at IS NULL" \
+	"            THEN now() + $2" \
+	"            ELSE least(now() + $2, j.stop_requested_at + $3) END" \
+	"     FROM locked WHERE j.id = locked.id" \
+	"   RETURNING j.id, j.stop_reason)" \
+	" SELECT id, stop_reason FROM extended" \
+	" UNION ALL" \
+	" SELECT id, stop_reason FROM held WHERE id NOT IN (SELECT id FROM locked)", \
+	5, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID, NAMEOID}, SPI_OK_SELECT \
+}
+static QsQuery ExtendLeasesQuery[2] = {
+	EXTEND_LEASES_QUERY(""),
+	EXTEND_LEASES_QUERY(" AND ($5 IS NULL OR agent_role IS NULL OR agent_role = $5)")
 };
 
 /*
  * QsExtendLeases extends the leases of the jobs an agent holds in the
- * queues given (whose locks the caller holds) and appends (job_id,
+ * queues given (whose locks the caller holds), those that the role
+ * agent_role claimed (NULL: whoever claimed them), and appends (job_id,
  * stop_reason) of each to a materialized result.  The lease of a job whose
  * stop was requested never goes beyond stop_requested_at + stop_timeout.
  * A job whose row another transaction holds locked is returned with its
@@ -524,16 +561,21 @@ static QsQuery ExtendLeasesQuery = {
  * user's row lock (QsLockJob).
  */
 void
-QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, Interval *lease,
-			   Interval *stop_timeout, Datum queues)
+QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
+			   Interval *lease, Interval *stop_timeout, Datum queues)
 {
-	Datum		args[4];
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', agent_role ? ' ' : 'n'};
+	Name		role = palloc0(NAMEDATALEN);
 
+	if (agent_role != NULL)
+		namestrcpy(role, agent_role);
 	args[0] = CStringGetTextDatum(agent);
 	args[1] = IntervalPGetDatum(lease);
 	args[2] = IntervalPGetDatum(stop_timeout);
 	args[3] = queues;
-	QsQueryRun(&ExtendLeasesQuery, args, NULL, false, 0);
+	args[4] = NameGetDatum(role);
+	QsQueryRun(&ExtendLeasesQuery[QsJobHasAgentRole()], args, nulls, false, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[2];

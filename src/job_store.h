@@ -36,6 +36,8 @@ typedef struct QsJobRow
 	char	   *capacity_unit;
 	char	   *owner;
 	char	   *agent;			/* NULL: unclaimed */
+	char	   *agent_role;		/* the role that claimed it; NULL: unclaimed, or
+								 * claimed before 0.2 */
 	char	   *status_reason;
 } QsJobRow;
 
@@ -112,6 +114,7 @@ extern void QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limi
 									int nlimits, TimestampTz now);
 
 /* Single jobs, and the agents' set operations (job_store.c). */
+extern bool QsJobHasAgentRole(void);
 extern bool QsLockJob(int64 job_id, QsJobRow *row);
 extern bool QsReadJobPosition(int64 job_id, QsJobRow *row, int64 *position_in_share);
 extern void QsEndAttempt(int64 job_id, QsAction action, QsCounter counter,
@@ -126,10 +129,11 @@ typedef enum QsJobChange
 extern void QsChangeJob(int64 job_id, QsJobChange change, const char *reason);
 extern Datum QsReturnJob(int64 job_id);
 extern Datum QsClaimJobs(const char *queue, const char *unit, int max_jobs,
-						 int max_instances, const char *agent, Interval *lease, bool start);
+						 int max_instances, const char *agent, const char *agent_role,
+						 Interval *lease, bool start);
 extern void QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids);
 extern Datum QsLockQueuesOfAgent(const char *agent);
-extern void QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, Interval *lease,
-						   Interval *stop_timeout, Datum queues);
+extern void QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
+						   Interval *lease, Interval *stop_timeout, Datum queues);
 
 #endif							/* QS_JOB_STORE_H */

@@ -469,29 +469,39 @@ QsWriteStops(const QsOutput *out, TimestampTz now)
 	QsQueryRun(&StopsQuery, args, NULL, false, 0);
 }
 
-static QsQuery EndsQuery = {
-	"UPDATE quota_sched.job j"
-	"   SET state = CASE WHEN d.fail THEN 'FAILED' ELSE 'RUNNABLE' END,"
-	"       agent = CASE WHEN d.fail THEN j.agent END,"
-	"       lease_until = NULL, stop_reason = NULL, stop_requested_at = NULL,"
-	"       promised_at = NULL,"
-	"       failed_attempts = j.failed_attempts + d.failed,"
-	"       preemption_count = j.preemption_count + d.preempted,"
-	/* a terminated job keeps the reason it was terminated with */
-	"       status_reason = CASE WHEN d.reason = 'TERMINATED' AND j.stop_reason = 'TERMINATED'"
-	"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END,"
-	"       status_reason_at = $6,"
-	"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $6 END"
-	"  FROM unnest($1, $2, $3, $4, $5) AS d(id, fail, failed, preempted, reason)"
-	" WHERE j.id = d.id",
-	6, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID},
-	SPI_OK_UPDATE, QS_BY_IDS
+/*
+ * [has_agent_role]: the role that claimed the job goes with its agent (an
+ * agent's report on a database not updated yet, which lacks the column,
+ * comes here too)
+ */
+#define ENDS_QUERY(agent_role) { \
+	"UPDATE quota_sched.job j" \
+	"   SET state = CASE WHEN d.fail THEN 'FAILED' ELSE 'RUNNABLE' END," \
+	"       agent = CASE WHEN d.fail THEN j.agent END," agent_role \
+	"       lease_until = NULL, stop_reason = NULL, stop_requested_at = NULL," \
+	"       promised_at = NULL," \
+	"       failed_attempts = j.failed_attempts + d.failed," \
+	"       preemption_count = j.preemption_count + d.preempted," \
+	/* a terminated job keeps the reason it was terminated with */ \
+	"       status_reason = CASE WHEN d.reason = 'TERMINATED' AND j.stop_reason = 'TERMINATED'" \
+	"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END," \
+	"       status_reason_at = $6," \
+	"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $6 END" \
+	"  FROM unnest($1, $2, $3, $4, $5) AS d(id, fail, failed, preempted, reason)" \
+	" WHERE j.id = d.id", \
+	6, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID}, \
+	SPI_OK_UPDATE, QS_BY_IDS \
+}
+static QsQuery EndsQuery[2] = {
+	ENDS_QUERY(""),
+	ENDS_QUERY("       agent_role = CASE WHEN d.fail THEN j.agent_role END,")
 };
 
 /*
- * QsWriteEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent and
- * lease cleared, queued_at kept) or to FAILED (agent kept), with the
- * counter the decision names, the reason, and the stop cleared.
+ * QsWriteEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent,
+ * agent_role and lease cleared, queued_at kept) or to FAILED (agent and
+ * agent_role kept), with the counter the decision names, the reason, and
+ * the stop cleared.
  */
 void
 QsWriteEnds(const QsOutput *out, TimestampTz now)
@@ -528,7 +538,7 @@ QsWriteEnds(const QsOutput *out, TimestampTz now)
 	args[3] = QsArrayDatum(&preempted);
 	args[4] = QsArrayDatum(&reasons);
 	args[5] = TimestampTzGetDatum(now);
-	QsQueryRun(&EndsQuery, args, NULL, false, 0);
+	QsQueryRun(&EndsQuery[QsJobHasAgentRole()], args, NULL, false, 0);
 }
 
 static QsQuery DispatchesQuery = {

@@ -52,8 +52,15 @@ static void
 ReadJobValues(HeapTuple tuple, TupleDesc desc, JobValues *row)
 {
 	for (int c = 0; c < JC_COUNT; c++)
-		row->values[c] = heap_getattr(tuple, JobAttnum(desc, c), desc,
-									  &row->nulls[c]);
+	{
+		AttrNumber	attnum = JobAttnum(desc, c);
+
+		/* a column the table lacks (not updated yet) is null */
+		row->values[c] = (Datum) 0;
+		row->nulls[c] = true;
+		if (attnum != InvalidAttrNumber)
+			row->values[c] = heap_getattr(tuple, attnum, desc, &row->nulls[c]);
+	}
 }
 
 /*
@@ -476,6 +483,8 @@ BuildJobTuple(HeapTuple old, TupleDesc desc, JobValues *row)
 	{
 		int			i = JobAttnum(desc, c) - 1;
 
+		if (i < 0)
+			continue;			/* a column the table lacks */
 		values[i] = row->values[c];
 		nulls[i] = row->nulls[c];
 		replace[i] = true;

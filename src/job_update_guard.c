@@ -60,9 +60,12 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 
 	for (int c = 0; c < JC_COUNT; c++)
 	{
-		int			member = JobAttnum(desc, c) - FirstLowInvalidHeapAttributeNumber;
+		AttrNumber	attnum = JobAttnum(desc, c);
 
-		if (c != JC_PRIORITY && bms_is_member(member, td->tg_updatedcols))
+		if (attnum == InvalidAttrNumber)
+			continue;			/* a column the table lacks (not updated yet) */
+		if (c != JC_PRIORITY &&
+			bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, td->tg_updatedcols))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("column \"%s\" of job " INT64_FORMAT " cannot be changed",

@@ -23,6 +23,7 @@
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/sinvaladt.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -187,6 +188,18 @@ QsEndSystemWrite(const QsSavedUser *saved)
 {
 	QsResetWriteContext();
 	QsRestoreUser(saved);
+}
+
+/*
+ * QsIsAdmin tells whether a role is a superuser or has the privileges of
+ * quota_sched_admin.
+ */
+bool
+QsIsAdmin(Oid role)
+{
+	Oid			admin = get_role_oid("quota_sched_admin", true);
+
+	return superuser_arg(role) || (OidIsValid(admin) && has_privs_of_role(role, admin));
 }
 
 /*

@@ -61,6 +61,7 @@ extern char *QsInstalledVersion(void);
 extern void QsCheckSchemaVersion(void);
 extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
 extern void QsEndSystemWrite(const QsSavedUser *saved);
+extern bool QsIsAdmin(Oid role);
 extern void QsBecomeOwner(Oid owner, QsSavedUser *saved);
 extern void QsRestoreUser(const QsSavedUser *saved);
 
