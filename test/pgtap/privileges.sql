@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(35);
+SELECT plan(39);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status']);
@@ -26,6 +26,14 @@ SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_user',
 SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_admin',
 	ARRAY['SELECT', 'INSERT', 'UPDATE']);
 SELECT table_privs_are('quota_sched', 'job', 'quota_sched_agent', ARRAY['SELECT']);
+-- agent_role (0.2), the login that claimed a job: written by claim() only;
+-- nobody may UPDATE it (the triggers refuse it in an INSERT).
+SELECT col_type_is('quota_sched', 'job', 'agent_role', 'name', 'job.agent_role is a role name');
+SELECT column_privs_are('quota_sched', 'job', 'agent_role', 'quota_sched_user',
+	ARRAY['SELECT', 'INSERT']);
+SELECT column_privs_are('quota_sched', 'job', 'agent_role', 'quota_sched_admin',
+	ARRAY['SELECT', 'INSERT']);
+SELECT column_privs_are('quota_sched', 'job', 'agent_role', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'job', 'public', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_event', 'quota_sched_user', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'job_event', 'public', ARRAY[]::text[]);

@@ -158,9 +158,11 @@ BEGIN
 	-- The admin terminates dr_d1.
 	PERFORM pg_temp.move('dr_d1', 'FAILED', 'regress_dr_admin', NULL, 'terminated', t0 + '60 min');
 
-	-- The columns that go with each state.
+	-- The columns that go with each state.  agent-1 claimed as the login
+	-- regress_dr_agent; dr_c1 stands for a job claimed before 0.2, with no
+	-- agent_role.
 	UPDATE quota_sched.job
-	   SET scheduled_at = t0 + '1 min', agent = 'agent-1'
+	   SET scheduled_at = t0 + '1 min', agent = 'agent-1', agent_role = 'regress_dr_agent'
 	 WHERE name IN ('dr_a1', 'dr_a2', 'dr_a3', 'dr_b1', 'dr_b2', 'dr_b3', 'dr_d1');
 	UPDATE quota_sched.job SET scheduled_at = t0 + '52 min', agent = 'agent-2' WHERE name = 'dr_c1';
 	UPDATE quota_sched.job SET promised_at = t0 + '50 min' WHERE name = 'dr_c1';
@@ -202,6 +204,10 @@ is( $node->safe_psql('src',
 		'SELECT string_agg(DISTINCT owner, \',\' ORDER BY owner) FROM quota_sched.job'),
 	'regress_dr_admin,regress_dr_alice,regress_dr_bob,regress_dr_carol',
 	'src has jobs of several owners');
+is( $node->safe_psql('src',
+		q{SELECT string_agg(DISTINCT coalesce(agent_role, '-'), ',' ORDER BY coalesce(agent_role, '-'))
+		    FROM quota_sched.job WHERE agent IS NOT NULL}),
+	'-,regress_dr_agent', 'src has claimed jobs with and without an agent_role');
 # 9 submissions; 7 + 6 + 5 moves of the first pass and agent-1, an end and
 # a failure; 1 preemption; 3 moves of dr_c1; 1 termination.
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.job_event'),

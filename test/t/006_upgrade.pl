@@ -11,11 +11,17 @@
 #   4. the upgraded schema is the schema of a fresh install of 0.2;
 #   5. the scheduler goes on with the old data: the agent's reports, a pass
 #      that dispatches the waiting and the promised jobs, a new submission,
-#      with the counters consistent after each step;
+#      with the counters consistent after each step; the jobs claimed in 0.1
+#      have no agent_role (any agent login may act on them), those claimed
+#      after the update record the claiming role, and another login may not
+#      act on them;
 #   6. (a database of its own) timeouts beyond 365 days are bounded;
 #   7. the policies of 0.2 on the old data: a member of a share's
 #      submit_role sees, explains, reprioritises and terminates a
-#      teammate's job of 0.1 (in 0.1 he saw nothing of it).
+#      teammate's job of 0.1 (in 0.1 he saw nothing of it);
+#   8. between the installation of the 0.2 library and the update,
+#      submissions, claims, heartbeats, reports and releases go on with the
+#      0.1 schema (no agent_role: none recorded, none checked).
 #
 # Where the 0.1 data come from.  The module installed is the 0.2 one, and it
 # cannot run a pass on a database whose schema is still 0.1: run_pass (and
@@ -71,7 +77,7 @@ sub run_pass_of
 }
 
 # The agent "agent-1" claims (leases of an hour: none expires during the
-# test) and reports.
+# test) and reports, as the login regress_up_agent (report_as: as another).
 sub claim
 {
 	my ($db, $queue) = @_;
@@ -80,12 +86,27 @@ sub claim
 		  FROM quota_sched.claim('agent-1', '$queue', max_jobs => 10, lease => '1 hour')});
 }
 
+sub report_as
+{
+	my ($db, $role, $job, $state) = @_;
+	return as_role($db, $role, qq{
+		SELECT state FROM quota_sched.report(
+			(SELECT id FROM quota_sched.job WHERE name = '$job'), 'agent-1', '$state')});
+}
+
 sub report
 {
 	my ($db, $job, $state) = @_;
-	return as_role($db, 'regress_up_agent', qq{
-		SELECT state FROM quota_sched.report(
-			(SELECT id FROM quota_sched.job WHERE name = '$job'), 'agent-1', '$state')});
+	return report_as($db, 'regress_up_agent', $job, $state);
+}
+
+# The jobs' agent_role, as "name role" lines ('-' for none).
+sub agent_roles
+{
+	my ($db, $names) = @_;
+	return sql($db, qq{
+		SELECT string_agg(name || ' ' || coalesce(agent_role, '-'), E'\n' ORDER BY name COLLATE "C")
+		  FROM quota_sched.job WHERE name = ANY ('{$names}'::text[])});
 }
 
 # Every job: name, state, stop_reason, the job it stops for, whether it is
@@ -218,12 +239,13 @@ sql('source', 'CREATE EXTENSION quota_sched');
 sql('source', q{
 CREATE ROLE regress_up_admin;
 CREATE ROLE regress_up_agent;
+CREATE ROLE regress_up_agent2;
 CREATE ROLE regress_up_alice;
 CREATE ROLE regress_up_bob;
 CREATE ROLE regress_up_carol;
 CREATE ROLE regress_up_team_res;
 GRANT quota_sched_admin TO regress_up_admin;
-GRANT quota_sched_agent TO regress_up_agent;
+GRANT quota_sched_agent TO regress_up_agent, regress_up_agent2;
 GRANT quota_sched_user TO regress_up_alice, regress_up_bob, regress_up_carol;
 GRANT regress_up_team_res TO regress_up_carol, regress_up_bob;
 });
@@ -684,8 +706,13 @@ ok($old_dump eq $fresh_dump, 'pg_dump --schema-only: the upgraded database as a 
 is(run_pass_of('old', 'up_queue'), '', 'old, upgraded: a pass decides nothing while the stops are pending');
 counters_consistent('old', 'after a pass with no decision');
 
+# The jobs claimed in 0.1 have no agent_role: the update cannot know which
+# login claimed them.  Any agent login may act on them, as in 0.1.
+is(sql('old', q{SELECT count(*) FROM quota_sched.job WHERE agent_role IS NOT NULL}), '0',
+	'old, upgraded: no job has an agent_role');
+
 # The agent learns of the pending stops and carries them out; it reports
-# the end of c_run and q2_run.
+# the end of c_run (from another agent login) and q2_run.
 is(as_role('old', 'regress_up_agent', q{
 	SELECT string_agg(j.name || ' ' || h.stop_reason, ', ' ORDER BY j.name COLLATE "C")
 	  FROM quota_sched.heartbeat('agent-1', lease => '1 hour') h
@@ -697,7 +724,8 @@ counters_consistent('old', 'a_borrow stopped');
 is(report('old', 'a_timeout', 'STOPPED'), 'FAILED',
 	'old, upgraded: a_timeout stopped: its one attempt failed');
 counters_consistent('old', 'a_timeout stopped');
-is(report('old', 'c_run', 'SUCCEEDED'), 'SUCCEEDED', 'old, upgraded: c_run succeeded');
+is(report_as('old', 'regress_up_agent2', 'c_run', 'SUCCEEDED'), 'SUCCEEDED',
+	'old, upgraded: c_run succeeded, reported by another agent login (claimed in 0.1, no role)');
 counters_consistent('old', 'c_run succeeded');
 is(report('old', 'q2_run', 'SUCCEEDED'), 'SUCCEEDED', 'old, upgraded: q2_run succeeded');
 is(report('old', 'b_cpu', 'RUNNING'), 'RUNNING', 'old, upgraded: b_cpu started');
@@ -712,6 +740,23 @@ counters_consistent('old', 'after the pass');
 is(claim('old', 'up_queue'), 'a_cpu STARTING, b_gpu STARTING, c_wait STARTING',
 	'old, upgraded: the agent claims the dispatched jobs, a_cpu of before the upgrade among them');
 counters_consistent('old', 'after the claims');
+is(agent_roles('old', 'a_cpu,b_gpu,c_wait'),
+	"a_cpu regress_up_agent\nb_gpu regress_up_agent\nc_wait regress_up_agent",
+	'old, upgraded: claims record the claiming login');
+{
+	my ($ret, $stdout, $stderr) = $node->psql('old', q{
+		SET ROLE regress_up_agent2;
+		SELECT state FROM quota_sched.report(
+			(SELECT id FROM quota_sched.job WHERE name = 'c_wait'), 'agent-1', 'RUNNING')});
+	isnt($ret, 0, 'old, upgraded: another agent login may not report on a job claimed after the update');
+	like($stderr,
+		qr/ERROR:  role "regress_up_agent2" may not report on job \d+, which agent "agent-1" claimed as another role/,
+		'old, upgraded: the refusal names the login and the agent');
+	is(as_role('old', 'regress_up_agent2', q{
+		SELECT count(*) FROM quota_sched.heartbeat('agent-1')
+		 WHERE job_id IN (SELECT id FROM quota_sched.job WHERE name IN ('a_cpu', 'b_gpu', 'c_wait'))}),
+		'0', 'old, upgraded: nor does its heartbeat cover them');
+}
 
 # A new submission gets an id above the old ones, is dispatched on lab's
 # free cpu, and is counted.
@@ -827,6 +872,60 @@ is(as_role('old', 'regress_up_alice', $res_events), '0',
 		'old, upgraded: refused as another\'s job (42501)');
 }
 counters_consistent('old', 'after the team\'s changes');
+
+# 8. The 0.2 library on a 0.1 schema, before ALTER EXTENSION UPDATE: the
+# README promises that submissions, claims and reports go on.  The 0.1 job
+# table has no agent_role: the triggers pass over it, and the agents'
+# functions record and check no role.  A pass is refused, so the jobs are
+# dispatched by hand, as a restore would write them.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE live');
+sql('live', q{CREATE EXTENSION quota_sched VERSION '0.1'});
+sql('live', q{
+	INSERT INTO quota_sched.service_environment VALUES ('live_env', '{"gpu": 4}');
+	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('live_queue', 'live_env');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('live_queue', 'live_share', '{"gpu": 4}', 'RESERVE')});
+as_role('live', 'regress_up_alice', q{
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+	VALUES ('live_1', 'live_queue', 'live_share', 'gpu'), ('live_2', 'live_queue', 'live_share', 'gpu')});
+is(sql('live', q{SELECT string_agg(name || ' ' || state || ' ' || owner, ', ' ORDER BY name)
+				   FROM quota_sched.job}),
+	'live_1 RUNNABLE regress_up_alice, live_2 RUNNABLE regress_up_alice',
+	'live, 0.1 schema: submissions are taken');
+sql('live', q{
+	SET session_replication_role = replica;
+	UPDATE quota_sched.job SET state = 'SCHEDULED', scheduled_at = now()});
+is(claim('live', 'live_queue'), 'live_1 STARTING, live_2 STARTING', 'live, 0.1 schema: the agent claims');
+is(report('live', 'live_1', 'RUNNING'), 'RUNNING', 'live, 0.1 schema: and reports');
+is(as_role('live', 'regress_up_agent2', q{SELECT count(*) FROM quota_sched.heartbeat('agent-1')}), '2',
+	'live, 0.1 schema: any agent login heartbeats any agent, as in 0.1');
+is(as_role('live', 'regress_up_agent', q{
+	SELECT state FROM quota_sched.release((SELECT id FROM quota_sched.job WHERE name = 'live_2'),
+										  'agent-1')}),
+	'RUNNABLE', 'live, 0.1 schema: and releases');
+is(sql('live', q{SELECT string_agg(concat_ws(' ', name, state, coalesce(agent, '-')), ', ' ORDER BY name)
+				   FROM quota_sched.job}),
+	'live_1 RUNNING agent-1, live_2 RUNNABLE -', 'live, 0.1 schema: the jobs');
+
+sql('live', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
+is(agent_roles('live', 'live_1,live_2'), "live_1 -\nlive_2 -",
+	'live, upgraded: no agent_role for the job claimed before the update');
+is(report_as('live', 'regress_up_agent2', 'live_1', 'SUCCEEDED'), 'SUCCEEDED',
+	'live, upgraded: another agent login may act on the job claimed before the update');
+is(run_pass_of('live', 'live_queue'), 'live_2 DISPATCH', 'live, upgraded: the pass dispatches live_2');
+is(claim('live', 'live_queue'), 'live_2 STARTING', 'live, upgraded: the agent claims it');
+is(agent_roles('live', 'live_2'), 'live_2 regress_up_agent', 'live, upgraded: the claim records the login');
+{
+	my ($ret, $stdout, $stderr) = $node->psql('live', q{
+		SET ROLE regress_up_agent2;
+		SELECT quota_sched.release((SELECT id FROM quota_sched.job WHERE name = 'live_2'), 'agent-1')});
+	isnt($ret, 0, 'live, upgraded: another agent login may not release it');
+	like($stderr, qr/ERROR:  role "regress_up_agent2" may not release job \d+, which agent "agent-1" claimed as another role/,
+		'live, upgraded: the refusal says why');
+}
+is(report('live', 'live_2', 'RUNNING'), 'RUNNING', 'live, upgraded: the login that claimed it reports');
+counters_consistent('live', 'in the end');
 
 $node->stop;
 done_testing();
