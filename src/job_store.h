@@ -86,6 +86,8 @@ extern bool QsQueueHasRunnable(const char *queue);
 extern int	QsStreamBatchSize(int batch);
 extern QsJobRows QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 									 const QsJob *after, int32 below, int batch);
+extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
+							   const QsJob *after, int32 below);
 extern QsJobRows QsReadRunnableHeads(const char *queue, const char *const *shares,
 									 const char *const *units, int n, int *per_pair);
 extern QsJobRows QsReadHeldBatch(const char *queue, const char *share, const char *unit,

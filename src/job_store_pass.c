@@ -51,27 +51,44 @@ QsSetPassReads(Snapshot snapshot, bool lock_rows)
 }
 
 /*
+ * ReadJobsAppend runs a query that selects job rows (of a pair: [0]
+ * reads, [1] also locks), returning at most count of them (0: all), and
+ * decodes them into the caller's memory after the rows of *result.
+ */
+static void
+ReadJobsAppend(QsQuery *pair, Datum *args, const char *nulls, long count,
+			   QsJobRows *result)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	QsJobDecoder decoder;
+	int			n = QsQueryRunIn(&pair[read_locks], args, nulls, read_snapshot, count);
+	QsJobRow   *rows = palloc0(sizeof(QsJobRow) * (result->n + n + 1));
+
+	if (result->n > 0)
+		memcpy(rows, result->rows, sizeof(QsJobRow) * result->n);
+	QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
+	for (int i = 0; i < n; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		QsJobDecode(&decoder, SPI_tuptable->vals[i], &rows[result->n + i]);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	result->rows = rows;
+	result->n += n;
+}
+
+/*
  * ReadJobs runs a query that selects job rows (of a pair: [0] reads, [1]
  * also locks) and decodes them into the caller's memory.
  */
 static QsJobRows
 ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 {
-	MemoryContext outer = CurrentMemoryContext;
-	QsJobRows	result;
-	QsJobDecoder decoder;
+	QsJobRows	result = {0, NULL};
 
-	result.n = QsQueryRunIn(&pair[read_locks], args, nulls, read_snapshot, 0);
-	result.rows = palloc0(sizeof(QsJobRow) * (result.n + 1));
-	QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
-	for (int i = 0; i < result.n; i++)
-	{
-		MemoryContext old = MemoryContextSwitchTo(outer);
-
-		QsJobDecode(&decoder, SPI_tuptable->vals[i], &result.rows[i]);
-		MemoryContextSwitchTo(old);
-	}
-	SPI_freetuptable(SPI_tuptable);
+	ReadJobsAppend(pair, args, nulls, 0, &result);
 	return result;
 }
 
@@ -197,30 +214,54 @@ QsReadRunnablePairs(const char *queue)
 
 /*
  * The RUNNABLE jobs of a share and unit after a position in share order,
- * with fewer instances than $4, in batches of growing size.  Each batch
- * size is a statement of its own with a constant LIMIT, which keeps the
- * plan an ordered walk of the share-order index whatever the statistics
- * say: a plan that sorted a share's whole backlog would make the cost of a
- * pass grow with it.  ("+ 0": a filter, so that the share-order index
- * serves.)
+ * with fewer instances than $4, in batches of growing size, in two
+ * statements: those of the position's priority after it ($5 the priority,
+ * ($6, $7) its queued_at and id), then, if the batch is not full, those of
+ * lower priorities ($5 the priority, an int8 so that the start of the
+ * order is INT32_MAX + 1).  Each is a range of the share-order index that
+ * starts at the position: a single statement with
+ * "priority <= $5 AND (priority < $5 OR (queued_at, id) > ($6, $7))" starts
+ * at the position's priority and filters its rows up to the position, so
+ * that reading on from the middle of a long backlog of one priority read
+ * it again from its start.  Each batch size is a statement of its own with
+ * a constant LIMIT, which keeps the plan an ordered walk of the share-order
+ * index whatever the statistics say: a plan that sorted a share's whole
+ * backlog would make the cost of a pass grow with it.  ("+ 0": a filter, so
+ * that the share-order index serves.)
  */
-#define RUNNABLE_BATCH_QUERY(limit, lock) { \
+#define RUNNABLE_SAME_QUERY(limit, lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND quota_share = $2" \
 	"   AND capacity_unit = $3 AND state = 'RUNNABLE'" \
-	"   AND instance_count + 0 < $4 AND priority <= $5" \
-	"   AND (priority < $5 OR (queued_at, id) > ($6, $7))" \
-	" ORDER BY priority DESC, queued_at, id LIMIT " #limit lock, \
+	"   AND instance_count + 0 < $4 AND priority = $5" \
+	"   AND (queued_at, id) > ($6, $7)" \
+	" ORDER BY queued_at, id LIMIT " #limit lock, \
 	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
 	SPI_OK_SELECT, NULL, }
-#define RUNNABLE_BATCH_PAIR(limit) \
-	{RUNNABLE_BATCH_QUERY(limit, ""), RUNNABLE_BATCH_QUERY(limit, LOCKING)}
+#define RUNNABLE_LOWER_QUERY(limit, lock) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND quota_share = $2" \
+	"   AND capacity_unit = $3 AND state = 'RUNNABLE'" \
+	"   AND instance_count + 0 < $4 AND priority < $5" \
+	" ORDER BY priority DESC, queued_at, id LIMIT " #limit lock, \
+	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID}, \
+	SPI_OK_SELECT, NULL, }
+#define RUNNABLE_SAME_PAIR(limit) \
+	{RUNNABLE_SAME_QUERY(limit, ""), RUNNABLE_SAME_QUERY(limit, LOCKING)}
+#define RUNNABLE_LOWER_PAIR(limit) \
+	{RUNNABLE_LOWER_QUERY(limit, ""), RUNNABLE_LOWER_QUERY(limit, LOCKING)}
 
-static QsQuery RunnableBatchQueries[QS_STREAM_BATCHES][2] = {
-	RUNNABLE_BATCH_PAIR(8),
-	RUNNABLE_BATCH_PAIR(64),
-	RUNNABLE_BATCH_PAIR(512),
-	RUNNABLE_BATCH_PAIR(4096),
+static QsQuery RunnableSameQueries[QS_STREAM_BATCHES][2] = {
+	RUNNABLE_SAME_PAIR(8),
+	RUNNABLE_SAME_PAIR(64),
+	RUNNABLE_SAME_PAIR(512),
+	RUNNABLE_SAME_PAIR(4096),
+};
+static QsQuery RunnableLowerQueries[QS_STREAM_BATCHES][2] = {
+	RUNNABLE_LOWER_PAIR(8),
+	RUNNABLE_LOWER_PAIR(64),
+	RUNNABLE_LOWER_PAIR(512),
+	RUNNABLE_LOWER_PAIR(4096),
 };
 static const int RunnableBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
 
@@ -243,40 +284,118 @@ QsJobRows
 QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 					const QsJob *after, int32 below, int batch)
 {
+	QsJobRows	rows = {0, NULL};
+	int			limit = RunnableBatchSizes[batch];
 	Datum		args[7];
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = CStringGetTextDatum(share);
 	args[2] = CStringGetTextDatum(unit);
 	args[3] = Int32GetDatum(below);
-	args[4] = Int32GetDatum(after ? after->priority : PG_INT32_MAX);
+	if (after != NULL)
+	{
+		args[4] = Int32GetDatum(after->priority);
+		args[5] = TimestampTzGetDatum(after->queued_at);
+		args[6] = Int64GetDatum(after->id);
+		ReadJobsAppend(RunnableSameQueries[batch], args, NULL, 0, &rows);
+	}
+	if (rows.n < limit)
+	{
+		args[4] = Int64GetDatum(after ? (int64) after->priority : (int64) PG_INT32_MAX + 1);
+		ReadJobsAppend(RunnableLowerQueries[batch], args, NULL, limit - rows.n, &rows);
+	}
+	return rows;
+}
+
+/*
+ * Whether a share and unit has a RUNNABLE job after a position in share
+ * order ($5 the priority, an int8 as in RUNNABLE_LOWER_QUERY, ($6, $7) the
+ * queued_at and id) with fewer instances than $4: a walk of the by-size
+ * index up to the bound, whose jobs before the position a reader has given
+ * already (each had fewer instances than the bound of its time, which was
+ * no smaller).  ("+ 0": a filter, so that the by-size index serves; ORDER
+ * BY, so that it is an ordered walk of it whatever the statistics say.)
+ */
+static QsQuery RunnableAnyAfterQuery = {
+	"SELECT instance_count FROM quota_sched.job"
+	" WHERE job_queue = $1 AND quota_share = $2"
+	"   AND capacity_unit = $3 AND state = 'RUNNABLE' AND instance_count < $4"
+	"   AND (priority + 0 < $5 OR (priority + 0 = $5 AND (queued_at, id) > ($6, $7)))"
+	" ORDER BY instance_count LIMIT 1",
+	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsRunnableAnyAfter tells whether a share and unit has a RUNNABLE job
+ * after *after in share order (NULL: from the start) with fewer instances
+ * than below.  A reader whose size bound the skip rule narrowed asks this
+ * before it reads on along the share-order index: when the jobs it passed
+ * were the smallest (jobs of one size, or sizes growing in share order),
+ * reading on would walk the rest of the share's jobs only to filter every
+ * one of them out.
+ */
+bool
+QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
+				   const QsJob *after, int32 below)
+{
+	Datum		args[7];
+	uint64		n;
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = CStringGetTextDatum(share);
+	args[2] = CStringGetTextDatum(unit);
+	args[3] = Int32GetDatum(below);
+	args[4] = Int64GetDatum(after ? (int64) after->priority : (int64) PG_INT32_MAX + 1);
 	args[5] = TimestampTzGetDatum(after ? after->queued_at : 0);
 	args[6] = Int64GetDatum(after ? after->id : 0);
-	return ReadJobs(RunnableBatchQueries[batch], args, NULL);
+	n = QsQueryRunIn(&RunnableAnyAfterQuery, args, NULL, read_snapshot, 0);
+	SPI_freetuptable(SPI_tuptable);
+	return n > 0;
 }
 
 /*
  * The held jobs of a share and unit with no stop pending, in victim order
  * (scheduling.md 3.4) after a position, with a priority below $4, in
- * batches of growing size along the victim-order index.
+ * batches of growing size along the victim-order index, in two statements
+ * as RUNNABLE_SAME_QUERY and RUNNABLE_LOWER_QUERY: those of the position's
+ * priority after it, then those of higher priorities ($5 an int8, so that
+ * the start of the order is INT32_MIN - 1; a job without a scheduled_at,
+ * which only a write that bypassed the triggers leaves, is no victim, as
+ * the row comparison leaves it out of the first).
  */
-#define HELD_BATCH_QUERY(limit, lock) { \
+#define HELD_SAME_QUERY(limit, lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3" \
 	"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL" \
-	"   AND priority < $4 AND priority >= $5" \
-	"   AND (priority > $5 OR (scheduled_at, id) < ($6, $7))" \
-	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit lock, \
+	"   AND priority < $4 AND priority = $5" \
+	"   AND (scheduled_at, id) < ($6, $7)" \
+	" ORDER BY scheduled_at DESC, id DESC LIMIT " #limit lock, \
 	7, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
 	SPI_OK_SELECT, NULL, }
-#define HELD_BATCH_PAIR(limit) \
-	{HELD_BATCH_QUERY(limit, ""), HELD_BATCH_QUERY(limit, LOCKING)}
+#define HELD_HIGHER_QUERY(limit, lock) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3" \
+	"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL" \
+	"   AND priority < $4 AND priority > $5 AND scheduled_at IS NOT NULL" \
+	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit lock, \
+	5, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID}, \
+	SPI_OK_SELECT, NULL, }
+#define HELD_SAME_PAIR(limit) \
+	{HELD_SAME_QUERY(limit, ""), HELD_SAME_QUERY(limit, LOCKING)}
+#define HELD_HIGHER_PAIR(limit) \
+	{HELD_HIGHER_QUERY(limit, ""), HELD_HIGHER_QUERY(limit, LOCKING)}
 
-static QsQuery HeldBatchQueries[QS_STREAM_BATCHES][2] = {
-	HELD_BATCH_PAIR(8),
-	HELD_BATCH_PAIR(64),
-	HELD_BATCH_PAIR(512),
-	HELD_BATCH_PAIR(4096),
+static QsQuery HeldSameQueries[QS_STREAM_BATCHES][2] = {
+	HELD_SAME_PAIR(8),
+	HELD_SAME_PAIR(64),
+	HELD_SAME_PAIR(512),
+	HELD_SAME_PAIR(4096),
+};
+static QsQuery HeldHigherQueries[QS_STREAM_BATCHES][2] = {
+	HELD_HIGHER_PAIR(8),
+	HELD_HIGHER_PAIR(64),
+	HELD_HIGHER_PAIR(512),
+	HELD_HIGHER_PAIR(4096),
 };
 
 /*
@@ -288,16 +407,27 @@ QsJobRows
 QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 				const QsJob *after, int64 below, int batch)
 {
+	QsJobRows	rows = {0, NULL};
+	int			limit = RunnableBatchSizes[batch];
 	Datum		args[7];
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = CStringGetTextDatum(share);
 	args[2] = CStringGetTextDatum(unit);
 	args[3] = Int64GetDatum(below);
-	args[4] = Int32GetDatum(after ? after->priority : PG_INT32_MIN);
-	args[5] = TimestampTzGetDatum(after ? after->scheduled_at : DT_NOEND);
-	args[6] = Int64GetDatum(after ? after->id : PG_INT64_MAX);
-	return ReadJobs(HeldBatchQueries[batch], args, NULL);
+	if (after != NULL)
+	{
+		args[4] = Int32GetDatum(after->priority);
+		args[5] = TimestampTzGetDatum(after->scheduled_at);
+		args[6] = Int64GetDatum(after->id);
+		ReadJobsAppend(HeldSameQueries[batch], args, NULL, 0, &rows);
+	}
+	if (rows.n < limit)
+	{
+		args[4] = Int64GetDatum(after ? (int64) after->priority : (int64) PG_INT32_MIN - 1);
+		ReadJobsAppend(HeldHigherQueries[batch], args, NULL, limit - rows.n, &rows);
+	}
+	return rows;
 }
 
 /*

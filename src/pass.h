@@ -40,6 +40,9 @@ typedef struct QsJobReader
 	int64		fetched_below;	/* the bound the batch was read with */
 	bool		exhausted;		/* the last batch was the end */
 	bool		fresh;			/* buf holds the first batch, unread */
+	bool		has_last;		/* it gave a job, the last before buf[pos] */
+	int64		last_id;		/* the id of that job */
+	int64		last_below;		/* the least bound asked for since it */
 } QsJobReader;
 
 /*

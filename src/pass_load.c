@@ -355,10 +355,31 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 }
 
 /*
+ * ReaderNothingBelow tells whether a RUNNABLE reader, whose size bound the
+ * skip rule narrowed, has no job left after a position below it
+ * (QsRunnableAnyAfter), before it reads on along the share-order index.
+ */
+static bool
+ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
+				   const QsJob *after, int64 below)
+{
+	if (r->held || below >= PG_INT32_MAX)
+		return false;
+	return !QsRunnableAnyAfter(qs->queue, qs->in.shares[share].name,
+							   qs->in.units[unit].name, after, (int32) below);
+}
+
+/*
  * ReaderNext gives a reader's next job after a position (NULL: from the
  * start) below a bound: a RUNNABLE job with fewer instances, or a held job
- * of lower priority.  Rows come in growing batches; when the bound shrinks
- * the next batch is read with it, so that jobs it excludes are not read.
+ * of lower priority.  Rows come in growing batches, each read from where
+ * the last ended with the bound of the time.  When the bound shrinks, the
+ * rows of the batch not yet given still follow the position in order and
+ * are only filtered by the smaller bound, so the reader goes on through
+ * them (reading from the position afresh on every narrowing made a pass
+ * that tries many jobs of a share, each smaller than the last, read them
+ * again and again); the next batch is read with the smaller bound, so
+ * that jobs it excludes are not read.
  */
 static bool
 ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
@@ -368,14 +389,22 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
 		return false;
 	if (after == NULL && r->fresh && below <= r->fetched_below)
 		r->pos = 0;				/* the first batch, read with the others */
-	else if (after == NULL || below < r->fetched_below)
+	else if (after == NULL || !r->has_last || r->last_id != after->id ||
+			 below > r->last_below)
 	{
-		/* from the start, or with a smaller bound: read afresh */
+		/*
+		 * From the start, or from elsewhere than the job given last, or with
+		 * a larger bound than rows passed over were filtered with.
+		 */
 		r->nbuf = r->pos = r->batch = 0;
 		r->exhausted = false;
+		r->has_last = false;
+		if (ReaderNothingBelow(qs, r, share, unit, after, below))
+			return false;
 		ReaderFetch(qs, r, share, unit, after, below);
 	}
 	r->fresh = false;
+	r->last_below = below;
 	for (;;)
 	{
 		while (r->pos < r->nbuf)
@@ -384,6 +413,8 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
 
 			if ((r->held ? job->priority : job->count) < below)
 			{
+				r->has_last = true;
+				r->last_id = job->id;
 				*out = *job;
 				return true;
 			}
@@ -393,6 +424,11 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
 		{
 			QsJob		last = r->buf[r->nbuf - 1];
 
+			if (ReaderNothingBelow(qs, r, share, unit, &last, below))
+			{
+				r->exhausted = true;
+				return false;
+			}
 			ReaderFetch(qs, r, share, unit, &last, below);
 		}
 	}

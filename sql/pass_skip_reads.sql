@@ -1,0 +1,122 @@
+-- The rows a pass reads stay linear in the jobs it tries (scheduling.md 3.2,
+-- the skip rule; issue 10, item 5).  Each queue has one RESERVE share whose
+-- capacity a dispatched job holds but for 2 instances, and a backlog of one
+-- priority, none of which fits (none is misconfigured: each would fit in an
+-- empty environment):
+--
+--   psr_dec: 3,000 jobs whose sizes decrease in share order (3,002 down to
+--            3).  Each is tried and narrows the skip bound, so the pass tries
+--            them all; each narrowing must not read the share's jobs again
+--            from the start.
+--   psr_inc: 3,000 jobs whose sizes increase (3 up to 3,002): the first is
+--            tried and the skip bound passes over every later one, which the
+--            pass must not read one by one.
+--   psr_uni: 3,000 jobs of 3 instances: the same.
+--
+-- Within one transaction, the index tuples the pass reads from
+-- quota_sched.job (pg_stat_get_xact_tuples_returned over its indexes), the
+-- heap tuples it fetches through them, and those it reads sequentially, are
+-- compared with the jobs tried.  Only booleans and figures that do not
+-- depend on timing or plans are printed.
+
+CREATE FUNCTION pg_temp.setup(q text, sizes text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO quota_sched.service_environment (name, capacity_limits)
+	VALUES (q || '_env', '{"gpu": 10000}');
+	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES (q, q || '_env');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES (q, 's', '{"gpu": 10000}', 'RESERVE');
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+	VALUES (q || '_holder', q, 's', 'gpu', 9998);
+	-- the holder is dispatched (and holds 9,998 instances) before the backlog
+	-- exists
+	PERFORM count(*) FROM quota_sched.run_pass(q);
+	-- one statement: one queued_at, share order by id
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+	SELECT q || '_' || i, q, 's', 'gpu',
+		   CASE sizes WHEN 'decreasing' THEN 3003 - i WHEN 'increasing' THEN 2 + i ELSE 3 END
+	  FROM generate_series(1, 3000) i ORDER BY i;
+END $$;
+
+SELECT pg_temp.setup('psr_dec', 'decreasing');
+SELECT pg_temp.setup('psr_inc', 'increasing');
+SELECT pg_temp.setup('psr_uni', 'uniform');
+SELECT job_queue, state, count(*), min(instance_count), max(instance_count)
+  FROM quota_sched.job WHERE job_queue LIKE 'psr\_%' GROUP BY 1, 2 ORDER BY 1, 2;
+ANALYZE quota_sched.job;
+
+-- The reads of quota_sched.job so far in this transaction.
+CREATE FUNCTION pg_temp.job_reads(OUT idx_read bigint, OUT idx_fetch bigint, OUT seq_read bigint)
+LANGUAGE sql AS $$
+	SELECT (SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid))::bigint
+			  FROM pg_index WHERE indrelid = 'quota_sched.job'::regclass),
+		   idx_tup_fetch, seq_tup_read
+	  FROM pg_stat_xact_user_tables WHERE relid = 'quota_sched.job'::regclass
+$$;
+
+-- pass_reads(q, tried): runs a pass of q; its decisions, and whether what it
+-- read of quota_sched.job stays within a small multiple of the jobs it
+-- tries (plus a constant for the reads every pass makes).
+CREATE FUNCTION pg_temp.pass_reads(q text, tried int)
+RETURNS TABLE (decisions bigint, index_reads_linear boolean, heap_fetches_linear boolean,
+			   no_seq_reads boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r0 record;
+	r1 record;
+	n bigint;
+BEGIN
+	SELECT * INTO r0 FROM pg_temp.job_reads();
+	SELECT count(*) INTO n FROM quota_sched.run_pass(q);
+	SELECT * INTO r1 FROM pg_temp.job_reads();
+	RETURN QUERY SELECT n, r1.idx_read - r0.idx_read <= 3 * tried + 200,
+		r1.idx_fetch - r0.idx_fetch <= 3 * tried + 200, r1.seq_read = r0.seq_read;
+END $$;
+
+BEGIN;
+SELECT * FROM pg_temp.pass_reads('psr_dec', 3000);
+COMMIT;
+BEGIN;
+SELECT * FROM pg_temp.pass_reads('psr_inc', 1);
+COMMIT;
+BEGIN;
+SELECT * FROM pg_temp.pass_reads('psr_uni', 1);
+COMMIT;
+-- a second pass of each, with the plans made
+BEGIN;
+SELECT * FROM pg_temp.pass_reads('psr_dec', 3000);
+SELECT * FROM pg_temp.pass_reads('psr_inc', 1);
+SELECT * FROM pg_temp.pass_reads('psr_uni', 1);
+COMMIT;
+
+-- With 1,000 more instances (rolled back): in psr_dec the first job that
+-- fits (1,002 instances) is dispatched and every smaller one is still
+-- tried; in psr_inc the jobs of 3 to 44 instances are dispatched (987 of
+-- the 1,002), and the job of 45 is tried: the skip bound then passes over
+-- the rest, which the pass must not read one by one although smaller jobs
+-- (those just dispatched) come before them.
+CREATE FUNCTION pg_temp.more_capacity(q text) RETURNS void LANGUAGE sql AS $$
+	UPDATE quota_sched.service_environment SET capacity_limits = '{"gpu": 11000}'
+	 WHERE name = q || '_env';
+	UPDATE quota_sched.quota_share SET capacity_limits = '{"gpu": 11000}' WHERE job_queue = q;
+$$;
+CREATE FUNCTION pg_temp.scheduled(q text)
+RETURNS TABLE (jobs bigint, smallest int, largest int, instances bigint) LANGUAGE sql AS $$
+	SELECT count(*), min(instance_count), max(instance_count), sum(instance_count)
+	  FROM quota_sched.job
+	 WHERE job_queue = q AND state = 'SCHEDULED' AND name <> q || '_holder'
+$$;
+BEGIN;
+SELECT pg_temp.more_capacity('psr_dec');
+SELECT * FROM pg_temp.pass_reads('psr_dec', 3000);
+SELECT * FROM pg_temp.scheduled('psr_dec');
+ROLLBACK;
+BEGIN;
+SELECT pg_temp.more_capacity('psr_inc');
+SELECT * FROM pg_temp.pass_reads('psr_inc', 43);
+SELECT * FROM pg_temp.scheduled('psr_inc');
+ROLLBACK;
+
+-- nothing was dispatched, and nothing marked misconfigured
+SELECT job_queue, state, count(*), count(status_reason)
+  FROM quota_sched.job WHERE job_queue LIKE 'psr\_%' GROUP BY 1, 2 ORDER BY 1, 2;
