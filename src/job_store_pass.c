@@ -224,10 +224,11 @@ QsReadRunnablePairs(const char *queue)
  * at the position's priority and filters its rows up to the position, so
  * that reading on from the middle of a long backlog of one priority read
  * it again from its start.  Each batch size is a statement of its own with
- * a constant LIMIT, which keeps the plan an ordered walk of the share-order
- * index whatever the statistics say: a plan that sorted a share's whole
- * backlog would make the cost of a pass grow with it.  ("+ 0": a filter, so
- * that the share-order index serves.)
+ * a constant LIMIT, planned as an ordered walk of the share-order index
+ * whatever the statistics say (QS_INDEX_WALK: a LIMIT above the rows the
+ * generic plan expects would otherwise make a sort cheaper on paper): a
+ * plan that sorted a share's whole backlog would make the cost of a pass
+ * grow with it.  ("+ 0": a filter, so that the share-order index serves.)
  */
 #define RUNNABLE_SAME_QUERY(limit, lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
@@ -237,7 +238,7 @@ QsReadRunnablePairs(const char *queue)
 	"   AND (queued_at, id) > ($6, $7)" \
 	" ORDER BY queued_at, id LIMIT " #limit lock, \
 	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
-	SPI_OK_SELECT, NULL, }
+	SPI_OK_SELECT, QS_INDEX_WALK }
 #define RUNNABLE_LOWER_QUERY(limit, lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND quota_share = $2" \
@@ -245,7 +246,7 @@ QsReadRunnablePairs(const char *queue)
 	"   AND instance_count + 0 < $4 AND priority < $5" \
 	" ORDER BY priority DESC, queued_at, id LIMIT " #limit lock, \
 	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID}, \
-	SPI_OK_SELECT, NULL, }
+	SPI_OK_SELECT, QS_INDEX_WALK }
 #define RUNNABLE_SAME_PAIR(limit) \
 	{RUNNABLE_SAME_QUERY(limit, ""), RUNNABLE_SAME_QUERY(limit, LOCKING)}
 #define RUNNABLE_LOWER_PAIR(limit) \
@@ -322,7 +323,8 @@ static QsQuery RunnableAnyAfterQuery = {
 	"   AND capacity_unit = $3 AND state = 'RUNNABLE' AND instance_count < $4"
 	"   AND (priority + 0 < $5 OR (priority + 0 = $5 AND (queued_at, id) > ($6, $7)))"
 	" ORDER BY instance_count LIMIT 1",
-	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
+	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT,
+	QS_INDEX_WALK
 };
 
 /*
@@ -371,7 +373,7 @@ QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 	"   AND (scheduled_at, id) < ($6, $7)" \
 	" ORDER BY scheduled_at DESC, id DESC LIMIT " #limit lock, \
 	7, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
-	SPI_OK_SELECT, NULL, }
+	SPI_OK_SELECT, QS_INDEX_WALK }
 #define HELD_HIGHER_QUERY(limit, lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3" \
@@ -379,7 +381,7 @@ QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 	"   AND priority < $4 AND priority > $5 AND scheduled_at IS NOT NULL" \
 	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit lock, \
 	5, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID}, \
-	SPI_OK_SELECT, NULL, }
+	SPI_OK_SELECT, QS_INDEX_WALK }
 #define HELD_SAME_PAIR(limit) \
 	{HELD_SAME_QUERY(limit, ""), HELD_SAME_QUERY(limit, LOCKING)}
 #define HELD_HIGHER_PAIR(limit) \

@@ -14,6 +14,7 @@
 #include "storage/bufmgr.h"
 #include "access/xact.h"
 #include "utils/array.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -125,6 +126,50 @@ QsQueryPlan(QsQuery *query, Datum *args, const char *nulls)
 }
 
 /*
+ * Execute runs a statement's plan for these arguments: in the snapshot
+ * given, or (NULL) as SPI does (read_only: in the active snapshot; else a
+ * snapshot of its own), and returns the number of rows processed.  Any
+ * result other than the one the statement expects is an internal error.
+ *
+ * A statement marked walk reads a stream in batches (ORDER BY along an
+ * index, a constant LIMIT) and must walk the index: with a LIMIT above the
+ * rows the generic plan expects, a scan of the table or of a bitmap, then
+ * a sort, costs less on paper, and would read the whole rest of a share's
+ * jobs for every batch.  Planning happens within the run (the first, or
+ * after an invalidation), so the settings hold for the run; an error
+ * restores them with the (sub)transaction.
+ */
+static uint64
+Execute(QsQuery *query, Datum *args, const char *nulls, Snapshot snapshot,
+		bool read_only, long count)
+{
+	SPIPlanPtr	plan = QsQueryPlan(query, args, nulls);
+	int			nest = 0;
+	int			rc;
+
+	if (query->walk)
+	{
+		nest = NewGUCNestLevel();
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	if (snapshot == NULL)
+		rc = SPI_execute_plan(plan, args, nulls, read_only, count);
+	else
+		rc = SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot, read_only,
+								  true, count);
+	if (query->walk)
+		AtEOXact_GUC(true, nest);
+	if (rc != query->expect)
+		elog(ERROR, "quota_sched: \"%s\" failed: %s", query->sql, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
  * QsQueryRun runs a statement with its arguments (nulls as SPI takes them:
  * 'n' for a null, NULL for none) and returns the number of rows processed;
  * the rows are in SPI_tuptable.  Any result other than the one the
@@ -133,12 +178,7 @@ QsQueryPlan(QsQuery *query, Datum *args, const char *nulls)
 uint64
 QsQueryRun(QsQuery *query, Datum *args, const char *nulls, bool read_only, long count)
 {
-	int			rc = SPI_execute_plan(QsQueryPlan(query, args, nulls), args, nulls,
-									  read_only, count);
-
-	if (rc != query->expect)
-		elog(ERROR, "quota_sched: \"%s\" failed: %s", query->sql, SPI_result_code_string(rc));
-	return SPI_processed;
+	return Execute(query, args, nulls, NULL, read_only, count);
 }
 
 /*
@@ -149,14 +189,7 @@ QsQueryRun(QsQuery *query, Datum *args, const char *nulls, bool read_only, long 
 uint64
 QsQueryRunIn(QsQuery *query, Datum *args, const char *nulls, Snapshot snapshot, long count)
 {
-	SPIPlanPtr	plan = QsQueryPlan(query, args, nulls);
-	int			rc = snapshot == NULL ?
-		SPI_execute_plan(plan, args, nulls, false, count) :
-		SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot, false, true, count);
-
-	if (rc != query->expect)
-		elog(ERROR, "quota_sched: \"%s\" failed: %s", query->sql, SPI_result_code_string(rc));
-	return SPI_processed;
+	return Execute(query, args, nulls, snapshot, false, count);
 }
 
 /*

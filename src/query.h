@@ -30,7 +30,14 @@ typedef struct QsQuery
 	bool		by_ids;			/* $1 is an array of job ids (QsQueryPlan) */
 	uint64		generation;		/* of the plans (QsQueryPlan) */
 	SPIPlanPtr	custom;			/* by_ids: planned for each run of many ids */
+	bool		walk;			/* planned as an ordered index walk (QsQueryRun) */
 } QsQuery;
+
+/*
+ * The tail of a QsQuery whose plan must be an ordered walk of an index
+ * (QsQueryRun), whatever the statistics say.
+ */
+#define QS_INDEX_WALK .walk = true
 
 /* The tail of a QsQuery whose first argument is an array of job ids. */
 #define QS_BY_IDS NULL, true
