@@ -5,7 +5,9 @@
 # locking them: rows of their RUNNABLE jobs (SELECT ... FOR UPDATE), an
 # UPDATE of jobs that changes nothing, the job table in the strongest mode
 # users may take, each held in a transaction left open a while.  None of it
-# may hold up the scheduling of the others, or of a second queue.  After
+# may hold up the scheduling of the others, or of a second queue.  An
+# impostor, an agent login of its own, keeps trying to report on and
+# heartbeat the jobs the agents claimed: it must be refused every time.  After
 # the run the state must satisfy scheduling.md 3.1 (I1)-(I3), the job states must be
 # coherent, the history must account for every job, and the counters of held
 # capacity must match the jobs, right after the run, once every job has
@@ -43,6 +45,7 @@ INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('calm', 'c
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('calm', 'team', '{"gpu": 2}', 'RESERVE');
 CREATE ROLE soak_member LOGIN IN ROLE quota_sched_user;
+CREATE ROLE soak_impostor LOGIN IN ROLE quota_sched_agent;
 -- An agent's report of a job whose row a user holds locked fails with
 -- 55P03: the agent tries again later (here: at its next round).
 CREATE FUNCTION public.agent_report(job bigint, agent text, state text)
@@ -97,6 +100,30 @@ SELECT count(r.*) FROM quota_sched.job j,
 	   LATERAL quota_sched.report(j.id, 'calm-' || :client_id, 'SUCCEEDED') r
  WHERE j.agent = 'calm-' || :client_id AND j.state = 'RUNNING';
 SQL
+	'impostor.sql' => <<'SQL',
+DO $$
+DECLARE
+	victim record;
+	n bigint;
+BEGIN
+	SELECT id, agent INTO victim FROM quota_sched.job
+	 WHERE job_queue = 'soak' AND state = 'RUNNING' ORDER BY random() LIMIT 1;
+	IF victim.id IS NULL THEN
+		RETURN;
+	END IF;
+	SELECT count(*) INTO n FROM quota_sched.heartbeat(victim.agent);
+	IF n > 0 THEN
+		RAISE EXCEPTION 'an impostor extended the leases of agent %', victim.agent;
+	END IF;
+	BEGIN
+		PERFORM quota_sched.report(victim.id, victim.agent, 'SUCCEEDED');
+		RAISE EXCEPTION 'an impostor reported on job %', victim.id;
+	EXCEPTION WHEN insufficient_privilege OR object_not_in_prerequisite_state
+			OR lock_not_available THEN
+		NULL;	-- 42501; 55000 when the job ended meanwhile, 55P03 while a user holds it
+	END;
+END $$;
+SQL
 	'member_submit.sql' => <<'SQL',
 \set p random(0, 9)
 INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
@@ -119,12 +146,17 @@ foreach my $f (keys %scripts)
 	close($fh);
 }
 
-my ($stdout, $stderr, $member_out, $member_err);
+my ($stdout, $stderr, $member_out, $member_err, $impostor_out, $impostor_err);
 my $member = IPC::Run::start(
 	[ 'pgbench', '-n', '-c', '2', '-j', '1', '-T', $seconds,
 	  '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-U', 'soak_member',
 	  '-f', "$tmp/member_submit.sql\@1", '-f', "$tmp/member_hold.sql\@2" ],
 	'>', \$member_out, '2>', \$member_err);
+my $impostor = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '1', '-j', '1', '-T', $seconds, '-R', '20',
+	  '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-U', 'soak_impostor',
+	  '-f', "$tmp/impostor.sql" ],
+	'>', \$impostor_out, '2>', \$impostor_err);
 my $ok = IPC::Run::run(
 	[ 'pgbench', '-n', '-c', '6', '-j', '2', '-T', $seconds,
 	  '-h', $node->host, '-p', $node->port, '-d', 'postgres',
@@ -137,6 +169,9 @@ like($stdout, qr/number of failed transactions: 0/, 'no transaction failed')
 ok($member->finish, "the team member's pgbench ran without a failed transaction") or diag($member_err);
 like($member_out, qr/number of failed transactions: 0/, "none of the member's transactions failed")
   or diag($member_out);
+ok($impostor->finish, 'the impostor was refused every time') or diag($impostor_err);
+like($impostor_out, qr/number of transactions actually processed: [1-9]/, 'the impostor tried')
+  or diag($impostor_out);
 
 # let the worker settle: pending stops are acknowledged by nobody now, so
 # just take one more pass's worth of time
