@@ -36,17 +36,6 @@ PG_FUNCTION_INFO_V1(qs_queue_snapshot);
 #define QS_QUEUE_HORIZON 10000
 
 /*
- * IsAdmin tells whether a role is a superuser or has the admin role.
- */
-static bool
-IsAdmin(Oid role)
-{
-	Oid			admin = get_role_oid("quota_sched_admin", true);
-
-	return superuser_arg(role) || (OidIsValid(admin) && has_privs_of_role(role, admin));
-}
-
-/*
  * The submit_role of a job's share, read as the extension's owner: its
  * members are the share's team.  (A job's share never changes.)
  */
@@ -88,7 +77,7 @@ InShareTeam(Oid role, int64 job_id)
 static void
 RequireJobAccess(Oid caller, const QsJobRow *row, const char *verb)
 {
-	if (!IsAdmin(caller) && strcmp(GetUserNameFromId(caller, false), row->owner) != 0 &&
+	if (!QsIsAdmin(caller) && strcmp(GetUserNameFromId(caller, false), row->owner) != 0 &&
 		!InShareTeam(caller, row->job.id))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
