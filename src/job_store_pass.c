@@ -33,6 +33,13 @@ static bool read_locks = false;
 /* The clause that makes a read of jobs lock what it returns. */
 #define LOCKING " FOR NO KEY UPDATE SKIP LOCKED"
 
+/* A statement as a pair (ReadJobs): [0] reads, [1] also locks. */
+#define QUERY_PAIR(QUERY, limit) {QUERY(limit, ""), QUERY(limit, LOCKING)}
+/* The pairs of a stream's batch sizes (QsStreamBatchSize) */
+#define BATCH_PAIRS(QUERY) { \
+	QUERY_PAIR(QUERY, 8), QUERY_PAIR(QUERY, 64), QUERY_PAIR(QUERY, 512), \
+	QUERY_PAIR(QUERY, 4096) }
+
 /*
  * QsSetPassReads sets how the reads of jobs of a pass run until it is
  * called again: in one snapshot (the caller keeps it registered), so that
@@ -247,23 +254,9 @@ QsReadRunnablePairs(const char *queue)
 	" ORDER BY priority DESC, queued_at, id LIMIT " #limit lock, \
 	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID}, \
 	SPI_OK_SELECT, QS_INDEX_WALK }
-#define RUNNABLE_SAME_PAIR(limit) \
-	{RUNNABLE_SAME_QUERY(limit, ""), RUNNABLE_SAME_QUERY(limit, LOCKING)}
-#define RUNNABLE_LOWER_PAIR(limit) \
-	{RUNNABLE_LOWER_QUERY(limit, ""), RUNNABLE_LOWER_QUERY(limit, LOCKING)}
 
-static QsQuery RunnableSameQueries[QS_STREAM_BATCHES][2] = {
-	RUNNABLE_SAME_PAIR(8),
-	RUNNABLE_SAME_PAIR(64),
-	RUNNABLE_SAME_PAIR(512),
-	RUNNABLE_SAME_PAIR(4096),
-};
-static QsQuery RunnableLowerQueries[QS_STREAM_BATCHES][2] = {
-	RUNNABLE_LOWER_PAIR(8),
-	RUNNABLE_LOWER_PAIR(64),
-	RUNNABLE_LOWER_PAIR(512),
-	RUNNABLE_LOWER_PAIR(4096),
-};
+static QsQuery RunnableSameQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(RUNNABLE_SAME_QUERY);
+static QsQuery RunnableLowerQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(RUNNABLE_LOWER_QUERY);
 static const int RunnableBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
 
 /*
@@ -382,23 +375,9 @@ QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit lock, \
 	5, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID}, \
 	SPI_OK_SELECT, QS_INDEX_WALK }
-#define HELD_SAME_PAIR(limit) \
-	{HELD_SAME_QUERY(limit, ""), HELD_SAME_QUERY(limit, LOCKING)}
-#define HELD_HIGHER_PAIR(limit) \
-	{HELD_HIGHER_QUERY(limit, ""), HELD_HIGHER_QUERY(limit, LOCKING)}
 
-static QsQuery HeldSameQueries[QS_STREAM_BATCHES][2] = {
-	HELD_SAME_PAIR(8),
-	HELD_SAME_PAIR(64),
-	HELD_SAME_PAIR(512),
-	HELD_SAME_PAIR(4096),
-};
-static QsQuery HeldHigherQueries[QS_STREAM_BATCHES][2] = {
-	HELD_HIGHER_PAIR(8),
-	HELD_HIGHER_PAIR(64),
-	HELD_HIGHER_PAIR(512),
-	HELD_HIGHER_PAIR(4096),
-};
+static QsQuery HeldSameQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(HELD_SAME_QUERY);
+static QsQuery HeldHigherQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(HELD_HIGHER_QUERY);
 
 /*
  * QsReadHeldBatch reads batch number `batch` of the held jobs of a share
@@ -448,13 +427,11 @@ QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
 	"    ORDER BY priority DESC, queued_at, id LIMIT " #limit lock ") j", \
 	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT, NULL, }
-#define RUNNABLE_HEADS_PAIR(limit) \
-	{RUNNABLE_HEADS_QUERY(limit, ""), RUNNABLE_HEADS_QUERY(limit, LOCKING)}
 
 static QsQuery RunnableHeadsQueries[][2] = {
-	RUNNABLE_HEADS_PAIR(8),
-	RUNNABLE_HEADS_PAIR(2),
-	RUNNABLE_HEADS_PAIR(1),
+	QUERY_PAIR(RUNNABLE_HEADS_QUERY, 8),
+	QUERY_PAIR(RUNNABLE_HEADS_QUERY, 2),
+	QUERY_PAIR(RUNNABLE_HEADS_QUERY, 1),
 };
 static const int RunnableHeadsSizes[] = {8, 2, 1};
 
