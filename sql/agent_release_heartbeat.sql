@@ -196,7 +196,7 @@ RESET ROLE;
 -- what it reported or released, the admin of nothing (a terminate of a
 -- claimed job changes no state).
 ------------------------------------------------------------------------
-SELECT j.name, e.from_state, e.to_state, e.reason,
+SELECT j.name, e.kind, e.from_state, e.to_state, e.reason,
        CASE WHEN e.actor = current_user THEN '(superuser)' ELSE e.actor END AS actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'arh_queue' AND e.from_state IS NOT NULL AND e.from_state <> 'RUNNABLE'

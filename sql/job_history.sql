@@ -15,10 +15,10 @@ $$;
 -- superuser running the tests is shown as <superuser>, since its name
 -- depends on the installation.
 CREATE FUNCTION pg_temp.history()
-RETURNS TABLE (job text, from_state text, to_state text, reason text, pass_id bigint,
-               actor text, at_is_submitted_at boolean)
+RETURNS TABLE (job text, kind text, from_state text, to_state text, reason text,
+               pass_id bigint, actor text, at_is_submitted_at boolean)
 LANGUAGE sql AS $$
-	SELECT j.name, e.from_state, e.to_state, e.reason, e.pass_id,
+	SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.pass_id,
 	       CASE WHEN e.actor = session_user THEN '<superuser>' ELSE e.actor END,
 	       e.at = j.submitted_at
 	  FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
@@ -61,7 +61,9 @@ SELECT e.actor = current_user AS actor_is_submitter, j.owner = current_user AS o
  WHERE j.name = 'jh_by_superuser';
 
 ------------------------------------------------------------------------
--- A change of priority is not a change of state: no row.
+-- A change of priority is no change of state, but it is recorded: a
+-- PRIORITY row each (from_state = to_state), with the old and new priority
+-- and the role that made it.
 ------------------------------------------------------------------------
 SELECT count(*) AS events_before FROM quota_sched.job_event \gset
 UPDATE quota_sched.job SET priority = 100 WHERE name = 'jh_first';
@@ -69,6 +71,11 @@ SET ROLE regress_jh_submitter;
 UPDATE quota_sched.job SET priority = 200 WHERE name = 'jh_second';
 RESET ROLE;
 SELECT count(*) - :events_before AS new_events FROM quota_sched.job_event;
+SELECT j.name, e.kind, e.from_state, e.to_state, e.old_priority, e.priority,
+       CASE WHEN e.actor = session_user THEN '<superuser>' ELSE e.actor END AS actor
+  FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
+ WHERE e.id > (SELECT max(id) - 2 FROM quota_sched.job_event) ORDER BY e.id;
+SELECT count(*) AS events_before FROM quota_sched.job_event \gset
 
 ------------------------------------------------------------------------
 -- A refused submission appends nothing, and neither does a multi-row INSERT

@@ -105,8 +105,9 @@ SELECT pg_temp.refused($$UPDATE quota_sched.job SET priority = 7, instance_count
 SELECT pg_temp.refused($$UPDATE quota_sched.job SET priority = 7, state = 'FAILED' WHERE name = 'jug_job'$$);
 SELECT name, priority, pg_temp.unchanged() AS rest_unchanged FROM quota_sched.job WHERE name = 'jug_job';
 
--- No change of state happened, so the history still has only the submission.
-SELECT e.from_state, e.to_state
+-- No change of state happened: the history has the submission, and a
+-- PRIORITY row for each priority that went through.
+SELECT e.kind, e.from_state, e.to_state, e.old_priority, e.priority
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.name = 'jug_job' ORDER BY e.id;
 

@@ -85,7 +85,7 @@ SELECT * FROM pg_temp.pass('plt_queue');
 SELECT * FROM pg_temp.jobs('plt_queue');
 SELECT j.name, j.queued_at = q.queued_at AS queued_at_kept
   FROM quota_sched.job j JOIN plt_queued q USING (name) WHERE j.name = 'plt_lease_job';
-SELECT j.name, e.from_state, e.to_state, e.reason, e.actor,
+SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.actor,
        e.pass_id = (SELECT max(id) FROM quota_sched.pass_log WHERE job_queue = 'plt_queue')
        AS by_the_latest_pass
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
@@ -96,14 +96,15 @@ SELECT dispatched, preempted, requeued, failed
 ------------------------------------------------------------------------
 -- plt_t_stop and plt_t_lease ran past their timeout: STOP, reason TIMEOUT.
 -- They keep their instances until they stop (in_use 3), and a STOP changes
--- no state (no job_event row) but is a decision (a pass_log row).
+-- no state but is a decision (a pass_log row); the history records the
+-- request (a STOP row, from_state = to_state = RUNNING, reason TIMEOUT).
 ------------------------------------------------------------------------
 SELECT * FROM pg_temp.pass('plt_tq');
 SELECT * FROM pg_temp.jobs('plt_tq');
 SELECT in_use, active_jobs FROM quota_sched.share_usage WHERE job_queue = 'plt_tq';
-SELECT count(*) AS pass_events
+SELECT e.kind, count(*) AS pass_events
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
- WHERE j.job_queue = 'plt_tq' AND e.from_state = 'RUNNING';
+ WHERE j.job_queue = 'plt_tq' AND e.from_state = 'RUNNING' GROUP BY e.kind;
 SELECT dispatched, preempted, requeued, failed
   FROM quota_sched.pass_log WHERE job_queue = 'plt_tq' ORDER BY id;
 -- TIMEOUT stops pending: the counters of held capacity, stopping_instances too, must match the jobs.
@@ -138,7 +139,7 @@ SELECT name, state FROM quota_sched.report(pg_temp.id('plt_t_stop'), 'plt_agent_
 SELECT * FROM pg_temp.jobs('plt_tq');
 SELECT j.name, j.queued_at = q.queued_at AS queued_at_kept
   FROM quota_sched.job j JOIN plt_queued q USING (name) WHERE j.name = 'plt_t_stop';
-SELECT j.name, e.from_state, e.to_state, e.reason, e.actor, e.pass_id IS NULL AS not_a_pass
+SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.actor, e.pass_id IS NULL AS not_a_pass
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.name = 'plt_t_stop' AND e.from_state = 'RUNNING';
 SELECT * FROM pg_temp.pass('plt_tq');
@@ -176,7 +177,7 @@ SELECT dispatched, preempted, requeued, failed
 ------------------------------------------------------------------------
 SELECT * FROM pg_temp.pass('plt_tq');
 SELECT * FROM pg_temp.jobs('plt_tq');
-SELECT j.name, e.from_state, e.to_state, e.reason, e.actor
+SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.name = 'plt_t_lease' AND e.from_state IS NOT NULL ORDER BY e.id;
 SELECT dispatched, preempted, requeued, failed

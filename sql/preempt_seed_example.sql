@@ -75,7 +75,7 @@ SELECT * FROM pg_temp.pass('pre_queue');
 SELECT * FROM pg_temp.jobs();
 
 -- The history of med: preempted once, attempt 2 waits.
-SELECT e.from_state, e.to_state, e.reason,
+SELECT e.kind, e.from_state, e.to_state, e.reason,
        CASE e.actor WHEN current_user THEN '(submitter)' ELSE e.actor END AS actor,
        e.pass_id IS NOT NULL AS by_pass
   FROM quota_sched.job_event e WHERE e.job_id = pg_temp.id('qs1_job_med') ORDER BY e.id;

@@ -411,16 +411,18 @@ CREATE TRIGGER job_queue_plan_insert AFTER INSERT ON quota_sched.job_queue
  * report(..., attempt => N): a report about an attempt that is over
  * (1 + failed_attempts + preemption_count moved on) changes nothing, so
  * that a report retried after a lost reply never lands on the job's next
- * attempt.  A new parameter is a new signature: the function of 0.1 goes.
+ * attempt.  report(..., exit_code => N): the attempt's exit code, kept in
+ * the history with its end.  New parameters are a new signature: the
+ * function of 0.1 goes.
  * ------------------------------------------------------------------- */
 DROP FUNCTION quota_sched.report(bigint, text, text, text);
 CREATE FUNCTION quota_sched.report(job_id bigint, agent text, state text, reason text DEFAULT NULL,
-	attempt integer DEFAULT NULL)
+	attempt integer DEFAULT NULL, exit_code integer DEFAULT NULL)
 RETURNS quota_sched.job
 AS 'MODULE_PATHNAME', 'qs_report'
 LANGUAGE C CALLED ON NULL INPUT;
-REVOKE ALL ON FUNCTION quota_sched.report(bigint, text, text, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION quota_sched.report(bigint, text, text, text, integer)
+REVOKE ALL ON FUNCTION quota_sched.report(bigint, text, text, text, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.report(bigint, text, text, text, integer, integer)
 	TO quota_sched_agent;
 
 /* ---------------------------------------------------------------------
@@ -511,3 +513,56 @@ ALTER POLICY job_event_user ON quota_sched.job_event
  * triggers refuse it from users, who may read it as the rest of their jobs.
  * ------------------------------------------------------------------- */
 ALTER TABLE quota_sched.job ADD COLUMN agent_role name;
+
+/* ---------------------------------------------------------------------
+ * The complete history of a job (accounting).  Besides each change of
+ * state (kind STATE), job_event records the requests to stop (STOP, with
+ * the reason and the job it makes room for; TERMINATE when a user asked,
+ * the user being the actor), priority changes (PRIORITY: old_priority,
+ * priority), and promises made and lapsed (PROMISE, PROMISE_LAPSED).  An
+ * event that ends an attempt carries the exit code its agent reported, and
+ * the job it made room for when preemption ended it.  Every event carries
+ * what accounting needs without a join to the job, which may be deleted
+ * later: queue, share, unit, instance count, the attempt during which it
+ * happened (1 + failed_attempts + preemption_count before the change),
+ * and the job's priority.
+ *
+ * The events of 0.1 are states: they get their job's queue, share, unit,
+ * instance count and priority, and the attempt they happened in, counted
+ * from the history: an attempt ends when a held job goes back to RUNNABLE,
+ * unless it was released (status RELEASED; a release with a reason of its
+ * own is counted as an end, the one inexact case).
+ * ------------------------------------------------------------------- */
+ALTER TABLE quota_sched.job_event
+	ADD COLUMN kind text NOT NULL DEFAULT 'STATE',
+	ADD COLUMN job_queue text,
+	ADD COLUMN quota_share text,
+	ADD COLUMN capacity_unit text,
+	ADD COLUMN instance_count integer,
+	ADD COLUMN attempt integer,
+	ADD COLUMN priority integer,
+	ADD COLUMN old_priority integer,
+	ADD COLUMN preempted_for bigint,
+	ADD COLUMN exit_code integer;
+
+WITH a AS (
+	SELECT id, 1 + count(*) FILTER (WHERE from_state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+										AND to_state = 'RUNNABLE'
+										AND reason IS DISTINCT FROM 'RELEASED')
+					 OVER (PARTITION BY job_id ORDER BY id
+						   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS attempt
+	  FROM quota_sched.job_event)
+UPDATE quota_sched.job_event e
+   SET job_queue = j.job_queue, quota_share = j.quota_share, capacity_unit = j.capacity_unit,
+	   instance_count = j.instance_count, priority = j.priority, attempt = a.attempt
+  FROM quota_sched.job j, a
+ WHERE j.id = e.job_id AND a.id = e.id;
+
+DROP TRIGGER job_history_update ON quota_sched.job;
+CREATE TRIGGER job_history_update
+	AFTER UPDATE OF state, stop_reason, priority, promised_at ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+					   OR (OLD.stop_reason IS NULL AND NEW.stop_reason IS NOT NULL)
+					   OR OLD.priority IS DISTINCT FROM NEW.priority
+					   OR (OLD.promised_at IS NULL) <> (NEW.promised_at IS NULL))
+	EXECUTE FUNCTION quota_sched.job_history();

@@ -80,7 +80,7 @@ RESET ROLE;
 -- As the superuser: the owners and the history, and nothing of the refused job.
 SELECT name, quota_share, owner, priority, state
   FROM quota_sched.job WHERE job_queue = 'sec_queue' ORDER BY name;
-SELECT j.name, e.from_state, e.to_state, e.actor, e.pass_id
+SELECT j.name, e.kind, e.from_state, e.to_state, e.actor, e.pass_id
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'sec_queue' ORDER BY j.name, e.id;
 SELECT id AS bob_job FROM quota_sched.job WHERE name = 'sec_bob_open' \gset
@@ -91,7 +91,7 @@ SELECT id AS alice_job FROM quota_sched.job WHERE name = 'sec_alice_open' \gset
 --
 SET ROLE regress_alice;
 SELECT name, owner FROM quota_sched.job ORDER BY name;
-SELECT j.name, e.to_state, e.actor
+SELECT j.name, e.kind, e.to_state, e.actor
   FROM quota_sched.job_event e LEFT JOIN quota_sched.job j ON j.id = e.job_id
  ORDER BY j.name, e.id;
 SELECT count(*) AS bob_job_rows FROM quota_sched.job WHERE id = :bob_job;
@@ -100,7 +100,7 @@ RESET ROLE;
 
 SET ROLE regress_bob;
 SELECT name, owner FROM quota_sched.job ORDER BY name;
-SELECT j.name, e.to_state, e.actor
+SELECT j.name, e.kind, e.to_state, e.actor
   FROM quota_sched.job_event e LEFT JOIN quota_sched.job j ON j.id = e.job_id
  ORDER BY j.name, e.id;
 SELECT count(*) AS alice_job_rows FROM quota_sched.job WHERE id = :alice_job;
@@ -185,7 +185,7 @@ RESET ROLE;
 --
 SET ROLE regress_admin;
 SELECT name, owner, priority FROM quota_sched.job WHERE job_queue = 'sec_queue' ORDER BY name;
-SELECT j.name, e.to_state, e.actor
+SELECT j.name, e.kind, e.to_state, e.actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'sec_queue' ORDER BY j.name, e.id;
 WITH u AS (UPDATE quota_sched.job SET priority = priority + 100 WHERE job_queue = 'sec_queue' RETURNING name, owner, priority)
@@ -206,7 +206,7 @@ RESET ROLE;
 --
 SET ROLE regress_agent;
 SELECT name, owner, priority, state FROM quota_sched.job WHERE job_queue = 'sec_queue' ORDER BY name;
-SELECT j.name, e.to_state, e.actor
+SELECT j.name, e.kind, e.to_state, e.actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'sec_queue' ORDER BY j.name, e.id;
 SELECT stmt, pg_temp.refused(stmt) AS outcome

@@ -150,7 +150,7 @@ SELECT who, pg_temp.tv_seen(who) AS seen
 
 -- The history of a teammate's job by id, and nothing of another team's.
 SET ROLE regress_tv_amy;
-SELECT e.from_state, e.to_state, e.actor
+SELECT e.kind, e.from_state, e.to_state, e.actor
   FROM quota_sched.job_event e WHERE e.job_id = :ann_a1 ORDER BY e.id;
 SELECT count(*) AS ben_b_rows FROM quota_sched.job WHERE id = :ben_b;
 SELECT count(*) AS ben_b_events FROM quota_sched.job_event WHERE job_id = :ben_b;
@@ -244,7 +244,7 @@ SET ROLE regress_tv_agent;
 SELECT name, state, status_reason FROM quota_sched.report(:ann_a1, 'tv_agent', 'STOPPED');
 SELECT name, state, status_reason FROM quota_sched.report(:bea_b, 'tv_agent', 'STOPPED');
 RESET ROLE;
-SELECT j.name, e.from_state, e.to_state, e.reason, e.actor
+SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.name IN ('ann_a1', 'ann_a2', 'bea_b') AND e.to_state = 'FAILED' ORDER BY j.name, e.id;
 

@@ -167,7 +167,7 @@ SELECT quota_share, capacity_unit, in_use, active_jobs, runnable_jobs
 -- The history: a job that failed at once has the role that terminated as
 -- the actor; a claimed one fails by its agent's STOPPED.
 ------------------------------------------------------------------------
-SELECT j.name, e.from_state, e.to_state, e.reason, e.actor
+SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
  WHERE j.job_queue = 'utm_queue' ORDER BY j.name, e.id;
 

@@ -274,7 +274,7 @@ ClaimedByOther(const QsJobRow *row, const char *role)
  */
 static Datum
 AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason,
-			int32 attempt)
+			int32 attempt, const int32 *exit_code)
 {
 	Oid			caller = GetUserId();
 	char	   *role = GetUserNameFromId(caller, false);
@@ -284,6 +284,8 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	bool		over;
 
 	QsBeginSystemWrite(agent, &saved);
+	QsWrite.has_exit_code = exit_code != NULL;
+	QsWrite.exit_code = exit_code ? *exit_code : 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	if (!QsLockJob(job_id, &row))
@@ -369,10 +371,11 @@ ReportedState(const char *state)
 }
 
 /*
- * qs_report(job_id, agent, state, reason, attempt) RETURNS quota_sched.job:
- * the agent reports what became of a job it holds (scheduling.md 5.2).
- * Repeating the job's current state is a no-op, so that an agent may
- * retry; so is a report naming an attempt that is over.
+ * qs_report(job_id, agent, state, reason, attempt, exit_code) RETURNS
+ * quota_sched.job: the agent reports what became of a job it holds
+ * (scheduling.md 5.2).  Repeating the job's current state is a no-op, so
+ * that an agent may retry; so is a report naming an attempt that is over.
+ * The exit code is recorded in the history with the attempt's end.
  */
 Datum
 qs_report(PG_FUNCTION_ARGS)
@@ -382,6 +385,7 @@ qs_report(PG_FUNCTION_ARGS)
 	QsReport	report;
 	char	   *reason = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	int32		attempt = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_INT32(4) : 0;
+	int32		exit_code = PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_INT32(5) : 0;
 
 	if (reason != NULL)
 		QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
@@ -396,7 +400,8 @@ qs_report(PG_FUNCTION_ARGS)
 				 errmsg("job_id and state must not be null")));
 	job_id = PG_GETARG_INT64(0);
 	report = ReportedState(text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	return AgentReport(job_id, agent, report, reason, attempt);
+	return AgentReport(job_id, agent, report, reason, attempt,
+					   PG_NARGS() > 5 && !PG_ARGISNULL(5) ? &exit_code : NULL);
 }
 
 /*
@@ -417,5 +422,5 @@ qs_release(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id must not be null")));
-	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0);
+	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0, NULL);
 }

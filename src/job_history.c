@@ -129,56 +129,249 @@ WakesWorker(const char *state)
 		(s == QS_RUNNABLE || s == QS_SUCCEEDED || s == QS_FAILED);
 }
 
+/* The columns of job_event, by name (0.2 added those after EF_ACTOR). */
+typedef enum EventField
+{
+	EF_ID,
+	EF_JOB_ID,
+	EF_AT,
+	EF_PASS_ID,
+	EF_FROM_STATE,
+	EF_TO_STATE,
+	EF_REASON,
+	EF_ACTOR,
+	EF_KIND,
+	EF_JOB_QUEUE,
+	EF_QUOTA_SHARE,
+	EF_CAPACITY_UNIT,
+	EF_INSTANCE_COUNT,
+	EF_ATTEMPT,
+	EF_PRIORITY,
+	EF_OLD_PRIORITY,
+	EF_PREEMPTED_FOR,
+	EF_EXIT_CODE,
+	EF_COUNT
+} EventField;
+
+static const char *const EventFieldNames[EF_COUNT] = {
+	"id", "job_id", "at", "pass_id", "from_state", "to_state", "reason", "actor",
+	"kind", "job_queue", "quota_share", "capacity_unit", "instance_count", "attempt",
+	"priority", "old_priority", "preempted_for", "exit_code"
+};
+
 /*
- * qs_job_history appends one job_event row for an INSERT or a change of
- * state (AFTER, for each row; the UPDATE trigger fires only when the state
- * changed).  This is the only place history is written, so no code path
- * can forget it.  The row is written directly (InsertHistoryRow): no
- * privilege check, so submitters need no right to write history, and no
- * SPI round trip on the submit path.
+ * An event being written: the job_event relation, where each field's
+ * column is (0: a database not updated to 0.2 lacks it), and the row.
+ */
+typedef struct EventRow
+{
+	Relation	rel;
+	TupleDesc	desc;
+	Oid			seq;
+	AttrNumber	attnums[EF_COUNT];
+	Datum	   *values;
+	bool	   *nulls;
+} EventRow;
+
+static void
+EventOpen(EventRow *ev)
+{
+	ev->rel = HistoryRelation(&ev->seq);
+	ev->desc = RelationGetDescr(ev->rel);
+	for (int f = 0; f < EF_COUNT; f++)
+	{
+		ev->attnums[f] = 0;
+		for (int i = 0; i < ev->desc->natts; i++)
+			if (!TupleDescAttr(ev->desc, i)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(ev->desc, i)->attname), EventFieldNames[f]) == 0)
+				ev->attnums[f] = i + 1;
+	}
+	ev->values = palloc(sizeof(Datum) * ev->desc->natts);
+	ev->nulls = palloc(sizeof(bool) * ev->desc->natts);
+}
+
+/* EventSet sets a field of the row (if the table has it). */
+static void
+EventSet(EventRow *ev, EventField f, Datum value, bool isnull)
+{
+	if (ev->attnums[f] == 0)
+		return;
+	ev->values[ev->attnums[f] - 1] = value;
+	ev->nulls[ev->attnums[f] - 1] = isnull;
+}
+
+/* EventCopy sets a field from a column of a job tuple. */
+static void
+EventCopy(EventRow *ev, EventField f, HeapTuple job, TupleDesc jdesc, JobColumn c)
+{
+	bool		isnull;
+	Datum		v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
+
+	EventSet(ev, f, v, isnull);
+}
+
+static int32
+JobInt(HeapTuple job, TupleDesc jdesc, JobColumn c)
+{
+	bool		isnull;
+	Datum		v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
+
+	return isnull ? 0 : DatumGetInt32(v);
+}
+
+static bool
+JobIsNull(HeapTuple job, TupleDesc jdesc, JobColumn c)
+{
+	bool		isnull;
+
+	(void) heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
+	return isnull;
+}
+
+/* whether a state is one of those that hold capacity */
+static bool
+IsHeldState(const char *state)
+{
+	QsJobState	s;
+
+	return state != NULL && QsJobStateFromName(state, &s) &&
+		(s == QS_SCHEDULED || s == QS_STARTING || s == QS_RUNNING);
+}
+
+static char *
+JobText(HeapTuple job, TupleDesc jdesc, JobColumn c)
+{
+	bool		isnull;
+	Datum		v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(v);
+}
+
+/*
+ * WriteEvent writes one event of a job: its kind, the states it went from
+ * and to (the same for an event that changes no state), and what every
+ * event carries for accounting without a join to the job (which may be
+ * deleted later): queue, share, unit, instance count, the attempt during
+ * which it happened (1 + failed_attempts + preemption_count before the
+ * change), and the priority.
+ */
+static void
+WriteEvent(EventRow *ev, const char *kind, HeapTuple job, HeapTuple old, TupleDesc jdesc,
+		   const char *actor)
+{
+	memset(ev->nulls, true, sizeof(bool) * ev->desc->natts);
+	EventSet(ev, EF_ID, Int64GetDatum(nextval_internal(ev->seq, false)), false);
+	EventCopy(ev, EF_JOB_ID, job, jdesc, JC_ID);
+	EventSet(ev, EF_AT, TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), false);
+	EventSet(ev, EF_PASS_ID, Int64GetDatum(QsWrite.pass_id), QsWrite.pass_id == 0);
+	if (old != NULL)
+		EventCopy(ev, EF_FROM_STATE, old, jdesc, JC_STATE);
+	EventCopy(ev, EF_TO_STATE, job, jdesc, JC_STATE);
+	EventSet(ev, EF_ACTOR, CStringGetTextDatum(actor), false);
+	EventSet(ev, EF_KIND, CStringGetTextDatum(kind), false);
+	EventCopy(ev, EF_JOB_QUEUE, job, jdesc, JC_JOB_QUEUE);
+	EventCopy(ev, EF_QUOTA_SHARE, job, jdesc, JC_QUOTA_SHARE);
+	EventCopy(ev, EF_CAPACITY_UNIT, job, jdesc, JC_CAPACITY_UNIT);
+	EventCopy(ev, EF_INSTANCE_COUNT, job, jdesc, JC_INSTANCE_COUNT);
+	EventSet(ev, EF_ATTEMPT,
+			 Int32GetDatum(old == NULL ? 1 :
+						   1 + JobInt(old, jdesc, JC_FAILED_ATTEMPTS) +
+						   JobInt(old, jdesc, JC_PREEMPTION_COUNT)), false);
+	EventCopy(ev, EF_PRIORITY, job, jdesc, JC_PRIORITY);
+}
+
+/* EventInsert stores the event set up (WriteEvent and any EventSet after). */
+static void
+EventInsert(EventRow *ev)
+{
+	InsertHistoryRow(ev->rel, heap_form_tuple(ev->desc, ev->values, ev->nulls));
+}
+
+/*
+ * qs_job_history appends the job_event rows of an INSERT or an UPDATE of a
+ * job (AFTER, for each row; the UPDATE trigger fires only when one of the
+ * columns below changed).  This is the only place history is written, so
+ * no code path can forget it.  The rows are written directly
+ * (InsertHistoryRow): no privilege check, so submitters need no right to
+ * write history, and no SPI round trip on the submit path.  The kinds:
+ *
+ * - STATE: the job was submitted (from_state null) or changed state; the
+ *   reason is its status_reason.  Ending an attempt, it carries the exit
+ *   code the agent reported, if any, and the job it made room for when
+ *   preemption ended it.
+ * - STOP: a stop was requested of a held job (the reason is the stop's,
+ *   preempted_for the job it makes room for); TERMINATE when a user asked
+ *   for it (terminate(): the actor is that user, the reason theirs).
+ * - PRIORITY: the priority changed (old_priority, priority).
+ * - PROMISE and PROMISE_LAPSED: preemption made room for the RUNNABLE
+ *   job, or the promise lapsed with the job still waiting.
+ *
+ * Events that change no state have from_state = to_state = the job's.
  */
 Datum
 qs_job_history(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = CheckJobTrigger(fcinfo, "job_history", false);
-	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	TupleDesc	jdesc = RelationGetDescr(td->tg_relation);
 	bool		is_update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
-	HeapTuple	tuple = is_update ? td->tg_newtuple : td->tg_trigtuple;
+	HeapTuple	job = is_update ? td->tg_newtuple : td->tg_trigtuple;
+	HeapTuple	old = is_update ? td->tg_trigtuple : NULL;
 	const char *actor = QsWrite.actor;
-	Relation	history;
-	TupleDesc	hdesc;
-	Datum	   *values;
-	bool	   *nulls;
-	bool		isnull;
-	Oid			seq;
+	char	   *state = JobText(job, jdesc, JC_STATE);
+	char	   *old_state = old ? JobText(old, jdesc, JC_STATE) : NULL;
+	EventRow	ev;
 
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
-	if (WakesWorker(TextDatumGetCString(heap_getattr(tuple, JobAttnum(desc, JC_STATE),
-													 desc, &isnull))))
-		QsWakeWorkerAtCommit();
-	history = HistoryRelation(&seq);
-	hdesc = RelationGetDescr(history);
-	values = palloc0(sizeof(Datum) * hdesc->natts);
-	nulls = palloc(sizeof(bool) * hdesc->natts);
-	memset(nulls, true, sizeof(bool) * hdesc->natts);
+	EventOpen(&ev);
+	if (old == NULL || strcmp(state, old_state) != 0)
+	{
+		if (WakesWorker(state))
+			QsWakeWorkerAtCommit();
+		WriteEvent(&ev, "STATE", job, old, jdesc, actor);
+		if (old != NULL)
+			EventCopy(&ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
+		if (old != NULL && IsHeldState(old_state) && !IsHeldState(state))
+		{
+			EventSet(&ev, EF_EXIT_CODE, Int32GetDatum(QsWrite.exit_code),
+					 !QsWrite.has_exit_code);
+			if (JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
+				EventCopy(&ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
+		}
+		EventInsert(&ev);
+	}
+	if (old == NULL)
+	{
+		table_close(ev.rel, NoLock);
+		return PointerGetDatum(NULL);
+	}
+	if (JobIsNull(old, jdesc, JC_STOP_REASON) && !JobIsNull(job, jdesc, JC_STOP_REASON) &&
+		strcmp(state, old_state) == 0)
+	{
+		char	   *stop = JobText(job, jdesc, JC_STOP_REASON);
+		bool		terminate = strcmp(stop, "TERMINATED") == 0;
 
-	/* id, job_id, at, pass_id, from_state, to_state, reason, actor */
-	values[0] = Int64GetDatum(nextval_internal(seq, false));
-	values[1] = heap_getattr(tuple, JobAttnum(desc, JC_ID), desc, &isnull);
-	values[2] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	values[3] = Int64GetDatum(QsWrite.pass_id);
-	nulls[0] = nulls[1] = nulls[2] = false;
-	nulls[3] = QsWrite.pass_id == 0;
-	if (is_update)
-		values[4] = heap_getattr(td->tg_trigtuple, JobAttnum(desc, JC_STATE), desc, &nulls[4]);
-	values[5] = heap_getattr(tuple, JobAttnum(desc, JC_STATE), desc, &nulls[5]);
-	if (is_update)
-		values[6] = heap_getattr(tuple, JobAttnum(desc, JC_STATUS_REASON), desc, &nulls[6]);
-	values[7] = CStringGetTextDatum(actor);
-	nulls[7] = false;
-
-	InsertHistoryRow(history, heap_form_tuple(hdesc, values, nulls));
-	table_close(history, NoLock);
+		WriteEvent(&ev, terminate ? "TERMINATE" : "STOP", job, old, jdesc, actor);
+		if (terminate)
+			EventCopy(&ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
+		else
+			EventSet(&ev, EF_REASON, CStringGetTextDatum(stop), false);
+		EventCopy(&ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
+		EventInsert(&ev);
+	}
+	if (JobInt(old, jdesc, JC_PRIORITY) != JobInt(job, jdesc, JC_PRIORITY))
+	{
+		WriteEvent(&ev, "PRIORITY", job, old, jdesc, actor);
+		EventCopy(&ev, EF_OLD_PRIORITY, old, jdesc, JC_PRIORITY);
+		EventInsert(&ev);
+	}
+	if (JobIsNull(old, jdesc, JC_PROMISED_AT) != JobIsNull(job, jdesc, JC_PROMISED_AT) &&
+		strcmp(state, old_state) == 0)
+	{
+		WriteEvent(&ev, JobIsNull(job, jdesc, JC_PROMISED_AT) ? "PROMISE_LAPSED" : "PROMISE",
+				   job, old, jdesc, actor);
+		EventInsert(&ev);
+	}
+	table_close(ev.rel, NoLock);
 	return PointerGetDatum(NULL);
 }

@@ -64,6 +64,8 @@ QsResetWriteContext(void)
 	QsWrite.system_write = false;
 	QsWrite.pass_id = 0;
 	QsWrite.actor = NULL;
+	QsWrite.has_exit_code = false;
+	QsWrite.exit_code = 0;
 }
 
 /*

@@ -596,6 +596,17 @@ is(sql('old', q{SELECT string_agg(DISTINCT format('%s %s %s %s', lend_limit, que
 	'-1 BEST_EFFORT none 1', 'old, upgraded: every share lends all, BEST_EFFORT, no min_runtime, weight 1');
 # A user's UPDATE of jobs takes no queue lock any more, and passes record
 # the jobs they pass over in queue_status, which admins read.
+# The events of 0.1 are states, and get the accounting columns of 0.2 from
+# their jobs; no job was requeued here, so every one is of attempt 1.
+is(sql('old', q{SELECT string_agg(DISTINCT kind, ',') || ' ' || count(*) FILTER (
+				  WHERE job_queue IS NULL OR quota_share IS NULL OR capacity_unit IS NULL
+					 OR instance_count IS NULL OR priority IS NULL OR attempt IS DISTINCT FROM 1)
+				  FROM quota_sched.job_event}),
+	'STATE 0', 'old, upgraded: the events of 0.1 are STATE events with their accounting columns');
+is(sql('old', q{SELECT count(*) FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
+				 WHERE (e.job_queue, e.quota_share, e.capacity_unit, e.instance_count)
+					   IS DISTINCT FROM (j.job_queue, j.quota_share, j.capacity_unit, j.instance_count)}),
+	'0', 'old, upgraded: each event has its job\'s queue, share, unit and instance count');
 is(sql('old', q{SELECT count(*) FROM pg_trigger WHERE tgname = 'job_lock_queues'}), '0',
 	'old, upgraded: the trigger that took every queue lock for a user UPDATE is gone');
 is(as_role('old', 'regress_up_admin', 'SELECT count(*) FROM quota_sched.queue_status'), '0',
