@@ -173,19 +173,34 @@ typedef struct EventRow
 	bool	   *nulls;
 } EventRow;
 
+/*
+ * EventOpen opens job_event for the events of a trigger call and finds
+ * where its fields are, once for a version of the table: the relation's
+ * id and number of columns (ALTER TABLE ... ADD COLUMN keeps the id).
+ */
 static void
 EventOpen(EventRow *ev)
 {
+	static Oid	cached_relid = InvalidOid;
+	static int	cached_natts = -1;
+	static AttrNumber cached_attnums[EF_COUNT];
+
 	ev->rel = HistoryRelation(&ev->seq);
 	ev->desc = RelationGetDescr(ev->rel);
-	for (int f = 0; f < EF_COUNT; f++)
+	if (cached_relid != RelationGetRelid(ev->rel) || cached_natts != ev->desc->natts)
 	{
-		ev->attnums[f] = 0;
-		for (int i = 0; i < ev->desc->natts; i++)
-			if (!TupleDescAttr(ev->desc, i)->attisdropped &&
-				strcmp(NameStr(TupleDescAttr(ev->desc, i)->attname), EventFieldNames[f]) == 0)
-				ev->attnums[f] = i + 1;
+		for (int f = 0; f < EF_COUNT; f++)
+		{
+			cached_attnums[f] = 0;
+			for (int i = 0; i < ev->desc->natts; i++)
+				if (!TupleDescAttr(ev->desc, i)->attisdropped &&
+					strcmp(NameStr(TupleDescAttr(ev->desc, i)->attname), EventFieldNames[f]) == 0)
+					cached_attnums[f] = i + 1;
+		}
+		cached_relid = RelationGetRelid(ev->rel);
+		cached_natts = ev->desc->natts;
 	}
+	memcpy(ev->attnums, cached_attnums, sizeof(cached_attnums));
 	ev->values = palloc(sizeof(Datum) * ev->desc->natts);
 	ev->nulls = palloc(sizeof(bool) * ev->desc->natts);
 }
