@@ -1,5 +1,6 @@
 -- The complete history of jobs, for accounting (issue 11, item 1): besides
--- each change of state, job_event records stop requests (with the reason
+-- each change of state (a dispatch with how long the job waited since it
+-- last became RUNNABLE), job_event records stop requests (with the reason
 -- and the job they make room for), terminations by users (the user is the
 -- actor), priority changes (old and new), promises made and lapsed, and
 -- each attempt's end with the exit code its agent reported.  Every row
@@ -17,10 +18,14 @@ $$;
 -- The events of a job, with the job a stop makes room for by name.
 CREATE FUNCTION pg_temp.events(job_name text)
 RETURNS TABLE (kind text, from_state text, to_state text, reason text, attempt int,
-			   priority int, old_priority int, preempted_for text, exit_code int, actor text)
+			   priority int, old_priority int, preempted_for text, exit_code int,
+			   waited_since_runnable boolean, actor text)
 LANGUAGE sql AS $$
 	SELECT e.kind, e.from_state, e.to_state, e.reason, e.attempt, e.priority, e.old_priority,
 		   f.name, e.exit_code,
+		   e.waited = e.at - (SELECT max(r.at) FROM quota_sched.job_event r
+							   WHERE r.job_id = e.job_id AND r.id < e.id AND r.kind = 'STATE'
+							     AND r.to_state = 'RUNNABLE'),
 		   CASE WHEN e.actor = session_user THEN '<superuser>' ELSE e.actor END
 	  FROM quota_sched.job_event e LEFT JOIN quota_sched.job f ON f.id = e.preempted_for
 	 WHERE e.job_id = pg_temp.id(job_name) ORDER BY e.id

@@ -525,7 +525,8 @@ ALTER TABLE quota_sched.job ADD COLUMN agent_role name;
  * what accounting needs without a join to the job, which may be deleted
  * later: queue, share, unit, instance count, the attempt during which it
  * happened (1 + failed_attempts + preemption_count before the change),
- * and the job's priority.
+ * and the job's priority.  A dispatch carries how long the job waited
+ * since it last became RUNNABLE (waited).
  *
  * The events of 0.1 are states: they get their job's queue, share, unit,
  * instance count and priority, and the attempt they happened in, counted
@@ -543,18 +544,24 @@ ALTER TABLE quota_sched.job_event
 	ADD COLUMN priority integer,
 	ADD COLUMN old_priority integer,
 	ADD COLUMN preempted_for bigint,
-	ADD COLUMN exit_code integer;
+	ADD COLUMN exit_code integer,
+	ADD COLUMN waited interval;
 
 WITH a AS (
 	SELECT id, 1 + count(*) FILTER (WHERE from_state IN ('SCHEDULED', 'STARTING', 'RUNNING')
 										AND to_state = 'RUNNABLE'
 										AND reason IS DISTINCT FROM 'RELEASED')
 					 OVER (PARTITION BY job_id ORDER BY id
-						   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS attempt
+						   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS attempt,
+		   CASE WHEN to_state = 'SCHEDULED' THEN
+				at - (max(at) FILTER (WHERE to_state = 'RUNNABLE')
+					  OVER (PARTITION BY job_id ORDER BY id
+							ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) END AS waited
 	  FROM quota_sched.job_event)
 UPDATE quota_sched.job_event e
    SET job_queue = j.job_queue, quota_share = j.quota_share, capacity_unit = j.capacity_unit,
-	   instance_count = j.instance_count, priority = j.priority, attempt = a.attempt
+	   instance_count = j.instance_count, priority = j.priority, attempt = a.attempt,
+	   waited = a.waited
   FROM quota_sched.job j, a
  WHERE j.id = e.job_id AND a.id = e.id;
 

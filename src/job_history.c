@@ -150,13 +150,14 @@ typedef enum EventField
 	EF_OLD_PRIORITY,
 	EF_PREEMPTED_FOR,
 	EF_EXIT_CODE,
+	EF_WAITED,
 	EF_COUNT
 } EventField;
 
 static const char *const EventFieldNames[EF_COUNT] = {
 	"id", "job_id", "at", "pass_id", "from_state", "to_state", "reason", "actor",
 	"kind", "job_queue", "quota_share", "capacity_unit", "instance_count", "attempt",
-	"priority", "old_priority", "preempted_for", "exit_code"
+	"priority", "old_priority", "preempted_for", "exit_code", "waited"
 };
 
 /*
@@ -295,6 +296,23 @@ WriteEvent(EventRow *ev, const char *kind, HeapTuple job, HeapTuple old, TupleDe
 	EventCopy(ev, EF_PRIORITY, job, jdesc, JC_PRIORITY);
 }
 
+/*
+ * Waited returns how long a job being dispatched waited: since it last
+ * became RUNNABLE, which is when its last attempt stopped (stopped_at),
+ * or when it was queued (queued_at, submission) if it never ran.
+ */
+static Datum
+Waited(HeapTuple old, TupleDesc jdesc)
+{
+	bool		isnull;
+	Datum		since = heap_getattr(old, JobAttnum(jdesc, JC_STOPPED_AT), jdesc, &isnull);
+
+	if (isnull)
+		since = heap_getattr(old, JobAttnum(jdesc, JC_QUEUED_AT), jdesc, &isnull);
+	return DirectFunctionCall2(timestamp_mi,
+							   TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), since);
+}
+
 /* EventInsert stores the event set up (WriteEvent and any EventSet after). */
 static void
 EventInsert(EventRow *ev)
@@ -311,7 +329,8 @@ EventInsert(EventRow *ev)
  * write history, and no SPI round trip on the submit path.  The kinds:
  *
  * - STATE: the job was submitted (from_state null) or changed state; the
- *   reason is its status_reason.  Ending an attempt, it carries the exit
+ *   reason is its status_reason.  A dispatch carries how long the job
+ *   waited since it last became RUNNABLE (waited).  Ending an attempt, it carries the exit
  *   code the agent reported, if any, and the job it made room for when
  *   preemption ended it.
  * - STOP: a stop was requested of a held job (the reason is the stop's,
@@ -346,6 +365,8 @@ qs_job_history(PG_FUNCTION_ARGS)
 		WriteEvent(&ev, "STATE", job, old, jdesc, actor);
 		if (old != NULL)
 			EventCopy(&ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
+		if (old != NULL && !IsHeldState(old_state) && IsHeldState(state))
+			EventSet(&ev, EF_WAITED, Waited(old, jdesc), false);
 		if (old != NULL && IsHeldState(old_state) && !IsHeldState(state))
 		{
 			EventSet(&ev, EF_EXIT_CODE, Int32GetDatum(QsWrite.exit_code),
