@@ -573,3 +573,144 @@ CREATE TRIGGER job_history_update
 					   OR OLD.priority IS DISTINCT FROM NEW.priority
 					   OR (OLD.promised_at IS NULL) <> (NEW.promised_at IS NULL))
 	EXECUTE FUNCTION quota_sched.job_history();
+
+/* ---------------------------------------------------------------------
+ * The history of the configuration (issue 11): one config_event row for
+ * each INSERT, UPDATE and DELETE of an environment, queue or share, in the
+ * transaction that makes it, so that reports can tell each share's and
+ * environment's capacity and limits at any past time.
+ *
+ * at is the transaction's start (as job_event.at); actor the role acting:
+ * the role of SET ROLE, else the session's login.  That is current_user
+ * as the caller's statement sees it, but read so that the changes
+ * PostgreSQL makes as the tables' owner (the cascades of a queue's
+ * deletion to its shares and of an environment's rename to its queue)
+ * are still the admin's, and so is a change made through a SECURITY
+ * DEFINER function.  job_queue is null for an environment, the queue's
+ * name for a queue and a share; name and job_queue are the new row's for
+ * an INSERT or UPDATE (a rename is recorded under the new name, the old
+ * one in old), the old row's for a DELETE.  old and new are the whole rows
+ * (to_jsonb; intervals in IntervalStyle postgres, whatever the writer's
+ * session uses).  An UPDATE that changes no column's value writes nothing.
+ * A TRUNCATE (the owner's alone) records a DELETE for every row it
+ * removes.  Changes made with the triggers off (session_replication_role
+ * = replica, as a restore does) are not recorded.
+ *
+ * The trigger writes as the extension's owner (SECURITY DEFINER), so that
+ * admins need no privilege on config_event: they read it, nobody but the
+ * trigger writes it.  The index answers "the row of share (q, s) in force
+ * at time t": the last of (object, job_queue, name) at or before t.
+ * ------------------------------------------------------------------- */
+CREATE SEQUENCE quota_sched.config_event_id_seq;
+
+CREATE TABLE quota_sched.config_event (
+	id				bigint PRIMARY KEY DEFAULT nextval('quota_sched.config_event_id_seq'),
+	at				timestamptz NOT NULL,
+	actor			text NOT NULL,
+	object			text NOT NULL
+		CHECK (object IN ('service_environment', 'job_queue', 'quota_share')),
+	job_queue		text,
+	name			text NOT NULL,
+	action			text NOT NULL
+		CHECK (action IN ('INSERT', 'UPDATE', 'DELETE', 'BASELINE')),
+	old				jsonb,
+	new				jsonb,
+	CHECK ((job_queue IS NULL) = (object = 'service_environment')),
+	CHECK ((old IS NULL) = (action IN ('INSERT', 'BASELINE'))
+		   AND (new IS NULL) = (action = 'DELETE'))
+);
+
+ALTER SEQUENCE quota_sched.config_event_id_seq OWNED BY quota_sched.config_event.id;
+
+CREATE INDEX config_event_object ON quota_sched.config_event (object, job_queue, name, at, id);
+
+CREATE FUNCTION quota_sched.config_history()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET IntervalStyle = 'postgres'
+AS $$
+DECLARE
+	-- the caller's role: SECURITY DEFINER changed current_user, not these
+	actor text := CASE current_setting('role') WHEN 'none' THEN session_user::text
+					   ELSE current_setting('role') END;
+	olds jsonb[];
+	news jsonb[];
+BEGIN
+	IF TG_OP = 'TRUNCATE' THEN
+		EXECUTE format('SELECT coalesce(array_agg(to_jsonb(t)), ''{}'') FROM quota_sched.%I t',
+					   TG_TABLE_NAME) INTO olds;
+		news := '{}';
+	ELSIF TG_OP = 'INSERT' THEN
+		olds := ARRAY[NULL];
+		news := ARRAY[to_jsonb(NEW)];
+	ELSIF TG_OP = 'DELETE' THEN
+		olds := ARRAY[to_jsonb(OLD)];
+		news := ARRAY[NULL];
+	ELSIF OLD IS NOT DISTINCT FROM NEW THEN
+		RETURN NULL;
+	ELSE
+		olds := ARRAY[to_jsonb(OLD)];
+		news := ARRAY[to_jsonb(NEW)];
+	END IF;
+	INSERT INTO quota_sched.config_event (at, actor, object, job_queue, name, action, old, new)
+	SELECT now(), actor, TG_TABLE_NAME,
+		   CASE TG_TABLE_NAME WHEN 'job_queue' THEN r.row ->> 'name' ELSE r.row ->> 'job_queue' END,
+		   r.row ->> 'name', CASE TG_OP WHEN 'TRUNCATE' THEN 'DELETE' ELSE TG_OP END, c.old, c.new
+	  FROM unnest(olds, news) AS c(old, new), LATERAL (SELECT coalesce(c.new, c.old)) AS r(row);
+	RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION quota_sched.config_history() FROM PUBLIC;
+
+/*
+ * No configuration may change between the baseline below and the
+ * triggers (the end of this script's transaction): such a change would be
+ * in neither.
+ */
+LOCK TABLE quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share
+	IN SHARE ROW EXCLUSIVE MODE;
+
+CREATE TRIGGER service_environment_history
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.service_environment
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER service_environment_history_truncate
+	BEFORE TRUNCATE ON quota_sched.service_environment
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER job_queue_history
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.job_queue
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER job_queue_history_truncate
+	BEFORE TRUNCATE ON quota_sched.job_queue
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER quota_share_history
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.quota_share
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER quota_share_history_truncate
+	BEFORE TRUNCATE ON quota_sched.quota_share
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_history();
+
+/*
+ * The configuration there is when the history starts: one BASELINE row per
+ * environment, queue and share (none in a new installation), so that the
+ * capacity is known from the update on.  (SET LOCAL in this script lasts
+ * until its end.)
+ */
+SET LOCAL IntervalStyle = 'postgres';
+INSERT INTO quota_sched.config_event (at, actor, object, job_queue, name, action, new)
+SELECT now(), CASE current_setting('role') WHEN 'none' THEN session_user::text
+				   ELSE current_setting('role') END,
+	   b.object, b.job_queue, b.name, 'BASELINE', b.new
+  FROM (SELECT 1, 'service_environment', NULL, e.name, to_jsonb(e)
+		  FROM quota_sched.service_environment e
+		UNION ALL
+		SELECT 2, 'job_queue', q.name, q.name, to_jsonb(q) FROM quota_sched.job_queue q
+		UNION ALL
+		SELECT 3, 'quota_share', s.job_queue, s.name, to_jsonb(s) FROM quota_sched.quota_share s)
+	   AS b(n, object, job_queue, name, new)
+ ORDER BY b.n, b.job_queue COLLATE "C", b.name COLLATE "C";
+
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', '');
+REVOKE ALL ON quota_sched.config_event, quota_sched.config_event_id_seq FROM PUBLIC;
+GRANT SELECT ON quota_sched.config_event TO quota_sched_admin;
