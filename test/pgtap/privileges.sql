@@ -1,9 +1,9 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(39);
+SELECT plan(45);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
-	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status']);
+	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'config_event']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -46,6 +46,15 @@ SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_user', ARRAY
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_user', ARRAY[]::text[]);
+-- The history of the configuration: admins read it, its trigger alone
+-- writes it (as the extension's owner).
+SELECT table_privs_are('quota_sched', 'config_event', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'config_event', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'config_event', 'quota_sched_user', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'config_event', 'public', ARRAY[]::text[]);
+SELECT sequence_privs_are('quota_sched', 'config_event_id_seq', 'quota_sched_admin', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'config_history', ARRAY[]::text[],
+	'quota_sched_admin', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_id_seq', 'quota_sched_user', ARRAY[]::text[]);
 SELECT ok(NOT has_table_privilege('quota_sched_user', 'quota_sched.job', 'DELETE'),
 	'users cannot delete jobs');

@@ -62,7 +62,16 @@ VALUES
 UPDATE quota_sched.quota_share SET state = 'DISABLED' WHERE job_queue = 'dr_queue_off';
 UPDATE quota_sched.job_queue SET state = 'DISABLED' WHERE name = 'dr_queue_off';
 UPDATE quota_sched.service_environment SET state = 'DISABLED' WHERE name = 'dr_env_off';
+INSERT INTO quota_sched.quota_share (job_queue, name, strategy) VALUES ('dr_queue', 'gone', 'LEND');
+DELETE FROM quota_sched.quota_share WHERE job_queue = 'dr_queue' AND name = 'gone';
 });
+# Those writes are the history of the configuration (config_event): an
+# INSERT, UPDATE or DELETE row each, the admin's.
+is($node->safe_psql('src', q{
+	SELECT string_agg(action || ' ' || count, ', ' ORDER BY action)
+	  FROM (SELECT action, count(*) FROM quota_sched.config_event
+			 WHERE actor = 'regress_dr_admin' GROUP BY action) a}),
+	'DELETE 1, INSERT 9, UPDATE 3', 'src: the configuration\'s history, by the admin');
 
 # Jobs, submitted by their owners.  The payloads carry characters that COPY
 # must escape, and one is large enough to be TOASTed.
@@ -262,18 +271,19 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 8, 'src: 8 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 9, 'src: 9 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
-is(scalar(keys %$src_seqs), 3, 'src: 3 sequences in schema quota_sched');
+is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
 foreach my $t (sort keys %$src_rows)
 {
 	isnt($src_rows->{$t}, '', "src: table $t has rows");
 }
 
-my ($max_job, $max_event, $max_pass) = split /\|/, $node->safe_psql('src',
+my ($max_job, $max_event, $max_pass, $max_config) = split /\|/, $node->safe_psql('src',
 	q{SELECT (SELECT max(id) FROM quota_sched.job), (SELECT max(id) FROM quota_sched.job_event),
-	         (SELECT max(id) FROM quota_sched.pass_log)});
+	         (SELECT max(id) FROM quota_sched.pass_log),
+	         (SELECT max(id) FROM quota_sched.config_event)});
 my $alice_jobs = $node->safe_psql('src',
 	q{SET ROLE regress_dr_alice; SELECT string_agg(name, ',' ORDER BY name) FROM quota_sched.job});
 is($alice_jobs, 'dr_a1,dr_a2,dr_a3', 'src: alice sees her own jobs only');
@@ -283,7 +293,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 8, "$db: 8 tables compared");
+	is(scalar(keys %$rows), 9, "$db: 9 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");
@@ -292,7 +302,7 @@ sub compare_with_src
 		is($rows->{$t}, $src_rows->{$t}, "$db: every row of $t as in src");
 	}
 	my $seqs = sequence_values($db);
-	is(scalar(keys %$seqs), 3, "$db: 3 sequences compared");
+	is(scalar(keys %$seqs), 4, "$db: 4 sequences compared");
 	foreach my $s (sort keys %$src_seqs)
 	{
 		is($seqs->{$s}, $src_seqs->{$s}, "$db: sequence $s as in src");
@@ -327,6 +337,17 @@ sub continues_after_restore
 		q{INSERT INTO quota_sched.pass_log (job_queue, started_at, finished_at)
 		  VALUES ('dr_queue', now(), now()) RETURNING id});
 	cmp_ok($pass_id, '>', $max_pass, "$db: a new pass_log id is above the highest dumped one");
+	# the history triggers of the configuration work again too
+	$node->safe_psql($db,
+		q{SET ROLE regress_dr_admin;
+		  UPDATE quota_sched.quota_share SET weight = 2
+		   WHERE job_queue = 'dr_queue' AND name = 'team_c';});
+	my ($config_id, $config) = split /\|/, $node->safe_psql($db,
+		q{SELECT id, concat_ws(' ', action, name, old ->> 'weight', new ->> 'weight', actor)
+		    FROM quota_sched.config_event ORDER BY id DESC LIMIT 1});
+	cmp_ok($config_id, '>', $max_config,
+		"$db: a configuration change's history row id is above the highest dumped one");
+	is($config, 'UPDATE team_c 1 2 regress_dr_admin', "$db: the change is in the configuration's history");
 }
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
@@ -366,18 +387,23 @@ compare_with_src('dst_plain');
 continues_after_restore('dst_plain');
 
 #
-# Without the replica setting the restore does not give the rows back: the
-# job table's BEFORE INSERT trigger fires on the COPY and refuses every row,
-# since the dump sets the columns the system keeps (id, owner, state, ...).
+# Without the replica setting the restore does not give the rows back.
+# The history of the configuration (config_event) is restored first; then
+# the history trigger of service_environment fires on its COPY and records
+# each row as a new INSERT, with an id from a sequence not yet restored,
+# which the restored history already has: the COPY fails, and so do those
+# of the queues and shares that refer to it.  The job table's BEFORE
+# INSERT trigger refuses every job row, since the dump sets the columns
+# the system keeps (id, owner, state, ...).
 #
 $node->safe_psql('postgres', 'CREATE DATABASE dst_bad');
 $node->command_fails_like(
 	[ 'pg_restore', '--exit-on-error', '-d', 'dst_bad', "$tmp/src.dump" ],
-	qr/column "[a-z_]+" of a job is set by quota_sched, not by the submitter/,
-	'pg_restore without session_replication_role = replica fails on the job rows');
+	qr/duplicate key value violates unique constraint "config_event_pkey"/,
+	'pg_restore without session_replication_role = replica fails on the configuration');
 
-# Without --exit-on-error it goes on past the errors and loses the jobs,
-# leaving their history behind without them.
+# Without --exit-on-error it goes on past the errors and loses the
+# configuration and the jobs, leaving their history behind without them.
 $node->safe_psql('postgres', 'CREATE DATABASE dst_bad_continue');
 {
 	my ($stdout, $stderr);
@@ -387,6 +413,10 @@ $node->safe_psql('postgres', 'CREATE DATABASE dst_bad_continue');
 		'>', \$stdout, '2>', \$stderr);
 	ok(!$ok, 'pg_restore without replica and without --exit-on-error reports errors');
 	like($stderr, qr/errors ignored on restore/, 'pg_restore counts the ignored errors');
+	like($stderr, qr/duplicate key value violates unique constraint "config_event_pkey"/,
+		'without replica: the configuration rows are recorded again, over the restored history');
+	like($stderr, qr/column "[a-z_]+" of a job is set by quota_sched, not by the submitter/,
+		'without replica: the job rows are refused');
 }
 my $bad_rows = table_rows('dst_bad_continue');
 is($bad_rows->{job}, '', 'without replica: no job is restored');
@@ -394,8 +424,10 @@ is($node->safe_psql('dst_bad_continue',
 		'SELECT count(*) > 0 FROM quota_sched.job_event e'
 		. ' WHERE NOT EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = e.job_id)'),
 	't', 'without replica: the history comes back without its jobs');
-is($bad_rows->{service_environment}, $src_rows->{service_environment},
-	'without replica: configuration tables come back (they have no such trigger)');
+isnt($src_rows->{service_environment}, '', 'src has environments');
+is($bad_rows->{service_environment}, '', 'without replica: the environments do not come back');
+is($bad_rows->{config_event}, $src_rows->{config_event},
+	'without replica: the history of the configuration comes back without it');
 
 $node->stop;
 done_testing();

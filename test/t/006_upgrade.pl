@@ -7,7 +7,9 @@
 #      over two queues and two capacity units, with their history and passes;
 #   2. ALTER EXTENSION quota_sched UPDATE TO '0.2';
 #   3. the counters of held capacity it creates match the jobs, and it
-#      changed no row of any 0.1 table;
+#      changed no row of any 0.1 table; the history of the configuration
+#      starts with one BASELINE row per environment, queue and share, and
+#      records the changes made after the update;
 #   4. the upgraded schema is the schema of a fresh install of 0.2;
 #   5. the scheduler goes on with the old data: the agent's reports, a pass
 #      that dispatches the waiting and the promised jobs, a new submission,
@@ -584,6 +586,7 @@ my $old_schema_before = describe_schema('old');
 #
 # 2. The upgrade.
 #
+my $before_upgrade = sql('old', 'SELECT clock_timestamp()');
 sql('old', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
 is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
 	'old: quota_sched is at 0.2 after ALTER EXTENSION UPDATE');
@@ -643,7 +646,57 @@ foreach my $t (sort keys %$rows_before)
 	isnt($rows_before->{$t}, '', "old: table $t had rows before the upgrade");
 	is($rows_after->{$t}, $rows_before->{$t}, "old, upgraded: every row of $t unchanged");
 }
-is_deeply(sequence_values('old'), $seqs_before, 'old, upgraded: the sequences unchanged');
+my $seqs_after = sequence_values('old');
+is_deeply({ map { $_ => $seqs_after->{$_} } keys %$seqs_before }, $seqs_before,
+	'old, upgraded: the sequences unchanged');
+is_deeply([ sort grep { !exists $seqs_before->{$_} } keys %$seqs_after ], ['config_event_id_seq'],
+	'old, upgraded: one new sequence, that of config_event');
+
+# The history of the configuration (config_event) starts with the
+# configuration the upgrade found: one BASELINE row per environment, queue
+# and share, whose new is the row, at the upgrade's time, by the role that
+# ran it.
+is(sql('old', q{
+	SELECT string_agg(concat_ws(' ', object, coalesce(job_queue, '-'), name, action),
+					  E'\n' ORDER BY id)
+	  FROM quota_sched.config_event}), <<'BASELINE' =~ s/\n\z//r,
+service_environment - up_env BASELINE
+service_environment - up_env2 BASELINE
+job_queue up_q2 up_q2 BASELINE
+job_queue up_queue up_queue BASELINE
+quota_share up_q2 solo BASELINE
+quota_share up_queue lab BASELINE
+quota_share up_queue lend BASELINE
+quota_share up_queue res BASELINE
+BASELINE
+	'old, upgraded: one BASELINE row per environment, queue and share');
+is(sql('old', qq{
+	SELECT count(*) FROM quota_sched.config_event c
+	 WHERE c.old IS NULL AND c.actor = session_user
+	   AND c.at > '$before_upgrade' AND c.at < clock_timestamp()
+	   AND c.new = CASE c.object
+			WHEN 'service_environment' THEN
+				(SELECT to_jsonb(e) FROM quota_sched.service_environment e WHERE e.name = c.name)
+			WHEN 'job_queue' THEN
+				(SELECT to_jsonb(q) FROM quota_sched.job_queue q WHERE q.name = c.name)
+			ELSE (SELECT to_jsonb(s) FROM quota_sched.quota_share s
+				   WHERE s.job_queue = c.job_queue AND s.name = c.name) END}),
+	'8', 'old, upgraded: each BASELINE row holds its whole row, at the upgrade\'s time, by its role');
+is(sql('old', 'SELECT count(DISTINCT at) FROM quota_sched.config_event'), '1',
+	'old, upgraded: the baseline has one time, the upgrade\'s transaction\'s');
+# A change after the upgrade is recorded, by the admin who makes it.
+as_role('old', 'regress_up_admin', q{
+	UPDATE quota_sched.quota_share SET weight = 2 WHERE job_queue = 'up_q2' AND name = 'solo'});
+is(as_role('old', 'regress_up_admin', q{
+	SELECT concat_ws(' ', object, job_queue, name, action, actor, old ->> 'weight', new ->> 'weight',
+					 old = (SELECT b.new FROM quota_sched.config_event b
+							 WHERE b.action = 'BASELINE' AND b.name = 'solo'),
+					 at > (SELECT max(b.at) FROM quota_sched.config_event b
+						   WHERE b.action = 'BASELINE'))
+	  FROM quota_sched.config_event WHERE action <> 'BASELINE'}),
+	'quota_share up_q2 solo UPDATE regress_up_admin 1 2 t t',
+	'old, upgraded: an admin\'s change after the upgrade is recorded, its old the baseline\'s row');
+
 note('columns the upgrade added to 0.1 tables: ' . join(', ', map {
 	my $t = $_;
 	my %was = map { $_ => 1 } split /, /, ($old_columns->{$t} // '');
@@ -657,6 +710,8 @@ $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 sql('fresh', 'CREATE EXTENSION quota_sched');
 is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
 	'fresh: CREATE EXTENSION installs 0.2');
+is(sql('fresh', 'SELECT count(*) FROM quota_sched.config_event'), '0',
+	'fresh: the history of the configuration starts empty');
 
 my $fresh_schema = describe_schema('fresh');
 my $old_schema   = describe_schema('old');
