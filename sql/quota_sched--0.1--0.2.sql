@@ -693,22 +693,33 @@ CREATE TRIGGER quota_share_history_truncate
 /*
  * The configuration there is when the history starts: one BASELINE row per
  * environment, queue and share (none in a new installation), so that the
- * capacity is known from the update on.  (SET LOCAL in this script lasts
- * until its end.)
+ * capacity is known from the update on.  Intervals are written as the
+ * trigger writes them (IntervalStyle postgres); the caller's IntervalStyle
+ * is put back after (a SET LOCAL here would last until the end of the
+ * caller's transaction).
  */
-SET LOCAL IntervalStyle = 'postgres';
-INSERT INTO quota_sched.config_event (at, actor, object, job_queue, name, action, new)
-SELECT now(), CASE current_setting('role') WHEN 'none' THEN session_user::text
-				   ELSE current_setting('role') END,
-	   b.object, b.job_queue, b.name, 'BASELINE', b.new
-  FROM (SELECT 1, 'service_environment', NULL, e.name, to_jsonb(e)
-		  FROM quota_sched.service_environment e
-		UNION ALL
-		SELECT 2, 'job_queue', q.name, q.name, to_jsonb(q) FROM quota_sched.job_queue q
-		UNION ALL
-		SELECT 3, 'quota_share', s.job_queue, s.name, to_jsonb(s) FROM quota_sched.quota_share s)
-	   AS b(n, object, job_queue, name, new)
- ORDER BY b.n, b.job_queue COLLATE "C", b.name COLLATE "C";
+DO $baseline$
+DECLARE
+	style text := pg_catalog.current_setting('IntervalStyle');
+BEGIN
+	PERFORM pg_catalog.set_config('IntervalStyle', 'postgres', true);
+	INSERT INTO quota_sched.config_event (at, actor, object, job_queue, name, action, new)
+	SELECT pg_catalog.now(),
+		   CASE pg_catalog.current_setting('role') WHEN 'none' THEN session_user::text
+				ELSE pg_catalog.current_setting('role') END,
+		   b.object, b.job_queue, b.name, 'BASELINE', b.new
+	  FROM (SELECT 1, 'service_environment', NULL, e.name, pg_catalog.to_jsonb(e)
+			  FROM quota_sched.service_environment e
+			UNION ALL
+			SELECT 2, 'job_queue', q.name, q.name, pg_catalog.to_jsonb(q) FROM quota_sched.job_queue q
+			UNION ALL
+			SELECT 3, 'quota_share', s.job_queue, s.name, pg_catalog.to_jsonb(s)
+			  FROM quota_sched.quota_share s)
+		   AS b(n, object, job_queue, name, new)
+	 ORDER BY b.n, b.job_queue COLLATE "C", b.name COLLATE "C";
+	PERFORM pg_catalog.set_config('IntervalStyle', style, true);
+END
+$baseline$;
 
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', '');

@@ -586,8 +586,13 @@ my $old_schema_before = describe_schema('old');
 #
 # 2. The upgrade.
 #
+# In a session of another IntervalStyle: the baseline of the configuration
+# (below) writes up_queue's runnable_timeout as its trigger would, and the
+# session's style is left as it was, also in the rest of its transaction.
 my $before_upgrade = sql('old', 'SELECT clock_timestamp()');
-sql('old', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
+is(sql('old', q{SET IntervalStyle = 'sql_standard';
+	BEGIN; ALTER EXTENSION quota_sched UPDATE TO '0.2'; SHOW IntervalStyle; COMMIT;}),
+	'sql_standard', 'old: the update leaves the session\'s IntervalStyle alone');
 is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
 	'old: quota_sched is at 0.2 after ALTER EXTENSION UPDATE');
 # The scheduling options of 0.2 take their defaults, which behave as 0.1.
