@@ -725,3 +725,398 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', '');
 REVOKE ALL ON quota_sched.config_event, quota_sched.config_event_id_seq FROM PUBLIC;
 GRANT SELECT ON quota_sched.config_event TO quota_sched_admin;
+
+/* ---------------------------------------------------------------------
+ * Utilization (accounting).  The instances a share holds of a unit change
+ * only at the STATE events of its jobs (a job holds its instance_count
+ * while SCHEDULED, STARTING or RUNNING), and its own capacity, and the
+ * environment's, only at the configuration's events (config_event): the
+ * levels are step functions of time, known exactly from the history.
+ * usage_levels() turns them into segments of constant levels, cut at the
+ * edges of buckets; usage_buckets() integrates them.  The hourly rollup
+ * (usage_hourly) keeps the integrals of each past hour and the levels at
+ * its end, so that a report reads the rollup for the hours it has and the
+ * history only after them, and so that pruning the history keeps the
+ * figures.
+ * ------------------------------------------------------------------- */
+
+
+/*
+ * The hourly rollup: per queue, share (null: the environment) and unit,
+ * each hour's integrals and event counts, and the levels at its end
+ * (usage_buckets, usage_counts); usage_rollup says until when each queue
+ * is rolled up (an hour's edge).  Written by rollup() only.
+ */
+CREATE TABLE quota_sched.usage_hourly (
+	job_queue		text NOT NULL,
+	quota_share		text,
+	capacity_unit	text NOT NULL,
+	hour			timestamptz NOT NULL,
+	capacity		double precision NOT NULL,
+	used			double precision NOT NULL,
+	own				double precision NOT NULL,
+	borrowed		double precision NOT NULL,
+	idle			double precision NOT NULL,
+	usage_end		bigint NOT NULL,
+	capacity_end	bigint NOT NULL,
+	dispatched		bigint NOT NULL,
+	succeeded		bigint NOT NULL,
+	failed			bigint NOT NULL,
+	preempted		bigint NOT NULL,
+	preempting		bigint NOT NULL,
+	waits			real[] NOT NULL
+);
+CREATE UNIQUE INDEX usage_hourly_key ON quota_sched.usage_hourly
+	(job_queue, hour, coalesce(quota_share, ''), capacity_unit);
+
+CREATE TABLE quota_sched.usage_rollup (
+	job_queue		text PRIMARY KEY,
+	rolled_until	timestamptz NOT NULL
+);
+
+/* 1 when a state holds capacity, else 0 (null: 0). */
+CREATE FUNCTION quota_sched.holds(state text) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN coalesce((state IN ('SCHEDULED', 'STARTING', 'RUNNING'))::integer, 0);
+
+/* The capacity of a unit in a capacity map (0: absent, or no map). */
+CREATE FUNCTION quota_sched.capacity_of(map jsonb, unit text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN coalesce((map ->> unit)::numeric::bigint, 0);
+
+/*
+ * The changes of level of a queue's shares and environment in [t0, t1),
+ * by (share, unit): du instances held, dc own capacity.  The environment's
+ * rows have quota_share null (du 0, dc its capacity).  A queue is counted
+ * against the environment it has now.
+ */
+CREATE FUNCTION quota_sched.usage_changes(q text, t0 timestamptz, t1 timestamptz)
+RETURNS TABLE (quota_share text, capacity_unit text, at timestamptz, du bigint, dc bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT e.quota_share, e.capacity_unit, e.at,
+		   e.instance_count::bigint * (quota_sched.holds(e.to_state) - quota_sched.holds(e.from_state)),
+		   0::bigint
+	  FROM quota_sched.job_event e
+	 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1
+	   AND quota_sched.holds(e.to_state) <> quota_sched.holds(e.from_state)
+	UNION ALL
+	SELECT CASE c.object WHEN 'quota_share' THEN c.name END, u.unit, c.at, 0::bigint,
+		   quota_sched.capacity_of(c.new -> 'capacity_limits', u.unit)
+		   - quota_sched.capacity_of(c.old -> 'capacity_limits', u.unit)
+	  FROM quota_sched.config_event c
+	 CROSS JOIN LATERAL (SELECT jsonb_object_keys(coalesce(c.old -> 'capacity_limits', '{}')
+											   || coalesce(c.new -> 'capacity_limits', '{}'))) AS u(unit)
+	 WHERE c.at >= t0 AND c.at < t1
+	   AND ((c.object = 'quota_share' AND c.job_queue = q)
+			OR (c.object = 'service_environment'
+				AND c.name = (SELECT service_environment FROM quota_sched.job_queue WHERE name = q)));
+END;
+
+/*
+ * The levels of a queue's shares and environment at t0, by (share, unit):
+ * u instances held, c own capacity (the environment's: share null).  From
+ * the rollup when it ends at t0, else from the whole history before t0.
+ */
+CREATE FUNCTION quota_sched.usage_start(q text, t0 timestamptz)
+RETURNS TABLE (quota_share text, capacity_unit text, u bigint, c bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT FROM quota_sched.usage_rollup r WHERE r.job_queue = q AND r.rolled_until = t0) THEN
+		RETURN QUERY
+		SELECT h.quota_share, h.capacity_unit, h.usage_end, h.capacity_end
+		  FROM quota_sched.usage_hourly h
+		 WHERE h.job_queue = q AND h.hour = t0 - interval '1 hour';
+	ELSE
+		RETURN QUERY
+		SELECT ch.quota_share, ch.capacity_unit, sum(ch.du)::bigint, sum(ch.dc)::bigint
+		  FROM quota_sched.usage_changes(q, '-infinity', t0) ch
+		 GROUP BY 1, 2;
+	END IF;
+END
+$$;
+
+/*
+ * The integrals of a queue's levels over the buckets of width step from
+ * t0 up to t1, by (share, unit; share null: the environment), in
+ * instance-seconds: capacity (own, or the environment's), used, own (used
+ * within the own capacity), borrowed (used beyond it), idle (own capacity
+ * not used: lent or unused); and the levels at the bucket's end.  A bucket
+ * where nothing was held, owned or changed has no row.  The environment's
+ * rows carry its capacity only (used and idle are the shares' sums).
+ */
+CREATE FUNCTION quota_sched.usage_buckets(q text, t0 timestamptz, t1 timestamptz, step interval)
+RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
+			   capacity double precision, used double precision, own double precision,
+			   borrowed double precision, idle double precision,
+			   usage_end bigint, capacity_end bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	WITH start AS (SELECT * FROM quota_sched.usage_start(q, t0)),
+	changes AS (SELECT * FROM quota_sched.usage_changes(q, t0, t1)),
+	pairs AS (SELECT DISTINCT s.quota_share, s.capacity_unit FROM start s
+			  UNION SELECT ch.quota_share, ch.capacity_unit FROM changes ch),
+	points AS (
+		SELECT s.quota_share, s.capacity_unit, t0 AS at, s.u AS du, s.c AS dc, 0 AS o FROM start s
+		UNION ALL
+		SELECT p.quota_share, p.capacity_unit, e.edge, 0, 0, 1
+		  FROM pairs p, generate_series(t0, t1, step) AS e(edge)
+		 WHERE e.edge < t1
+		UNION ALL
+		SELECT ch.quota_share, ch.capacity_unit, ch.at, ch.du, ch.dc, 2 FROM changes ch),
+	levels AS (
+		SELECT pt.quota_share, pt.capacity_unit, pt.at,
+			   sum(pt.du) OVER w AS u, sum(pt.dc) OVER w AS c,
+			   coalesce(lead(pt.at) OVER w, t1) AS next_at,
+			   date_bin(step, pt.at, t0) AS bucket,
+			   row_number() OVER w AS n
+		  FROM points pt
+		WINDOW w AS (PARTITION BY pt.quota_share, pt.capacity_unit ORDER BY pt.at, pt.o
+					 ROWS UNBOUNDED PRECEDING)),
+	segments AS (
+		SELECT l.*, extract(epoch FROM l.next_at - l.at)::double precision AS secs FROM levels l)
+	SELECT sg.quota_share, sg.capacity_unit, sg.bucket,
+		   sum(sg.c * sg.secs), sum(sg.u * sg.secs), sum(least(sg.u, sg.c) * sg.secs),
+		   sum(greatest(sg.u - sg.c, 0) * sg.secs), sum(greatest(sg.c - sg.u, 0) * sg.secs),
+		   (array_agg(sg.u ORDER BY sg.n DESC))[1]::bigint,
+		   (array_agg(sg.c ORDER BY sg.n DESC))[1]::bigint
+	  FROM segments sg
+	 GROUP BY 1, 2, 3
+	HAVING max(abs(sg.u) + abs(sg.c)) > 0;
+END;
+
+/*
+ * The events of a queue's jobs in the buckets of width step from t0 up to
+ * t1, by (share, unit): jobs dispatched, succeeded, failed; attempts ended
+ * by preemption (preempted) and attempts of other jobs this share's jobs
+ * preempted (preempting); and the waits of the jobs dispatched, in
+ * seconds, since they last became RUNNABLE (job_event.waited), in order.
+ */
+CREATE FUNCTION quota_sched.usage_counts(q text, t0 timestamptz, t1 timestamptz, step interval)
+RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
+			   dispatched bigint, succeeded bigint, failed bigint, preempted bigint,
+			   preempting bigint, waits real[])
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	WITH ev AS (
+		SELECT e.*, date_bin(step, e.at, t0) AS bucket
+		  FROM quota_sched.job_event e
+		 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1),
+	own AS (
+		SELECT ev.quota_share, ev.capacity_unit, ev.bucket,
+			   count(*) FILTER (WHERE ev.to_state = 'SCHEDULED') AS dispatched,
+			   count(*) FILTER (WHERE ev.to_state = 'SUCCEEDED') AS succeeded,
+			   count(*) FILTER (WHERE ev.to_state = 'FAILED') AS failed,
+			   count(*) FILTER (WHERE ev.preempted_for IS NOT NULL) AS preempted,
+			   coalesce(array_agg(extract(epoch FROM ev.waited)::real ORDER BY ev.waited)
+						FILTER (WHERE ev.waited IS NOT NULL), '{}') AS waits
+		  FROM ev
+		 GROUP BY 1, 2, 3),
+	caused AS (
+		SELECT p.quota_share, ev.capacity_unit, ev.bucket, count(*) AS preempting
+		  FROM ev
+		  JOIN LATERAL (SELECT s.quota_share FROM quota_sched.job_event s
+						 WHERE s.job_id = ev.preempted_for ORDER BY s.id LIMIT 1) p ON true
+		 WHERE ev.preempted_for IS NOT NULL
+		 GROUP BY 1, 2, 3)
+	SELECT coalesce(o.quota_share, c.quota_share), coalesce(o.capacity_unit, c.capacity_unit),
+		   coalesce(o.bucket, c.bucket), coalesce(o.dispatched, 0), coalesce(o.succeeded, 0),
+		   coalesce(o.failed, 0), coalesce(o.preempted, 0), coalesce(c.preempting, 0),
+		   coalesce(o.waits, '{}')
+	  FROM own o FULL JOIN caused c
+		ON c.quota_share = o.quota_share AND c.capacity_unit = o.capacity_unit
+	   AND c.bucket = o.bucket;
+END;
+
+/*
+ * rollup() brings the hourly rollup of every queue up to the last whole
+ * hour before the oldest open transaction started (an event is stamped
+ * with its transaction's start, so one not yet committed is never older),
+ * or before up_to; it returns the number of queue-hours it rolled up.  The
+ * background worker calls it after the first full round of each hour;
+ * without the worker, pg_cron can (README).  A queue's first rollup starts
+ * at the hour of its first event.
+ */
+CREATE FUNCTION quota_sched.rollup(up_to timestamptz DEFAULT now())
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	horizon timestamptz;
+	q text;
+	t0 timestamptz;
+	t1 timestamptz;
+	hours bigint := 0;
+BEGIN
+	SELECT date_trunc('hour', least(up_to, min(a.xact_start))) INTO horizon
+	  FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid();
+	FOR q IN SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE "C" LOOP
+		SELECT r.rolled_until INTO t0 FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+		IF t0 IS NULL THEN
+			SELECT date_trunc('hour', least(
+					   (SELECT min(e.at) FROM quota_sched.job_event e WHERE e.job_queue = q),
+					   (SELECT min(c.at) FROM quota_sched.config_event c
+						 WHERE c.object = 'quota_share' AND c.job_queue = q)))
+			  INTO t0;
+		END IF;
+		CONTINUE WHEN t0 IS NULL;
+		WHILE t0 < horizon LOOP
+			t1 := least(horizon, t0 + interval '7 days');
+			INSERT INTO quota_sched.usage_hourly
+			SELECT q, coalesce(b.quota_share, c.quota_share), coalesce(b.capacity_unit, c.capacity_unit),
+				   coalesce(b.bucket, c.bucket), coalesce(b.capacity, 0), coalesce(b.used, 0),
+				   coalesce(b.own, 0), coalesce(b.borrowed, 0), coalesce(b.idle, 0),
+				   coalesce(b.usage_end, 0), coalesce(b.capacity_end, 0),
+				   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
+				   coalesce(c.preempted, 0), coalesce(c.preempting, 0), coalesce(c.waits, '{}')
+			  FROM quota_sched.usage_buckets(q, t0, t1, interval '1 hour') b
+			  FULL JOIN quota_sched.usage_counts(q, t0, t1, interval '1 hour') c
+				ON c.quota_share IS NOT DISTINCT FROM b.quota_share
+			   AND c.capacity_unit = b.capacity_unit AND c.bucket = b.bucket;
+			INSERT INTO quota_sched.usage_rollup AS r (job_queue, rolled_until) VALUES (q, t1)
+			ON CONFLICT (job_queue) DO UPDATE SET rolled_until = excluded.rolled_until;
+			hours := hours + extract(epoch FROM t1 - t0)::bigint / 3600;
+			t0 := t1;
+		END LOOP;
+	END LOOP;
+	RETURN hours;
+END
+$$;
+
+/*
+ * utilization(job_queue, from, to, bucket): per bucket (from from, of
+ * width bucket), share and unit, and per bucket and unit for the
+ * environment (quota_share null): see the README's Reporting section.
+ * Hours the rollup covers come from it, the rest from the history; a
+ * bucket that is not a whole number of hours, or a from that is not on
+ * an hour, is computed from the history alone.
+ */
+CREATE FUNCTION quota_sched.utilization(job_queue text, "from" timestamptz, "to" timestamptz,
+										bucket interval DEFAULT '1 hour')
+RETURNS TABLE (bucket_start timestamptz, quota_share text, capacity_unit text,
+			   capacity double precision, used_instance_seconds double precision,
+			   own_instance_seconds double precision, borrowed_instance_seconds double precision,
+			   idle_instance_seconds double precision, dispatched bigint, succeeded bigint,
+			   failed bigint, preempted bigint, preempting bigint,
+			   wait_p50_seconds real, wait_p95_seconds real)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := utilization.job_queue;
+	caller name := CASE current_setting('role') WHEN 'none' THEN session_user
+					   ELSE current_setting('role')::name END;
+	secs double precision := extract(epoch FROM utilization.bucket);
+	hourly boolean := secs >= 3600 AND secs::bigint % 3600 = 0
+					  AND date_trunc('hour', "from") = "from";
+	width interval := utilization.bucket;
+	step interval := CASE WHEN hourly THEN interval '1 hour' ELSE utilization.bucket END;
+	rolled timestamptz;
+	everything boolean;
+BEGIN
+	IF q IS NULL OR "from" IS NULL OR "to" IS NULL OR utilization.bucket IS NULL THEN
+		RAISE EXCEPTION 'utilization() needs a job queue, from, to and a bucket'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT EXISTS (SELECT FROM quota_sched.job_queue jq WHERE jq.name = q) THEN
+		RAISE EXCEPTION 'job queue "%" does not exist', left(q, 64)
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF secs < 60 OR date_part('month', width) <> 0 OR date_part('year', width) <> 0 THEN
+		RAISE EXCEPTION 'invalid bucket %', width
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A bucket is at least a minute, in days, hours, minutes or seconds.';
+	END IF;
+	IF NOT ("from" < "to") OR extract(epoch FROM "to" - "from") / secs > 100000 THEN
+		RAISE EXCEPTION 'invalid range from % to % in buckets of %', "from", "to", width
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'from comes before to, and the range has at most 100,000 buckets.';
+	END IF;
+	SELECT r.rolled_until INTO rolled FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+	rolled := CASE WHEN hourly THEN greatest(least(coalesce(rolled, "from"), "to"), "from")
+				   ELSE "from" END;
+	everything := pg_has_role(caller, 'quota_sched_admin', 'USAGE')
+				  OR pg_has_role(caller, 'quota_sched_agent', 'USAGE');
+	RETURN QUERY
+	WITH parts AS (
+		SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
+			   h.borrowed, h.idle, h.dispatched, h.succeeded, h.failed, h.preempted,
+			   h.preempting, h.waits
+		  FROM quota_sched.usage_hourly h
+		 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
+		UNION ALL
+		SELECT coalesce(b.quota_share, c.quota_share), coalesce(b.capacity_unit, c.capacity_unit),
+			   coalesce(b.bucket, c.bucket), coalesce(b.capacity, 0), coalesce(b.used, 0),
+			   coalesce(b.own, 0), coalesce(b.borrowed, 0), coalesce(b.idle, 0),
+			   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
+			   coalesce(c.preempted, 0), coalesce(c.preempting, 0), coalesce(c.waits, '{}')
+		  FROM quota_sched.usage_buckets(q, rolled, "to", step) b
+		  FULL JOIN quota_sched.usage_counts(q, rolled, "to", step) c
+			ON c.quota_share IS NOT DISTINCT FROM b.quota_share
+		   AND c.capacity_unit = b.capacity_unit AND c.bucket = b.bucket
+		 WHERE rolled < "to"),
+	flat AS (SELECT date_bin(width, p.at, "from") AS b, p.* FROM parts p),
+	sums AS (
+		SELECT f.b, f.quota_share, f.capacity_unit, sum(f.capacity) AS capacity,
+			   sum(f.used) AS used, sum(f.own) AS own, sum(f.borrowed) AS borrowed,
+			   sum(f.idle) AS idle, sum(f.dispatched)::bigint AS dispatched,
+			   sum(f.succeeded)::bigint AS succeeded, sum(f.failed)::bigint AS failed,
+			   sum(f.preempted)::bigint AS preempted, sum(f.preempting)::bigint AS preempting
+		  FROM flat f GROUP BY 1, 2, 3),
+	waits AS (
+		SELECT f.b, f.quota_share, f.capacity_unit,
+			   percentile_disc(0.5) WITHIN GROUP (ORDER BY w.w) AS p50,
+			   percentile_disc(0.95) WITHIN GROUP (ORDER BY w.w) AS p95
+		  FROM flat f, unnest(f.waits) AS w(w) GROUP BY 1, 2, 3),
+	visible AS (
+		SELECT s.name FROM quota_sched.quota_share s
+		 WHERE s.job_queue = q
+		   AND (everything OR s.submit_role IS NULL
+				OR EXISTS (SELECT FROM pg_catalog.pg_roles r
+							WHERE r.rolname = s.submit_role
+							  AND pg_has_role(caller, r.oid, 'USAGE'))))
+	SELECT s.b, s.quota_share, s.capacity_unit,
+		   s.capacity / extract(epoch FROM least(s.b + width, "to") - s.b)::double precision,
+		   s.used, s.own, s.borrowed, s.idle, s.dispatched, s.succeeded, s.failed,
+		   s.preempted, s.preempting, w.p50, w.p95
+	  FROM sums s
+	  LEFT JOIN waits w ON w.b = s.b AND w.quota_share = s.quota_share
+	   AND w.capacity_unit = s.capacity_unit
+	 WHERE s.quota_share IN (SELECT v.name FROM visible v)
+	UNION ALL
+	SELECT e.b, NULL, e.capacity_unit,
+		   e.capacity / extract(epoch FROM least(e.b + width, "to") - e.b)::double precision,
+		   u.used, NULL, NULL, e.capacity - coalesce(u.used, 0), u.dispatched, u.succeeded,
+		   u.failed, u.preempted, u.preempting, NULL, NULL
+	  FROM sums e
+	  LEFT JOIN (SELECT s.b, s.capacity_unit, sum(s.used) AS used,
+						sum(s.dispatched)::bigint AS dispatched, sum(s.succeeded)::bigint AS succeeded,
+						sum(s.failed)::bigint AS failed, sum(s.preempted)::bigint AS preempted,
+						sum(s.preempting)::bigint AS preempting
+				   FROM sums s WHERE s.quota_share IS NOT NULL GROUP BY 1, 2) u
+		ON u.b = e.b AND u.capacity_unit = e.capacity_unit
+	 WHERE e.quota_share IS NULL
+	 ORDER BY 1, 2 NULLS FIRST, 3;
+END
+$$;
+
+REVOKE ALL ON quota_sched.usage_hourly, quota_sched.usage_rollup FROM PUBLIC;
+GRANT SELECT ON quota_sched.usage_hourly, quota_sched.usage_rollup TO quota_sched_admin;
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_hourly', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_rollup', '');
+REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, text),
+	quota_sched.usage_changes(text, timestamptz, timestamptz),
+	quota_sched.usage_start(text, timestamptz),
+	quota_sched.usage_buckets(text, timestamptz, timestamptz, interval),
+	quota_sched.usage_counts(text, timestamptz, timestamptz, interval),
+	quota_sched.rollup(timestamptz),
+	quota_sched.utilization(text, timestamptz, timestamptz, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.rollup(timestamptz) TO quota_sched_admin;
+GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;

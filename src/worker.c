@@ -59,6 +59,7 @@
 #include "config_cache.h"
 #include "job_store.h"
 #include "pass.h"
+#include "query.h"
 #include "quota_sched.h"
 
 PGDLLEXPORT void QsLauncherMain(Datum arg);
@@ -648,6 +649,45 @@ NoteSkipped(const char *queue, bool skipped)
 	}
 }
 
+static QsQuery RollupQuery = {
+	"SELECT quota_sched.rollup()", 0, {InvalidOid}, SPI_OK_SELECT
+};
+
+/*
+ * RollupStep brings the hourly rollup of utilization up to date
+ * (quota_sched.rollup(), as the extension's owner).
+ */
+static void
+RollupStep(void *arg)
+{
+	QsSavedUser saved;
+
+	QsBecomeOwner(QsExtensionOwner(), &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	QsQueryRun(&RollupQuery, NULL, NULL, false, 0);
+	SPI_finish();
+	QsRestoreUser(&saved);
+}
+
+/*
+ * MaybeRollup runs the rollup once an hour, after the first full round of
+ * the hour (in a database where the extension is installed): the hour
+ * before is then whole.  Should it fail (logged), the next full round
+ * tries again.
+ */
+static void
+MaybeRollup(TimestampTz now)
+{
+	static TimestampTz rolled_hour = 0;
+	TimestampTz hour = now - now % USECS_PER_HOUR;
+
+	if (!queues_listed || hour == rolled_hour)
+		return;
+	if (RunInTransaction(RollupStep, NULL, "quota_sched: rollup"))
+		rolled_hour = hour;
+}
+
 /*
  * RunAllPasses runs the pass of every queue, one transaction each.  A
  * round is full when a naptime has passed since the last full round began
@@ -680,6 +720,8 @@ RunAllPasses(void)
 		if (RunInTransaction(PassStep, &pa, "quota_sched: pass") || lock_timed_out)
 			NoteSkipped(pa.queue, lock_timed_out);
 	}
+	if (!pa.only_if_runnable)
+		MaybeRollup(now);
 }
 
 /*

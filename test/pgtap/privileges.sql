@@ -1,9 +1,9 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(45);
+SELECT plan(49);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
-	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'config_event']);
+	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'config_event']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -42,6 +42,13 @@ SELECT table_privs_are('quota_sched', 'pass_log', 'quota_sched_user', ARRAY['SEL
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_admin', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_user', ARRAY[]::text[]);
+-- The hourly rollup of utilization: admins read it, rollup() writes it;
+-- everyone reads utilization() (shares by team).
+SELECT table_privs_are('quota_sched', 'usage_hourly', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'usage_hourly', 'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'rollup', ARRAY['timestamptz'], 'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'utilization', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],
+	'quota_sched_user', ARRAY['EXECUTE']);
 -- The jobs passes pass over (locked rows): admins read them, the passes write.
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_agent', ARRAY[]::text[]);

@@ -123,8 +123,12 @@ SET session_replication_role = replica;
 CREATE FUNCTION pg_temp.move(p_job text, p_to text, p_actor text, p_pass bigint,
 							 p_reason text, p_at timestamptz)
 RETURNS void LANGUAGE sql AS $$
-	INSERT INTO quota_sched.job_event (job_id, at, pass_id, from_state, to_state, reason, actor)
-	SELECT id, p_at, p_pass, state, p_to, p_reason, p_actor
+	INSERT INTO quota_sched.job_event (job_id, at, pass_id, from_state, to_state, reason, actor,
+									   job_queue, quota_share, capacity_unit, instance_count,
+									   attempt, priority)
+	SELECT id, p_at, p_pass, state, p_to, p_reason, p_actor,
+		   job_queue, quota_share, capacity_unit, instance_count,
+		   1 + failed_attempts + preemption_count, priority
 	  FROM quota_sched.job WHERE name = p_job;
 	UPDATE quota_sched.job
 	   SET state = p_to, status_reason = p_reason, status_reason_at = p_at
@@ -203,6 +207,9 @@ SELECT job_queue, quota_share, capacity_unit, 3, instance_count, 0, 1
 -- The passes of dr_queue passed over dr_a2, whose row a user held locked.
 INSERT INTO quota_sched.queue_status (job_queue, passed_over, passed_over_since, passed_over_passes)
 SELECT 'dr_queue', ARRAY[id], now() - interval '1 min', 4 FROM quota_sched.job WHERE name = 'dr_a2';
+-- The hourly rollup of the hours before this one (the jobs' history began
+-- three hours ago).
+SELECT quota_sched.rollup();
 });
 
 is( $node->safe_psql('src',
@@ -271,7 +278,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 9, 'src: 9 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 11, 'src: 11 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -293,7 +300,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 9, "$db: 9 tables compared");
+	is(scalar(keys %$rows), 11, "$db: 11 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

@@ -1,0 +1,131 @@
+-- utilization() (issue 11, item 2), with events at known times, against
+-- figures computed by hand.  The history is written directly (jobs 9001 to
+-- 9003 exist only in it, as after a prune), and so is the configuration's
+-- (config_event), as it was on 2026-01-01:
+--   environment u_env: 4 gpu; shares A (LEND_AND_BORROW) and B (LEND): 2 gpu
+--   each; at 02:10 A's own capacity is lowered to 1.
+--   9001 (A, 1 gpu): submitted 00:00, dispatched 00:30, succeeds 02:15:
+--     it straddles the edges of hours 0, 1 and 2.
+--   9002 (A, 2 gpu): submitted 00:00, dispatched 01:00 (borrowing 1 of B's),
+--     preempted at 01:30 for 9003, dispatched again 02:00, fails 02:30.
+--   9003 (B, 1 gpu): submitted 01:20, dispatched 01:30, succeeds 02:45.
+-- By hand, A's instances held: 1 from 00:30, 3 from 01:00, 1 from 01:30,
+-- 3 from 02:00, 2 from 02:15, 0 from 02:30; B's: 1 from 01:30 to 02:45.
+SET TimeZone = 'UTC';
+CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE stmt;
+	RETURN 'accepted';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END
+$$;
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('u_env', '{"gpu": 4}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('u_queue', 'u_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('u_queue', 'A', '{"gpu": 2}', 'LEND_AND_BORROW'), ('u_queue', 'B', '{"gpu": 2}', 'LEND');
+INSERT INTO quota_sched.config_event (at, actor, object, job_queue, name, action, old, new) VALUES
+ ('2026-01-01 00:00+00', 'x', 'service_environment', NULL, 'u_env', 'INSERT', NULL, '{"capacity_limits": {"gpu": 4}}'),
+ ('2026-01-01 00:00+00', 'x', 'quota_share', 'u_queue', 'A', 'INSERT', NULL, '{"capacity_limits": {"gpu": 2}}'),
+ ('2026-01-01 00:00+00', 'x', 'quota_share', 'u_queue', 'B', 'INSERT', NULL, '{"capacity_limits": {"gpu": 2}}'),
+ ('2026-01-01 02:10+00', 'x', 'quota_share', 'u_queue', 'A', 'UPDATE', '{"capacity_limits": {"gpu": 2}}',
+  '{"capacity_limits": {"gpu": 1}}');
+CREATE FUNCTION pg_temp.ev(job bigint, share text, n int, t text, f text, s text,
+						   waited interval DEFAULT NULL, pf bigint DEFAULT NULL)
+RETURNS void LANGUAGE sql AS $$
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
+									   quota_share, capacity_unit, instance_count, attempt,
+									   priority, waited, preempted_for)
+	VALUES (job, ('2026-01-01 ' || t || '+00')::timestamptz, f, s, 'x', 'STATE', 'u_queue', share,
+			'gpu', n, 1, 0, waited, pf)
+$$;
+SELECT pg_temp.ev(9001, 'A', 1, '00:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9001, 'A', 1, '00:30', 'RUNNABLE', 'SCHEDULED', '30 min'),
+	   pg_temp.ev(9001, 'A', 1, '00:31', 'SCHEDULED', 'STARTING'),
+	   pg_temp.ev(9001, 'A', 1, '00:32', 'STARTING', 'RUNNING'),
+	   pg_temp.ev(9001, 'A', 1, '02:15', 'RUNNING', 'SUCCEEDED'),
+	   pg_temp.ev(9002, 'A', 2, '00:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9002, 'A', 2, '01:00', 'RUNNABLE', 'SCHEDULED', '1 hour'),
+	   pg_temp.ev(9002, 'A', 2, '01:30', 'SCHEDULED', 'RUNNABLE', NULL, 9003),
+	   pg_temp.ev(9002, 'A', 2, '02:00', 'RUNNABLE', 'SCHEDULED', '30 min'),
+	   pg_temp.ev(9002, 'A', 2, '02:30', 'SCHEDULED', 'FAILED'),
+	   pg_temp.ev(9003, 'B', 1, '01:20', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9003, 'B', 1, '01:30', 'RUNNABLE', 'SCHEDULED', '10 min'),
+	   pg_temp.ev(9003, 'B', 1, '02:45', 'SCHEDULED', 'SUCCEEDED');
+
+-- Hourly, by hand (instance-seconds):
+--   hour 0, A: used 1 x 1800 = 1800, all own; idle 2 x 1800 + 1 x 1800 = 5400;
+--     one dispatch, waited 1800 s.  B: idle 7200.  Environment: 4 gpu,
+--     used 1800, idle 12600.
+--   hour 1, A: 3 x 1800 + 1 x 1800 = 7200 used, of which borrowed 1 x 1800;
+--     idle 1 x 1800; one dispatch (3600 s), one preemption suffered.
+--     B: used 1800, idle 2 x 1800 + 1 x 1800 = 5400; one dispatch (600 s),
+--     one preemption caused.  Environment: used 9000, idle 5400.
+--   hour 2, A: capacity 2 for 600 s then 1 for 3000 s: 1.1667 on average;
+--     used 3 x 600 + 3 x 300 + 2 x 900 = 4500, of which borrowed 1 x 600 +
+--     2 x 300 + 1 x 900 = 2100; idle 1 x 1800 (02:30 to 03:00); one
+--     dispatch (1800 s), one success, one failure.  B: used 2700, idle
+--     1 x 2700 + 2 x 900 = 4500, one success.  Environment: used 7200,
+--     idle 7200.
+SELECT bucket_start, quota_share AS share, capacity_unit AS unit, round(capacity::numeric, 4) AS capacity,
+	   used_instance_seconds AS used, own_instance_seconds AS own,
+	   borrowed_instance_seconds AS borrowed, idle_instance_seconds AS idle, dispatched,
+	   succeeded, failed, preempted, preempting, wait_p50_seconds AS p50, wait_p95_seconds AS p95
+  FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00');
+
+-- One bucket of three hours: the sums, and the waits' percentiles over all
+-- three dispatches of A (1800, 1800, 3600: p50 1800, p95 3600).
+SELECT bucket_start, quota_share AS share, round(capacity::numeric, 4) AS capacity,
+	   used_instance_seconds AS used, own_instance_seconds AS own,
+	   borrowed_instance_seconds AS borrowed, idle_instance_seconds AS idle, dispatched,
+	   succeeded, failed, preempted, preempting, wait_p50_seconds AS p50, wait_p95_seconds AS p95
+  FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00', '3 hours');
+
+-- Buckets of 20 minutes (from the history alone): the first hour of A.
+SELECT bucket_start, quota_share AS share, used_instance_seconds AS used,
+	   idle_instance_seconds AS idle, dispatched
+  FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 01:00+00', '20 minutes')
+ WHERE quota_share = 'A';
+
+CREATE TEMP TABLE before_rollup AS
+SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00');
+
+-- The rollup of hours 0 and 1, as rollup() would write it at 02:00; the
+-- report from it and the history after it is the same.
+SELECT quota_sched.rollup('2026-01-01 02:00+00') AS queue_hours;
+SELECT job_queue, rolled_until FROM quota_sched.usage_rollup WHERE job_queue = 'u_queue';
+SELECT quota_share AS share, hour, used, own, borrowed, idle, usage_end, capacity_end,
+	   dispatched, waits
+  FROM quota_sched.usage_hourly WHERE job_queue = 'u_queue' ORDER BY hour, quota_share NULLS FIRST;
+SELECT count(*) AS differing FROM (
+	(TABLE before_rollup EXCEPT
+	 SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00'))
+	UNION ALL
+	(SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00')
+	 EXCEPT TABLE before_rollup)) d;
+
+-- The history before 02:00 pruned: hours 0 and 1 come from the rollup, and
+-- hour 2 from the history after it, starting from the levels the rollup
+-- kept; the report is the same.
+DELETE FROM quota_sched.job_event WHERE job_queue = 'u_queue' AND at < '2026-01-01 02:00+00';
+SELECT count(*) AS differing FROM (
+	(TABLE before_rollup EXCEPT
+	 SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00'))
+	UNION ALL
+	(SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00')
+	 EXCEPT TABLE before_rollup)) d;
+
+-- Bad arguments: 22023.
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('no_such_queue', '2026-01-01', '2026-01-02')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-02', '2026-01-01')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-01-02', '10 seconds')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2027-01-01', '1 minute')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-03-01', '1 month')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', NULL, '2026-03-01')$$);
+
+-- Clean up.
+DELETE FROM quota_sched.job_event WHERE job_queue = 'u_queue';
+DELETE FROM quota_sched.usage_hourly WHERE job_queue = 'u_queue';
+DELETE FROM quota_sched.usage_rollup WHERE job_queue = 'u_queue';
+DELETE FROM quota_sched.job_queue WHERE name = 'u_queue';
+DELETE FROM quota_sched.service_environment WHERE name = 'u_env';
