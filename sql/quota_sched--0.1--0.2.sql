@@ -824,25 +824,32 @@ END;
 /*
  * The levels of a queue's shares and environment at t0, by (share, unit):
  * u instances held, c own capacity (the environment's: share null).  From
- * the rollup when it ends at t0, else from the whole history before t0.
+ * the rollup's levels at the end of the last hour it has before t0, and
+ * the history after it; from the whole history before t0 if the queue has
+ * no rollup.
  */
 CREATE FUNCTION quota_sched.usage_start(q text, t0 timestamptz)
 RETURNS TABLE (quota_share text, capacity_unit text, u bigint, c bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	edge timestamptz;
 BEGIN
-	IF EXISTS (SELECT FROM quota_sched.usage_rollup r WHERE r.job_queue = q AND r.rolled_until = t0) THEN
-		RETURN QUERY
-		SELECT h.quota_share, h.capacity_unit, h.usage_end, h.capacity_end
-		  FROM quota_sched.usage_hourly h
-		 WHERE h.job_queue = q AND h.hour = t0 - interval '1 hour';
-	ELSE
-		RETURN QUERY
-		SELECT ch.quota_share, ch.capacity_unit, sum(ch.du)::bigint, sum(ch.dc)::bigint
-		  FROM quota_sched.usage_changes(q, '-infinity', t0) ch
-		 GROUP BY 1, 2;
+	SELECT least(r.rolled_until, date_trunc('hour', t0)) INTO edge
+	  FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+	IF edge IS NULL THEN
+		edge := '-infinity';
 	END IF;
+	RETURN QUERY
+	SELECT x.quota_share, x.capacity_unit, sum(x.u)::bigint, sum(x.c)::bigint
+	  FROM (SELECT h.quota_share, h.capacity_unit, h.usage_end AS u, h.capacity_end AS c
+			  FROM quota_sched.usage_hourly h
+			 WHERE h.job_queue = q AND h.hour = edge - interval '1 hour'
+			UNION ALL
+			SELECT ch.quota_share, ch.capacity_unit, ch.du, ch.dc
+			  FROM quota_sched.usage_changes(q, edge, t0) ch) x
+	 GROUP BY 1, 2;
 END
 $$;
 
