@@ -1084,10 +1084,16 @@ BEGIN
 			   sum(f.preempted)::bigint AS preempted, sum(f.preempting)::bigint AS preempting
 		  FROM flat f GROUP BY 1, 2, 3),
 	waits AS (
+		-- buckets of one part each (step = width): read off the sorted waits
 		SELECT f.b, f.quota_share, f.capacity_unit,
-			   percentile_disc(0.5) WITHIN GROUP (ORDER BY w.w) AS p50,
-			   percentile_disc(0.95) WITHIN GROUP (ORDER BY w.w) AS p95
-		  FROM flat f, unnest(f.waits) AS w(w) GROUP BY 1, 2, 3),
+			   f.waits[ceil(0.5 * cardinality(f.waits))::integer] AS p50,
+			   f.waits[ceil(0.95 * cardinality(f.waits))::integer] AS p95
+		  FROM flat f WHERE step = width AND cardinality(f.waits) > 0
+		UNION ALL
+		SELECT f.b, f.quota_share, f.capacity_unit,
+			   percentile_disc(0.5) WITHIN GROUP (ORDER BY w.w),
+			   percentile_disc(0.95) WITHIN GROUP (ORDER BY w.w)
+		  FROM flat f, unnest(f.waits) AS w(w) WHERE step <> width GROUP BY 1, 2, 3),
 	visible AS (
 		SELECT s.name FROM quota_sched.quota_share s
 		 WHERE s.job_queue = q
@@ -1134,3 +1140,103 @@ REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, t
 GRANT EXECUTE ON FUNCTION quota_sched.rollup(timestamptz) TO quota_sched_admin;
 GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval)
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/* ---------------------------------------------------------------------
+ * Retention (accounting).  Admins may delete jobs that have ended, once
+ * the hourly rollup covers their history (their figures stay in
+ * usage_hourly); a job's history goes with it (job_history_delete).  A
+ * live job, or one that ended after the rollup of its queue, is refused
+ * (55000).  Deleting a queue or share still takes its ended jobs with it,
+ * whatever the rollup.  prune(older_than) deletes, in batches of its own
+ * transactions, the ended jobs and the pass_log rows older than the
+ * horizon, after bringing the rollup up to date.
+ * ------------------------------------------------------------------- */
+CREATE INDEX job_ended ON quota_sched.job (status_reason_at)
+	WHERE state IN ('SUCCEEDED', 'FAILED');
+
+CREATE FUNCTION quota_sched.job_before_delete()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	rolled timestamptz;
+BEGIN
+	-- a cascade from the deletion of its queue or share
+	IF pg_trigger_depth() > 1 THEN
+		RETURN OLD;
+	END IF;
+	IF OLD.state NOT IN ('SUCCEEDED', 'FAILED') THEN
+		RAISE EXCEPTION 'job % has not ended (%): it cannot be deleted', OLD.id, OLD.state
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'quota_sched.terminate() ends a job.';
+	END IF;
+	SELECT r.rolled_until INTO rolled FROM quota_sched.usage_rollup r
+	 WHERE r.job_queue = OLD.job_queue;
+	IF rolled IS NULL OR OLD.status_reason_at IS NULL OR OLD.status_reason_at >= rolled THEN
+		RAISE EXCEPTION 'job % ended after the hourly rollup of job queue "%"%: its history is still needed',
+			OLD.id, OLD.job_queue, coalesce(' (until ' || rolled || ')', '')
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'quota_sched.rollup() covers the hours that are over; quota_sched.prune() rolls up, then deletes.';
+	END IF;
+	RETURN OLD;
+END
+$$;
+REVOKE ALL ON FUNCTION quota_sched.job_before_delete() FROM PUBLIC;
+CREATE TRIGGER job_before_delete BEFORE DELETE ON quota_sched.job
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.job_before_delete();
+
+GRANT DELETE ON quota_sched.job, quota_sched.pass_log TO quota_sched_admin;
+
+/*
+ * (No SET search_path: a procedure with one cannot commit.  It runs with
+ * the caller's rights, and names everything with its schema.)
+ */
+CREATE PROCEDURE quota_sched.prune(older_than interval, batch integer DEFAULT 10000)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+	horizon timestamptz;
+	n bigint;
+	jobs bigint := 0;
+	passes bigint := 0;
+BEGIN
+	IF older_than IS NULL OR older_than <= interval '0' THEN
+		RAISE EXCEPTION 'invalid older_than %', older_than
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'older_than is positive.';
+	END IF;
+	IF batch IS NULL OR batch < 1 THEN
+		RAISE EXCEPTION 'invalid batch %', batch
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'batch is at least 1.';
+	END IF;
+	horizon := pg_catalog.now() - older_than;
+	PERFORM quota_sched.rollup();
+	COMMIT;
+	LOOP
+		DELETE FROM quota_sched.job j
+		 WHERE j.id IN (
+			SELECT e.id FROM quota_sched.job e
+			  JOIN quota_sched.usage_rollup r ON r.job_queue = e.job_queue
+			 WHERE e.state IN ('SUCCEEDED', 'FAILED')
+			   AND e.status_reason_at < least(horizon, r.rolled_until)
+			 LIMIT batch);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		jobs := jobs + n;
+		COMMIT;
+		EXIT WHEN n < batch;
+	END LOOP;
+	LOOP
+		DELETE FROM quota_sched.pass_log p
+		 WHERE p.id IN (SELECT l.id FROM quota_sched.pass_log l
+						 WHERE l.finished_at < horizon LIMIT batch);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		passes := passes + n;
+		COMMIT;
+		EXIT WHEN n < batch;
+	END LOOP;
+	RAISE NOTICE 'quota_sched.prune: % ended jobs (with their history) and % pass_log rows older than %',
+		jobs, passes, older_than;
+END
+$$;
+REVOKE ALL ON PROCEDURE quota_sched.prune(interval, integer) FROM PUBLIC;
+GRANT EXECUTE ON PROCEDURE quota_sched.prune(interval, integer) TO quota_sched_admin;

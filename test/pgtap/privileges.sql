@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(49);
+SELECT plan(50);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'config_event']);
@@ -65,8 +65,13 @@ SELECT function_privs_are('quota_sched', 'config_history', ARRAY[]::text[],
 SELECT table_privs_are('quota_sched', 'job_id_seq', 'quota_sched_user', ARRAY[]::text[]);
 SELECT ok(NOT has_table_privilege('quota_sched_user', 'quota_sched.job', 'DELETE'),
 	'users cannot delete jobs');
-SELECT ok(NOT has_table_privilege('quota_sched_admin', 'quota_sched.job', 'DELETE'),
-	'admins cannot delete jobs');
+-- Admins may delete jobs (a trigger lets only ended ones go, once the
+-- rollup covers them: sql/prune.sql), and prune.
+SELECT ok(has_table_privilege('quota_sched_admin', 'quota_sched.job', 'DELETE'),
+	'admins may delete jobs');
+SELECT ok(has_function_privilege('quota_sched_admin', 'quota_sched.prune(interval, integer)', 'EXECUTE')
+		  AND NOT has_function_privilege('quota_sched_user', 'quota_sched.prune(interval, integer)', 'EXECUTE'),
+	'admins may prune, users may not');
 SELECT ok(NOT has_table_privilege('quota_sched_user', 'quota_sched.job', 'TRUNCATE'),
 	'users cannot truncate jobs');
 SELECT ok(NOT has_table_privilege('quota_sched_agent', 'quota_sched.job', 'INSERT'),
