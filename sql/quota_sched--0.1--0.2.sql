@@ -948,6 +948,31 @@ BEGIN ATOMIC
 END;
 
 /*
+ * usage_buckets and usage_counts side by side: one row per (share, unit,
+ * bucket) with anything to report, as usage_hourly keeps it.
+ */
+CREATE FUNCTION quota_sched.usage_parts(q text, t0 timestamptz, t1 timestamptz, step interval)
+RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
+			   capacity double precision, used double precision, own double precision,
+			   borrowed double precision, idle double precision,
+			   usage_end bigint, capacity_end bigint, dispatched bigint, succeeded bigint,
+			   failed bigint, preempted bigint, preempting bigint, waits real[])
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT coalesce(b.quota_share, c.quota_share), coalesce(b.capacity_unit, c.capacity_unit),
+		   coalesce(b.bucket, c.bucket), coalesce(b.capacity, 0), coalesce(b.used, 0),
+		   coalesce(b.own, 0), coalesce(b.borrowed, 0), coalesce(b.idle, 0),
+		   coalesce(b.usage_end, 0), coalesce(b.capacity_end, 0),
+		   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
+		   coalesce(c.preempted, 0), coalesce(c.preempting, 0), coalesce(c.waits, '{}')
+	  FROM quota_sched.usage_buckets(q, t0, t1, step) b
+	  FULL JOIN quota_sched.usage_counts(q, t0, t1, step) c
+		ON c.quota_share IS NOT DISTINCT FROM b.quota_share
+	   AND c.capacity_unit = b.capacity_unit AND c.bucket = b.bucket;
+END;
+
+/*
  * rollup() brings the hourly rollup of every queue up to the last whole
  * hour before the oldest open transaction started (an event is stamped
  * with its transaction's start, so one not yet committed is never older),
@@ -983,16 +1008,7 @@ BEGIN
 		WHILE t0 < horizon LOOP
 			t1 := least(horizon, t0 + interval '7 days');
 			INSERT INTO quota_sched.usage_hourly
-			SELECT q, coalesce(b.quota_share, c.quota_share), coalesce(b.capacity_unit, c.capacity_unit),
-				   coalesce(b.bucket, c.bucket), coalesce(b.capacity, 0), coalesce(b.used, 0),
-				   coalesce(b.own, 0), coalesce(b.borrowed, 0), coalesce(b.idle, 0),
-				   coalesce(b.usage_end, 0), coalesce(b.capacity_end, 0),
-				   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
-				   coalesce(c.preempted, 0), coalesce(c.preempting, 0), coalesce(c.waits, '{}')
-			  FROM quota_sched.usage_buckets(q, t0, t1, interval '1 hour') b
-			  FULL JOIN quota_sched.usage_counts(q, t0, t1, interval '1 hour') c
-				ON c.quota_share IS NOT DISTINCT FROM b.quota_share
-			   AND c.capacity_unit = b.capacity_unit AND c.bucket = b.bucket;
+			SELECT q, p.* FROM quota_sched.usage_parts(q, t0, t1, interval '1 hour') p;
 			INSERT INTO quota_sched.usage_rollup AS r (job_queue, rolled_until) VALUES (q, t1)
 			ON CONFLICT (job_queue) DO UPDATE SET rolled_until = excluded.rolled_until;
 			hours := hours + extract(epoch FROM t1 - t0)::bigint / 3600;
@@ -1065,15 +1081,9 @@ BEGIN
 		  FROM quota_sched.usage_hourly h
 		 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
 		UNION ALL
-		SELECT coalesce(b.quota_share, c.quota_share), coalesce(b.capacity_unit, c.capacity_unit),
-			   coalesce(b.bucket, c.bucket), coalesce(b.capacity, 0), coalesce(b.used, 0),
-			   coalesce(b.own, 0), coalesce(b.borrowed, 0), coalesce(b.idle, 0),
-			   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
-			   coalesce(c.preempted, 0), coalesce(c.preempting, 0), coalesce(c.waits, '{}')
-		  FROM quota_sched.usage_buckets(q, rolled, "to", step) b
-		  FULL JOIN quota_sched.usage_counts(q, rolled, "to", step) c
-			ON c.quota_share IS NOT DISTINCT FROM b.quota_share
-		   AND c.capacity_unit = b.capacity_unit AND c.bucket = b.bucket
+		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
+			   p.idle, p.dispatched, p.succeeded, p.failed, p.preempted, p.preempting, p.waits
+		  FROM quota_sched.usage_parts(q, rolled, "to", step) p
 		 WHERE rolled < "to"),
 	flat AS (SELECT date_bin(width, p.at, "from") AS b, p.* FROM parts p),
 	sums AS (
@@ -1135,6 +1145,7 @@ REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, t
 	quota_sched.usage_start(text, timestamptz),
 	quota_sched.usage_buckets(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counts(text, timestamptz, timestamptz, interval),
+	quota_sched.usage_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.rollup(timestamptz),
 	quota_sched.utilization(text, timestamptz, timestamptz, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.rollup(timestamptz) TO quota_sched_admin;
@@ -1147,7 +1158,7 @@ GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz
  * usage_hourly); a job's history goes with it (job_history_delete).  A
  * live job, or one that ended after the rollup of its queue, is refused
  * (55000).  Deleting a queue or share still takes its ended jobs with it,
- * whatever the rollup.  prune(older_than) deletes, in batches of its own
+ * whatever the rollup, and superusers are not checked.  prune(older_than) deletes, in batches of its own
  * transactions, the ended jobs and the pass_log rows older than the
  * horizon, after bringing the rollup up to date.
  * ------------------------------------------------------------------- */
@@ -1156,14 +1167,15 @@ CREATE INDEX job_ended ON quota_sched.job (status_reason_at)
 
 CREATE FUNCTION quota_sched.job_before_delete()
 RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	rolled timestamptz;
 BEGIN
-	-- a cascade from the deletion of its queue or share
-	IF pg_trigger_depth() > 1 THEN
+	-- a cascade from the deletion of its queue or share; a superuser's
+	-- DELETE (the counters of held capacity follow any deletion)
+	IF pg_trigger_depth() > 1 OR current_setting('is_superuser') = 'on' THEN
 		RETURN OLD;
 	END IF;
 	IF OLD.state NOT IN ('SUCCEEDED', 'FAILED') THEN
