@@ -102,6 +102,26 @@ SELECT name, state FROM quota_sched.report(pg_temp.id('ah_lender'), 'ah_agent', 
 SELECT * FROM pg_temp.events('ah_borrower') WHERE kind = 'PRIORITY';
 SELECT * FROM pg_temp.events('ah_lender');
 
+-- job_accounting, as the user sees it (row-level security): attempts,
+-- preemptions, the last exit code; the times held are those of the
+-- history (compared, not printed: they depend on when the test runs).
+SET ROLE regress_ah_user;
+SELECT a.name, a.state, a.attempts, a.failed_attempts, a.preemptions, a.last_exit_code,
+	   a.waited IS NOT NULL AS waited_known, a.first_dispatched_at IS NOT NULL AS dispatched,
+	   a.ended_at IS NOT NULL AS ended,
+	   a.held_seconds = (SELECT coalesce(sum(extract(epoch FROM l.at - e.at)), 0)
+						   FROM quota_sched.job_event e
+						   CROSS JOIN LATERAL (SELECT n.at FROM quota_sched.job_event n
+												WHERE n.job_id = e.job_id AND n.id > e.id
+												  AND n.kind = 'STATE'
+												  AND n.to_state IN ('RUNNABLE', 'SUCCEEDED', 'FAILED')
+												ORDER BY n.id LIMIT 1) l
+						  WHERE e.job_id = a.job_id AND e.kind = 'STATE'
+							AND e.to_state = 'SCHEDULED') AS held_as_history,
+	   a.instance_seconds = a.held_seconds * a.instance_count AS instance_seconds_ok
+  FROM quota_sched.job_accounting a WHERE a.job_queue = 'ah_queue' ORDER BY a.name;
+RESET ROLE;
+
 -- Every event carries the accounting columns.
 SELECT count(*) AS events,
 	   count(*) FILTER (WHERE job_queue IS NULL OR quota_share IS NULL OR capacity_unit IS NULL

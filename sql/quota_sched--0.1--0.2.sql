@@ -1252,3 +1252,32 @@ END
 $$;
 REVOKE ALL ON PROCEDURE quota_sched.prune(interval, integer) FROM PUBLIC;
 GRANT EXECUTE ON PROCEDURE quota_sched.prune(interval, integer) TO quota_sched_admin;
+
+/* ---------------------------------------------------------------------
+ * job_accounting: a job's accounting, as Slurm's sacct shows it, from the
+ * job and its history; read with the reader's rights (security_invoker),
+ * so that row-level security shows a user their own and their teams' jobs,
+ * and admins and agents every job.  held_seconds is the time the job held
+ * its instances, over all its attempts (until now for a job that holds
+ * them); instance_seconds is that times its instance count.
+ * ------------------------------------------------------------------- */
+CREATE VIEW quota_sched.job_accounting WITH (security_invoker = true) AS
+SELECT j.id AS job_id, j.name, j.job_queue, j.quota_share, j.capacity_unit, j.instance_count,
+	   j.owner, j.state, j.status_reason, j.submitted_at, a.first_dispatched_at,
+	   CASE WHEN j.state IN ('SUCCEEDED', 'FAILED') THEN j.status_reason_at END AS ended_at,
+	   1 + j.failed_attempts + j.preemption_count AS attempts, j.failed_attempts,
+	   j.preemption_count AS preemptions, a.waited, a.held_seconds,
+	   a.held_seconds * j.instance_count AS instance_seconds, a.last_exit_code
+  FROM quota_sched.job j
+  LEFT JOIN LATERAL (
+	SELECT min(e.at) FILTER (WHERE e.kind = 'STATE' AND e.to_state = 'SCHEDULED') AS first_dispatched_at,
+		   sum(e.waited) AS waited,
+		   coalesce(sum((quota_sched.holds(e.from_state) - quota_sched.holds(e.to_state))
+						* extract(epoch FROM e.at)) FILTER (WHERE e.kind = 'STATE'), 0)
+			 + quota_sched.holds(j.state) * extract(epoch FROM now()) AS held_seconds,
+		   (array_agg(e.exit_code ORDER BY e.id DESC)
+			  FILTER (WHERE e.exit_code IS NOT NULL))[1] AS last_exit_code
+	  FROM quota_sched.job_event e WHERE e.job_id = j.id) a ON true;
+REVOKE ALL ON quota_sched.job_accounting FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_accounting TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+GRANT EXECUTE ON FUNCTION quota_sched.holds(text) TO quota_sched_admin, quota_sched_agent, quota_sched_user;
