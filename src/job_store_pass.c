@@ -270,6 +270,35 @@ QsStreamBatchSize(int batch)
 }
 
 /*
+ * ReadFromPosition reads up to limit jobs of a stream after a position in
+ * its order (NULL: from the start), in its two statements (pairs: see
+ * ReadJobs): `same` the jobs of the position's priority after its time
+ * and id ($5-$7), then, if the batch is not full, `rest` those of the
+ * priorities after it ($5, an int8: first_priority when from the start).
+ * The caller has set $1-$4.
+ */
+static QsJobRows
+ReadFromPosition(QsQuery *same, QsQuery *rest, Datum *args, const QsJob *after,
+				 TimestampTz after_time, int64 first_priority, int limit)
+{
+	QsJobRows	rows = {0, NULL};
+
+	if (after != NULL)
+	{
+		args[4] = Int32GetDatum(after->priority);
+		args[5] = TimestampTzGetDatum(after_time);
+		args[6] = Int64GetDatum(after->id);
+		ReadJobsAppend(same, args, NULL, 0, &rows);
+	}
+	if (rows.n < limit)
+	{
+		args[4] = Int64GetDatum(after ? (int64) after->priority : first_priority);
+		ReadJobsAppend(rest, args, NULL, limit - rows.n, &rows);
+	}
+	return rows;
+}
+
+/*
  * QsReadRunnableBatch reads batch number `batch` of the RUNNABLE jobs of a
  * share and unit after *after in share order (NULL: from the start), with
  * fewer instances than below.
@@ -278,27 +307,15 @@ QsJobRows
 QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
 					const QsJob *after, int32 below, int batch)
 {
-	QsJobRows	rows = {0, NULL};
-	int			limit = RunnableBatchSizes[batch];
 	Datum		args[7];
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = CStringGetTextDatum(share);
 	args[2] = CStringGetTextDatum(unit);
 	args[3] = Int32GetDatum(below);
-	if (after != NULL)
-	{
-		args[4] = Int32GetDatum(after->priority);
-		args[5] = TimestampTzGetDatum(after->queued_at);
-		args[6] = Int64GetDatum(after->id);
-		ReadJobsAppend(RunnableSameQueries[batch], args, NULL, 0, &rows);
-	}
-	if (rows.n < limit)
-	{
-		args[4] = Int64GetDatum(after ? (int64) after->priority : (int64) PG_INT32_MAX + 1);
-		ReadJobsAppend(RunnableLowerQueries[batch], args, NULL, limit - rows.n, &rows);
-	}
-	return rows;
+	return ReadFromPosition(RunnableSameQueries[batch], RunnableLowerQueries[batch], args,
+							after, after ? after->queued_at : 0, (int64) PG_INT32_MAX + 1,
+							RunnableBatchSizes[batch]);
 }
 
 /*
@@ -388,27 +405,15 @@ QsJobRows
 QsReadHeldBatch(const char *queue, const char *share, const char *unit,
 				const QsJob *after, int64 below, int batch)
 {
-	QsJobRows	rows = {0, NULL};
-	int			limit = RunnableBatchSizes[batch];
 	Datum		args[7];
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = CStringGetTextDatum(share);
 	args[2] = CStringGetTextDatum(unit);
 	args[3] = Int64GetDatum(below);
-	if (after != NULL)
-	{
-		args[4] = Int32GetDatum(after->priority);
-		args[5] = TimestampTzGetDatum(after->scheduled_at);
-		args[6] = Int64GetDatum(after->id);
-		ReadJobsAppend(HeldSameQueries[batch], args, NULL, 0, &rows);
-	}
-	if (rows.n < limit)
-	{
-		args[4] = Int64GetDatum(after ? (int64) after->priority : (int64) PG_INT32_MIN - 1);
-		ReadJobsAppend(HeldHigherQueries[batch], args, NULL, limit - rows.n, &rows);
-	}
-	return rows;
+	return ReadFromPosition(HeldSameQueries[batch], HeldHigherQueries[batch], args,
+							after, after ? after->scheduled_at : 0, (int64) PG_INT32_MIN - 1,
+							RunnableBatchSizes[batch]);
 }
 
 /*
