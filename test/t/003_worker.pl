@@ -235,6 +235,19 @@ ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'boom_job'"),
 	'the failing queue recovers');
 
+# The worker rolls up utilization after the first full round of each hour
+# (a new worker at once): a job that held an instance of w_queue from three
+# hours ago to two hours ago (written as history) is in the rollup after the
+# restart below.
+$node->safe_psql('postgres', q{
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
+									   quota_share, capacity_unit, instance_count, attempt, priority)
+	SELECT 999999, date_trunc('hour', now()) - v.ago, v.f, v.t, 'test', 'STATE', 'w_queue',
+		   (SELECT name FROM quota_sched.quota_share WHERE job_queue = 'w_queue' LIMIT 1),
+		   'gpu', 1, 1, 0
+	  FROM (VALUES (interval '3 hours', NULL, 'SCHEDULED'),
+				   (interval '2 hours', 'SCHEDULED', 'SUCCEEDED')) AS v(ago, f, t)});
+
 # The worker is restarted when it dies.
 my $pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'");
@@ -242,6 +255,13 @@ $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker' AND pid <> $pid"),
 	'the worker is restarted');
+ok($node->poll_query_until('postgres', q{
+		SELECT rolled_until = date_trunc('hour', now())
+		   AND (SELECT used FROM quota_sched.usage_hourly
+				 WHERE job_queue = 'w_queue' AND quota_share IS NOT NULL
+				   AND hour = date_trunc('hour', now()) - interval '3 hours') = 3600
+		  FROM quota_sched.usage_rollup WHERE job_queue = 'w_queue'}),
+	'the new worker rolls up the hours before this one');
 submit('after_restart');
 ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_restart'"),
