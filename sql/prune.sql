@@ -96,6 +96,7 @@ RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name = 'pr_queue';
 SELECT count(*) AS jobs_left FROM quota_sched.job WHERE job_queue = 'pr_queue';
 DELETE FROM quota_sched.usage_hourly WHERE job_queue = 'pr_queue';
+DELETE FROM quota_sched.usage_totals WHERE job_queue = 'pr_queue';
 DELETE FROM quota_sched.usage_rollup WHERE job_queue = 'pr_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'pr_env';
 SELECT * FROM quota_sched.held_capacity_drift();

@@ -126,6 +126,7 @@ SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', NULL, 
 -- Clean up.
 DELETE FROM quota_sched.job_event WHERE job_queue = 'u_queue';
 DELETE FROM quota_sched.usage_hourly WHERE job_queue = 'u_queue';
+DELETE FROM quota_sched.usage_totals WHERE job_queue = 'u_queue';
 DELETE FROM quota_sched.usage_rollup WHERE job_queue = 'u_queue';
 DELETE FROM quota_sched.job_queue WHERE name = 'u_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'u_env';

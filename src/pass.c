@@ -166,6 +166,8 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 			QsUnlockQueueForRead(queue);
 	}
 	PG_END_TRY();
+	if (!dry_run && ndecisions >= 0)
+		QsStatsNotePass(queue, started, GetCurrentTimestamp());
 	return ndecisions;
 }
 

@@ -67,6 +67,14 @@ extern bool QsIsAdmin(Oid role);
 extern void QsBecomeOwner(Oid owner, QsSavedUser *saved);
 extern void QsRestoreUser(const QsSavedUser *saved);
 
+/* stats.c: the activity counters of metrics() */
+extern void QsStatsRequest(void);
+extern void QsStatsStartup(void);
+extern void QsStatsNotePass(const char *queue, TimestampTz started, TimestampTz ended);
+extern void QsStatsNoteGivenUp(const char *queue, bool given_up);
+extern void QsStatsNoteWorker(bool started);
+extern bool QsWorkerRunning(void);
+
 /* checks.c */
 extern bool QsValidName(const char *name, int len);
 extern bool QsValidUnitName(const char *name, int len);

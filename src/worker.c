@@ -96,6 +96,7 @@ QsShmemRequest(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(QsWorkerShared)));
+	QsStatsRequest();
 }
 
 /*
@@ -116,7 +117,18 @@ QsShmemStartup(void)
 		worker_shared->launcher_pgprocno = -1;
 		worker_shared->stop_requested = false;
 	}
+	QsStatsStartup();
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * QsWorkerRunning tells whether the worker is running (in this server's
+ * shared memory; false when the library is not preloaded).
+ */
+bool
+QsWorkerRunning(void)
+{
+	return worker_shared != NULL && worker_shared->pgprocno >= 0;
 }
 
 /*
@@ -609,6 +621,7 @@ NoteSkipped(const char *queue, bool skipped)
 
 	if (strlen(queue) >= sizeof(e->queue))
 		return;					/* longer than any valid name */
+	QsStatsNoteGivenUp(queue, skipped);
 	if (skipped_queues == NULL)
 	{
 		HASHCTL		ctl;
@@ -781,6 +794,7 @@ QsWorkerMain(Datum arg)
 	am_worker = true;
 	worker_shared->pgprocno = MyProc->pgprocno;
 	before_shmem_exit(WorkerExit, (Datum) 0);
+	QsStatsNoteWorker(true);
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "quota_sched worker round",
 									  ALLOCSET_DEFAULT_SIZES);
 	elog(LOG, "quota_sched worker started in database \"%s\"", QsDatabase);
@@ -797,6 +811,7 @@ QsWorkerMain(Datum arg)
 		{
 			MemoryContextSwitchTo(round_cxt);
 			RunAllPasses();
+			QsStatsNoteWorker(false);
 			MemoryContextSwitchTo(TopMemoryContext);
 			MemoryContextReset(round_cxt);
 		}

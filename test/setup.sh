@@ -2,7 +2,7 @@
 # needs on Debian 12 (as root), builds it with -Werror and installs it.
 
 QS_PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-cron
-postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl"
+postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libxml2-utils"
 export PATH=/usr/lib/postgresql/15/bin:$PATH
 
 # qs_setup: install missing packages, then build and install the extension.
@@ -30,4 +30,28 @@ qs_private_copy() {
 	tar -C "$top" --exclude=.git -cf - . | tar -C "$dir" -xf -
 	chown -R postgres: "$dir"
 	echo "$dir"
+}
+
+# qs_promtool: print the path of promtool, which checks the output of
+# metrics() (test/t/012_metrics.pl).  It comes from Debian's prometheus
+# package, unpacked (not installed: that would start a Prometheus server)
+# into /var/cache/quota_sched; empty when it cannot be had.
+qs_promtool() {
+	local dir=/var/cache/quota_sched/prometheus tmp
+	if command -v promtool >/dev/null 2>&1; then
+		command -v promtool
+		return
+	fi
+	if [ ! -x "$dir/usr/bin/promtool" ]; then
+		tmp=$(mktemp -d)
+		# apt-get download writes into the current folder, as the _apt user if it can
+		chmod 755 "$tmp"
+		if (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 ||
+				{ apt-get update >/dev/null && apt-get download prometheus >/dev/null 2>&1; }; }); then
+			mkdir -p "$dir"
+			dpkg-deb -x "$tmp"/prometheus_*.deb "$dir"
+		fi
+		rm -rf "$tmp"
+	fi
+	[ -x "$dir/usr/bin/promtool" ] && echo "$dir/usr/bin/promtool"
 }

@@ -1,9 +1,9 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(50);
+SELECT plan(55);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
-	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'config_event']);
+	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -49,6 +49,12 @@ SELECT table_privs_are('quota_sched', 'usage_hourly', 'quota_sched_user', ARRAY[
 SELECT function_privs_are('quota_sched', 'rollup', ARRAY['timestamptz'], 'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'utilization', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],
 	'quota_sched_user', ARRAY['EXECUTE']);
+SELECT table_privs_are('quota_sched', 'usage_totals', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'usage_totals', 'quota_sched_user', ARRAY[]::text[]);
+-- metrics(): admins and monitoring (pg_monitor), not users or agents.
+SELECT function_privs_are('quota_sched', 'metrics', ARRAY[]::text[], 'pg_monitor', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'metrics', ARRAY[]::text[], 'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'metrics', ARRAY[]::text[], 'quota_sched_agent', ARRAY[]::text[]);
 -- The jobs passes pass over (locked rows): admins read them, the passes write.
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_agent', ARRAY[]::text[]);

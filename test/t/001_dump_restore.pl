@@ -278,7 +278,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 11, 'src: 11 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 12, 'src: 12 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -300,7 +300,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 11, "$db: 11 tables compared");
+	is(scalar(keys %$rows), 12, "$db: 12 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

@@ -638,6 +638,21 @@ is($held_after, $held_expected,
 	'old, upgraded: held_capacity has the instances, stopping instances and jobs of the states built');
 is($held_after, $source_kept,
 	'old, upgraded: the counters equal those the triggers kept in source for the same jobs');
+# metrics() counts the dispatches of the 0.1 history (its events given
+# their share and unit by the update).
+my $dispatches_counted = as_role('old', 'regress_up_admin', q{
+	SELECT string_agg(concat_ws(' ', r[1], r[2], r[3], r[4]), ', '
+					  ORDER BY r[1] COLLATE "C", r[2] COLLATE "C", r[3] COLLATE "C")
+	  FROM regexp_split_to_table(quota_sched.metrics(), E'\n') AS l(line),
+		   regexp_match(l.line, '^quota_sched_dispatches_total\{job_queue="([^"]+)",quota_share="([^"]+)",capacity_unit="([^"]+)"\} ([1-9][0-9]*)$') AS r
+	 WHERE r IS NOT NULL});
+isnt($dispatches_counted, '', 'old, upgraded: metrics() counts dispatches');
+is($dispatches_counted, sql('old', q{
+	SELECT string_agg(concat_ws(' ', job_queue, quota_share, capacity_unit, n), ', '
+					  ORDER BY job_queue COLLATE "C", quota_share COLLATE "C", capacity_unit COLLATE "C")
+	  FROM (SELECT job_queue, quota_share, capacity_unit, count(*) AS n FROM quota_sched.job_event
+			 WHERE kind = 'STATE' AND to_state = 'SCHEDULED' GROUP BY 1, 2, 3) d}),
+	'old, upgraded: metrics() counts the dispatches of the 0.1 history');
 
 my $jobs_after = job_rows('old', $old_columns->{job});
 is(scalar(keys %$jobs_after), 12, 'old, upgraded: 12 jobs');

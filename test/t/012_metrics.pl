@@ -1,0 +1,140 @@
+# metrics() with the worker running (issue 11, item 6): the worker's
+# metrics; a queue whose lock a session holds shows its rounds given up, in
+# a row and in all; a job whose row a user holds is shown passed over; the
+# output passes `promtool check metrics` (Debian's prometheus package,
+# which test/setup.sh unpacks: QS_PROMTOOL); after a restart the counters of
+# passes start again from zero while those of jobs keep their values.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('metrics');
+$node->init;
+$node->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'quota_sched'
+quota_sched.naptime = '200ms'
+CONF
+$node->start;
+$node->safe_psql('postgres', <<'SQL');
+CREATE EXTENSION quota_sched;
+CREATE ROLE mt_member LOGIN IN ROLE quota_sched_user;
+CREATE ROLE mt_monitor LOGIN IN ROLE pg_monitor;
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('mt_env', '{"gpu": 4}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('mt_queue', 'mt_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('mt_queue', 'mt_share', '{"gpu": 4}', 'RESERVE');
+SQL
+
+# The value of one sample of metrics(), read as the monitoring role;
+# undef when absent.
+sub sample
+{
+	my ($metric, $labels) = @_;
+	my $text = $node->safe_psql('postgres', 'SELECT quota_sched.metrics()',
+		extra_params => [ '-U', 'mt_monitor' ]);
+	for my $line (split /\n/, $text)
+	{
+		return $1 if $line =~ /^\Q$metric$labels\E (\S+)$/;
+	}
+	return undef;
+}
+
+sub submit
+{
+	my ($name) = @_;
+	$node->safe_psql('postgres', qq{
+		SET ROLE mt_member;
+		INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+		VALUES ('$name', 'mt_queue', 'mt_share', 'gpu')});
+}
+
+my $q = '{job_queue="mt_queue"}';
+my $s = '{job_queue="mt_queue",quota_share="mt_share",capacity_unit="gpu"}';
+
+# 1. The worker: up, its rounds counted, its last round recent.
+submit('first');
+ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'first'"),
+	'the worker dispatches');
+is(sample('quota_sched_worker_up', ''), '1', 'the worker is up');
+my $rounds = sample('quota_sched_worker_rounds_total', '');
+ok($node->poll_query_until('postgres', qq{
+		SELECT rounds > $rounds FROM quota_sched.worker_stats()}), 'its rounds are counted');
+my $last = sample('quota_sched_worker_last_round_timestamp_seconds', '');
+my $now = $node->safe_psql('postgres', 'SELECT extract(epoch FROM now())');
+ok(abs($now - $last) < 60, 'its last round was a moment ago');
+ok(sample('quota_sched_worker_start_timestamp_seconds', '') <= $last, 'it started before');
+is(sample('quota_sched_dispatches_total', $s), '1', 'one dispatch');
+ok(sample('quota_sched_passes_total', $q) >= 1, 'passes are counted');
+is(sample('quota_sched_share_in_use_instances', $s), '1', 'one instance in use');
+
+# 2. A session holds the queue's lock: the rounds that give up its pass are
+# counted, in a row and in all; when it lets go, the count in a row goes
+# back to 0 and the total stays.
+my $admin = $node->background_psql('postgres');
+$admin->query_safe("BEGIN; SELECT count(*) FROM quota_sched.run_pass('mt_queue');");
+ok($node->poll_query_until('postgres', q{
+		SELECT given_up_in_a_row >= 3 FROM quota_sched.pass_stats() WHERE job_queue = 'mt_queue'}),
+	'rounds given up are counted');
+ok(sample('quota_sched_passes_given_up_in_a_row', $q) >= 3, 'metrics() shows them in a row');
+$admin->query_safe("COMMIT;");
+ok($node->poll_query_until('postgres', q{
+		SELECT given_up_in_a_row = 0 FROM quota_sched.pass_stats() WHERE job_queue = 'mt_queue'}),
+	'once the lock is let go, none in a row');
+ok(sample('quota_sched_passes_given_up_total', $q) >= 3, 'and the total stays');
+$admin->quit;
+
+# 3. A user holds the row of a waiting job: it is passed over.
+$node->safe_psql('postgres', "UPDATE quota_sched.service_environment SET state = 'DISABLED'");
+submit('held');
+my $member = $node->background_psql('postgres');
+$member->query_safe("SET ROLE mt_member; BEGIN;");
+$member->query_safe("SELECT name FROM quota_sched.job WHERE name = 'held' FOR UPDATE;");
+$node->safe_psql('postgres', "UPDATE quota_sched.service_environment SET state = 'ENABLED'");
+ok($node->poll_query_until('postgres', "SELECT cardinality(passed_over) = 1 FROM quota_sched.queue_status"),
+	'the held job is passed over');
+is(sample('quota_sched_passed_over_jobs', $q), '1', 'metrics() shows it');
+ok(sample('quota_sched_passed_over_passes', $q) >= 1, 'and for how many passes');
+
+# 4. The whole output, through promtool: every metric is there (a
+# terminate for the stop requests) but the rollup's, which appears once an
+# hour has been rolled up (sql/metrics.sql).
+$node->safe_psql('postgres', q{
+	SELECT count(*) FROM quota_sched.claim('mt_agent', 'mt_queue');
+	SELECT quota_sched.terminate(id) FROM quota_sched.job WHERE name = 'first';});
+is(sample('quota_sched_stop_requests_total', '{job_queue="mt_queue",quota_share="mt_share",capacity_unit="gpu",reason="TERMINATED"}'),
+	'1', 'a stop requested by a terminate');
+my $text = $node->safe_psql('postgres', 'SELECT quota_sched.metrics()',
+	extra_params => [ '-U', 'mt_monitor' ]) . "\n";
+my $file = $node->basedir . '/metrics.txt';
+PostgreSQL::Test::Utils::append_to_file($file, $text);
+my @families = ($text =~ /^# TYPE (\S+)/mg);
+is(join(' ', grep { !/rollup/ } @families), join(' ', @families), 'no rollup yet');
+is(scalar(@families), 23, 'every other metric family is there');
+SKIP:
+{
+	my $promtool = $ENV{QS_PROMTOOL} // '';
+	skip 'promtool is not available (QS_PROMTOOL)', 1
+	  if $promtool eq '' && !$ENV{QS_REQUIRE_PROMTOOL};
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ $promtool, 'check', 'metrics' ], '<', $file, '>', \$out, '2>', \$err);
+	ok($ok, 'promtool check metrics accepts it') or diag("promtool: $out $err");
+}
+$member->query_safe("COMMIT;");
+$member->quit;
+ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'held'"),
+	'the held job is dispatched once let go');
+
+# 5. A restart: passes count from zero again, jobs keep their counts.
+my $dispatches = sample('quota_sched_dispatches_total', $s);
+is($dispatches, '2', 'two dispatches');
+my $passes = sample('quota_sched_passes_total', $q);
+$node->restart;
+is(sample('quota_sched_dispatches_total', $s), $dispatches, 'the count of dispatches survives a restart');
+ok(sample('quota_sched_passes_total', $q) < $passes, 'the count of passes starts again');
+ok($node->poll_query_until('postgres', q{
+		SELECT running AND rounds > 0 FROM quota_sched.worker_stats()}), 'the worker runs again');
+
+$node->stop;
+done_testing();
