@@ -1082,6 +1082,7 @@ RETURNS TABLE (bucket_start timestamptz, quota_share text, capacity_unit text,
 			   wait_p50_seconds real, wait_p95_seconds real)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
 	q text := utilization.job_queue;
@@ -1337,7 +1338,9 @@ GRANT EXECUTE ON FUNCTION quota_sched.holds(text) TO quota_sched_admin, quota_sc
  * (stats.c); metrics() returns every metric in the Prometheus text format
  * (README, "Reporting: metrics").  Its counters of jobs come from
  * usage_totals and the history after the rollup, read in one statement
- * (one snapshot), so a rollup or a prune never makes them go back.
+ * (one snapshot), so a rollup or a prune never makes them go back.  JIT
+ * is off: the planner's estimates for the functions it reads would have it
+ * compile, for 100 ms, a statement that runs in a few.
  * ------------------------------------------------------------------- */
 CREATE FUNCTION quota_sched.pass_stats()
 RETURNS TABLE (job_queue text, passes bigint, last_pass_at timestamptz,
@@ -1367,6 +1370,7 @@ END;
 CREATE FUNCTION quota_sched.metrics() RETURNS text
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 BEGIN ATOMIC
 	WITH families(name, type, help) AS (VALUES
 		('quota_sched_share_capacity_instances', 'gauge', 'The own capacity of the share (capacity_limits).'),
