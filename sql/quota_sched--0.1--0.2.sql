@@ -1104,10 +1104,12 @@ BEGIN
 		RAISE EXCEPTION 'job queue "%" does not exist', left(q, 64)
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	IF secs < 60 OR date_part('month', width) <> 0 OR date_part('year', width) <> 0 THEN
+	-- A second at least: the cost is the number of buckets (at most 100,000
+	-- below), not their width; short buckets show a short run step by step.
+	IF secs < 1 OR date_part('month', width) <> 0 OR date_part('year', width) <> 0 THEN
 		RAISE EXCEPTION 'invalid bucket %', width
 			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'A bucket is at least a minute, in days, hours, minutes or seconds.';
+				  DETAIL = 'A bucket is at least a second, in days, hours, minutes or seconds.';
 	END IF;
 	IF NOT ("from" < "to") OR extract(epoch FROM "to" - "from") / secs > 100000 THEN
 		RAISE EXCEPTION 'invalid range from % to % in buckets of %', "from", "to", width

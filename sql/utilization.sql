@@ -87,6 +87,12 @@ SELECT bucket_start, quota_share AS share, used_instance_seconds AS used,
   FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 01:00+00', '20 minutes')
  WHERE quota_share = 'A';
 
+-- Buckets of a second: 9001 holds its instance from 00:30:00 on.
+SELECT bucket_start, quota_share AS share, used_instance_seconds AS used,
+	   idle_instance_seconds AS idle, dispatched
+  FROM quota_sched.utilization('u_queue', '2026-01-01 00:29:58+00', '2026-01-01 00:30:02+00', '1 second')
+ WHERE quota_share = 'A';
+
 CREATE TEMP TABLE before_rollup AS
 SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00');
 
@@ -118,8 +124,9 @@ SELECT count(*) AS differing FROM (
 -- Bad arguments: 22023.
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('no_such_queue', '2026-01-01', '2026-01-02')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-02', '2026-01-01')$$);
-SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-01-02', '10 seconds')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-01-02', '500 milliseconds')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2027-01-01', '1 minute')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-01-03', '1 second')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-03-01', '1 month')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', NULL, '2026-03-01')$$);
 
