@@ -31,6 +31,11 @@ VALUES ('too_urgent', 'ml-queue', 'QS1', 10000, 'ml.g5.xlarge');
 \set ON_ERROR_STOP 1
 RESET ROLE;
 
+-- a second between the steps, so that the chart of the run (demo/run
+-- draws it at the end, in buckets of a second, from the first whole
+-- second after the configuration) shows each
+DO $$ BEGIN PERFORM pg_sleep(1); END $$;
+
 \echo '== step 1, one scheduling pass: high runs on QS1''s own capacity, med borrows QS2''s idle'
 \echo '   instance, low waits because QS3 reserves its capacity (RESERVE never lends)'
 SELECT j.name, p.action, p.quota_share
@@ -50,6 +55,8 @@ SELECT name, state, agent FROM quota_sched.claim('agent-1', 'ml-queue', max_jobs
 SELECT r.name, r.state FROM quota_sched.job j, quota_sched.report(j.id, 'agent-1', 'RUNNING') r
  WHERE j.state = 'STARTING' ORDER BY j.id;
 RESET ROLE;
+
+DO $$ BEGIN PERFORM pg_sleep(1); END $$;
 
 \echo '== step 2: QS2 submits qs2_job_1 and takes back the instance it lent to QS1'
 CREATE ROLE team_qs2 IN ROLE quota_sched_user;
@@ -72,6 +79,8 @@ SET ROLE launcher;
 SELECT name, state FROM quota_sched.claim('agent-1', 'ml-queue');
 RESET ROLE;
 
+DO $$ BEGIN PERFORM pg_sleep(1); END $$;
+
 \echo '== step 3: team QS1 raises qs1_job_low to priority 4: in-share preemption stops high'
 SET ROLE team_qs1;
 UPDATE quota_sched.job SET priority = 4 WHERE name = 'qs1_job_low';
@@ -86,6 +95,8 @@ RESET ROLE;
 SELECT j.name, p.action FROM quota_sched.run_pass('ml-queue') p JOIN quota_sched.job j ON j.id = p.job_id;
 SELECT name, priority, state, preemption_count FROM quota_sched.job ORDER BY id;
 SELECT quota_share, in_use, borrowed, idle, runnable_jobs FROM quota_sched.share_usage ORDER BY quota_share;
+
+DO $$ BEGIN PERFORM pg_sleep(1); END $$;
 
 \echo '== history of qs1_job_med: one job_event row per change of state'
 SELECT e.from_state, e.to_state, e.reason, e.actor, e.pass_id IS NOT NULL AS by_pass
