@@ -107,8 +107,13 @@ SELECT metric, labels, value FROM pg_temp.samples() WHERE metric LIKE 'quota_sch
 -- history written directly, in hours long past (jobs 9101 and 9102 exist
 -- only in it): a dispatch, a cross-share stop, a preemption, a success, a
 -- failure, a user's terminate.
-CREATE TEMP TABLE counters_live AS
-SELECT metric, labels, value FROM pg_temp.samples() WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$';
+-- The counters of m_queue's jobs (not of its passes).
+CREATE FUNCTION pg_temp.job_counters() RETURNS TABLE (metric text, labels text, value numeric)
+LANGUAGE sql AS $$
+	SELECT * FROM pg_temp.samples()
+	 WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$' AND metric <> 'quota_sched_passes_total'
+$$;
+CREATE TEMP TABLE counters_live AS SELECT * FROM pg_temp.job_counters();
 CREATE FUNCTION pg_temp.ev(job bigint, share text, t text, kind text, f text, s text,
 						   reason text DEFAULT NULL, pf bigint DEFAULT NULL)
 RETURNS void LANGUAGE sql AS $$
@@ -128,9 +133,7 @@ SELECT pg_temp.ev(9101, 'A', '00:00', 'STATE', NULL, 'RUNNABLE'),
 	   pg_temp.ev(9102, 'B', '00:25', 'STATE', 'RUNNABLE', 'SCHEDULED'),
 	   pg_temp.ev(9102, 'B', '01:30', 'TERMINATE', 'SCHEDULED', 'SCHEDULED', 'no longer needed'),
 	   pg_temp.ev(9102, 'B', '01:35', 'STATE', 'SCHEDULED', 'FAILED');
-CREATE TEMP TABLE counters_before AS
-SELECT metric, labels, value FROM pg_temp.samples() WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$'
-   AND metric <> 'quota_sched_passes_total';
+CREATE TEMP TABLE counters_before AS SELECT * FROM pg_temp.job_counters();
 -- What the old history added: A 2 dispatches, 1 preempted, 1 success, 1
 -- cross-share stop; B 1 dispatch, 1 failure, 1 terminate.
 SELECT b.metric, b.labels, b.value - coalesce(l.value, 0) AS added
@@ -139,22 +142,14 @@ SELECT b.metric, b.labels, b.value - coalesce(l.value, 0) AS added
 SELECT quota_sched.rollup('2026-01-01 02:00+00') > 0 AS rolled_up;
 SELECT counter, quota_share, value FROM quota_sched.usage_totals WHERE job_queue = 'm_queue' ORDER BY 1, 2;
 SELECT count(*) AS differing FROM (
-	(TABLE counters_before EXCEPT
-	 SELECT metric, labels, value FROM pg_temp.samples()
-	  WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$' AND metric <> 'quota_sched_passes_total')
+	(TABLE counters_before EXCEPT SELECT * FROM pg_temp.job_counters())
 	UNION ALL
-	(SELECT metric, labels, value FROM pg_temp.samples()
-	  WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$' AND metric <> 'quota_sched_passes_total'
-	 EXCEPT TABLE counters_before)) d;
+	(SELECT * FROM pg_temp.job_counters() EXCEPT TABLE counters_before)) d;
 DELETE FROM quota_sched.job_event WHERE job_queue = 'm_queue' AND at < '2026-01-01 02:00+00';
 SELECT count(*) AS differing FROM (
-	(TABLE counters_before EXCEPT
-	 SELECT metric, labels, value FROM pg_temp.samples()
-	  WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$' AND metric <> 'quota_sched_passes_total')
+	(TABLE counters_before EXCEPT SELECT * FROM pg_temp.job_counters())
 	UNION ALL
-	(SELECT metric, labels, value FROM pg_temp.samples()
-	  WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$' AND metric <> 'quota_sched_passes_total'
-	 EXCEPT TABLE counters_before)) d;
+	(SELECT * FROM pg_temp.job_counters() EXCEPT TABLE counters_before)) d;
 SELECT metric, labels, value FROM pg_temp.samples()
  WHERE metric = 'quota_sched_rollup_until_timestamp_seconds' AND labels LIKE '%"m_queue"%';
 

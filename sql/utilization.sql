@@ -121,6 +121,23 @@ SELECT count(*) AS differing FROM (
 	(SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 03:00+00')
 	 EXCEPT TABLE before_rollup)) d;
 
+-- A retry: 9004 (B, 1 gpu) is submitted at 04:00, dispatched at 04:10,
+-- its first attempt fails at 04:30 and it is requeued; dispatched again at
+-- 04:50, it succeeds at 05:00.  By hand, hour 4 of B: used 20 + 10 minutes
+-- = 1800 s, two dispatches (waits 600 and 1200 s: p50 600, p95 1200), no
+-- job ended; hour 5: one success, nothing held.
+SELECT pg_temp.ev(9004, 'B', 1, '04:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9004, 'B', 1, '04:10', 'RUNNABLE', 'SCHEDULED', '10 min'),
+	   pg_temp.ev(9004, 'B', 1, '04:11', 'SCHEDULED', 'RUNNING'),
+	   pg_temp.ev(9004, 'B', 1, '04:30', 'RUNNING', 'RUNNABLE'),
+	   pg_temp.ev(9004, 'B', 1, '04:50', 'RUNNABLE', 'SCHEDULED', '20 min'),
+	   pg_temp.ev(9004, 'B', 1, '05:00', 'SCHEDULED', 'SUCCEEDED');
+SELECT bucket_start, quota_share AS share, used_instance_seconds AS used,
+	   idle_instance_seconds AS idle, dispatched, succeeded, failed, preempted,
+	   wait_p50_seconds AS p50, wait_p95_seconds AS p95
+  FROM quota_sched.utilization('u_queue', '2026-01-01 04:00+00', '2026-01-01 06:00+00')
+ WHERE quota_share = 'B';
+
 -- Bad arguments: 22023.
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('no_such_queue', '2026-01-01', '2026-01-02')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-02', '2026-01-01')$$);
