@@ -37,6 +37,16 @@ include $(PGXS)
 # that calls between them are direct (no PLT) and may be inlined.
 $(CORE): override CFLAGS += -fvisibility=hidden
 
+# The launcher agent, quota-sched-agent (agent/Makefile: a PGXS PROGRAM,
+# which cannot share this Makefile with MODULE_big), installed into bindir.
+all: agent-all
+install: agent-install
+uninstall: agent-uninstall
+clean: agent-clean
+agent-all agent-install agent-uninstall agent-clean:
+	$(MAKE) -C agent PG_CONFIG=$(PG_CONFIG) $(patsubst agent-%,%,$@)
+.PHONY: agent-all agent-install agent-uninstall agent-clean
+
 # every object depends on every header (PGXS tracks none)
 $(OBJS): $(wildcard src/*.h src/core/*.h)
 

@@ -1,0 +1,1587 @@
+/*
+ * agent/quota_sched_agent.c: quota-sched-agent, the launcher agent of
+ * quota_sched (issue 12), on libpq.
+ *
+ * It runs the agent loop of the README's "Launcher agents" for one job
+ * queue: it LISTENs on quota_sched_dispatch and quota_sched_stop, claims up
+ * to its free instances on a notification and at each heartbeat (a
+ * notification is a wake-up only: what it does always comes from claim and
+ * heartbeat), runs each claimed job's payload->'command' (a JSON array of
+ * strings, an argv) as a child process in a process group of its own, and
+ * reports how it ended.  A stop (heartbeat's stop_reason) sends SIGTERM to
+ * the job's process group, SIGKILL after the grace period, and reports
+ * STOPPED.  The heartbeat also reconciles: a job the agent runs that the
+ * database no longer gives it is killed, a job the database gives it that
+ * it does not run is released.
+ *
+ * One thread: poll() on the connection's socket and on a self-pipe written
+ * by the handlers of SIGCHLD, SIGTERM and SIGINT.  A lost connection is
+ * retried with exponential backoff (1 s doubling to 30 s) while the jobs go
+ * on running; what could not be told to the database meanwhile (a job's end)
+ * is told after the reconnection, and the first heartbeat reconciles.  A job
+ * whose lease ran out while the database could not be reached is killed
+ * (another agent may run it by now).  SIGTERM or SIGINT: stop the children
+ * (SIGTERM, grace, SIGKILL), release their jobs (no attempt is counted) and
+ * exit 0; a second one kills the children at once.
+ *
+ * See --help for the options, and the README's "The launcher agent".
+ */
+#if !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE)
+#define _XOPEN_SOURCE 700
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <libpq-fe.h>
+
+#define AGENT_VERSION "0.2"
+#define RECONNECT_MAX_SECONDS 30.0
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF_LIKE(f, a)
+#endif
+
+/* ------------------------------------------------------------------------
+ * Options
+ * ---------------------------------------------------------------------- */
+static const char *opt_conninfo = "";
+static char opt_agent[129];
+static const char *opt_queue = NULL;
+static const char *opt_unit = NULL;
+static int	opt_instances = 1;
+static double opt_lease = 60;
+static double opt_heartbeat = 0;	/* 0: lease / 3 */
+static double opt_grace = 30;
+static bool opt_json = false;
+static char *opt_checkpoint_root = NULL;
+static bool opt_keep_checkpoints = false;
+static long opt_exit_after = 0;
+static bool opt_noop = false;
+
+/* ------------------------------------------------------------------------
+ * Jobs the agent holds
+ * ---------------------------------------------------------------------- */
+typedef enum StopKind
+{
+	STOP_NONE,					/* runs, or ended by itself */
+	STOP_REQUESTED,				/* the database asked for a stop: report STOPPED */
+	STOP_LOST,					/* no longer ours: kill, tell nothing */
+	STOP_SHUTDOWN				/* the agent shuts down: release */
+} StopKind;
+
+typedef enum Action
+{
+	ACT_NONE,					/* the child runs */
+	ACT_REPORT,					/* report state (reason, exit_code) */
+	ACT_RELEASE,				/* release the job */
+	ACT_DROP					/* forget it */
+} Action;
+
+typedef struct Job
+{
+	int64_t		id;
+	char		id_text[24];
+	int			attempt;
+	char		attempt_text[16];
+	int			instances;
+	pid_t		pid;			/* the child, and its process group; 0: none */
+	bool		alive;			/* the child has not been reaped */
+	StopKind	stop;
+	double		term_at;		/* when SIGTERM was sent (0: not yet) */
+	bool		killed;			/* SIGKILL sent */
+	double		lease_deadline; /* by then the lease may have run out */
+	bool		seen;			/* in the last heartbeat's answer */
+	char		checkpoint_dir[PATH_MAX];
+	Action		action;
+	const char *state;			/* for ACT_REPORT */
+	char		reason[512];
+	int			exit_code;
+	bool		has_exit_code;
+} Job;
+
+static Job **jobs = NULL;
+static int	njobs = 0;
+static int	maxjobs = 0;
+static long jobs_done = 0;		/* reports of a job's end that went through */
+
+/* ------------------------------------------------------------------------
+ * State of the loop
+ * ---------------------------------------------------------------------- */
+static PGconn *conn = NULL;
+static double reconnect_at = 0;
+static double backoff = 0;
+static double next_heartbeat = 0;
+static bool want_claim = false;
+static bool want_heartbeat = false;
+static bool shutting_down = false;
+static char last_sqlstate[6];
+
+static int	self_pipe[2] = {-1, -1};
+static volatile sig_atomic_t got_child = 0;
+static volatile sig_atomic_t got_term = 0;
+
+enum
+{
+	DB_OK, DB_ERROR, DB_LOST
+};
+
+static const char *const SQL_CLAIM =
+"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count,\n"
+"       CASE WHEN c.payload->'command' IS NULL\n"
+"            THEN 'the job has no command (payload->''command'' must be a JSON array of strings)'\n"
+"            WHEN jsonb_typeof(c.payload->'command') <> 'array'\n"
+"            THEN 'the job''s command is a JSON ' || jsonb_typeof(c.payload->'command')\n"
+"                 || ', not an array of strings'\n"
+"            WHEN a.n = 0 THEN 'the job''s command is an empty array'\n"
+"            WHEN a.bad IS NOT NULL\n"
+"            THEN format('element %s of the job''s command is a JSON %s, not a string',\n"
+"                        a.bad - 1, a.bad_type)\n"
+"       END,\n"
+"       a.argv\n"
+"  FROM quota_sched.claim($1::text, $2::text, $3::text, max_jobs => $4::integer,\n"
+"                         lease => $5::interval, max_instances => $4::integer, start => true) c\n"
+"  LEFT JOIN LATERAL (\n"
+"       SELECT count(*) AS n,\n"
+"              min(e.ord) FILTER (WHERE jsonb_typeof(e.v) <> 'string') AS bad,\n"
+"              (array_agg(jsonb_typeof(e.v) ORDER BY e.ord)\n"
+"                 FILTER (WHERE jsonb_typeof(e.v) <> 'string'))[1] AS bad_type,\n"
+"              string_agg(octet_length(e.v #>> '{}')::text || ':' || (e.v #>> '{}'), ''\n"
+"                         ORDER BY e.ord) AS argv\n"
+"         FROM jsonb_array_elements(CASE WHEN jsonb_typeof(c.payload->'command') = 'array'\n"
+"                                        THEN c.payload->'command' ELSE '[]' END)\n"
+"              WITH ORDINALITY AS e(v, ord)) a ON true\n"
+" ORDER BY c.id";
+
+static const char *const SQL_HEARTBEAT =
+"SELECT job_id, stop_reason FROM quota_sched.heartbeat($1::text, $2::interval)";
+
+static const char *const SQL_REPORT =
+"SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
+" $5::integer, $6::integer)";
+
+static const char *const SQL_RELEASE =
+"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text)";
+
+/* ------------------------------------------------------------------------
+ * Time and logging
+ * ---------------------------------------------------------------------- */
+static double
+now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* appends s to buf (of size cap, at *len) as the inside of a JSON string */
+static void
+json_escape(char *buf, size_t cap, size_t *len, const char *s)
+{
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+		char		esc[8];
+		const char *piece = esc;
+
+		if (c == '"')
+			piece = "\\\"";
+		else if (c == '\\')
+			piece = "\\\\";
+		else if (c == '\n')
+			piece = "\\n";
+		else if (c == '\r')
+			piece = "\\r";
+		else if (c == '\t')
+			piece = "\\t";
+		else if (c < 0x20 || c == 0x7f)
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		else
+		{
+			esc[0] = (char) c;
+			esc[1] = '\0';
+		}
+		while (*piece && *len + 1 < cap)
+			buf[(*len)++] = *piece++;
+	}
+	buf[*len] = '\0';
+}
+
+static void
+append(char *buf, size_t cap, size_t *len, const char *fmt,...) PRINTF_LIKE(4, 5);
+
+static void
+append(char *buf, size_t cap, size_t *len, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	if (*len + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len = (*len + n < cap) ? *len + n : cap - 1;
+}
+
+/*
+ * log_event writes one line to stderr: in plain text
+ *   TIME LEVEL EVENT [job=N attempt=A] MESSAGE
+ * or, with --log-format=json, one JSON object with the keys time, level,
+ * agent, event, job_id and attempt (when about a job) and message.
+ */
+static void
+log_event(const char *level, const char *event, const Job *job, const char *fmt,...) PRINTF_LIKE(4, 5);
+
+static void
+log_event(const char *level, const char *event, const Job *job, const char *fmt,...)
+{
+	char		msg[2048];
+	char		line[8192];
+	char		stamp[40];
+	size_t		len = 0;
+	va_list		ap;
+	struct timespec ts;
+	struct tm	tm;
+	ssize_t		off = 0;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), ".%03ldZ",
+			 (long) (ts.tv_nsec / 1000000));
+
+	if (opt_json)
+	{
+		append(line, sizeof(line), &len, "{\"time\":\"%s\",\"level\":\"%s\",\"agent\":\"", stamp, level);
+		json_escape(line, sizeof(line), &len, opt_agent);
+		append(line, sizeof(line), &len, "\",\"event\":\"%s\"", event);
+		if (job)
+			append(line, sizeof(line), &len, ",\"job_id\":%" PRId64 ",\"attempt\":%d",
+				   job->id, job->attempt);
+		append(line, sizeof(line), &len, ",\"message\":\"");
+		json_escape(line, sizeof(line), &len, msg);
+		append(line, sizeof(line), &len, "\"}");
+	}
+	else
+	{
+		char	   *p;
+
+		/* one line per event: a message's newlines become spaces */
+		for (p = msg; *p; p++)
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
+		append(line, sizeof(line), &len, "%s %s %s", stamp, level, event);
+		if (job)
+			append(line, sizeof(line), &len, " job=%" PRId64 " attempt=%d", job->id, job->attempt);
+		append(line, sizeof(line), &len, ": %s", msg);
+	}
+	if (len >= sizeof(line) - 1)
+		len = sizeof(line) - 2;
+	line[len++] = '\n';
+	while (off < (ssize_t) len)
+	{
+		ssize_t		n = write(STDERR_FILENO, line + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += n;
+	}
+}
+
+static void
+fatal(const char *fmt,...) PRINTF_LIKE(1, 2);
+
+static void
+fatal(const char *fmt,...)
+{
+	char		msg[2048];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_event("fatal", "agent_exit", NULL, "%s", msg);
+	exit(1);
+}
+
+/* a libpq message without its trailing newline */
+static const char *
+trimmed(const char *msg, char *buf, size_t cap)
+{
+	size_t		n;
+
+	snprintf(buf, cap, "%s", msg ? msg : "");
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return buf;
+}
+
+/* ------------------------------------------------------------------------
+ * Signals: the handlers only set a flag and write to the self-pipe.
+ * ---------------------------------------------------------------------- */
+static void
+wake_self(void)
+{
+	int			saved = errno;
+	char		c = 0;
+
+	if (write(self_pipe[1], &c, 1) < 0)
+	{
+		/* full: the loop wakes anyway */
+	}
+	errno = saved;
+}
+
+static void
+on_sigchld(int sig)
+{
+	(void) sig;
+	got_child = 1;
+	wake_self();
+}
+
+static void
+on_sigterm(int sig)
+{
+	(void) sig;
+	got_term++;
+	wake_self();
+}
+
+static void
+setup_signals(void)
+{
+	struct sigaction sa;
+	int			i;
+
+	if (pipe(self_pipe) != 0)
+		fatal("pipe: %s", strerror(errno));
+	for (i = 0; i < 2; i++)
+	{
+		fcntl(self_pipe[i], F_SETFD, FD_CLOEXEC);
+		fcntl(self_pipe[i], F_SETFL, fcntl(self_pipe[i], F_GETFL) | O_NONBLOCK);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sa.sa_handler = on_sigchld;
+	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = on_sigterm;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static void
+drain_self_pipe(void)
+{
+	char		buf[64];
+
+	while (read(self_pipe[0], buf, sizeof(buf)) > 0)
+		;
+}
+
+static const char *
+signal_name(int sig)
+{
+	switch (sig)
+	{
+		case SIGHUP:
+			return "SIGHUP";
+		case SIGINT:
+			return "SIGINT";
+		case SIGQUIT:
+			return "SIGQUIT";
+		case SIGILL:
+			return "SIGILL";
+		case SIGABRT:
+			return "SIGABRT";
+		case SIGFPE:
+			return "SIGFPE";
+		case SIGKILL:
+			return "SIGKILL";
+		case SIGSEGV:
+			return "SIGSEGV";
+		case SIGPIPE:
+			return "SIGPIPE";
+		case SIGALRM:
+			return "SIGALRM";
+		case SIGTERM:
+			return "SIGTERM";
+		case SIGUSR1:
+			return "SIGUSR1";
+		case SIGUSR2:
+			return "SIGUSR2";
+		case SIGBUS:
+			return "SIGBUS";
+		case SIGXCPU:
+			return "SIGXCPU";
+		default:
+			return NULL;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The job table
+ * ---------------------------------------------------------------------- */
+static Job *
+find_job(int64_t id)
+{
+	int			i;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->id == id)
+			return jobs[i];
+	return NULL;
+}
+
+static Job *
+add_job(int64_t id, int attempt, int instances)
+{
+	Job		   *job = calloc(1, sizeof(Job));
+
+	if (job == NULL)
+		fatal("out of memory");
+	if (njobs == maxjobs)
+	{
+		Job		  **more;
+
+		maxjobs = maxjobs ? 2 * maxjobs : 16;
+		more = realloc(jobs, maxjobs * sizeof(Job *));
+		if (more == NULL)
+			fatal("out of memory");
+		jobs = more;
+	}
+	job->id = id;
+	snprintf(job->id_text, sizeof(job->id_text), "%" PRId64, id);
+	job->attempt = attempt;
+	snprintf(job->attempt_text, sizeof(job->attempt_text), "%d", attempt);
+	job->instances = instances;
+	job->lease_deadline = now_mono() + opt_lease;
+	jobs[njobs++] = job;
+	return job;
+}
+
+static void
+remove_job(Job *job)
+{
+	int			i;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i] == job)
+		{
+			jobs[i] = jobs[--njobs];
+			free(job);
+			return;
+		}
+}
+
+static int
+busy_instances(void)
+{
+	int			i,
+				n = 0;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->alive)
+			n += jobs[i]->instances;
+	return n;
+}
+
+static int
+alive_children(void)
+{
+	int			i,
+				n = 0;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->alive)
+			n++;
+	return n;
+}
+
+/* the job's end, to be told to the database */
+static void
+set_report(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...) PRINTF_LIKE(5, 6);
+
+static void
+set_report(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...)
+{
+	job->action = ACT_REPORT;
+	job->state = state;
+	job->exit_code = exit_code;
+	job->has_exit_code = has_exit_code;
+	job->reason[0] = '\0';
+	if (fmt)
+	{
+		va_list		ap;
+
+		va_start(ap, fmt);
+		vsnprintf(job->reason, sizeof(job->reason), fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Checkpoint directories
+ * ---------------------------------------------------------------------- */
+
+/* mkdir 0700, or check that what is there is a directory of ours; 0 if ok */
+static int
+ensure_private_dir(const char *path, char *err, size_t errcap)
+{
+	struct stat st;
+
+	if (mkdir(path, 0700) == 0)
+		return 0;
+	if (errno != EEXIST)
+	{
+		snprintf(err, errcap, "could not create directory \"%s\": %s", path, strerror(errno));
+		return -1;
+	}
+	if (lstat(path, &st) != 0)
+	{
+		snprintf(err, errcap, "could not stat \"%s\": %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+	{
+		snprintf(err, errcap, "\"%s\" is not a directory owned by the agent's user", path);
+		return -1;
+	}
+	if ((st.st_mode & 07777) != 0700 && chmod(path, 0700) != 0)
+	{
+		snprintf(err, errcap, "could not chmod \"%s\": %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void) st;
+	(void) flag;
+	(void) ftw;
+	remove(path);
+	return 0;
+}
+
+static void
+remove_checkpoint_dir(Job *job)
+{
+	if (opt_keep_checkpoints || job->checkpoint_dir[0] == '\0')
+		return;
+	nftw(job->checkpoint_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ------------------------------------------------------------------------
+ * The database
+ * ---------------------------------------------------------------------- */
+static void
+collect_notifies(void)
+{
+	PGnotify   *n;
+
+	if (conn == NULL)
+		return;
+	while ((n = PQnotifies(conn)) != NULL)
+	{
+		/* wake-ups only: the payload is not trusted, nor even read */
+		if (strcmp(n->relname, "quota_sched_dispatch") == 0)
+			want_claim = true;
+		else if (strcmp(n->relname, "quota_sched_stop") == 0)
+			want_heartbeat = true;
+		PQfreemem(n);
+	}
+}
+
+static void
+lose_connection(const char *why)
+{
+	char		buf[1024];
+
+	log_event("warning", "connection_lost", NULL, "%s; reconnecting",
+			  trimmed(why, buf, sizeof(buf)));
+	PQfinish(conn);
+	conn = NULL;
+	reconnect_at = now_mono();	/* at once, then with backoff */
+	backoff = 0;
+}
+
+/*
+ * db_exec runs one statement in its own transaction.  DB_OK with *out set
+ * (the caller clears it); DB_ERROR: the statement failed (last_sqlstate),
+ * already logged; DB_LOST: the connection is gone (or is to a server that
+ * cannot take writes any more), and is closed.
+ */
+static int
+db_exec(const char *what, const char *sql, int nparams, const char *const *params,
+		PGresult **out, const Job *job)
+{
+	PGresult   *res;
+	ExecStatusType st;
+	const char *sqlstate;
+	char		msg[1024];
+
+	*out = NULL;
+	last_sqlstate[0] = '\0';
+	if (conn == NULL)
+		return DB_LOST;
+	res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	st = PQresultStatus(res);
+	if (res != NULL && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK))
+	{
+		*out = res;
+		collect_notifies();
+		return DB_OK;
+	}
+	sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(last_sqlstate, sizeof(last_sqlstate), "%s", sqlstate ? sqlstate : "");
+	trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn), msg, sizeof(msg));
+	if (msg[0] == '\0')
+		trimmed(PQerrorMessage(conn), msg, sizeof(msg));
+	PQclear(res);
+	if (PQstatus(conn) == CONNECTION_BAD ||
+		strncmp(last_sqlstate, "08", 2) == 0 || strncmp(last_sqlstate, "57P", 3) == 0 ||
+		strcmp(last_sqlstate, "25006") == 0)
+	{
+		lose_connection(msg);
+		return DB_LOST;
+	}
+	log_event("error", "sql_error", job, "%s failed: %s (SQLSTATE %s)", what, msg, last_sqlstate);
+	collect_notifies();
+	return DB_ERROR;
+}
+
+/* the server's notices and libpq's own (a FATAL before a disconnection) */
+static void
+on_notice(void *arg, const char *message)
+{
+	char		buf[1024];
+
+	(void) arg;
+	log_event("info", "server_notice", NULL, "%s", trimmed(message, buf, sizeof(buf)));
+}
+
+static void
+try_connect(void)
+{
+	const char *keys[] = {"fallback_application_name", "connect_timeout", "keepalives",
+		"keepalives_idle", "keepalives_interval", "keepalives_count", "dbname", NULL};
+	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", opt_conninfo, NULL};
+	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop"};
+	char		msg[1024];
+	int			i;
+
+	conn = PQconnectdbParams(keys, vals, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		backoff = backoff == 0 ? 1 : backoff * 2;
+		if (backoff > RECONNECT_MAX_SECONDS)
+			backoff = RECONNECT_MAX_SECONDS;
+		reconnect_at = now_mono() + backoff;
+		log_event("warning", "connect_failed", NULL, "%s; next try in %.0f s",
+				  trimmed(PQerrorMessage(conn), msg, sizeof(msg)), backoff);
+		PQfinish(conn);
+		conn = NULL;
+		return;
+	}
+	PQsetNoticeProcessor(conn, on_notice, NULL);
+	for (i = 0; i < 2; i++)
+	{
+		PGresult   *res = PQexec(conn, setup[i]);
+
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			trimmed(PQerrorMessage(conn), msg, sizeof(msg));
+			PQclear(res);
+			lose_connection(msg);
+			backoff = RECONNECT_MAX_SECONDS;
+			reconnect_at = now_mono() + backoff;
+			return;
+		}
+		PQclear(res);
+	}
+	backoff = 0;
+	log_event("info", "connected", NULL, "connected to %s:%s as %s; listening",
+			  PQhost(conn), PQport(conn), PQuser(conn));
+	/* reconcile at once, then claim */
+	want_heartbeat = true;
+	want_claim = true;
+}
+
+/* ------------------------------------------------------------------------
+ * Children
+ * ---------------------------------------------------------------------- */
+static void
+signal_group(Job *job, int sig)
+{
+	if (job->pid > 0 && kill(-job->pid, sig) != 0 && errno != ESRCH)
+		log_event("warning", "kill_failed", job, "kill(-%d, %s): %s", (int) job->pid,
+				  signal_name(sig), strerror(errno));
+}
+
+/* stop a child: SIGTERM now, SIGKILL after the grace period */
+static void
+begin_stop(Job *job, StopKind kind, const char *why)
+{
+	if (!job->alive)
+		return;
+	if (job->stop == STOP_NONE || kind == STOP_LOST)
+		job->stop = kind;
+	if (job->term_at == 0)
+	{
+		job->term_at = now_mono();
+		signal_group(job, SIGTERM);
+		log_event("info", "job_stopping", job, "%s: SIGTERM to process group %d, SIGKILL in %g s",
+				  why, (int) job->pid, opt_grace);
+	}
+}
+
+/* splits "LEN:BYTES..." pieces into a NULL-terminated argv */
+static char **
+split_argv(const char *s)
+{
+	size_t		n = 0,
+				cap = 8;
+	char	  **argv = malloc(cap * sizeof(char *));
+
+	if (argv == NULL)
+		return NULL;
+	while (*s)
+	{
+		char	   *end;
+		unsigned long len = strtoul(s, &end, 10);
+
+		if (*end != ':' || strlen(end + 1) < len)
+			break;				/* cannot happen: the server made it */
+		if (n + 2 > cap)
+		{
+			char	  **more = realloc(argv, (cap *= 2) * sizeof(char *));
+
+			if (more == NULL)
+				break;
+			argv = more;
+		}
+		argv[n] = malloc(len + 1);
+		if (argv[n] == NULL)
+			break;
+		memcpy(argv[n], end + 1, len);
+		argv[n][len] = '\0';
+		n++;
+		s = end + 1 + len;
+	}
+	argv[n] = NULL;
+	return argv;
+}
+
+static void
+free_argv(char **argv)
+{
+	char	  **p;
+
+	if (argv == NULL)
+		return;
+	for (p = argv; *p; p++)
+		free(*p);
+	free(argv);
+}
+
+/* the command as one line for the log */
+static void
+describe_argv(char **argv, char *buf, size_t cap)
+{
+	size_t		len = 0;
+	char	  **p;
+
+	buf[0] = '\0';
+	for (p = argv; *p; p++)
+		append(buf, cap, &len, "%s%s", p == argv ? "" : " ", *p);
+}
+
+/*
+ * start_job forks and execs the job's command.  An exec that fails is told
+ * through a close-on-exec pipe: the job fails with the reason.
+ */
+static void
+start_job(Job *job, const char *argv_text)
+{
+	char	  **argv = split_argv(argv_text);
+	char		err[PATH_MAX + 200];
+	char		line[1024];
+	int			errpipe[2];
+	int			child_errno = 0;
+	ssize_t		n;
+	pid_t		pid;
+
+	if (argv == NULL || argv[0] == NULL)
+	{
+		set_report(job, "FAILED", 0, false, "the job's command could not be read");
+		free_argv(argv);
+		return;
+	}
+	snprintf(job->checkpoint_dir, sizeof(job->checkpoint_dir), "%s/job-%s",
+			 opt_checkpoint_root, job->id_text);
+	if (ensure_private_dir(job->checkpoint_dir, err, sizeof(err)) != 0)
+	{
+		job->checkpoint_dir[0] = '\0';
+		log_event("error", "job_not_started", job, "%s", err);
+		set_report(job, "FAILED", 0, false, "agent %s: %s", opt_agent, err);
+		free_argv(argv);
+		return;
+	}
+	if (pipe(errpipe) != 0)
+	{
+		log_event("error", "job_not_started", job, "pipe: %s", strerror(errno));
+		job->action = ACT_RELEASE;
+		snprintf(job->reason, sizeof(job->reason), "agent %s could not start it: %s",
+				 opt_agent, strerror(errno));
+		free_argv(argv);
+		return;
+	}
+	fcntl(errpipe[0], F_SETFD, FD_CLOEXEC);
+	fcntl(errpipe[1], F_SETFD, FD_CLOEXEC);
+
+	pid = fork();
+	if (pid == 0)
+	{
+		/* the child: its own process group, default signals, the job's env */
+		struct sigaction sa;
+		sigset_t	none;
+		int			fd;
+		char		num[24];
+
+		close(errpipe[0]);
+		setpgid(0, 0);
+#ifdef __linux__
+		/* dies with the agent (a SIGKILLed agent leaves no job running) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGCHLD, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGPIPE, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0 && fd != STDIN_FILENO)
+		{
+			dup2(fd, STDIN_FILENO);
+			close(fd);
+		}
+		setenv("QUOTA_SCHED_JOB_ID", job->id_text, 1);
+		setenv("QUOTA_SCHED_ATTEMPT", job->attempt_text, 1);
+		snprintf(num, sizeof(num), "%d", job->instances);
+		setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
+		setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
+		setenv("QUOTA_SCHED_AGENT", opt_agent, 1);
+		execvp(argv[0], argv);
+		child_errno = errno;
+		if (write(errpipe[1], &child_errno, sizeof(child_errno)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(errpipe[1]);
+	describe_argv(argv, line, sizeof(line));
+	if (pid < 0)
+	{
+		close(errpipe[0]);
+		log_event("error", "job_not_started", job, "fork: %s", strerror(errno));
+		job->action = ACT_RELEASE;
+		snprintf(job->reason, sizeof(job->reason), "agent %s could not start it: fork: %s",
+				 opt_agent, strerror(errno));
+		free_argv(argv);
+		return;
+	}
+	setpgid(pid, pid);			/* both sides, whichever runs first */
+	do
+		n = read(errpipe[0], &child_errno, sizeof(child_errno));
+	while (n < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (n == sizeof(child_errno))
+	{
+		int			status;
+
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		log_event("info", "job_exec_failed", job, "could not run %s: %s", argv[0],
+				  strerror(child_errno));
+		set_report(job, "FAILED", 0, false, "could not run \"%s\": %s", argv[0],
+				   strerror(child_errno));
+		free_argv(argv);
+		return;
+	}
+	job->pid = pid;
+	job->alive = true;
+	log_event("info", "job_started", job, "pid %d, %d instance(s), checkpoints in %s: %s",
+			  (int) pid, job->instances, job->checkpoint_dir, line);
+	free_argv(argv);
+}
+
+/* what a child's exit status means for its job */
+static void
+child_ended(Job *job, int status)
+{
+	char		how[128];
+	bool		exited = WIFEXITED(status);
+	int			code = exited ? WEXITSTATUS(status) : 0;
+
+	job->alive = false;
+	/* what the job left behind in its process group goes with it */
+	if (kill(-job->pid, SIGKILL) != 0 && errno != ESRCH)
+		log_event("warning", "kill_failed", job, "kill(-%d, SIGKILL): %s", (int) job->pid,
+				  strerror(errno));
+	if (exited)
+		snprintf(how, sizeof(how), "exit code %d", code);
+	else if (WIFSIGNALED(status) && signal_name(WTERMSIG(status)))
+		snprintf(how, sizeof(how), "killed by signal %s", signal_name(WTERMSIG(status)));
+	else
+		snprintf(how, sizeof(how), "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	log_event("info", "job_exited", job, "pid %d: %s", (int) job->pid, how);
+
+	switch (job->stop)
+	{
+		case STOP_LOST:
+			job->action = ACT_DROP;
+			break;
+		case STOP_SHUTDOWN:
+			job->action = ACT_RELEASE;
+			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opt_agent);
+			break;
+		case STOP_REQUESTED:
+			/* the database's stop reason stays the job's status reason */
+			set_report(job, "STOPPED", code, exited, NULL);
+			break;
+		case STOP_NONE:
+			if (exited && code == 0)
+				set_report(job, "SUCCEEDED", 0, true, NULL);
+			else if (exited)
+				set_report(job, "FAILED", code, true, "%s", how);
+			else
+				set_report(job, "FAILED", 0, false, "%s", how);
+			break;
+	}
+}
+
+static void
+reap_children(void)
+{
+	int			status;
+	pid_t		pid;
+
+	got_child = 0;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+	{
+		int			i;
+
+		for (i = 0; i < njobs; i++)
+			if (jobs[i]->alive && jobs[i]->pid == pid)
+			{
+				child_ended(jobs[i], status);
+				break;
+			}
+	}
+}
+
+/* SIGKILL after the grace period; kill jobs whose lease surely ran out */
+static void
+enforce_deadlines(double now)
+{
+	int			i;
+
+	for (i = 0; i < njobs; i++)
+	{
+		Job		   *job = jobs[i];
+
+		if (!job->alive)
+			continue;
+		if (job->stop != STOP_LOST && now >= job->lease_deadline)
+			begin_stop(job, STOP_LOST, "its lease ran out without a heartbeat");
+		if (job->term_at > 0 && !job->killed && (now >= job->term_at + opt_grace || got_term > 1))
+		{
+			job->killed = true;
+			signal_group(job, SIGKILL);
+			log_event("info", "job_killed", job, "SIGKILL to process group %d", (int) job->pid);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The agent's functions
+ * ---------------------------------------------------------------------- */
+
+/* tells the database what became of the jobs whose children ended */
+static void
+flush_actions(void)
+{
+	int			i;
+
+	for (i = 0; i < njobs && conn != NULL; i++)
+	{
+		Job		   *job = jobs[i];
+		PGresult   *res = NULL;
+		int			rc;
+		char		code[16];
+
+		if (job->action == ACT_NONE)
+			continue;
+		if (job->action == ACT_DROP)
+		{
+			log_event("info", "job_dropped", job, "no longer held by this agent; nothing reported");
+			remove_job(job);
+			i--;
+			continue;
+		}
+		if (job->action == ACT_REPORT)
+		{
+			const char *params[6] = {job->id_text, opt_agent, job->state,
+				job->reason[0] ? job->reason : NULL, job->attempt_text, NULL};
+
+			if (job->has_exit_code)
+			{
+				snprintf(code, sizeof(code), "%d", job->exit_code);
+				params[5] = code;
+			}
+			rc = db_exec("report", SQL_REPORT, 6, params, &res, job);
+		}
+		else
+		{
+			const char *params[3] = {job->id_text, opt_agent, job->reason};
+
+			rc = db_exec("release", SQL_RELEASE, 3, params, &res, job);
+		}
+		if (rc == DB_LOST)
+			return;				/* told after the reconnection */
+		if (rc == DB_OK)
+		{
+			const char *state = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
+
+			if (job->action == ACT_REPORT)
+			{
+				log_event("info", "job_reported", job, "reported %s%s%s; the job is now %s",
+						  job->state, job->reason[0] ? ": " : "", job->reason, state);
+				jobs_done++;
+			}
+			else
+				log_event("info", "job_released", job, "released (%s); the job is now %s",
+						  job->reason, state);
+			if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0)
+				remove_checkpoint_dir(job);
+			PQclear(res);
+		}
+		else
+			log_event("warning", "job_forgotten", job,
+					  "the database refused the %s: the job is no longer this agent's",
+					  job->action == ACT_REPORT ? "report" : "release");
+		remove_job(job);
+		i--;
+	}
+}
+
+static void
+release_unknown(const char *id_text)
+{
+	const char *params[3] = {id_text, opt_agent, NULL};
+	char		reason[200];
+	PGresult   *res;
+
+	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opt_agent);
+	params[2] = reason;
+	if (db_exec("release", SQL_RELEASE, 3, params, &res, NULL) == DB_OK)
+	{
+		log_event("info", "job_released", NULL,
+				  "job %s: held by this agent in the database but not run here: released",
+				  id_text);
+		PQclear(res);
+	}
+}
+
+static void
+do_heartbeat(void)
+{
+	char		lease[32];
+	const char *params[2] = {opt_agent, lease};
+	PGresult   *res;
+	double		t0 = now_mono();
+	int			i,
+				n;
+	char	  **unknown;
+	int			nunknown = 0;
+
+	want_heartbeat = false;
+	snprintf(lease, sizeof(lease), "%.3f seconds", opt_lease);
+	if (db_exec("heartbeat", SQL_HEARTBEAT, 2, params, &res, NULL) != DB_OK)
+	{
+		next_heartbeat = now_mono() + opt_heartbeat;
+		return;
+	}
+	next_heartbeat = t0 + opt_heartbeat;
+	for (i = 0; i < njobs; i++)
+		jobs[i]->seen = false;
+	n = PQntuples(res);
+	unknown = calloc(n + 1, sizeof(char *));
+	for (i = 0; i < n; i++)
+	{
+		int64_t		id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+		bool		stop = !PQgetisnull(res, i, 1);
+		Job		   *job = find_job(id);
+
+		if (job == NULL)
+		{
+			if (unknown)
+				unknown[nunknown++] = strdup(PQgetvalue(res, i, 0));
+			continue;
+		}
+		job->seen = true;
+		job->lease_deadline = t0 + opt_lease;
+		if (stop && job->alive && job->stop == STOP_NONE)
+		{
+			char		why[300];
+
+			snprintf(why, sizeof(why), "stop requested (%s)", PQgetvalue(res, i, 1));
+			begin_stop(job, STOP_REQUESTED, why);
+		}
+	}
+	PQclear(res);
+	/* jobs it runs that the database no longer gives it */
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->alive && !jobs[i]->seen && jobs[i]->stop != STOP_LOST)
+			begin_stop(jobs[i], STOP_LOST, "the database no longer gives this job to the agent");
+	/* jobs the database gives it that it does not run */
+	for (i = 0; i < nunknown; i++)
+	{
+		if (unknown[i] && conn)
+			release_unknown(unknown[i]);
+		free(unknown[i]);
+	}
+	free(unknown);
+	want_claim = true;
+}
+
+static void
+do_claim(void)
+{
+	char		lease[32];
+	char		free_text[16];
+
+	want_claim = false;
+	snprintf(lease, sizeof(lease), "%.3f seconds", opt_lease);
+	for (;;)
+	{
+		const char *params[5] = {opt_agent, opt_queue, opt_unit, free_text, lease};
+		int			free_instances = opt_instances - busy_instances();
+		PGresult   *res;
+		int			i,
+					n;
+		double		t0 = now_mono();
+
+		if (free_instances <= 0 || shutting_down ||
+			(opt_exit_after > 0 && jobs_done + njobs >= opt_exit_after))
+			return;
+		snprintf(free_text, sizeof(free_text), "%d", free_instances);
+		if (db_exec("claim", SQL_CLAIM, 5, params, &res, NULL) != DB_OK)
+			return;
+		n = PQntuples(res);
+		for (i = 0; i < n; i++)
+		{
+			Job		   *job = add_job(strtoll(PQgetvalue(res, i, 0), NULL, 10),
+									  atoi(PQgetvalue(res, i, 2)),
+									  atoi(PQgetvalue(res, i, 1)));
+
+			job->lease_deadline = t0 + opt_lease;
+			log_event("info", "job_claimed", job, "claimed %d instance(s)", job->instances);
+			if (opt_noop)
+				set_report(job, "SUCCEEDED", 0, true, NULL);
+			else if (!PQgetisnull(res, i, 3))
+			{
+				log_event("info", "job_not_runnable", job, "%s", PQgetvalue(res, i, 3));
+				set_report(job, "FAILED", 0, false, "%s", PQgetvalue(res, i, 3));
+			}
+			else
+				start_job(job, PQgetvalue(res, i, 4));
+		}
+		PQclear(res);
+		flush_actions();
+		if (n == 0)
+			return;
+	}
+}
+
+static void
+begin_shutdown(void)
+{
+	int			i;
+
+	shutting_down = true;
+	log_event("info", "agent_stopping", NULL,
+			  "stopping %d job(s) and releasing them", alive_children());
+	for (i = 0; i < njobs; i++)
+		begin_stop(jobs[i], STOP_SHUTDOWN, "the agent shuts down");
+}
+
+/* ------------------------------------------------------------------------
+ * Options
+ * ---------------------------------------------------------------------- */
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+			"quota-sched-agent: the launcher agent of quota_sched.  It claims the jobs the\n"
+			"scheduling passes dispatch to its queue, runs each job's payload->'command' (a\n"
+			"JSON array of strings) as a child process, and reports how it ended.\n"
+			"\n"
+			"Usage: quota-sched-agent --queue=QUEUE [OPTION]...\n"
+			"\n"
+			"  -d, --dbname=CONNINFO    libpq connection string or URI (default: libpq's\n"
+			"                           environment, PGHOST etc.).  Several hosts with\n"
+			"                           target_session_attrs=read-write follow a failover.\n"
+			"                           The login must have the role quota_sched_agent.\n"
+			"  -a, --agent=NAME         agent name, 1 to 128 characters (default: the host\n"
+			"                           name); unique among running agents\n"
+			"  -q, --queue=QUEUE        job queue to claim from (required)\n"
+			"  -u, --capacity-unit=UNIT claim only jobs of this capacity unit (default: any)\n"
+			"  -n, --instances=N        instances this host can run at once (default 1): it\n"
+			"                           claims while the jobs it runs hold fewer\n"
+			"  -l, --lease=SECONDS      lease of each claim and heartbeat (default 60)\n"
+			"  -b, --heartbeat=SECONDS  time between heartbeats, below the lease (default: a\n"
+			"                           third of the lease); it also claims at each one\n"
+			"  -g, --grace=SECONDS      after SIGTERM to a job being stopped, time before\n"
+			"                           SIGKILL (default 30; keep it below the server's\n"
+			"                           quota_sched.stop_timeout)\n"
+			"  -c, --checkpoint-root=DIR  each job gets DIR/job-ID (mode 0700, kept across\n"
+			"                           its attempts, removed when it ends for good) as\n"
+			"                           QUOTA_SCHED_CHECKPOINT_DIR (default:\n"
+			"                           $STATE_DIRECTORY/checkpoints under systemd, else\n"
+			"                           ./quota-sched-checkpoints)\n"
+			"      --keep-checkpoints   never remove a job's checkpoint directory\n"
+			"      --log-format=FORMAT  plain (default) or json: one JSON object a line\n"
+			"      --exit-after=N       exit once N jobs have ended and none runs\n"
+			"      --noop               run nothing: report each claimed job SUCCEEDED\n"
+			"                           (for benchmarks)\n"
+			"  -h, --help               this help\n"
+			"  -V, --version            the version\n"
+			"\n"
+			"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
+			"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
+			"QUOTA_SCHED_ATTEMPT (1 + failed attempts + preemptions), QUOTA_SCHED_INSTANCE_COUNT,\n"
+			"QUOTA_SCHED_CHECKPOINT_DIR and QUOTA_SCHED_AGENT.  Exit code 0: SUCCEEDED; any\n"
+			"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
+			"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
+			"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
+			"way and releases them (no attempt counted), then it exits 0.\n");
+}
+
+static double
+parse_seconds(const char *name, const char *s, bool zero_ok)
+{
+	char	   *end;
+	double		v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 86400 * 365 || (!zero_ok && v == 0))
+	{
+		fprintf(stderr, "quota-sched-agent: --%s must be a %s number of seconds, not \"%s\"\n",
+				name, zero_ok ? "non-negative" : "positive", s);
+		exit(2);
+	}
+	return v;
+}
+
+static long
+parse_count(const char *name, const char *s, long min, long max)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+	{
+		fprintf(stderr, "quota-sched-agent: --%s must be an integer from %ld to %ld, not \"%s\"\n",
+				name, min, max, s);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+parse_options(int argc, char **argv)
+{
+	enum
+	{
+		OPT_LOG_FORMAT = 1000, OPT_KEEP, OPT_EXIT_AFTER, OPT_NOOP
+	};
+	static const struct option longopts[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"agent", required_argument, NULL, 'a'},
+		{"queue", required_argument, NULL, 'q'},
+		{"capacity-unit", required_argument, NULL, 'u'},
+		{"instances", required_argument, NULL, 'n'},
+		{"lease", required_argument, NULL, 'l'},
+		{"heartbeat", required_argument, NULL, 'b'},
+		{"grace", required_argument, NULL, 'g'},
+		{"checkpoint-root", required_argument, NULL, 'c'},
+		{"keep-checkpoints", no_argument, NULL, OPT_KEEP},
+		{"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+		{"exit-after", required_argument, NULL, OPT_EXIT_AFTER},
+		{"noop", no_argument, NULL, OPT_NOOP},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}
+	};
+	const char *root = NULL;
+	char		err[PATH_MAX + 200];
+	char		resolved[PATH_MAX];
+	int			c;
+
+	if (gethostname(opt_agent, sizeof(opt_agent) - 1) != 0 || opt_agent[0] == '\0')
+		snprintf(opt_agent, sizeof(opt_agent), "quota-sched-agent");
+	while ((c = getopt_long(argc, argv, "d:a:q:u:n:l:b:g:c:hV", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd':
+				opt_conninfo = optarg;
+				break;
+			case 'a':
+				if (strlen(optarg) < 1 || strlen(optarg) > 128)
+				{
+					fprintf(stderr, "quota-sched-agent: --agent must have 1 to 128 characters\n");
+					exit(2);
+				}
+				snprintf(opt_agent, sizeof(opt_agent), "%s", optarg);
+				break;
+			case 'q':
+				opt_queue = optarg;
+				break;
+			case 'u':
+				opt_unit = optarg;
+				break;
+			case 'n':
+				opt_instances = (int) parse_count("instances", optarg, 1, 100000);
+				break;
+			case 'l':
+				opt_lease = parse_seconds("lease", optarg, false);
+				break;
+			case 'b':
+				opt_heartbeat = parse_seconds("heartbeat", optarg, false);
+				break;
+			case 'g':
+				opt_grace = parse_seconds("grace", optarg, true);
+				break;
+			case 'c':
+				root = optarg;
+				break;
+			case OPT_KEEP:
+				opt_keep_checkpoints = true;
+				break;
+			case OPT_LOG_FORMAT:
+				if (strcmp(optarg, "json") == 0)
+					opt_json = true;
+				else if (strcmp(optarg, "plain") == 0)
+					opt_json = false;
+				else
+				{
+					fprintf(stderr, "quota-sched-agent: --log-format must be plain or json\n");
+					exit(2);
+				}
+				break;
+			case OPT_EXIT_AFTER:
+				opt_exit_after = parse_count("exit-after", optarg, 1, LONG_MAX);
+				break;
+			case OPT_NOOP:
+				opt_noop = true;
+				break;
+			case 'h':
+				usage(stdout);
+				exit(0);
+			case 'V':
+				printf("quota-sched-agent %s\n", AGENT_VERSION);
+				exit(0);
+			default:
+				fprintf(stderr, "Try \"quota-sched-agent --help\".\n");
+				exit(2);
+		}
+	}
+	if (optind < argc)
+	{
+		fprintf(stderr, "quota-sched-agent: unexpected argument \"%s\"\n", argv[optind]);
+		exit(2);
+	}
+	if (opt_queue == NULL)
+	{
+		fprintf(stderr, "quota-sched-agent: --queue is required (see --help)\n");
+		exit(2);
+	}
+	if (opt_heartbeat == 0)
+		opt_heartbeat = opt_lease / 3;
+	if (opt_heartbeat >= opt_lease)
+	{
+		fprintf(stderr, "quota-sched-agent: --heartbeat (%g s) must be below --lease (%g s)\n",
+				opt_heartbeat, opt_lease);
+		exit(2);
+	}
+
+	/* the checkpoint root: created 0700 if missing; absolute for the jobs */
+	if (root == NULL)
+	{
+		const char *state = getenv("STATE_DIRECTORY");	/* systemd's StateDirectory= */
+
+		if (state && state[0] && strchr(state, ':') == NULL)
+		{
+			snprintf(err, sizeof(err), "%s/checkpoints", state);
+			root = strdup(err);
+		}
+		else
+			root = "quota-sched-checkpoints";
+	}
+	if (ensure_private_dir(root, err, sizeof(err)) != 0)
+	{
+		fprintf(stderr, "quota-sched-agent: checkpoint root: %s\n", err);
+		exit(2);
+	}
+	if (realpath(root, resolved) == NULL)
+	{
+		fprintf(stderr, "quota-sched-agent: checkpoint root \"%s\": %s\n", root, strerror(errno));
+		exit(2);
+	}
+	opt_checkpoint_root = strdup(resolved);
+}
+
+/* ------------------------------------------------------------------------
+ * The loop
+ * ---------------------------------------------------------------------- */
+int
+main(int argc, char **argv)
+{
+	parse_options(argc, argv);
+	setup_signals();
+	log_event("info", "agent_started", NULL,
+			  "queue %s, unit %s, %d instance(s), lease %g s, heartbeat %g s, grace %g s, "
+			  "checkpoints in %s%s",
+			  opt_queue, opt_unit ? opt_unit : "(any)", opt_instances, opt_lease,
+			  opt_heartbeat, opt_grace, opt_checkpoint_root, opt_noop ? ", noop" : "");
+
+	for (;;)
+	{
+		double		now;
+		double		wake;
+		struct pollfd fds[2];
+		int			nfds = 1;
+		int			timeout_ms;
+		int			i;
+
+		drain_self_pipe();
+		if (got_child)
+			reap_children();
+		if (got_term && !shutting_down)
+			begin_shutdown();
+		now = now_mono();
+		if (conn == NULL && shutting_down && alive_children() == 0 && njobs > 0)
+		{
+			/* its children are gone: one last try to tell the database */
+			try_connect();
+			if (conn == NULL)
+				break;
+		}
+		else if (conn == NULL && now >= reconnect_at)
+			try_connect();
+		if (conn)
+			flush_actions();
+		if (conn && (want_heartbeat || now_mono() >= next_heartbeat))
+			do_heartbeat();
+		if (conn && want_claim)
+			do_claim();
+		enforce_deadlines(now_mono());
+		if (conn)
+			flush_actions();
+
+		if (njobs == 0 && (shutting_down || (opt_exit_after > 0 && jobs_done >= opt_exit_after)))
+			break;
+		/* a notification that came with a result: act on it now */
+		if (conn && (want_claim || want_heartbeat))
+			continue;
+
+		/* sleep until a notification, a signal, or the next deadline */
+		now = now_mono();
+		wake = conn ? next_heartbeat : reconnect_at;
+		for (i = 0; i < njobs; i++)
+		{
+			if (jobs[i]->alive && jobs[i]->term_at > 0 && !jobs[i]->killed &&
+				jobs[i]->term_at + opt_grace < wake)
+				wake = jobs[i]->term_at + opt_grace;
+			if (jobs[i]->alive && jobs[i]->stop != STOP_LOST && jobs[i]->lease_deadline < wake)
+				wake = jobs[i]->lease_deadline;
+		}
+		timeout_ms = wake <= now ? 0 : (int) ((wake - now) * 1000) + 1;
+		if (timeout_ms > 60000)
+			timeout_ms = 60000;
+		fds[0].fd = self_pipe[0];
+		fds[0].events = POLLIN;
+		if (conn)
+		{
+			fds[1].fd = PQsocket(conn);
+			fds[1].events = POLLIN;
+			nfds = 2;
+		}
+		if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR)
+			fatal("poll: %s", strerror(errno));
+		if (conn && nfds == 2 && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)))
+		{
+			if (!PQconsumeInput(conn))
+				lose_connection(PQerrorMessage(conn));
+			else
+				collect_notifies();
+		}
+	}
+	if (njobs > 0)
+	{
+		log_event("warning", "agent_exit", NULL,
+				  "the database cannot be reached: %d job(s) not released; their leases will run out",
+				  njobs);
+		PQfinish(conn);
+		return 1;
+	}
+	log_event("info", "agent_exit", NULL, "exiting: %ld job(s) reported", jobs_done);
+	PQfinish(conn);
+	return 0;
+}
