@@ -457,13 +457,14 @@ signal_name(int sig)
 /* ------------------------------------------------------------------------
  * The job table
  * ---------------------------------------------------------------------- */
+/* the job's current attempt here (not one that is being killed as lost) */
 static Job *
 find_job(int64_t id)
 {
 	int			i;
 
 	for (i = 0; i < njobs; i++)
-		if (jobs[i]->id == id)
+		if (jobs[i]->id == id && jobs[i]->stop != STOP_LOST && jobs[i]->action != ACT_DROP)
 			return jobs[i];
 	return NULL;
 }
@@ -1222,7 +1223,19 @@ do_claim(void)
 		n = PQntuples(res);
 		for (i = 0; i < n; i++)
 		{
-			Job		   *job = add_job(strtoll(PQgetvalue(res, i, 0), NULL, 10),
+			Job		   *old = find_job(strtoll(PQgetvalue(res, i, 0), NULL, 10));
+			Job		   *job;
+
+			/*
+			 * Claimed again while an attempt of it is still here: that one
+			 * was taken away (released by an admin, a lease that ran out)
+			 * before a heartbeat said so.  It is killed and forgotten.
+			 */
+			if (old && old->alive)
+				begin_stop(old, STOP_LOST, "claimed again: this attempt is no longer the agent's");
+			else if (old)
+				old->action = ACT_DROP;
+			job = add_job(strtoll(PQgetvalue(res, i, 0), NULL, 10),
 									  atoi(PQgetvalue(res, i, 2)),
 									  atoi(PQgetvalue(res, i, 1)));
 

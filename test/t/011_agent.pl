@@ -1,0 +1,316 @@
+# The launcher agent, quota-sched-agent (issue 12), as real processes against
+# a server whose worker runs the passes: a job's lifecycle (success, an exit
+# code, no command, the environment a job sees), a stop requested by
+# terminate(), a job the database no longer gives the agent, an agent stopped
+# with SIGTERM (its job released, no failed attempt), an agent killed with
+# SIGKILL (its job dies with it, the lease runs out and another agent runs
+# it), a preemption with a checkpoint and a resume from it, and the server
+# restarted under a running agent.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use JSON::PP;
+use Time::HiRes qw(usleep);
+
+# the agent installed with the extension (make install), else the build's
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+my $agent_bin = -x "$bindir/quota-sched-agent" ? "$bindir/quota-sched-agent" : 'agent/quota-sched-agent';
+ok(-x $agent_bin, "the agent is built: $agent_bin");
+
+my $node = PostgreSQL::Test::Cluster->new('agents');
+$node->init;
+$node->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'quota_sched'
+quota_sched.database = 'postgres'
+quota_sched.naptime = '300ms'
+CONF
+$node->start;
+
+# Two shares of one instance each that lend to each other: a job of lo may
+# borrow hi's instance, and a job of hi then takes it back (a preemption).
+$node->safe_psql('postgres', <<'SQL');
+CREATE EXTENSION quota_sched;
+INSERT INTO quota_sched.service_environment VALUES ('a_env', '{"gpu": 2}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('a_queue', 'a_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('a_queue', 'lo', '{"gpu": 1}', 'LEND_AND_BORROW'),
+	   ('a_queue', 'hi', '{"gpu": 1}', 'LEND_AND_BORROW');
+CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
+SQL
+
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
+	'the worker runs');
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+my $connstr = $node->connstr('postgres') . ' user=agent_host';
+my %agents;
+# the agents' logs stay with the test's (tmp_check/log/011_agent_NAME.log)
+my $logdir = $PostgreSQL::Test::Utils::log_path;
+
+# start_agent(NAME, OPTIONS...): a real agent process, its log in $logdir
+sub start_agent
+{
+	my ($name, @opts) = @_;
+	my $log = "$logdir/011_agent_$name.log";
+	my $h = IPC::Run::start(
+		[
+			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 'a_queue',
+			'--checkpoint-root', "$tmp/ckpt-$name", @opts
+		],
+		'<', \undef, '>>', $log, '2>>', $log);
+	$agents{$name} = $h;
+	ok(wait_for_log($name, qr/ connected: /), "agent $name connected");
+	return $h;
+}
+
+sub agent_pid { return $agents{ $_[0] }->{KIDS}[0]{PID}; }
+
+sub agent_log
+{
+	my $log = "$logdir/011_agent_$_[0].log";
+	return -f $log ? slurp_file($log) : '';
+}
+
+sub wait_for_log
+{
+	my ($name, $re) = @_;
+	for (1 .. 300)
+	{
+		return 1 if agent_log($name) =~ $re;
+		usleep(100_000);
+	}
+	diag(agent_log($name));
+	return 0;
+}
+
+# stop_agent(NAME): SIGTERM, then its exit code
+sub stop_agent
+{
+	my ($name) = @_;
+	my $h = delete $agents{$name};
+	$h->signal('TERM');
+	$h->finish;
+	return $h->result(0);
+}
+
+# submit(NAME, SHARE, COMMAND (array ref, or undef for none), COLUMNS...): the job's id
+sub submit
+{
+	my ($name, $share, $command, %cols) = @_;
+	my $payload = JSON::PP->new->canonical->encode(defined $command ? { command => $command } : { step => 1 });
+	$payload =~ s/'/''/g;
+	my @names = ('name', 'job_queue', 'quota_share', 'capacity_unit', 'payload', keys %cols);
+	my @values = ("'$name'", "'a_queue'", "'$share'", "'gpu'", "'$payload'", values %cols);
+	return $node->safe_psql('postgres',
+		'INSERT INTO quota_sched.job (' . join(', ', @names) . ') VALUES (' . join(', ', @values) . ') RETURNING id');
+}
+
+sub job_field
+{
+	my ($id, $field) = @_;
+	return $node->safe_psql('postgres', "SELECT $field FROM quota_sched.job WHERE id = $id");
+}
+
+sub wait_for_job
+{
+	my ($id, $condition) = @_;
+	return $node->poll_query_until('postgres', "SELECT $condition FROM quota_sched.job WHERE id = $id");
+}
+
+sub history
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(coalesce(from_state, '') || '>' || to_state || coalesce(' (' || reason || ')', ''), '; ' ORDER BY id)"
+		  . " FROM quota_sched.job_event WHERE job_id = $id");
+}
+
+sub wait_for_file
+{
+	my ($file, $re) = @_;
+	$re //= qr/./;
+	for (1 .. 300)
+	{
+		return 1 if -f $file && slurp_file($file) =~ $re;
+		usleep(100_000);
+	}
+	return 0;
+}
+
+sub process_gone
+{
+	my ($pid) = @_;
+	for (1 .. 100)
+	{
+		return 1 unless kill(0, $pid);
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# ---------------------------------------------------------------------------
+# A job's lifecycle
+# ---------------------------------------------------------------------------
+start_agent('a1', '--instances', '2', '--lease', '20', '--heartbeat', '1', '--grace', '2');
+
+my $ok = submit('ok', 'lo', [ 'sh', '-c', 'exit 0' ]);
+ok(wait_for_job($ok, "state = 'SUCCEEDED'"), 'a command that exits 0: SUCCEEDED');
+is($node->safe_psql('postgres', "SELECT exit_code FROM quota_sched.job_event WHERE job_id = $ok AND to_state = 'SUCCEEDED'"),
+	'0', 'exit code 0 in the history');
+
+my $three = submit('three', 'lo', [ 'sh', '-c', 'exit 3' ]);
+ok(wait_for_job($three, "state = 'FAILED'"), 'a command that exits 3: FAILED');
+is(job_field($three, 'status_reason'), 'exit code 3', 'its reason names the exit code');
+is($node->safe_psql('postgres', "SELECT exit_code FROM quota_sched.job_event WHERE job_id = $three AND to_state = 'FAILED'"),
+	'3', 'exit code 3 in the history');
+
+my $nocmd = submit('nocmd', 'lo', undef);
+ok(wait_for_job($nocmd, "state = 'FAILED'"), 'a job without a command: FAILED');
+like(job_field($nocmd, 'status_reason'), qr/no command/, 'with a reason saying so');
+
+my $notarray = submit('notarray', 'lo', 'sh -c true');
+ok(wait_for_job($notarray, "state = 'FAILED'"), 'a command that is a string, not an array: FAILED');
+like(job_field($notarray, 'status_reason'), qr/is a JSON string, not an array of strings/, 'with a reason saying so');
+
+my $badexec = submit('badexec', 'lo', ['/nonexistent/program']);
+ok(wait_for_job($badexec, "state = 'FAILED'"), 'a command that cannot be executed: FAILED');
+like(job_field($badexec, 'status_reason'), qr{could not run "/nonexistent/program": No such file}, 'with the reason');
+
+my $signalled = submit('signalled', 'lo', [ 'sh', '-c', 'kill -KILL $$' ]);
+ok(wait_for_job($signalled, "state = 'FAILED'"), 'a command killed by a signal: FAILED');
+is(job_field($signalled, 'status_reason'), 'killed by signal SIGKILL', 'the reason names the signal');
+
+# What a job sees: its environment, a private checkpoint directory, an argv
+# passed as is (no shell in between: spaces and quotes stay).
+my $envfile = "$tmp/env.out";
+my $env = submit('env', 'lo',
+	[ 'sh', '-c', 'env | grep ^QUOTA_SCHED_ | sort > "$1"; stat -c "mode %a" "$QUOTA_SCHED_CHECKPOINT_DIR" >> "$1"; echo "arg [$2]" >> "$1"',
+	  'sh', $envfile, q{two words 'and' "quotes"} ],
+	instance_count => 2);
+ok(wait_for_job($env, "state = 'SUCCEEDED'"), 'the environment job ends');
+my $seen = slurp_file($envfile);
+like($seen, qr/^QUOTA_SCHED_JOB_ID=$env$/m, 'QUOTA_SCHED_JOB_ID');
+like($seen, qr/^QUOTA_SCHED_ATTEMPT=1$/m, 'QUOTA_SCHED_ATTEMPT');
+like($seen, qr/^QUOTA_SCHED_INSTANCE_COUNT=2$/m, 'QUOTA_SCHED_INSTANCE_COUNT');
+like($seen, qr/^QUOTA_SCHED_CHECKPOINT_DIR=\Q$tmp\E\/ckpt-a1\/job-$env$/m, 'QUOTA_SCHED_CHECKPOINT_DIR: under the root, per job');
+like($seen, qr/^mode 700$/m, 'the checkpoint directory is private (0700)');
+like($seen, qr/^arg \[two words 'and' "quotes"\]$/m, 'the argv reaches the command unchanged');
+ok(!-e "$tmp/ckpt-a1/job-$env", 'the checkpoint directory is removed once the job has succeeded');
+
+# ---------------------------------------------------------------------------
+# Stops: terminate(), and a job the database no longer gives the agent
+# ---------------------------------------------------------------------------
+my $pidfile = "$tmp/term.pid";
+my $term = submit('term', 'lo', [ 'sh', '-c', 'echo $$ > "$1"; exec sleep 600', 'sh', $pidfile ]);
+ok(wait_for_file($pidfile, qr/^\d+$/m), 'the long job runs');
+my $term_pid = slurp_file($pidfile) + 0;
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($term, 'enough')");
+ok(wait_for_job($term, "state = 'FAILED'"), 'a job terminated while it runs ends FAILED');
+is(job_field($term, 'status_reason'), 'enough', 'with the reason of terminate()');
+ok(process_gone($term_pid), 'its process is gone');
+like(agent_log('a1'), qr/job_stopping job=$term attempt=1: stop requested \(TERMINATED\): SIGTERM/,
+	'the agent sent SIGTERM');
+
+# each run of this job appends its pid to $pidfile
+$pidfile = "$tmp/taken.pid";
+my $taken = submit('taken', 'lo', [ 'sh', '-c', 'echo $$ >> "$1"; exec sleep 600', 'sh', $pidfile ], max_attempts => 2);
+ok(wait_for_file($pidfile, qr/\A\d+\n\z/), 'another long job runs');
+my ($taken_pid) = slurp_file($pidfile) =~ /(\d+)/;
+# an admin takes it away from the agent (as when a lease ran out)
+$node->safe_psql('postgres', "SELECT quota_sched.release($taken, 'a1', 'drained')");
+ok(process_gone($taken_pid), 'a job the database no longer gives the agent is killed');
+like(agent_log('a1'), qr/job_stopping job=$taken attempt=1: (the database no longer gives this job|claimed again)/,
+	'the agent says why');
+
+# ---------------------------------------------------------------------------
+# SIGTERM: the agent stops its jobs, releases them and exits 0
+# ---------------------------------------------------------------------------
+ok(wait_for_file($pidfile, qr/\A\d+\n\d+\n\z/), 'the job, dispatched again, runs again');
+ok(wait_for_job($taken, "state = 'RUNNING' AND agent = 'a1'"), 'on a1');
+($taken_pid) = slurp_file($pidfile) =~ /\d+\n(\d+)/;
+is(stop_agent('a1'), 0, 'an agent stopped with SIGTERM exits 0');
+ok(process_gone($taken_pid), "its job's process is gone");
+is(job_field($taken, 'failed_attempts'), '0', 'the released job counts no failed attempt');
+is($node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.job_event WHERE job_id = $taken AND to_state = 'FAILED'"),
+	'0', 'no FAILED in its history');
+like(history($taken), qr/RUNNING>RUNNABLE \(agent a1 shut down\)/, 'the history shows the release');
+ok(wait_for_job($taken, "state = 'SCHEDULED'"), 'it waits for another agent');
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($taken)");
+
+# ---------------------------------------------------------------------------
+# SIGKILL: the job dies with the agent, the lease runs out, another agent runs it
+# ---------------------------------------------------------------------------
+my $attempts = "$tmp/killed.attempts";
+start_agent('k1', '--lease', '3', '--heartbeat', '1');
+my $killed = submit('killed', 'lo',
+	[ 'sh', '-c', 'echo "$QUOTA_SCHED_ATTEMPT $QUOTA_SCHED_AGENT $$" >> "$1"; [ "$QUOTA_SCHED_ATTEMPT" = 1 ] && exec sleep 600; exit 0', 'sh', $attempts ],
+	max_attempts => 2);
+ok(wait_for_file($attempts, qr/^1 k1 \d+$/m), 'k1 runs the job');
+my ($killed_pid) = slurp_file($attempts) =~ /^1 k1 (\d+)$/m;
+kill 'KILL', agent_pid('k1');
+delete($agents{k1})->finish;
+SKIP:
+{
+	skip 'the job dies with its agent on Linux only', 1 unless $^O eq 'linux';
+	ok(process_gone($killed_pid), "the job's process dies with its agent");
+}
+start_agent('k2', '--lease', '3', '--heartbeat', '1');
+ok(wait_for_job($killed, "state = 'SUCCEEDED'"), 'after the lease ran out, another agent ran the job to its end');
+is(job_field($killed, 'agent'), 'k2', 'the other agent');
+like(slurp_file($attempts), qr/\A1 k1 \d+\n2 k2 \d+\n\z/, 'attempt 1 on k1, attempt 2 on k2, nothing else');
+like(history($killed), qr/LEASE_EXPIRED/, 'the history shows the lease that ran out');
+is(stop_agent('k2'), 0, 'k2 stops');
+
+# ---------------------------------------------------------------------------
+# Preemption with a checkpoint: the job resumes from its step
+# ---------------------------------------------------------------------------
+start_agent('p1', '--instances', '2', '--lease', '20', '--heartbeat', '1', '--grace', '5');
+my $steps = "$tmp/train.log";
+my $train_script = <<'SH';
+ck="$QUOTA_SCHED_CHECKPOINT_DIR/step"
+step=0
+[ -f "$ck" ] && step=$(cat "$ck")
+echo "attempt $QUOTA_SCHED_ATTEMPT starts at $step" >> "$1"
+while [ "$step" -lt 60 ]; do
+	sleep 0.1
+	step=$((step + 1))
+	echo "$step" > "$ck.tmp" && mv "$ck.tmp" "$ck"
+done
+echo "done at $step" >> "$1"
+SH
+my $train = submit('train', 'lo', [ 'sh', '-c', $train_script, 'sh', $steps ], instance_count => 2);
+ok(wait_for_file($steps, qr/^attempt 1 starts at 0$/m), 'the training job starts at step 0, borrowing hi\'s instance');
+my $ckfile = "$tmp/ckpt-p1/job-$train/step";
+ok(wait_for_file($ckfile, qr/^([3-9]|\d\d)$/m), 'it checkpoints a few steps');
+my $urgent = submit('urgent', 'hi', [ 'sh', '-c', 'sleep 1' ]);
+ok(wait_for_job($urgent, "state = 'SUCCEEDED'"), 'hi takes its instance back and its job runs');
+ok(wait_for_job($train, "state = 'SUCCEEDED'"), 'the preempted job ends');
+is(job_field($train, 'preemption_count'), '1', 'after one preemption');
+my $log = slurp_file($steps);
+my ($resumed_at) = $log =~ /^attempt 2 starts at (\d+)$/m;
+ok(defined $resumed_at && $resumed_at > 0, "the resumed attempt starts from its checkpoint (step " . ($resumed_at // 'none') . ")");
+like($log, qr/^done at 60$/m, 'and finishes');
+like(agent_log('p1'), qr/job_reported job=$train attempt=1: reported STOPPED/, 'the agent reported the stop');
+
+# ---------------------------------------------------------------------------
+# The server restarted under a running agent
+# ---------------------------------------------------------------------------
+my $through = submit('through', 'lo', [ 'sh', '-c', 'sleep 4' ]);
+ok(wait_for_job($through, "state = 'RUNNING'"), 'a job runs');
+$node->restart;
+ok(wait_for_job($through, "state = 'SUCCEEDED'"), 'it ends SUCCEEDED after the restart');
+is(job_field($through, 'failed_attempts'), '0', 'no failed attempt');
+like(agent_log('p1'), qr/ connection_lost: /, 'the agent lost its connection');
+my @connected = agent_log('p1') =~ / connected: /g;
+is(scalar @connected, 2, 'and connected again');
+my $after = submit('after', 'lo', [ 'true' ]);
+ok(wait_for_job($after, "state = 'SUCCEEDED'"), 'and runs the jobs submitted after the restart');
+
+is(stop_agent('p1'), 0, 'p1 stops');
+$node->stop;
+done_testing();
