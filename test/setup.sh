@@ -1,7 +1,7 @@
 # test/setup.sh: sourced by test/run and demo/run.  Installs what quota_sched
 # needs on Debian 12 (as root), builds it with -Werror and installs it.
 
-QS_PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-cron
+QS_PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 libpq-dev postgresql-15-cron
 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libxml2-utils"
 export PATH=/usr/lib/postgresql/15/bin:$PATH
 
