@@ -79,6 +79,7 @@ static char *opt_checkpoint_root = NULL;
 static bool opt_keep_checkpoints = false;
 static long opt_exit_after = 0;
 static bool opt_noop = false;
+static bool opt_listen = true;
 
 /* ------------------------------------------------------------------------
  * Jobs the agent holds
@@ -705,6 +706,7 @@ try_connect(void)
 		"keepalives_idle", "keepalives_interval", "keepalives_count", "dbname", NULL};
 	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", opt_conninfo, NULL};
 	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop"};
+	int			nsetup = opt_listen ? 2 : 0;
 	char		msg[1024];
 	int			i;
 
@@ -722,7 +724,7 @@ try_connect(void)
 		return;
 	}
 	PQsetNoticeProcessor(conn, on_notice, NULL);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < nsetup; i++)
 	{
 		PGresult   *res = PQexec(conn, setup[i]);
 
@@ -738,8 +740,9 @@ try_connect(void)
 		PQclear(res);
 	}
 	backoff = 0;
-	log_event("info", "connected", NULL, "connected to %s:%s as %s; listening",
-			  PQhost(conn), PQport(conn), PQuser(conn));
+	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
+			  PQhost(conn), PQport(conn), PQuser(conn),
+			  opt_listen ? "; listening" : "; not listening (--no-listen)");
 	/* reconcile at once, then claim */
 	want_heartbeat = true;
 	want_claim = true;
@@ -1097,6 +1100,12 @@ flush_actions(void)
 
 			if (job->action == ACT_REPORT)
 			{
+				/*
+				 * Its instances are free: claim now.  A job dispatched while
+				 * they were busy had its notification then, and may send none
+				 * again.
+				 */
+				want_claim = true;
 				log_event("info", "job_reported", job, "reported %s%s%s; the job is now %s",
 						  job->state, job->reason[0] ? ": " : "", job->reason, state);
 				jobs_done++;
@@ -1307,6 +1316,8 @@ usage(FILE *f)
 			"      --keep-checkpoints   never remove a job's checkpoint directory\n"
 			"      --log-format=FORMAT  plain (default) or json: one JSON object a line\n"
 			"      --exit-after=N       exit once N jobs have ended and none runs\n"
+			"      --no-listen          no LISTEN (for a transaction-mode pooler): dispatches\n"
+			"                           and stops are then seen at the heartbeats only\n"
 			"      --noop               run nothing: report each claimed job SUCCEEDED\n"
 			"                           (for benchmarks)\n"
 			"  -h, --help               this help\n"
@@ -1361,7 +1372,7 @@ parse_options(int argc, char **argv)
 {
 	enum
 	{
-		OPT_LOG_FORMAT = 1000, OPT_KEEP, OPT_EXIT_AFTER, OPT_NOOP
+		OPT_LOG_FORMAT = 1000, OPT_KEEP, OPT_EXIT_AFTER, OPT_NOOP, OPT_NO_LISTEN
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -1377,6 +1388,7 @@ parse_options(int argc, char **argv)
 		{"log-format", required_argument, NULL, OPT_LOG_FORMAT},
 		{"exit-after", required_argument, NULL, OPT_EXIT_AFTER},
 		{"noop", no_argument, NULL, OPT_NOOP},
+		{"no-listen", no_argument, NULL, OPT_NO_LISTEN},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -1443,6 +1455,9 @@ parse_options(int argc, char **argv)
 				break;
 			case OPT_NOOP:
 				opt_noop = true;
+				break;
+			case OPT_NO_LISTEN:
+				opt_listen = false;
 				break;
 			case 'h':
 				usage(stdout);

@@ -64,7 +64,7 @@ sub start_agent
 		],
 		'<', \undef, '>>', $log, '2>>', $log);
 	$agents{$name} = $h;
-	ok(wait_for_log($name, qr/ connected: /), "agent $name connected");
+	ok(wait_for_log($name, qr/ connected: |"event":"connected"/), "agent $name connected");
 	return $h;
 }
 
@@ -216,14 +216,29 @@ ok(process_gone($term_pid), 'its process is gone');
 like(agent_log('a1'), qr/job_stopping job=$term attempt=1: stop requested \(TERMINATED\): SIGTERM/,
 	'the agent sent SIGTERM');
 
+# An admin takes a job away (released, then failed at once, so nobody
+# claims it again, and without a notification): the agent's next heartbeat
+# no longer returns it, and the agent kills it.
+$pidfile = "$tmp/gone.pid";
+my $gone = submit('gone', 'lo', [ 'sh', '-c', 'echo $$ > "$1"; exec sleep 600', 'sh', $pidfile ]);
+ok(wait_for_file($pidfile, qr/^\d+$/m), 'a long job runs');
+my $gone_pid = slurp_file($pidfile) + 0;
+$node->safe_psql('postgres',
+	"BEGIN; SELECT quota_sched.release($gone, 'a1', 'drained'); SELECT quota_sched.terminate($gone); COMMIT;");
+ok(process_gone($gone_pid), 'a job the database no longer gives the agent is killed at the next heartbeat');
+like(agent_log('a1'), qr/job_stopping job=$gone attempt=1: the database no longer gives this job/,
+	'the agent says why');
+like(agent_log('a1'), qr/job_dropped job=$gone attempt=1: /, 'and reports nothing of it');
+
 # each run of this job appends its pid to $pidfile
 $pidfile = "$tmp/taken.pid";
 my $taken = submit('taken', 'lo', [ 'sh', '-c', 'echo $$ >> "$1"; exec sleep 600', 'sh', $pidfile ], max_attempts => 2);
 ok(wait_for_file($pidfile, qr/\A\d+\n\z/), 'another long job runs');
 my ($taken_pid) = slurp_file($pidfile) =~ /(\d+)/;
-# an admin takes it away from the agent (as when a lease ran out)
+# an admin releases it: the next pass dispatches it again, and the agent
+# may claim it before its next heartbeat
 $node->safe_psql('postgres', "SELECT quota_sched.release($taken, 'a1', 'drained')");
-ok(process_gone($taken_pid), 'a job the database no longer gives the agent is killed');
+ok(process_gone($taken_pid), 'a job released by an admin, and dispatched again, is killed');
 like(agent_log('a1'), qr/job_stopping job=$taken attempt=1: (the database no longer gives this job|claimed again)/,
 	'the agent says why');
 
@@ -259,12 +274,40 @@ SKIP:
 	skip 'the job dies with its agent on Linux only', 1 unless $^O eq 'linux';
 	ok(process_gone($killed_pid), "the job's process dies with its agent");
 }
-start_agent('k2', '--lease', '3', '--heartbeat', '1');
+start_agent('k2', '--lease', '3', '--heartbeat', '1', '--log-format', 'json');
 ok(wait_for_job($killed, "state = 'SUCCEEDED'"), 'after the lease ran out, another agent ran the job to its end');
 is(job_field($killed, 'agent'), 'k2', 'the other agent');
 like(slurp_file($attempts), qr/\A1 k1 \d+\n2 k2 \d+\n\z/, 'attempt 1 on k1, attempt 2 on k2, nothing else');
 like(history($killed), qr/LEASE_EXPIRED/, 'the history shows the lease that ran out');
 is(stop_agent('k2'), 0, 'k2 stops');
+my @lines = split /\n/, agent_log('k2');
+my @bad = grep {
+	my $l = eval { decode_json($_) };
+	!($l && $l->{agent} eq 'k2' && $l->{time} && $l->{level} && $l->{event} && defined $l->{message})
+} @lines;
+ok(@lines > 3 && !@bad, '--log-format=json: every line of k2\'s log is a JSON object with its keys')
+  or diag(join("\n", @bad));
+ok((grep { /"event":"job_reported","job_id":$killed,"attempt":2,/ } @lines), 'with the job and its attempt');
+
+# ---------------------------------------------------------------------------
+# An agent restarted under the same name releases what the database says it
+# holds but it does not run
+# ---------------------------------------------------------------------------
+start_agent('again', '--lease', '30', '--heartbeat', '1');
+my $runs = "$tmp/again.runs";
+my $again = submit('again', 'lo', [ 'sh', '-c', 'echo $$ >> "$1"; exec sleep 600', 'sh', $runs ]);
+ok(wait_for_file($runs, qr/\A\d+\n\z/), 'the agent runs the job');
+kill 'KILL', agent_pid('again');
+delete($agents{again})->finish;
+start_agent('again', '--lease', '30', '--heartbeat', '1');
+ok(wait_for_log('again', qr/job \Q$again\E: held by this agent in the database but not run here: released/),
+	'restarted, it releases the job it no longer runs');
+ok(wait_for_file($runs, qr/\A\d+\n\d+\n\z/), 'then claims it again and runs it');
+like(history($again), qr/RUNNING>RUNNABLE \(agent again does not run it \(restarted\?\)\)/, 'the history shows the release');
+is(job_field($again, 'failed_attempts'), '0', 'no failed attempt');
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($again)");
+ok(wait_for_job($again, "state = 'FAILED'"), 'terminated');
+is(stop_agent('again'), 0, 'the agent stops');
 
 # ---------------------------------------------------------------------------
 # Preemption with a checkpoint: the job resumes from its step
@@ -312,5 +355,32 @@ my $after = submit('after', 'lo', [ 'true' ]);
 ok(wait_for_job($after, "state = 'SUCCEEDED'"), 'and runs the jobs submitted after the restart');
 
 is(stop_agent('p1'), 0, 'p1 stops');
+
+# ---------------------------------------------------------------------------
+# Without notifications (--no-listen, as behind a transaction-mode pooler):
+# the heartbeats alone bring the dispatches and the stops
+# ---------------------------------------------------------------------------
+start_agent('quiet', '--no-listen', '--lease', '10', '--heartbeat', '1', '--grace', '2');
+like(agent_log('quiet'), qr/not listening/, 'the agent does not listen');
+$pidfile = "$tmp/quiet.pid";
+my $quiet = submit('quiet', 'lo', [ 'sh', '-c', 'echo $$ > "$1"; exec sleep 600', 'sh', $pidfile ]);
+ok(wait_for_file($pidfile, qr/^\d+$/m), 'a heartbeat claims the job');
+my $quiet_pid = slurp_file($pidfile) + 0;
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($quiet)");
+ok(wait_for_job($quiet, "state = 'FAILED'"), 'a heartbeat brings the stop');
+ok(process_gone($quiet_pid), 'and the process is gone');
+is(stop_agent('quiet'), 0, 'quiet stops');
+
+# ---------------------------------------------------------------------------
+# --noop and --exit-after (for benchmarks): nothing runs, the agent exits
+# ---------------------------------------------------------------------------
+start_agent('bench', '--noop', '--exit-after', '2', '--instances', '2');
+my @noop = map { submit("noop$_", 'lo', [ 'sh', '-c', "echo ran > $tmp/noop$_" ]) } 1 .. 2;
+ok(wait_for_job($_, "state = 'SUCCEEDED'"), "--noop: job $_ SUCCEEDED") foreach @noop;
+ok(!-e "$tmp/noop1" && !-e "$tmp/noop2", 'without running its command');
+ok(wait_for_log('bench', qr/agent_exit: exiting: 2 job\(s\) reported/), '--exit-after 2: the agent exits after two jobs');
+my $bench_h = delete $agents{bench};
+$bench_h->finish;
+is($bench_h->result(0), 0, 'with status 0');
 $node->stop;
 done_testing();
