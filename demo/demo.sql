@@ -1,115 +1,129 @@
--- The seed example (AWS Batch quota management): one environment of three
--- ml.g5.xlarge instances, three shares of one instance each; QS1 borrows,
--- QS2 takes its capacity back, QS1 reorders its own work by priority.
+-- The seed example, run by the background worker and two launcher agents
+-- (quota-sched-agent, started by demo/run: agent-a runs two instances,
+-- agent-b one).  Each job is demo/train.sh: 40 steps of a quarter of a
+-- second, a checkpoint after each.  After each of the seed's three steps:
+-- who runs on whose capacity, what was preempted and why.  At the end: the
+-- preempted jobs resumed from their checkpoints, and the utilization.
+-- psql variables: train (the path of train.sh), ckroot (the agents'
+-- checkpoint root).
 \pset footer off
-\echo '== configuration'
-CREATE EXTENSION quota_sched;
-INSERT INTO quota_sched.service_environment (name, capacity_limits)
-VALUES ('ml-env', '{"ml.g5.xlarge": 3}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('ml-queue', 'ml-env');
-INSERT INTO quota_sched.quota_share
-	(job_queue, name, capacity_limits, strategy, borrow_limit, in_share_preemption)
-VALUES ('ml-queue', 'QS1', '{"ml.g5.xlarge": 1}', 'LEND_AND_BORROW', 200, true),
-	   ('ml-queue', 'QS2', '{"ml.g5.xlarge": 1}', 'LEND', -1, false),
-	   ('ml-queue', 'QS3', '{"ml.g5.xlarge": 1}', 'RESERVE', -1, false);
-SELECT name, capacity_limits, strategy, borrow_limit, in_share_preemption
-  FROM quota_sched.quota_share ORDER BY name;
+SET demo.ckroot = :'ckroot';
+SELECT set_config('demo.started', clock_timestamp()::text, false) \g /dev/null
 
-\echo '== team QS1 submits three jobs with INSERT'
-CREATE ROLE team_qs1 IN ROLE quota_sched_user;
+-- pg_temp.wait_until(condition): waits until the SQL condition holds
+-- (what the worker and the agents do happens in other sessions).
+CREATE FUNCTION pg_temp.wait_until(cond text, seconds integer DEFAULT 60) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	ok boolean;
+	deadline timestamptz := clock_timestamp() + seconds * interval '1 second';
+BEGIN
+	LOOP
+		EXECUTE 'SELECT ' || cond INTO ok;
+		EXIT WHEN ok;
+		IF clock_timestamp() > deadline THEN
+			RAISE EXCEPTION 'demo: still not true after % s: %', seconds, cond;
+		END IF;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END
+$$;
+
+-- pg_temp.step(job): the last step its checkpoint saved (0: none yet).
+CREATE FUNCTION pg_temp.step(job_name text) RETURNS integer LANGUAGE sql AS $$
+	SELECT coalesce(trim(pg_read_file(current_setting('demo.ckroot') || '/job-' || j.id || '/step',
+									  0, 100, true))::integer, 0)
+	  FROM quota_sched.job j WHERE j.name = job_name
+$$;
+
+-- pg_temp.who_runs(): each job, where it runs, and on whose capacity: a
+-- share's held jobs, in the order they were dispatched, use its own
+-- instances first; the rest is borrowed from shares that lend.
+CREATE FUNCTION pg_temp.who_runs()
+RETURNS TABLE (job text, share text, priority integer, state text, agent text, capacity text,
+			   step integer)
+LANGUAGE sql AS $$
+	SELECT j.name, j.quota_share, j.priority, j.state, coalesce(j.agent, ''),
+		   CASE WHEN h.n IS NULL THEN ''
+				WHEN h.n <= (s.capacity_limits ->> j.capacity_unit)::integer THEN 'own'
+				ELSE 'borrowed' END,
+		   pg_temp.step(j.name)
+	  FROM quota_sched.job j
+	  JOIN quota_sched.quota_share s ON s.job_queue = j.job_queue AND s.name = j.quota_share
+	  LEFT JOIN (SELECT id, row_number() OVER (PARTITION BY quota_share ORDER BY scheduled_at, id) AS n
+				   FROM quota_sched.job WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING')) h
+		ON h.id = j.id
+	 ORDER BY j.id
+$$;
+
+-- pg_temp.preemptions(): the stops requested since the last call, and why.
+CREATE TEMP TABLE shown (last_event bigint);
+INSERT INTO shown VALUES (0);
+CREATE FUNCTION pg_temp.preemptions()
+RETURNS TABLE (stopped text, reason text, to_make_room_for text, at_step integer)
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY
+	SELECT j.name, e.reason, coalesce(p.name, ''), pg_temp.step(j.name)
+	  FROM quota_sched.job_event e
+	  JOIN quota_sched.job j ON j.id = e.job_id
+	  LEFT JOIN quota_sched.job p ON p.id = e.preempted_for
+	 WHERE e.kind IN ('STOP', 'TERMINATE') AND e.id > (SELECT last_event FROM shown)
+	 ORDER BY e.id;
+	UPDATE shown SET last_event = (SELECT coalesce(max(id), 0) FROM quota_sched.job_event);
+END
+$$;
+
+\echo '== step 1: team QS1 submits three jobs (priorities 3, 2, 1) with INSERT'
 SET ROLE team_qs1;
-INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload)
-VALUES ('qs1_job_high', 'ml-queue', 'QS1', 3, 'ml.g5.xlarge', 1, '{"command": ["python", "train.py"]}'),
-	   ('qs1_job_med',  'ml-queue', 'QS1', 2, 'ml.g5.xlarge', 1, '{"command": ["python", "train.py"]}'),
-	   ('qs1_job_low',  'ml-queue', 'QS1', 1, 'ml.g5.xlarge', 1, '{"command": ["python", "train.py"]}');
-SELECT id, name, owner, priority, capacity_unit, instance_count, state FROM quota_sched.job ORDER BY id;
-
-\echo '== a bad submission is refused with a clear error, and nothing is stored'
-\set ON_ERROR_STOP 0
-INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
-VALUES ('too_urgent', 'ml-queue', 'QS1', 10000, 'ml.g5.xlarge');
-\set ON_ERROR_STOP 1
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, payload)
+SELECT n, 'ml-queue', 'QS1', p, 'ml.g5.xlarge',
+	   jsonb_build_object('command', jsonb_build_array('sh', :'train', '40'))
+  FROM (VALUES ('qs1_job_high', 3), ('qs1_job_med', 2), ('qs1_job_low', 1)) AS v(n, p);
 RESET ROLE;
+SELECT pg_temp.wait_until($$(SELECT count(*) = 2 FROM quota_sched.job WHERE state = 'RUNNING')
+						   AND pg_temp.step('qs1_job_med') >= 8$$) \g /dev/null
+\echo '   high runs on QS1''s own instance, med on the one QS2 lends; low waits: QS3 reserves its own'
+SELECT * FROM pg_temp.who_runs();
+SELECT e ->> 'blocked_by' AS low_blocked_by, e ->> 'detail' AS detail
+  FROM quota_sched.job j, quota_sched.explain(j.id) AS e WHERE j.name = 'qs1_job_low';
 
--- a second between the steps, so that the chart of the run (demo/run
--- draws it at the end, in buckets of a second, from the first whole
--- second after the configuration) shows each
-DO $$ BEGIN PERFORM pg_sleep(1); END $$;
-
-\echo '== step 1, one scheduling pass: high runs on QS1''s own capacity, med borrows QS2''s idle'
-\echo '   instance, low waits because QS3 reserves its capacity (RESERVE never lends)'
-SELECT j.name, p.action, p.quota_share
-  FROM quota_sched.run_pass('ml-queue') WITH ORDINALITY AS p(job_id, action, quota_share, reason, n)
-  JOIN quota_sched.job j ON j.id = p.job_id ORDER BY p.n;
-SELECT quota_share, max_capacity, allowed, in_use, borrowed, idle, runnable_jobs
-  FROM quota_sched.share_usage ORDER BY quota_share;
-
-\echo '== why is qs1_job_low not running?'
-SELECT jsonb_pretty(quota_sched.explain(id) - 'job_id') AS explain
-  FROM quota_sched.job WHERE name = 'qs1_job_low';
-
-\echo '== a launcher agent claims its work and starts it'
-CREATE ROLE launcher IN ROLE quota_sched_agent;
-SET ROLE launcher;
-SELECT name, state, agent FROM quota_sched.claim('agent-1', 'ml-queue', max_jobs => 10) ORDER BY id;
-SELECT r.name, r.state FROM quota_sched.job j, quota_sched.report(j.id, 'agent-1', 'RUNNING') r
- WHERE j.state = 'STARTING' ORDER BY j.id;
-RESET ROLE;
-
-DO $$ BEGIN PERFORM pg_sleep(1); END $$;
-
-\echo '== step 2: QS2 submits qs2_job_1 and takes back the instance it lent to QS1'
-CREATE ROLE team_qs2 IN ROLE quota_sched_user;
+\echo '== step 2: team QS2 submits a job: QS2 takes back the instance it lent'
+SELECT pg_temp.preemptions() \g /dev/null
 SET ROLE team_qs2;
-INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
-VALUES ('qs2_job_1', 'ml-queue', 'QS2', 1, 'ml.g5.xlarge');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, payload)
+VALUES ('qs2_job_1', 'ml-queue', 'QS2', 1, 'ml.g5.xlarge',
+		jsonb_build_object('command', jsonb_build_array('sh', :'train', '40')));
 RESET ROLE;
-SELECT j.name, p.action, p.reason FROM quota_sched.run_pass('ml-queue') p
-  JOIN quota_sched.job j ON j.id = p.job_id;
-\echo '   the agent learns of the stop (NOTIFY quota_sched_stop, or its heartbeat) and stops med'
-SET ROLE launcher;
-SELECT j.name, h.stop_reason FROM quota_sched.heartbeat('agent-1') h
-  JOIN quota_sched.job j ON j.id = h.job_id ORDER BY j.id;
-SELECT r.name, r.state, r.preemption_count
-  FROM quota_sched.job j, quota_sched.report(j.id, 'agent-1', 'STOPPED') r
- WHERE j.name = 'qs1_job_med';
-RESET ROLE;
-SELECT j.name, p.action FROM quota_sched.run_pass('ml-queue') p JOIN quota_sched.job j ON j.id = p.job_id;
-SET ROLE launcher;
-SELECT name, state FROM quota_sched.claim('agent-1', 'ml-queue');
-RESET ROLE;
-
-DO $$ BEGIN PERFORM pg_sleep(1); END $$;
+SELECT pg_temp.wait_until($$(SELECT state = 'RUNNING' FROM quota_sched.job WHERE name = 'qs2_job_1')$$) \g /dev/null
+SELECT * FROM pg_temp.preemptions();
+SELECT * FROM pg_temp.who_runs();
 
 \echo '== step 3: team QS1 raises qs1_job_low to priority 4: in-share preemption stops high'
 SET ROLE team_qs1;
 UPDATE quota_sched.job SET priority = 4 WHERE name = 'qs1_job_low';
 RESET ROLE;
-SELECT j.name, p.action, p.reason FROM quota_sched.run_pass('ml-queue') p
-  JOIN quota_sched.job j ON j.id = p.job_id;
-SET ROLE launcher;
-SELECT r.name, r.state, r.preemption_count
-  FROM quota_sched.job j, quota_sched.report(j.id, 'agent-1', 'STOPPED') r
- WHERE j.name = 'qs1_job_high';
-RESET ROLE;
-SELECT j.name, p.action FROM quota_sched.run_pass('ml-queue') p JOIN quota_sched.job j ON j.id = p.job_id;
-SELECT name, priority, state, preemption_count FROM quota_sched.job ORDER BY id;
-SELECT quota_share, in_use, borrowed, idle, runnable_jobs FROM quota_sched.share_usage ORDER BY quota_share;
+SELECT pg_temp.wait_until($$(SELECT state = 'RUNNING' FROM quota_sched.job WHERE name = 'qs1_job_low')$$) \g /dev/null
+SELECT * FROM pg_temp.preemptions();
+SELECT * FROM pg_temp.who_runs();
 
-DO $$ BEGIN PERFORM pg_sleep(1); END $$;
+\echo '== every job runs to its end; the preempted ones resume from their checkpoints'
+SELECT pg_temp.wait_until($$(SELECT bool_and(state = 'SUCCEEDED') FROM quota_sched.job)$$, 120) \g /dev/null
+SELECT j.name AS job, j.preemption_count AS preemptions,
+	   replace(trim(pg_read_file(current_setting('demo.ckroot') || '/job-' || j.id || '/attempts',
+									   0, 10000, true)),
+			   E'\n', '; ') AS attempts
+  FROM quota_sched.job j ORDER BY j.id;
 
-\echo '== history of qs1_job_med: one job_event row per change of state'
-SELECT e.from_state, e.to_state, e.reason, e.actor, e.pass_id IS NOT NULL AS by_pass
-  FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
- WHERE j.name = 'qs1_job_med' ORDER BY e.id;
-SELECT id, dispatched, preempted, requeued, failed FROM quota_sched.pass_log ORDER BY id;
-
-\echo '== the background worker: turned on, it runs a pass soon after every commit'
-\echo '   (team QS1 raises qs1_job_med above low, whose instance no agent has claimed yet)'
-ALTER SYSTEM SET quota_sched.enabled = on;
-DO $$ BEGIN PERFORM pg_reload_conf(); PERFORM pg_sleep(1); END $$;
-SET ROLE team_qs1;
-UPDATE quota_sched.job SET priority = 5 WHERE name = 'qs1_job_med';
-RESET ROLE;
-DO $$ BEGIN PERFORM pg_sleep(1); END $$;
-SELECT name, priority, state, stop_reason FROM quota_sched.job ORDER BY id;
+\echo '== utilization of the run, per share (quota_sched.utilization(), one bucket)'
+SELECT coalesce(u.quota_share, '(all)') AS share,
+	   round(u.used_instance_seconds) AS used_s, round(u.own_instance_seconds) AS own_s,
+	   round(u.borrowed_instance_seconds) AS borrowed_s, round(u.idle_instance_seconds) AS idle_s,
+	   u.dispatched, u.preempted, u.preempting, u.succeeded, round(u.wait_p50_seconds) AS wait_p50_s
+  FROM quota_sched.utilization('ml-queue', date_trunc('second', current_setting('demo.started')::timestamptz),
+							   now(), ceil(extract(epoch FROM now() - current_setting('demo.started')::timestamptz)) * interval '1 second' + interval '1 second') u
+ ORDER BY u.quota_share NULLS LAST;
+\echo '== each job''s accounting (quota_sched.job_accounting)'
+SELECT name AS job, quota_share AS share, attempts, preemptions, round(extract(epoch FROM waited)) AS waited_s,
+	   round(held_seconds) AS held_s, last_exit_code
+  FROM quota_sched.job_accounting ORDER BY job_id;
