@@ -1020,7 +1020,8 @@ CREATE TABLE quota_sched.usage_totals (
  * or before up_to; it returns the number of queue-hours it rolled up.  The
  * background worker calls it after the first full round of each hour;
  * without the worker, pg_cron can (README).  A queue's first rollup starts
- * at the hour of its first event.
+ * at the hour of its first event or of its shares' first configuration (the
+ * last whole hour if it has neither); it reads the whole history, once.
  */
 CREATE FUNCTION quota_sched.rollup(up_to timestamptz DEFAULT now())
 RETURNS bigint
@@ -1045,7 +1046,10 @@ BEGIN
 						 WHERE c.object = 'quota_share' AND c.job_queue = q)))
 			  INTO t0;
 		END IF;
-		CONTINUE WHEN t0 IS NULL;
+		-- a queue with no history at all: its first rollup is the last
+		-- whole hour, so that it has a rollup row and its next rollup does
+		-- not look through the whole history again
+		t0 := coalesce(t0, horizon - interval '1 hour');
 		WHILE t0 < horizon LOOP
 			t1 := least(horizon, t0 + interval '7 days');
 			INSERT INTO quota_sched.usage_hourly

@@ -98,8 +98,14 @@ SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01
 
 -- The rollup of hours 0 and 1, as rollup() would write it at 02:00; the
 -- report from it and the history after it is the same.
-SELECT quota_sched.rollup('2026-01-01 02:00+00') AS queue_hours;
-SELECT job_queue, rolled_until FROM quota_sched.usage_rollup WHERE job_queue = 'u_queue';
+-- (u_empty, a queue with no share and no history, gets a rollup row at its
+-- first rollup: the last whole hour, so later rollups do not look through
+-- the whole history for its first event every time.)
+INSERT INTO quota_sched.service_environment (name) VALUES ('u_empty_env');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('u_empty', 'u_empty_env');
+SELECT quota_sched.rollup('2026-01-01 02:00+00') >= 3 AS rolled_up;
+SELECT job_queue, rolled_until FROM quota_sched.usage_rollup WHERE job_queue IN ('u_queue', 'u_empty')
+ ORDER BY 1;
 SELECT quota_share AS share, hour, used, own, borrowed, idle, usage_end, capacity_end,
 	   dispatched, waits
   FROM quota_sched.usage_hourly WHERE job_queue = 'u_queue' ORDER BY hour, quota_share NULLS FIRST;
@@ -152,5 +158,7 @@ DELETE FROM quota_sched.job_event WHERE job_queue = 'u_queue';
 DELETE FROM quota_sched.usage_hourly WHERE job_queue = 'u_queue';
 DELETE FROM quota_sched.usage_totals WHERE job_queue = 'u_queue';
 DELETE FROM quota_sched.usage_rollup WHERE job_queue = 'u_queue';
-DELETE FROM quota_sched.job_queue WHERE name = 'u_queue';
-DELETE FROM quota_sched.service_environment WHERE name = 'u_env';
+DELETE FROM quota_sched.usage_hourly WHERE job_queue = 'u_empty';
+DELETE FROM quota_sched.usage_rollup WHERE job_queue = 'u_empty';
+DELETE FROM quota_sched.job_queue WHERE name IN ('u_queue', 'u_empty');
+DELETE FROM quota_sched.service_environment WHERE name IN ('u_env', 'u_empty_env');
