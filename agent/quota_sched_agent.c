@@ -24,6 +24,18 @@
  * (SIGTERM, grace, SIGKILL), release their jobs (no attempt is counted) and
  * exit 0; a second one kills the children at once.
  *
+ * External launchers (--start-cmd, --status-cmd, --stop-cmd): instead of a
+ * local child, a job runs on another system (a cloud training service, a
+ * batch system).  The start command (run with /bin/sh -c, the job's facts
+ * and payload in its environment, never substituted into the command line)
+ * starts it there and prints a handle; the status command, run every
+ * --status-interval with that handle, says RUNNING, SUCCEEDED, FAILED or
+ * STOPPED; the stop command asks the other system to stop it, after which
+ * the status is polled until it has stopped or the grace period has passed.
+ * These commands are child processes too, one at a time per job, watched
+ * by the same loop and killed after --cmd-timeout: a command that hangs
+ * stalls nothing.  The handle lives in the agent's memory only.
+ *
  * See --help for the options, and the README's "The launcher agent".
  */
 #if !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE)
@@ -80,6 +92,11 @@ static bool opt_keep_checkpoints = false;
 static long opt_exit_after = 0;
 static bool opt_noop = false;
 static bool opt_listen = true;
+static const char *opt_start_cmd = NULL;	/* external launcher: all three, or none */
+static const char *opt_status_cmd = NULL;
+static const char *opt_stop_cmd = NULL;
+static double opt_status_interval = 0;	/* 0: the heartbeat interval */
+static double opt_cmd_timeout = 30;
 
 /* ------------------------------------------------------------------------
  * Jobs the agent holds
@@ -99,6 +116,16 @@ typedef enum Action
 	ACT_RELEASE,				/* release the job */
 	ACT_DROP					/* forget it */
 } Action;
+
+typedef enum Helper
+{
+	HELPER_NONE,
+	HELPER_START,				/* --start-cmd */
+	HELPER_STATUS,				/* --status-cmd */
+	HELPER_STOP					/* --stop-cmd */
+} Helper;
+
+static const char *const helper_names[] = {"", "start", "status", "stop"};
 
 typedef struct Job
 {
@@ -120,6 +147,29 @@ typedef struct Job
 	char		reason[512];
 	int			exit_code;
 	bool		has_exit_code;
+
+	/*
+	 * A job run by an external launcher (remote): alive from its claim until
+	 * its end is known; pid stays 0.  At most one command runs for it.
+	 */
+	bool		remote;
+	bool		started;		/* the start command gave a handle */
+	char		handle[1024];
+	Helper		helper;			/* the command that runs now */
+	pid_t		helper_pid;
+	double		helper_deadline;	/* killed then (--cmd-timeout) */
+	bool		helper_killed;	/* SIGKILL sent: timed out */
+	bool		helper_cancelled;	/* killed on purpose: its answer is moot */
+	int			out_fd;			/* its stdout and stderr; -1: closed */
+	int			err_fd;
+	char		out[2048];
+	size_t		out_len;
+	char		err[2048];
+	size_t		err_len;
+	double		next_status;	/* when to run the status command next */
+	double		stop_deadline;	/* the first stop command ended: grace ends then */
+	bool		stop_ok;		/* a stop command succeeded */
+	double		stop_retry_at;	/* a stop command failed: again then */
 } Job;
 
 static Job **jobs = NULL;
@@ -160,7 +210,7 @@ static const char *const SQL_CLAIM =
 "            THEN format('element %s of the job''s command is a JSON %s, not a string',\n"
 "                        a.bad - 1, a.bad_type)\n"
 "       END,\n"
-"       a.argv\n"
+"       a.argv, c.payload::text\n"
 "  FROM quota_sched.claim($1::text, $2::text, $3::text, max_jobs => $4::integer,\n"
 "                         lease => $5::interval, max_instances => $4::integer, start => true) c\n"
 "  LEFT JOIN LATERAL (\n"
@@ -493,6 +543,8 @@ add_job(int64_t id, int attempt, int instances)
 	snprintf(job->attempt_text, sizeof(job->attempt_text), "%d", attempt);
 	job->instances = instances;
 	job->lease_deadline = now_mono() + opt_lease;
+	job->out_fd = -1;
+	job->err_fd = -1;
 	jobs[njobs++] = job;
 	return job;
 }
@@ -505,6 +557,11 @@ remove_job(Job *job)
 	for (i = 0; i < njobs; i++)
 		if (jobs[i] == job)
 		{
+			/* a command still running for it is not waited for any more */
+			if (job->out_fd >= 0)
+				close(job->out_fd);
+			if (job->err_fd >= 0)
+				close(job->err_fd);
 			jobs[i] = jobs[--njobs];
 			free(job);
 			return;
@@ -759,6 +816,8 @@ signal_group(Job *job, int sig)
 				  signal_name(sig), strerror(errno));
 }
 
+static void kill_helper(Job *job);
+
 /* stop a child: SIGTERM now, SIGKILL after the grace period */
 static void
 begin_stop(Job *job, StopKind kind, const char *why)
@@ -767,7 +826,20 @@ begin_stop(Job *job, StopKind kind, const char *why)
 		return;
 	if (job->stop == STOP_NONE || kind == STOP_LOST)
 		job->stop = kind;
-	if (job->term_at == 0)
+	if (job->term_at == 0 && job->remote)
+	{
+		job->term_at = now_mono();
+		/* a status command that runs is moot: the stop command goes first */
+		if (job->helper == HELPER_STATUS && job->helper_pid > 0)
+		{
+			job->helper_cancelled = true;
+			kill_helper(job);
+		}
+		log_event("info", "job_stopping", job, "%s: the stop command for %s%s, then up to %g s for it to stop",
+				  why, job->started ? job->handle : "the remote job",
+				  job->started ? "" : " once the start command has ended", opt_grace);
+	}
+	else if (job->term_at == 0)
 	{
 		job->term_at = now_mono();
 		signal_group(job, SIGTERM);
@@ -960,6 +1032,493 @@ start_job(Job *job, const char *argv_text)
 	free_argv(argv);
 }
 
+/* ------------------------------------------------------------------------
+ * External launchers: the start, status and stop commands
+ * ---------------------------------------------------------------------- */
+
+/* reads what a command wrote (non-blocking); keeps the first bytes of each */
+static void
+read_helper_output(Job *job)
+{
+	int		   *fds[2] = {&job->out_fd, &job->err_fd};
+	char	   *bufs[2] = {job->out, job->err};
+	size_t	   *lens[2] = {&job->out_len, &job->err_len};
+	size_t		caps[2] = {sizeof(job->out), sizeof(job->err)};
+	int			k;
+
+	for (k = 0; k < 2; k++)
+	{
+		char		chunk[1024];
+		ssize_t		n;
+
+		while (*fds[k] >= 0)
+		{
+			n = read(*fds[k], chunk, sizeof(chunk));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (n <= 0)
+			{
+				close(*fds[k]);
+				*fds[k] = -1;
+				break;
+			}
+			if (*lens[k] + 1 < caps[k])
+			{
+				size_t		take = (size_t) n;
+
+				if (take > caps[k] - 1 - *lens[k])
+					take = caps[k] - 1 - *lens[k];
+				memcpy(bufs[k] + *lens[k], chunk, take);
+				*lens[k] += take;
+				bufs[k][*lens[k]] = '\0';
+			}
+		}
+	}
+}
+
+/* the first line of s, without surrounding blanks, into buf */
+static void
+first_line(const char *s, char *buf, size_t cap)
+{
+	size_t		n;
+
+	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+		s++;
+	n = strcspn(s, "\r\n");
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+}
+
+/* the last non-empty line of s into buf ("" if none) */
+static void
+last_line(const char *s, char *buf, size_t cap)
+{
+	const char *start = NULL,
+			   *p;
+
+	buf[0] = '\0';
+	for (p = s; *p; p++)
+		if ((p == s || p[-1] == '\n') && *p != '\n' && *p != '\r')
+			start = p;
+	if (start)
+		first_line(start, buf, cap);
+}
+
+/*
+ * start_helper runs one of the launcher's commands for the job with
+ * /bin/sh -c, in a process group of its own, its stdout and stderr read by
+ * the loop.  The job's facts are in its environment: QUOTA_SCHED_JOB_ID,
+ * _ATTEMPT, _INSTANCE_COUNT, _CHECKPOINT_DIR, _AGENT, and QUOTA_SCHED_PAYLOAD
+ * (start) or QUOTA_SCHED_HANDLE (status, stop).  False if it could not be
+ * started (logged).
+ */
+static bool
+start_helper(Job *job, Helper which, const char *payload)
+{
+	const char *cmd = which == HELPER_START ? opt_start_cmd :
+		which == HELPER_STATUS ? opt_status_cmd : opt_stop_cmd;
+	int			outp[2] = {-1, -1},
+				errp[2] = {-1, -1};
+	pid_t		pid;
+
+	if (pipe(outp) != 0 || pipe(errp) != 0)
+	{
+		log_event("error", "command_not_started", job, "%s command: pipe: %s",
+				  helper_names[which], strerror(errno));
+		if (outp[0] >= 0)
+		{
+			close(outp[0]);
+			close(outp[1]);
+		}
+		return false;
+	}
+	fcntl(outp[0], F_SETFD, FD_CLOEXEC);
+	fcntl(errp[0], F_SETFD, FD_CLOEXEC);
+	pid = fork();
+	if (pid == 0)
+	{
+		struct sigaction sa;
+		sigset_t	none;
+		int			fd;
+		char		num[24];
+
+		setpgid(0, 0);
+#ifdef __linux__
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGCHLD, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGPIPE, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0 && fd != STDIN_FILENO)
+		{
+			dup2(fd, STDIN_FILENO);
+			close(fd);
+		}
+		dup2(outp[1], STDOUT_FILENO);
+		dup2(errp[1], STDERR_FILENO);
+		close(outp[0]);
+		close(outp[1]);
+		close(errp[0]);
+		close(errp[1]);
+		setenv("QUOTA_SCHED_JOB_ID", job->id_text, 1);
+		setenv("QUOTA_SCHED_ATTEMPT", job->attempt_text, 1);
+		snprintf(num, sizeof(num), "%d", job->instances);
+		setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
+		setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
+		setenv("QUOTA_SCHED_AGENT", opt_agent, 1);
+		if (payload)
+			setenv("QUOTA_SCHED_PAYLOAD", payload, 1);
+		else
+			unsetenv("QUOTA_SCHED_PAYLOAD");
+		if (job->started)
+			setenv("QUOTA_SCHED_HANDLE", job->handle, 1);
+		else
+			unsetenv("QUOTA_SCHED_HANDLE");
+		execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
+		fprintf(stderr, "could not run /bin/sh: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(outp[1]);
+	close(errp[1]);
+	if (pid < 0)
+	{
+		log_event("error", "command_not_started", job, "%s command: fork: %s",
+				  helper_names[which], strerror(errno));
+		close(outp[0]);
+		close(errp[0]);
+		return false;
+	}
+	setpgid(pid, pid);
+	fcntl(outp[0], F_SETFL, fcntl(outp[0], F_GETFL) | O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, fcntl(errp[0], F_GETFL) | O_NONBLOCK);
+	job->helper = which;
+	job->helper_pid = pid;
+	job->helper_deadline = now_mono() + opt_cmd_timeout;
+	job->helper_killed = false;
+	job->helper_cancelled = false;
+	job->out_fd = outp[0];
+	job->err_fd = errp[0];
+	job->out_len = job->err_len = 0;
+	job->out[0] = job->err[0] = '\0';
+	return true;
+}
+
+/* kills the job's running command (its process group) */
+static void
+kill_helper(Job *job)
+{
+	if (job->helper_pid > 0 && kill(-job->helper_pid, SIGKILL) != 0 && errno != ESRCH)
+		log_event("warning", "kill_failed", job, "kill(-%d, SIGKILL): %s",
+				  (int) job->helper_pid, strerror(errno));
+}
+
+/* the remote job has ended (or is given up): what to tell the database */
+static void
+remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...) PRINTF_LIKE(5, 6);
+
+static void
+remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...)
+{
+	char		reason[512] = "";
+
+	if (fmt)
+	{
+		va_list		ap;
+
+		va_start(ap, fmt);
+		vsnprintf(reason, sizeof(reason), fmt, ap);
+		va_end(ap);
+	}
+	job->alive = false;
+	log_event("info", "job_exited", job, "remote job %s: %s%s%s",
+			  job->started ? job->handle : "(not started)", state,
+			  reason[0] ? ": " : "", reason);
+	switch (job->stop)
+	{
+		case STOP_LOST:
+			job->action = ACT_DROP;
+			break;
+		case STOP_SHUTDOWN:
+			job->action = ACT_RELEASE;
+			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opt_agent);
+			break;
+		case STOP_REQUESTED:
+			set_report(job, "STOPPED", exit_code, has_exit_code, NULL);
+			break;
+		case STOP_NONE:
+			set_report(job, state, exit_code, has_exit_code, "%s", reason);
+			break;
+	}
+}
+
+/* how a command ended, for the log and a reason */
+static void
+describe_helper_end(Job *job, int status, char *buf, size_t cap)
+{
+	char		errline[300];
+
+	if (job->helper_killed)
+		snprintf(buf, cap, "did not finish within %g s (--cmd-timeout): killed", opt_cmd_timeout);
+	else if (WIFEXITED(status))
+		snprintf(buf, cap, "exit code %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status) && signal_name(WTERMSIG(status)))
+		snprintf(buf, cap, "killed by signal %s", signal_name(WTERMSIG(status)));
+	else
+		snprintf(buf, cap, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	last_line(job->err, errline, sizeof(errline));
+	if (errline[0])
+	{
+		size_t		len = strlen(buf);
+
+		append(buf, cap, &len, ": %s", errline);
+	}
+}
+
+/* what the status command printed: RUNNING, SUCCEEDED, FAILED [CODE] [REASON], STOPPED */
+static void
+status_answer(Job *job, const char *line)
+{
+	char		word[16];
+	size_t		n = strcspn(line, " \t");
+	const char *rest;
+
+	if (n >= sizeof(word))
+		n = sizeof(word) - 1;
+	memcpy(word, line, n);
+	word[n] = '\0';
+	rest = line + strcspn(line, " \t");
+	rest += strspn(rest, " \t");
+	if (strcmp(word, "RUNNING") == 0)
+		return;
+	if (strcmp(word, "SUCCEEDED") == 0)
+		remote_ended(job, "SUCCEEDED", 0, true, NULL);
+	else if (strcmp(word, "FAILED") == 0)
+	{
+		char	   *end;
+		long		code;
+
+		errno = 0;
+		code = strtol(rest, &end, 10);
+		if (end != rest && errno == 0 && code >= INT_MIN && code <= INT_MAX &&
+			(*end == '\0' || *end == ' ' || *end == '\t'))
+		{
+			rest = end + strspn(end, " \t");
+			if (*rest)
+				remote_ended(job, "FAILED", (int) code, true, "%s", rest);
+			else
+				remote_ended(job, "FAILED", (int) code, true, "exit code %ld", code);
+		}
+		else
+			remote_ended(job, "FAILED", 0, false, "%s", *rest ? rest : "the remote job failed");
+	}
+	else if (strcmp(word, "STOPPED") == 0)
+	{
+		if (job->stop != STOP_NONE)
+			remote_ended(job, "STOPPED", 0, false, NULL);
+		else
+			remote_ended(job, "FAILED", 0, false, "the remote job %s was stopped, not by this agent",
+						 job->handle);
+	}
+	else
+		log_event("warning", "status_unknown", job,
+				  "the status command printed \"%s\", not RUNNING, SUCCEEDED, FAILED or STOPPED; asking again later",
+				  line);
+}
+
+/* one of the job's commands has ended */
+static void
+helper_ended(Job *job, int status)
+{
+	Helper		which = job->helper;
+	bool		ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->helper_killed;
+	char		how[700];
+	char		line[1024];
+	double		now = now_mono();
+	const char *p;
+
+	read_helper_output(job);
+	if (job->out_fd >= 0)
+		close(job->out_fd);
+	if (job->err_fd >= 0)
+		close(job->err_fd);
+	job->out_fd = job->err_fd = -1;
+	job->helper = HELPER_NONE;
+	job->helper_pid = 0;
+	/* what it said on stderr goes to the log */
+	for (p = job->err; *p;)
+	{
+		size_t		n = strcspn(p, "\n");
+
+		if (n > 0)
+			log_event("info", "command_output", job, "%s command: %.*s",
+					  helper_names[which], (int) n, p);
+		p += n;
+		if (*p)
+			p++;
+	}
+	describe_helper_end(job, status, how, sizeof(how));
+	first_line(job->out, line, sizeof(line));
+	if (job->helper_cancelled)
+		return;
+
+	switch (which)
+	{
+		case HELPER_START:
+			if (ok && line[0])
+			{
+				snprintf(job->handle, sizeof(job->handle), "%s", line);
+				job->started = true;
+				job->next_status = now + opt_status_interval;
+				log_event("info", "job_started", job, "remote handle %s, %d instance(s), checkpoints in %s",
+						  job->handle, job->instances, job->checkpoint_dir);
+			}
+			else if (ok)
+				remote_ended(job, "FAILED", 0, false,
+							 "the start command printed no handle (its stdout's first line)");
+			else
+				remote_ended(job, "FAILED", 0, false, "the start command failed (%s)", how);
+			break;
+		case HELPER_STATUS:
+			job->next_status = now + (job->term_at > 0 && opt_status_interval > 1 ? 1 : opt_status_interval);
+			if (!ok)
+				log_event("warning", job->helper_killed ? "status_timeout" : "status_failed", job,
+						  "the status command of %s %s; asking again in %g s", job->handle, how,
+						  job->next_status - now);
+			else
+				status_answer(job, line);
+			break;
+		case HELPER_STOP:
+			if (job->stop_deadline == 0)
+				job->stop_deadline = now + opt_grace;
+			job->next_status = now;
+			if (ok)
+			{
+				job->stop_ok = true;
+				log_event("info", "stop_sent", job, "the stop command of %s succeeded; waiting up to %g s for the remote job to stop",
+						  job->handle, job->stop_deadline - now);
+			}
+			else
+			{
+				job->stop_retry_at = now + 1;
+				log_event("warning", "stop_failed", job, "the stop command of %s failed (%s); trying again in 1 s",
+						  job->handle, how);
+			}
+			break;
+		case HELPER_NONE:
+			break;
+	}
+}
+
+/*
+ * remote_tick: what a remote job needs now.  Kills a command past its
+ * deadline; once the start command has given a handle, runs the status
+ * command every --status-interval, or, when the job is being stopped, the
+ * stop command, then the status command until the remote job has stopped
+ * or the grace period has passed.
+ */
+static void
+remote_tick(Job *job, double now)
+{
+	if (!job->alive)
+		return;
+	if (job->helper_pid > 0)
+	{
+		if (!job->helper_killed && now >= job->helper_deadline)
+		{
+			job->helper_killed = true;
+			kill_helper(job);
+			log_event("warning", "command_timeout", job, "the %s command ran for %g s (--cmd-timeout): killed",
+					  helper_names[job->helper], opt_cmd_timeout);
+		}
+		return;
+	}
+	if (!job->started)
+		return;
+	if (job->term_at > 0 && job->stop_deadline > 0 &&
+		(now >= job->stop_deadline || got_term > 1))
+	{
+		log_event("warning", "stop_unconfirmed", job,
+				  "the remote job %s has not said it stopped %s: taken as stopped",
+				  job->handle, got_term > 1 ? "(a second signal)" : "within the grace period");
+		remote_ended(job, "STOPPED", 0, false, NULL);
+		return;
+	}
+	if (job->term_at > 0 && (job->stop_deadline == 0 || (!job->stop_ok && now >= job->stop_retry_at)))
+		start_helper(job, HELPER_STOP, NULL);
+	else if (now >= job->next_status)
+	{
+		if (!start_helper(job, HELPER_STATUS, NULL))
+			job->next_status = now + opt_status_interval;
+	}
+}
+
+/* when remote_tick has something to do for the job (HUGE_VAL: nothing) */
+static double
+remote_wake(const Job *job)
+{
+	double		t = 1e300;
+
+	if (!job->alive)
+		return t;
+	if (job->helper_pid > 0)
+		return job->helper_killed ? t : job->helper_deadline;
+	if (!job->started)
+		return t;
+	if (job->term_at > 0)
+	{
+		if (job->stop_deadline == 0)
+			return 0;
+		t = job->stop_deadline;
+		if (!job->stop_ok && job->stop_retry_at < t)
+			t = job->stop_retry_at;
+	}
+	return job->next_status < t ? job->next_status : t;
+}
+
+/*
+ * start_remote: the job's checkpoint directory, then its start command.  The
+ * job holds its instances from now on.
+ */
+static void
+start_remote(Job *job, const char *payload)
+{
+	char		err[PATH_MAX + 200];
+
+	job->remote = true;
+	snprintf(job->checkpoint_dir, sizeof(job->checkpoint_dir), "%s/job-%s",
+			 opt_checkpoint_root, job->id_text);
+	if (ensure_private_dir(job->checkpoint_dir, err, sizeof(err)) != 0)
+	{
+		job->checkpoint_dir[0] = '\0';
+		log_event("error", "job_not_started", job, "%s", err);
+		set_report(job, "FAILED", 0, false, "agent %s: %s", opt_agent, err);
+		return;
+	}
+	if (!start_helper(job, HELPER_START, payload))
+	{
+		job->action = ACT_RELEASE;
+		snprintf(job->reason, sizeof(job->reason), "agent %s could not run its start command",
+				 opt_agent);
+		return;
+	}
+	job->alive = true;
+	log_event("info", "job_starting", job, "start command running (pid %d)", (int) job->helper_pid);
+}
+
 /* what a child's exit status means for its job */
 static void
 child_ended(Job *job, int status)
@@ -1017,11 +1576,18 @@ reap_children(void)
 		int			i;
 
 		for (i = 0; i < njobs; i++)
+		{
 			if (jobs[i]->alive && jobs[i]->pid == pid)
 			{
 				child_ended(jobs[i], status);
 				break;
 			}
+			if (jobs[i]->helper_pid == pid)
+			{
+				helper_ended(jobs[i], status);
+				break;
+			}
+		}
 	}
 }
 
@@ -1039,6 +1605,11 @@ enforce_deadlines(double now)
 			continue;
 		if (job->stop != STOP_LOST && now >= job->lease_deadline)
 			begin_stop(job, STOP_LOST, "its lease ran out without a heartbeat");
+		if (job->remote)
+		{
+			remote_tick(job, now);
+			continue;
+		}
 		if (job->term_at > 0 && !job->killed && (now >= job->term_at + opt_grace || got_term > 1))
 		{
 			job->killed = true;
@@ -1252,6 +1823,8 @@ do_claim(void)
 			log_event("info", "job_claimed", job, "claimed %d instance(s)", job->instances);
 			if (opt_noop)
 				set_report(job, "SUCCEEDED", 0, true, NULL);
+			else if (opt_start_cmd)
+				start_remote(job, PQgetvalue(res, i, 5));
 			else if (!PQgetisnull(res, i, 3))
 			{
 				log_event("info", "job_not_runnable", job, "%s", PQgetvalue(res, i, 3));
@@ -1320,6 +1893,18 @@ usage(FILE *f)
 			"                           and stops are then seen at the heartbeats only\n"
 			"      --noop               run nothing: report each claimed job SUCCEEDED\n"
 			"                           (for benchmarks)\n"
+			"\n"
+			"External launchers (a job runs on another system; the three go together):\n"
+			"      --start-cmd=CMD      starts a claimed job there instead of its command;\n"
+			"                           its stdout's first line is the job's handle there;\n"
+			"                           a non-zero exit FAILs the job\n"
+			"      --status-cmd=CMD     prints RUNNING, SUCCEEDED, FAILED [CODE [REASON]] or\n"
+			"                           STOPPED for the handle; run every --status-interval\n"
+			"      --stop-cmd=CMD       asks the other system to stop it (a stop, a lost\n"
+			"                           lease, the agent's shutdown); the status is then\n"
+			"                           polled until it stopped or --grace has passed\n"
+			"      --status-interval=SECONDS  (default: the heartbeat interval)\n"
+			"      --cmd-timeout=SECONDS  a command still running then is killed (default 30)\n"
 			"  -h, --help               this help\n"
 			"  -V, --version            the version\n"
 			"\n"
@@ -1330,7 +1915,14 @@ usage(FILE *f)
 			"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
 			"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
 			"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
-			"way and releases them (no attempt counted), then it exits 0.\n");
+			"way and releases them (no attempt counted), then it exits 0.\n"
+			"\n"
+			"The launcher's commands run with /bin/sh -c and the same environment, plus\n"
+			"QUOTA_SCHED_PAYLOAD (the job's payload, JSON) for the start command and\n"
+			"QUOTA_SCHED_HANDLE for the status and stop commands; nothing is substituted\n"
+			"into CMD.  What they print on stderr goes to the agent's log.  The handles\n"
+			"live in the agent's memory only: a restarted agent releases the jobs it held\n"
+			"without stopping them where they ran.\n");
 }
 
 static double
@@ -1372,7 +1964,8 @@ parse_options(int argc, char **argv)
 {
 	enum
 	{
-		OPT_LOG_FORMAT = 1000, OPT_KEEP, OPT_EXIT_AFTER, OPT_NOOP, OPT_NO_LISTEN
+		OPT_LOG_FORMAT = 1000, OPT_KEEP, OPT_EXIT_AFTER, OPT_NOOP, OPT_NO_LISTEN,
+		OPT_START_CMD, OPT_STATUS_CMD, OPT_STOP_CMD, OPT_STATUS_INTERVAL, OPT_CMD_TIMEOUT
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -1389,6 +1982,11 @@ parse_options(int argc, char **argv)
 		{"exit-after", required_argument, NULL, OPT_EXIT_AFTER},
 		{"noop", no_argument, NULL, OPT_NOOP},
 		{"no-listen", no_argument, NULL, OPT_NO_LISTEN},
+		{"start-cmd", required_argument, NULL, OPT_START_CMD},
+		{"status-cmd", required_argument, NULL, OPT_STATUS_CMD},
+		{"stop-cmd", required_argument, NULL, OPT_STOP_CMD},
+		{"status-interval", required_argument, NULL, OPT_STATUS_INTERVAL},
+		{"cmd-timeout", required_argument, NULL, OPT_CMD_TIMEOUT},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -1459,6 +2057,28 @@ parse_options(int argc, char **argv)
 			case OPT_NO_LISTEN:
 				opt_listen = false;
 				break;
+			case OPT_START_CMD:
+			case OPT_STATUS_CMD:
+			case OPT_STOP_CMD:
+				if (optarg[strspn(optarg, " \t\n")] == '\0')
+				{
+					fprintf(stderr, "quota-sched-agent: --%s must not be empty\n",
+							c == OPT_START_CMD ? "start-cmd" : c == OPT_STATUS_CMD ? "status-cmd" : "stop-cmd");
+					exit(2);
+				}
+				if (c == OPT_START_CMD)
+					opt_start_cmd = optarg;
+				else if (c == OPT_STATUS_CMD)
+					opt_status_cmd = optarg;
+				else
+					opt_stop_cmd = optarg;
+				break;
+			case OPT_STATUS_INTERVAL:
+				opt_status_interval = parse_seconds("status-interval", optarg, false);
+				break;
+			case OPT_CMD_TIMEOUT:
+				opt_cmd_timeout = parse_seconds("cmd-timeout", optarg, false);
+				break;
 			case 'h':
 				usage(stdout);
 				exit(0);
@@ -1488,6 +2108,20 @@ parse_options(int argc, char **argv)
 				opt_heartbeat, opt_lease);
 		exit(2);
 	}
+	if ((opt_start_cmd || opt_status_cmd || opt_stop_cmd) &&
+		!(opt_start_cmd && opt_status_cmd && opt_stop_cmd))
+	{
+		fprintf(stderr, "quota-sched-agent: --start-cmd, --status-cmd and --stop-cmd go together: "
+				"give all three, or none\n");
+		exit(2);
+	}
+	if (opt_start_cmd && opt_noop)
+	{
+		fprintf(stderr, "quota-sched-agent: --noop runs nothing: it goes with no --start-cmd\n");
+		exit(2);
+	}
+	if (opt_status_interval == 0)
+		opt_status_interval = opt_heartbeat;
 
 	/* the checkpoint root: created 0700 if missing; absolute for the jobs */
 	if (root == NULL)
@@ -1525,15 +2159,16 @@ main(int argc, char **argv)
 	setup_signals();
 	log_event("info", "agent_started", NULL,
 			  "queue %s, unit %s, %d instance(s), lease %g s, heartbeat %g s, grace %g s, "
-			  "checkpoints in %s%s",
+			  "checkpoints in %s%s%s",
 			  opt_queue, opt_unit ? opt_unit : "(any)", opt_instances, opt_lease,
-			  opt_heartbeat, opt_grace, opt_checkpoint_root, opt_noop ? ", noop" : "");
+			  opt_heartbeat, opt_grace, opt_checkpoint_root, opt_noop ? ", noop" : "",
+			  opt_start_cmd ? ", jobs run by the external launcher (--start-cmd)" : "");
 
 	for (;;)
 	{
 		double		now;
 		double		wake;
-		struct pollfd fds[2];
+		struct pollfd *fds;
 		int			nfds = 1;
 		int			timeout_ms;
 		int			i;
@@ -1574,32 +2209,58 @@ main(int argc, char **argv)
 		wake = conn ? next_heartbeat : reconnect_at;
 		for (i = 0; i < njobs; i++)
 		{
-			if (jobs[i]->alive && jobs[i]->term_at > 0 && !jobs[i]->killed &&
+			if (jobs[i]->alive && !jobs[i]->remote && jobs[i]->term_at > 0 && !jobs[i]->killed &&
 				jobs[i]->term_at + opt_grace < wake)
 				wake = jobs[i]->term_at + opt_grace;
 			if (jobs[i]->alive && jobs[i]->stop != STOP_LOST && jobs[i]->lease_deadline < wake)
 				wake = jobs[i]->lease_deadline;
+			if (jobs[i]->remote && remote_wake(jobs[i]) < wake)
+				wake = remote_wake(jobs[i]);
 		}
 		timeout_ms = wake <= now ? 0 : (int) ((wake - now) * 1000) + 1;
 		if (timeout_ms > 60000)
 			timeout_ms = 60000;
+		fds = calloc(2 + 2 * njobs, sizeof(struct pollfd));
+		if (fds == NULL)
+			fatal("out of memory");
 		fds[0].fd = self_pipe[0];
 		fds[0].events = POLLIN;
 		if (conn)
 		{
 			fds[1].fd = PQsocket(conn);
 			fds[1].events = POLLIN;
-			nfds = 2;
+		}
+		else
+			fds[1].fd = -1;		/* poll() skips it */
+		nfds = 2;
+		/* what the launcher's commands write is read as it comes */
+		for (i = 0; i < njobs; i++)
+		{
+			if (jobs[i]->out_fd >= 0)
+			{
+				fds[nfds].fd = jobs[i]->out_fd;
+				fds[nfds++].events = POLLIN;
+			}
+			if (jobs[i]->err_fd >= 0)
+			{
+				fds[nfds].fd = jobs[i]->err_fd;
+				fds[nfds++].events = POLLIN;
+			}
 		}
 		if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR)
 			fatal("poll: %s", strerror(errno));
-		if (conn && nfds == 2 && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)))
+		if (conn && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)))
 		{
 			if (!PQconsumeInput(conn))
 				lose_connection(PQerrorMessage(conn));
 			else
 				collect_notifies();
 		}
+		if (nfds > 2)
+			for (i = 0; i < njobs; i++)
+				if (jobs[i]->helper_pid > 0)
+					read_helper_output(jobs[i]);
+		free(fds);
 	}
 	if (njobs > 0)
 	{
