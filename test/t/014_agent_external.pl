@@ -1,0 +1,303 @@
+# The launcher agent with an external launcher (issue 12, item 4):
+# --start-cmd, --status-cmd and --stop-cmd run each job on "another system",
+# here the stand-in service of agent/examples/sagemaker-launcher.sh (a
+# directory, and a detached process per training job).  Real agent
+# processes: a remote job that succeeds, one that fails with an exit code, a
+# start command that fails, terminate() of a running remote job, a status
+# command that hangs (killed after --cmd-timeout while the agent goes on
+# serving), and the agent stopped with SIGTERM (the remote job stopped and
+# its job released, no failed attempt).
+use strict;
+use warnings;
+use Cwd qw(abs_path);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use JSON::PP;
+use Time::HiRes qw(usleep);
+
+my $bindir = `pg_config --bindir`;
+chomp $bindir;
+my $agent_bin = -x "$bindir/quota-sched-agent" ? "$bindir/quota-sched-agent" : 'agent/quota-sched-agent';
+ok(-x $agent_bin, "the agent is built: $agent_bin");
+my $launcher = abs_path('agent/examples/sagemaker-launcher.sh');
+ok(-x $launcher, "the example launcher is there: $launcher");
+
+# ---------------------------------------------------------------------------
+# Options: the three commands go together
+# ---------------------------------------------------------------------------
+foreach my $opts ([ '--start-cmd', 'x' ], [ '--start-cmd', 'x', '--status-cmd', 'y' ], [ '--stop-cmd', 'z' ])
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $agent_bin, '--queue', 'q', '--checkpoint-root', PostgreSQL::Test::Utils::tempdir, @$opts ],
+		'<', \undef, '>', \$out, '2>', \$err);
+	is($? >> 8, 2, "@$opts alone: exit code 2");
+	like($err, qr/--start-cmd, --status-cmd and --stop-cmd go together/, "@$opts alone: says why");
+}
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $agent_bin, '--queue', 'q', '--checkpoint-root', PostgreSQL::Test::Utils::tempdir,
+			'--start-cmd', 'x', '--status-cmd', 'y', '--stop-cmd', 'z', '--noop' ],
+		'<', \undef, '>', \$out, '2>', \$err);
+	is($? >> 8, 2, '--noop with the commands: exit code 2');
+	my $help = `$agent_bin --help`;
+	like($help, qr/--start-cmd=CMD.*--status-cmd=CMD.*--stop-cmd=CMD.*--status-interval.*--cmd-timeout/s,
+		'--help documents the commands');
+}
+
+my $node = PostgreSQL::Test::Cluster->new('external');
+$node->init;
+$node->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'quota_sched'
+quota_sched.database = 'postgres'
+quota_sched.naptime = '300ms'
+CONF
+$node->start;
+$node->safe_psql('postgres', <<'SQL');
+CREATE EXTENSION quota_sched;
+INSERT INTO quota_sched.service_environment VALUES ('x_env', '{"gpu": 4}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('x_queue', 'x_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('x_queue', 'team', '{"gpu": 4}', 'LEND_AND_BORROW');
+CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
+SQL
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
+	'the worker runs');
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+# the stand-in service, in the environment the agent passes on to its commands
+my $service = "$tmp/service";
+mkdir $service or die "mkdir $service: $!";
+$ENV{QS_STANDIN_DIR} = $service;
+my $connstr = $node->connstr('postgres') . ' user=agent_host';
+my $logdir = $PostgreSQL::Test::Utils::log_path;
+my %agents;
+
+# The start command records the environment it saw; a status command hangs
+# for a job while the file hang-ID is there.
+my $start_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-start-\$QUOTA_SCHED_JOB_ID"; exec '$launcher' start};
+my $status_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-status-\$QUOTA_SCHED_JOB_ID"; }
+  . qq{if [ -e "\$QS_STANDIN_DIR/hang-\$QUOTA_SCHED_JOB_ID" ]; then echo \$\$ > "\$QS_STANDIN_DIR/hung.pid"; exec sleep 600; fi; }
+  . qq{exec '$launcher' status};
+my $stop_cmd = qq{exec '$launcher' stop};
+
+sub start_agent
+{
+	my ($name, @opts) = @_;
+	my $log = "$logdir/014_agent_external_$name.log";
+	my $h = IPC::Run::start(
+		[
+			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 'x_queue',
+			'--checkpoint-root', "$tmp/ckpt-$name",
+			'--start-cmd', $start_cmd, '--status-cmd', $status_cmd, '--stop-cmd', $stop_cmd, @opts
+		],
+		'<', \undef, '>>', $log, '2>>', $log);
+	$agents{$name} = $h;
+	ok(wait_for_log($name, qr/ connected: /), "agent $name connected");
+	return $h;
+}
+
+sub agent_log
+{
+	my $log = "$logdir/014_agent_external_$_[0].log";
+	return -f $log ? slurp_file($log) : '';
+}
+
+sub wait_for_log
+{
+	my ($name, $re) = @_;
+	for (1 .. 300)
+	{
+		return 1 if agent_log($name) =~ $re;
+		usleep(100_000);
+	}
+	diag(agent_log($name));
+	return 0;
+}
+
+sub stop_agent
+{
+	my ($name) = @_;
+	my $h = delete $agents{$name};
+	$h->signal('TERM');
+	$h->finish;
+	return $h->result(0);
+}
+
+# submit(NAME, PAYLOAD (hash ref), COLUMNS...): the job's id
+sub submit
+{
+	my ($name, $payload, %cols) = @_;
+	my $json = JSON::PP->new->canonical->encode($payload);
+	$json =~ s/'/''/g;
+	my @names = ('name', 'job_queue', 'quota_share', 'capacity_unit', 'payload', keys %cols);
+	my @values = ("'$name'", "'x_queue'", "'team'", "'gpu'", "'$json'", values %cols);
+	return $node->safe_psql('postgres',
+		'INSERT INTO quota_sched.job (' . join(', ', @names) . ') VALUES (' . join(', ', @values) . ') RETURNING id');
+}
+
+sub job_field
+{
+	my ($id, $field) = @_;
+	return $node->safe_psql('postgres', "SELECT $field FROM quota_sched.job WHERE id = $id");
+}
+
+sub wait_for_job
+{
+	my ($id, $condition) = @_;
+	return $node->poll_query_until('postgres', "SELECT $condition FROM quota_sched.job WHERE id = $id");
+}
+
+sub history
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(coalesce(from_state, '') || '>' || to_state || coalesce(' (' || reason || ')', ''), '; ' ORDER BY id)"
+		  . " FROM quota_sched.job_event WHERE job_id = $id");
+}
+
+sub wait_for_file
+{
+	my ($file, $re) = @_;
+	$re //= qr/./;
+	for (1 .. 300)
+	{
+		return 1 if -f $file && slurp_file($file) =~ $re;
+		usleep(100_000);
+	}
+	return 0;
+}
+
+sub process_gone
+{
+	my ($pid) = @_;
+	for (1 .. 100)
+	{
+		return 1 unless kill(0, $pid);
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# the handle the agent logged for a job, and the stand-in's folder for it
+sub handle_of
+{
+	my ($name, $id) = @_;
+	return undef unless wait_for_log($name, qr/job_started job=$id attempt=\d+: remote handle (\S+),/);
+	my ($handle) = agent_log($name) =~ /job_started job=$id attempt=\d+: remote handle (\S+),/;
+	return $handle;
+}
+
+sub standin_status
+{
+	my ($handle) = @_;
+	my $f = "$service/$handle/status";
+	return -f $f ? (slurp_file($f) =~ s/\s+\z//r) : '';
+}
+
+# ---------------------------------------------------------------------------
+# A remote job that succeeds, one that fails, a start that fails
+# ---------------------------------------------------------------------------
+start_agent('x1', '--instances', '2', '--lease', '20', '--heartbeat', '1', '--grace', '5',
+	'--status-interval', '0.5', '--cmd-timeout', '5');
+
+my $ok = submit('ok', { training_image => 'img:1', seconds => 1, exit_code => 0, note => q{it's "quoted"} },
+	instance_count => 2);
+ok(wait_for_job($ok, "state = 'SUCCEEDED'"), 'a remote job that completes: SUCCEEDED');
+my $ok_handle = handle_of('x1', $ok);
+like($ok_handle, qr/^qs-$ok-1-\d+-\d+$/, "the start command's first line is the handle");
+is(standin_status($ok_handle), 'Completed', 'the stand-in ran it to its end');
+is($node->safe_psql('postgres', "SELECT exit_code FROM quota_sched.job_event WHERE job_id = $ok AND to_state = 'SUCCEEDED'"),
+	'0', 'exit code 0 in the history');
+my $env = slurp_file("$service/env-start-$ok");
+like($env, qr/^QUOTA_SCHED_JOB_ID=$ok$/m, 'the start command sees QUOTA_SCHED_JOB_ID');
+like($env, qr/^QUOTA_SCHED_ATTEMPT=1$/m, 'QUOTA_SCHED_ATTEMPT');
+like($env, qr/^QUOTA_SCHED_INSTANCE_COUNT=2$/m, 'QUOTA_SCHED_INSTANCE_COUNT');
+like($env, qr/^QUOTA_SCHED_AGENT=x1$/m, 'QUOTA_SCHED_AGENT');
+like($env, qr/^QUOTA_SCHED_CHECKPOINT_DIR=\Q$tmp\E\/ckpt-x1\/job-$ok$/m, 'QUOTA_SCHED_CHECKPOINT_DIR');
+my ($payload_seen) = $env =~ /^QUOTA_SCHED_PAYLOAD=(.*)$/m;
+is_deeply(decode_json($payload_seen // '{}'),
+	{ training_image => 'img:1', seconds => 1, exit_code => 0, note => q{it's "quoted"} },
+	'QUOTA_SCHED_PAYLOAD: the payload, unchanged');
+unlike($env, qr/^QUOTA_SCHED_HANDLE=/m, 'no handle yet');
+like(slurp_file("$service/env-status-$ok"), qr/^QUOTA_SCHED_HANDLE=\Q$ok_handle\E$/m,
+	'the status command sees QUOTA_SCHED_HANDLE');
+
+my $three = submit('three', { training_image => 'img:1', seconds => 1, exit_code => 3 });
+ok(wait_for_job($three, "state = 'FAILED'"), 'a remote job that fails: FAILED');
+is(job_field($three, 'status_reason'), 'exit code 3', 'its reason names the exit code');
+is($node->safe_psql('postgres', "SELECT exit_code FROM quota_sched.job_event WHERE job_id = $three AND to_state = 'FAILED'"),
+	'3', 'exit code 3 in the history');
+
+my $bad = submit('bad', { seconds => 1 });
+ok(wait_for_job($bad, "state = 'FAILED'"), 'a job the start command refuses: FAILED');
+is(job_field($bad, 'status_reason'),
+	'the start command failed (exit code 1: ValidationException: the payload has no training_image)',
+	'with the reason, from the command\'s exit code and stderr');
+like(agent_log('x1'), qr/command_output job=$bad attempt=1: start command: ValidationException/,
+	"the command's stderr is in the agent's log");
+
+# ---------------------------------------------------------------------------
+# terminate() of a running remote job: the stop command, then STOPPED
+# ---------------------------------------------------------------------------
+my $term = submit('term', { training_image => 'img:1', seconds => 600 });
+my $term_handle = handle_of('x1', $term);
+ok(defined $term_handle, 'a long remote job started');
+ok(wait_for_job($term, "state = 'RUNNING'"), 'it is RUNNING');
+my $term_pid = slurp_file("$service/$term_handle/pid") + 0;
+ok(kill(0, $term_pid), 'the stand-in training job runs');
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($term, 'enough')");
+ok(wait_for_job($term, "state = 'FAILED'"), 'terminated while it runs remotely: FAILED');
+is(job_field($term, 'status_reason'), 'enough', 'with the reason of terminate()');
+is(standin_status($term_handle), 'Stopped', 'the stop command stopped the remote job');
+ok(process_gone($term_pid), 'the stand-in training job is gone');
+like(agent_log('x1'), qr/job_stopping job=$term attempt=1: stop requested \(TERMINATED\): the stop command for \Q$term_handle\E/,
+	'the agent ran the stop command');
+like(agent_log('x1'), qr/job_reported job=$term attempt=1: reported STOPPED/, 'and reported STOPPED once the remote job had stopped');
+
+# ---------------------------------------------------------------------------
+# A status command that hangs is killed after --cmd-timeout; the agent goes
+# on serving meanwhile
+# ---------------------------------------------------------------------------
+my $slow = submit('slow', { training_image => 'img:1', seconds => 600 });
+my $slow_handle = handle_of('x1', $slow);
+ok(defined $slow_handle, 'another long remote job started');
+my $slow_pid = slurp_file("$service/$slow_handle/pid") + 0;
+open(my $fh, '>', "$service/hang-$slow") or die;
+close $fh;
+ok(wait_for_file("$service/hung.pid", qr/^\d+$/m), 'its status command hangs');
+my $hung_pid = slurp_file("$service/hung.pid") + 0;
+my $quick = submit('quick', { training_image => 'img:1', seconds => 1, exit_code => 0 });
+ok(wait_for_job($quick, "state = 'SUCCEEDED'"), 'meanwhile another job is claimed, started, polled and reported');
+ok(wait_for_log('x1', qr/status_timeout job=$slow attempt=1: the status command of \Q$slow_handle\E did not finish within 5 s/),
+	'the hung status command is killed after --cmd-timeout');
+my $x1_log = agent_log('x1');
+ok(index($x1_log, "job_reported job=$quick ") >= 0
+	  && index($x1_log, "job_reported job=$quick ") < index($x1_log, "status_timeout job=$slow "),
+	'the other job was reported while the status command hung, before it was killed');
+ok(process_gone($hung_pid), 'the hung process is gone');
+unlink "$service/hang-$slow";
+unlink "$service/hung.pid";
+my $polls = () = agent_log('x1') =~ /status_timeout job=$slow /g;
+ok($polls >= 1, "the job stays RUNNING ($polls status command(s) timed out)");
+is(job_field($slow, 'state'), 'RUNNING', 'and is still RUNNING');
+
+# ---------------------------------------------------------------------------
+# SIGTERM: the agent stops the remote job, releases its job and exits 0
+# ---------------------------------------------------------------------------
+is(stop_agent('x1'), 0, 'an agent stopped with SIGTERM exits 0');
+is(standin_status($slow_handle), 'Stopped', 'it stopped the remote job first');
+ok(process_gone($slow_pid), 'the stand-in training job is gone');
+is(job_field($slow, 'failed_attempts'), '0', 'the released job counts no failed attempt');
+like(history($slow), qr/RUNNING>RUNNABLE \(agent x1 shut down\)/, 'the history shows the release');
+like(agent_log('x1'), qr/job_released job=$slow attempt=1: /, 'the agent says so');
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($slow)");
+
+# no stand-in training job is left behind
+my @left = grep { kill(0, $_) } map { slurp_file($_) + 0 } glob("$service/*/pid");
+is(scalar @left, 0, 'no stand-in training job is left running');
+kill 'KILL', @left if @left;
+$node->stop;
+done_testing();
