@@ -3,7 +3,8 @@
 # here the stand-in service of agent/examples/sagemaker-launcher.sh (a
 # directory, and a detached process per training job).  Real agent
 # processes: a remote job that succeeds, one that fails with an exit code, a
-# start command that fails, terminate() of a running remote job, a status
+# start command that fails or hangs, terminate() of a running remote job, a
+# job the database takes away, a remote job stopped by someone else, a status
 # command that hangs (killed after --cmd-timeout while the agent goes on
 # serving), and the agent stopped with SIGTERM (the remote job stopped and
 # its job released, no failed attempt).
@@ -75,9 +76,12 @@ my $connstr = $node->connstr('postgres') . ' user=agent_host';
 my $logdir = $PostgreSQL::Test::Utils::log_path;
 my %agents;
 
-# The start command records the environment it saw; a status command hangs
-# for a job while the file hang-ID is there.
-my $start_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-start-\$QUOTA_SCHED_JOB_ID"; exec '$launcher' start};
+# The start and status commands record the environment they saw; a status
+# command hangs for a job while the file hang-ID is there.
+# A start command hangs while the file hang-start is there.
+my $start_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-start-\$QUOTA_SCHED_JOB_ID"; }
+  . qq{if [ -e "\$QS_STANDIN_DIR/hang-start" ]; then echo \$\$ > "\$QS_STANDIN_DIR/start-hung.pid"; exec sleep 600; fi; }
+  . qq{exec '$launcher' start};
 my $status_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-status-\$QUOTA_SCHED_JOB_ID"; }
   . qq{if [ -e "\$QS_STANDIN_DIR/hang-\$QUOTA_SCHED_JOB_ID" ]; then echo \$\$ > "\$QS_STANDIN_DIR/hung.pid"; exec sleep 600; fi; }
   . qq{exec '$launcher' status};
@@ -256,6 +260,42 @@ ok(process_gone($term_pid), 'the stand-in training job is gone');
 like(agent_log('x1'), qr/job_stopping job=$term attempt=1: stop requested \(TERMINATED\): the stop command for \Q$term_handle\E/,
 	'the agent ran the stop command');
 like(agent_log('x1'), qr/job_reported job=$term attempt=1: reported STOPPED/, 'and reported STOPPED once the remote job had stopped');
+
+# ---------------------------------------------------------------------------
+# A job the database no longer gives the agent: the stop command, nothing
+# reported; a remote job stopped by someone else: FAILED; a start command
+# that hangs: killed, FAILED
+# ---------------------------------------------------------------------------
+my $gone = submit('gone', { training_image => 'img:1', seconds => 600 });
+my $gone_handle = handle_of('x1', $gone);
+ok(defined $gone_handle, 'a long remote job started');
+$node->safe_psql('postgres',
+	"BEGIN; SELECT quota_sched.release($gone, 'x1', 'drained'); SELECT quota_sched.terminate($gone); COMMIT;");
+ok(wait_for_log('x1', qr/job_dropped job=$gone attempt=1: /), 'the agent forgets the job the database took away');
+like(agent_log('x1'), qr/job_stopping job=$gone attempt=1: the database no longer gives this job to the agent: the stop command/,
+	'after running the stop command');
+is(standin_status($gone_handle), 'Stopped', 'which stopped the remote job');
+unlike(agent_log('x1'), qr/job_reported job=$gone /, 'and reports nothing of it');
+
+my $outside = submit('outside', { training_image => 'img:1', seconds => 600 });
+my $outside_handle = handle_of('x1', $outside);
+ok(defined $outside_handle, 'a long remote job started');
+{
+	local $ENV{QUOTA_SCHED_HANDLE} = $outside_handle;
+	is(system($launcher, 'stop'), 0, 'someone stops it on the other system');
+}
+ok(wait_for_job($outside, "state = 'FAILED'"), 'a remote job stopped, not by the agent: FAILED');
+is(job_field($outside, 'status_reason'), "the remote job $outside_handle was stopped, not by this agent",
+	'with a reason saying so');
+
+open(my $hs, '>', "$service/hang-start") or die;
+close $hs;
+my $stuck = submit('stuck', { training_image => 'img:1', seconds => 1 });
+ok(wait_for_job($stuck, "state = 'FAILED'"), 'a start command that hangs: FAILED');
+is(job_field($stuck, 'status_reason'),
+	'the start command failed (did not finish within 5 s (--cmd-timeout): killed)', 'once killed, with a reason saying so');
+ok(process_gone(slurp_file("$service/start-hung.pid") + 0), 'the hung start command is gone');
+unlink "$service/hang-start";
 
 # ---------------------------------------------------------------------------
 # A status command that hangs is killed after --cmd-timeout; the agent goes
