@@ -1408,7 +1408,7 @@ helper_ended(Job *job, int status)
 			if (ok)
 			{
 				job->stop_ok = true;
-				log_event("info", "stop_sent", job, "the stop command of %s succeeded; waiting up to %g s for the remote job to stop",
+				log_event("info", "stop_sent", job, "the stop command of %s succeeded; waiting up to %.1f s for the remote job to stop",
 						  job->handle, job->stop_deadline - now);
 			}
 			else
@@ -1457,8 +1457,18 @@ remote_tick(Job *job, double now)
 		remote_ended(job, "STOPPED", 0, false, NULL);
 		return;
 	}
-	if (job->term_at > 0 && (job->stop_deadline == 0 || (!job->stop_ok && now >= job->stop_retry_at)))
-		start_helper(job, HELPER_STOP, NULL);
+	if (job->term_at > 0 && !job->stop_ok && now >= job->stop_retry_at)
+	{
+		/* the stop command, at once, then again each second until it succeeds */
+		if (!start_helper(job, HELPER_STOP, NULL))
+		{
+			job->stop_retry_at = now + 1;
+			if (job->stop_deadline == 0)
+				job->stop_deadline = now + opt_grace;
+		}
+	}
+	else if (job->term_at > 0 && job->stop_deadline == 0)
+		return;					/* not yet asked to stop: no status before */
 	else if (now >= job->next_status)
 	{
 		if (!start_helper(job, HELPER_STATUS, NULL))
@@ -1466,7 +1476,7 @@ remote_tick(Job *job, double now)
 	}
 }
 
-/* when remote_tick has something to do for the job (HUGE_VAL: nothing) */
+/* when remote_tick has something to do for the job (1e300: nothing) */
 static double
 remote_wake(const Job *job)
 {
@@ -1480,11 +1490,12 @@ remote_wake(const Job *job)
 		return t;
 	if (job->term_at > 0)
 	{
-		if (job->stop_deadline == 0)
-			return 0;
-		t = job->stop_deadline;
 		if (!job->stop_ok && job->stop_retry_at < t)
 			t = job->stop_retry_at;
+		if (job->stop_deadline == 0)
+			return t;
+		if (job->stop_deadline < t)
+			t = job->stop_deadline;
 	}
 	return job->next_status < t ? job->next_status : t;
 }
@@ -1893,6 +1904,8 @@ usage(FILE *f)
 			"                           and stops are then seen at the heartbeats only\n"
 			"      --noop               run nothing: report each claimed job SUCCEEDED\n"
 			"                           (for benchmarks)\n"
+			"  -h, --help               this help\n"
+			"  -V, --version            the version\n"
 			"\n"
 			"External launchers (a job runs on another system; the three go together):\n"
 			"      --start-cmd=CMD      starts a claimed job there instead of its command;\n"
@@ -1905,8 +1918,6 @@ usage(FILE *f)
 			"                           polled until it stopped or --grace has passed\n"
 			"      --status-interval=SECONDS  (default: the heartbeat interval)\n"
 			"      --cmd-timeout=SECONDS  a command still running then is killed (default 30)\n"
-			"  -h, --help               this help\n"
-			"  -V, --version            the version\n"
 			"\n"
 			"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
 			"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
