@@ -85,7 +85,12 @@ my $start_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-start
 my $status_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-status-\$QUOTA_SCHED_JOB_ID"; }
   . qq{if [ -e "\$QS_STANDIN_DIR/hang-\$QUOTA_SCHED_JOB_ID" ]; then echo \$\$ > "\$QS_STANDIN_DIR/hung.pid"; exec sleep 600; fi; }
   . qq{exec '$launcher' status};
-my $stop_cmd = qq{exec '$launcher' stop};
+# A stop command fails once while the file fail-stop-once is there, and
+# does nothing for a job while the file deaf-ID is there.
+my $stop_cmd = qq{if [ -e "\$QS_STANDIN_DIR/fail-stop-once" ]; then rm -f "\$QS_STANDIN_DIR/fail-stop-once"; }
+  . qq{echo "ThrottlingException: Rate exceeded" >&2; exit 1; fi; }
+  . qq{if [ -e "\$QS_STANDIN_DIR/deaf-\$QUOTA_SCHED_JOB_ID" ]; then exit 0; fi; }
+  . qq{exec '$launcher' stop};
 
 sub start_agent
 {
@@ -269,13 +274,34 @@ like(agent_log('x1'), qr/job_reported job=$term attempt=1: reported STOPPED/, 'a
 my $gone = submit('gone', { training_image => 'img:1', seconds => 600 });
 my $gone_handle = handle_of('x1', $gone);
 ok(defined $gone_handle, 'a long remote job started');
+open(my $fs, '>', "$service/fail-stop-once") or die;
+close $fs;
 $node->safe_psql('postgres',
 	"BEGIN; SELECT quota_sched.release($gone, 'x1', 'drained'); SELECT quota_sched.terminate($gone); COMMIT;");
 ok(wait_for_log('x1', qr/job_dropped job=$gone attempt=1: /), 'the agent forgets the job the database took away');
 like(agent_log('x1'), qr/job_stopping job=$gone attempt=1: the database no longer gives this job to the agent: the stop command/,
 	'after running the stop command');
+like(agent_log('x1'), qr/stop_failed job=$gone attempt=1: the stop command of \Q$gone_handle\E failed \(exit code 1: ThrottlingException: Rate exceeded\); trying again/,
+	'a stop command that fails is logged');
+like(agent_log('x1'), qr/stop_sent job=$gone attempt=1: /, 'and run again');
 is(standin_status($gone_handle), 'Stopped', 'which stopped the remote job');
 unlike(agent_log('x1'), qr/job_reported job=$gone /, 'and reports nothing of it');
+
+# A remote job that does not stop: the agent waits --grace, then reports it stopped
+my $deaf = submit('deaf', { training_image => 'img:1', seconds => 600 });
+my $deaf_handle = handle_of('x1', $deaf);
+ok(defined $deaf_handle, 'a long remote job started');
+open(my $fd, '>', "$service/deaf-$deaf") or die;
+close $fd;
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($deaf, 'enough')");
+ok(wait_for_log('x1', qr/stop_sent job=$deaf attempt=1: /), 'terminated: the stop command runs');
+my $t0 = time;
+ok(wait_for_job($deaf, "state = 'FAILED'"), 'a remote job that does not stop ends');
+ok(time - $t0 >= 3, 'after the grace period (' . (time - $t0) . ' s)');
+like(agent_log('x1'), qr/stop_unconfirmed job=$deaf attempt=1: the remote job \Q$deaf_handle\E has not said it stopped within the grace period/,
+	'the agent says it gave up waiting');
+is(standin_status($deaf_handle), 'InProgress', 'the stand-in still runs it');
+kill 'TERM', slurp_file("$service/$deaf_handle/pid") + 0;
 
 my $outside = submit('outside', { training_image => 'img:1', seconds => 600 });
 my $outside_handle = handle_of('x1', $outside);
