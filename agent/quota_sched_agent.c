@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -97,6 +98,7 @@ static const char *opt_status_cmd = NULL;
 static const char *opt_stop_cmd = NULL;
 static double opt_status_interval = 0;	/* 0: the heartbeat interval */
 static double opt_cmd_timeout = 30;
+static FILE *pickup_log = NULL;	/* --pickup-log: "job_id microseconds" a claim */
 
 /* ------------------------------------------------------------------------
  * Jobs the agent holds
@@ -245,6 +247,28 @@ now_mono(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* the time since the epoch, in microseconds (for --pickup-log) */
+static long long
+now_real_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* the CPU time this process used, in seconds */
+static double
+cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* appends s to buf (of size cap, at *len) as the inside of a JSON string */
@@ -707,6 +731,29 @@ lose_connection(const char *why)
  * already logged; DB_LOST: the connection is gone (or is to a server that
  * cannot take writes any more), and is closed.
  */
+/*
+ * The statements the agent runs again and again are prepared once a
+ * connection (named qs_N), so that the server parses and plans the claim,
+ * report, heartbeat and release once, not at every call.  Not with
+ * --no-listen: a transaction-mode pooler may send each statement to
+ * another server session, which would not know the name.
+ */
+static bool prepared[4];
+
+static int
+statement_number(const char *sql)
+{
+	if (sql == SQL_CLAIM)
+		return 0;
+	if (sql == SQL_REPORT)
+		return 1;
+	if (sql == SQL_HEARTBEAT)
+		return 2;
+	if (sql == SQL_RELEASE)
+		return 3;
+	return -1;
+}
+
 static int
 db_exec(const char *what, const char *sql, int nparams, const char *const *params,
 		PGresult **out, const Job *job)
@@ -715,12 +762,32 @@ db_exec(const char *what, const char *sql, int nparams, const char *const *param
 	ExecStatusType st;
 	const char *sqlstate;
 	char		msg[1024];
+	int			number = opt_listen ? statement_number(sql) : -1;
+	char		name[16];
 
 	*out = NULL;
 	last_sqlstate[0] = '\0';
 	if (conn == NULL)
 		return DB_LOST;
-	res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	res = NULL;
+	if (number >= 0)
+	{
+		snprintf(name, sizeof(name), "qs_%d", number);
+		if (!prepared[number])
+		{
+			res = PQprepare(conn, name, sql, nparams, NULL);
+			if (PQresultStatus(res) == PGRES_COMMAND_OK)
+			{
+				prepared[number] = true;
+				PQclear(res);
+				res = NULL;
+			}
+		}
+		if (res == NULL)
+			res = PQexecPrepared(conn, name, nparams, params, NULL, NULL, 0);
+	}
+	else
+		res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
 	st = PQresultStatus(res);
 	if (res != NULL && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK))
 	{
@@ -781,6 +848,7 @@ try_connect(void)
 		return;
 	}
 	PQsetNoticeProcessor(conn, on_notice, NULL);
+	memset(prepared, 0, sizeof(prepared));
 	for (i = 0; i < nsetup; i++)
 	{
 		PGresult   *res = PQexec(conn, setup[i]);
@@ -1831,6 +1899,8 @@ do_claim(void)
 									  atoi(PQgetvalue(res, i, 1)));
 
 			job->lease_deadline = t0 + opt_lease;
+			if (pickup_log)
+				fprintf(pickup_log, "%" PRId64 " %lld\n", job->id, now_real_us());
 			log_event("info", "job_claimed", job, "claimed %d instance(s)", job->instances);
 			if (opt_noop)
 				set_report(job, "SUCCEEDED", 0, true, NULL);
@@ -1904,6 +1974,8 @@ usage(FILE *f)
 			"                           and stops are then seen at the heartbeats only\n"
 			"      --noop               run nothing: report each claimed job SUCCEEDED\n"
 			"                           (for benchmarks)\n"
+			"      --pickup-log=FILE    write \"JOB_ID MICROSECONDS\" (since the epoch) to FILE\n"
+			"                           as each job is claimed (for benchmarks)\n"
 			"  -h, --help               this help\n"
 			"  -V, --version            the version\n"
 			"\n"
@@ -1976,7 +2048,8 @@ parse_options(int argc, char **argv)
 	enum
 	{
 		OPT_LOG_FORMAT = 1000, OPT_KEEP, OPT_EXIT_AFTER, OPT_NOOP, OPT_NO_LISTEN,
-		OPT_START_CMD, OPT_STATUS_CMD, OPT_STOP_CMD, OPT_STATUS_INTERVAL, OPT_CMD_TIMEOUT
+		OPT_START_CMD, OPT_STATUS_CMD, OPT_STOP_CMD, OPT_STATUS_INTERVAL, OPT_CMD_TIMEOUT,
+		OPT_PICKUP_LOG
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -1992,6 +2065,7 @@ parse_options(int argc, char **argv)
 		{"log-format", required_argument, NULL, OPT_LOG_FORMAT},
 		{"exit-after", required_argument, NULL, OPT_EXIT_AFTER},
 		{"noop", no_argument, NULL, OPT_NOOP},
+		{"pickup-log", required_argument, NULL, OPT_PICKUP_LOG},
 		{"no-listen", no_argument, NULL, OPT_NO_LISTEN},
 		{"start-cmd", required_argument, NULL, OPT_START_CMD},
 		{"status-cmd", required_argument, NULL, OPT_STATUS_CMD},
@@ -2064,6 +2138,14 @@ parse_options(int argc, char **argv)
 				break;
 			case OPT_NOOP:
 				opt_noop = true;
+				break;
+			case OPT_PICKUP_LOG:
+				pickup_log = fopen(optarg, "w");
+				if (pickup_log == NULL)
+				{
+					fprintf(stderr, "quota-sched-agent: --pickup-log: %s: %s\n", optarg, strerror(errno));
+					exit(2);
+				}
 				break;
 			case OPT_NO_LISTEN:
 				opt_listen = false;
@@ -2281,7 +2363,10 @@ main(int argc, char **argv)
 		PQfinish(conn);
 		return 1;
 	}
-	log_event("info", "agent_exit", NULL, "exiting: %ld job(s) reported", jobs_done);
+	if (pickup_log)
+		fclose(pickup_log);
+	log_event("info", "agent_exit", NULL, "exiting: %ld job(s) reported, cpu_s %.3f", jobs_done,
+			  cpu_seconds());
 	PQfinish(conn);
 	return 0;
 }

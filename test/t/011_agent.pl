@@ -372,15 +372,23 @@ ok(process_gone($quiet_pid), 'and the process is gone');
 is(stop_agent('quiet'), 0, 'quiet stops');
 
 # ---------------------------------------------------------------------------
-# --noop and --exit-after (for benchmarks): nothing runs, the agent exits
+# --noop, --exit-after and --pickup-log (for benchmarks, bench/e2e): nothing
+# runs, each claim is logged with its time, the agent exits with its CPU time
 # ---------------------------------------------------------------------------
-start_agent('bench', '--noop', '--exit-after', '2', '--instances', '2');
+start_agent('bench', '--noop', '--exit-after', '2', '--instances', '2', '--pickup-log', "$tmp/pickups");
 my @noop = map { submit("noop$_", 'lo', [ 'sh', '-c', "echo ran > $tmp/noop$_" ]) } 1 .. 2;
 ok(wait_for_job($_, "state = 'SUCCEEDED'"), "--noop: job $_ SUCCEEDED") foreach @noop;
 ok(!-e "$tmp/noop1" && !-e "$tmp/noop2", 'without running its command');
-ok(wait_for_log('bench', qr/agent_exit: exiting: 2 job\(s\) reported/), '--exit-after 2: the agent exits after two jobs');
+ok(wait_for_log('bench', qr/agent_exit: exiting: 2 job\(s\) reported, cpu_s \d+\.\d{3}/),
+	'--exit-after 2: the agent exits after two jobs, and says its CPU time');
 my $bench_h = delete $agents{bench};
 $bench_h->finish;
 is($bench_h->result(0), 0, 'with status 0');
+my @pickups = split /\n/, slurp_file("$tmp/pickups");
+is(join(',', sort map { (split / /)[0] } @pickups), join(',', sort @noop),
+	'--pickup-log: a line for each job claimed');
+my $now_us = time() * 1e6;
+ok(!grep({ my $t = (split / /)[1]; $t !~ /^\d+$/ || abs($now_us - $t) > 600e6 } @pickups),
+	'with the time of its claim, in microseconds since the epoch');
 $node->stop;
 done_testing();
