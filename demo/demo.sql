@@ -110,8 +110,8 @@ SELECT * FROM pg_temp.who_runs();
 \echo '== every job runs to its end; the preempted ones resume from their checkpoints'
 SELECT pg_temp.wait_until($$(SELECT bool_and(state = 'SUCCEEDED') FROM quota_sched.job)$$, 120) \g /dev/null
 SELECT j.name AS job, j.preemption_count AS preemptions,
-	   replace(trim(pg_read_file(current_setting('demo.ckroot') || '/job-' || j.id || '/attempts',
-									   0, 10000, true)),
+	   replace(rtrim(pg_read_file(current_setting('demo.ckroot') || '/job-' || j.id || '/attempts',
+										0, 10000, true), E'\n'),
 			   E'\n', '; ') AS attempts
   FROM quota_sched.job j ORDER BY j.id;
 
