@@ -149,6 +149,8 @@ typedef struct Job
 	char		reason[512];
 	int			exit_code;
 	bool		has_exit_code;
+	int			tries;			/* reports or releases that failed, not refused */
+	double		retry_at;		/* when to try again (monotonic s); 0: now */
 
 	/*
 	 * A job run by an external launcher (remote): alive from its claim until
@@ -1702,6 +1704,51 @@ enforce_deadlines(double now)
  * The agent's functions
  * ---------------------------------------------------------------------- */
 
+/*
+ * make_valid_utf8 replaces, in place, each byte of s that is not part of a
+ * well-formed UTF-8 sequence with '?' (a reason cut in the middle of a
+ * character, or a command's output in another encoding, would otherwise
+ * make the server refuse the whole report).
+ */
+static void
+make_valid_utf8(char *s)
+{
+	unsigned char *p = (unsigned char *) s;
+
+	while (*p)
+	{
+		int			n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 :
+			(*p & 0xF8) == 0xF0 ? 4 : 0;
+		int			k;
+
+		if (n == 2 && *p < 0xC2)
+			n = 0;				/* overlong */
+		for (k = 1; k < n; k++)
+			if ((p[k] & 0xC0) != 0x80)
+				break;
+		if (n == 0 || k < n)
+		{
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
+/*
+ * refused tells whether the database's error about a report or release
+ * says the job is not this agent's to act on (any more): no such job,
+ * another login's, not held by this agent, a bad argument.  Any other
+ * error (a row locked by a user's transaction, a deadlock, a cancelled
+ * statement, ...) may pass: the agent tries again.
+ */
+static bool
+refused(const char *sqlstate)
+{
+	return strcmp(sqlstate, "02000") == 0 || strcmp(sqlstate, "42501") == 0 ||
+		strcmp(sqlstate, "55000") == 0 || strcmp(sqlstate, "22023") == 0;
+}
+
 /* tells the database what became of the jobs whose children ended */
 static void
 flush_actions(void)
@@ -1715,7 +1762,7 @@ flush_actions(void)
 		int			rc;
 		char		code[16];
 
-		if (job->action == ACT_NONE)
+		if (job->action == ACT_NONE || job->retry_at > now_mono())
 			continue;
 		if (job->action == ACT_DROP)
 		{
@@ -1724,6 +1771,7 @@ flush_actions(void)
 			i--;
 			continue;
 		}
+		make_valid_utf8(job->reason);
 		if (job->action == ACT_REPORT)
 		{
 			const char *params[6] = {job->id_text, opt_agent, job->state,
@@ -1766,6 +1814,23 @@ flush_actions(void)
 			if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0)
 				remove_checkpoint_dir(job);
 			PQclear(res);
+		}
+		else if (!refused(last_sqlstate))
+		{
+			/*
+			 * Not a refusal: keep the job (the heartbeat then neither
+			 * releases it nor lets its lease run out) and try again, after
+			 * 1, 2, ... up to 10 s; from the third try without its reason,
+			 * in case the reason is what the server will not take.
+			 */
+			job->tries++;
+			if (job->tries >= 3)
+				job->reason[0] = '\0';
+			job->retry_at = now_mono() + (job->tries < 10 ? job->tries : 10);
+			log_event("warning", "job_retry", job, "the %s failed (SQLSTATE %s): trying again in %d s",
+					  job->action == ACT_REPORT ? "report" : "release", last_sqlstate,
+					  job->tries < 10 ? job->tries : 10);
+			continue;
 		}
 		else
 			log_event("warning", "job_forgotten", job,
@@ -2309,6 +2374,8 @@ main(int argc, char **argv)
 				wake = jobs[i]->lease_deadline;
 			if (jobs[i]->remote && remote_wake(jobs[i]) < wake)
 				wake = remote_wake(jobs[i]);
+			if (jobs[i]->action != ACT_NONE && jobs[i]->retry_at > 0 && jobs[i]->retry_at < wake)
+				wake = jobs[i]->retry_at;
 		}
 		timeout_ms = wake <= now ? 0 : (int) ((wake - now) * 1000) + 1;
 		if (timeout_ms > 60000)

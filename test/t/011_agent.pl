@@ -372,6 +372,31 @@ ok(process_gone($quiet_pid), 'and the process is gone');
 is(stop_agent('quiet'), 0, 'quiet stops');
 
 # ---------------------------------------------------------------------------
+# A report the database cannot take yet: a session holds the job's row (a
+# user's open transaction that changed its priority), so report() gives up
+# after 20 ms (55P03).  The agent keeps the job and tries again until the
+# session lets go; it does not take the job as no longer its own, which
+# would have the next heartbeat release it and the job run twice.
+# ---------------------------------------------------------------------------
+start_agent('patient', '--lease', '10', '--heartbeat', '1');
+my $locked = submit('locked', 'lo', [ 'sh', '-c', "echo ran >> $tmp/locked_runs; sleep 1" ]);
+ok(wait_for_job($locked, "state = 'RUNNING'"), 'the job runs');
+my $holder = $node->background_psql('postgres');
+$holder->query_safe("BEGIN; SELECT id FROM quota_sched.job WHERE id = $locked FOR UPDATE;");
+ok(wait_for_log('patient', qr/job_retry job=$locked attempt=1: the report failed \(SQLSTATE 55P03\)/),
+	'the report waits for the row: the agent will try again');
+sleep(3);	# heartbeats pass meanwhile
+is(job_field($locked, 'state'), 'RUNNING', 'the job is still RUNNING, held by its agent');
+$holder->query_safe("COMMIT;");
+$holder->quit;
+ok(wait_for_job($locked, "state = 'SUCCEEDED'"), 'once the row is free, the report goes through');
+is(slurp_file("$tmp/locked_runs"), "ran\n", 'the job ran once');
+is(history($locked), '>RUNNABLE; RUNNABLE>SCHEDULED; SCHEDULED>STARTING; STARTING>RUNNING; RUNNING>SUCCEEDED',
+	'its history: one attempt, no release');
+unlike(agent_log('patient'), qr/job_forgotten|job_released/, 'nothing forgotten or released');
+is(stop_agent('patient'), 0, 'patient stops');
+
+# ---------------------------------------------------------------------------
 # --noop, --exit-after and --pickup-log (for benchmarks, bench/e2e): nothing
 # runs, each claim is logged with its time, the agent exits with its CPU time
 # ---------------------------------------------------------------------------
