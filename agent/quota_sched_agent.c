@@ -546,6 +546,18 @@ find_job(int64_t id)
 	return NULL;
 }
 
+/* whether an attempt of the job still runs here (even one being killed) */
+static bool
+still_running(int64_t id)
+{
+	int			i;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->id == id && jobs[i]->alive)
+			return true;
+	return false;
+}
+
 static Job *
 add_job(int64_t id, int attempt, int instances)
 {
@@ -1891,7 +1903,13 @@ do_heartbeat(void)
 
 		if (job == NULL)
 		{
-			if (unknown)
+			/*
+			 * Released only once no attempt of it runs here: one being
+			 * killed (its lease ran out while the database could not be
+			 * reached, and this heartbeat renewed it) must be gone before
+			 * the job may run elsewhere.  A later heartbeat releases it.
+			 */
+			if (unknown && !still_running(id))
 				unknown[nunknown++] = strdup(PQgetvalue(res, i, 0));
 			continue;
 		}

@@ -372,6 +372,37 @@ ok(process_gone($quiet_pid), 'and the process is gone');
 is(stop_agent('quiet'), 0, 'quiet stops');
 
 # ---------------------------------------------------------------------------
+# An outage longer than the lease, with no pass to requeue the job meanwhile
+# (the worker is off): the agent kills the job as its lease runs out; it
+# ignores SIGTERM, so it runs on in its grace.  When the agent reconnects,
+# its heartbeat renews the job's lease in the database, but the agent must
+# not release the job while that attempt still runs here (another agent
+# would run it at the same time); once it is gone, it releases it.
+# ---------------------------------------------------------------------------
+start_agent('cut', '--lease', '3', '--heartbeat', '1', '--grace', '30');
+my $stubborn = submit('stubborn', 'lo', [ 'sh', '-c', "trap '' TERM; echo \$\$ > $tmp/stubborn.pid; exec sleep 60" ]);
+ok(wait_for_job($stubborn, "state = 'RUNNING'"), 'the stubborn job runs');
+ok(wait_for_file("$tmp/stubborn.pid", qr/^\d+\n/), 'it says its pid');
+my $stubborn_pid = slurp_file("$tmp/stubborn.pid") + 0;
+$node->safe_psql('postgres', q{
+	ALTER SYSTEM SET quota_sched.enabled = off; SELECT pg_reload_conf();
+	ALTER ROLE agent_host NOLOGIN;
+	SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'agent_host';});
+ok(wait_for_log('cut', qr/job_stopping job=$stubborn /), 'the lease runs out: the agent stops the job');
+$node->safe_psql('postgres', 'ALTER ROLE agent_host LOGIN');
+ok(wait_for_log('cut', qr/ connected: .*\n(?s:.*) connected: /), 'the agent reconnects');
+sleep(3);	# heartbeats pass
+ok(kill(0, $stubborn_pid), 'the attempt still runs, in its grace');
+is(job_field($stubborn, 'state || coalesce(agent, \'\')'), 'RUNNINGcut', 'and the job is not released');
+kill 'KILL', $stubborn_pid;
+ok(wait_for_job($stubborn, "state = 'RUNNABLE'"), 'once the attempt is gone, the agent releases the job');
+like(history($stubborn), qr/RUNNING>RUNNABLE \(agent cut does not run it/, 'the history shows the release');
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($stubborn)");
+ok(wait_for_job($stubborn, "state = 'FAILED'"), 'it is terminated before it runs again');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET quota_sched.enabled; SELECT pg_reload_conf();');
+is(stop_agent('cut'), 0, 'cut stops');
+
+# ---------------------------------------------------------------------------
 # A report the database cannot take yet: a session holds the job's row (a
 # user's open transaction that changed its priority), so report() gives up
 # after 20 ms (55P03).  The agent keeps the job and tries again until the
