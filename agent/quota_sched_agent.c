@@ -2033,8 +2033,9 @@ usage(FILE *f)
 			"                           environment, PGHOST etc.).  Several hosts with\n"
 			"                           target_session_attrs=read-write follow a failover.\n"
 			"                           The login must have the role quota_sched_agent.\n"
-			"  -a, --agent=NAME         agent name, 1 to 128 characters (default: the host\n"
-			"                           name); unique among running agents\n"
+			"  -a, --agent=NAME         agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
+			"                           the host's name and the queue's); unique among\n"
+			"                           running agents\n"
 			"  -q, --queue=QUEUE        job queue to claim from (required)\n"
 			"  -u, --capacity-unit=UNIT claim only jobs of this capacity unit (default: any)\n"
 			"  -n, --instances=N        instances this host can run at once (default 1): it\n"
@@ -2164,8 +2165,7 @@ parse_options(int argc, char **argv)
 	char		resolved[PATH_MAX];
 	int			c;
 
-	if (gethostname(opt_agent, sizeof(opt_agent) - 1) != 0 || opt_agent[0] == '\0')
-		snprintf(opt_agent, sizeof(opt_agent), "quota-sched-agent");
+	opt_agent[0] = '\0';
 	while ((c = getopt_long(argc, argv, "d:a:q:u:n:l:b:g:c:hV", longopts, NULL)) != -1)
 	{
 		switch (c)
@@ -2275,6 +2275,19 @@ parse_options(int argc, char **argv)
 	{
 		fprintf(stderr, "quota-sched-agent: --queue is required (see --help)\n");
 		exit(2);
+	}
+	if (opt_agent[0] == '\0')
+	{
+		/*
+		 * HOST/QUEUE: agents of one host for several queues must have names
+		 * of their own, or each would release the other's jobs as unknown.
+		 */
+		char		host[256];
+
+		if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
+			snprintf(host, sizeof(host), "quota-sched-agent");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(opt_agent, sizeof(opt_agent), "%.64s/%.63s", host, opt_queue);
 	}
 	if (opt_heartbeat == 0)
 		opt_heartbeat = opt_lease / 3;

@@ -14,6 +14,7 @@ use Test::More;
 use IPC::Run;
 use JSON::PP;
 use Time::HiRes qw(usleep);
+use Sys::Hostname ();
 
 # the agent installed with the extension (make install), else the build's
 my $bindir = `pg_config --bindir`;
@@ -370,6 +371,29 @@ $node->safe_psql('postgres', "SELECT quota_sched.terminate($quiet)");
 ok(wait_for_job($quiet, "state = 'FAILED'"), 'a heartbeat brings the stop');
 ok(process_gone($quiet_pid), 'and the process is gone');
 is(stop_agent('quiet'), 0, 'quiet stops');
+
+# ---------------------------------------------------------------------------
+# The default agent name is HOST/QUEUE: two agents of one host for two
+# queues, both left at the default, must not take each other's jobs for
+# jobs they do not run.
+# ---------------------------------------------------------------------------
+{
+	my $log = "$logdir/011_agent_default.log";
+	my $h = IPC::Run::start([ $agent_bin, '--dbname', $connstr, '--queue', 'a_queue',
+			'--log-format', 'json', '--checkpoint-root', "$tmp/ckpt-default" ],
+		'<', \undef, '>>', $log, '2>>', $log);
+	my $host = Sys::Hostname::hostname();
+	my $seen = 0;
+	for (1 .. 300)
+	{
+		last if ($seen = -f $log && slurp_file($log) =~ /"event":"connected"/);
+		usleep(100_000);
+	}
+	ok($seen, 'an agent without --agent connects');
+	like(slurp_file($log), qr/"agent":"\Q$host\E\/a_queue"/, 'its name is HOST/QUEUE');
+	$h->signal('TERM');
+	$h->finish;
+}
 
 # ---------------------------------------------------------------------------
 # An outage longer than the lease, with no pass to requeue the job meanwhile
