@@ -337,7 +337,7 @@ static void
 log_event(const char *level, const char *event, const Job *job, const char *fmt,...)
 {
 	char		msg[2048];
-	char		line[8192];
+	char		line[16384];	/* a message escaped for JSON may grow 6-fold */
 	char		stamp[40];
 	size_t		len = 0;
 	va_list		ap;
@@ -840,14 +840,25 @@ on_notice(void *arg, const char *message)
 static void
 try_connect(void)
 {
+	/*
+	 * A statement that waits longer than a third of the lease (a queue's
+	 * lock held by a long transaction) is cancelled, so that the loop goes
+	 * on: it reaps, kills and heartbeats in time.  PGOPTIONS is added; a
+	 * connection string's own options replace both.
+	 */
+	char		timeout[1024];
+	const char *env_options = getenv("PGOPTIONS");
 	const char *keys[] = {"fallback_application_name", "connect_timeout", "keepalives",
-		"keepalives_idle", "keepalives_interval", "keepalives_count", "dbname", NULL};
-	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", opt_conninfo, NULL};
+		"keepalives_idle", "keepalives_interval", "keepalives_count", "options", "dbname", NULL};
+	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", timeout, opt_conninfo, NULL};
 	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop"};
 	int			nsetup = opt_listen ? 2 : 0;
 	char		msg[1024];
 	int			i;
 
+	snprintf(timeout, sizeof(timeout), "-c statement_timeout=%.0f %s",
+			 opt_lease * 1000 / 3 > 1000 ? opt_lease * 1000 / 3 : 1000,
+			 env_options ? env_options : "");
 	conn = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
@@ -2223,7 +2234,7 @@ parse_options(int argc, char **argv)
 				opt_noop = true;
 				break;
 			case OPT_PICKUP_LOG:
-				pickup_log = fopen(optarg, "w");
+				pickup_log = fopen(optarg, "we");	/* not into the jobs */
 				if (pickup_log == NULL)
 				{
 					fprintf(stderr, "quota-sched-agent: --pickup-log: %s: %s\n", optarg, strerror(errno));
@@ -2408,9 +2419,8 @@ main(int argc, char **argv)
 			if (jobs[i]->action != ACT_NONE && jobs[i]->retry_at > 0 && jobs[i]->retry_at < wake)
 				wake = jobs[i]->retry_at;
 		}
-		timeout_ms = wake <= now ? 0 : (int) ((wake - now) * 1000) + 1;
-		if (timeout_ms > 60000)
-			timeout_ms = 60000;
+		/* at most a minute (a lease of months must not overflow the int) */
+		timeout_ms = wake <= now ? 0 : wake - now >= 60 ? 60000 : (int) ((wake - now) * 1000) + 1;
 		fds = calloc(2 + 2 * njobs, sizeof(struct pollfd));
 		if (fds == NULL)
 			fatal("out of memory");

@@ -396,6 +396,23 @@ is(stop_agent('quiet'), 0, 'quiet stops');
 }
 
 # ---------------------------------------------------------------------------
+# A statement that waits too long is cancelled (statement_timeout, a third
+# of the lease): a session holds the queue's lock, which the claim waits
+# for; the agent's loop goes on, and it claims again once the lock is let
+# go.
+# ---------------------------------------------------------------------------
+start_agent('waits', '--lease', '3', '--heartbeat', '1');
+my $locker = $node->background_psql('postgres');
+$locker->query_safe("BEGIN; SELECT count(*) FROM quota_sched.run_pass('a_queue');");
+ok(wait_for_log('waits', qr/claim failed: .*statement timeout \(SQLSTATE 57014\)/),
+	'a claim held up by the queue\'s lock is cancelled');
+$locker->query_safe("COMMIT;");
+$locker->quit;
+my $quick = submit('quick', 'lo', [ 'sh', '-c', 'exit 0' ]);
+ok(wait_for_job($quick, "state = 'SUCCEEDED'"), 'once the lock is let go, the agent works on');
+is(stop_agent('waits'), 0, 'waits stops');
+
+# ---------------------------------------------------------------------------
 # An outage longer than the lease, with no pass to requeue the job meanwhile
 # (the worker is off): the agent kills the job as its lease runs out; it
 # ignores SIGTERM, so it runs on in its grace.  When the agent reconnects,
