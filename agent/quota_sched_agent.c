@@ -1082,6 +1082,12 @@ start_job(Job *job, const char *argv_text)
 		setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
 		setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
 		setenv("QUOTA_SCHED_AGENT", opt_agent, 1);
+		/* a user's job gets none of the agent's own database credentials */
+		unsetenv("PGPASSWORD");
+		unsetenv("PGPASSFILE");
+		unsetenv("PGSERVICE");
+		unsetenv("PGSERVICEFILE");
+		unsetenv("PGSSLKEY");
 		execvp(argv[0], argv);
 		child_errno = errno;
 		if (write(errpipe[1], &child_errno, sizeof(child_errno)) < 0)

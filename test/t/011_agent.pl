@@ -157,7 +157,12 @@ sub process_gone
 # ---------------------------------------------------------------------------
 # A job's lifecycle
 # ---------------------------------------------------------------------------
-start_agent('a1', '--instances', '2', '--lease', '20', '--heartbeat', '1', '--grace', '2');
+{
+	# the agent's credentials, which its jobs must not see (trust here: unused)
+	local $ENV{PGPASSWORD} = 'agent-secret';
+	local $ENV{PGPASSFILE} = "$tmp/no-such-pgpass";
+	start_agent('a1', '--instances', '2', '--lease', '20', '--heartbeat', '1', '--grace', '2');
+}
 
 my $ok = submit('ok', 'lo', [ 'sh', '-c', 'exit 0' ]);
 ok(wait_for_job($ok, "state = 'SUCCEEDED'"), 'a command that exits 0: SUCCEEDED');
@@ -190,7 +195,7 @@ is(job_field($signalled, 'status_reason'), 'killed by signal SIGKILL', 'the reas
 # passed as is (no shell in between: spaces and quotes stay).
 my $envfile = "$tmp/env.out";
 my $env = submit('env', 'lo',
-	[ 'sh', '-c', 'env | grep ^QUOTA_SCHED_ | sort > "$1"; stat -c "mode %a" "$QUOTA_SCHED_CHECKPOINT_DIR" >> "$1"; echo "arg [$2]" >> "$1"',
+	[ 'sh', '-c', 'env | grep -E "^(QUOTA_SCHED_|PGPASS)" | sort > "$1"; stat -c "mode %a" "$QUOTA_SCHED_CHECKPOINT_DIR" >> "$1"; echo "arg [$2]" >> "$1"',
 	  'sh', $envfile, q{two words 'and' "quotes"} ],
 	instance_count => 2);
 ok(wait_for_job($env, "state = 'SUCCEEDED'"), 'the environment job ends');
@@ -200,6 +205,7 @@ like($seen, qr/^QUOTA_SCHED_ATTEMPT=1$/m, 'QUOTA_SCHED_ATTEMPT');
 like($seen, qr/^QUOTA_SCHED_INSTANCE_COUNT=2$/m, 'QUOTA_SCHED_INSTANCE_COUNT');
 like($seen, qr/^QUOTA_SCHED_CHECKPOINT_DIR=\Q$tmp\E\/ckpt-a1\/job-$env$/m, 'QUOTA_SCHED_CHECKPOINT_DIR: under the root, per job');
 like($seen, qr/^mode 700$/m, 'the checkpoint directory is private (0700)');
+unlike($seen, qr/^PGPASS/m, 'the agent\'s PGPASSWORD and PGPASSFILE are not in it');
 like($seen, qr/^arg \[two words 'and' "quotes"\]$/m, 'the argv reaches the command unchanged');
 ok(!-e "$tmp/ckpt-a1/job-$env", 'the checkpoint directory is removed once the job has succeeded');
 
