@@ -98,6 +98,7 @@ static const char *opt_status_cmd = NULL;
 static const char *opt_stop_cmd = NULL;
 static double opt_status_interval = 0;	/* 0: the heartbeat interval */
 static double opt_cmd_timeout = 30;
+static pid_t agent_pid;		/* this process: its children check they outlive it */
 static FILE *pickup_log = NULL;	/* --pickup-log: "job_id microseconds" a claim */
 
 /* ------------------------------------------------------------------------
@@ -1003,6 +1004,50 @@ describe_argv(char **argv, char *buf, size_t cap)
 }
 
 /*
+ * child_setup makes a forked child ready to run a job's command or a
+ * launcher's: a process group of its own, dying with the agent (Linux),
+ * default signals, stdin from /dev/null, and the job's QUOTA_SCHED_*
+ * variables.  If the agent died between the fork and the prctl, it exits.
+ */
+static void
+child_setup(const Job *job)
+{
+	struct sigaction sa;
+	sigset_t	none;
+	int			fd;
+	char		num[24];
+
+	setpgid(0, 0);
+#ifdef __linux__
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != agent_pid)
+		_exit(127);
+#endif
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	fd = open("/dev/null", O_RDONLY);
+	if (fd >= 0 && fd != STDIN_FILENO)
+	{
+		dup2(fd, STDIN_FILENO);
+		close(fd);
+	}
+	setenv("QUOTA_SCHED_JOB_ID", job->id_text, 1);
+	setenv("QUOTA_SCHED_ATTEMPT", job->attempt_text, 1);
+	snprintf(num, sizeof(num), "%d", job->instances);
+	setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
+	setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
+	setenv("QUOTA_SCHED_AGENT", opt_agent, 1);
+}
+
+/*
  * start_job forks and execs the job's command.  An exec that fails is told
  * through a close-on-exec pipe: the job fails with the reason.
  */
@@ -1049,39 +1094,8 @@ start_job(Job *job, const char *argv_text)
 	if (pid == 0)
 	{
 		/* the child: its own process group, default signals, the job's env */
-		struct sigaction sa;
-		sigset_t	none;
-		int			fd;
-		char		num[24];
-
 		close(errpipe[0]);
-		setpgid(0, 0);
-#ifdef __linux__
-		/* dies with the agent (a SIGKILLed agent leaves no job running) */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_DFL;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGCHLD, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGPIPE, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		fd = open("/dev/null", O_RDONLY);
-		if (fd >= 0 && fd != STDIN_FILENO)
-		{
-			dup2(fd, STDIN_FILENO);
-			close(fd);
-		}
-		setenv("QUOTA_SCHED_JOB_ID", job->id_text, 1);
-		setenv("QUOTA_SCHED_ATTEMPT", job->attempt_text, 1);
-		snprintf(num, sizeof(num), "%d", job->instances);
-		setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
-		setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
-		setenv("QUOTA_SCHED_AGENT", opt_agent, 1);
+		child_setup(job);
 		/* a user's job gets none of the agent's own database credentials */
 		unsetenv("PGPASSWORD");
 		unsetenv("PGPASSFILE");
@@ -1242,43 +1256,13 @@ start_helper(Job *job, Helper which, const char *payload)
 	pid = fork();
 	if (pid == 0)
 	{
-		struct sigaction sa;
-		sigset_t	none;
-		int			fd;
-		char		num[24];
-
-		setpgid(0, 0);
-#ifdef __linux__
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_DFL;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGCHLD, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGPIPE, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		fd = open("/dev/null", O_RDONLY);
-		if (fd >= 0 && fd != STDIN_FILENO)
-		{
-			dup2(fd, STDIN_FILENO);
-			close(fd);
-		}
+		child_setup(job);
 		dup2(outp[1], STDOUT_FILENO);
 		dup2(errp[1], STDERR_FILENO);
 		close(outp[0]);
 		close(outp[1]);
 		close(errp[0]);
 		close(errp[1]);
-		setenv("QUOTA_SCHED_JOB_ID", job->id_text, 1);
-		setenv("QUOTA_SCHED_ATTEMPT", job->attempt_text, 1);
-		snprintf(num, sizeof(num), "%d", job->instances);
-		setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
-		setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
-		setenv("QUOTA_SCHED_AGENT", opt_agent, 1);
 		if (payload)
 			setenv("QUOTA_SCHED_PAYLOAD", payload, 1);
 		else
@@ -2361,6 +2345,7 @@ parse_options(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+	agent_pid = getpid();
 	parse_options(argc, argv);
 	setup_signals();
 	log_event("info", "agent_started", NULL,
