@@ -1313,6 +1313,38 @@ kill_helper(Job *job)
 static void
 remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...) PRINTF_LIKE(5, 6);
 
+/*
+ * settle decides what the agent tells the database of a job whose attempt
+ * has ended here (state SUCCEEDED or FAILED, with the exit code if any, and
+ * a reason for a failure), given why it was stopped, if it was: nothing
+ * (the job is no longer its own), a release (the agent shuts down), or
+ * STOPPED (a stop requested: the database's stop reason stays the job's
+ * status reason).
+ */
+static void
+settle(Job *job, const char *state, int code, bool has_code, const char *reason)
+{
+	switch (job->stop)
+	{
+		case STOP_LOST:
+			job->action = ACT_DROP;
+			break;
+		case STOP_SHUTDOWN:
+			job->action = ACT_RELEASE;
+			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opt_agent);
+			break;
+		case STOP_REQUESTED:
+			set_report(job, "STOPPED", code, has_code, NULL);
+			break;
+		case STOP_NONE:
+			if (reason[0])
+				set_report(job, state, code, has_code, "%s", reason);
+			else
+				set_report(job, state, code, has_code, NULL);
+			break;
+	}
+}
+
 static void
 remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...)
 {
@@ -1330,22 +1362,7 @@ remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, con
 	log_event("info", "job_exited", job, "remote job %s: %s%s%s",
 			  job->started ? job->handle : "(not started)", state,
 			  reason[0] ? ": " : "", reason);
-	switch (job->stop)
-	{
-		case STOP_LOST:
-			job->action = ACT_DROP;
-			break;
-		case STOP_SHUTDOWN:
-			job->action = ACT_RELEASE;
-			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opt_agent);
-			break;
-		case STOP_REQUESTED:
-			set_report(job, "STOPPED", exit_code, has_exit_code, NULL);
-			break;
-		case STOP_NONE:
-			set_report(job, state, exit_code, has_exit_code, "%s", reason);
-			break;
-	}
+	settle(job, state, exit_code, has_exit_code, reason);
 }
 
 /* how a command ended, for the log and a reason */
@@ -1634,28 +1651,8 @@ child_ended(Job *job, int status)
 		snprintf(how, sizeof(how), "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	log_event("info", "job_exited", job, "pid %d: %s", (int) job->pid, how);
 
-	switch (job->stop)
-	{
-		case STOP_LOST:
-			job->action = ACT_DROP;
-			break;
-		case STOP_SHUTDOWN:
-			job->action = ACT_RELEASE;
-			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opt_agent);
-			break;
-		case STOP_REQUESTED:
-			/* the database's stop reason stays the job's status reason */
-			set_report(job, "STOPPED", code, exited, NULL);
-			break;
-		case STOP_NONE:
-			if (exited && code == 0)
-				set_report(job, "SUCCEEDED", 0, true, NULL);
-			else if (exited)
-				set_report(job, "FAILED", code, true, "%s", how);
-			else
-				set_report(job, "FAILED", 0, false, "%s", how);
-			break;
-	}
+	settle(job, exited && code == 0 ? "SUCCEEDED" : "FAILED", exited ? code : 0, exited,
+		   exited && code == 0 ? "" : how);
 }
 
 static void

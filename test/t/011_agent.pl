@@ -15,11 +15,11 @@ use IPC::Run;
 use JSON::PP;
 use Time::HiRes qw(usleep);
 use Sys::Hostname ();
+use FindBin;
+use lib $FindBin::RealBin;
+use QsAgents;
 
-# the agent installed with the extension (make install), else the build's
-my $bindir = `pg_config --bindir`;
-chomp $bindir;
-my $agent_bin = -x "$bindir/quota-sched-agent" ? "$bindir/quota-sched-agent" : 'agent/quota-sched-agent';
+my $agent_bin = agent_bin();
 ok(-x $agent_bin, "the agent is built: $agent_bin");
 
 my $node = PostgreSQL::Test::Cluster->new('agents');
@@ -49,54 +49,19 @@ ok($node->poll_query_until('postgres',
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $connstr = $node->connstr('postgres') . ' user=agent_host';
-my %agents;
 # the agents' logs stay with the test's (tmp_check/log/011_agent_NAME.log)
+QsAgents::init($node, '011_agent');
 my $logdir = $PostgreSQL::Test::Utils::log_path;
 
-# start_agent(NAME, OPTIONS...): a real agent process, its log in $logdir
+# start_agent(NAME, OPTIONS...): a real agent process
 sub start_agent
 {
 	my ($name, @opts) = @_;
-	my $log = "$logdir/011_agent_$name.log";
-	my $h = IPC::Run::start(
+	return launch_agent($name,
 		[
 			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 'a_queue',
 			'--checkpoint-root', "$tmp/ckpt-$name", @opts
-		],
-		'<', \undef, '>>', $log, '2>>', $log);
-	$agents{$name} = $h;
-	ok(wait_for_log($name, qr/ connected: |"event":"connected"/), "agent $name connected");
-	return $h;
-}
-
-sub agent_pid { return $agents{ $_[0] }->{KIDS}[0]{PID}; }
-
-sub agent_log
-{
-	my $log = "$logdir/011_agent_$_[0].log";
-	return -f $log ? slurp_file($log) : '';
-}
-
-sub wait_for_log
-{
-	my ($name, $re) = @_;
-	for (1 .. 300)
-	{
-		return 1 if agent_log($name) =~ $re;
-		usleep(100_000);
-	}
-	diag(agent_log($name));
-	return 0;
-}
-
-# stop_agent(NAME): SIGTERM, then its exit code
-sub stop_agent
-{
-	my ($name) = @_;
-	my $h = delete $agents{$name};
-	$h->signal('TERM');
-	$h->finish;
-	return $h->result(0);
+		]);
 }
 
 # submit(NAME, SHARE, COMMAND (array ref, or undef for none), COLUMNS...): the job's id
@@ -111,48 +76,6 @@ sub submit
 		'INSERT INTO quota_sched.job (' . join(', ', @names) . ') VALUES (' . join(', ', @values) . ') RETURNING id');
 }
 
-sub job_field
-{
-	my ($id, $field) = @_;
-	return $node->safe_psql('postgres', "SELECT $field FROM quota_sched.job WHERE id = $id");
-}
-
-sub wait_for_job
-{
-	my ($id, $condition) = @_;
-	return $node->poll_query_until('postgres', "SELECT $condition FROM quota_sched.job WHERE id = $id");
-}
-
-sub history
-{
-	my ($id) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT string_agg(coalesce(from_state, '') || '>' || to_state || coalesce(' (' || reason || ')', ''), '; ' ORDER BY id)"
-		  . " FROM quota_sched.job_event WHERE job_id = $id");
-}
-
-sub wait_for_file
-{
-	my ($file, $re) = @_;
-	$re //= qr/./;
-	for (1 .. 300)
-	{
-		return 1 if -f $file && slurp_file($file) =~ $re;
-		usleep(100_000);
-	}
-	return 0;
-}
-
-sub process_gone
-{
-	my ($pid) = @_;
-	for (1 .. 100)
-	{
-		return 1 unless kill(0, $pid);
-		usleep(100_000);
-	}
-	return 0;
-}
 
 # ---------------------------------------------------------------------------
 # A job's lifecycle
@@ -275,7 +198,7 @@ my $killed = submit('killed', 'lo',
 ok(wait_for_file($attempts, qr/^1 k1 \d+$/m), 'k1 runs the job');
 my ($killed_pid) = slurp_file($attempts) =~ /^1 k1 (\d+)$/m;
 kill 'KILL', agent_pid('k1');
-delete($agents{k1})->finish;
+forget_agent('k1')->finish;
 SKIP:
 {
 	skip 'the job dies with its agent on Linux only', 1 unless $^O eq 'linux';
@@ -305,7 +228,7 @@ my $runs = "$tmp/again.runs";
 my $again = submit('again', 'lo', [ 'sh', '-c', 'echo $$ >> "$1"; exec sleep 600', 'sh', $runs ]);
 ok(wait_for_file($runs, qr/\A\d+\n\z/), 'the agent runs the job');
 kill 'KILL', agent_pid('again');
-delete($agents{again})->finish;
+forget_agent('again')->finish;
 start_agent('again', '--lease', '30', '--heartbeat', '1');
 ok(wait_for_log('again', qr/job \Q$again\E: held by this agent in the database but not run here: released/),
 	'restarted, it releases the job it no longer runs');
@@ -484,7 +407,7 @@ ok(wait_for_job($_, "state = 'SUCCEEDED'"), "--noop: job $_ SUCCEEDED") foreach 
 ok(!-e "$tmp/noop1" && !-e "$tmp/noop2", 'without running its command');
 ok(wait_for_log('bench', qr/agent_exit: exiting: 2 job\(s\) reported, cpu_s \d+\.\d{3}/),
 	'--exit-after 2: the agent exits after two jobs, and says its CPU time');
-my $bench_h = delete $agents{bench};
+my $bench_h = forget_agent('bench');
 $bench_h->finish;
 is($bench_h->result(0), 0, 'with status 0');
 my @pickups = split /\n/, slurp_file("$tmp/pickups");

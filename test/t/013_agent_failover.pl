@@ -17,10 +17,11 @@ use Test::More;
 use IPC::Run;
 use JSON::PP;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use QsAgents qw(agent_bin launch_agent agent_log wait_for_log stop_agent);
 
-my $bindir = `pg_config --bindir`;
-chomp $bindir;
-my $agent_bin = -x "$bindir/quota-sched-agent" ? "$bindir/quota-sched-agent" : 'agent/quota-sched-agent';
+my $agent_bin = agent_bin();
 ok(-x $agent_bin, "the agent is built: $agent_bin");
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
@@ -64,51 +65,20 @@ is($standby->safe_psql('postgres',
 	'0', 'no worker on the standby');
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
-my $logdir = $PostgreSQL::Test::Utils::log_path;
 # both servers, the primary first; libpq skips the one that is not read-write
 my $host = $primary->host;
 my $multi = "host=$host,$host port=" . $primary->port . ',' . $standby->port
   . ' dbname=postgres user=agent_host target_session_attrs=read-write connect_timeout=5';
-my %agents;
+QsAgents::init($primary, '013_agent_failover');
 
 sub start_agent
 {
 	my ($name, @opts) = @_;
-	my $log = "$logdir/013_agent_failover_$name.log";
-	$agents{$name} = IPC::Run::start(
+	launch_agent($name,
 		[
 			$agent_bin, '--dbname', "$multi application_name=$name", '--agent', $name,
 			'--queue', 'f_queue', '--checkpoint-root', "$tmp/ckpt-$name", @opts
-		],
-		'<', \undef, '>>', $log, '2>>', $log);
-	ok(wait_for_log($name, qr/ connected: /), "agent $name connected");
-}
-
-sub agent_log
-{
-	my $log = "$logdir/013_agent_failover_$_[0].log";
-	return -f $log ? slurp_file($log) : '';
-}
-
-sub wait_for_log
-{
-	my ($name, $re) = @_;
-	for (1 .. 600)
-	{
-		return 1 if agent_log($name) =~ $re;
-		usleep(100_000);
-	}
-	diag(agent_log($name));
-	return 0;
-}
-
-sub stop_agent
-{
-	my ($name) = @_;
-	my $h = delete $agents{$name};
-	$h->signal('TERM');
-	$h->finish;
-	return $h->result(0);
+		]);
 }
 
 # A job that writes "start ATTEMPT AGENT" to its own file, waits for the

@@ -17,10 +17,11 @@ use Test::More;
 use IPC::Run;
 use JSON::PP;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use QsAgents;
 
-my $bindir = `pg_config --bindir`;
-chomp $bindir;
-my $agent_bin = -x "$bindir/quota-sched-agent" ? "$bindir/quota-sched-agent" : 'agent/quota-sched-agent';
+my $agent_bin = agent_bin();
 ok(-x $agent_bin, "the agent is built: $agent_bin");
 my $launcher = abs_path('agent/examples/sagemaker-launcher.sh');
 ok(-x $launcher, "the example launcher is there: $launcher");
@@ -73,8 +74,7 @@ my $service = "$tmp/service";
 mkdir $service or die "mkdir $service: $!";
 $ENV{QS_STANDIN_DIR} = $service;
 my $connstr = $node->connstr('postgres') . ' user=agent_host';
-my $logdir = $PostgreSQL::Test::Utils::log_path;
-my %agents;
+QsAgents::init($node, '014_agent_external');
 
 # The start and status commands record the environment they saw; a status
 # command hangs for a job while the file hang-ID is there.
@@ -95,44 +95,12 @@ my $stop_cmd = qq{if [ -e "\$QS_STANDIN_DIR/fail-stop-once" ]; then rm -f "\$QS_
 sub start_agent
 {
 	my ($name, @opts) = @_;
-	my $log = "$logdir/014_agent_external_$name.log";
-	my $h = IPC::Run::start(
+	return launch_agent($name,
 		[
 			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 'x_queue',
 			'--checkpoint-root', "$tmp/ckpt-$name",
 			'--start-cmd', $start_cmd, '--status-cmd', $status_cmd, '--stop-cmd', $stop_cmd, @opts
-		],
-		'<', \undef, '>>', $log, '2>>', $log);
-	$agents{$name} = $h;
-	ok(wait_for_log($name, qr/ connected: /), "agent $name connected");
-	return $h;
-}
-
-sub agent_log
-{
-	my $log = "$logdir/014_agent_external_$_[0].log";
-	return -f $log ? slurp_file($log) : '';
-}
-
-sub wait_for_log
-{
-	my ($name, $re) = @_;
-	for (1 .. 300)
-	{
-		return 1 if agent_log($name) =~ $re;
-		usleep(100_000);
-	}
-	diag(agent_log($name));
-	return 0;
-}
-
-sub stop_agent
-{
-	my ($name) = @_;
-	my $h = delete $agents{$name};
-	$h->signal('TERM');
-	$h->finish;
-	return $h->result(0);
+		]);
 }
 
 # submit(NAME, PAYLOAD (hash ref), COLUMNS...): the job's id
@@ -147,48 +115,6 @@ sub submit
 		'INSERT INTO quota_sched.job (' . join(', ', @names) . ') VALUES (' . join(', ', @values) . ') RETURNING id');
 }
 
-sub job_field
-{
-	my ($id, $field) = @_;
-	return $node->safe_psql('postgres', "SELECT $field FROM quota_sched.job WHERE id = $id");
-}
-
-sub wait_for_job
-{
-	my ($id, $condition) = @_;
-	return $node->poll_query_until('postgres', "SELECT $condition FROM quota_sched.job WHERE id = $id");
-}
-
-sub history
-{
-	my ($id) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT string_agg(coalesce(from_state, '') || '>' || to_state || coalesce(' (' || reason || ')', ''), '; ' ORDER BY id)"
-		  . " FROM quota_sched.job_event WHERE job_id = $id");
-}
-
-sub wait_for_file
-{
-	my ($file, $re) = @_;
-	$re //= qr/./;
-	for (1 .. 300)
-	{
-		return 1 if -f $file && slurp_file($file) =~ $re;
-		usleep(100_000);
-	}
-	return 0;
-}
-
-sub process_gone
-{
-	my ($pid) = @_;
-	for (1 .. 100)
-	{
-		return 1 unless kill(0, $pid);
-		usleep(100_000);
-	}
-	return 0;
-}
 
 # the handle the agent logged for a job, and the stand-in's folder for it
 sub handle_of
