@@ -231,7 +231,8 @@ static const char *const SQL_CLAIM =
 " ORDER BY c.id";
 
 static const char *const SQL_HEARTBEAT =
-"SELECT job_id, stop_reason FROM quota_sched.heartbeat($1::text, $2::interval)";
+"SELECT job_id, stop_reason, extract(epoch FROM lease_until - clock_timestamp())::float8"
+"  FROM quota_sched.heartbeat($1::text, $2::interval)";
 
 static const char *const SQL_REPORT =
 "SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
@@ -1912,7 +1913,12 @@ do_heartbeat(void)
 			continue;
 		}
 		job->seen = true;
-		job->lease_deadline = t0 + opt_lease;
+		/*
+		 * the lease the job has now, as the server counts it: a job whose
+		 * row another transaction held was not renewed
+		 */
+		job->lease_deadline = PQgetisnull(res, i, 2) ? t0 + opt_lease
+			: t0 + strtod(PQgetvalue(res, i, 2), NULL);
 		if (stop && job->alive && job->stop == STOP_NONE)
 		{
 			char		why[300];

@@ -1901,3 +1901,18 @@ REVOKE ALL ON FUNCTION quota_sched.xml_escape(text), quota_sched.svg_number(doub
 GRANT EXECUTE ON FUNCTION quota_sched.xml_escape(text), quota_sched.svg_number(double precision, integer),
 	quota_sched.utilization_svg(text, timestamptz, timestamptz, interval)
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/* ---------------------------------------------------------------------
+ * heartbeat() also returns each job's lease as it is now: a job whose row
+ * another transaction holds keeps the lease it had (the heartbeat does not
+ * wait for the row), and an agent that counts on a renewed lease would
+ * run the job past the moment a pass takes it back.  A new result type
+ * is a new function: the function of 0.1 goes.
+ * ------------------------------------------------------------------- */
+DROP FUNCTION quota_sched.heartbeat(text, interval);
+CREATE FUNCTION quota_sched.heartbeat(agent text, lease interval DEFAULT '60 seconds')
+RETURNS TABLE (job_id bigint, stop_reason text, lease_until timestamptz)
+AS 'MODULE_PATHNAME', 'qs_heartbeat'
+LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION quota_sched.heartbeat(text, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.heartbeat(text, interval) TO quota_sched_agent;

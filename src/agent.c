@@ -174,9 +174,11 @@ qs_claim(PG_FUNCTION_ARGS)
 }
 
 /*
- * qs_heartbeat(agent, lease) RETURNS TABLE (job_id bigint, stop_reason text):
+ * qs_heartbeat(agent, lease) RETURNS TABLE (job_id bigint, stop_reason text,
+ * lease_until timestamptz):
  * extends the leases of every job the agent holds and returns them with the
- * stop each must make.  The lease of a job whose stop was requested never
+ * stop each must make and the lease each has now (a job whose row another
+ * transaction holds keeps the lease it had).  The lease of a job whose stop was requested never
  * goes beyond stop_requested_at + quota_sched.stop_timeout (scheduling.md 3.8).
  * Only the jobs the calling role claimed count (and those claimed before
  * 0.2, with no role recorded); an admin's heartbeat counts every job of the

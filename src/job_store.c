@@ -527,7 +527,7 @@ QsLockQueuesOfAgent(const char *agent)
  */
 #define EXTEND_LEASES_QUERY(agent_role) { \
 	"WITH held AS (" \
-	"   SELECT id, stop_reason FROM quota_sched.job" \
+	"   SELECT id, stop_reason, lease_until FROM quota_sched.job" \
 	"    WHERE agent = $1 AND state IN ('STARTING', 'RUNNING') AND job_queue = ANY ($4)" \
 	agent_role ")," \
 	" locked AS (" \
@@ -539,10 +539,10 @@ QsLockQueuesOfAgent(const char *agent)
 	"            THEN now() + $2" \
 	"            ELSE least(now() + $2, j.stop_requested_at + $3) END" \
 	"     FROM locked WHERE j.id = locked.id" \
-	"   RETURNING j.id, j.stop_reason)" \
-	" SELECT id, stop_reason FROM extended" \
+	"   RETURNING j.id, j.stop_reason, j.lease_until)" \
+	" SELECT id, stop_reason, lease_until FROM extended" \
 	" UNION ALL" \
-	" SELECT id, stop_reason FROM held WHERE id NOT IN (SELECT id FROM locked)", \
+	" SELECT id, stop_reason, lease_until FROM held WHERE id NOT IN (SELECT id FROM locked)", \
 	5, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID, NAMEOID}, SPI_OK_SELECT \
 }
 static QsQuery ExtendLeasesQuery[2] = {
@@ -554,7 +554,8 @@ static QsQuery ExtendLeasesQuery[2] = {
  * QsExtendLeases extends the leases of the jobs an agent holds in the
  * queues given (whose locks the caller holds), those that the role
  * agent_role claimed (NULL: whoever claimed them), and appends (job_id,
- * stop_reason) of each to a materialized result.  The lease of a job whose
+ * stop_reason, lease_until) of each to a materialized result (job_id and
+ * stop_reason only, when the function is still declared as in 0.1).  The lease of a job whose
  * stop was requested never goes beyond stop_requested_at + stop_timeout.
  * A job whose row another transaction holds locked is returned with its
  * lease as it was: the caller holds queues' locks and must not wait for a
@@ -578,11 +579,12 @@ QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 	QsQueryRun(&ExtendLeasesQuery[QsJobHasAgentRole()], args, nulls, false, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Datum		values[2];
-		bool		nulls[2];
+		Datum		values[3];
+		bool		nulls[3];
+		int			ncols = Min(rsinfo->setDesc->natts, 3);
 
-		values[0] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[0]);
-		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[1]);
+		for (int c = 0; c < ncols; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }

@@ -342,6 +342,26 @@ ok(wait_for_job($quick, "state = 'SUCCEEDED'"), 'once the lock is let go, the ag
 is(stop_agent('waits'), 0, 'waits stops');
 
 # ---------------------------------------------------------------------------
+# The lease the heartbeat returns: a session holds the job's row, so the
+# heartbeats return it without renewing its lease; the agent counts the
+# lease as the server does, and stops the job once it has run out (a pass
+# takes it back as soon as the row is free), rather than run it on.
+# ---------------------------------------------------------------------------
+start_agent('renews', '--lease', '3', '--heartbeat', '1', '--grace', '1');
+my $held = submit('held', 'lo', [ 'sh', '-c', 'exec sleep 60' ]);
+ok(wait_for_job($held, "state = 'RUNNING'"), 'the job runs');
+my $row_holder = $node->background_psql('postgres');
+$row_holder->query_safe("BEGIN; SELECT id FROM quota_sched.job WHERE id = $held FOR UPDATE;");
+ok(wait_for_log('renews', qr/job_stopping job=$held .*lease ran out/),
+	'its lease is not renewed: the agent stops the job when it runs out');
+$row_holder->query_safe("COMMIT;");
+$row_holder->quit;
+ok(wait_for_job($held, "state <> 'RUNNING' OR agent IS DISTINCT FROM 'renews'"),
+	'and the job is no longer the agent\'s');
+$node->safe_psql('postgres', "SELECT quota_sched.terminate($held) FROM quota_sched.job WHERE id = $held AND state NOT IN ('SUCCEEDED', 'FAILED')");
+is(stop_agent('renews'), 0, 'renews stops');
+
+# ---------------------------------------------------------------------------
 # An outage longer than the lease, with no pass to requeue the job meanwhile
 # (the worker is off): the agent kills the job as its lease runs out; it
 # ignores SIGTERM, so it runs on in its grace.  When the agent reconnects,
