@@ -81,6 +81,7 @@ QsAgents::init($node, '014_agent_external');
 # A start command hangs while the file hang-start is there.
 my $start_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-start-\$QUOTA_SCHED_JOB_ID"; }
   . qq{if [ -e "\$QS_STANDIN_DIR/hang-start" ]; then echo \$\$ > "\$QS_STANDIN_DIR/start-hung.pid"; exec sleep 600; fi; }
+  . qq{if [ -e "\$QS_STANDIN_DIR/latin1-start" ]; then printf 'Fehler: Gr\\374\\337e\\n' >&2; exit 1; fi; }
   . qq{exec '$launcher' start};
 my $status_cmd = qq{env | grep ^QUOTA_SCHED_ | sort > "\$QS_STANDIN_DIR/env-status-\$QUOTA_SCHED_JOB_ID"; }
   . qq{if [ -e "\$QS_STANDIN_DIR/hang-\$QUOTA_SCHED_JOB_ID" ]; then echo \$\$ > "\$QS_STANDIN_DIR/hung.pid"; exec sleep 600; fi; }
@@ -173,6 +174,16 @@ is(job_field($bad, 'status_reason'),
 	'with the reason, from the command\'s exit code and stderr');
 like(agent_log('x1'), qr/command_output job=$bad attempt=1: start command: ValidationException/,
 	"the command's stderr is in the agent's log");
+
+# A start command whose error is not UTF-8 (Latin-1 here): the reason's
+# invalid bytes become "?", so that the server takes the report at once.
+PostgreSQL::Test::Utils::append_to_file("$service/latin1-start", '');
+my $latin1 = submit('latin1', { training_image => 'img:1', seconds => 1 });
+ok(wait_for_job($latin1, "state = 'FAILED'"), 'a start command that fails in Latin-1: FAILED');
+is(job_field($latin1, 'status_reason'), 'the start command failed (exit code 1: Fehler: Gr??e)',
+	'its reason, with each invalid byte made "?"');
+unlike(agent_log('x1'), qr/job_retry job=$latin1 /, 'the first report is taken');
+unlink "$service/latin1-start";
 
 # ---------------------------------------------------------------------------
 # terminate() of a running remote job: the stop command, then STOPPED
