@@ -18,7 +18,7 @@
 #define QS_SCHEMA "quota_sched"
 
 /* The extension version whose schema this library works with. */
-#define QS_LIBRARY_VERSION "0.2"
+#define QS_LIBRARY_VERSION "0.3"
 
 /* Longest payload, as text (scheduling.md 2). */
 #define QS_MAX_PAYLOAD_BYTES (1024 * 1024)

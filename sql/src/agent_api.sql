@@ -1,0 +1,62 @@
+/*
+ * agent_api.sql
+ *		What launcher agents call (scheduling.md 5.2, doc/agents.md): claim
+ *		dispatched jobs, renew their leases, report their states, release
+ *		them.
+ *
+ * A function source: the install script and every update script run it
+ * (CREATE OR REPLACE), so this is the one text of these functions.  A
+ * change of a signature or result type needs a DROP FUNCTION in the
+ * update's own script first (sql/updates/).
+ */
+
+/*
+ * claim(..., start => true): the jobs claimed are RUNNING at once (an
+ * agent that starts what it claims saves the round trip of the RUNNING
+ * report).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.claim(agent text, job_queue text, capacity_unit text DEFAULT NULL,
+	max_jobs integer DEFAULT 1, lease interval DEFAULT '60 seconds',
+	max_instances integer DEFAULT NULL, start boolean DEFAULT false)
+RETURNS SETOF quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_claim'
+LANGUAGE C CALLED ON NULL INPUT;
+
+/*
+ * heartbeat() returns each job's lease as it is now: a job whose row
+ * another transaction holds keeps the lease it had (the heartbeat does not
+ * wait for the row), and an agent that counts on a renewed lease would
+ * run the job past the moment a pass takes it back.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.heartbeat(agent text, lease interval DEFAULT '60 seconds')
+RETURNS TABLE (job_id bigint, stop_reason text, lease_until timestamptz)
+AS 'MODULE_PATHNAME', 'qs_heartbeat'
+LANGUAGE C CALLED ON NULL INPUT;
+
+/*
+ * report(..., attempt => N): a report about an attempt that is over
+ * (1 + failed_attempts + preemption_count moved on) changes nothing, so
+ * that a report retried after a lost reply never lands on the job's next
+ * attempt.  report(..., exit_code => N): the attempt's exit code, kept in
+ * the history with its end.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.report(job_id bigint, agent text, state text, reason text DEFAULT NULL,
+	attempt integer DEFAULT NULL, exit_code integer DEFAULT NULL)
+RETURNS quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_report'
+LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE OR REPLACE FUNCTION quota_sched.release(job_id bigint, agent text, reason text DEFAULT NULL)
+RETURNS quota_sched.job
+AS 'MODULE_PATHNAME', 'qs_release'
+LANGUAGE C CALLED ON NULL INPUT;
+
+REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
+	quota_sched.heartbeat(text, interval),
+	quota_sched.report(bigint, text, text, text, integer, integer),
+	quota_sched.release(bigint, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
+	quota_sched.heartbeat(text, interval),
+	quota_sched.report(bigint, text, text, text, integer, integer),
+	quota_sched.release(bigint, text, text)
+	TO quota_sched_agent;

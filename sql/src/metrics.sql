@@ -1,0 +1,169 @@
+/*
+ * metrics.sql
+ *		The activity counters of the passes and the worker, and metrics():
+ *		every metric in the Prometheus text format.
+ *
+ * A function source: the install script and every update script run it.
+ */
+
+/* ---------------------------------------------------------------------
+ * Metrics (Prometheus).  pass_stats() and worker_stats() read the
+ * activity counters the passes and the worker keep in shared memory
+ * (stats.c); metrics() returns every metric in the Prometheus text format
+ * (README, "Reporting: metrics").  Its counters of jobs come from
+ * usage_totals and the history after the rollup, read in one statement
+ * (one snapshot), so a rollup or a prune never makes them go back.  JIT
+ * is off: the planner's estimates for the functions it reads would have it
+ * compile, for 100 ms, a statement that runs in a few.
+ * ------------------------------------------------------------------- */
+CREATE OR REPLACE FUNCTION quota_sched.pass_stats()
+RETURNS TABLE (job_queue text, passes bigint, last_pass_at timestamptz,
+			   last_pass_seconds double precision, given_up_in_a_row integer, given_up bigint)
+AS 'MODULE_PATHNAME', 'qs_pass_stats'
+LANGUAGE C VOLATILE;
+
+CREATE OR REPLACE FUNCTION quota_sched.worker_stats(OUT running boolean, OUT started_at timestamptz,
+										 OUT last_round_at timestamptz, OUT rounds bigint)
+AS 'MODULE_PATHNAME', 'qs_worker_stats'
+LANGUAGE C VOLATILE;
+
+/* The label set {k1="v1",k2="v2",...} of the pairs, its values escaped. */
+CREATE OR REPLACE FUNCTION quota_sched.metric_labels(VARIADIC pairs text[]) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT '{' || string_agg(pairs[i] || '="'
+							 || replace(replace(replace(coalesce(pairs[i + 1], ''),
+														E'\\', E'\\\\'), '"', E'\\"'),
+										E'\n', E'\\n')
+							 || '"', ',' ORDER BY i) || '}'
+	  FROM generate_subscripts(pairs, 1) AS g(i)
+	 WHERE i % 2 = 1;
+END;
+
+CREATE OR REPLACE FUNCTION quota_sched.metrics() RETURNS text
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+BEGIN ATOMIC
+	WITH families(name, type, help) AS (VALUES
+		('quota_sched_share_capacity_instances', 'gauge', 'The own capacity of the share (capacity_limits).'),
+		('quota_sched_share_in_use_instances', 'gauge', 'Instances held by the share''s jobs (SCHEDULED, STARTING, RUNNING).'),
+		('quota_sched_share_borrowed_instances', 'gauge', 'Instances the share holds beyond its own capacity.'),
+		('quota_sched_share_idle_instances', 'gauge', 'Own capacity the share does not use (lent or unused).'),
+		('quota_sched_share_lendable_instances', 'gauge', 'Own capacity the share may lend.'),
+		('quota_sched_share_runnable_jobs', 'gauge', 'Jobs of the share waiting for capacity (RUNNABLE).'),
+		('quota_sched_environment_capacity_instances', 'gauge', 'The capacity of the service environment.'),
+		('quota_sched_dispatches_total', 'counter', 'Jobs dispatched (RUNNABLE to SCHEDULED).'),
+		('quota_sched_jobs_succeeded_total', 'counter', 'Jobs that ended SUCCEEDED.'),
+		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED.'),
+		('quota_sched_preempted_attempts_total', 'counter', 'Attempts ended by preemption.'),
+		('quota_sched_stop_requests_total', 'counter', 'Stops requested of held jobs, by reason.'),
+		('quota_sched_passes_total', 'counter', 'Passes run since the server started.'),
+		('quota_sched_last_pass_duration_seconds', 'gauge', 'How long the queue''s last pass took.'),
+		('quota_sched_last_pass_timestamp_seconds', 'gauge', 'When the queue''s last pass ended.'),
+		('quota_sched_passes_given_up_total', 'counter', 'Worker rounds that gave up the queue''s pass: its lock was held too long.'),
+		('quota_sched_passes_given_up_in_a_row', 'gauge', 'Worker rounds in a row, up to now, that gave up the queue''s pass.'),
+		('quota_sched_passed_over_jobs', 'gauge', 'Jobs the last pass passed over: another transaction held their rows.'),
+		('quota_sched_passed_over_passes', 'gauge', 'Passes in a row that passed over jobs.'),
+		('quota_sched_rollup_until_timestamp_seconds', 'gauge', 'Until when the queue''s hourly rollup is done.'),
+		('quota_sched_worker_up', 'gauge', '1 when the background worker runs in this database, enabled.'),
+		('quota_sched_worker_start_timestamp_seconds', 'gauge', 'When the background worker started.'),
+		('quota_sched_worker_last_round_timestamp_seconds', 'gauge', 'When the background worker''s last round ended.'),
+		('quota_sched_worker_rounds_total', 'counter', 'Rounds of the background worker since the server started.')),
+	queues AS (SELECT q.name, r.rolled_until FROM quota_sched.job_queue q
+				 LEFT JOIN quota_sched.usage_rollup r ON r.job_queue = q.name),
+	shares AS (SELECT u.*, quota_sched.metric_labels('job_queue', u.job_queue, 'quota_share', u.quota_share,
+													 'capacity_unit', u.capacity_unit) AS labels
+				 FROM quota_sched.share_usage u),
+	counts AS (
+		SELECT t.job_queue, t.quota_share, t.capacity_unit, t.counter, sum(t.value) AS value
+		  FROM (SELECT u.job_queue, u.quota_share, u.capacity_unit, u.counter, u.value
+				  FROM quota_sched.usage_totals u
+				 WHERE u.job_queue IN (SELECT q.name FROM queues q)
+				UNION ALL
+				SELECT q.name, c.quota_share, c.capacity_unit, c.counter, c.value
+				  FROM queues q
+				 CROSS JOIN LATERAL quota_sched.usage_counters(q.name, coalesce(q.rolled_until, '-infinity'),
+																'infinity') c
+				UNION ALL
+				SELECT s.job_queue, s.quota_share, s.capacity_unit, k.counter, 0
+				  FROM shares s,
+					   unnest(ARRAY['dispatched', 'succeeded', 'failed', 'preempted']) AS k(counter)) t
+		 GROUP BY 1, 2, 3, 4),
+	passes AS (SELECT p.*, quota_sched.metric_labels('job_queue', q.name) AS labels
+				 FROM queues q LEFT JOIN quota_sched.pass_stats() p ON p.job_queue = q.name),
+	worker AS (SELECT w.*, w.running AND current_database() = current_setting('quota_sched.database', true)
+						   AND current_setting('quota_sched.enabled', true)::boolean AS up
+				 FROM quota_sched.worker_stats() w),
+	samples(name, labels, value) AS (
+		SELECT 'quota_sched_share_capacity_instances', s.labels, s.max_capacity::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_in_use_instances', s.labels, s.in_use::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_borrowed_instances', s.labels, s.borrowed::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_idle_instances', s.labels, s.idle::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_lendable_instances', s.labels, s.lendable::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_runnable_jobs', s.labels, s.runnable_jobs::text FROM shares s
+		UNION ALL
+		SELECT 'quota_sched_environment_capacity_instances',
+			   quota_sched.metric_labels('service_environment', e.name, 'capacity_unit', k.key),
+			   quota_sched.capacity_of(e.capacity_limits, k.key)::text
+		  FROM quota_sched.service_environment e, jsonb_object_keys(e.capacity_limits) AS k(key)
+		UNION ALL
+		SELECT CASE c.counter WHEN 'dispatched' THEN 'quota_sched_dispatches_total'
+							  WHEN 'succeeded' THEN 'quota_sched_jobs_succeeded_total'
+							  WHEN 'failed' THEN 'quota_sched_jobs_failed_total'
+							  WHEN 'preempted' THEN 'quota_sched_preempted_attempts_total'
+							  ELSE 'quota_sched_stop_requests_total' END,
+			   CASE WHEN c.counter LIKE 'stop:%'
+					THEN quota_sched.metric_labels('job_queue', c.job_queue, 'quota_share', c.quota_share,
+												   'capacity_unit', c.capacity_unit,
+												   'reason', substr(c.counter, 6))
+					ELSE quota_sched.metric_labels('job_queue', c.job_queue, 'quota_share', c.quota_share,
+												   'capacity_unit', c.capacity_unit) END,
+			   c.value::text
+		  FROM counts c
+		UNION ALL SELECT 'quota_sched_passes_total', p.labels, coalesce(p.passes, 0)::text FROM passes p
+		UNION ALL
+		SELECT 'quota_sched_last_pass_duration_seconds', p.labels, p.last_pass_seconds::text
+		  FROM passes p WHERE p.last_pass_at IS NOT NULL
+		UNION ALL
+		SELECT 'quota_sched_last_pass_timestamp_seconds', p.labels, extract(epoch FROM p.last_pass_at)::text
+		  FROM passes p WHERE p.last_pass_at IS NOT NULL
+		UNION ALL
+		SELECT 'quota_sched_passes_given_up_total', p.labels, coalesce(p.given_up, 0)::text FROM passes p
+		UNION ALL
+		SELECT 'quota_sched_passes_given_up_in_a_row', p.labels, coalesce(p.given_up_in_a_row, 0)::text
+		  FROM passes p
+		UNION ALL
+		SELECT 'quota_sched_passed_over_jobs', quota_sched.metric_labels('job_queue', q.name),
+			   coalesce(cardinality(st.passed_over), 0)::text
+		  FROM queues q LEFT JOIN quota_sched.queue_status st ON st.job_queue = q.name
+		UNION ALL
+		SELECT 'quota_sched_passed_over_passes', quota_sched.metric_labels('job_queue', q.name),
+			   coalesce(st.passed_over_passes, 0)::text
+		  FROM queues q LEFT JOIN quota_sched.queue_status st ON st.job_queue = q.name
+		UNION ALL
+		SELECT 'quota_sched_rollup_until_timestamp_seconds', quota_sched.metric_labels('job_queue', q.name),
+			   extract(epoch FROM q.rolled_until)::text
+		  FROM queues q WHERE q.rolled_until IS NOT NULL
+		UNION ALL SELECT 'quota_sched_worker_up', '', w.up::integer::text FROM worker w
+		UNION ALL
+		SELECT 'quota_sched_worker_start_timestamp_seconds', '', extract(epoch FROM w.started_at)::text
+		  FROM worker w WHERE w.up
+		UNION ALL
+		SELECT 'quota_sched_worker_last_round_timestamp_seconds', '', extract(epoch FROM w.last_round_at)::text
+		  FROM worker w WHERE w.up AND w.last_round_at IS NOT NULL
+		UNION ALL SELECT 'quota_sched_worker_rounds_total', '', w.rounds::text FROM worker w WHERE w.up)
+	SELECT coalesce(string_agg(b.block, '' ORDER BY b.name), '')
+	  FROM (SELECT f.name, '# HELP ' || f.name || ' ' || f.help || E'\n# TYPE ' || f.name || ' ' || f.type
+						   || E'\n' || string_agg(s.name || s.labels || ' ' || s.value || E'\n', ''
+												  ORDER BY s.labels COLLATE "C") AS block
+			  FROM families f JOIN samples s ON s.name = f.name
+			 GROUP BY f.name, f.type, f.help) b;
+END;
+
+REVOKE ALL ON FUNCTION quota_sched.pass_stats(), quota_sched.worker_stats(),
+	quota_sched.metric_labels(text[]), quota_sched.metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.pass_stats(), quota_sched.worker_stats(),
+	quota_sched.metrics() TO quota_sched_admin, pg_monitor;
+GRANT USAGE ON SCHEMA quota_sched TO pg_monitor;

@@ -1,0 +1,68 @@
+/*
+ * pass_api.sql
+ *		The scheduling pass (scheduling.md 3) as admins call it, the queue's
+ *		order as a pass sees it, and the check of the counters it reads.
+ *
+ * A function source: the install script and every update script run it
+ * (CREATE OR REPLACE), so this is the one text of these functions.
+ */
+
+CREATE OR REPLACE FUNCTION quota_sched.run_pass(job_queue text DEFAULT NULL, dry_run boolean DEFAULT false)
+RETURNS TABLE (job_id bigint, action text, quota_share text, reason text)
+AS 'MODULE_PATHNAME', 'qs_run_pass'
+LANGUAGE C CALLED ON NULL INPUT
+SET jit = off;	/* a pass is many tiny queries; JIT would cost more than them */
+
+CREATE OR REPLACE FUNCTION quota_sched.queue_snapshot(job_queue text, max_jobs integer DEFAULT 100)
+RETURNS TABLE (queue_position integer, job_id bigint, quota_share text, priority integer,
+			   queued_at timestamptz)
+AS 'MODULE_PATHNAME', 'qs_queue_snapshot'
+LANGUAGE C STABLE CALLED ON NULL INPUT
+SET jit = off;
+
+/*
+ * The counters that do not match the jobs, recounted from them: none,
+ * unless jobs were changed with the triggers off (session_replication_role
+ * = replica) other than by a restore of a dump.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.held_capacity_drift()
+RETURNS TABLE (job_queue text, quota_share text, capacity_unit text,
+			   kept_instances bigint, counted_instances bigint,
+			   kept_stopping_instances bigint, counted_stopping_instances bigint,
+			   kept_jobs bigint, counted_jobs bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH counted AS (
+		SELECT j.job_queue, j.quota_share, j.capacity_unit,
+			   sum(j.instance_count)::bigint AS instances,
+			   coalesce(sum(j.instance_count) FILTER (WHERE j.stop_reason IS NOT NULL), 0)::bigint
+				   AS stopping_instances,
+			   count(*) AS jobs
+		  FROM quota_sched.job j
+		 WHERE j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+		 GROUP BY 1, 2, 3),
+	kept AS (
+		SELECT c.job_queue, c.quota_share, c.capacity_unit, sum(c.instances)::bigint AS instances,
+			   sum(c.stopping_instances)::bigint AS stopping_instances, sum(c.jobs)::bigint AS jobs
+		  FROM quota_sched.held_capacity c
+		 GROUP BY 1, 2, 3)
+	SELECT job_queue, quota_share, capacity_unit,
+		   coalesce(k.instances, 0), coalesce(c.instances, 0),
+		   coalesce(k.stopping_instances, 0), coalesce(c.stopping_instances, 0),
+		   coalesce(k.jobs, 0), coalesce(c.jobs, 0)
+	  FROM counted c FULL JOIN kept k USING (job_queue, quota_share, capacity_unit)
+	 WHERE (coalesce(k.instances, 0), coalesce(k.stopping_instances, 0), coalesce(k.jobs, 0))
+		   IS DISTINCT FROM
+		   (coalesce(c.instances, 0), coalesce(c.stopping_instances, 0), coalesce(c.jobs, 0))
+	 ORDER BY 1, 2, 3
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.held_capacity_drift() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.held_capacity_drift() TO quota_sched_admin;
+
+REVOKE ALL ON FUNCTION quota_sched.run_pass(text, boolean),
+	quota_sched.queue_snapshot(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.run_pass(text, boolean) TO quota_sched_admin;
+GRANT EXECUTE ON FUNCTION quota_sched.queue_snapshot(text, integer)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;

@@ -1,0 +1,608 @@
+/*
+ * reporting.sql
+ *		Plain-SQL reports: share_usage and capacity_plan (now), and from the
+ *		history (accounting): utilization() with its hourly rollup,
+ *		job_accounting, and the retention of ended jobs (prune).
+ *
+ * A function source: the install script and every update script run it
+ * (CREATE OR REPLACE), so this is the one text of these views and
+ * functions.  (Their tables are in tables.sql.)
+ */
+
+/*
+ * share_usage: per queue, share and unit, capacity, allowed (null when
+ * unbounded), use, borrowing, idle capacity and lendable (the most of its
+ * own capacity a share lends: lend_limit; 0 for a RESERVE or DISABLED
+ * share), counted over all jobs (the view reads as its owner, so
+ * row-level security does not narrow the counts).  A capacity written 5.0
+ * (an integral number, accepted) is read through numeric, and allowed is
+ * computed in bigint, so that no value a share may hold breaks the view
+ * for everyone.
+ */
+
+CREATE OR REPLACE VIEW quota_sched.share_usage AS
+WITH held AS (
+	SELECT job_queue, quota_share, capacity_unit,
+		   coalesce(sum(instance_count) FILTER (WHERE state <> 'RUNNABLE'), 0) AS in_use,
+		   count(*) FILTER (WHERE state = 'RUNNABLE') AS runnable_jobs,
+		   count(*) FILTER (WHERE state <> 'RUNNABLE') AS active_jobs
+	  FROM quota_sched.job
+	 WHERE state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')
+	 GROUP BY job_queue, quota_share, capacity_unit),
+units AS (
+	SELECT s.job_queue, s.name AS quota_share, k.capacity_unit
+	  FROM quota_sched.quota_share s,
+		   LATERAL jsonb_object_keys(s.capacity_limits) AS k(capacity_unit)
+	UNION
+	SELECT job_queue, quota_share, capacity_unit FROM held)
+SELECT u.job_queue, u.quota_share, u.capacity_unit,
+	   c.capacity AS max_capacity,
+	   CASE WHEN s.strategy <> 'LEND_AND_BORROW' THEN c.capacity
+			WHEN s.borrow_limit = -1 THEN NULL
+			ELSE (c.capacity * (100 + s.borrow_limit::bigint)) / 100 END AS allowed,
+	   coalesce(h.in_use, 0) AS in_use,
+	   greatest(0, coalesce(h.in_use, 0) - c.capacity) AS borrowed,
+	   greatest(0, c.capacity - coalesce(h.in_use, 0)) AS idle,
+	   coalesce(h.runnable_jobs, 0) AS runnable_jobs,
+	   coalesce(h.active_jobs, 0) AS active_jobs,
+	   CASE WHEN s.strategy = 'RESERVE' OR s.state <> 'ENABLED' THEN 0
+			WHEN s.lend_limit = -1 THEN c.capacity
+			ELSE (c.capacity * s.lend_limit) / 100 END AS lendable
+  FROM units u
+  JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share
+  CROSS JOIN LATERAL (SELECT coalesce((s.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0)
+						  AS capacity) c
+  LEFT JOIN held h ON h.job_queue = u.job_queue AND h.quota_share = u.quota_share
+				  AND h.capacity_unit = u.capacity_unit;
+
+REVOKE ALL ON quota_sched.share_usage FROM PUBLIC;
+GRANT SELECT ON quota_sched.share_usage TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/* ---------------------------------------------------------------------
+ * The capacity plan: per queue and unit, what the environment has and what
+ * its shares are promised.  A share may name a unit the environment lacks,
+ * and the shares of a queue may be promised more than the environment has
+ * (the passes then hold the environment's limit, scheduling.md 3.1): both
+ * are allowed, but say so at the write.
+ * ------------------------------------------------------------------- */
+CREATE OR REPLACE VIEW quota_sched.capacity_plan AS
+WITH units AS (
+	SELECT q.name AS job_queue, k.capacity_unit
+	  FROM quota_sched.job_queue q
+	  JOIN quota_sched.service_environment e ON e.name = q.service_environment,
+		   LATERAL jsonb_object_keys(e.capacity_limits) AS k(capacity_unit)
+	UNION
+	SELECT s.job_queue, k.capacity_unit
+	  FROM quota_sched.quota_share s,
+		   LATERAL jsonb_object_keys(s.capacity_limits) AS k(capacity_unit))
+SELECT u.job_queue, u.capacity_unit,
+	   e.capacity_limits ? u.capacity_unit AS in_environment,
+	   c.environment_capacity, c.shares_capacity,
+	   greatest(0, c.environment_capacity - c.shares_capacity) AS unassigned,
+	   greatest(0, c.shares_capacity - c.environment_capacity) AS overcommitted
+  FROM units u
+  JOIN quota_sched.job_queue q ON q.name = u.job_queue
+  JOIN quota_sched.service_environment e ON e.name = q.service_environment
+  CROSS JOIN LATERAL (
+	SELECT coalesce((e.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0)
+			   AS environment_capacity,
+		   coalesce(sum((s.capacity_limits ->> u.capacity_unit)::numeric)::bigint, 0)
+			   AS shares_capacity
+	  FROM quota_sched.quota_share s
+	 WHERE s.job_queue = u.job_queue AND s.capacity_limits ? u.capacity_unit) c;
+
+GRANT SELECT ON quota_sched.capacity_plan
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/* ---------------------------------------------------------------------
+ * Utilization (accounting).  The instances a share holds of a unit change
+ * only at the STATE events of its jobs (a job holds its instance_count
+ * while SCHEDULED, STARTING or RUNNING), and its own capacity, and the
+ * environment's, only at the configuration's events (config_event): the
+ * levels are step functions of time, known exactly from the history.
+ * usage_buckets() integrates them over buckets.  The hourly rollup
+ * (usage_hourly) keeps the integrals of each past hour and the levels at
+ * its end, so that a report reads the rollup for the hours it has and the
+ * history only after them, and so that pruning the history keeps the
+ * figures.
+ * ------------------------------------------------------------------- */
+
+/* 1 when a state holds capacity, else 0 (null: 0). */
+CREATE OR REPLACE FUNCTION quota_sched.holds(state text) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN coalesce((state IN ('SCHEDULED', 'STARTING', 'RUNNING'))::integer, 0);
+
+/* The capacity of a unit in a capacity map (0: absent, or no map). */
+CREATE OR REPLACE FUNCTION quota_sched.capacity_of(map jsonb, unit text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN coalesce((map ->> unit)::numeric::bigint, 0);
+
+/*
+ * The changes of level of a queue's shares and environment in [t0, t1),
+ * by (share, unit): du instances held, dc own capacity.  The environment's
+ * rows have quota_share null (du 0, dc its capacity).  A queue is counted
+ * against the environment it has now.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.usage_changes(q text, t0 timestamptz, t1 timestamptz)
+RETURNS TABLE (quota_share text, capacity_unit text, at timestamptz, du bigint, dc bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT e.quota_share, e.capacity_unit, e.at,
+		   e.instance_count::bigint * (quota_sched.holds(e.to_state) - quota_sched.holds(e.from_state)),
+		   0::bigint
+	  FROM quota_sched.job_event e
+	 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1
+	   AND quota_sched.holds(e.to_state) <> quota_sched.holds(e.from_state)
+	UNION ALL
+	SELECT CASE c.object WHEN 'quota_share' THEN c.name END, u.unit, c.at, 0::bigint,
+		   quota_sched.capacity_of(c.new -> 'capacity_limits', u.unit)
+		   - quota_sched.capacity_of(c.old -> 'capacity_limits', u.unit)
+	  FROM quota_sched.config_event c
+	 CROSS JOIN LATERAL (SELECT jsonb_object_keys(coalesce(c.old -> 'capacity_limits', '{}')
+											   || coalesce(c.new -> 'capacity_limits', '{}'))) AS u(unit)
+	 WHERE c.at >= t0 AND c.at < t1
+	   AND ((c.object = 'quota_share' AND c.job_queue = q)
+			OR (c.object = 'service_environment'
+				AND c.name = (SELECT service_environment FROM quota_sched.job_queue WHERE name = q)));
+END;
+
+/*
+ * The levels of a queue's shares and environment at t0, by (share, unit):
+ * u instances held, c own capacity (the environment's: share null).  From
+ * the rollup's levels at the end of the last hour it has before t0, and
+ * the history after it; from the whole history before t0 if the queue has
+ * no rollup.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.usage_start(q text, t0 timestamptz)
+RETURNS TABLE (quota_share text, capacity_unit text, u bigint, c bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	edge timestamptz;
+BEGIN
+	SELECT least(r.rolled_until, date_trunc('hour', t0)) INTO edge
+	  FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+	IF edge IS NULL THEN
+		edge := '-infinity';
+	END IF;
+	RETURN QUERY
+	SELECT x.quota_share, x.capacity_unit, sum(x.u)::bigint, sum(x.c)::bigint
+	  FROM (SELECT h.quota_share, h.capacity_unit, h.usage_end AS u, h.capacity_end AS c
+			  FROM quota_sched.usage_hourly h
+			 WHERE h.job_queue = q AND h.hour = edge - interval '1 hour'
+			UNION ALL
+			SELECT ch.quota_share, ch.capacity_unit, ch.du, ch.dc
+			  FROM quota_sched.usage_changes(q, edge, t0) ch) x
+	 GROUP BY 1, 2;
+END
+$$;
+
+/*
+ * The integrals of a queue's levels over the buckets of width step from
+ * t0 up to t1, by (share, unit; share null: the environment), in
+ * instance-seconds: capacity (own, or the environment's), used, own (used
+ * within the own capacity), borrowed (used beyond it), idle (own capacity
+ * not used: lent or unused); and the levels at the bucket's end.  A bucket
+ * where nothing was held, owned or changed has no row.  The environment's
+ * rows carry its capacity only (used and idle are the shares' sums).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.usage_buckets(q text, t0 timestamptz, t1 timestamptz, step interval)
+RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
+			   capacity double precision, used double precision, own double precision,
+			   borrowed double precision, idle double precision,
+			   usage_end bigint, capacity_end bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	WITH start AS (SELECT * FROM quota_sched.usage_start(q, t0)),
+	changes AS (SELECT * FROM quota_sched.usage_changes(q, t0, t1)),
+	pairs AS (SELECT DISTINCT s.quota_share, s.capacity_unit FROM start s
+			  UNION SELECT ch.quota_share, ch.capacity_unit FROM changes ch),
+	points AS (
+		SELECT s.quota_share, s.capacity_unit, t0 AS at, s.u AS du, s.c AS dc, 0 AS o FROM start s
+		UNION ALL
+		SELECT p.quota_share, p.capacity_unit, e.edge, 0, 0, 1
+		  FROM pairs p, generate_series(t0, t1, step) AS e(edge)
+		 WHERE e.edge < t1
+		UNION ALL
+		SELECT ch.quota_share, ch.capacity_unit, ch.at, ch.du, ch.dc, 2 FROM changes ch),
+	levels AS (
+		SELECT pt.quota_share, pt.capacity_unit, pt.at,
+			   sum(pt.du) OVER w AS u, sum(pt.dc) OVER w AS c,
+			   coalesce(lead(pt.at) OVER w, t1) AS next_at,
+			   date_bin(step, pt.at, t0) AS bucket,
+			   row_number() OVER w AS n
+		  FROM points pt
+		WINDOW w AS (PARTITION BY pt.quota_share, pt.capacity_unit ORDER BY pt.at, pt.o
+					 ROWS UNBOUNDED PRECEDING)),
+	segments AS (
+		SELECT l.*, extract(epoch FROM l.next_at - l.at)::double precision AS secs FROM levels l)
+	SELECT sg.quota_share, sg.capacity_unit, sg.bucket,
+		   sum(sg.c * sg.secs), sum(sg.u * sg.secs), sum(least(sg.u, sg.c) * sg.secs),
+		   sum(greatest(sg.u - sg.c, 0) * sg.secs), sum(greatest(sg.c - sg.u, 0) * sg.secs),
+		   (array_agg(sg.u ORDER BY sg.n DESC))[1]::bigint,
+		   (array_agg(sg.c ORDER BY sg.n DESC))[1]::bigint
+	  FROM segments sg
+	 GROUP BY 1, 2, 3
+	HAVING max(abs(sg.u) + abs(sg.c)) > 0;
+END;
+
+/*
+ * The events of a queue's jobs in the buckets of width step from t0 up to
+ * t1, by (share, unit): jobs dispatched, succeeded, failed; attempts ended
+ * by preemption (preempted) and attempts of other jobs this share's jobs
+ * preempted (preempting); and the waits of the jobs dispatched, in
+ * seconds, since they last became RUNNABLE (job_event.waited), in order.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.usage_counts(q text, t0 timestamptz, t1 timestamptz, step interval)
+RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
+			   dispatched bigint, succeeded bigint, failed bigint, preempted bigint,
+			   preempting bigint, waits real[])
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	WITH ev AS (
+		SELECT e.*, date_bin(step, e.at, t0) AS bucket
+		  FROM quota_sched.job_event e
+		 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1),
+	own AS (
+		SELECT ev.quota_share, ev.capacity_unit, ev.bucket,
+			   count(*) FILTER (WHERE ev.to_state = 'SCHEDULED') AS dispatched,
+			   count(*) FILTER (WHERE ev.to_state = 'SUCCEEDED') AS succeeded,
+			   count(*) FILTER (WHERE ev.to_state = 'FAILED') AS failed,
+			   count(*) FILTER (WHERE ev.preempted_for IS NOT NULL) AS preempted,
+			   coalesce(array_agg(extract(epoch FROM ev.waited)::real ORDER BY ev.waited)
+						FILTER (WHERE ev.waited IS NOT NULL), '{}') AS waits
+		  FROM ev
+		 GROUP BY 1, 2, 3),
+	caused AS (
+		SELECT p.quota_share, ev.capacity_unit, ev.bucket, count(*) AS preempting
+		  FROM ev
+		  JOIN LATERAL (SELECT s.quota_share FROM quota_sched.job_event s
+						 WHERE s.job_id = ev.preempted_for ORDER BY s.id LIMIT 1) p ON true
+		 WHERE ev.preempted_for IS NOT NULL
+		 GROUP BY 1, 2, 3)
+	SELECT coalesce(o.quota_share, c.quota_share), coalesce(o.capacity_unit, c.capacity_unit),
+		   coalesce(o.bucket, c.bucket), coalesce(o.dispatched, 0), coalesce(o.succeeded, 0),
+		   coalesce(o.failed, 0), coalesce(o.preempted, 0), coalesce(c.preempting, 0),
+		   coalesce(o.waits, '{}')
+	  FROM own o FULL JOIN caused c
+		ON c.quota_share = o.quota_share AND c.capacity_unit = o.capacity_unit
+	   AND c.bucket = o.bucket;
+END;
+
+/*
+ * usage_buckets and usage_counts side by side: one row per (share, unit,
+ * bucket) with anything to report, as usage_hourly keeps it.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.usage_parts(q text, t0 timestamptz, t1 timestamptz, step interval)
+RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
+			   capacity double precision, used double precision, own double precision,
+			   borrowed double precision, idle double precision,
+			   usage_end bigint, capacity_end bigint, dispatched bigint, succeeded bigint,
+			   failed bigint, preempted bigint, preempting bigint, waits real[])
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT coalesce(b.quota_share, c.quota_share), coalesce(b.capacity_unit, c.capacity_unit),
+		   coalesce(b.bucket, c.bucket), coalesce(b.capacity, 0), coalesce(b.used, 0),
+		   coalesce(b.own, 0), coalesce(b.borrowed, 0), coalesce(b.idle, 0),
+		   coalesce(b.usage_end, 0), coalesce(b.capacity_end, 0),
+		   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
+		   coalesce(c.preempted, 0), coalesce(c.preempting, 0), coalesce(c.waits, '{}')
+	  FROM quota_sched.usage_buckets(q, t0, t1, step) b
+	  FULL JOIN quota_sched.usage_counts(q, t0, t1, step) c
+		ON c.quota_share IS NOT DISTINCT FROM b.quota_share
+	   AND c.capacity_unit = b.capacity_unit AND c.bucket = b.bucket;
+END;
+
+/*
+ * The counts of a queue's events in [t0, t1) by (share, unit) and counter:
+ * 'dispatched', 'succeeded', 'failed' (jobs), 'preempted' (attempts ended
+ * by preemption), and 'stop:' and the reason of each stop requested of a
+ * held job (a user's terminate: 'stop:TERMINATED').  metrics() adds those
+ * after the rollup to usage_totals.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.usage_counters(q text, t0 timestamptz, t1 timestamptz)
+RETURNS TABLE (quota_share text, capacity_unit text, counter text, value bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT e.quota_share, e.capacity_unit, c.counter, count(*)
+	  FROM quota_sched.job_event e
+	 CROSS JOIN LATERAL unnest(ARRAY[
+		   CASE WHEN e.kind = 'STATE' AND e.to_state = 'SCHEDULED' THEN 'dispatched' END,
+		   CASE WHEN e.kind = 'STATE' AND e.to_state IN ('SUCCEEDED', 'FAILED')
+				THEN lower(e.to_state) END,
+		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL THEN 'preempted' END,
+		   CASE WHEN e.kind = 'STOP' THEN 'stop:' || e.reason
+				WHEN e.kind = 'TERMINATE' THEN 'stop:TERMINATED' END]) AS c(counter)
+	 WHERE e.job_queue = q AND e.at >= t0 AND e.at < t1
+	   AND e.quota_share IS NOT NULL AND c.counter IS NOT NULL
+	 GROUP BY 1, 2, 3;
+END;
+
+/*
+ * The counts of usage_counters over each queue's hours rolled up, kept by
+ * rollup() with the hourly rows: metrics() reads its counters from here
+ * and the history after the rollup, so they never go back, however the
+ * history is pruned.
+ */
+
+/*
+ * rollup() brings the hourly rollup of every queue up to the last whole
+ * hour before the oldest open transaction started (an event is stamped
+ * with its transaction's start, so one not yet committed is never older),
+ * or before up_to; it returns the number of queue-hours it rolled up.  The
+ * background worker calls it after the first full round of each hour;
+ * without the worker, pg_cron can (README).  A queue's first rollup starts
+ * at the hour of its first event or of its shares' first configuration (the
+ * last whole hour if it has neither); it reads the whole history, once.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.rollup(up_to timestamptz DEFAULT now())
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	horizon timestamptz;
+	q text;
+	t0 timestamptz;
+	t1 timestamptz;
+	hours bigint := 0;
+BEGIN
+	SELECT date_trunc('hour', least(up_to, min(a.xact_start))) INTO horizon
+	  FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid();
+	FOR q IN SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE "C" LOOP
+		SELECT r.rolled_until INTO t0 FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+		IF t0 IS NULL THEN
+			SELECT date_trunc('hour', least(
+					   (SELECT min(e.at) FROM quota_sched.job_event e WHERE e.job_queue = q),
+					   (SELECT min(c.at) FROM quota_sched.config_event c
+						 WHERE c.object = 'quota_share' AND c.job_queue = q)))
+			  INTO t0;
+		END IF;
+		-- a queue with no history at all: its first rollup is the last
+		-- whole hour, so that it has a rollup row and its next rollup does
+		-- not look through the whole history again
+		t0 := coalesce(t0, horizon - interval '1 hour');
+		WHILE t0 < horizon LOOP
+			t1 := least(horizon, t0 + interval '7 days');
+			INSERT INTO quota_sched.usage_hourly
+			SELECT q, p.* FROM quota_sched.usage_parts(q, t0, t1, interval '1 hour') p;
+			INSERT INTO quota_sched.usage_totals AS u
+			SELECT q, c.* FROM quota_sched.usage_counters(q, t0, t1) c
+			ON CONFLICT (job_queue, quota_share, capacity_unit, counter)
+			DO UPDATE SET value = u.value + excluded.value;
+			INSERT INTO quota_sched.usage_rollup AS r (job_queue, rolled_until) VALUES (q, t1)
+			ON CONFLICT (job_queue) DO UPDATE SET rolled_until = excluded.rolled_until;
+			hours := hours + extract(epoch FROM t1 - t0)::bigint / 3600;
+			t0 := t1;
+		END LOOP;
+	END LOOP;
+	RETURN hours;
+END
+$$;
+
+/*
+ * utilization(job_queue, from, to, bucket): per bucket (from from, of
+ * width bucket), share and unit, and per bucket and unit for the
+ * environment (quota_share null): see the README's Reporting section.
+ * Hours the rollup covers come from it, the rest from the history; a
+ * bucket that is not a whole number of hours, or a from that is not on
+ * an hour, is computed from the history alone.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.utilization(job_queue text, "from" timestamptz, "to" timestamptz,
+										bucket interval DEFAULT '1 hour')
+RETURNS TABLE (bucket_start timestamptz, quota_share text, capacity_unit text,
+			   capacity double precision, used_instance_seconds double precision,
+			   own_instance_seconds double precision, borrowed_instance_seconds double precision,
+			   idle_instance_seconds double precision, dispatched bigint, succeeded bigint,
+			   failed bigint, preempted bigint, preempting bigint,
+			   wait_p50_seconds real, wait_p95_seconds real)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	q text := utilization.job_queue;
+	caller name := CASE current_setting('role') WHEN 'none' THEN session_user
+					   ELSE current_setting('role')::name END;
+	secs double precision := extract(epoch FROM utilization.bucket);
+	hourly boolean := secs >= 3600 AND secs::bigint % 3600 = 0
+					  AND date_trunc('hour', "from") = "from";
+	width interval := utilization.bucket;
+	step interval := CASE WHEN hourly THEN interval '1 hour' ELSE utilization.bucket END;
+	rolled timestamptz;
+	everything boolean;
+BEGIN
+	IF q IS NULL OR "from" IS NULL OR "to" IS NULL OR utilization.bucket IS NULL THEN
+		RAISE EXCEPTION 'utilization() needs a job queue, from, to and a bucket'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT EXISTS (SELECT FROM quota_sched.job_queue jq WHERE jq.name = q) THEN
+		RAISE EXCEPTION 'job queue "%" does not exist', left(q, 64)
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- A second at least: the cost is the number of buckets (at most 100,000
+	-- below), not their width; short buckets show a short run step by step.
+	IF secs < 1 OR date_part('month', width) <> 0 OR date_part('year', width) <> 0 THEN
+		RAISE EXCEPTION 'invalid bucket %', width
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A bucket is at least a second, in days, hours, minutes or seconds.';
+	END IF;
+	IF NOT ("from" < "to") OR extract(epoch FROM "to" - "from") / secs > 100000 THEN
+		RAISE EXCEPTION 'invalid range from % to % in buckets of %', "from", "to", width
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'from comes before to, and the range has at most 100,000 buckets.';
+	END IF;
+	SELECT r.rolled_until INTO rolled FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+	rolled := CASE WHEN hourly THEN greatest(least(coalesce(rolled, "from"), "to"), "from")
+				   ELSE "from" END;
+	everything := pg_has_role(caller, 'quota_sched_admin', 'USAGE')
+				  OR pg_has_role(caller, 'quota_sched_agent', 'USAGE');
+	RETURN QUERY
+	WITH parts AS (
+		SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
+			   h.borrowed, h.idle, h.dispatched, h.succeeded, h.failed, h.preempted,
+			   h.preempting, h.waits
+		  FROM quota_sched.usage_hourly h
+		 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
+		UNION ALL
+		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
+			   p.idle, p.dispatched, p.succeeded, p.failed, p.preempted, p.preempting, p.waits
+		  FROM quota_sched.usage_parts(q, rolled, "to", step) p
+		 WHERE rolled < "to"),
+	flat AS (SELECT date_bin(width, p.at, "from") AS b, p.* FROM parts p),
+	sums AS (
+		SELECT f.b, f.quota_share, f.capacity_unit, sum(f.capacity) AS capacity,
+			   sum(f.used) AS used, sum(f.own) AS own, sum(f.borrowed) AS borrowed,
+			   sum(f.idle) AS idle, sum(f.dispatched)::bigint AS dispatched,
+			   sum(f.succeeded)::bigint AS succeeded, sum(f.failed)::bigint AS failed,
+			   sum(f.preempted)::bigint AS preempted, sum(f.preempting)::bigint AS preempting
+		  FROM flat f GROUP BY 1, 2, 3),
+	waits AS (
+		-- buckets of one part each (step = width): read off the sorted waits
+		SELECT f.b, f.quota_share, f.capacity_unit,
+			   f.waits[ceil(0.5 * cardinality(f.waits))::integer] AS p50,
+			   f.waits[ceil(0.95 * cardinality(f.waits))::integer] AS p95
+		  FROM flat f WHERE step = width AND cardinality(f.waits) > 0
+		UNION ALL
+		SELECT f.b, f.quota_share, f.capacity_unit,
+			   percentile_disc(0.5) WITHIN GROUP (ORDER BY w.w),
+			   percentile_disc(0.95) WITHIN GROUP (ORDER BY w.w)
+		  FROM flat f, unnest(f.waits) AS w(w) WHERE step <> width GROUP BY 1, 2, 3),
+	visible AS (
+		SELECT s.name FROM quota_sched.quota_share s
+		 WHERE s.job_queue = q
+		   AND (everything OR s.submit_role IS NULL
+				OR EXISTS (SELECT FROM pg_catalog.pg_roles r
+							WHERE r.rolname = s.submit_role
+							  AND pg_has_role(caller, r.oid, 'USAGE'))))
+	SELECT s.b, s.quota_share, s.capacity_unit,
+		   s.capacity / extract(epoch FROM least(s.b + width, "to") - s.b)::double precision,
+		   s.used, s.own, s.borrowed, s.idle, s.dispatched, s.succeeded, s.failed,
+		   s.preempted, s.preempting, w.p50, w.p95
+	  FROM sums s
+	  LEFT JOIN waits w ON w.b = s.b AND w.quota_share = s.quota_share
+	   AND w.capacity_unit = s.capacity_unit
+	 WHERE s.quota_share IN (SELECT v.name FROM visible v)
+	UNION ALL
+	SELECT e.b, NULL, e.capacity_unit,
+		   e.capacity / extract(epoch FROM least(e.b + width, "to") - e.b)::double precision,
+		   u.used, NULL, NULL, e.capacity - coalesce(u.used, 0), u.dispatched, u.succeeded,
+		   u.failed, u.preempted, u.preempting, NULL, NULL
+	  FROM sums e
+	  LEFT JOIN (SELECT s.b, s.capacity_unit, sum(s.used) AS used,
+						sum(s.dispatched)::bigint AS dispatched, sum(s.succeeded)::bigint AS succeeded,
+						sum(s.failed)::bigint AS failed, sum(s.preempted)::bigint AS preempted,
+						sum(s.preempting)::bigint AS preempting
+				   FROM sums s WHERE s.quota_share IS NOT NULL GROUP BY 1, 2) u
+		ON u.b = e.b AND u.capacity_unit = e.capacity_unit
+	 WHERE e.quota_share IS NULL
+	 ORDER BY 1, 2 NULLS FIRST, 3;
+END
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, text),
+	quota_sched.usage_changes(text, timestamptz, timestamptz),
+	quota_sched.usage_start(text, timestamptz),
+	quota_sched.usage_buckets(text, timestamptz, timestamptz, interval),
+	quota_sched.usage_counts(text, timestamptz, timestamptz, interval),
+	quota_sched.usage_parts(text, timestamptz, timestamptz, interval),
+	quota_sched.usage_counters(text, timestamptz, timestamptz),
+	quota_sched.rollup(timestamptz),
+	quota_sched.utilization(text, timestamptz, timestamptz, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.holds(text) TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+GRANT EXECUTE ON FUNCTION quota_sched.rollup(timestamptz) TO quota_sched_admin;
+GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/*
+ * Retention.  prune(older_than) deletes, in batches of its own
+ * transactions, the ended jobs (with their history, job_history_delete)
+ * and the pass_log rows older than the horizon, after bringing the rollup
+ * up to date; an ended job goes only once the rollup covers it
+ * (job_before_delete), so its figures stay in usage_hourly.
+ *
+ * (No SET search_path: a procedure with one cannot commit.  It runs with
+ * the caller's rights, and names everything with its schema.)
+ */
+CREATE OR REPLACE PROCEDURE quota_sched.prune(older_than interval, batch integer DEFAULT 10000)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+	horizon timestamptz;
+	n bigint;
+	jobs bigint := 0;
+	passes bigint := 0;
+BEGIN
+	IF older_than IS NULL OR older_than <= interval '0' THEN
+		RAISE EXCEPTION 'invalid older_than %', older_than
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'older_than is positive.';
+	END IF;
+	IF batch IS NULL OR batch < 1 THEN
+		RAISE EXCEPTION 'invalid batch %', batch
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'batch is at least 1.';
+	END IF;
+	horizon := pg_catalog.now() - older_than;
+	PERFORM quota_sched.rollup();
+	COMMIT;
+	LOOP
+		DELETE FROM quota_sched.job j
+		 WHERE j.id IN (
+			SELECT e.id FROM quota_sched.job e
+			  JOIN quota_sched.usage_rollup r ON r.job_queue = e.job_queue
+			 WHERE e.state IN ('SUCCEEDED', 'FAILED')
+			   AND e.status_reason_at < least(horizon, r.rolled_until)
+			 LIMIT batch);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		jobs := jobs + n;
+		COMMIT;
+		EXIT WHEN n < batch;
+	END LOOP;
+	LOOP
+		DELETE FROM quota_sched.pass_log p
+		 WHERE p.id IN (SELECT l.id FROM quota_sched.pass_log l
+						 WHERE l.finished_at < horizon LIMIT batch);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		passes := passes + n;
+		COMMIT;
+		EXIT WHEN n < batch;
+	END LOOP;
+	RAISE NOTICE 'quota_sched.prune: % ended jobs (with their history) and % pass_log rows older than %',
+		jobs, passes, older_than;
+END
+$$;
+REVOKE ALL ON PROCEDURE quota_sched.prune(interval, integer) FROM PUBLIC;
+GRANT EXECUTE ON PROCEDURE quota_sched.prune(interval, integer) TO quota_sched_admin;
+
+/* ---------------------------------------------------------------------
+ * job_accounting: a job's accounting, as Slurm's sacct shows it, from the
+ * job and its history; read with the reader's rights (security_invoker),
+ * so that row-level security shows a user their own and their teams' jobs,
+ * and admins and agents every job.  held_seconds is the time the job held
+ * its instances, over all its attempts (until now for a job that holds
+ * them); instance_seconds is that times its instance count.
+ * ------------------------------------------------------------------- */
+CREATE OR REPLACE VIEW quota_sched.job_accounting WITH (security_invoker = true) AS
+SELECT j.id AS job_id, j.name, j.job_queue, j.quota_share, j.capacity_unit, j.instance_count,
+	   j.owner, j.state, j.status_reason, j.submitted_at, a.first_dispatched_at,
+	   CASE WHEN j.state IN ('SUCCEEDED', 'FAILED') THEN j.status_reason_at END AS ended_at,
+	   1 + j.failed_attempts + j.preemption_count AS attempts, j.failed_attempts,
+	   j.preemption_count AS preemptions, a.waited, a.held_seconds,
+	   a.held_seconds * j.instance_count AS instance_seconds, a.last_exit_code
+  FROM quota_sched.job j
+  LEFT JOIN LATERAL (
+	SELECT min(e.at) FILTER (WHERE e.kind = 'STATE' AND e.to_state = 'SCHEDULED') AS first_dispatched_at,
+		   sum(e.waited) AS waited,
+		   coalesce(sum((quota_sched.holds(e.from_state) - quota_sched.holds(e.to_state))
+						* extract(epoch FROM e.at)) FILTER (WHERE e.kind = 'STATE'), 0)
+			 + quota_sched.holds(j.state) * extract(epoch FROM now()) AS held_seconds,
+		   (array_agg(e.exit_code ORDER BY e.id DESC)
+			  FILTER (WHERE e.exit_code IS NOT NULL))[1] AS last_exit_code
+	  FROM quota_sched.job_event e WHERE e.job_id = j.id) a ON true;
+REVOKE ALL ON quota_sched.job_accounting FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_accounting TO quota_sched_admin, quota_sched_agent, quota_sched_user;

@@ -1,0 +1,500 @@
+/*
+ * tables.sql
+ *		Every table, sequence and index of the extension, the tables'
+ *		triggers, what pg_dump dumps of them, and their privileges.
+ *
+ * Run by the install script only: an update changes these objects in its
+ * own script (sql/updates/), then this file is changed to match, so that
+ * a fresh install and an updated database have the same catalog
+ * (test/t/006_upgrade.pl compares them).  Columns are in the order an
+ * update leaves them (an added column comes last).
+ */
+
+/* ---------------------------------------------------------------------
+ * Configuration (scheduling.md 2): environments, queues, shares.
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.service_environment (
+	name			text PRIMARY KEY
+		CHECK (quota_sched.check_name(name, 'service environment')),
+	capacity_limits jsonb NOT NULL DEFAULT '{}'
+		CHECK (quota_sched.check_capacity_map(capacity_limits, 'service environment ' || name)),
+	state			text NOT NULL DEFAULT 'ENABLED'
+		CHECK (quota_sched.check_state(state, 'service environment ' || name))
+);
+
+CREATE TABLE quota_sched.job_queue (
+	name			text PRIMARY KEY
+		CHECK (quota_sched.check_name(name, 'job queue')),
+	service_environment text NOT NULL UNIQUE
+		REFERENCES quota_sched.service_environment (name) ON UPDATE CASCADE,
+	state			text NOT NULL DEFAULT 'ENABLED'
+		CHECK (quota_sched.check_state(state, 'job queue ' || name)),
+	runnable_timeout interval
+		CHECK (quota_sched.check_runnable_timeout(runnable_timeout, 'job queue ' || name)),
+	borrow_order	text NOT NULL DEFAULT 'FIFO'
+		CHECK (quota_sched.check_choice(borrow_order, 'borrow_order', 'job queue ' || name))
+);
+
+/*
+ * The CHECKs of quota_share that read two columns are named as 0.1 and 0.2
+ * named them when they added them one by one, so that a fresh install and
+ * an updated database have the same constraints.
+ */
+CREATE TABLE quota_sched.quota_share (
+	job_queue		text NOT NULL
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	name			text NOT NULL
+		CHECK (quota_sched.check_name(name, 'quota share')),
+	capacity_limits jsonb NOT NULL DEFAULT '{}',
+	strategy		text NOT NULL,
+	borrow_limit	integer NOT NULL DEFAULT -1,
+	in_share_preemption boolean NOT NULL DEFAULT false,
+	state			text NOT NULL DEFAULT 'ENABLED',
+	submit_role		name,
+	lend_limit		integer NOT NULL DEFAULT -1,
+	queueing		text NOT NULL DEFAULT 'BEST_EFFORT',
+	min_runtime		interval,
+	weight			integer NOT NULL DEFAULT 1,
+	PRIMARY KEY (job_queue, name),
+	CONSTRAINT quota_share_check
+		CHECK (quota_sched.check_capacity_map(capacity_limits, 'quota share ' || name)),
+	CONSTRAINT quota_share_check1 CHECK (quota_sched.check_state(state, 'quota share ' || name)),
+	CONSTRAINT quota_share_check2
+		CHECK (quota_sched.check_strategy(strategy, borrow_limit, 'quota share ' || name)),
+	CONSTRAINT quota_share_check3
+		CHECK (quota_sched.check_choice(queueing, 'queueing', 'quota share ' || name)),
+	CONSTRAINT quota_share_check4
+		CHECK (quota_sched.check_min_runtime(min_runtime, 'quota share ' || name)),
+	CONSTRAINT quota_share_check5 CHECK (quota_sched.check_weight(weight, 'quota share ' || name)),
+	CONSTRAINT quota_share_check6
+		CHECK (quota_sched.check_lend_limit(strategy, lend_limit, 'quota share ' || name))
+);
+
+/* ---------------------------------------------------------------------
+ * Jobs.  System columns have no defaults: the insert trigger fills them and
+ * refuses a value given by the submitter.  agent_role is the login that
+ * claimed the job: only it (or an admin) may heartbeat, report on or
+ * release the job afterwards; jobs claimed before 0.2 have none, and any
+ * agent login may act on them.
+ * ------------------------------------------------------------------- */
+
+CREATE SEQUENCE quota_sched.job_id_seq;
+
+CREATE TABLE quota_sched.job (
+	id				bigint PRIMARY KEY,
+	name			text NOT NULL,
+	job_queue		text NOT NULL,
+	quota_share		text NOT NULL,
+	priority		integer NOT NULL DEFAULT 0,
+	capacity_unit	text NOT NULL,
+	instance_count	integer NOT NULL,
+	payload			jsonb,
+	max_attempts	integer NOT NULL DEFAULT 1,
+	preemption_retries integer,
+	timeout			interval,
+	client_token	text UNIQUE,
+	tags			jsonb,
+	owner			name NOT NULL,
+	state			text NOT NULL,
+	status_reason	text,
+	status_reason_at timestamptz,
+	stop_reason		text,
+	stop_requested_at timestamptz,
+	preempted_for	bigint,
+	promised_at		timestamptz,
+	agent			text,
+	lease_until		timestamptz,
+	failed_attempts integer NOT NULL,
+	preemption_count integer NOT NULL,
+	submitted_at	timestamptz NOT NULL,
+	queued_at		timestamptz NOT NULL,
+	scheduled_at	timestamptz,
+	started_at		timestamptz,
+	stopped_at		timestamptz,
+	agent_role		name,
+	CONSTRAINT job_state_check CHECK (state IN ('SUBMITTED', 'PENDING', 'RUNNABLE', 'SCHEDULED',
+						  'STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED')),
+	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
+		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE
+);
+
+ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
+
+/*
+ * The heads of each share's RUNNABLE jobs of a unit, in share order
+ * (scheduling.md 3.2); also the loose index scan for the (share, unit)
+ * pairs with jobs.
+ */
+CREATE INDEX job_runnable_share_order ON quota_sched.job
+	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
+	WHERE state = 'RUNNABLE';
+/* Promised jobs (3.6) and misconfigured ones (3.7, 3.9). */
+CREATE INDEX job_promised ON quota_sched.job (job_queue, promised_at, id)
+	WHERE state = 'RUNNABLE' AND promised_at IS NOT NULL;
+CREATE INDEX job_misconfigured ON quota_sched.job (job_queue, status_reason_at)
+	WHERE state = 'RUNNABLE' AND status_reason LIKE 'MISCONFIGURATION:%';
+/* Unclaimed jobs, oldest first (claim). */
+CREATE INDEX job_claimable ON quota_sched.job (job_queue, scheduled_at, id)
+	WHERE state = 'SCHEDULED' AND agent IS NULL;
+/* The smallest waiting jobs of a lender, per unit (wanted capacity, 3.2). */
+CREATE INDEX job_runnable_by_size ON quota_sched.job
+	(job_queue, quota_share, capacity_unit, instance_count)
+	WHERE state = 'RUNNABLE';
+/* An agent's held jobs (heartbeat). */
+CREATE INDEX job_agent_held ON quota_sched.job (agent)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING');
+/*
+ * What a pass reads of the held jobs, and only what it needs: those whose
+ * lease expired or whose attempt passed its deadline, those stopping for a
+ * promised job, and, when it looks for victims, a share's jobs in victim
+ * order (3.4), as far as it goes.
+ */
+CREATE INDEX job_victim_order ON quota_sched.job
+	(job_queue, quota_share, capacity_unit, priority, scheduled_at DESC, id DESC)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL;
+CREATE INDEX job_lease ON quota_sched.job (job_queue, lease_until)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND agent IS NOT NULL;
+CREATE INDEX job_deadline ON quota_sched.job
+	(job_queue, quota_sched.attempt_deadline(started_at, timeout))
+	WHERE state = 'RUNNING' AND timeout IS NOT NULL AND stop_reason IS NULL;
+CREATE INDEX job_stopping_for ON quota_sched.job (job_queue, preempted_for)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NOT NULL
+	  AND preempted_for IS NOT NULL;
+/* Ended jobs, oldest first (prune). */
+CREATE INDEX job_ended ON quota_sched.job (status_reason_at)
+	WHERE state IN ('SUCCEEDED', 'FAILED');
+
+/* ---------------------------------------------------------------------
+ * Counters of held capacity (scheduling.md 3.1): per queue, share and
+ * unit, the instances held by SCHEDULED, STARTING and RUNNING jobs, those
+ * of them whose stop is pending, and how many jobs hold them.  A pass reads
+ * these rows instead of the jobs.
+ *
+ * Every change of a job's state or stop_reason adds its difference, in the
+ * same transaction (the job_usage triggers, src/usage.c), to one of a few
+ * stripes of its counter: the stripe of the backend that makes it (its
+ * process number modulo 16), so that concurrent reports rarely wait for
+ * one another's row.  A counter is the sum of its stripes; rows are only
+ * ever updated in place (no index column changes, room left on each page),
+ * so they leave no dead index entries behind however fast jobs churn.
+ * Nobody else writes them.
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.held_capacity (
+	job_queue		text NOT NULL,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	stripe			smallint NOT NULL,
+	instances		bigint NOT NULL,
+	stopping_instances bigint NOT NULL,
+	jobs			bigint NOT NULL,
+	PRIMARY KEY (job_queue, quota_share, capacity_unit, stripe)
+) WITH (fillfactor = 50);
+
+/* ---------------------------------------------------------------------
+ * Passes and the history of jobs.
+ *
+ * job_event holds a job's complete history (accounting): besides each
+ * change of state (kind STATE), the requests to stop (STOP, with the
+ * reason and the job it makes room for; TERMINATE when a user asked, the
+ * user being the actor), priority changes (PRIORITY: old_priority,
+ * priority), and promises made and lapsed (PROMISE, PROMISE_LAPSED).  An
+ * event that ends an attempt carries the exit code its agent reported, and
+ * the job it made room for when preemption ended it.  Every event carries
+ * what accounting needs without a join to the job, which may be deleted
+ * later: queue, share, unit, instance count, the attempt during which it
+ * happened (1 + failed_attempts + preemption_count before the change),
+ * and the job's priority.  A dispatch carries how long the job waited
+ * since it last became RUNNABLE (waited).
+ * ------------------------------------------------------------------- */
+
+CREATE SEQUENCE quota_sched.pass_log_id_seq;
+
+CREATE TABLE quota_sched.pass_log (
+	id				bigint PRIMARY KEY DEFAULT nextval('quota_sched.pass_log_id_seq'),
+	job_queue		text NOT NULL
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	started_at		timestamptz NOT NULL,
+	finished_at		timestamptz NOT NULL,
+	dispatched		integer NOT NULL DEFAULT 0,
+	preempted		integer NOT NULL DEFAULT 0,
+	requeued		integer NOT NULL DEFAULT 0,
+	failed			integer NOT NULL DEFAULT 0
+);
+
+ALTER SEQUENCE quota_sched.pass_log_id_seq OWNED BY quota_sched.pass_log.id;
+
+CREATE SEQUENCE quota_sched.job_event_id_seq;
+
+CREATE TABLE quota_sched.job_event (
+	id				bigint PRIMARY KEY DEFAULT nextval('quota_sched.job_event_id_seq'),
+	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_history_delete */
+	at				timestamptz NOT NULL,
+	pass_id			bigint,
+	from_state		text,
+	to_state		text NOT NULL,
+	reason			text,
+	actor			text NOT NULL,
+	kind			text NOT NULL DEFAULT 'STATE',
+	job_queue		text,
+	quota_share		text,
+	capacity_unit	text,
+	instance_count	integer,
+	attempt			integer,
+	priority		integer,
+	old_priority	integer,
+	preempted_for	bigint,
+	exit_code		integer,
+	waited			interval
+);
+
+ALTER SEQUENCE quota_sched.job_event_id_seq OWNED BY quota_sched.job_event.id;
+
+CREATE INDEX job_event_job ON quota_sched.job_event (job_id, id);
+/*
+ * Reports read the history by time (the hours after the rollup): events
+ * are written in about the order of their times, so a BRIN index finds
+ * them at almost no cost to the writes.
+ */
+CREATE INDEX job_event_at ON quota_sched.job_event USING brin (at);
+
+/*
+ * queue_status: per queue, the jobs its passes passed over because
+ * another transaction held their rows locked (at most 100, by id), since
+ * when, and for how many passes in a row.  Only the pass writes it; the
+ * row of a queue appears at the first job passed over.
+ */
+CREATE TABLE quota_sched.queue_status (
+	job_queue		text PRIMARY KEY
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	passed_over		bigint[] NOT NULL,
+	passed_over_since timestamptz,
+	passed_over_passes integer NOT NULL
+);
+
+/* ---------------------------------------------------------------------
+ * The history of the configuration: one config_event row for each INSERT,
+ * UPDATE and DELETE of an environment, queue or share, in the transaction
+ * that makes it (config_history, triggers.sql), so that reports can tell
+ * each share's and environment's capacity and limits at any past time.
+ *
+ * at is the transaction's start (as job_event.at); actor the role acting.
+ * job_queue is null for an environment, the queue's name for a queue and a
+ * share; name and job_queue are the new row's for an INSERT or UPDATE (a
+ * rename is recorded under the new name, the old one in old), the old
+ * row's for a DELETE.  old and new are the whole rows (to_jsonb; intervals
+ * in IntervalStyle postgres, whatever the writer's session uses).  An
+ * update of the extension that adds the history records the configuration
+ * there is as BASELINE rows.  Changes made with the triggers off
+ * (session_replication_role = replica, as a restore does) are not
+ * recorded.  The index answers "the row of share (q, s) in force at time
+ * t": the last of (object, job_queue, name) at or before t.
+ * ------------------------------------------------------------------- */
+
+CREATE SEQUENCE quota_sched.config_event_id_seq;
+
+CREATE TABLE quota_sched.config_event (
+	id				bigint PRIMARY KEY DEFAULT nextval('quota_sched.config_event_id_seq'),
+	at				timestamptz NOT NULL,
+	actor			text NOT NULL,
+	object			text NOT NULL
+		CHECK (object IN ('service_environment', 'job_queue', 'quota_share')),
+	job_queue		text,
+	name			text NOT NULL,
+	action			text NOT NULL
+		CHECK (action IN ('INSERT', 'UPDATE', 'DELETE', 'BASELINE')),
+	old				jsonb,
+	new				jsonb,
+	CHECK ((job_queue IS NULL) = (object = 'service_environment')),
+	CHECK ((old IS NULL) = (action IN ('INSERT', 'BASELINE'))
+		   AND (new IS NULL) = (action = 'DELETE'))
+);
+
+ALTER SEQUENCE quota_sched.config_event_id_seq OWNED BY quota_sched.config_event.id;
+
+CREATE INDEX config_event_object ON quota_sched.config_event (object, job_queue, name, at, id);
+
+/* ---------------------------------------------------------------------
+ * The hourly rollup (reporting.sql): per queue, share (null: the
+ * environment) and unit, each hour's integrals and event counts, and the
+ * levels at its end; usage_rollup says until when each queue is rolled up
+ * (an hour's edge); usage_totals keeps the counts of usage_counters over
+ * the hours rolled up, so that metrics() never goes back, however the
+ * history is pruned.  Written by rollup() only.
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.usage_hourly (
+	job_queue		text NOT NULL,
+	quota_share		text,
+	capacity_unit	text NOT NULL,
+	hour			timestamptz NOT NULL,
+	capacity		double precision NOT NULL,
+	used			double precision NOT NULL,
+	own				double precision NOT NULL,
+	borrowed		double precision NOT NULL,
+	idle			double precision NOT NULL,
+	usage_end		bigint NOT NULL,
+	capacity_end	bigint NOT NULL,
+	dispatched		bigint NOT NULL,
+	succeeded		bigint NOT NULL,
+	failed			bigint NOT NULL,
+	preempted		bigint NOT NULL,
+	preempting		bigint NOT NULL,
+	waits			real[] NOT NULL
+);
+CREATE UNIQUE INDEX usage_hourly_key ON quota_sched.usage_hourly
+	(job_queue, hour, coalesce(quota_share, ''), capacity_unit);
+
+CREATE TABLE quota_sched.usage_rollup (
+	job_queue		text PRIMARY KEY,
+	rolled_until	timestamptz NOT NULL
+);
+
+CREATE TABLE quota_sched.usage_totals (
+	job_queue		text NOT NULL,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	counter			text NOT NULL,
+	value			bigint NOT NULL,
+	PRIMARY KEY (job_queue, quota_share, capacity_unit, counter)
+);
+
+/* ---------------------------------------------------------------------
+ * Triggers (their functions: triggers.sql).
+ * ------------------------------------------------------------------- */
+
+CREATE TRIGGER job_before_insert BEFORE INSERT ON quota_sched.job
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.job_before_insert();
+CREATE TRIGGER job_before_update BEFORE UPDATE ON quota_sched.job
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.job_before_update();
+CREATE TRIGGER job_before_delete BEFORE DELETE ON quota_sched.job
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.job_before_delete();
+CREATE TRIGGER job_history_insert AFTER INSERT ON quota_sched.job
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.job_history();
+CREATE TRIGGER job_history_update
+	AFTER UPDATE OF state, stop_reason, priority, promised_at ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+					   OR (OLD.stop_reason IS NULL AND NEW.stop_reason IS NOT NULL)
+					   OR OLD.priority IS DISTINCT FROM NEW.priority
+					   OR (OLD.promised_at IS NULL) <> (NEW.promised_at IS NULL))
+	EXECUTE FUNCTION quota_sched.job_history();
+CREATE TRIGGER job_history_delete AFTER DELETE ON quota_sched.job
+	REFERENCING OLD TABLE AS deleted_jobs
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_history_delete();
+CREATE TRIGGER job_usage_update AFTER UPDATE OF state, stop_reason ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+					   OR OLD.stop_reason IS DISTINCT FROM NEW.stop_reason)
+	EXECUTE FUNCTION quota_sched.job_usage();
+CREATE TRIGGER job_usage_delete AFTER DELETE ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))
+	EXECUTE FUNCTION quota_sched.job_usage();
+CREATE TRIGGER job_usage_flush AFTER UPDATE OR DELETE OR TRUNCATE ON quota_sched.job
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_usage_flush();
+
+CREATE TRIGGER service_environment_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.service_environment
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_changed();
+CREATE TRIGGER job_queue_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.job_queue
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_changed();
+CREATE TRIGGER quota_share_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.quota_share
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_changed();
+
+CREATE TRIGGER job_queue_before_delete BEFORE DELETE ON quota_sched.job_queue
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.refuse_delete_with_live_jobs();
+CREATE TRIGGER quota_share_before_delete BEFORE DELETE ON quota_sched.quota_share
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.refuse_delete_with_live_jobs();
+
+CREATE TRIGGER quota_share_plan_insert AFTER INSERT ON quota_sched.quota_share
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+CREATE TRIGGER quota_share_plan_update AFTER UPDATE ON quota_sched.quota_share
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+CREATE TRIGGER service_environment_plan_update AFTER UPDATE ON quota_sched.service_environment
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+CREATE TRIGGER job_queue_plan_insert AFTER INSERT ON quota_sched.job_queue
+	REFERENCING NEW TABLE AS changed
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.warn_capacity_plan();
+
+CREATE TRIGGER service_environment_history
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.service_environment
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER service_environment_history_truncate
+	BEFORE TRUNCATE ON quota_sched.service_environment
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER job_queue_history
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.job_queue
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER job_queue_history_truncate
+	BEFORE TRUNCATE ON quota_sched.job_queue
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER quota_share_history
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.quota_share
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.config_history();
+CREATE TRIGGER quota_share_history_truncate
+	BEFORE TRUNCATE ON quota_sched.quota_share
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_history();
+
+/* ---------------------------------------------------------------------
+ * Dump and restore: every table and sequence holding user data.
+ * ------------------------------------------------------------------- */
+
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.service_environment', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_queue', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.quota_share', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_event', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.pass_log', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_event_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.pass_log_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_capacity', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.queue_status', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_hourly', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_rollup', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_totals', '');
+
+/* ---------------------------------------------------------------------
+ * Privileges (scheduling.md 8).  Nothing for PUBLIC.
+ * ------------------------------------------------------------------- */
+
+REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share,
+	quota_sched.job, quota_sched.job_event, quota_sched.pass_log, quota_sched.held_capacity,
+	quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
+	quota_sched.usage_rollup, quota_sched.usage_totals FROM PUBLIC;
+REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
+	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq FROM PUBLIC;
+
+/* Configuration: admins write it, everybody reads it. */
+GRANT SELECT ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+GRANT INSERT, UPDATE, DELETE ON quota_sched.service_environment, quota_sched.job_queue,
+	quota_sched.quota_share TO quota_sched_admin;
+
+/*
+ * Jobs.  Submitters may name any column in INSERT so that the job
+ * triggers, not a bare "permission denied", tell them which column they
+ * may not set: the triggers refuse every system column on INSERT and every
+ * change but priority on UPDATE, for every role.  Users and admins may
+ * UPDATE a job's priority only: the privilege is the column's, not the
+ * table's.  With UPDATE on the table, any team member could LOCK TABLE
+ * quota_sched.job IN ACCESS EXCLUSIVE MODE and stall every queue; LOCK
+ * TABLE beyond ROW EXCLUSIVE needs a table privilege.  Admins may delete
+ * jobs that have ended (job_before_delete) and old passes (prune).
+ */
+GRANT SELECT, INSERT ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+GRANT SELECT ON quota_sched.job TO quota_sched_agent;
+GRANT UPDATE (priority) ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+GRANT SELECT ON quota_sched.job_event, quota_sched.pass_log
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+GRANT DELETE ON quota_sched.job, quota_sched.pass_log TO quota_sched_admin;
+
+/* What only the system writes, admins read. */
+GRANT SELECT ON quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
+	quota_sched.usage_rollup, quota_sched.usage_totals TO quota_sched_admin;

@@ -1,0 +1,94 @@
+/*
+ * validation.sql
+ *		The functions that the tables' CHECK constraints and indexes call.
+ *
+ * A function source: the install script runs it before it creates the
+ * tables, and every update script runs it again (CREATE OR REPLACE), so
+ * this is the one text of these functions.
+ */
+
+/* ---------------------------------------------------------------------
+ * Check functions used by CHECK constraints.  Each returns true or raises
+ * check_violation with a message naming the object and the bad value
+ * (src/checks.c).  The CHECKs of the configuration tables run as whoever
+ * writes them: admins.
+ * ------------------------------------------------------------------- */
+
+CREATE OR REPLACE FUNCTION quota_sched.check_name(value text, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_name'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_capacity_map(value jsonb, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_capacity_map'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_state(value text, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_state'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_strategy(strategy text, borrow_limit integer, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_strategy'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_runnable_timeout(value interval, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_runnable_timeout'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+/* a queue's borrow_order, a share's queueing */
+CREATE OR REPLACE FUNCTION quota_sched.check_choice(value text, column_name text, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_choice'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_lend_limit(strategy text, lend_limit integer, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_lend_limit'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_min_runtime(value interval, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_min_runtime'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_weight(weight integer, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_weight'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
+	quota_sched.check_capacity_map(jsonb, text),
+	quota_sched.check_state(text, text),
+	quota_sched.check_strategy(text, integer, text),
+	quota_sched.check_runnable_timeout(interval, text),
+	quota_sched.check_choice(text, text, text),
+	quota_sched.check_lend_limit(text, integer, text),
+	quota_sched.check_min_runtime(interval, text),
+	quota_sched.check_weight(integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
+	quota_sched.check_capacity_map(jsonb, text),
+	quota_sched.check_state(text, text),
+	quota_sched.check_strategy(text, integer, text),
+	quota_sched.check_runnable_timeout(interval, text),
+	quota_sched.check_choice(text, text, text),
+	quota_sched.check_lend_limit(text, integer, text),
+	quota_sched.check_min_runtime(interval, text),
+	quota_sched.check_weight(integer, text) TO quota_sched_admin;
+
+/*
+ * The end of an attempt with a timeout: started_at + timeout, days and
+ * months counted in UTC (so that it can be indexed: job_deadline).  Index
+ * maintenance evaluates it as whoever writes the job.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.attempt_deadline(started_at timestamptz, timeout interval)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ((started_at AT TIME ZONE 'UTC') + timeout) AT TIME ZONE 'UTC';
+
+REVOKE ALL ON FUNCTION quota_sched.attempt_deadline(timestamptz, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.attempt_deadline(timestamptz, interval)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
