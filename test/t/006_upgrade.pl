@@ -1,16 +1,19 @@
-# Upgrade of a populated database from 0.1 to 0.2 (quota_sched--0.1--0.2.sql):
+# Upgrade of a populated database from 0.1 to 0.3 (quota_sched--0.1--0.2.sql,
+# then quota_sched--0.2--0.3.sql), compared with a fresh install of 0.3,
+# which runs one script (quota_sched--0.3.sql, made from sql/src):
 #
 #   1. a database at 0.1 holds jobs in every interesting state: RUNNABLE
 #      (waiting, and one misconfigured), SCHEDULED (unclaimed), STARTING,
 #      RUNNING, RUNNING with a pending preemption stop (its preemptor
 #      promised), RUNNING with a pending TIMEOUT stop, SUCCEEDED, FAILED,
 #      over two queues and two capacity units, with their history and passes;
-#   2. ALTER EXTENSION quota_sched UPDATE TO '0.2';
+#   2. ALTER EXTENSION quota_sched UPDATE TO '0.3' (through 0.2);
 #   3. the counters of held capacity it creates match the jobs, and it
 #      changed no row of any 0.1 table; the history of the configuration
 #      starts with one BASELINE row per environment, queue and share, and
 #      records the changes made after the update;
-#   4. the upgraded schema is the schema of a fresh install of 0.2;
+#   4. the upgraded schema is the schema of a fresh install of 0.3, by the
+#      catalogs and by a normalised pg_dump --schema-only of the members;
 #   5. the scheduler goes on with the old data: the agent's reports, a pass
 #      that dispatches the waiting and the promised jobs, a new submission,
 #      with the counters consistent after each step; the jobs claimed in 0.1
@@ -23,7 +26,10 @@
 #      teammate's job of 0.1 (in 0.1 he saw nothing of it);
 #   8. between the installation of the 0.2 library and the update,
 #      submissions, claims, heartbeats, reports and releases go on with the
-#      0.1 schema (no agent_role: none recorded, none checked).
+#      0.1 schema (no agent_role: none recorded, none checked);
+#   9. a populated 0.2 database (the rows of "source", restored into a
+#      database created at 0.2) updated to 0.3 keeps every row and has the
+#      schema of a fresh install.
 #
 # Where the 0.1 data come from.  The module installed is the 0.2 one, and it
 # cannot run a pass on a database whose schema is still 0.1: run_pass (and
@@ -578,7 +584,7 @@ my $old_schema_before = describe_schema('old');
 {
 	my ($ret, $stdout, $stderr) = $node->psql('old', q{SELECT * FROM quota_sched.run_pass()});
 	isnt($ret, 0, 'old: run_pass is refused before the update');
-	like($stderr, qr/quota_sched 0\.1 is installed in this database, but its library is version 0\.2/,
+	like($stderr, qr/quota_sched 0\.1 is installed in this database, but its library is version 0\.3/,
 		'old: the error names both versions');
 	like($stderr, qr/ALTER EXTENSION quota_sched UPDATE/, 'old: the hint says what to run');
 }
@@ -591,10 +597,10 @@ my $old_schema_before = describe_schema('old');
 # session's style is left as it was, also in the rest of its transaction.
 my $before_upgrade = sql('old', 'SELECT clock_timestamp()');
 is(sql('old', q{SET IntervalStyle = 'sql_standard';
-	BEGIN; ALTER EXTENSION quota_sched UPDATE TO '0.2'; SHOW IntervalStyle; COMMIT;}),
+	BEGIN; ALTER EXTENSION quota_sched UPDATE TO '0.3'; SHOW IntervalStyle; COMMIT;}),
 	'sql_standard', 'old: the update leaves the session\'s IntervalStyle alone');
-is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
-	'old: quota_sched is at 0.2 after ALTER EXTENSION UPDATE');
+is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.3',
+	'old: quota_sched is at 0.3 after ALTER EXTENSION UPDATE');
 # The scheduling options of 0.2 take their defaults, which behave as 0.1.
 is(sql('old', q{SELECT string_agg(DISTINCT borrow_order, ',') FROM quota_sched.job_queue}),
 	'FIFO', 'old, upgraded: every queue borrows FIFO');
@@ -724,12 +730,28 @@ note('columns the upgrade added to 0.1 tables: ' . join(', ', map {
 } sort keys %$old_columns));
 
 #
-# 4. The upgraded schema is that of a fresh install of 0.2.
+# 4. The upgraded schema is that of a fresh install of 0.3.
 #
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 sql('fresh', 'CREATE EXTENSION quota_sched');
-is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.2',
-	'fresh: CREATE EXTENSION installs 0.2');
+is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.3',
+	'fresh: CREATE EXTENSION installs 0.3');
+# It runs one script, the full one made from sql/src: PostgreSQL takes an
+# install script of the version asked for over a chain of updates, and
+# this one creates each table whole (no ALTER TABLE, no data to move).
+{
+	my $script = `pg_config --sharedir`;
+	chomp $script;
+	$script .= '/extension/quota_sched--0.3.sql';
+	ok(-f $script, 'quota_sched--0.3.sql is installed');
+	my $text = slurp_file($script);
+	like($text, qr/^CREATE TABLE quota_sched\.job \(/m, 'the install script creates the tables');
+	unlike($text, qr/^(ALTER TABLE \S+\s+ADD|UPDATE |INSERT INTO quota_sched)/m,
+		'the install script adds no column and moves no data');
+}
+is(sql('fresh', q{SELECT path FROM pg_extension_update_paths('quota_sched')
+				   WHERE source = '0.1' AND target = '0.3'}),
+	'0.1--0.2--0.3', 'an update from 0.1 runs the two deltas');
 is(sql('fresh', 'SELECT count(*) FROM quota_sched.config_event'), '0',
 	'fresh: the history of the configuration starts empty');
 
@@ -745,9 +767,9 @@ foreach my $section (sort { ($a =~ /^(\d+)/)[0] <=> ($b =~ /^(\d+)/)[0] } keys %
 	  or diag(line_diff($old_schema->{$section}, $fresh_schema->{$section}));
 }
 # The comparison sees a difference where there is one: the 0.1 schema is
-# not the fresh 0.2 one.
+# not the fresh 0.3 one.
 my @differing = grep { $old_schema_before->{$_} ne $fresh_schema->{$_} } sort keys %catalog;
-ok(scalar(@differing) > 0, 'the 0.1 schema differs from a fresh 0.2 install')
+ok(scalar(@differing) > 0, 'the 0.1 schema differs from a fresh 0.3 install')
   and note('sections the upgrade changed: ' . join(', ', @differing));
 
 # The objects of the extension by identity, on their own: in particular
@@ -779,6 +801,38 @@ like($fresh_dump, qr/CREATE EXTENSION IF NOT EXISTS quota_sched WITH SCHEMA quot
 	'fresh: the dump creates the extension');
 ok($old_dump eq $fresh_dump, 'pg_dump --schema-only: the upgraded database as a fresh one')
   or diag(line_diff($old_dump, $fresh_dump));
+
+# pg_dump writes the extension's members themselves in its binary-upgrade
+# mode (pg_upgrade's): every table, column, constraint, index, trigger,
+# policy, view, function with its text, and privilege, in one order.
+# Normalisation: what that mode adds about the storage (OIDs, relfrozenxid,
+# the missing values of added columns: binary_upgrade_* calls and the
+# pg_class updates, with their comment lines), the sequences' positions
+# (data), comments, blank lines and \restrict.  The rest must be the same
+# text.
+sub member_dump
+{
+	my ($db) = @_;
+	my ($stdout, $stderr) = ('', '');
+	my $ok = IPC::Run::run(
+		[ 'pg_dump', '--schema-only', '--binary-upgrade', '-h', $node->host, '-p', $node->port,
+		  '-d', $db ],
+		'>', \$stdout, '2>', \$stderr);
+	ok($ok, "pg_dump --schema-only --binary-upgrade $db") or diag($stderr);
+	$stdout =~ s/^UPDATE pg_catalog\.pg_class\n\s*SET rel\w+ = .*\n\s*WHERE oid = .*;\n//mg;
+	return join("\n", grep { !/^--/ && !/^\s*$/ && !/^\\(un)?restrict / && !/binary_upgrade_/
+						   && !/^SELECT pg_catalog\.setval\(/ }
+		  split /\n/, $stdout);
+}
+sub member_dumps_agree
+{
+	my ($db, $what) = @_;
+	my ($got, $want) = (member_dump($db), member_dump('fresh'));
+	like($want, qr/^CREATE FUNCTION quota_sched\.claim\(/m, 'the member dump has the functions');
+	ok($got eq $want, "pg_dump of the members: $what as a fresh install")
+	  or diag(line_diff($got, $want));
+}
+member_dumps_agree('old', 'the database updated from 0.1');
 
 #
 # 5. The scheduler goes on with the old data.
@@ -912,7 +966,7 @@ sql('long', q{
 	VALUES (nextval('quota_sched.job_id_seq'), 'long_job', 'long_queue', 'long_share', 0, 'gpu', 1,
 		'{}', '300000 years', 'postgres', 'RUNNING', 'long_agent', now() + interval '1 hour', 0, 0,
 		now(), now(), now(), now())});
-sql('long', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
+sql('long', q{ALTER EXTENSION quota_sched UPDATE TO '0.3'});
 is(sql('long', q{SELECT timeout FROM quota_sched.job WHERE name = 'long_job'}), '365 days',
 	'long, upgraded: a timeout of 300,000 years becomes 365 days');
 is(sql('long', q{SELECT runnable_timeout FROM quota_sched.job_queue WHERE name = 'long_queue'}),
@@ -994,7 +1048,7 @@ is(sql('live', q{SELECT string_agg(concat_ws(' ', name, state, coalesce(agent, '
 				   FROM quota_sched.job}),
 	'live_1 RUNNING agent-1, live_2 RUNNABLE -', 'live, 0.1 schema: the jobs');
 
-sql('live', q{ALTER EXTENSION quota_sched UPDATE TO '0.2'});
+sql('live', q{ALTER EXTENSION quota_sched UPDATE TO '0.3'});
 is(agent_roles('live', 'live_1,live_2'), "live_1 -\nlive_2 -",
 	'live, upgraded: no agent_role for the job claimed before the update');
 is(report_as('live', 'regress_up_agent2', 'live_1', 'SUCCEEDED'), 'SUCCEEDED',
@@ -1012,6 +1066,43 @@ is(agent_roles('live', 'live_2'), 'live_2 regress_up_agent', 'live, upgraded: th
 }
 is(report('live', 'live_2', 'RUNNING'), 'RUNNING', 'live, upgraded: the login that claimed it reports');
 counters_consistent('live', 'in the end');
+
+#
+# 9. A populated 0.2 database updated to 0.3.  "two" is created at 0.2 (the
+# 0.1 script and the 0.1--0.2 update), then given every row of "source",
+# which the real API filled at 0.3, whose tables are 0.2's: its jobs in
+# every state, their history and counters, the history of the
+# configuration, and the sequences' positions, restored as pg_restore
+# would (the data of the extension's tables, with the triggers off).
+#
+$node->safe_psql('postgres', 'CREATE DATABASE two');
+sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
+{
+	my ($data, $stderr) = ('', '');
+	IPC::Run::run([ 'pg_dump', '--data-only', '-h', $node->host, '-p', $node->port, '-d', 'source' ],
+		'>', \$data, '2>', \$stderr)
+	  or die "pg_dump --data-only source: $stderr";
+	$node->safe_psql('two', "SET session_replication_role = replica;\n$data");
+}
+my $two_columns = table_columns('two');
+my $two_rows_before = table_rows('two', $two_columns);
+is(sql('two', 'SELECT count(*) FROM quota_sched.job'), sql('source', 'SELECT count(*) FROM quota_sched.job'),
+	'two, 0.2: holds the jobs of source');
+sql('two', 'ALTER EXTENSION quota_sched UPDATE');
+is(sql('two', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.3',
+	'two: updated to 0.3');
+is_deeply(table_rows('two', $two_columns), $two_rows_before, 'two, updated: every row as it was');
+my $two_schema = describe_schema('two');
+foreach my $section (sort keys %catalog)
+{
+	ok($two_schema->{$section} eq $fresh_schema->{$section},
+		"schema updated from 0.2 as a fresh install: $section")
+	  or diag(line_diff($two_schema->{$section}, $fresh_schema->{$section}));
+}
+member_dumps_agree('two', 'the database updated from 0.2');
+counters_consistent('two', 'after the update');
+ok(defined(run_pass_of('two', 'up_queue')), 'two, updated: a pass runs on the old rows');
+counters_consistent('two', 'after a pass');
 
 $node->stop;
 done_testing();

@@ -1,4 +1,5 @@
-# The upgrade to 0.2 against a job that changes at the same time: the
+# The upgrade from 0.1 (to 0.3, through 0.2) against a job that changes at
+# the same time: the 0.1--0.2 update
 # script counts the held jobs into the counters of held capacity before the
 # triggers that keep them exist, so it must keep jobs from changing until
 # it commits.  An agent's SUCCEEDED report is left open in one session; the
@@ -19,7 +20,7 @@ CONF
 $node->start;
 
 # A 0.1 database with one RUNNING job of agent 'uc_agent', written as a
-# restore would (replica mode: the 0.2 library does not schedule with the
+# restore would (replica mode: the library does not schedule with the
 # 0.1 schema).
 $node->safe_psql('postgres', <<'SQL');
 CREATE EXTENSION quota_sched VERSION '0.1';
@@ -45,7 +46,7 @@ is($agent->query_safe("SELECT state FROM quota_sched.report($id, 'uc_agent', 'SU
 
 # The upgrade waits for it.
 my $upgrade = $node->background_psql('postgres');
-$upgrade->query_until(qr/upgrading/, "\\echo upgrading\nALTER EXTENSION quota_sched UPDATE TO '0.2';\n");
+$upgrade->query_until(qr/upgrading/, "\\echo upgrading\nALTER EXTENSION quota_sched UPDATE;\n");
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity"
 		  . " WHERE wait_event_type = 'Lock' AND query LIKE 'ALTER EXTENSION%'"),
@@ -56,7 +57,7 @@ $agent->quit;
 $upgrade->quit;
 
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'"),
-	'0.2', 'the upgrade is done');
+	'0.3', 'the upgrade is done');
 is($node->safe_psql('postgres', "SELECT state FROM quota_sched.job WHERE id = $id"),
 	'SUCCEEDED', 'the report committed');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'),
