@@ -10,7 +10,7 @@
  * Metrics (Prometheus).  pass_stats() and worker_stats() read the
  * activity counters the passes and the worker keep in shared memory
  * (stats.c); metrics() returns every metric in the Prometheus text format
- * (README, "Reporting: metrics").  Its counters of jobs come from
+ * (doc/reporting.md, "Metrics").  Its counters of jobs come from
  * usage_totals and the history after the rollup, read in one statement
  * (one snapshot), so a rollup or a prune never makes them go back.  JIT
  * is off: the planner's estimates for the functions it reads would have it

@@ -337,7 +337,7 @@ END;
  * with its transaction's start, so one not yet committed is never older),
  * or before up_to; it returns the number of queue-hours it rolled up.  The
  * background worker calls it after the first full round of each hour;
- * without the worker, pg_cron can (README).  A queue's first rollup starts
+ * without the worker, pg_cron can (doc/operations.md).  A queue's first rollup starts
  * at the hour of its first event or of its shares' first configuration (the
  * last whole hour if it has neither); it reads the whole history, once.
  */
@@ -389,7 +389,7 @@ $$;
 /*
  * utilization(job_queue, from, to, bucket): per bucket (from from, of
  * width bucket), share and unit, and per bucket and unit for the
- * environment (quota_share null): see the README's Reporting section.
+ * environment (quota_share null): see doc/reporting.md.
  * Hours the rollup covers come from it, the rest from the history; a
  * bucket that is not a whole number of hours, or a from that is not on
  * an hour, is computed from the history alone.

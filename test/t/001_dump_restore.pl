@@ -1,13 +1,13 @@
 # Dump and restore (scheduling.md 10): a database using quota_sched, with jobs of
 # several owners in every state scheduling.md 4 names and their history, dumped with
-# pg_dump and restored the way the README documents
+# pg_dump and restored the way doc/operations.md documents
 #
 #   PGOPTIONS='-c session_replication_role=replica' pg_restore --exit-on-error -d DB FILE
 #
 # gives back every row of every table unchanged, and the sequences continue
 # above the highest dumped id.  Both the custom and the plain format are
 # tested, and so is a restore without the replica setting, to show that the
-# README's instruction is needed.
+# instruction of doc/operations.md is needed.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -360,7 +360,7 @@ sub continues_after_restore
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 
 #
-# Custom format, restored as the README documents.
+# Custom format, restored as doc/operations.md documents.
 #
 $node->command_ok([ 'pg_dump', '-Fc', '-f', "$tmp/src.dump", '-d', 'src' ],
 	'pg_dump -Fc src');

@@ -1014,7 +1014,7 @@ is(as_role('old', 'regress_up_alice', $res_events), '0',
 counters_consistent('old', 'after the team\'s changes');
 
 # 8. The 0.2 library on a 0.1 schema, before ALTER EXTENSION UPDATE: the
-# README promises that submissions, claims and reports go on.  The 0.1 job
+# docs promise (doc/operations.md) that submissions, claims and reports go on.  The 0.1 job
 # table has no agent_role: the triggers pass over it, and the agents'
 # functions record and check no role.  A pass is refused, so the jobs are
 # dispatched by hand, as a restore would write them.
