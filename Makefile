@@ -101,7 +101,7 @@ corecheck:
 	if [ -n "$$bad" ]; then echo "$$bad"; echo "corecheck: the policy core must not include PostgreSQL headers" >&2; exit 1; fi; \
 	echo "ok 1 - src/core includes only C and core headers"
 
-unitcheck: corecheck test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
+unitcheck: corecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
@@ -110,4 +110,8 @@ unitcheck: corecheck test/unit/test_policy.bin test/unit/test_preempt.bin test/u
 	done
 
 installcheck: unitcheck
-.PHONY: unitcheck corecheck
+.PHONY: unitcheck corecheck doccheck
+
+# The links between the docs (README.md, doc/) resolve.
+doccheck:
+	@perl test/doc_links.pl README.md doc/*.md
