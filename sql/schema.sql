@@ -5,15 +5,17 @@ SELECT table_name, column_name, data_type, is_nullable, column_default
  WHERE table_schema = 'quota_sched'
  ORDER BY table_name, ordinal_position;
 
+-- (Ordered by name: a fresh install and an updated database create them in
+-- other orders.)
 SELECT conrelid::regclass AS table_name, conname, pg_get_constraintdef(oid) AS definition
   FROM pg_constraint
  WHERE connamespace = 'quota_sched'::regnamespace AND contype IN ('p', 'u', 'f')
- ORDER BY 1, 2;
+ ORDER BY conrelid::regclass::text COLLATE "C", conname COLLATE "C";
 
 SELECT indexrelid::regclass AS index_name, pg_get_indexdef(indexrelid) AS definition
   FROM pg_index
  WHERE indrelid::regclass::text LIKE 'quota_sched.%' AND NOT indisprimary
- ORDER BY 1;
+ ORDER BY indexrelid::regclass::text COLLATE "C";
 
 -- Roles exist and cannot log in.
 SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname LIKE 'quota_sched_%' ORDER BY 1;
