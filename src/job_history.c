@@ -53,6 +53,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "identity.h"
 #include "job_columns.h"
 #include "policy.h"
 #include "quota_sched.h"

@@ -28,6 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "config_cache.h"
+#include "identity.h"
 #include "job_columns.h"
 #include "jsonb_util.h"
 #include "query.h"

@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
+#include "identity.h"
 #include "job_columns.h"
 #include "pass.h"
 #include "quota_sched.h"

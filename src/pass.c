@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "identity.h"
 #include "pass.h"
 #include "query.h"
 #include "quota_sched.h"

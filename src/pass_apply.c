@@ -23,6 +23,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "identity.h"
 #include "pass.h"
 #include "query.h"
 #include "quota_sched.h"

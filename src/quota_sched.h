@@ -26,46 +26,12 @@
 #define QS_MAX_TAGS_BYTES (64 * 1024)
 #define QS_MAX_REASON_BYTES 1024
 
-/*
- * Write context of the current transaction.  Only the extension's own C code
- * sets these, around its own writes; they are reset at transaction end, so an
- * error cannot leave them set.  A user cannot forge them: they are not GUCs.
- */
-typedef struct QsWriteContext
-{
-	bool		system_write;	/* the job trigger lets system columns change */
-	int64		pass_id;		/* job_event.pass_id, 0 for none */
-	const char *actor;			/* job_event.actor, NULL for the caller's role */
-	bool		has_exit_code;	/* job_event.exit_code of an attempt's end */
-	int32		exit_code;
-} QsWriteContext;
-
-extern QsWriteContext QsWrite;
-
 /* GUCs (scheduling.md 6) */
 extern bool QsEnabled;
 extern bool QsWakeOnCommit;
 extern int	QsNaptimeMs;
 extern int	QsStopTimeoutSeconds;
 extern char *QsDatabase;
-
-/* The caller's identity, saved while the extension writes as its owner. */
-typedef struct QsSavedUser
-{
-	Oid			user;
-	int			sec_context;
-	int			guc_level;		/* of the pinned search_path */
-} QsSavedUser;
-
-extern void QsResetWriteContext(void);
-extern Oid	QsExtensionOwner(void);
-extern char *QsInstalledVersion(void);
-extern void QsCheckSchemaVersion(void);
-extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
-extern void QsEndSystemWrite(const QsSavedUser *saved);
-extern bool QsIsAdmin(Oid role);
-extern void QsBecomeOwner(Oid owner, QsSavedUser *saved);
-extern void QsRestoreUser(const QsSavedUser *saved);
 
 /* stats.c: the activity counters of metrics() */
 extern void QsStatsRequest(void);

@@ -36,6 +36,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "identity.h"
 #include "job_columns.h"
 #include "policy.h"
 #include "query.h"

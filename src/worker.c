@@ -57,6 +57,7 @@
 #include "utils/wait_event.h"
 
 #include "config_cache.h"
+#include "identity.h"
 #include "job_store.h"
 #include "pass.h"
 #include "query.h"
