@@ -21,6 +21,7 @@
 
 #include "job_store.h"
 #include "query.h"
+#include "queue_lock.h"
 #include "quota_sched.h"
 
 /* The fields of QsJobRow, by the name of the column they come from. */

@@ -21,6 +21,7 @@
 #include "identity.h"
 #include "pass.h"
 #include "query.h"
+#include "queue_lock.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_run_pass);

@@ -56,12 +56,6 @@ extern void QsCheckSize(const char *what, size_t len, size_t limit);
 extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
 							const char *of, const char *detail);
 
-/* quota_sched.c */
-extern void QsLockQueue(const char *job_queue, bool exclusive);
-extern void QsLockQueueForRead(const char *job_queue);
-extern void QsUnlockQueueForRead(const char *job_queue);
-extern char *QsQueueLockHolders(const char *job_queue);
-
 /* worker.c */
 extern void QsRegisterWorker(void);
 extern void QsWakeWorkerAtCommit(void);

@@ -61,6 +61,7 @@
 #include "job_store.h"
 #include "pass.h"
 #include "query.h"
+#include "queue_lock.h"
 #include "quota_sched.h"
 
 PGDLLEXPORT void QsLauncherMain(Datum arg);
