@@ -23,6 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "identity.h"
 #include "job_store.h"
 #include "query.h"

@@ -19,6 +19,7 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_check_name);

@@ -27,6 +27,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "config_cache.h"
 #include "identity.h"
 #include "job_columns.h"

@@ -26,10 +26,11 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "quota_sched.h"
+#include "checks.h"
 #include "jsonb_util.h"
 #include "pass.h"
 #include "query.h"
+#include "quota_sched.h"
 #include "usage.h"
 
 

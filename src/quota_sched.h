@@ -41,21 +41,6 @@ extern void QsStatsNoteGivenUp(const char *queue, bool given_up);
 extern void QsStatsNoteWorker(bool started);
 extern bool QsWorkerRunning(void);
 
-/* checks.c */
-extern bool QsValidName(const char *name, int len);
-extern bool QsValidUnitName(const char *name, int len);
-extern void QsCheckName(text *value, const char *what);
-/* the longest timeout, runnable_timeout, lease or min_runtime */
-#define QS_MAX_INTERVAL_DAYS 365
-/* the largest weight of a share */
-#define QS_MAX_WEIGHT 10000
-
-extern int64 QsIntervalUsecs(const Interval *value);
-extern const char *QsShortValue(const char *value);
-extern void QsCheckSize(const char *what, size_t len, size_t limit);
-extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
-							const char *of, const char *detail);
-
 /* worker.c */
 extern void QsRegisterWorker(void);
 extern void QsWakeWorkerAtCommit(void);

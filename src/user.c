@@ -23,6 +23,7 @@
 #include "utils/json.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "identity.h"
 #include "job_store.h"
 #include "pass.h"
