@@ -27,6 +27,7 @@
 
 #include "config_cache.h"
 #include "quota_sched.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(qs_config_changed);
 

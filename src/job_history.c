@@ -57,6 +57,7 @@
 #include "job_columns.h"
 #include "policy.h"
 #include "quota_sched.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(qs_job_history);
 

@@ -23,6 +23,7 @@
 #include "job_columns.h"
 #include "pass.h"
 #include "quota_sched.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_update);
 PG_FUNCTION_INFO_V1(qs_job_lock_queues);

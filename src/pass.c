@@ -23,6 +23,7 @@
 #include "query.h"
 #include "queue_lock.h"
 #include "quota_sched.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(qs_run_pass);
 

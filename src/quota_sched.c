@@ -17,6 +17,7 @@
 #include "identity.h"
 #include "quota_sched.h"
 #include "usage.h"
+#include "worker.h"
 
 PG_MODULE_MAGIC;
 

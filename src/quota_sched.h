@@ -33,17 +33,4 @@ extern int	QsNaptimeMs;
 extern int	QsStopTimeoutSeconds;
 extern char *QsDatabase;
 
-/* stats.c: the activity counters of metrics() */
-extern void QsStatsRequest(void);
-extern void QsStatsStartup(void);
-extern void QsStatsNotePass(const char *queue, TimestampTz started, TimestampTz ended);
-extern void QsStatsNoteGivenUp(const char *queue, bool given_up);
-extern void QsStatsNoteWorker(bool started);
-extern bool QsWorkerRunning(void);
-
-/* worker.c */
-extern void QsRegisterWorker(void);
-extern void QsWakeWorkerAtCommit(void);
-extern void QsWorkerXactEnd(bool committed);
-
 #endif							/* QUOTA_SCHED_H */

@@ -34,6 +34,8 @@
 #include "utils/timestamp.h"
 
 #include "quota_sched.h"
+#include "stats.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(qs_pass_stats);
 PG_FUNCTION_INFO_V1(qs_worker_stats);

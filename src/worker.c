@@ -63,6 +63,8 @@
 #include "query.h"
 #include "queue_lock.h"
 #include "quota_sched.h"
+#include "stats.h"
+#include "worker.h"
 
 PGDLLEXPORT void QsLauncherMain(Datum arg);
 PGDLLEXPORT void QsWorkerMain(Datum arg);
