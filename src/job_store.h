@@ -16,8 +16,6 @@
 #ifndef QS_JOB_STORE_H
 #define QS_JOB_STORE_H
 
-#include "postgres.h"
-
 #include "access/htup.h"
 #include "access/tupdesc.h"
 #include "datatype/timestamp.h"

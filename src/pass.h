@@ -10,8 +10,6 @@
 #ifndef QS_PASS_H
 #define QS_PASS_H
 
-#include "postgres.h"
-
 #include "access/tupdesc.h"
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"

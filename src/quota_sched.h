@@ -1,19 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * quota_sched.h
- *		Declarations shared by the PostgreSQL shell of quota_sched.
+ *		The constants and the settings (GUC variables, defined in
+ *		quota_sched.c) shared by the PostgreSQL shell of quota_sched.
  *
  * The policy core (policy.h) knows nothing of these: they belong to the
  * shell that loads snapshots, applies decisions and guards the tables.
+ * What each file of the shell offers the others is in its own header.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef QUOTA_SCHED_H
 #define QUOTA_SCHED_H
-
-#include "postgres.h"
-
-#include "datatype/timestamp.h"
 
 #define QS_SCHEMA "quota_sched"
 
