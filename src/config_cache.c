@@ -26,8 +26,8 @@
 #include "utils/memutils.h"
 
 #include "config_cache.h"
+#include "launcher.h"
 #include "quota_sched.h"
-#include "worker.h"
 
 PG_FUNCTION_INFO_V1(qs_config_changed);
 

@@ -55,9 +55,9 @@
 
 #include "identity.h"
 #include "job_columns.h"
+#include "launcher.h"
 #include "policy.h"
 #include "quota_sched.h"
-#include "worker.h"
 
 PG_FUNCTION_INFO_V1(qs_job_history);
 

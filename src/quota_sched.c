@@ -15,9 +15,10 @@
 
 #include "config_cache.h"
 #include "identity.h"
+#include "launcher.h"
 #include "quota_sched.h"
+#include "stats.h"
 #include "usage.h"
-#include "worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -101,13 +102,15 @@ DefineSettings(void)
 
 /*
  * _PG_init declares the settings, registers the transaction callbacks and,
- * when the library is preloaded, the background worker.
+ * when the library is preloaded, the background worker's launcher and the
+ * shared memory of the activity counters.
  */
 void
 _PG_init(void)
 {
 	DefineSettings();
 	QsRegisterWorker();
+	QsStatsRegister();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);
 	RegisterSubXactCallback(QsSubXactCallback, NULL);

@@ -11,8 +11,7 @@
 
 #include "datatype/timestamp.h"
 
-extern void QsStatsRequest(void);
-extern void QsStatsStartup(void);
+extern void QsStatsRegister(void);
 extern void QsStatsNotePass(const char *queue, TimestampTz started, TimestampTz ended);
 extern void QsStatsNoteGivenUp(const char *queue, bool given_up);
 extern void QsStatsNoteWorker(bool started);

@@ -1,16 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *		The background worker and its launcher (worker.c).
+ *		The background worker's loop (worker.c): its entry point, which the
+ *		launcher (launcher.c) starts by name as a dynamic background worker.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef QS_WORKER_H
 #define QS_WORKER_H
 
-extern void QsRegisterWorker(void);
-extern bool QsWorkerRunning(void);
-extern void QsWakeWorkerAtCommit(void);
-extern void QsWorkerXactEnd(bool committed);
+PGDLLEXPORT void QsWorkerMain(Datum arg);
 
 #endif							/* QS_WORKER_H */
