@@ -48,11 +48,11 @@ AgentArg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("agent must not be null")));
 	agent = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (agent[0] == '\0' || strlen(agent) > 128)
+	if (agent[0] == '\0' || strlen(agent) > QS_MAX_NAME_LEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid agent name \"%s\"", QsShortValue(agent)),
-				 errdetail("An agent's name has 1 to 128 characters.")));
+				 errdetail("An agent's name has 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters.")));
 	return agent;
 }
 

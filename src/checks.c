@@ -28,11 +28,9 @@ PG_FUNCTION_INFO_V1(qs_check_state);
 PG_FUNCTION_INFO_V1(qs_check_strategy);
 PG_FUNCTION_INFO_V1(qs_check_runnable_timeout);
 
-#define QS_MAX_NAME_LEN 128
-
 /*
  * QsValidName tells whether a name of an environment, queue, share or job
- * has 1 to 128 characters of [A-Za-z0-9_-].
+ * has 1 to QS_MAX_NAME_LEN characters of [A-Za-z0-9_-].
  */
 bool
 QsValidName(const char *name, int len)
@@ -51,8 +49,8 @@ QsValidName(const char *name, int len)
 }
 
 /*
- * QsValidUnitName tells whether a capacity unit has 1 to 128 characters of
- * [A-Za-z0-9._-] (instance types such as ml.g5.xlarge).
+ * QsValidUnitName tells whether a capacity unit has 1 to QS_MAX_NAME_LEN
+ * characters of [A-Za-z0-9._-] (instance types such as ml.g5.xlarge).
  */
 bool
 QsValidUnitName(const char *name, int len)
@@ -77,7 +75,7 @@ QsCheckName(text *value, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("invalid %s name \"%s\"", what, QsShortValue(text_to_cstring(value))),
-				 errdetail("Names are 1 to 128 characters of A-Z, a-z, 0-9, \"_\" and \"-\".")));
+				 errdetail("Names are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \"_\" and \"-\".")));
 }
 
 /*
@@ -149,7 +147,7 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_CHECK_VIOLATION),
 						 errmsg("invalid capacity unit \"%s\" in the capacity map of %s",
 								unit, what),
-						 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
+						 errdetail("Capacity units are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
 		}
 		else if (tok == WJB_VALUE)
 		{

@@ -31,7 +31,8 @@
 
 PG_FUNCTION_INFO_V1(qs_config_changed);
 
-#define QS_NAME_BUF 130
+/* room for a valid name and its terminator (longer ones are not cached) */
+#define QS_NAME_BUF (QS_MAX_NAME_LEN + 1)
 
 typedef struct SubmitTargetKey
 {

@@ -233,7 +233,7 @@ CheckCapacity(JobValues *row)
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("invalid capacity unit \"%s\" of a job",
 						QsShortValue(text_to_cstring(unit))),
-				 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
+				 errdetail("Capacity units are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
 	CheckIntRange("instance_count", DatumGetInt32(row->values[JC_INSTANCE_COUNT]), 1, PG_INT32_MAX);
 }
 

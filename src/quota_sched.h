@@ -18,6 +18,12 @@
 /* The extension version whose schema this library works with. */
 #define QS_LIBRARY_VERSION "0.2"
 
+/*
+ * The longest name of an environment, queue, share, job, capacity unit or
+ * agent, in bytes (checks.c).
+ */
+#define QS_MAX_NAME_LEN 128
+
 /* Longest payload, as text (scheduling.md 2). */
 #define QS_MAX_PAYLOAD_BYTES (1024 * 1024)
 /* the largest tags of a job as text, and reason of a report or terminate */
