@@ -16,7 +16,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -26,7 +25,6 @@
 #include "checks.h"
 #include "identity.h"
 #include "job_store.h"
-#include "query.h"
 #include "queue_lock.h"
 #include "quota_sched.h"
 
@@ -72,20 +70,6 @@ LeaseArg(FunctionCallInfo fcinfo, int argno)
 	return PG_GETARG_INTERVAL_P(argno);
 }
 
-/* whether the queue exists; then whether the unit (if any) is known there */
-static QsQuery QueueExistsQuery = {
-	"SELECT $2::text IS NULL OR e.capacity_limits ? $2"
-	"       OR EXISTS (SELECT 1 FROM quota_sched.quota_share s"
-	"                   WHERE s.job_queue = q.name AND s.capacity_limits ? $2)"
-	"       OR EXISTS (SELECT 1 FROM quota_sched.job j"
-	"                   WHERE j.job_queue = q.name AND j.capacity_unit = $2"
-	"                     AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))"
-	"  FROM quota_sched.job_queue q"
-	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
-	" WHERE q.name = $1",
-	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
-};
-
 /*
  * RequireQueue raises invalid_parameter_value unless a job queue exists
  * and the capacity unit, when one is given, is known there: in the
@@ -95,15 +79,13 @@ static QsQuery QueueExistsQuery = {
 static void
 RequireQueue(const char *queue, const char *unit)
 {
-	Datum		args[2] = {CStringGetTextDatum(queue), unit ? CStringGetTextDatum(unit) : (Datum) 0};
-	char		nulls[2] = {' ', unit ? ' ' : 'n'};
-	bool		isnull;
+	bool		unit_known;
 
-	if (QsQueryRun(&QueueExistsQuery, args, nulls, true, 1) == 0)
+	if (!QsQueueKnowsUnit(queue, unit, &unit_known))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job queue \"%s\" does not exist", QsShortValue(queue))));
-	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	if (!unit_known)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("capacity unit \"%s\" is not known in job queue \"%s\"",

@@ -4,8 +4,10 @@
  *		The one way to quota_sched.job: every read and write of jobs by the
  *		extension's C code goes through these functions (job_event is
  *		written by the history trigger, job_history.c, on every change of
- *		state).  Jobs are read into a typed row, decoded by column name;
- *		each statement sits next to its saved plan (query.h).
+ *		state), those that join jobs with the configuration included (a
+ *		queue's known capacity units, the team of a job's share).  Jobs are
+ *		read into a typed row, decoded by column name; each statement sits
+ *		next to its saved plan (query.h).
  *
  * Callers are connected to SPI and run as the extension's owner; writers
  * have marked their writes as the system's (QsBeginSystemWrite) and hold
@@ -135,5 +137,9 @@ extern void QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids);
 extern Datum QsLockQueuesOfAgent(const char *agent);
 extern void QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 						   Interval *lease, Interval *stop_timeout, Datum queues);
+
+/* What the agents' and users' functions check their arguments against (job_store.c). */
+extern bool QsQueueKnowsUnit(const char *queue, const char *unit, bool *unit_known);
+extern char *QsJobShareTeam(int64 job_id);
 
 #endif							/* QS_JOB_STORE_H */
