@@ -6,7 +6,7 @@ CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_o
 OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config_cache.o src/job_columns.o src/jsonb_util.o \
 	src/job_submit.o src/job_update_guard.o src/job_history.o \
 	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
-	src/usage.o src/agent.o src/user.o src/stats.o src/launcher.o src/worker.o $(CORE)
+	src/usage.o src/agent_api.o src/user_api.o src/stats.o src/launcher.o src/worker.o $(CORE)
 DATA = sql/quota_sched--0.1.sql sql/quota_sched--0.1--0.2.sql
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -Isrc -Isrc/core

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * user.c
+ * user_api.c
  *		The users' functions (scheduling.md 7): terminate, explain and
  *		queue_snapshot.  terminate and explain act on a job of the caller's
  *		own or of a quota share whose submit_role the caller is a member of

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * agent.c
+ * agent_api.c
  *		The launcher agents' functions (scheduling.md 5.2): claim, heartbeat, report
  *		and release.  Each checks its arguments, takes the job queue's lock
  *		in shared mode (so it never interleaves with a pass), and writes as
