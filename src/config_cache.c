@@ -252,7 +252,7 @@ qs_config_changed(PG_FUNCTION_ARGS)
 	TriggerData *td = (TriggerData *) fcinfo->context;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "config_changed: not called as a trigger");
+		elog(ERROR, "quota_sched: config_changed: not called as a trigger");
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(td->tg_relation));
 	QsWakeWorkerAtCommit();
 	return PointerGetDatum(NULL);

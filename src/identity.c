@@ -60,7 +60,7 @@ QsExtensionOwner(void)
 		elog(ERROR, "quota_sched: table quota_sched.job is missing");
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
+		elog(ERROR, "quota_sched: cache lookup failed for relation %u", relid);
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;

@@ -353,7 +353,7 @@ FindSubmitTarget(const char *queue, const char *share, Oid owner,
 	{
 		QsBecomeOwner(owner, &saved);
 		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
+			elog(ERROR, "quota_sched: SPI_connect failed");
 		cached = QsLookupSubmitTarget(queue, share);
 		if (cached != NULL && !cached->share_found)
 			*other_queue = ShareOwningQueue(share, outer);

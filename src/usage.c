@@ -327,7 +327,7 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event) ||
 		TRIGGER_FIRED_BEFORE(td->tg_event))
-		elog(ERROR, "job_usage_flush: must be fired as an AFTER statement trigger");
+		elog(ERROR, "quota_sched: job_usage_flush: must be fired as an AFTER statement trigger");
 	truncate = TRIGGER_FIRED_BY_TRUNCATE(td->tg_event);
 	for (int i = 0; i < TallyCount && !any; i++)
 		any = Tally[i].level >= level;
