@@ -84,14 +84,12 @@ extern bool QsQueueHasRunnable(const char *queue);
 
 #define QS_STREAM_BATCHES 4
 extern int	QsStreamBatchSize(int batch);
-extern QsJobRows QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
-									 const QsJob *after, int32 below, int batch);
+extern QsJobRows QsReadStreamBatch(bool held, const char *queue, const char *share,
+								   const char *unit, const QsJob *after, int64 below, int batch);
 extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 							   const QsJob *after, int32 below);
 extern QsJobRows QsReadRunnableHeads(const char *queue, const char *const *shares,
 									 const char *const *units, int n, int *per_pair);
-extern QsJobRows QsReadHeldBatch(const char *queue, const char *share, const char *unit,
-								 const QsJob *after, int64 below, int batch);
 extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
 										const char *unit, int32 at_most, int max);
 

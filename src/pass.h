@@ -22,9 +22,9 @@
 
 /*
  * A reader of the jobs of one share and unit, in batches of growing size,
- * read as the policy asks: its RUNNABLE jobs in share order
- * (QsReadRunnableBatch, below a size bound), or its held jobs with no stop
- * pending in victim order (QsReadHeldBatch, below a priority bound).
+ * read as the policy asks (QsReadStreamBatch): its RUNNABLE jobs in share
+ * order, below a size bound, or its held jobs with no stop pending in
+ * victim order, below a priority bound.
  */
 typedef struct QsJobReader
 {

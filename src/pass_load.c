@@ -328,10 +328,7 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 	const char *uname = qs->in.units[unit].name;
 	QsJobRows	rows;
 
-	if (r->held)
-		rows = QsReadHeldBatch(qs->queue, sname, uname, after, below, r->batch);
-	else
-		rows = QsReadRunnableBatch(qs->queue, sname, uname, after, (int32) below, r->batch);
+	rows = QsReadStreamBatch(r->held, qs->queue, sname, uname, after, below, r->batch);
 	MemoryContextSwitchTo(old);
 	if (r->cap < limit)
 	{
