@@ -77,7 +77,12 @@ corecheck:
 	if [ -n "$$bad" ]; then echo "$$bad"; echo "corecheck: the policy core must not include PostgreSQL headers" >&2; exit 1; fi; \
 	echo "ok 1 - src/core includes only C and core headers"
 
-unitcheck: corecheck test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
+# The source rules of the C code (functions of at most 60 lines, postgres.h
+# first in each file of the shell and in no header): test/style_check.sh.
+stylecheck:
+	@bash test/style_check.sh
+
+unitcheck: corecheck stylecheck test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
@@ -86,4 +91,4 @@ unitcheck: corecheck test/unit/test_policy.bin test/unit/test_preempt.bin test/u
 	done
 
 installcheck: unitcheck
-.PHONY: unitcheck corecheck
+.PHONY: unitcheck corecheck stylecheck
