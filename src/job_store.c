@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "job_store.h"
+#include "policy.h"
 #include "query.h"
 #include "queue_lock.h"
 #include "quota_sched.h"

@@ -22,8 +22,6 @@
 #include "identity.h"
 #include "job_columns.h"
 #include "launcher.h"
-#include "pass.h"
-#include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_update);
 PG_FUNCTION_INFO_V1(qs_job_lock_queues);

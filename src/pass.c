@@ -19,10 +19,11 @@
 #include "utils/timestamp.h"
 
 #include "identity.h"
+#include "job_store.h"
 #include "pass.h"
+#include "policy.h"
 #include "query.h"
 #include "queue_lock.h"
-#include "quota_sched.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(qs_run_pass);

@@ -24,7 +24,9 @@
 #include "utils/timestamp.h"
 
 #include "identity.h"
+#include "job_store.h"
 #include "pass.h"
+#include "policy.h"
 #include "query.h"
 #include "quota_sched.h"
 

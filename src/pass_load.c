@@ -27,10 +27,11 @@
 #include "utils/timestamp.h"
 
 #include "checks.h"
+#include "job_store.h"
 #include "jsonb_util.h"
 #include "pass.h"
+#include "policy.h"
 #include "query.h"
-#include "quota_sched.h"
 #include "usage.h"
 
 

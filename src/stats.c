@@ -35,7 +35,6 @@
 #include "utils/timestamp.h"
 
 #include "launcher.h"
-#include "quota_sched.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(qs_pass_stats);

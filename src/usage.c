@@ -40,7 +40,6 @@
 #include "job_columns.h"
 #include "policy.h"
 #include "query.h"
-#include "quota_sched.h"
 #include "usage.h"
 
 PG_FUNCTION_INFO_V1(qs_job_usage);

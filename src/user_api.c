@@ -26,6 +26,7 @@
 #include "identity.h"
 #include "job_store.h"
 #include "pass.h"
+#include "policy.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_terminate);
