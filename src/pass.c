@@ -21,6 +21,8 @@
 #include "identity.h"
 #include "job_store.h"
 #include "pass.h"
+#include "pass_apply.h"
+#include "pass_load.h"
 #include "policy.h"
 #include "query.h"
 #include "queue_lock.h"

@@ -29,7 +29,7 @@
 #include "checks.h"
 #include "job_store.h"
 #include "jsonb_util.h"
-#include "pass.h"
+#include "pass_load.h"
 #include "policy.h"
 #include "query.h"
 #include "usage.h"
