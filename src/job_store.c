@@ -4,7 +4,8 @@
  *		The job store (job_store.h): the typed job row, decoded by column
  *		name, the reads and writes of single jobs and of an agent's jobs,
  *		and the checks of the agents' and users' arguments that read jobs.
- *		The pass's set-based reads and writes are in job_store_pass.c.
+ *		The pass's set-based reads and writes, and the end of an attempt,
+ *		are in job_store_pass.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -284,27 +285,6 @@ QsReadJobPosition(int64 job_id, QsJobRow *row, int64 *position_in_share)
 																 "position"),
 													 &isnull));
 	return DecodeFirst(row, CurrentMemoryContext);
-}
-
-/*
- * QsEndAttempt ends a held job's attempt as the pass does: back to RUNNABLE
- * or to FAILED, with the counter and the reason given.
- */
-void
-QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reason)
-{
-	QsDecision	d;
-	QsOutput	out;
-
-	memset(&d, 0, sizeof(d));
-	memset(&out, 0, sizeof(out));
-	d.action = action;
-	d.job_id = job_id;
-	d.counter = counter;
-	d.reason = reason;
-	out.ndecisions = 1;
-	out.decisions = &d;
-	QsWriteEnds(&out, GetCurrentTransactionStartTimestamp());
 }
 
 /* What an agent or a user makes of one job (QsChangeJob); $2 is the reason. */

@@ -1,13 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * job_store_pass.c
- *		The job store's reads and writes for a pass (job_store.h): the held
- *		jobs due for time-based work or stopping for a promised job, promised
- *		and timed-out RUNNABLE jobs, the RUNNABLE jobs of a share and unit in
- *		batches along the share-order index, a share's held jobs in victim
- *		order when the pass looks for victims, and the
+ *		The job store's reads and writes for a pass (job_store_pass.h):
+ *		the held jobs due for time-based work or stopping for a promised
+ *		job, promised and timed-out RUNNABLE jobs, the RUNNABLE jobs of a
+ *		share and unit in batches along the share-order index, a share's
+ *		held jobs in victim order when the pass looks for victims, and the
  *		set-based writes of a pass's decisions, one statement per kind of
- *		change.  (job_event rows follow from the history trigger.)
+ *		change (the end of an attempt also for one job: QsEndAttempt).
+ *		(job_event rows follow from the history trigger.)
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "job_store.h"
+#include "job_store_pass.h"
 #include "policy.h"
 #include "query.h"
 
@@ -647,6 +649,28 @@ QsWriteEnds(const QsOutput *out, TimestampTz now)
 		QsArrayPush(&cols[END_REASON], CStringGetTextDatum(d->reason), false);
 	}
 	RunForJobs(&EndsQuery[QsJobHasAgentRole()], cols, END_COLS, now);
+}
+
+/*
+ * QsEndAttempt ends a held job's attempt as the pass does (QsWriteEnds):
+ * back to RUNNABLE or to FAILED, with the counter and the reason given.
+ * For an agent's report or release, and a user's terminate.
+ */
+void
+QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reason)
+{
+	QsDecision	d;
+	QsOutput	out;
+
+	memset(&d, 0, sizeof(d));
+	memset(&out, 0, sizeof(out));
+	d.action = action;
+	d.job_id = job_id;
+	d.counter = counter;
+	d.reason = reason;
+	out.ndecisions = 1;
+	out.decisions = &d;
+	QsWriteEnds(&out, GetCurrentTransactionStartTimestamp());
 }
 
 static QsQuery DispatchesQuery = {

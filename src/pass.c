@@ -19,7 +19,7 @@
 #include "utils/timestamp.h"
 
 #include "identity.h"
-#include "job_store.h"
+#include "job_store_pass.h"
 #include "pass.h"
 #include "pass_apply.h"
 #include "pass_load.h"

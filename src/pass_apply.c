@@ -24,7 +24,7 @@
 #include "utils/timestamp.h"
 
 #include "identity.h"
-#include "job_store.h"
+#include "job_store_pass.h"
 #include "pass_apply.h"
 #include "pass_load.h"
 #include "policy.h"

@@ -27,7 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "checks.h"
-#include "job_store.h"
+#include "job_store_pass.h"
 #include "jsonb_util.h"
 #include "pass_load.h"
 #include "policy.h"

@@ -25,6 +25,7 @@
 #include "checks.h"
 #include "identity.h"
 #include "job_store.h"
+#include "job_store_pass.h"
 #include "pass_load.h"
 #include "policy.h"
 #include "quota_sched.h"

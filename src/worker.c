@@ -34,7 +34,7 @@
 
 #include "config_cache.h"
 #include "identity.h"
-#include "job_store.h"
+#include "job_store_pass.h"
 #include "launcher.h"
 #include "pass.h"
 #include "query.h"
