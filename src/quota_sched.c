@@ -2,7 +2,9 @@
  *
  * quota_sched.c
  *		Module entry point: the settings (scheduling.md 6), the transaction
- *		callbacks, and the registration of the background worker.
+ *		callbacks, and, when the library is preloaded, the registration of
+ *		the background worker's launcher and of the activity counters'
+ *		shared memory.
  *
  *-------------------------------------------------------------------------
  */
