@@ -3,10 +3,12 @@
 EXTENSION = quota_sched
 MODULE_big = quota_sched
 CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_order.o
-OBJS = src/quota_sched.o src/checks.o src/config_cache.o src/job_columns.o src/jsonb_util.o \
+OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config_cache.o \
+	src/job_columns.o src/jsonb_util.o \
 	src/job_submit.o src/job_update_guard.o src/job_history.o \
 	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
-	src/usage.o src/agent.o src/user.o src/stats.o src/worker.o $(CORE)
+	src/usage.o src/agent_api.o src/user_api.o src/stats.o src/launcher.o src/worker.o $(CORE)
+
 # The SQL of the current version has one home per object, in sql/src (by
 # area); the build makes of it the install script and the update from the
 # version before.  A fresh install runs the one script; the released
@@ -101,7 +103,13 @@ corecheck:
 	if [ -n "$$bad" ]; then echo "$$bad"; echo "corecheck: the policy core must not include PostgreSQL headers" >&2; exit 1; fi; \
 	echo "ok 1 - src/core includes only C and core headers"
 
-unitcheck: corecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.bin test/unit/sim.bin
+# The source rules of the C code (functions of at most 60 lines, postgres.h
+# first in each file of the shell and in no header): test/style_check.sh.
+stylecheck:
+	@bash test/style_check.sh
+
+unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.bin \
+		test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
@@ -110,7 +118,7 @@ unitcheck: corecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.b
 	done
 
 installcheck: unitcheck
-.PHONY: unitcheck corecheck doccheck
+.PHONY: unitcheck corecheck stylecheck doccheck
 
 # The links between the docs (README.md, doc/) resolve.
 doccheck:

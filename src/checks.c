@@ -19,7 +19,15 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "quota_sched.h"
+
+/*
+ * REFUSE raises check_violation with a message (errmsg) that names the
+ * object and the offending value, and a detail that says what is valid.
+ */
+#define REFUSE(message, detail) \
+	ereport(ERROR, (errcode(ERRCODE_CHECK_VIOLATION), message, errdetail("%s", (detail))))
 
 PG_FUNCTION_INFO_V1(qs_check_name);
 PG_FUNCTION_INFO_V1(qs_check_capacity_map);
@@ -27,11 +35,9 @@ PG_FUNCTION_INFO_V1(qs_check_state);
 PG_FUNCTION_INFO_V1(qs_check_strategy);
 PG_FUNCTION_INFO_V1(qs_check_runnable_timeout);
 
-#define QS_MAX_NAME_LEN 128
-
 /*
  * QsValidName tells whether a name of an environment, queue, share or job
- * has 1 to 128 characters of [A-Za-z0-9_-].
+ * has 1 to QS_MAX_NAME_LEN characters of [A-Za-z0-9_-].
  */
 bool
 QsValidName(const char *name, int len)
@@ -50,8 +56,8 @@ QsValidName(const char *name, int len)
 }
 
 /*
- * QsValidUnitName tells whether a capacity unit has 1 to 128 characters of
- * [A-Za-z0-9._-] (instance types such as ml.g5.xlarge).
+ * QsValidUnitName tells whether a capacity unit has 1 to QS_MAX_NAME_LEN
+ * characters of [A-Za-z0-9._-] (instance types such as ml.g5.xlarge).
  */
 bool
 QsValidUnitName(const char *name, int len)
@@ -73,10 +79,8 @@ void
 QsCheckName(text *value, const char *what)
 {
 	if (!QsValidName(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value)))
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid %s name \"%s\"", what, QsShortValue(text_to_cstring(value))),
-				 errdetail("Names are 1 to 128 characters of A-Z, a-z, 0-9, \"_\" and \"-\".")));
+		REFUSE(errmsg("invalid %s name \"%s\"", what, QsShortValue(text_to_cstring(value))),
+			   "Names are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \"_\" and \"-\".");
 }
 
 /*
@@ -131,11 +135,9 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 	char	   *unit = NULL;
 
 	if (!JB_ROOT_IS_OBJECT(map) || JB_ROOT_IS_SCALAR(map))
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid capacity map of %s: %s is not a JSON object",
-						what, JsonbToCString(NULL, &map->root, VARSIZE(map))),
-				 errdetail("A capacity map maps capacity units to instance counts, such as {\"ml.g5.xlarge\": 3}.")));
+		REFUSE(errmsg("invalid capacity map of %s: %s is not a JSON object",
+					  what, JsonbToCString(NULL, &map->root, VARSIZE(map))),
+			   "A capacity map maps capacity units to instance counts, such as {\"ml.g5.xlarge\": 3}.");
 
 	it = JsonbIteratorInit(&map->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -144,11 +146,8 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 		{
 			unit = pnstrdup(v.val.string.val, v.val.string.len);
 			if (!QsValidUnitName(v.val.string.val, v.val.string.len))
-				ereport(ERROR,
-						(errcode(ERRCODE_CHECK_VIOLATION),
-						 errmsg("invalid capacity unit \"%s\" in the capacity map of %s",
-								unit, what),
-						 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
+				REFUSE(errmsg("invalid capacity unit \"%s\" in the capacity map of %s", unit, what),
+					   "Capacity units are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".");
 		}
 		else if (tok == WJB_VALUE)
 		{
@@ -159,11 +158,9 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 
 				*copy = v;
 				jb = JsonbValueToJsonb(copy);
-				ereport(ERROR,
-						(errcode(ERRCODE_CHECK_VIOLATION),
-						 errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
-								JsonbToCString(NULL, &jb->root, VARSIZE(jb)), unit, what),
-						 errdetail("A capacity is an integral JSON number from 0 to 2147483647.")));
+				REFUSE(errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
+							  JsonbToCString(NULL, &jb->root, VARSIZE(jb)), unit, what),
+					   "A capacity is an integral JSON number from 0 to 2147483647.");
 			}
 		}
 	}
@@ -180,12 +177,36 @@ qs_check_state(PG_FUNCTION_ARGS)
 	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
 	if (strcmp(state, "ENABLED") != 0 && strcmp(state, "DISABLED") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid state \"%s\" of %s", state,
-						text_to_cstring(PG_GETARG_TEXT_PP(1))),
-				 errdetail("The state is ENABLED or DISABLED.")));
+		REFUSE(errmsg("invalid state \"%s\" of %s", state,
+					  text_to_cstring(PG_GETARG_TEXT_PP(1))),
+			   "The state is ENABLED or DISABLED.");
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * The arguments of the CHECK of a share's strategy and one of its limits:
+ * (strategy text, limit int, what text).
+ */
+typedef struct ShareLimit
+{
+	const char *strategy;
+	int32		limit;
+	const char *what;
+} ShareLimit;
+
+/*
+ * ShareLimitArgs returns the arguments of qs_check_strategy and
+ * qs_check_lend_limit.
+ */
+static ShareLimit
+ShareLimitArgs(FunctionCallInfo fcinfo)
+{
+	ShareLimit	arg;
+
+	arg.strategy = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	arg.limit = PG_GETARG_INT32(1);
+	arg.what = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	return arg;
 }
 
 /*
@@ -196,27 +217,19 @@ qs_check_state(PG_FUNCTION_ARGS)
 Datum
 qs_check_strategy(PG_FUNCTION_ARGS)
 {
-	char	   *strategy = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int32		borrow_limit = PG_GETARG_INT32(1);
-	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	bool		borrows = strcmp(strategy, "LEND_AND_BORROW") == 0;
+	ShareLimit	arg = ShareLimitArgs(fcinfo);
+	bool		borrows = strcmp(arg.strategy, "LEND_AND_BORROW") == 0;
 
-	if (!borrows && strcmp(strategy, "RESERVE") != 0 && strcmp(strategy, "LEND") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid strategy \"%s\" of %s", strategy, what),
-				 errdetail("The strategy is RESERVE, LEND or LEND_AND_BORROW.")));
-	if (borrow_limit < -1)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid borrow_limit %d of %s", borrow_limit, what),
-				 errdetail("borrow_limit is a percentage from 0 up, or -1 for unlimited.")));
-	if (!borrows && borrow_limit != -1)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("borrow_limit %d of %s needs strategy LEND_AND_BORROW, not %s",
-						borrow_limit, what, strategy),
-				 errdetail("Only a LEND_AND_BORROW share borrows; leave borrow_limit at -1.")));
+	if (!borrows && strcmp(arg.strategy, "RESERVE") != 0 && strcmp(arg.strategy, "LEND") != 0)
+		REFUSE(errmsg("invalid strategy \"%s\" of %s", arg.strategy, arg.what),
+			   "The strategy is RESERVE, LEND or LEND_AND_BORROW.");
+	if (arg.limit < -1)
+		REFUSE(errmsg("invalid borrow_limit %d of %s", arg.limit, arg.what),
+			   "borrow_limit is a percentage from 0 up, or -1 for unlimited.");
+	if (!borrows && arg.limit != -1)
+		REFUSE(errmsg("borrow_limit %d of %s needs strategy LEND_AND_BORROW, not %s",
+					  arg.limit, arg.what, arg.strategy),
+			   "Only a LEND_AND_BORROW share borrows; leave borrow_limit at -1.");
 	PG_RETURN_BOOL(true);
 }
 
@@ -245,17 +258,28 @@ QsCheckInterval(Datum value, int sqlerrcode, const char *name, const char *of,
 }
 
 /*
+ * CheckIntervalColumn is the CHECK of an interval column, the column
+ * given: (value interval, what text), positive and bounded when set
+ * (QsCheckInterval).
+ */
+static Datum
+CheckIntervalColumn(FunctionCallInfo fcinfo, const char *column)
+{
+	QsCheckInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, column,
+					text_to_cstring(PG_GETARG_TEXT_PP(1)),
+					psprintf("%s is a positive interval of at most %d days, or null for none.",
+							 column, QS_MAX_INTERVAL_DAYS));
+	PG_RETURN_BOOL(true);
+}
+
+/*
  * qs_check_runnable_timeout(value interval, what text) is the CHECK of a
  * queue's runnable_timeout: positive and bounded when set (QsCheckInterval).
  */
 Datum
 qs_check_runnable_timeout(PG_FUNCTION_ARGS)
 {
-	QsCheckInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "runnable_timeout",
-					text_to_cstring(PG_GETARG_TEXT_PP(1)),
-					"runnable_timeout is a positive interval of at most "
-					CppAsString2(QS_MAX_INTERVAL_DAYS) " days, or null for none.");
-	PG_RETURN_BOOL(true);
+	return CheckIntervalColumn(fcinfo, "runnable_timeout");
 }
 
 PG_FUNCTION_INFO_V1(qs_check_choice);
@@ -319,12 +343,9 @@ qs_check_choice(PG_FUNCTION_ARGS)
 		for (int w = 0; Choices[i].words[w] != NULL; w++)
 			if (strcmp(Choices[i].words[w], value) == 0)
 				PG_RETURN_BOOL(true);
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid %s \"%s\" of %s", column, QsShortValue(value),
-						text_to_cstring(PG_GETARG_TEXT_PP(2))),
-				 errdetail("%s is %s or %s.", column, Choices[i].words[0],
-						   Choices[i].words[1])));
+		REFUSE(errmsg("invalid %s \"%s\" of %s", column, QsShortValue(value),
+					  text_to_cstring(PG_GETARG_TEXT_PP(2))),
+			   psprintf("%s is %s or %s.", column, Choices[i].words[0], Choices[i].words[1]));
 	}
 	elog(ERROR, "quota_sched: check_choice of unknown column \"%s\"", column);
 	PG_RETURN_BOOL(false);
@@ -338,21 +359,15 @@ qs_check_choice(PG_FUNCTION_ARGS)
 Datum
 qs_check_lend_limit(PG_FUNCTION_ARGS)
 {
-	char	   *strategy = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int32		lend_limit = PG_GETARG_INT32(1);
-	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	ShareLimit	arg = ShareLimitArgs(fcinfo);
 
-	if (lend_limit < -1 || lend_limit > 100)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid lend_limit %d of %s", lend_limit, what),
-				 errdetail("lend_limit is a percentage of the share's own capacity from 0 to 100, "
-						   "or -1 to lend all of it.")));
-	if (lend_limit != -1 && strcmp(strategy, "RESERVE") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("lend_limit %d of %s: a RESERVE share lends nothing", lend_limit, what),
-				 errdetail("Only LEND and LEND_AND_BORROW shares may set a lend_limit other than -1.")));
+	if (arg.limit < -1 || arg.limit > 100)
+		REFUSE(errmsg("invalid lend_limit %d of %s", arg.limit, arg.what),
+			   "lend_limit is a percentage of the share's own capacity from 0 to 100, "
+			   "or -1 to lend all of it.");
+	if (arg.limit != -1 && strcmp(arg.strategy, "RESERVE") == 0)
+		REFUSE(errmsg("lend_limit %d of %s: a RESERVE share lends nothing", arg.limit, arg.what),
+			   "Only LEND and LEND_AND_BORROW shares may set a lend_limit other than -1.");
 	PG_RETURN_BOOL(true);
 }
 
@@ -363,11 +378,7 @@ qs_check_lend_limit(PG_FUNCTION_ARGS)
 Datum
 qs_check_min_runtime(PG_FUNCTION_ARGS)
 {
-	QsCheckInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "min_runtime",
-					text_to_cstring(PG_GETARG_TEXT_PP(1)),
-					"min_runtime is a positive interval of at most "
-					CppAsString2(QS_MAX_INTERVAL_DAYS) " days, or null for none.");
-	PG_RETURN_BOOL(true);
+	return CheckIntervalColumn(fcinfo, "min_runtime");
 }
 
 /*
@@ -397,9 +408,7 @@ qs_check_weight(PG_FUNCTION_ARGS)
 	int32		weight = PG_GETARG_INT32(0);
 
 	if (weight < 1 || weight > QS_MAX_WEIGHT)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("invalid weight %d of %s", weight, text_to_cstring(PG_GETARG_TEXT_PP(1))),
-				 errdetail("weight is an integer from 1 to " CppAsString2(QS_MAX_WEIGHT) ".")));
+		REFUSE(errmsg("invalid weight %d of %s", weight, text_to_cstring(PG_GETARG_TEXT_PP(1))),
+			   "weight is an integer from 1 to " CppAsString2(QS_MAX_WEIGHT) ".");
 	PG_RETURN_BOOL(true);
 }

@@ -26,11 +26,14 @@
 #include "utils/memutils.h"
 
 #include "config_cache.h"
+#include "launcher.h"
+#include "query.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_config_changed);
 
-#define QS_NAME_BUF 130
+/* room for a valid name and its terminator (longer ones are not cached) */
+#define QS_NAME_BUF (QS_MAX_NAME_LEN + 1)
 
 typedef struct SubmitTargetKey
 {
@@ -49,7 +52,6 @@ static HTAB *targets = NULL;
 /* How many invalidations of the configuration this backend has seen. */
 static uint64 config_generation = 0;
 static MemoryContext cache_cxt = NULL;
-static SPIPlanPtr target_plan = NULL;
 
 /*
  * ConfigInvalidate empties the cache, and counts a new configuration
@@ -120,6 +122,19 @@ QsRememberConfigTables(void)
 	config_relids[2] = get_relname_relid("quota_share", nsp);
 }
 
+/* The configuration a submission to (queue $1, share $2) is checked against. */
+static QsQuery SubmitTargetQuery = {
+	"SELECT q.state = 'ENABLED', s.name IS NOT NULL,"
+	"       s.state = 'ENABLED', s.submit_role, e.capacity_limits"
+	"  FROM quota_sched.job_queue q"
+	"  JOIN quota_sched.service_environment e"
+	"    ON e.name = q.service_environment"
+	"  LEFT JOIN quota_sched.quota_share s"
+	"    ON s.job_queue = q.name AND s.name = $2"
+	" WHERE q.name = $1",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+};
+
 /*
  * LoadTarget reads the configuration of (queue, share) with SPI into
  * memory of the cache.  Returns false when the queue does not exist.
@@ -134,27 +149,7 @@ LoadTarget(const char *queue, const char *share, QsSubmitTarget *target)
 	MemoryContext old;
 	char	   *role;
 
-	if (target_plan == NULL)
-	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		SPIPlanPtr	plan;
-
-		plan = SPI_prepare("SELECT q.state = 'ENABLED', s.name IS NOT NULL,"
-						   "       s.state = 'ENABLED', s.submit_role, e.capacity_limits"
-						   "  FROM quota_sched.job_queue q"
-						   "  JOIN quota_sched.service_environment e"
-						   "    ON e.name = q.service_environment"
-						   "  LEFT JOIN quota_sched.quota_share s"
-						   "    ON s.job_queue = q.name AND s.name = $2"
-						   " WHERE q.name = $1", 2, types);
-		if (plan == NULL || SPI_keepplan(plan) != 0)
-			elog(ERROR, "quota_sched: could not prepare the submit check: %s",
-				 SPI_result_code_string(SPI_result));
-		target_plan = plan;
-	}
-	if (SPI_execute_plan(target_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "quota_sched: could not read the configuration of a job queue");
-	if (SPI_processed == 0)
+	if (QsQueryRun(&SubmitTargetQuery, args, NULL, true, 1) == 0)
 		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
@@ -257,7 +252,7 @@ qs_config_changed(PG_FUNCTION_ARGS)
 	TriggerData *td = (TriggerData *) fcinfo->context;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "config_changed: not called as a trigger");
+		elog(ERROR, "quota_sched: config_changed: not called as a trigger");
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(td->tg_relation));
 	QsWakeWorkerAtCommit();
 	return PointerGetDatum(NULL);

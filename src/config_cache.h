@@ -9,8 +9,6 @@
 #ifndef QS_CONFIG_CACHE_H
 #define QS_CONFIG_CACHE_H
 
-#include "postgres.h"
-
 #include "utils/jsonb.h"
 
 typedef struct QsSubmitTarget

@@ -76,7 +76,7 @@ CheckJobTrigger(FunctionCallInfo fcinfo, const char *fn, bool before)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
 		TRIGGER_FIRED_BEFORE(td->tg_event) != before)
-		elog(ERROR, "%s: must be fired as a row trigger on quota_sched.job", fn);
+		elog(ERROR, "quota_sched: %s: must be fired as a row trigger on quota_sched.job", fn);
 	return td;
 }
 

@@ -53,7 +53,9 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "identity.h"
 #include "job_columns.h"
+#include "launcher.h"
 #include "policy.h"
 #include "quota_sched.h"
 
@@ -321,6 +323,32 @@ EventInsert(EventRow *ev)
 }
 
 /*
+ * WriteStateEvent appends the STATE event of a job submitted (old NULL) or
+ * whose state changed (old_state to state), and wakes the worker at commit
+ * if the job now asks for capacity or has ended (WakesWorker).
+ */
+static void
+WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
+				const char *actor, const char *state, const char *old_state)
+{
+	if (WakesWorker(state))
+		QsWakeWorkerAtCommit();
+	WriteEvent(ev, "STATE", job, old, jdesc, actor);
+	if (old != NULL)
+		EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
+	if (old != NULL && !IsHeldState(old_state) && IsHeldState(state))
+		EventSet(ev, EF_WAITED, Waited(old, jdesc), false);
+	if (old != NULL && IsHeldState(old_state) && !IsHeldState(state))
+	{
+		EventSet(ev, EF_EXIT_CODE, Int32GetDatum(QsWrite.exit_code),
+				 !QsWrite.has_exit_code);
+		if (JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
+			EventCopy(ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
+	}
+	EventInsert(ev);
+}
+
+/*
  * qs_job_history appends the job_event rows of an INSERT or an UPDATE of a
  * job (AFTER, for each row; the UPDATE trigger fires only when one of the
  * columns below changed).  This is the only place history is written, so
@@ -359,23 +387,7 @@ qs_job_history(PG_FUNCTION_ARGS)
 		actor = GetUserNameFromId(GetUserId(), false);
 	EventOpen(&ev);
 	if (old == NULL || strcmp(state, old_state) != 0)
-	{
-		if (WakesWorker(state))
-			QsWakeWorkerAtCommit();
-		WriteEvent(&ev, "STATE", job, old, jdesc, actor);
-		if (old != NULL)
-			EventCopy(&ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
-		if (old != NULL && !IsHeldState(old_state) && IsHeldState(state))
-			EventSet(&ev, EF_WAITED, Waited(old, jdesc), false);
-		if (old != NULL && IsHeldState(old_state) && !IsHeldState(state))
-		{
-			EventSet(&ev, EF_EXIT_CODE, Int32GetDatum(QsWrite.exit_code),
-					 !QsWrite.has_exit_code);
-			if (JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
-				EventCopy(&ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
-		}
-		EventInsert(&ev);
-	}
+		WriteStateEvent(&ev, job, old, jdesc, actor, state, old_state);
 	if (old == NULL)
 	{
 		table_close(ev.rel, NoLock);

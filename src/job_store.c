@@ -2,9 +2,10 @@
  *
  * job_store.c
  *		The job store (job_store.h): the typed job row, decoded by column
- *		name, and the reads and writes of single jobs and of an agent's
- *		jobs.  The pass's set-based reads and writes are in
- *		job_store_pass.c.
+ *		name, the reads and writes of single jobs and of an agent's jobs,
+ *		and the checks of the agents' and users' arguments that read jobs.
+ *		The pass's set-based reads and writes, and the end of an attempt,
+ *		are in job_store_pass.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,7 +21,9 @@
 #include "utils/timestamp.h"
 
 #include "job_store.h"
+#include "policy.h"
 #include "query.h"
+#include "queue_lock.h"
 #include "quota_sched.h"
 
 /* The fields of QsJobRow, by the name of the column they come from. */
@@ -282,27 +285,6 @@ QsReadJobPosition(int64 job_id, QsJobRow *row, int64 *position_in_share)
 																 "position"),
 													 &isnull));
 	return DecodeFirst(row, CurrentMemoryContext);
-}
-
-/*
- * QsEndAttempt ends a held job's attempt as the pass does: back to RUNNABLE
- * or to FAILED, with the counter and the reason given.
- */
-void
-QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reason)
-{
-	QsDecision	d;
-	QsOutput	out;
-
-	memset(&d, 0, sizeof(d));
-	memset(&out, 0, sizeof(out));
-	d.action = action;
-	d.job_id = job_id;
-	d.counter = counter;
-	d.reason = reason;
-	out.ndecisions = 1;
-	out.decisions = &d;
-	QsWriteEnds(&out, GetCurrentTransactionStartTimestamp());
 }
 
 /* What an agent or a user makes of one job (QsChangeJob); $2 is the reason. */
@@ -587,4 +569,63 @@ QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+}
+
+/* whether the queue exists; then whether the unit (if any) is known there */
+static QsQuery QueueKnowsUnitQuery = {
+	"SELECT $2::text IS NULL OR e.capacity_limits ? $2"
+	"       OR EXISTS (SELECT 1 FROM quota_sched.quota_share s"
+	"                   WHERE s.job_queue = q.name AND s.capacity_limits ? $2)"
+	"       OR EXISTS (SELECT 1 FROM quota_sched.job j"
+	"                   WHERE j.job_queue = q.name AND j.capacity_unit = $2"
+	"                     AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))"
+	"  FROM quota_sched.job_queue q"
+	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
+	" WHERE q.name = $1",
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsQueueKnowsUnit tells whether a job queue exists and, if so, in
+ * *unit_known whether a capacity unit (NULL: none, which is known) is
+ * known there: in the capacity map of its environment or of one of its
+ * shares, or held by one of its jobs (claim()'s check of its arguments).
+ */
+bool
+QsQueueKnowsUnit(const char *queue, const char *unit, bool *unit_known)
+{
+	Datum		args[2] = {CStringGetTextDatum(queue), unit ? CStringGetTextDatum(unit) : (Datum) 0};
+	char		nulls[2] = {' ', unit ? ' ' : 'n'};
+	bool		isnull;
+
+	if (QsQueryRun(&QueueKnowsUnitQuery, args, nulls, true, 1) == 0)
+		return false;
+	*unit_known = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											 &isnull));
+	return true;
+}
+
+/*
+ * The submit_role of a job's share: its members are the share's team.  (A
+ * job's share never changes.)
+ */
+static QsQuery ShareTeamQuery = {
+	"SELECT s.submit_role FROM quota_sched.job j"
+	"  JOIN quota_sched.quota_share s ON s.job_queue = j.job_queue AND s.name = j.quota_share"
+	" WHERE j.id = $1",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsJobShareTeam returns the submit_role of a job's share, in the caller's
+ * memory; NULL when the job does not exist or its share has none.
+ */
+char *
+QsJobShareTeam(int64 job_id)
+{
+	Datum		arg = Int64GetDatum(job_id);
+
+	if (QsQueryRun(&ShareTeamQuery, &arg, NULL, true, 1) == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }

@@ -2,10 +2,14 @@
  *
  * job_store.h
  *		The one way to quota_sched.job: every read and write of jobs by the
- *		extension's C code goes through these functions (job_event is
- *		written by the history trigger, job_history.c, on every change of
- *		state).  Jobs are read into a typed row, decoded by column name;
- *		each statement sits next to its saved plan (query.h).
+ *		extension's C code goes through these functions and those of a pass
+ *		(job_store_pass.h); job_event is written by the history trigger,
+ *		job_history.c, on every change of state.  The reads that join jobs
+ *		with the configuration are here too (a queue's known capacity
+ *		units, the team of a job's share).  Jobs are read into a typed row,
+ *		decoded by column name; each statement sits next to its saved plan
+ *		(query.h).  This header: the typed row and its decoder, single jobs
+ *		and the agents' set operations (job_store.c).
  *
  * Callers are connected to SPI and run as the extension's owner; writers
  * have marked their writes as the system's (QsBeginSystemWrite) and hold
@@ -15,8 +19,6 @@
  */
 #ifndef QS_JOB_STORE_H
 #define QS_JOB_STORE_H
-
-#include "postgres.h"
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
@@ -59,68 +61,10 @@ typedef struct QsJobDecoder
 extern void QsJobDecoderInit(QsJobDecoder *decoder, TupleDesc desc);
 extern void QsJobDecode(const QsJobDecoder *decoder, HeapTuple tuple, QsJobRow *row);
 
-/* A batch of jobs read, in the memory of the caller's context. */
-typedef struct QsJobRows
-{
-	int			n;
-	QsJobRow   *rows;
-} QsJobRows;
-
-/* What a pass reads (job_store_pass.c). */
-typedef enum QsJobSet
-{
-	QS_DUE_JOBS,				/* held, lease expired or past the deadline */
-	QS_VICTIM_JOBS,				/* held, stopping for a promised job */
-	QS_PROMISED_JOBS,			/* RUNNABLE with a promise */
-	QS_EXPIRED_JOBS				/* RUNNABLE, past the runnable timeout */
-} QsJobSet;
-
-/* At most this many held jobs of each kind are due in one pass. */
-#define QS_DUE_JOBS_MAX 1000
-
-extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout);
-extern List *QsReadRunnablePairs(const char *queue);
-extern bool QsQueueHasRunnable(const char *queue);
-
-#define QS_STREAM_BATCHES 4
-extern int	QsStreamBatchSize(int batch);
-extern QsJobRows QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
-									 const QsJob *after, int32 below, int batch);
-extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
-							   const QsJob *after, int32 below);
-extern QsJobRows QsReadRunnableHeads(const char *queue, const char *const *shares,
-									 const char *const *units, int n, int *per_pair);
-extern QsJobRows QsReadHeldBatch(const char *queue, const char *share, const char *unit,
-								 const QsJob *after, int64 below, int batch);
-extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
-										const char *unit, int32 at_most, int max);
-
-/* What a pass writes (job_store_pass.c). */
-extern void QsSetPassReads(Snapshot snapshot, bool lock_rows);
-extern int	QsLockJobs(Datum ids, int64 *locked_out, int max);
-extern void QsWriteStops(const QsOutput *out, TimestampTz now);
-extern void QsWriteEnds(const QsOutput *out, TimestampTz now);
-extern void QsWriteDispatches(const QsOutput *out, TimestampTz now);
-extern void QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now);
-
-/* A limit of a share and unit, for misconfiguration (scheduling.md 3.7). */
-typedef struct QsMisfitLimit
-{
-	const char *quota_share;
-	const char *capacity_unit;
-	int64		env_max;
-	int64		quota_max;
-} QsMisfitLimit;
-
-extern void QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits,
-									int nlimits, TimestampTz now);
-
-/* Single jobs, and the agents' set operations (job_store.c). */
+/* Single jobs, and the agents' set operations. */
 extern bool QsJobHasAgentRole(void);
 extern bool QsLockJob(int64 job_id, QsJobRow *row);
 extern bool QsReadJobPosition(int64 job_id, QsJobRow *row, int64 *position_in_share);
-extern void QsEndAttempt(int64 job_id, QsAction action, QsCounter counter,
-						 const char *reason);
 typedef enum QsJobChange
 {
 	QS_CHANGE_RUNNING,			/* its agent reports RUNNING */
@@ -137,5 +81,9 @@ extern void QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids);
 extern Datum QsLockQueuesOfAgent(const char *agent);
 extern void QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 						   Interval *lease, Interval *stop_timeout, Datum queues);
+
+/* What the agents' and users' functions check their arguments against. */
+extern bool QsQueueKnowsUnit(const char *queue, const char *unit, bool *unit_known);
+extern char *QsJobShareTeam(int64 job_id);
 
 #endif							/* QS_JOB_STORE_H */

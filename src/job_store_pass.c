@@ -1,13 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * job_store_pass.c
- *		The job store's reads and writes for a pass (job_store.h): the held
- *		jobs due for time-based work or stopping for a promised job, promised
- *		and timed-out RUNNABLE jobs, the RUNNABLE jobs of a share and unit in
- *		batches along the share-order index, a share's held jobs in victim
- *		order when the pass looks for victims, and the
+ *		The job store's reads and writes for a pass (job_store_pass.h):
+ *		the held jobs due for time-based work or stopping for a promised
+ *		job, promised and timed-out RUNNABLE jobs, the RUNNABLE jobs of a
+ *		share and unit in batches along the share-order index, a share's
+ *		held jobs in victim order when the pass looks for victims, and the
  *		set-based writes of a pass's decisions, one statement per kind of
- *		change.  (job_event rows follow from the history trigger.)
+ *		change (the end of an attempt also for one job: QsEndAttempt).
+ *		(job_event rows follow from the history trigger.)
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +21,8 @@
 #include "utils/timestamp.h"
 
 #include "job_store.h"
+#include "job_store_pass.h"
+#include "policy.h"
 #include "query.h"
 
 /*
@@ -35,10 +38,16 @@ static bool read_locks = false;
 
 /* A statement as a pair (ReadJobs): [0] reads, [1] also locks. */
 #define QUERY_PAIR(QUERY, limit) {QUERY(limit, ""), QUERY(limit, LOCKING)}
-/* The pairs of a stream's batch sizes (QsStreamBatchSize) */
-#define BATCH_PAIRS(QUERY) { \
-	QUERY_PAIR(QUERY, 8), QUERY_PAIR(QUERY, 64), QUERY_PAIR(QUERY, 512), \
-	QUERY_PAIR(QUERY, 4096) }
+
+/*
+ * The statements of a stream of jobs read in batches (QsReadStreamBatch):
+ * [batch][plain, locking].
+ */
+typedef struct JobStream
+{
+	QsQuery		same[QS_STREAM_BATCHES][2];
+	QsQuery		rest[QS_STREAM_BATCHES][2];
+} JobStream;
 
 /*
  * QsSetPassReads sets how the reads of jobs of a pass run until it is
@@ -220,44 +229,70 @@ QsReadRunnablePairs(const char *queue)
 }
 
 /*
- * The RUNNABLE jobs of a share and unit after a position in share order,
- * with fewer instances than $4, in batches of growing size, in two
- * statements: those of the position's priority after it ($5 the priority,
- * ($6, $7) its queued_at and id), then, if the batch is not full, those of
- * lower priorities ($5 the priority, an int8 so that the start of the
- * order is INT32_MAX + 1).  Each is a range of the share-order index that
- * starts at the position: a single statement with
- * "priority <= $5 AND (priority < $5 OR (queued_at, id) > ($6, $7))" starts
- * at the position's priority and filters its rows up to the position, so
- * that reading on from the middle of a long backlog of one priority read
- * it again from its start.  Each batch size is a statement of its own with
- * a constant LIMIT, planned as an ordered walk of the share-order index
- * whatever the statistics say (QS_INDEX_WALK: a LIMIT above the rows the
- * generic plan expects would otherwise make a sort cheaper on paper): a
- * plan that sorted a share's whole backlog would make the cost of a pass
- * grow with it.  ("+ 0": a filter, so that the share-order index serves.)
+ * The jobs of one share and unit ($1-$3) that pass a filter with a bound
+ * ($4), read after a position in the stream's order in batches of growing
+ * size (QsReadStreamBatch), in two statements: those of the position's
+ * priority after it ($5 the priority, ($6, $7) the position's time and id:
+ * STREAM_SAME), then, if the batch is not full, those of the priorities
+ * after it ($5 the priority, an int8 so that the start of the order is
+ * beyond any priority: STREAM_REST).  Each is a range of an index that
+ * starts at the position: a single statement with "priority <= $5 AND
+ * (priority < $5 OR (queued_at, id) > ($6, $7))" starts at the position's
+ * priority and filters its rows up to the position, so that reading on
+ * from the middle of a long backlog of one priority read it again from its
+ * start.  Each batch size is a statement of its own with a constant LIMIT,
+ * planned as an ordered walk of the index whatever the statistics say
+ * (QS_INDEX_WALK: a LIMIT above the rows the generic plan expects would
+ * otherwise make a sort cheaper on paper): a plan that sorted a share's
+ * whole backlog would make the cost of a pass grow with it.
  */
-#define RUNNABLE_SAME_QUERY(limit, lock) { \
+#define STREAM_SELECT(filter) \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
-	" WHERE job_queue = $1 AND quota_share = $2" \
-	"   AND capacity_unit = $3 AND state = 'RUNNABLE'" \
-	"   AND instance_count + 0 < $4 AND priority = $5" \
-	"   AND (queued_at, id) > ($6, $7)" \
-	" ORDER BY queued_at, id LIMIT " #limit lock, \
-	7, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
+	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3 AND " filter
+#define STREAM_SAME(limit, lock, filter, bound_type, after, order, rest, rest_order) { \
+	STREAM_SELECT(filter) " AND priority = $5 AND " after \
+	" ORDER BY " order " LIMIT " #limit lock, \
+	7, {TEXTOID, TEXTOID, TEXTOID, bound_type, INT4OID, TIMESTAMPTZOID, INT8OID}, \
 	SPI_OK_SELECT, QS_INDEX_WALK }
-#define RUNNABLE_LOWER_QUERY(limit, lock) { \
-	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
-	" WHERE job_queue = $1 AND quota_share = $2" \
-	"   AND capacity_unit = $3 AND state = 'RUNNABLE'" \
-	"   AND instance_count + 0 < $4 AND priority < $5" \
-	" ORDER BY priority DESC, queued_at, id LIMIT " #limit lock, \
-	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT8OID}, \
+#define STREAM_REST(limit, lock, filter, bound_type, after, order, rest, rest_order) { \
+	STREAM_SELECT(filter) " AND " rest \
+	" ORDER BY " rest_order " LIMIT " #limit lock, \
+	5, {TEXTOID, TEXTOID, TEXTOID, bound_type, INT8OID}, \
 	SPI_OK_SELECT, QS_INDEX_WALK }
+/* A stream's statement in each batch size (QsStreamBatchSize), as pairs */
+#define STREAM_PAIR(QUERY, limit, ...) \
+	{QUERY(limit, "", __VA_ARGS__), QUERY(limit, LOCKING, __VA_ARGS__)}
+#define STREAM_BATCHES(QUERY, ...) { \
+	STREAM_PAIR(QUERY, 8, __VA_ARGS__), STREAM_PAIR(QUERY, 64, __VA_ARGS__), \
+	STREAM_PAIR(QUERY, 512, __VA_ARGS__), STREAM_PAIR(QUERY, 4096, __VA_ARGS__) }
+/*
+ * STREAM(filter, type of $4, after: where SAME's rows follow the position,
+ * SAME's order, rest: which priorities REST reads, REST's order) is a
+ * JobStream.
+ */
+#define STREAM(...) \
+	{STREAM_BATCHES(STREAM_SAME, __VA_ARGS__), STREAM_BATCHES(STREAM_REST, __VA_ARGS__)}
 
-static QsQuery RunnableSameQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(RUNNABLE_SAME_QUERY);
-static QsQuery RunnableLowerQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(RUNNABLE_LOWER_QUERY);
-static const int RunnableBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
+static const int StreamBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
+
+/*
+ * The two streams: [false] the RUNNABLE jobs with fewer instances than $4,
+ * in share order along the share-order index ("+ 0": a filter, so that
+ * this index serves); [true] the held jobs with no stop pending and a
+ * priority below $4, in victim order (scheduling.md 3.4) along the
+ * victim-order index (a job without a scheduled_at, which only a write
+ * that bypassed the triggers leaves, is no victim, as the row comparison
+ * leaves it out of the first statement).
+ */
+static JobStream Streams[2] = {
+	STREAM("state = 'RUNNABLE' AND instance_count + 0 < $4", INT4OID,
+		   "(queued_at, id) > ($6, $7)", "queued_at, id",
+		   "priority < $5", "priority DESC, queued_at, id"),
+	STREAM("state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL"
+		   " AND priority < $4", INT8OID,
+		   "(scheduled_at, id) < ($6, $7)", "scheduled_at DESC, id DESC",
+		   "priority > $5 AND scheduled_at IS NOT NULL", "priority, scheduled_at DESC, id DESC")
+};
 
 /*
  * QsStreamBatchSize returns the number of jobs batch number `batch` asks
@@ -266,61 +301,62 @@ static const int RunnableBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
 int
 QsStreamBatchSize(int batch)
 {
-	return RunnableBatchSizes[batch];
+	return StreamBatchSizes[batch];
 }
 
 /*
- * ReadFromPosition reads up to limit jobs of a stream after a position in
- * its order (NULL: from the start), in its two statements (pairs: see
- * ReadJobs): `same` the jobs of the position's priority after its time
- * and id ($5-$7), then, if the batch is not full, `rest` those of the
- * priorities after it ($5, an int8: first_priority when from the start).
- * The caller has set $1-$4.
+ * PairArgs sets the first arguments of a read of the jobs of one share and
+ * unit: $1 the queue, $2 the share, $3 the unit, $4 the bound of the read.
  */
-static QsJobRows
-ReadFromPosition(QsQuery *same, QsQuery *rest, Datum *args, const QsJob *after,
-				 TimestampTz after_time, int64 first_priority, int limit)
+static void
+PairArgs(Datum *args, const char *queue, const char *share, const char *unit, Datum bound)
 {
-	QsJobRows	rows = {0, NULL};
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = CStringGetTextDatum(share);
+	args[2] = CStringGetTextDatum(unit);
+	args[3] = bound;
+}
 
+/*
+ * QsReadStreamBatch reads batch number `batch` of a share and unit's
+ * RUNNABLE jobs with fewer instances than below, after *after in share
+ * order (NULL: from the start); or, held, of its held jobs with no stop
+ * pending and a priority below `below`, after *after in victim order.  In
+ * the stream's two statements (pairs: see ReadJobs): those of the
+ * position's priority after its time and id, then, if the batch is not
+ * full, those of the priorities after it.
+ */
+QsJobRows
+QsReadStreamBatch(bool held, const char *queue, const char *share, const char *unit,
+				  const QsJob *after, int64 below, int batch)
+{
+	JobStream  *stream = &Streams[held];
+	int			limit = StreamBatchSizes[batch];
+	QsJobRows	rows = {0, NULL};
+	Datum		args[7];
+
+	PairArgs(args, queue, share, unit,
+			 held ? Int64GetDatum(below) : Int32GetDatum((int32) below));
 	if (after != NULL)
 	{
 		args[4] = Int32GetDatum(after->priority);
-		args[5] = TimestampTzGetDatum(after_time);
+		args[5] = TimestampTzGetDatum(held ? after->scheduled_at : after->queued_at);
 		args[6] = Int64GetDatum(after->id);
-		ReadJobsAppend(same, args, NULL, 0, &rows);
+		ReadJobsAppend(stream->same[batch], args, NULL, 0, &rows);
 	}
 	if (rows.n < limit)
 	{
-		args[4] = Int64GetDatum(after ? (int64) after->priority : first_priority);
-		ReadJobsAppend(rest, args, NULL, limit - rows.n, &rows);
+		/* from the start: beyond the first priority of the stream's order */
+		args[4] = Int64GetDatum(after ? (int64) after->priority :
+								held ? (int64) PG_INT32_MIN - 1 : (int64) PG_INT32_MAX + 1);
+		ReadJobsAppend(stream->rest[batch], args, NULL, limit - rows.n, &rows);
 	}
 	return rows;
 }
 
 /*
- * QsReadRunnableBatch reads batch number `batch` of the RUNNABLE jobs of a
- * share and unit after *after in share order (NULL: from the start), with
- * fewer instances than below.
- */
-QsJobRows
-QsReadRunnableBatch(const char *queue, const char *share, const char *unit,
-					const QsJob *after, int32 below, int batch)
-{
-	Datum		args[7];
-
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = CStringGetTextDatum(share);
-	args[2] = CStringGetTextDatum(unit);
-	args[3] = Int32GetDatum(below);
-	return ReadFromPosition(RunnableSameQueries[batch], RunnableLowerQueries[batch], args,
-							after, after ? after->queued_at : 0, (int64) PG_INT32_MAX + 1,
-							RunnableBatchSizes[batch]);
-}
-
-/*
  * Whether a share and unit has a RUNNABLE job after a position in share
- * order ($5 the priority, an int8 as in RUNNABLE_LOWER_QUERY, ($6, $7) the
+ * order ($5 the priority, an int8 as in the RUNNABLE stream's rest, ($6, $7) the
  * queued_at and id) with fewer instances than $4: a walk of the by-size
  * index up to the bound, whose jobs before the position a reader has given
  * already (each had fewer instances than the bound of its time, which was
@@ -353,67 +389,13 @@ QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 	Datum		args[7];
 	uint64		n;
 
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = CStringGetTextDatum(share);
-	args[2] = CStringGetTextDatum(unit);
-	args[3] = Int32GetDatum(below);
+	PairArgs(args, queue, share, unit, Int32GetDatum(below));
 	args[4] = Int64GetDatum(after ? (int64) after->priority : (int64) PG_INT32_MAX + 1);
 	args[5] = TimestampTzGetDatum(after ? after->queued_at : 0);
 	args[6] = Int64GetDatum(after ? after->id : 0);
 	n = QsQueryRunIn(&RunnableAnyAfterQuery, args, NULL, read_snapshot, 0);
 	SPI_freetuptable(SPI_tuptable);
 	return n > 0;
-}
-
-/*
- * The held jobs of a share and unit with no stop pending, in victim order
- * (scheduling.md 3.4) after a position, with a priority below $4, in
- * batches of growing size along the victim-order index, in two statements
- * as RUNNABLE_SAME_QUERY and RUNNABLE_LOWER_QUERY: those of the position's
- * priority after it, then those of higher priorities ($5 an int8, so that
- * the start of the order is INT32_MIN - 1; a job without a scheduled_at,
- * which only a write that bypassed the triggers leaves, is no victim, as
- * the row comparison leaves it out of the first).
- */
-#define HELD_SAME_QUERY(limit, lock) { \
-	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
-	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3" \
-	"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL" \
-	"   AND priority < $4 AND priority = $5" \
-	"   AND (scheduled_at, id) < ($6, $7)" \
-	" ORDER BY scheduled_at DESC, id DESC LIMIT " #limit lock, \
-	7, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID, TIMESTAMPTZOID, INT8OID}, \
-	SPI_OK_SELECT, QS_INDEX_WALK }
-#define HELD_HIGHER_QUERY(limit, lock) { \
-	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
-	" WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3" \
-	"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL" \
-	"   AND priority < $4 AND priority > $5 AND scheduled_at IS NOT NULL" \
-	" ORDER BY priority, scheduled_at DESC, id DESC LIMIT " #limit lock, \
-	5, {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID}, \
-	SPI_OK_SELECT, QS_INDEX_WALK }
-
-static QsQuery HeldSameQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(HELD_SAME_QUERY);
-static QsQuery HeldHigherQueries[QS_STREAM_BATCHES][2] = BATCH_PAIRS(HELD_HIGHER_QUERY);
-
-/*
- * QsReadHeldBatch reads batch number `batch` of the held jobs of a share
- * and unit with no stop pending, after *after in victim order (NULL: from
- * the start), with a priority below `below`.
- */
-QsJobRows
-QsReadHeldBatch(const char *queue, const char *share, const char *unit,
-				const QsJob *after, int64 below, int batch)
-{
-	Datum		args[7];
-
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = CStringGetTextDatum(share);
-	args[2] = CStringGetTextDatum(unit);
-	args[3] = Int64GetDatum(below);
-	return ReadFromPosition(HeldSameQueries[batch], HeldHigherQueries[batch], args,
-							after, after ? after->scheduled_at : 0, (int64) PG_INT32_MIN - 1,
-							RunnableBatchSizes[batch]);
 }
 
 /*
@@ -498,10 +480,7 @@ QsReadSmallestRunnable(const char *queue, const char *share, const char *unit,
 {
 	Datum		args[5];
 
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = CStringGetTextDatum(share);
-	args[2] = CStringGetTextDatum(unit);
-	args[3] = Int32GetDatum(at_most);
+	PairArgs(args, queue, share, unit, Int32GetDatum(at_most));
 	args[4] = Int32GetDatum(max);
 	return ReadJobs(SmallestRunnableQueries, args, NULL);
 }
@@ -548,39 +527,68 @@ static QsQuery StopsQuery = {
 };
 
 /*
+ * NextDecision returns the next decision of a pass's output after the
+ * *i-th (start with -1) whose action is a or b, moving *i to it; NULL
+ * after the last.
+ */
+static const QsDecision *
+NextDecision(const QsOutput *out, int *i, QsAction a, QsAction b)
+{
+	while (++*i < out->ndecisions)
+	{
+		const QsDecision *d = &out->decisions[*i];
+
+		if (d->action == a || d->action == b)
+			return d;
+	}
+	return NULL;
+}
+
+/*
+ * RunForJobs runs a statement that takes n arrays as $1..$n, of which the
+ * first is of job ids, and the pass's time as $n+1: nothing when there are
+ * no ids.
+ */
+static void
+RunForJobs(QsQuery *query, QsArray *cols, int n, TimestampTz now)
+{
+	Datum		args[QS_QUERY_MAX_ARGS];
+
+	Assert(n < QS_QUERY_MAX_ARGS);
+	if (cols[0].n == 0)
+		return;
+	for (int c = 0; c < n; c++)
+		args[c] = QsArrayDatum(&cols[c]);
+	args[n] = TimestampTzGetDatum(now);
+	QsQueryRun(query, args, NULL, false, 0);
+}
+
+/*
  * QsWriteStops writes requested stops (STOP, and PREEMPT of claimed jobs)
  * and the preempted_for of every victim.
  */
 void
 QsWriteStops(const QsOutput *out, TimestampTz now)
 {
-	QsArray	ids,
-				reasons,
-				pfor;
-	Datum		args[4];
-
-	QsArrayInit(&ids, INT8OID, out->ndecisions);
-	QsArrayInit(&reasons, TEXTOID, out->ndecisions);
-	QsArrayInit(&pfor, INT8OID, out->ndecisions);
-	for (int i = 0; i < out->ndecisions; i++)
+	enum
 	{
-		const QsDecision *d = &out->decisions[i];
+		STOP_ID, STOP_REASON, STOP_PREEMPTED_FOR, STOP_COLS
+	};
+	const Oid	types[STOP_COLS] = {INT8OID, TEXTOID, INT8OID};
+	QsArray		cols[STOP_COLS];
+	const QsDecision *d;
 
-		if (d->action != QS_STOP && d->action != QS_PREEMPT)
-			continue;
-		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
-		QsArrayPush(&reasons, d->immediate ? (Datum) 0 :
-				  CStringGetTextDatum(QsStopName(d->stop)), d->immediate);
-		QsArrayPush(&pfor, Int64GetDatum(d->preempted_for),
-				  d->action != QS_PREEMPT || d->preempted_for == 0);
+	for (int c = 0; c < STOP_COLS; c++)
+		QsArrayInit(&cols[c], types[c], out->ndecisions);
+	for (int i = -1; (d = NextDecision(out, &i, QS_STOP, QS_PREEMPT)) != NULL;)
+	{
+		QsArrayPush(&cols[STOP_ID], Int64GetDatum(d->job_id), false);
+		QsArrayPush(&cols[STOP_REASON], d->immediate ? (Datum) 0 :
+					CStringGetTextDatum(QsStopName(d->stop)), d->immediate);
+		QsArrayPush(&cols[STOP_PREEMPTED_FOR], Int64GetDatum(d->preempted_for),
+					d->action != QS_PREEMPT || d->preempted_for == 0);
 	}
-	if (ids.n == 0)
-		return;
-	args[0] = QsArrayDatum(&ids);
-	args[1] = QsArrayDatum(&reasons);
-	args[2] = QsArrayDatum(&pfor);
-	args[3] = TimestampTzGetDatum(now);
-	QsQueryRun(&StopsQuery, args, NULL, false, 0);
+	RunForJobs(&StopsQuery, cols, STOP_COLS, now);
 }
 
 /*
@@ -620,39 +628,49 @@ static QsQuery EndsQuery[2] = {
 void
 QsWriteEnds(const QsOutput *out, TimestampTz now)
 {
-	QsArray	ids,
-				fail,
-				failed,
-				preempted,
-				reasons;
-	Datum		args[6];
-
-	QsArrayInit(&ids, INT8OID, out->ndecisions);
-	QsArrayInit(&fail, BOOLOID, out->ndecisions);
-	QsArrayInit(&failed, INT4OID, out->ndecisions);
-	QsArrayInit(&preempted, INT4OID, out->ndecisions);
-	QsArrayInit(&reasons, TEXTOID, out->ndecisions);
-	for (int i = 0; i < out->ndecisions; i++)
+	enum
 	{
-		const QsDecision *d = &out->decisions[i];
+		END_ID, END_FAIL, END_FAILED, END_PREEMPTED, END_REASON, END_COLS
+	};
+	const Oid	types[END_COLS] = {INT8OID, BOOLOID, INT4OID, INT4OID, TEXTOID};
+	QsArray		cols[END_COLS];
+	const QsDecision *d;
 
-		if (d->action != QS_REQUEUE && d->action != QS_FAIL)
-			continue;
-		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
-		QsArrayPush(&fail, BoolGetDatum(d->action == QS_FAIL), false);
-		QsArrayPush(&failed, Int32GetDatum(d->counter == QS_COUNT_FAILED_ATTEMPT), false);
-		QsArrayPush(&preempted, Int32GetDatum(d->counter == QS_COUNT_PREEMPTION), false);
-		QsArrayPush(&reasons, CStringGetTextDatum(d->reason), false);
+	for (int c = 0; c < END_COLS; c++)
+		QsArrayInit(&cols[c], types[c], out->ndecisions);
+	for (int i = -1; (d = NextDecision(out, &i, QS_REQUEUE, QS_FAIL)) != NULL;)
+	{
+		QsArrayPush(&cols[END_ID], Int64GetDatum(d->job_id), false);
+		QsArrayPush(&cols[END_FAIL], BoolGetDatum(d->action == QS_FAIL), false);
+		QsArrayPush(&cols[END_FAILED],
+					Int32GetDatum(d->counter == QS_COUNT_FAILED_ATTEMPT), false);
+		QsArrayPush(&cols[END_PREEMPTED],
+					Int32GetDatum(d->counter == QS_COUNT_PREEMPTION), false);
+		QsArrayPush(&cols[END_REASON], CStringGetTextDatum(d->reason), false);
 	}
-	if (ids.n == 0)
-		return;
-	args[0] = QsArrayDatum(&ids);
-	args[1] = QsArrayDatum(&fail);
-	args[2] = QsArrayDatum(&failed);
-	args[3] = QsArrayDatum(&preempted);
-	args[4] = QsArrayDatum(&reasons);
-	args[5] = TimestampTzGetDatum(now);
-	QsQueryRun(&EndsQuery[QsJobHasAgentRole()], args, NULL, false, 0);
+	RunForJobs(&EndsQuery[QsJobHasAgentRole()], cols, END_COLS, now);
+}
+
+/*
+ * QsEndAttempt ends a held job's attempt as the pass does (QsWriteEnds):
+ * back to RUNNABLE or to FAILED, with the counter and the reason given.
+ * For an agent's report or release, and a user's terminate.
+ */
+void
+QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reason)
+{
+	QsDecision	d;
+	QsOutput	out;
+
+	memset(&d, 0, sizeof(d));
+	memset(&out, 0, sizeof(out));
+	d.action = action;
+	d.job_id = job_id;
+	d.counter = counter;
+	d.reason = reason;
+	out.ndecisions = 1;
+	out.decisions = &d;
+	QsWriteEnds(&out, GetCurrentTransactionStartTimestamp());
 }
 
 static QsQuery DispatchesQuery = {
@@ -670,18 +688,13 @@ static QsQuery DispatchesQuery = {
 void
 QsWriteDispatches(const QsOutput *out, TimestampTz now)
 {
-	QsArray	ids;
-	Datum		args[2];
+	QsArray		ids;
+	const QsDecision *d;
 
 	QsArrayInit(&ids, INT8OID, out->ndecisions);
-	for (int i = 0; i < out->ndecisions; i++)
-		if (out->decisions[i].action == QS_DISPATCH)
-			QsArrayPush(&ids, Int64GetDatum(out->decisions[i].job_id), false);
-	if (ids.n == 0)
-		return;
-	args[0] = QsArrayDatum(&ids);
-	args[1] = TimestampTzGetDatum(now);
-	QsQueryRun(&DispatchesQuery, args, NULL, false, 0);
+	for (int i = -1; (d = NextDecision(out, &i, QS_DISPATCH, QS_DISPATCH)) != NULL;)
+		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
+	RunForJobs(&DispatchesQuery, &ids, 1, now);
 }
 
 static QsQuery SetPromisesQuery = {
@@ -701,17 +714,12 @@ static QsQuery ClearPromisesQuery = {
 void
 QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now)
 {
-	QsArray	ids;
-	Datum		args[2];
+	QsArray		ids;
 
-	if (n == 0)
-		return;
 	QsArrayInit(&ids, INT8OID, n);
 	for (int i = 0; i < n; i++)
 		QsArrayPush(&ids, Int64GetDatum(job_ids[i]), false);
-	args[0] = QsArrayDatum(&ids);
-	args[1] = TimestampTzGetDatum(now);
-	QsQueryRun(is_set ? &SetPromisesQuery : &ClearPromisesQuery, args, NULL, false, 0);
+	RunForJobs(is_set ? &SetPromisesQuery : &ClearPromisesQuery, &ids, 1, now);
 }
 
 static QsQuery MisconfiguredQuery = {

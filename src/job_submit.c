@@ -27,7 +27,9 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "config_cache.h"
+#include "identity.h"
 #include "job_columns.h"
 #include "jsonb_util.h"
 #include "query.h"
@@ -231,7 +233,7 @@ CheckCapacity(JobValues *row)
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("invalid capacity unit \"%s\" of a job",
 						QsShortValue(text_to_cstring(unit))),
-				 errdetail("Capacity units are 1 to 128 characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
+				 errdetail("Capacity units are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".")));
 	CheckIntRange("instance_count", DatumGetInt32(row->values[JC_INSTANCE_COUNT]), 1, PG_INT32_MAX);
 }
 
@@ -351,7 +353,7 @@ FindSubmitTarget(const char *queue, const char *share, Oid owner,
 	{
 		QsBecomeOwner(owner, &saved);
 		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
+			elog(ERROR, "quota_sched: SPI_connect failed");
 		cached = QsLookupSubmitTarget(queue, share);
 		if (cached != NULL && !cached->share_found)
 			*other_queue = ShareOwningQueue(share, outer);

@@ -19,9 +19,9 @@
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
+#include "identity.h"
 #include "job_columns.h"
-#include "pass.h"
-#include "quota_sched.h"
+#include "launcher.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_update);
 PG_FUNCTION_INFO_V1(qs_job_lock_queues);

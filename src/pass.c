@@ -18,9 +18,15 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "identity.h"
+#include "job_store_pass.h"
 #include "pass.h"
+#include "pass_apply.h"
+#include "pass_load.h"
+#include "policy.h"
 #include "query.h"
-#include "quota_sched.h"
+#include "queue_lock.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(qs_run_pass);
 

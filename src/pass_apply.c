@@ -23,7 +23,11 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "pass.h"
+#include "identity.h"
+#include "job_store_pass.h"
+#include "pass_apply.h"
+#include "pass_load.h"
+#include "policy.h"
 #include "query.h"
 #include "quota_sched.h"
 
@@ -190,6 +194,9 @@ CompareIds(const void *a, const void *b)
 
 	return x < y ? -1 : x > y;
 }
+
+/* after this many passes in a row passing over jobs, a WARNING */
+#define QS_PASSED_OVER_WARN 3
 
 /*
  * QsWritePassedOver records in queue_status the jobs a pass passed over

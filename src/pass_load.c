@@ -26,9 +26,11 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "quota_sched.h"
+#include "checks.h"
+#include "job_store_pass.h"
 #include "jsonb_util.h"
-#include "pass.h"
+#include "pass_load.h"
+#include "policy.h"
 #include "query.h"
 #include "usage.h"
 
@@ -327,10 +329,7 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 	const char *uname = qs->in.units[unit].name;
 	QsJobRows	rows;
 
-	if (r->held)
-		rows = QsReadHeldBatch(qs->queue, sname, uname, after, below, r->batch);
-	else
-		rows = QsReadRunnableBatch(qs->queue, sname, uname, after, (int32) below, r->batch);
+	rows = QsReadStreamBatch(r->held, qs->queue, sname, uname, after, below, r->batch);
 	MemoryContextSwitchTo(old);
 	if (r->cap < limit)
 	{

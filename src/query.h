@@ -13,8 +13,6 @@
 #ifndef QS_QUERY_H
 #define QS_QUERY_H
 
-#include "postgres.h"
-
 #include "executor/spi.h"
 #include "utils/snapshot.h"
 

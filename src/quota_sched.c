@@ -1,43 +1,28 @@
 /*-------------------------------------------------------------------------
  *
  * quota_sched.c
- *		Module entry point, the per-transaction write context and the
- *		per-queue lock that serialises passes against other writers.
+ *		Module entry point: the settings (scheduling.md 6), the transaction
+ *		callbacks, and, when the library is preloaded, the registration of
+ *		the background worker's launcher and of the activity counters'
+ *		shared memory.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_extension.h"
-#include "commands/extension.h"
-#include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "lib/stringinfo.h"
-#include "storage/lock.h"
-#include "storage/proc.h"
-#include "storage/sinvaladt.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/rel.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/syscache.h"
 
 #include "config_cache.h"
+#include "identity.h"
+#include "launcher.h"
 #include "quota_sched.h"
+#include "stats.h"
 #include "usage.h"
 
 PG_MODULE_MAGIC;
-
-QsWriteContext QsWrite;
 
 bool		QsEnabled = true;
 bool		QsWakeOnCommit = true;
@@ -45,164 +30,7 @@ int			QsNaptimeMs = 1000;
 int			QsStopTimeoutSeconds = 600;
 char	   *QsDatabase = NULL;
 
-/*
- * The locks of job queues (QueueLockTag): advisory locks whose first key is
- * "QS" and whose fourth field no SQL function sets.
- */
-#define QS_LOCK_CLASS 0x5153
-#define QS_LOCK_SPACE 3
-
 void		_PG_init(void);
-
-/*
- * QsResetWriteContext clears the write context: nothing is a system write
- * until the extension's own code says so again.
- */
-void
-QsResetWriteContext(void)
-{
-	QsWrite.system_write = false;
-	QsWrite.pass_id = 0;
-	QsWrite.actor = NULL;
-	QsWrite.has_exit_code = false;
-	QsWrite.exit_code = 0;
-}
-
-/*
- * QsExtensionOwner returns the owner of the extension's tables (that of
- * quota_sched.job), as whom the extension writes.
- */
-Oid
-QsExtensionOwner(void)
-{
-	Oid			relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, false));
-	HeapTuple	tup;
-	Oid			owner;
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "quota_sched: table quota_sched.job is missing");
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
-/*
- * QsInstalledVersion returns the version of the extension installed in this
- * database (palloc'd), or NULL when it is not installed.
- */
-char *
-QsInstalledVersion(void)
-{
-	Oid			ext = get_extension_oid("quota_sched", true);
-	Relation	rel;
-	SysScanDesc scan;
-	ScanKeyData key;
-	HeapTuple	tup;
-	char	   *version = NULL;
-
-	if (!OidIsValid(ext))
-		return NULL;
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(ext));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		bool		isnull;
-		Datum		v = heap_getattr(tup, Anum_pg_extension_extversion,
-									 RelationGetDescr(rel), &isnull);
-
-		if (!isnull)
-			version = TextDatumGetCString(v);
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return version;
-}
-
-/*
- * QsCheckSchemaVersion refuses to schedule with a schema older than the
- * library: after the files of a new version are installed, the extension
- * must be updated in each database before passes run there again.
- */
-void
-QsCheckSchemaVersion(void)
-{
-	char	   *version = QsInstalledVersion();
-
-	if (version != NULL && strcmp(version, QS_LIBRARY_VERSION) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("quota_sched %s is installed in this database, but its library is version %s",
-						version, QS_LIBRARY_VERSION),
-				 errhint("Run ALTER EXTENSION quota_sched UPDATE.")));
-}
-
-/*
- * QsBecomeOwner saves the caller's identity and becomes the given owner of
- * the extension's tables, with search_path pinned to pg_catalog, pg_temp
- * for as long: what runs as the owner must never resolve a name, type or
- * operator through a path the caller chose.
- */
-void
-QsBecomeOwner(Oid owner, QsSavedUser *saved)
-{
-	GetUserIdAndSecContext(&saved->user, &saved->sec_context);
-	SetUserIdAndSecContext(owner, saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	saved->guc_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-}
-
-/*
- * QsRestoreUser undoes QsBecomeOwner.  (An error instead rolls both back
- * with the (sub)transaction.)
- */
-void
-QsRestoreUser(const QsSavedUser *saved)
-{
-	AtEOXact_GUC(true, saved->guc_level);
-	SetUserIdAndSecContext(saved->user, saved->sec_context);
-}
-
-/*
- * QsBeginSystemWrite becomes the extension's owner (QsBecomeOwner) and
- * marks the writes that follow as the system's, with the actor job_event
- * records.  The caller must take whatever it needs of its own identity
- * (GetUserId()) before.
- */
-void
-QsBeginSystemWrite(const char *actor, QsSavedUser *saved)
-{
-	QsBecomeOwner(QsExtensionOwner(), saved);
-	QsWrite.system_write = true;
-	QsWrite.actor = actor;
-}
-
-/*
- * QsEndSystemWrite undoes QsBeginSystemWrite.
- */
-void
-QsEndSystemWrite(const QsSavedUser *saved)
-{
-	QsResetWriteContext();
-	QsRestoreUser(saved);
-}
-
-/*
- * QsIsAdmin tells whether a role is a superuser or has the privileges of
- * quota_sched_admin.
- */
-bool
-QsIsAdmin(Oid role)
-{
-	Oid			admin = get_role_oid("quota_sched_admin", true);
-
-	return superuser_arg(role) || (OidIsValid(admin) && has_privs_of_role(role, admin));
-}
 
 /*
  * QsXactCallback resets the write context at every transaction end, commit
@@ -246,107 +74,6 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 }
 
 /*
- * QueueLockTag sets the tag of a job queue's lock: an advisory lock of this
- * database keyed by the queue's name, in a space SQL cannot reach.  The
- * advisory lock functions set the tag's fourth field to 1 or 2; this one
- * is 3, so that no session can take (or hold) a queue's lock with
- * pg_advisory_lock() and stall its passes, claims and reports.
- */
-static void
-QueueLockTag(LOCKTAG *tag, const char *job_queue)
-{
-	uint32		key = hash_bytes((const unsigned char *) job_queue, strlen(job_queue));
-
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, QS_LOCK_CLASS, key, QS_LOCK_SPACE);
-}
-
-/*
- * QsLockQueue takes the lock of a job queue until the transaction ends.  A
- * pass takes it exclusively; claims, reports, priority changes and
- * terminations take it shared, so none of them interleaves with a pass.
- * The lock assigns no transaction id.
- *
- * A pass first tries the lock without waiting, a few times over about
- * 20 ms, backing off from 0.1 ms, and only then waits in the lock's queue.
- * A waiting exclusive request makes every later shared request wait behind
- * it: agents' claims and reports would wait for the agent's call the pass
- * waits for and then for the pass, and a descheduled holder would stall
- * them all.  Trying first, the pass lets them through between its tries,
- * so that they wait only while a pass actually runs.
- */
-void
-QsLockQueue(const char *job_queue, bool exclusive)
-{
-	LOCKTAG		tag;
-
-	QueueLockTag(&tag, job_queue);
-	if (exclusive)
-	{
-		long		pause_us = 100;
-
-		for (long waited_us = 0; waited_us < 20000; waited_us += pause_us)
-		{
-			if (LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
-				return;
-			pg_usleep(pause_us);
-			CHECK_FOR_INTERRUPTS();
-			pause_us = Min(pause_us * 2, 2000);
-		}
-	}
-	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
-}
-
-/*
- * QsLockQueueForRead takes a queue's lock in shared mode for the session,
- * so that the caller can release it (QsUnlockQueueForRead) before its
- * transaction ends: a dry run reads the queue with no pass interleaving,
- * and holds nobody up once it has read.  The caller releases it on error
- * too: a session lock outlives an aborted transaction.
- */
-void
-QsLockQueueForRead(const char *job_queue)
-{
-	LOCKTAG		tag;
-
-	QueueLockTag(&tag, job_queue);
-	(void) LockAcquire(&tag, ShareLock, true, false);
-}
-
-/*
- * QsQueueLockHolders returns the process ids of the sessions that hold a
- * queue's lock (in a mode a pass waits for), as a string such as "101,
- * 102", in the caller's memory; "" when none does.
- */
-char *
-QsQueueLockHolders(const char *job_queue)
-{
-	LOCKTAG		tag;
-	VirtualTransactionId *holders;
-	StringInfoData pids;
-
-	QueueLockTag(&tag, job_queue);
-	holders = GetLockConflicts(&tag, ExclusiveLock, NULL);
-	initStringInfo(&pids);
-	for (; VirtualTransactionIdIsValid(*holders); holders++)
-	{
-		PGPROC	   *proc = BackendIdGetProc(holders->backendId);
-
-		if (proc != NULL)
-			appendStringInfo(&pids, "%s%d", pids.len > 0 ? ", " : "", proc->pid);
-	}
-	return pids.data;
-}
-
-void
-QsUnlockQueueForRead(const char *job_queue)
-{
-	LOCKTAG		tag;
-
-	QueueLockTag(&tag, job_queue);
-	LockRelease(&tag, ShareLock, true);
-}
-
-/*
  * DefineSettings declares the GUCs of scheduling.md 6.
  */
 static void
@@ -377,13 +104,15 @@ DefineSettings(void)
 
 /*
  * _PG_init declares the settings, registers the transaction callbacks and,
- * when the library is preloaded, the background worker.
+ * when the library is preloaded, the background worker's launcher and the
+ * shared memory of the activity counters.
  */
 void
 _PG_init(void)
 {
 	DefineSettings();
 	QsRegisterWorker();
+	QsStatsRegister();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);
 	RegisterSubXactCallback(QsSubXactCallback, NULL);

@@ -1,24 +1,28 @@
 /*-------------------------------------------------------------------------
  *
  * quota_sched.h
- *		Declarations shared by the PostgreSQL shell of quota_sched.
+ *		The constants and the settings (GUC variables, defined in
+ *		quota_sched.c) shared by the PostgreSQL shell of quota_sched.
  *
  * The policy core (policy.h) knows nothing of these: they belong to the
  * shell that loads snapshots, applies decisions and guards the tables.
+ * What each file of the shell offers the others is in its own header.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef QUOTA_SCHED_H
 #define QUOTA_SCHED_H
 
-#include "postgres.h"
-
-#include "datatype/timestamp.h"
-
 #define QS_SCHEMA "quota_sched"
 
 /* The extension version whose schema this library works with. */
 #define QS_LIBRARY_VERSION "0.3"
+
+/*
+ * The longest name of an environment, queue, share, job, capacity unit or
+ * agent, in bytes (checks.c).
+ */
+#define QS_MAX_NAME_LEN 128
 
 /* Longest payload, as text (scheduling.md 2). */
 #define QS_MAX_PAYLOAD_BYTES (1024 * 1024)
@@ -26,79 +30,11 @@
 #define QS_MAX_TAGS_BYTES (64 * 1024)
 #define QS_MAX_REASON_BYTES 1024
 
-/*
- * Write context of the current transaction.  Only the extension's own C code
- * sets these, around its own writes; they are reset at transaction end, so an
- * error cannot leave them set.  A user cannot forge them: they are not GUCs.
- */
-typedef struct QsWriteContext
-{
-	bool		system_write;	/* the job trigger lets system columns change */
-	int64		pass_id;		/* job_event.pass_id, 0 for none */
-	const char *actor;			/* job_event.actor, NULL for the caller's role */
-	bool		has_exit_code;	/* job_event.exit_code of an attempt's end */
-	int32		exit_code;
-} QsWriteContext;
-
-extern QsWriteContext QsWrite;
-
 /* GUCs (scheduling.md 6) */
 extern bool QsEnabled;
 extern bool QsWakeOnCommit;
 extern int	QsNaptimeMs;
 extern int	QsStopTimeoutSeconds;
 extern char *QsDatabase;
-
-/* The caller's identity, saved while the extension writes as its owner. */
-typedef struct QsSavedUser
-{
-	Oid			user;
-	int			sec_context;
-	int			guc_level;		/* of the pinned search_path */
-} QsSavedUser;
-
-extern void QsResetWriteContext(void);
-extern Oid	QsExtensionOwner(void);
-extern char *QsInstalledVersion(void);
-extern void QsCheckSchemaVersion(void);
-extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
-extern void QsEndSystemWrite(const QsSavedUser *saved);
-extern bool QsIsAdmin(Oid role);
-extern void QsBecomeOwner(Oid owner, QsSavedUser *saved);
-extern void QsRestoreUser(const QsSavedUser *saved);
-
-/* stats.c: the activity counters of metrics() */
-extern void QsStatsRequest(void);
-extern void QsStatsStartup(void);
-extern void QsStatsNotePass(const char *queue, TimestampTz started, TimestampTz ended);
-extern void QsStatsNoteGivenUp(const char *queue, bool given_up);
-extern void QsStatsNoteWorker(bool started);
-extern bool QsWorkerRunning(void);
-
-/* checks.c */
-extern bool QsValidName(const char *name, int len);
-extern bool QsValidUnitName(const char *name, int len);
-extern void QsCheckName(text *value, const char *what);
-/* the longest timeout, runnable_timeout, lease or min_runtime */
-#define QS_MAX_INTERVAL_DAYS 365
-/* the largest weight of a share */
-#define QS_MAX_WEIGHT 10000
-
-extern int64 QsIntervalUsecs(const Interval *value);
-extern const char *QsShortValue(const char *value);
-extern void QsCheckSize(const char *what, size_t len, size_t limit);
-extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
-							const char *of, const char *detail);
-
-/* quota_sched.c */
-extern void QsLockQueue(const char *job_queue, bool exclusive);
-extern void QsLockQueueForRead(const char *job_queue);
-extern void QsUnlockQueueForRead(const char *job_queue);
-extern char *QsQueueLockHolders(const char *job_queue);
-
-/* worker.c */
-extern void QsRegisterWorker(void);
-extern void QsWakeWorkerAtCommit(void);
-extern void QsWorkerXactEnd(bool committed);
 
 #endif							/* QUOTA_SCHED_H */

@@ -26,6 +26,7 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -33,7 +34,8 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
-#include "quota_sched.h"
+#include "launcher.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(qs_pass_stats);
 PG_FUNCTION_INFO_V1(qs_worker_stats);
@@ -64,28 +66,35 @@ typedef struct QsStatsShared
 static QsStatsShared *stats = NULL;
 static HTAB *queue_stats = NULL;
 
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
 /*
- * QsStatsRequest reserves the shared memory and the lock
- * (shmem_request_hook).
+ * StatsShmemRequest reserves the shared memory and the lock (PG 15: in
+ * shmem_request_hook).
  */
-void
-QsStatsRequest(void)
+static void
+StatsShmemRequest(void)
 {
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(QsStatsShared)) +
 						   hash_estimate_size(QS_STATS_QUEUES, sizeof(QsQueueStats)));
 	RequestNamedLWLockTranche("quota_sched stats", 1);
 }
 
 /*
- * QsStatsStartup creates or attaches to them (shmem_startup_hook, with
- * AddinShmemInitLock held).
+ * StatsShmemStartup creates or attaches to them (shmem_startup_hook).
  */
-void
-QsStatsStartup(void)
+static void
+StatsShmemStartup(void)
 {
 	bool		found;
 	HASHCTL		ctl;
 
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	stats = ShmemInitStruct("quota_sched stats", sizeof(QsStatsShared), &found);
 	if (!found)
 	{
@@ -96,6 +105,23 @@ QsStatsStartup(void)
 	ctl.entrysize = sizeof(QsQueueStats);
 	queue_stats = ShmemInitHash("quota_sched queue stats", QS_STATS_QUEUES, QS_STATS_QUEUES,
 								&ctl, HASH_ELEM | HASH_STRINGS | HASH_FIXED_SIZE);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * QsStatsRegister installs the hooks that make the counters' shared memory,
+ * when the library is loaded by shared_preload_libraries; otherwise there
+ * are no counters (and metrics() shows none).
+ */
+void
+QsStatsRegister(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = StatsShmemRequest;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = StatsShmemStartup;
 }
 
 /*

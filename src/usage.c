@@ -36,10 +36,10 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "identity.h"
 #include "job_columns.h"
 #include "policy.h"
 #include "query.h"
-#include "quota_sched.h"
 #include "usage.h"
 
 PG_FUNCTION_INFO_V1(qs_job_usage);
@@ -326,7 +326,7 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event) ||
 		TRIGGER_FIRED_BEFORE(td->tg_event))
-		elog(ERROR, "job_usage_flush: must be fired as an AFTER statement trigger");
+		elog(ERROR, "quota_sched: job_usage_flush: must be fired as an AFTER statement trigger");
 	truncate = TRIGGER_FIRED_BY_TRUNCATE(td->tg_event);
 	for (int i = 0; i < TallyCount && !any; i++)
 		any = Tally[i].level >= level;

@@ -8,8 +8,6 @@
 #ifndef QS_USAGE_H
 #define QS_USAGE_H
 
-#include "postgres.h"
-
 #include "access/xact.h"
 
 /* The counters of one share and unit. */

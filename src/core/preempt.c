@@ -265,8 +265,20 @@ Chosen(const JobList *victims, const QsJob *job)
 	return false;
 }
 
+/*
+ * What a set of victims must make room for: a preemptor, reclaiming or not;
+ * or, in a repair, a share and unit.
+ */
+typedef struct RoomGoal
+{
+	const QsJob *job;			/* the preemptor; NULL in a repair */
+	bool		reclaim;		/* the preemptor reclaims its own capacity */
+	int			share;			/* a repair's share */
+	int			unit;			/* a repair's unit */
+} RoomGoal;
+
 /* What a set of victims must achieve. */
-typedef bool (*RoomTest) (CorePlan *p, const QsJob *job, const JobList *victims, bool reclaim);
+typedef bool (*RoomTest) (CorePlan *p, const RoomGoal *goal, const JobList *victims);
 
 /*
  * RoomForPreemptor tells whether the preemptor could be dispatched
@@ -275,13 +287,14 @@ typedef bool (*RoomTest) (CorePlan *p, const QsJob *job, const JobList *victims,
  * capacity (a job never reclaims in order to borrow).
  */
 static bool
-RoomForPreemptor(CorePlan *p, const QsJob *job, const JobList *victims, bool reclaim)
+RoomForPreemptor(CorePlan *p, const RoomGoal *goal, const JobList *victims)
 {
+	const QsJob *job = goal->job;
 	int64_t    *use = p->scratch_future;
 
 	CoreUsage(p, job->unit, CORE_FUTURE, victims->jobs, victims->n, use);
 #ifndef QS_MUTANT_RECLAIM_NOT_TO_BORROW
-	if (reclaim && CoreBorrowing(p, job->share, job->unit, use[job->share] + job->count))
+	if (goal->reclaim && CoreBorrowing(p, job->share, job->unit, use[job->share] + job->count))
 		return false;
 #endif
 	return CoreInvariantsHoldWith(p, use, job);
@@ -306,11 +319,11 @@ StillBorrowing(CorePlan *p, int share, int unit, const JobList *victims)
  * Returns false, choosing nobody, when all candidates together do not pass.
  */
 static bool
-ChooseVictims(CorePlan *p, const QsJob *job, Candidates *candidates,
-			  RoomTest test, bool reclaim, JobList *victims)
+ChooseVictims(CorePlan *p, const RoomGoal *goal, Candidates *candidates,
+			  RoomTest test, JobList *victims)
 {
 	memset(victims, 0, sizeof(*victims));
-	while (!test(p, job, victims, reclaim))
+	while (!test(p, goal, victims))
 	{
 		bool		borrower;
 		const QsJob *c = NextCandidate(p, candidates, &borrower);
@@ -325,7 +338,7 @@ ChooseVictims(CorePlan *p, const QsJob *job, Candidates *candidates,
 #endif
 		ListPush(p, victims, c);
 	}
-	if (!test(p, job, victims, reclaim))
+	if (!test(p, goal, victims))
 	{
 		victims->n = 0;
 		return false;
@@ -336,7 +349,7 @@ ChooseVictims(CorePlan *p, const QsJob *job, Candidates *candidates,
 		const QsJob *v = victims->jobs[i];
 
 		victims->jobs[i] = NULL;
-		if (!test(p, job, victims, reclaim))
+		if (!test(p, goal, victims))
 			victims->jobs[i] = v;
 	}
 #endif
@@ -461,7 +474,8 @@ Attempts(CorePlan *p, const QsJob *job, bool exemptions, JobList *victims,
 	{
 		ReclaimCandidates(p, job, &candidates);
 		candidates.exemptions = exemptions;
-		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, true, victims);
+		found = ChooseVictims(p, &(RoomGoal) {.job = job, .reclaim = true},
+							  &candidates, RoomForPreemptor, victims);
 		*exempt_end = candidates.exempt_end;
 	}
 #ifndef QS_MUTANT_IN_SHARE
@@ -469,7 +483,8 @@ Attempts(CorePlan *p, const QsJob *job, bool exemptions, JobList *victims,
 	{
 		InShareCandidates(p, job, &candidates);
 		candidates.exemptions = exemptions;
-		found = ChooseVictims(p, job, &candidates, RoomForPreemptor, false, victims);
+		found = ChooseVictims(p, &(RoomGoal) {.job = job, .reclaim = false},
+							  &candidates, RoomForPreemptor, victims);
 		NoteEarliest(exempt_end, candidates.exempt_end);
 	}
 #endif
@@ -522,32 +537,30 @@ CoreVictimsExempt(CorePlan *p, const QsJob *job, QsTime *until)
 }
 
 /*
- * RoomAfterRepair tells whether (I1)-(I3) hold for a unit, every share within
- * allowed(S,u), once pending stops and the victims have stopped (the job
- * argument only names the unit).
+ * RoomAfterRepair tells whether (I1)-(I3) hold for the goal's unit, every
+ * share within allowed(S,u), once pending stops and the victims have
+ * stopped.
  */
 static bool
-RoomAfterRepair(CorePlan *p, const QsJob *unit_of, const JobList *victims, bool unused)
+RoomAfterRepair(CorePlan *p, const RoomGoal *goal, const JobList *victims)
 {
 	int64_t    *use = p->scratch_future;
 
-	(void) unused;
-	CoreUsage(p, unit_of->unit, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
-	return CoreCheckInvariants(p, unit_of->unit, use, NULL) == QS_CHECK_OK;
+	CoreUsage(p, goal->unit, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
+	return CoreCheckInvariants(p, goal->unit, use, NULL) == QS_CHECK_OK;
 }
 
 /*
- * ShareWithinAllowed: the share's usage, once pending stops and the victims
- * have stopped, is within allowed(S,u).
+ * ShareWithinAllowed: the goal's share's usage of its unit, once pending
+ * stops and the victims have stopped, is within allowed(S,u).
  */
 static bool
-ShareWithinAllowed(CorePlan *p, const QsJob *of_share, const JobList *victims, bool unused)
+ShareWithinAllowed(CorePlan *p, const RoomGoal *goal, const JobList *victims)
 {
 	int64_t    *use = p->scratch_future;
 
-	(void) unused;
-	CoreUsage(p, of_share->unit, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
-	return CoreWithinAllowed(p, of_share->share, of_share->unit, use[of_share->share]);
+	CoreUsage(p, goal->unit, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
+	return CoreWithinAllowed(p, goal->share, goal->unit, use[goal->share]);
 }
 
 /*
@@ -562,29 +575,27 @@ RepairUnit(CorePlan *p, int unit)
 {
 	Candidates	candidates;
 	JobList		victims;
-	QsJob		probe;
+	RoomGoal	goal = {.unit = unit};
 	JobList		none = {0};
 
-	memset(&probe, 0, sizeof(probe));
-	probe.unit = unit;
 	for (int s = 0; s < p->nshares; s++)
 	{
-		probe.share = s;
-		if (ShareWithinAllowed(p, &probe, &none, false))
+		goal.share = s;
+		if (ShareWithinAllowed(p, &goal, &none))
 			continue;
 		CandidatesInit(p, &candidates, unit);
 		AddGroup(&candidates, (Group) {.whose = ONE_SHARE, .share = s});
-		ChooseVictims(p, &probe, &candidates, ShareWithinAllowed, false, &victims);
+		ChooseVictims(p, &goal, &candidates, ShareWithinAllowed, &victims);
 		StopVictims(p, &victims, NULL);
 	}
 
-	if (RoomAfterRepair(p, &probe, &none, false))
+	if (RoomAfterRepair(p, &goal, &none))
 		return;
 	/* borrowing shares' jobs, then any job (those again among them) */
 	CandidatesInit(p, &candidates, unit);
 	AddGroup(&candidates, (Group) {.whose = ANY_SHARE, .borrowing = true});
 	AddGroup(&candidates, (Group) {.whose = ANY_SHARE});
-	ChooseVictims(p, &probe, &candidates, RoomAfterRepair, false, &victims);
+	ChooseVictims(p, &goal, &candidates, RoomAfterRepair, &victims);
 	StopVictims(p, &victims, NULL);
 }
 

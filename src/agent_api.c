@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * agent.c
+ * agent_api.c
  *		The launcher agents' functions (scheduling.md 5.2): claim, heartbeat, report
  *		and release.  Each checks its arguments, takes the job queue's lock
  *		in shared mode (so it never interleaves with a pass), and writes as
@@ -16,15 +16,18 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
+#include "identity.h"
 #include "job_store.h"
-#include "query.h"
+#include "job_store_pass.h"
+#include "policy.h"
+#include "queue_lock.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_claim);
@@ -45,11 +48,11 @@ AgentArg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("agent must not be null")));
 	agent = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (agent[0] == '\0' || strlen(agent) > 128)
+	if (agent[0] == '\0' || strlen(agent) > QS_MAX_NAME_LEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid agent name \"%s\"", QsShortValue(agent)),
-				 errdetail("An agent's name has 1 to 128 characters.")));
+				 errdetail("An agent's name has 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters.")));
 	return agent;
 }
 
@@ -69,20 +72,6 @@ LeaseArg(FunctionCallInfo fcinfo, int argno)
 	return PG_GETARG_INTERVAL_P(argno);
 }
 
-/* whether the queue exists; then whether the unit (if any) is known there */
-static QsQuery QueueExistsQuery = {
-	"SELECT $2::text IS NULL OR e.capacity_limits ? $2"
-	"       OR EXISTS (SELECT 1 FROM quota_sched.quota_share s"
-	"                   WHERE s.job_queue = q.name AND s.capacity_limits ? $2)"
-	"       OR EXISTS (SELECT 1 FROM quota_sched.job j"
-	"                   WHERE j.job_queue = q.name AND j.capacity_unit = $2"
-	"                     AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))"
-	"  FROM quota_sched.job_queue q"
-	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
-	" WHERE q.name = $1",
-	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
-};
-
 /*
  * RequireQueue raises invalid_parameter_value unless a job queue exists
  * and the capacity unit, when one is given, is known there: in the
@@ -92,15 +81,13 @@ static QsQuery QueueExistsQuery = {
 static void
 RequireQueue(const char *queue, const char *unit)
 {
-	Datum		args[2] = {CStringGetTextDatum(queue), unit ? CStringGetTextDatum(unit) : (Datum) 0};
-	char		nulls[2] = {' ', unit ? ' ' : 'n'};
-	bool		isnull;
+	bool		unit_known;
 
-	if (QsQueryRun(&QueueExistsQuery, args, nulls, true, 1) == 0)
+	if (!QsQueueKnowsUnit(queue, unit, &unit_known))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job queue \"%s\" does not exist", QsShortValue(queue))));
-	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	if (!unit_known)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("capacity unit \"%s\" is not known in job queue \"%s\"",
@@ -265,14 +252,82 @@ ClaimedByOther(const QsJobRow *row, const char *role)
 }
 
 /*
+ * RequireReporter refuses a report on a job another role claimed unless
+ * the caller is an admin, who is then the actor of the history.
+ */
+static void
+RequireReporter(const QsJobRow *row, int64 job_id, QsReport report, Oid caller,
+				const char *role)
+{
+	if (!ClaimedByOther(row, role))
+		return;
+	if (!QsIsAdmin(caller))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" may not %s job " INT64_FORMAT
+						", which agent \"%s\" claimed as another role",
+						role, report == QS_REPORT_RELEASED ? "release" : "report on",
+						job_id, row->agent ? row->agent : ""),
+				 errdetail("Only the role that claimed a job, or an admin, may "
+						   "heartbeat, report on or release it.")));
+	QsWrite.actor = role;		/* an admin acting for the agent */
+}
+
+/*
+ * ApplyReport changes a job as an agent's report says, once it is neither
+ * about an attempt that is over nor a repeat.  A job the agent does not
+ * hold, or an illegal transition, raises an error.
+ */
+static void
+ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport report,
+			const char *reason)
+{
+	if (!IsHeldBy(row, agent))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job " INT64_FORMAT " is not held by agent \"%s\"", job_id, agent),
+				 errdetail("The job is %s%s%s.", QsJobStateName(row->state),
+						   row->agent ? ", held by agent " : "",
+						   row->agent ? row->agent : "")));
+	else if (report == QS_REPORT_RUNNING)
+		QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
+	else if (report == QS_REPORT_SUCCEEDED)
+	{
+		/* a job that succeeded has run: RUNNING first, with started_at */
+		if (row->state == QS_STARTING)
+			QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
+		QsChangeJob(job_id, QS_CHANGE_SUCCEEDED, reason);
+	}
+	else if (report == QS_REPORT_FAILED)
+	{
+		QsStopOutcome o = QsFailedOutcome(&row->job);
+
+		QsEndAttempt(job_id, o.action, o.counter, reason ? reason : "FAILED");
+	}
+	else if (row->job.stop != QS_STOP_NONE)
+	{
+		QsStopOutcome o = QsStoppedOutcome(&row->job);
+
+		QsEndAttempt(job_id, o.action, o.counter, o.reason);
+	}
+	else if (report == QS_REPORT_STOPPED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("job " INT64_FORMAT " has no stop to acknowledge", job_id),
+				 errhint("STOPPED acknowledges a stop that heartbeat() returned; "
+						 "release() gives a job back.")));
+	else
+		QsEndAttempt(job_id, QS_REQUEUE, QS_COUNT_NONE, reason ? reason : "RELEASED");
+}
+
+/*
  * AgentReport applies an agent's report on a job it holds, as that agent,
  * and returns the job.  A report about an attempt (attempt > 0) other than
  * the job's current one changes nothing: a retry that comes after the
  * attempt ended (its reply was lost) must not land on the next one.  A
  * report on a job another role claimed is refused unless the caller is an
- * admin (who is then the actor of the history).  A report for a job the
- * agent does not hold, or an illegal transition, changes nothing and raises
- * an error.
+ * admin (RequireReporter).  A repeat of the job's current state changes
+ * nothing (IsRepeat); any other report goes to ApplyReport.
  */
 static Datum
 AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason,
@@ -294,62 +349,14 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
+	/* about an attempt that is over: nothing to do */
 	over = attempt > 0 &&
 		attempt != 1 + row.job.failed_attempts + row.job.preemption_count;
-	if (!over && ClaimedByOther(&row, role))
-	{
-		if (!QsIsAdmin(caller))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("role \"%s\" may not %s job " INT64_FORMAT
-							", which agent \"%s\" claimed as another role",
-							role, report == QS_REPORT_RELEASED ? "release" : "report on",
-							job_id, row.agent ? row.agent : ""),
-					 errdetail("Only the role that claimed a job, or an admin, may "
-							   "heartbeat, report on or release it.")));
-		QsWrite.actor = role;	/* an admin acting for the agent */
-	}
-	if (over)
-		;						/* about an attempt that is over: nothing to do */
-	else if (IsRepeat(&row, agent, report))
-		;						/* a retry: nothing to do */
-	else if (!IsHeldBy(&row, agent))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("job " INT64_FORMAT " is not held by agent \"%s\"", job_id, agent),
-				 errdetail("The job is %s%s%s.", QsJobStateName(row.state),
-						   row.agent ? ", held by agent " : "",
-						   row.agent ? row.agent : "")));
-	else if (report == QS_REPORT_RUNNING)
-		QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
-	else if (report == QS_REPORT_SUCCEEDED)
-	{
-		/* a job that succeeded has run: RUNNING first, with started_at */
-		if (row.state == QS_STARTING)
-			QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
-		QsChangeJob(job_id, QS_CHANGE_SUCCEEDED, reason);
-	}
-	else if (report == QS_REPORT_FAILED)
-	{
-		QsStopOutcome o = QsFailedOutcome(&row.job);
-
-		QsEndAttempt(job_id, o.action, o.counter, reason ? reason : "FAILED");
-	}
-	else if (row.job.stop != QS_STOP_NONE)
-	{
-		QsStopOutcome o = QsStoppedOutcome(&row.job);
-
-		QsEndAttempt(job_id, o.action, o.counter, o.reason);
-	}
-	else if (report == QS_REPORT_STOPPED)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("job " INT64_FORMAT " has no stop to acknowledge", job_id),
-				 errhint("STOPPED acknowledges a stop that heartbeat() returned; "
-						 "release() gives a job back.")));
-	else
-		QsEndAttempt(job_id, QS_REQUEUE, QS_COUNT_NONE, reason ? reason : "RELEASED");
-
+	if (!over)
+		RequireReporter(&row, job_id, report, caller, role);
+	/* a retry: nothing to do */
+	if (!over && !IsRepeat(&row, agent, report))
+		ApplyReport(&row, job_id, agent, report, reason);
 	result = QsReturnJob(job_id);
 	SPI_finish();
 	QsEndSystemWrite(&saved);

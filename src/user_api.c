@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * user.c
+ * user_api.c
  *		The users' functions (scheduling.md 7): terminate, explain and
  *		queue_snapshot.  terminate and explain act on a job of the caller's
  *		own or of a quota share whose submit_role the caller is a member of
@@ -12,7 +12,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -23,9 +22,12 @@
 #include "utils/json.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
+#include "identity.h"
 #include "job_store.h"
-#include "pass.h"
-#include "query.h"
+#include "job_store_pass.h"
+#include "pass_load.h"
+#include "policy.h"
 #include "quota_sched.h"
 
 PG_FUNCTION_INFO_V1(qs_terminate);
@@ -34,17 +36,6 @@ PG_FUNCTION_INFO_V1(qs_queue_snapshot);
 
 /* How far explain and queue_snapshot follow the dispatch order. */
 #define QS_QUEUE_HORIZON 10000
-
-/*
- * The submit_role of a job's share, read as the extension's owner: its
- * members are the share's team.  (A job's share never changes.)
- */
-static QsQuery ShareTeamQuery = {
-	"SELECT s.submit_role FROM quota_sched.job j"
-	"  JOIN quota_sched.quota_share s ON s.job_queue = j.job_queue AND s.name = j.quota_share"
-	" WHERE j.id = $1",
-	1, {INT8OID}, SPI_OK_SELECT
-};
 
 /*
  * InShareTeam tells whether a role is in the team of a job's share: the
@@ -56,13 +47,9 @@ static QsQuery ShareTeamQuery = {
 static bool
 InShareTeam(Oid role, int64 job_id)
 {
-	Datum		arg = Int64GetDatum(job_id);
-	char	   *submit_role;
+	char	   *submit_role = QsJobShareTeam(job_id);
 	Oid			team;
 
-	if (QsQueryRun(&ShareTeamQuery, &arg, NULL, true, 1) == 0)
-		return false;
-	submit_role = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (submit_role == NULL)
 		return false;
 	team = get_role_oid(submit_role, true);

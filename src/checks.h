@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * checks.h
+ *		Validation of names, sizes and intervals, shared by the CHECK
+ *		constraints, the submit trigger and the SQL functions (checks.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_CHECKS_H
+#define QS_CHECKS_H
+
+#include "datatype/timestamp.h"
+
+/* the longest timeout, runnable_timeout, lease or min_runtime */
+#define QS_MAX_INTERVAL_DAYS 365
+/* the largest weight of a share */
+#define QS_MAX_WEIGHT 10000
+
+extern bool QsValidName(const char *name, int len);
+extern bool QsValidUnitName(const char *name, int len);
+extern void QsCheckName(text *value, const char *what);
+extern int64 QsIntervalUsecs(const Interval *value);
+extern const char *QsShortValue(const char *value);
+extern void QsCheckSize(const char *what, size_t len, size_t limit);
+extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
+							const char *of, const char *detail);
+
+#endif							/* QS_CHECKS_H */

@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_store_pass.h
+ *		The job store's reads and writes for a pass (job_store_pass.c): the
+ *		sets of jobs a pass reads, the streams of a share and unit's
+ *		RUNNABLE and held jobs, and the set-based writes of its decisions
+ *		(the end of an attempt also for one job, as an agent's report or a
+ *		user's terminate makes it).  The rules of job_store.h hold for them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_JOB_STORE_PASS_H
+#define QS_JOB_STORE_PASS_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "utils/snapshot.h"
+
+#include "job_store.h"
+#include "policy.h"
+
+/* A batch of jobs read, in the memory of the caller's context. */
+typedef struct QsJobRows
+{
+	int			n;
+	QsJobRow   *rows;
+} QsJobRows;
+
+/* What a pass reads. */
+typedef enum QsJobSet
+{
+	QS_DUE_JOBS,				/* held, lease expired or past the deadline */
+	QS_VICTIM_JOBS,				/* held, stopping for a promised job */
+	QS_PROMISED_JOBS,			/* RUNNABLE with a promise */
+	QS_EXPIRED_JOBS				/* RUNNABLE, past the runnable timeout */
+} QsJobSet;
+
+/* At most this many held jobs of each kind are due in one pass. */
+#define QS_DUE_JOBS_MAX 1000
+
+extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout);
+extern List *QsReadRunnablePairs(const char *queue);
+extern bool QsQueueHasRunnable(const char *queue);
+
+#define QS_STREAM_BATCHES 4
+extern int	QsStreamBatchSize(int batch);
+extern QsJobRows QsReadStreamBatch(bool held, const char *queue, const char *share,
+								   const char *unit, const QsJob *after, int64 below, int batch);
+extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
+							   const QsJob *after, int32 below);
+extern QsJobRows QsReadRunnableHeads(const char *queue, const char *const *shares,
+									 const char *const *units, int n, int *per_pair);
+extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
+										const char *unit, int32 at_most, int max);
+
+/* What a pass writes. */
+extern void QsSetPassReads(Snapshot snapshot, bool lock_rows);
+extern int	QsLockJobs(Datum ids, int64 *locked_out, int max);
+extern void QsWriteStops(const QsOutput *out, TimestampTz now);
+extern void QsWriteEnds(const QsOutput *out, TimestampTz now);
+extern void QsEndAttempt(int64 job_id, QsAction action, QsCounter counter,
+						 const char *reason);
+extern void QsWriteDispatches(const QsOutput *out, TimestampTz now);
+extern void QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now);
+
+/* A limit of a share and unit, for misconfiguration (scheduling.md 3.7). */
+typedef struct QsMisfitLimit
+{
+	const char *quota_share;
+	const char *capacity_unit;
+	int64		env_max;
+	int64		quota_max;
+} QsMisfitLimit;
+
+extern void QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits,
+									int nlimits, TimestampTz now);
+
+#endif							/* QS_JOB_STORE_PASS_H */

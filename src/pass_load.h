@@ -1,0 +1,71 @@
+/*-------------------------------------------------------------------------
+ *
+ * pass_load.h
+ *		The state of one queue as a pass reads it, and its loader
+ *		(pass_load.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_PASS_LOAD_H
+#define QS_PASS_LOAD_H
+
+#include "datatype/timestamp.h"
+#include "utils/jsonb.h"
+#include "utils/snapshot.h"
+
+#include "policy.h"
+
+/*
+ * A reader of the jobs of one share and unit, in batches of growing size,
+ * read as the policy asks (QsReadStreamBatch): its RUNNABLE jobs in share
+ * order, below a size bound, or its held jobs with no stop pending in
+ * victim order, below a priority bound.
+ */
+typedef struct QsJobReader
+{
+	bool		held;			/* held jobs; otherwise RUNNABLE ones */
+	bool		has_jobs;		/* the share may have such jobs of the unit */
+	QsJob	   *buf;			/* the batch read last */
+	int			cap;
+	int			nbuf;
+	int			pos;
+	int			batch;			/* index of the next batch size */
+	int64		fetched_below;	/* the bound the batch was read with */
+	bool		exhausted;		/* the last batch was the end */
+	bool		fresh;			/* buf holds the first batch, unread */
+	bool		has_last;		/* it gave a job, the last before buf[pos] */
+	int64		last_id;		/* the id of that job */
+	int64		last_below;		/* the least bound asked for since it */
+} QsJobReader;
+
+/*
+ * The state of one queue as a pass (or explain, or queue_snapshot) reads it:
+ * the policy core's input, and what the applier needs beside it, read in
+ * one snapshot taken after the queue's lock (or, in a pass's second try,
+ * with its rows locked: QsLoadQueueState).
+ */
+typedef struct QsQueueState
+{
+	MemoryContext cxt;
+	char	   *queue;
+	QsInput		in;
+	struct HTAB *agents;		/* job id -> agent, of the held jobs read */
+	QsJobReader *runnable;		/* [share * nunits + unit] */
+	QsJobReader *held;			/* [share * nunits + unit] */
+	Interval   *runnable_timeout;	/* NULL: none */
+	Jsonb	   *env_limits;		/* the environment's capacity map */
+	int			units_cap;		/* allocated length of in.units */
+	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
+	int64	   *passed_over;	/* the jobs queue_status lists */
+	int			npassed_over;
+	int			passed_over_passes;	/* queue_status.passed_over_passes */
+} QsQueueState;
+
+extern bool QsLoadQueueState(QsQueueState *state, const char *queue, TimestampTz now,
+							 bool lock_rows);
+extern void QsFreeQueueState(QsQueueState *state);
+extern int	QsUnitIndex(const QsQueueState *state, const char *unit);
+extern int	QsShareIndex(const QsQueueState *state, const char *share);
+extern const char *QsAgentOf(const QsQueueState *state, int64 job_id);
+
+#endif							/* QS_PASS_LOAD_H */
