@@ -67,7 +67,8 @@
 
 #include <libpq-fe.h>
 
-#define AGENT_VERSION "0.2"
+#include "agent.h"
+
 #define RECONNECT_MAX_SECONDS 30.0
 
 #if defined(__GNUC__)
@@ -79,27 +80,17 @@
 /* ------------------------------------------------------------------------
  * Options
  * ---------------------------------------------------------------------- */
-static const char *opt_conninfo = "";
-static char opt_agent[129];
-static const char *opt_queue = NULL;
-static const char *opt_unit = NULL;
-static int	opt_instances = 1;
-static double opt_lease = 60;
-static double opt_heartbeat = 0;	/* 0: lease / 3 */
-static double opt_grace = 30;
-static bool opt_json = false;
-static char *opt_checkpoint_root = NULL;
-static bool opt_keep_checkpoints = false;
-static long opt_exit_after = 0;
-static bool opt_noop = false;
-static bool opt_listen = true;
-static const char *opt_start_cmd = NULL;	/* external launcher: all three, or none */
-static const char *opt_status_cmd = NULL;
-static const char *opt_stop_cmd = NULL;
-static double opt_status_interval = 0;	/* 0: the heartbeat interval */
-static double opt_cmd_timeout = 30;
+AgentOptions opts = {
+	.conninfo = "",
+	.instances = 1,
+	.lease = 60,
+	.heartbeat = 0,				/* 0: lease / 3 */
+	.grace = 30,
+	.listen = true,
+	.status_interval = 0,		/* 0: the heartbeat interval */
+	.cmd_timeout = 30,
+};
 static pid_t agent_pid;		/* this process: its children check they outlive it */
-static FILE *pickup_log = NULL;	/* --pickup-log: "job_id microseconds" a claim */
 
 /* ------------------------------------------------------------------------
  * Jobs the agent holds
@@ -356,10 +347,10 @@ log_event(const char *level, const char *event, const Job *job, const char *fmt,
 	snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), ".%03ldZ",
 			 (long) (ts.tv_nsec / 1000000));
 
-	if (opt_json)
+	if (opts.json)
 	{
 		append(line, sizeof(line), &len, "{\"time\":\"%s\",\"level\":\"%s\",\"agent\":\"", stamp, level);
-		json_escape(line, sizeof(line), &len, opt_agent);
+		json_escape(line, sizeof(line), &len, opts.agent);
 		append(line, sizeof(line), &len, "\",\"event\":\"%s\"", event);
 		if (job)
 			append(line, sizeof(line), &len, ",\"job_id\":%" PRId64 ",\"attempt\":%d",
@@ -582,7 +573,7 @@ add_job(int64_t id, int attempt, int instances)
 	job->attempt = attempt;
 	snprintf(job->attempt_text, sizeof(job->attempt_text), "%d", attempt);
 	job->instances = instances;
-	job->lease_deadline = now_mono() + opt_lease;
+	job->lease_deadline = now_mono() + opts.lease;
 	job->out_fd = -1;
 	job->err_fd = -1;
 	jobs[njobs++] = job;
@@ -702,7 +693,7 @@ remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 static void
 remove_checkpoint_dir(Job *job)
 {
-	if (opt_keep_checkpoints || job->checkpoint_dir[0] == '\0')
+	if (opts.keep_checkpoints || job->checkpoint_dir[0] == '\0')
 		return;
 	nftw(job->checkpoint_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -778,7 +769,7 @@ db_exec(const char *what, const char *sql, int nparams, const char *const *param
 	ExecStatusType st;
 	const char *sqlstate;
 	char		msg[1024];
-	int			number = opt_listen ? statement_number(sql) : -1;
+	int			number = opts.listen ? statement_number(sql) : -1;
 	char		name[16];
 
 	*out = NULL;
@@ -852,14 +843,14 @@ try_connect(void)
 	const char *env_options = getenv("PGOPTIONS");
 	const char *keys[] = {"fallback_application_name", "connect_timeout", "keepalives",
 		"keepalives_idle", "keepalives_interval", "keepalives_count", "options", "dbname", NULL};
-	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", timeout, opt_conninfo, NULL};
+	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", timeout, opts.conninfo, NULL};
 	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop"};
-	int			nsetup = opt_listen ? 2 : 0;
+	int			nsetup = opts.listen ? 2 : 0;
 	char		msg[1024];
 	int			i;
 
 	snprintf(timeout, sizeof(timeout), "-c statement_timeout=%.0f %s",
-			 opt_lease * 1000 / 3 > 1000 ? opt_lease * 1000 / 3 : 1000,
+			 opts.lease * 1000 / 3 > 1000 ? opts.lease * 1000 / 3 : 1000,
 			 env_options ? env_options : "");
 	conn = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(conn) != CONNECTION_OK)
@@ -894,7 +885,7 @@ try_connect(void)
 	backoff = 0;
 	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
 			  PQhost(conn), PQport(conn), PQuser(conn),
-			  opt_listen ? "; listening" : "; not listening (--no-listen)");
+			  opts.listen ? "; listening" : "; not listening (--no-listen)");
 	/* reconcile at once, then claim */
 	want_heartbeat = true;
 	want_claim = true;
@@ -932,14 +923,14 @@ begin_stop(Job *job, StopKind kind, const char *why)
 		}
 		log_event("info", "job_stopping", job, "%s: the stop command for %s%s, then up to %g s for it to stop",
 				  why, job->started ? job->handle : "the remote job",
-				  job->started ? "" : " once the start command has ended", opt_grace);
+				  job->started ? "" : " once the start command has ended", opts.grace);
 	}
 	else if (job->term_at == 0)
 	{
 		job->term_at = now_mono();
 		signal_group(job, SIGTERM);
 		log_event("info", "job_stopping", job, "%s: SIGTERM to process group %d, SIGKILL in %g s",
-				  why, (int) job->pid, opt_grace);
+				  why, (int) job->pid, opts.grace);
 	}
 }
 
@@ -1045,7 +1036,7 @@ child_setup(const Job *job)
 	snprintf(num, sizeof(num), "%d", job->instances);
 	setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
 	setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
-	setenv("QUOTA_SCHED_AGENT", opt_agent, 1);
+	setenv("QUOTA_SCHED_AGENT", opts.agent, 1);
 }
 
 /*
@@ -1070,12 +1061,12 @@ start_job(Job *job, const char *argv_text)
 		return;
 	}
 	snprintf(job->checkpoint_dir, sizeof(job->checkpoint_dir), "%s/job-%s",
-			 opt_checkpoint_root, job->id_text);
+			 opts.checkpoint_root, job->id_text);
 	if (ensure_private_dir(job->checkpoint_dir, err, sizeof(err)) != 0)
 	{
 		job->checkpoint_dir[0] = '\0';
 		log_event("error", "job_not_started", job, "%s", err);
-		set_report(job, "FAILED", 0, false, "agent %s: %s", opt_agent, err);
+		set_report(job, "FAILED", 0, false, "agent %s: %s", opts.agent, err);
 		free_argv(argv);
 		return;
 	}
@@ -1084,7 +1075,7 @@ start_job(Job *job, const char *argv_text)
 		log_event("error", "job_not_started", job, "pipe: %s", strerror(errno));
 		job->action = ACT_RELEASE;
 		snprintf(job->reason, sizeof(job->reason), "agent %s could not start it: %s",
-				 opt_agent, strerror(errno));
+				 opts.agent, strerror(errno));
 		free_argv(argv);
 		return;
 	}
@@ -1117,7 +1108,7 @@ start_job(Job *job, const char *argv_text)
 		log_event("error", "job_not_started", job, "fork: %s", strerror(errno));
 		job->action = ACT_RELEASE;
 		snprintf(job->reason, sizeof(job->reason), "agent %s could not start it: fork: %s",
-				 opt_agent, strerror(errno));
+				 opts.agent, strerror(errno));
 		free_argv(argv);
 		return;
 	}
@@ -1235,8 +1226,8 @@ last_line(const char *s, char *buf, size_t cap)
 static bool
 start_helper(Job *job, Helper which, const char *payload)
 {
-	const char *cmd = which == HELPER_START ? opt_start_cmd :
-		which == HELPER_STATUS ? opt_status_cmd : opt_stop_cmd;
+	const char *cmd = which == HELPER_START ? opts.start_cmd :
+		which == HELPER_STATUS ? opts.status_cmd : opts.stop_cmd;
 	int			outp[2] = {-1, -1},
 				errp[2] = {-1, -1};
 	pid_t		pid;
@@ -1291,7 +1282,7 @@ start_helper(Job *job, Helper which, const char *payload)
 	fcntl(errp[0], F_SETFL, fcntl(errp[0], F_GETFL) | O_NONBLOCK);
 	job->helper = which;
 	job->helper_pid = pid;
-	job->helper_deadline = now_mono() + opt_cmd_timeout;
+	job->helper_deadline = now_mono() + opts.cmd_timeout;
 	job->helper_killed = false;
 	job->helper_cancelled = false;
 	job->out_fd = outp[0];
@@ -1332,7 +1323,7 @@ settle(Job *job, const char *state, int code, bool has_code, const char *reason)
 			break;
 		case STOP_SHUTDOWN:
 			job->action = ACT_RELEASE;
-			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opt_agent);
+			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opts.agent);
 			break;
 		case STOP_REQUESTED:
 			set_report(job, "STOPPED", code, has_code, NULL);
@@ -1373,7 +1364,7 @@ describe_helper_end(Job *job, int status, char *buf, size_t cap)
 	char		errline[300];
 
 	if (job->helper_killed)
-		snprintf(buf, cap, "did not finish within %g s (--cmd-timeout): killed", opt_cmd_timeout);
+		snprintf(buf, cap, "did not finish within %g s (--cmd-timeout): killed", opts.cmd_timeout);
 	else if (WIFEXITED(status))
 		snprintf(buf, cap, "exit code %d", WEXITSTATUS(status));
 	else if (WIFSIGNALED(status) && signal_name(WTERMSIG(status)))
@@ -1483,7 +1474,7 @@ helper_ended(Job *job, int status)
 			{
 				snprintf(job->handle, sizeof(job->handle), "%s", line);
 				job->started = true;
-				job->next_status = now + opt_status_interval;
+				job->next_status = now + opts.status_interval;
 				log_event("info", "job_started", job, "remote handle %s, %d instance(s), checkpoints in %s",
 						  job->handle, job->instances, job->checkpoint_dir);
 			}
@@ -1494,7 +1485,7 @@ helper_ended(Job *job, int status)
 				remote_ended(job, "FAILED", 0, false, "the start command failed (%s)", how);
 			break;
 		case HELPER_STATUS:
-			job->next_status = now + (job->term_at > 0 && opt_status_interval > 1 ? 1 : opt_status_interval);
+			job->next_status = now + (job->term_at > 0 && opts.status_interval > 1 ? 1 : opts.status_interval);
 			if (!ok)
 				log_event("warning", job->helper_killed ? "status_timeout" : "status_failed", job,
 						  "the status command of %s %s; asking again in %g s", job->handle, how,
@@ -1504,7 +1495,7 @@ helper_ended(Job *job, int status)
 			break;
 		case HELPER_STOP:
 			if (job->stop_deadline == 0)
-				job->stop_deadline = now + opt_grace;
+				job->stop_deadline = now + opts.grace;
 			job->next_status = now;
 			if (ok)
 			{
@@ -1543,7 +1534,7 @@ remote_tick(Job *job, double now)
 			job->helper_killed = true;
 			kill_helper(job);
 			log_event("warning", "command_timeout", job, "the %s command ran for %g s (--cmd-timeout): killed",
-					  helper_names[job->helper], opt_cmd_timeout);
+					  helper_names[job->helper], opts.cmd_timeout);
 		}
 		return;
 	}
@@ -1565,7 +1556,7 @@ remote_tick(Job *job, double now)
 		{
 			job->stop_retry_at = now + 1;
 			if (job->stop_deadline == 0)
-				job->stop_deadline = now + opt_grace;
+				job->stop_deadline = now + opts.grace;
 		}
 	}
 	else if (job->term_at > 0 && job->stop_deadline == 0)
@@ -1573,7 +1564,7 @@ remote_tick(Job *job, double now)
 	else if (now >= job->next_status)
 	{
 		if (!start_helper(job, HELPER_STATUS, NULL))
-			job->next_status = now + opt_status_interval;
+			job->next_status = now + opts.status_interval;
 	}
 }
 
@@ -1612,19 +1603,19 @@ start_remote(Job *job, const char *payload)
 
 	job->remote = true;
 	snprintf(job->checkpoint_dir, sizeof(job->checkpoint_dir), "%s/job-%s",
-			 opt_checkpoint_root, job->id_text);
+			 opts.checkpoint_root, job->id_text);
 	if (ensure_private_dir(job->checkpoint_dir, err, sizeof(err)) != 0)
 	{
 		job->checkpoint_dir[0] = '\0';
 		log_event("error", "job_not_started", job, "%s", err);
-		set_report(job, "FAILED", 0, false, "agent %s: %s", opt_agent, err);
+		set_report(job, "FAILED", 0, false, "agent %s: %s", opts.agent, err);
 		return;
 	}
 	if (!start_helper(job, HELPER_START, payload))
 	{
 		job->action = ACT_RELEASE;
 		snprintf(job->reason, sizeof(job->reason), "agent %s could not run its start command",
-				 opt_agent);
+				 opts.agent);
 		return;
 	}
 	job->alive = true;
@@ -1702,7 +1693,7 @@ enforce_deadlines(double now)
 			remote_tick(job, now);
 			continue;
 		}
-		if (job->term_at > 0 && !job->killed && (now >= job->term_at + opt_grace || got_term > 1))
+		if (job->term_at > 0 && !job->killed && (now >= job->term_at + opts.grace || got_term > 1))
 		{
 			job->killed = true;
 			signal_group(job, SIGKILL);
@@ -1785,7 +1776,7 @@ flush_actions(void)
 		make_valid_utf8(job->reason);
 		if (job->action == ACT_REPORT)
 		{
-			const char *params[6] = {job->id_text, opt_agent, job->state,
+			const char *params[6] = {job->id_text, opts.agent, job->state,
 				job->reason[0] ? job->reason : NULL, job->attempt_text, NULL};
 
 			if (job->has_exit_code)
@@ -1797,7 +1788,7 @@ flush_actions(void)
 		}
 		else
 		{
-			const char *params[3] = {job->id_text, opt_agent, job->reason};
+			const char *params[3] = {job->id_text, opts.agent, job->reason};
 
 			rc = db_exec("release", SQL_RELEASE, 3, params, &res, job);
 		}
@@ -1855,11 +1846,11 @@ flush_actions(void)
 static void
 release_unknown(const char *id_text)
 {
-	const char *params[3] = {id_text, opt_agent, NULL};
+	const char *params[3] = {id_text, opts.agent, NULL};
 	char		reason[200];
 	PGresult   *res;
 
-	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opt_agent);
+	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opts.agent);
 	params[2] = reason;
 	if (db_exec("release", SQL_RELEASE, 3, params, &res, NULL) == DB_OK)
 	{
@@ -1874,7 +1865,7 @@ static void
 do_heartbeat(void)
 {
 	char		lease[32];
-	const char *params[2] = {opt_agent, lease};
+	const char *params[2] = {opts.agent, lease};
 	PGresult   *res;
 	double		t0 = now_mono();
 	int			i,
@@ -1883,13 +1874,13 @@ do_heartbeat(void)
 	int			nunknown = 0;
 
 	want_heartbeat = false;
-	snprintf(lease, sizeof(lease), "%.3f seconds", opt_lease);
+	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
 	if (db_exec("heartbeat", SQL_HEARTBEAT, 2, params, &res, NULL) != DB_OK)
 	{
-		next_heartbeat = now_mono() + opt_heartbeat;
+		next_heartbeat = now_mono() + opts.heartbeat;
 		return;
 	}
-	next_heartbeat = t0 + opt_heartbeat;
+	next_heartbeat = t0 + opts.heartbeat;
 	for (i = 0; i < njobs; i++)
 		jobs[i]->seen = false;
 	n = PQntuples(res);
@@ -1917,7 +1908,7 @@ do_heartbeat(void)
 		 * the lease the job has now, as the server counts it: a job whose
 		 * row another transaction held was not renewed
 		 */
-		job->lease_deadline = PQgetisnull(res, i, 2) ? t0 + opt_lease
+		job->lease_deadline = PQgetisnull(res, i, 2) ? t0 + opts.lease
 			: t0 + strtod(PQgetvalue(res, i, 2), NULL);
 		if (stop && job->alive && job->stop == STOP_NONE)
 		{
@@ -1950,18 +1941,18 @@ do_claim(void)
 	char		free_text[16];
 
 	want_claim = false;
-	snprintf(lease, sizeof(lease), "%.3f seconds", opt_lease);
+	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
 	for (;;)
 	{
-		const char *params[5] = {opt_agent, opt_queue, opt_unit, free_text, lease};
-		int			free_instances = opt_instances - busy_instances();
+		const char *params[5] = {opts.agent, opts.queue, opts.unit, free_text, lease};
+		int			free_instances = opts.instances - busy_instances();
 		PGresult   *res;
 		int			i,
 					n;
 		double		t0 = now_mono();
 
 		if (free_instances <= 0 || shutting_down ||
-			(opt_exit_after > 0 && jobs_done + njobs >= opt_exit_after))
+			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
 			return;
 		snprintf(free_text, sizeof(free_text), "%d", free_instances);
 		if (db_exec("claim", SQL_CLAIM, 5, params, &res, NULL) != DB_OK)
@@ -1985,13 +1976,13 @@ do_claim(void)
 									  atoi(PQgetvalue(res, i, 2)),
 									  atoi(PQgetvalue(res, i, 1)));
 
-			job->lease_deadline = t0 + opt_lease;
-			if (pickup_log)
-				fprintf(pickup_log, "%" PRId64 " %lld\n", job->id, now_real_us());
+			job->lease_deadline = t0 + opts.lease;
+			if (opts.pickup_log)
+				fprintf(opts.pickup_log, "%" PRId64 " %lld\n", job->id, now_real_us());
 			log_event("info", "job_claimed", job, "claimed %d instance(s)", job->instances);
-			if (opt_noop)
+			if (opts.noop)
 				set_report(job, "SUCCEEDED", 0, true, NULL);
-			else if (opt_start_cmd)
+			else if (opts.start_cmd)
 				start_remote(job, PQgetvalue(res, i, 5));
 			else if (!PQgetisnull(res, i, 3))
 			{
@@ -2169,13 +2160,13 @@ parse_options(int argc, char **argv)
 	char		resolved[PATH_MAX];
 	int			c;
 
-	opt_agent[0] = '\0';
+	opts.agent[0] = '\0';
 	while ((c = getopt_long(argc, argv, "d:a:q:u:n:l:b:g:c:hV", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
 			case 'd':
-				opt_conninfo = optarg;
+				opts.conninfo = optarg;
 				break;
 			case 'a':
 				if (strlen(optarg) < 1 || strlen(optarg) > 128)
@@ -2183,37 +2174,37 @@ parse_options(int argc, char **argv)
 					fprintf(stderr, "quota-sched-agent: --agent must have 1 to 128 characters\n");
 					exit(2);
 				}
-				snprintf(opt_agent, sizeof(opt_agent), "%s", optarg);
+				snprintf(opts.agent, sizeof(opts.agent), "%s", optarg);
 				break;
 			case 'q':
-				opt_queue = optarg;
+				opts.queue = optarg;
 				break;
 			case 'u':
-				opt_unit = optarg;
+				opts.unit = optarg;
 				break;
 			case 'n':
-				opt_instances = (int) parse_count("instances", optarg, 1, 100000);
+				opts.instances = (int) parse_count("instances", optarg, 1, 100000);
 				break;
 			case 'l':
-				opt_lease = parse_seconds("lease", optarg, false);
+				opts.lease = parse_seconds("lease", optarg, false);
 				break;
 			case 'b':
-				opt_heartbeat = parse_seconds("heartbeat", optarg, false);
+				opts.heartbeat = parse_seconds("heartbeat", optarg, false);
 				break;
 			case 'g':
-				opt_grace = parse_seconds("grace", optarg, true);
+				opts.grace = parse_seconds("grace", optarg, true);
 				break;
 			case 'c':
 				root = optarg;
 				break;
 			case OPT_KEEP:
-				opt_keep_checkpoints = true;
+				opts.keep_checkpoints = true;
 				break;
 			case OPT_LOG_FORMAT:
 				if (strcmp(optarg, "json") == 0)
-					opt_json = true;
+					opts.json = true;
 				else if (strcmp(optarg, "plain") == 0)
-					opt_json = false;
+					opts.json = false;
 				else
 				{
 					fprintf(stderr, "quota-sched-agent: --log-format must be plain or json\n");
@@ -2221,21 +2212,21 @@ parse_options(int argc, char **argv)
 				}
 				break;
 			case OPT_EXIT_AFTER:
-				opt_exit_after = parse_count("exit-after", optarg, 1, LONG_MAX);
+				opts.exit_after = parse_count("exit-after", optarg, 1, LONG_MAX);
 				break;
 			case OPT_NOOP:
-				opt_noop = true;
+				opts.noop = true;
 				break;
 			case OPT_PICKUP_LOG:
-				pickup_log = fopen(optarg, "we");	/* not into the jobs */
-				if (pickup_log == NULL)
+				opts.pickup_log = fopen(optarg, "we");	/* not into the jobs */
+				if (opts.pickup_log == NULL)
 				{
 					fprintf(stderr, "quota-sched-agent: --pickup-log: %s: %s\n", optarg, strerror(errno));
 					exit(2);
 				}
 				break;
 			case OPT_NO_LISTEN:
-				opt_listen = false;
+				opts.listen = false;
 				break;
 			case OPT_START_CMD:
 			case OPT_STATUS_CMD:
@@ -2247,17 +2238,17 @@ parse_options(int argc, char **argv)
 					exit(2);
 				}
 				if (c == OPT_START_CMD)
-					opt_start_cmd = optarg;
+					opts.start_cmd = optarg;
 				else if (c == OPT_STATUS_CMD)
-					opt_status_cmd = optarg;
+					opts.status_cmd = optarg;
 				else
-					opt_stop_cmd = optarg;
+					opts.stop_cmd = optarg;
 				break;
 			case OPT_STATUS_INTERVAL:
-				opt_status_interval = parse_seconds("status-interval", optarg, false);
+				opts.status_interval = parse_seconds("status-interval", optarg, false);
 				break;
 			case OPT_CMD_TIMEOUT:
-				opt_cmd_timeout = parse_seconds("cmd-timeout", optarg, false);
+				opts.cmd_timeout = parse_seconds("cmd-timeout", optarg, false);
 				break;
 			case 'h':
 				usage(stdout);
@@ -2275,12 +2266,12 @@ parse_options(int argc, char **argv)
 		fprintf(stderr, "quota-sched-agent: unexpected argument \"%s\"\n", argv[optind]);
 		exit(2);
 	}
-	if (opt_queue == NULL)
+	if (opts.queue == NULL)
 	{
 		fprintf(stderr, "quota-sched-agent: --queue is required (see --help)\n");
 		exit(2);
 	}
-	if (opt_agent[0] == '\0')
+	if (opts.agent[0] == '\0')
 	{
 		/*
 		 * HOST/QUEUE: agents of one host for several queues must have names
@@ -2291,30 +2282,30 @@ parse_options(int argc, char **argv)
 		if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
 			snprintf(host, sizeof(host), "quota-sched-agent");
 		host[sizeof(host) - 1] = '\0';
-		snprintf(opt_agent, sizeof(opt_agent), "%.64s/%.63s", host, opt_queue);
+		snprintf(opts.agent, sizeof(opts.agent), "%.64s/%.63s", host, opts.queue);
 	}
-	if (opt_heartbeat == 0)
-		opt_heartbeat = opt_lease / 3;
-	if (opt_heartbeat >= opt_lease)
+	if (opts.heartbeat == 0)
+		opts.heartbeat = opts.lease / 3;
+	if (opts.heartbeat >= opts.lease)
 	{
 		fprintf(stderr, "quota-sched-agent: --heartbeat (%g s) must be below --lease (%g s)\n",
-				opt_heartbeat, opt_lease);
+				opts.heartbeat, opts.lease);
 		exit(2);
 	}
-	if ((opt_start_cmd || opt_status_cmd || opt_stop_cmd) &&
-		!(opt_start_cmd && opt_status_cmd && opt_stop_cmd))
+	if ((opts.start_cmd || opts.status_cmd || opts.stop_cmd) &&
+		!(opts.start_cmd && opts.status_cmd && opts.stop_cmd))
 	{
 		fprintf(stderr, "quota-sched-agent: --start-cmd, --status-cmd and --stop-cmd go together: "
 				"give all three, or none\n");
 		exit(2);
 	}
-	if (opt_start_cmd && opt_noop)
+	if (opts.start_cmd && opts.noop)
 	{
 		fprintf(stderr, "quota-sched-agent: --noop runs nothing: it goes with no --start-cmd\n");
 		exit(2);
 	}
-	if (opt_status_interval == 0)
-		opt_status_interval = opt_heartbeat;
+	if (opts.status_interval == 0)
+		opts.status_interval = opts.heartbeat;
 
 	/* the checkpoint root: created 0700 if missing; absolute for the jobs */
 	if (root == NULL)
@@ -2339,7 +2330,7 @@ parse_options(int argc, char **argv)
 		fprintf(stderr, "quota-sched-agent: checkpoint root \"%s\": %s\n", root, strerror(errno));
 		exit(2);
 	}
-	opt_checkpoint_root = strdup(resolved);
+	opts.checkpoint_root = strdup(resolved);
 }
 
 /* ------------------------------------------------------------------------
@@ -2354,9 +2345,9 @@ main(int argc, char **argv)
 	log_event("info", "agent_started", NULL,
 			  "queue %s, unit %s, %d instance(s), lease %g s, heartbeat %g s, grace %g s, "
 			  "checkpoints in %s%s%s",
-			  opt_queue, opt_unit ? opt_unit : "(any)", opt_instances, opt_lease,
-			  opt_heartbeat, opt_grace, opt_checkpoint_root, opt_noop ? ", noop" : "",
-			  opt_start_cmd ? ", jobs run by the external launcher (--start-cmd)" : "");
+			  opts.queue, opts.unit ? opts.unit : "(any)", opts.instances, opts.lease,
+			  opts.heartbeat, opts.grace, opts.checkpoint_root, opts.noop ? ", noop" : "",
+			  opts.start_cmd ? ", jobs run by the external launcher (--start-cmd)" : "");
 
 	for (;;)
 	{
@@ -2392,7 +2383,7 @@ main(int argc, char **argv)
 		if (conn)
 			flush_actions();
 
-		if (njobs == 0 && (shutting_down || (opt_exit_after > 0 && jobs_done >= opt_exit_after)))
+		if (njobs == 0 && (shutting_down || (opts.exit_after > 0 && jobs_done >= opts.exit_after)))
 			break;
 		/* a notification that came with a result: act on it now */
 		if (conn && (want_claim || want_heartbeat))
@@ -2404,8 +2395,8 @@ main(int argc, char **argv)
 		for (i = 0; i < njobs; i++)
 		{
 			if (jobs[i]->alive && !jobs[i]->remote && jobs[i]->term_at > 0 && !jobs[i]->killed &&
-				jobs[i]->term_at + opt_grace < wake)
-				wake = jobs[i]->term_at + opt_grace;
+				jobs[i]->term_at + opts.grace < wake)
+				wake = jobs[i]->term_at + opts.grace;
 			if (jobs[i]->alive && jobs[i]->stop != STOP_LOST && jobs[i]->lease_deadline < wake)
 				wake = jobs[i]->lease_deadline;
 			if (jobs[i]->remote && remote_wake(jobs[i]) < wake)
@@ -2465,8 +2456,8 @@ main(int argc, char **argv)
 		PQfinish(conn);
 		return 1;
 	}
-	if (pickup_log)
-		fclose(pickup_log);
+	if (opts.pickup_log)
+		fclose(opts.pickup_log);
 	log_event("info", "agent_exit", NULL, "exiting: %ld job(s) reported, cpu_s %.3f", jobs_done,
 			  cpu_seconds());
 	PQfinish(conn);
