@@ -12,8 +12,13 @@
 #ifndef QS_AGENT_H
 #define QS_AGENT_H
 
+#include "util.h"
+
+#include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define AGENT_VERSION "0.2"
 
@@ -43,5 +48,84 @@ typedef struct AgentOptions
 } AgentOptions;
 
 extern AgentOptions opts;
+
+typedef enum StopKind
+{
+	STOP_NONE,					/* runs, or ended by itself */
+	STOP_REQUESTED,				/* the database asked for a stop: report STOPPED */
+	STOP_LOST,					/* no longer ours: kill, tell nothing */
+	STOP_SHUTDOWN				/* the agent shuts down: release */
+} StopKind;
+
+typedef enum Action
+{
+	ACT_NONE,					/* the child runs */
+	ACT_REPORT,					/* report state (reason, exit_code) */
+	ACT_RELEASE,				/* release the job */
+	ACT_DROP					/* forget it */
+} Action;
+
+typedef enum Helper
+{
+	HELPER_NONE,
+	HELPER_START,				/* --start-cmd */
+	HELPER_STATUS,				/* --status-cmd */
+	HELPER_STOP					/* --stop-cmd */
+} Helper;
+
+typedef struct Job
+{
+	int64_t		id;
+	char		id_text[24];
+	int			attempt;
+	char		attempt_text[16];
+	int			instances;
+	pid_t		pid;			/* the child, and its process group; 0: none */
+	bool		alive;			/* the child has not been reaped */
+	StopKind	stop;
+	double		term_at;		/* when SIGTERM was sent (0: not yet) */
+	bool		killed;			/* SIGKILL sent */
+	double		lease_deadline; /* by then the lease may have run out */
+	bool		seen;			/* in the last heartbeat's answer */
+	char		checkpoint_dir[PATH_MAX];
+	Action		action;
+	const char *state;			/* for ACT_REPORT */
+	char		reason[512];
+	int			exit_code;
+	bool		has_exit_code;
+	int			tries;			/* reports or releases that failed, not refused */
+	double		retry_at;		/* when to try again (monotonic s); 0: now */
+
+	/*
+	 * A job run by an external launcher (remote): alive from its claim until
+	 * its end is known; pid stays 0.  At most one command runs for it.
+	 */
+	bool		remote;
+	bool		started;		/* the start command gave a handle */
+	char		handle[1024];
+	Helper		helper;			/* the command that runs now */
+	pid_t		helper_pid;
+	double		helper_deadline;	/* killed then (--cmd-timeout) */
+	bool		helper_killed;	/* SIGKILL sent: timed out */
+	bool		helper_cancelled;	/* killed on purpose: its answer is moot */
+	int			out_fd;			/* its stdout and stderr; -1: closed */
+	int			err_fd;
+	char		out[2048];
+	size_t		out_len;
+	char		err[2048];
+	size_t		err_len;
+	double		next_status;	/* when to run the status command next */
+	double		stop_deadline;	/* the first stop command ended: grace ends then */
+	bool		stop_ok;		/* a stop command succeeded */
+	double		stop_retry_at;	/* a stop command failed: again then */
+} Job;
+
+/* log.c */
+extern double now_mono(void);
+extern long long now_real_us(void);
+extern double cpu_seconds(void);
+extern void log_event(const char *level, const char *event, const Job *job,
+					  const char *fmt,...) PRINTF_LIKE(4, 5);
+extern void fatal(const char *fmt,...) PRINTF_LIKE(1, 2);
 
 #endif							/* QS_AGENT_H */

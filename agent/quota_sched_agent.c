@@ -38,9 +38,7 @@
  *
  * See --help for the options, and the README's "The launcher agent".
  */
-#if !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE)
-#define _XOPEN_SOURCE 700
-#endif
+#include "agent.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,15 +65,7 @@
 
 #include <libpq-fe.h>
 
-#include "agent.h"
-
 #define RECONNECT_MAX_SECONDS 30.0
-
-#if defined(__GNUC__)
-#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PRINTF_LIKE(f, a)
-#endif
 
 /* ------------------------------------------------------------------------
  * Options
@@ -95,78 +85,7 @@ static pid_t agent_pid;		/* this process: its children check they outlive it */
 /* ------------------------------------------------------------------------
  * Jobs the agent holds
  * ---------------------------------------------------------------------- */
-typedef enum StopKind
-{
-	STOP_NONE,					/* runs, or ended by itself */
-	STOP_REQUESTED,				/* the database asked for a stop: report STOPPED */
-	STOP_LOST,					/* no longer ours: kill, tell nothing */
-	STOP_SHUTDOWN				/* the agent shuts down: release */
-} StopKind;
-
-typedef enum Action
-{
-	ACT_NONE,					/* the child runs */
-	ACT_REPORT,					/* report state (reason, exit_code) */
-	ACT_RELEASE,				/* release the job */
-	ACT_DROP					/* forget it */
-} Action;
-
-typedef enum Helper
-{
-	HELPER_NONE,
-	HELPER_START,				/* --start-cmd */
-	HELPER_STATUS,				/* --status-cmd */
-	HELPER_STOP					/* --stop-cmd */
-} Helper;
-
 static const char *const helper_names[] = {"", "start", "status", "stop"};
-
-typedef struct Job
-{
-	int64_t		id;
-	char		id_text[24];
-	int			attempt;
-	char		attempt_text[16];
-	int			instances;
-	pid_t		pid;			/* the child, and its process group; 0: none */
-	bool		alive;			/* the child has not been reaped */
-	StopKind	stop;
-	double		term_at;		/* when SIGTERM was sent (0: not yet) */
-	bool		killed;			/* SIGKILL sent */
-	double		lease_deadline; /* by then the lease may have run out */
-	bool		seen;			/* in the last heartbeat's answer */
-	char		checkpoint_dir[PATH_MAX];
-	Action		action;
-	const char *state;			/* for ACT_REPORT */
-	char		reason[512];
-	int			exit_code;
-	bool		has_exit_code;
-	int			tries;			/* reports or releases that failed, not refused */
-	double		retry_at;		/* when to try again (monotonic s); 0: now */
-
-	/*
-	 * A job run by an external launcher (remote): alive from its claim until
-	 * its end is known; pid stays 0.  At most one command runs for it.
-	 */
-	bool		remote;
-	bool		started;		/* the start command gave a handle */
-	char		handle[1024];
-	Helper		helper;			/* the command that runs now */
-	pid_t		helper_pid;
-	double		helper_deadline;	/* killed then (--cmd-timeout) */
-	bool		helper_killed;	/* SIGKILL sent: timed out */
-	bool		helper_cancelled;	/* killed on purpose: its answer is moot */
-	int			out_fd;			/* its stdout and stderr; -1: closed */
-	int			err_fd;
-	char		out[2048];
-	size_t		out_len;
-	char		err[2048];
-	size_t		err_len;
-	double		next_status;	/* when to run the status command next */
-	double		stop_deadline;	/* the first stop command ended: grace ends then */
-	bool		stop_ok;		/* a stop command succeeded */
-	double		stop_retry_at;	/* a stop command failed: again then */
-} Job;
 
 static Job **jobs = NULL;
 static int	njobs = 0;
@@ -231,190 +150,6 @@ static const char *const SQL_REPORT =
 
 static const char *const SQL_RELEASE =
 "SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text)";
-
-/* ------------------------------------------------------------------------
- * Time and logging
- * ---------------------------------------------------------------------- */
-static double
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* the time since the epoch, in microseconds (for --pickup-log) */
-static long long
-now_real_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* the CPU time this process used, in seconds */
-static double
-cpu_seconds(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru) != 0)
-		return 0;
-	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-/* appends s to buf (of size cap, at *len) as the inside of a JSON string */
-static void
-json_escape(char *buf, size_t cap, size_t *len, const char *s)
-{
-	for (; *s; s++)
-	{
-		unsigned char c = (unsigned char) *s;
-		char		esc[8];
-		const char *piece = esc;
-
-		if (c == '"')
-			piece = "\\\"";
-		else if (c == '\\')
-			piece = "\\\\";
-		else if (c == '\n')
-			piece = "\\n";
-		else if (c == '\r')
-			piece = "\\r";
-		else if (c == '\t')
-			piece = "\\t";
-		else if (c < 0x20 || c == 0x7f)
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-		else
-		{
-			esc[0] = (char) c;
-			esc[1] = '\0';
-		}
-		while (*piece && *len + 1 < cap)
-			buf[(*len)++] = *piece++;
-	}
-	buf[*len] = '\0';
-}
-
-static void
-append(char *buf, size_t cap, size_t *len, const char *fmt,...) PRINTF_LIKE(4, 5);
-
-static void
-append(char *buf, size_t cap, size_t *len, const char *fmt,...)
-{
-	va_list		ap;
-	int			n;
-
-	if (*len + 1 >= cap)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*len = (*len + n < cap) ? *len + n : cap - 1;
-}
-
-/*
- * log_event writes one line to stderr: in plain text
- *   TIME LEVEL EVENT [job=N attempt=A] MESSAGE
- * or, with --log-format=json, one JSON object with the keys time, level,
- * agent, event, job_id and attempt (when about a job) and message.
- */
-static void
-log_event(const char *level, const char *event, const Job *job, const char *fmt,...) PRINTF_LIKE(4, 5);
-
-static void
-log_event(const char *level, const char *event, const Job *job, const char *fmt,...)
-{
-	char		msg[2048];
-	char		line[16384];	/* a message escaped for JSON may grow 6-fold */
-	char		stamp[40];
-	size_t		len = 0;
-	va_list		ap;
-	struct timespec ts;
-	struct tm	tm;
-	ssize_t		off = 0;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), ".%03ldZ",
-			 (long) (ts.tv_nsec / 1000000));
-
-	if (opts.json)
-	{
-		append(line, sizeof(line), &len, "{\"time\":\"%s\",\"level\":\"%s\",\"agent\":\"", stamp, level);
-		json_escape(line, sizeof(line), &len, opts.agent);
-		append(line, sizeof(line), &len, "\",\"event\":\"%s\"", event);
-		if (job)
-			append(line, sizeof(line), &len, ",\"job_id\":%" PRId64 ",\"attempt\":%d",
-				   job->id, job->attempt);
-		append(line, sizeof(line), &len, ",\"message\":\"");
-		json_escape(line, sizeof(line), &len, msg);
-		append(line, sizeof(line), &len, "\"}");
-	}
-	else
-	{
-		char	   *p;
-
-		/* one line per event: a message's newlines become spaces */
-		for (p = msg; *p; p++)
-			if (*p == '\n' || *p == '\r')
-				*p = ' ';
-		append(line, sizeof(line), &len, "%s %s %s", stamp, level, event);
-		if (job)
-			append(line, sizeof(line), &len, " job=%" PRId64 " attempt=%d", job->id, job->attempt);
-		append(line, sizeof(line), &len, ": %s", msg);
-	}
-	if (len >= sizeof(line) - 1)
-		len = sizeof(line) - 2;
-	line[len++] = '\n';
-	while (off < (ssize_t) len)
-	{
-		ssize_t		n = write(STDERR_FILENO, line + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += n;
-	}
-}
-
-static void
-fatal(const char *fmt,...) PRINTF_LIKE(1, 2);
-
-static void
-fatal(const char *fmt,...)
-{
-	char		msg[2048];
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_event("fatal", "agent_exit", NULL, "%s", msg);
-	exit(1);
-}
-
-/* a libpq message without its trailing newline */
-static const char *
-trimmed(const char *msg, char *buf, size_t cap)
-{
-	size_t		n;
-
-	snprintf(buf, cap, "%s", msg ? msg : "");
-	n = strlen(buf);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return buf;
-}
 
 /* ------------------------------------------------------------------------
  * Signals: the handlers only set a flag and write to the self-pipe.
@@ -482,46 +217,6 @@ drain_self_pipe(void)
 
 	while (read(self_pipe[0], buf, sizeof(buf)) > 0)
 		;
-}
-
-static const char *
-signal_name(int sig)
-{
-	switch (sig)
-	{
-		case SIGHUP:
-			return "SIGHUP";
-		case SIGINT:
-			return "SIGINT";
-		case SIGQUIT:
-			return "SIGQUIT";
-		case SIGILL:
-			return "SIGILL";
-		case SIGABRT:
-			return "SIGABRT";
-		case SIGFPE:
-			return "SIGFPE";
-		case SIGKILL:
-			return "SIGKILL";
-		case SIGSEGV:
-			return "SIGSEGV";
-		case SIGPIPE:
-			return "SIGPIPE";
-		case SIGALRM:
-			return "SIGALRM";
-		case SIGTERM:
-			return "SIGTERM";
-		case SIGUSR1:
-			return "SIGUSR1";
-		case SIGUSR2:
-			return "SIGUSR2";
-		case SIGBUS:
-			return "SIGBUS";
-		case SIGXCPU:
-			return "SIGXCPU";
-		default:
-			return NULL;
-	}
 }
 
 /* ------------------------------------------------------------------------
@@ -934,67 +629,6 @@ begin_stop(Job *job, StopKind kind, const char *why)
 	}
 }
 
-/* splits "LEN:BYTES..." pieces into a NULL-terminated argv */
-static char **
-split_argv(const char *s)
-{
-	size_t		n = 0,
-				cap = 8;
-	char	  **argv = malloc(cap * sizeof(char *));
-
-	if (argv == NULL)
-		return NULL;
-	while (*s)
-	{
-		char	   *end;
-		unsigned long len = strtoul(s, &end, 10);
-
-		if (*end != ':' || strlen(end + 1) < len)
-			break;				/* cannot happen: the server made it */
-		if (n + 2 > cap)
-		{
-			char	  **more = realloc(argv, (cap *= 2) * sizeof(char *));
-
-			if (more == NULL)
-				break;
-			argv = more;
-		}
-		argv[n] = malloc(len + 1);
-		if (argv[n] == NULL)
-			break;
-		memcpy(argv[n], end + 1, len);
-		argv[n][len] = '\0';
-		n++;
-		s = end + 1 + len;
-	}
-	argv[n] = NULL;
-	return argv;
-}
-
-static void
-free_argv(char **argv)
-{
-	char	  **p;
-
-	if (argv == NULL)
-		return;
-	for (p = argv; *p; p++)
-		free(*p);
-	free(argv);
-}
-
-/* the command as one line for the log */
-static void
-describe_argv(char **argv, char *buf, size_t cap)
-{
-	size_t		len = 0;
-	char	  **p;
-
-	buf[0] = '\0';
-	for (p = argv; *p; p++)
-		append(buf, cap, &len, "%s%s", p == argv ? "" : " ", *p);
-}
-
 /*
  * child_setup makes a forked child ready to run a job's command or a
  * launcher's: a process group of its own, dying with the agent (Linux),
@@ -1181,38 +815,6 @@ read_helper_output(Job *job)
 			}
 		}
 	}
-}
-
-/* the first line of s, without surrounding blanks, into buf */
-static void
-first_line(const char *s, char *buf, size_t cap)
-{
-	size_t		n;
-
-	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
-		s++;
-	n = strcspn(s, "\r\n");
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-}
-
-/* the last non-empty line of s into buf ("" if none) */
-static void
-last_line(const char *s, char *buf, size_t cap)
-{
-	const char *start = NULL,
-			   *p;
-
-	buf[0] = '\0';
-	for (p = s; *p; p++)
-		if ((p == s || p[-1] == '\n') && *p != '\n' && *p != '\r')
-			start = p;
-	if (start)
-		first_line(start, buf, cap);
 }
 
 /*
@@ -1705,37 +1307,6 @@ enforce_deadlines(double now)
 /* ------------------------------------------------------------------------
  * The agent's functions
  * ---------------------------------------------------------------------- */
-
-/*
- * make_valid_utf8 replaces, in place, each byte of s that is not part of a
- * well-formed UTF-8 sequence with '?' (a reason cut in the middle of a
- * character, or a command's output in another encoding, would otherwise
- * make the server refuse the whole report).
- */
-static void
-make_valid_utf8(char *s)
-{
-	unsigned char *p = (unsigned char *) s;
-
-	while (*p)
-	{
-		int			n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 :
-			(*p & 0xF8) == 0xF0 ? 4 : 0;
-		int			k;
-
-		if (n == 2 && *p < 0xC2)
-			n = 0;				/* overlong */
-		for (k = 1; k < n; k++)
-			if ((p[k] & 0xC0) != 0x80)
-				break;
-		if (n == 0 || k < n)
-		{
-			*p++ = '?';
-			continue;
-		}
-		p += n;
-	}
-}
 
 /*
  * refused tells whether the database's error about a report or release

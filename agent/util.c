@@ -1,0 +1,282 @@
+/*-------------------------------------------------------------------------
+ *
+ * util.c
+ *		quota-sched-agent's pure helpers (util.h): JSON escaping, UTF-8
+ *		repair, the first and last lines of a text, the names of signals
+ *		and of a child's end, and the argv of a job's command.
+ *
+ * Nothing here uses libpq, a global or an option, so that the unit tests
+ * (test/agent/test_agent_util.c) build this file alone.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "util.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/*
+ * append adds printf-style text to buf (of size cap, its text ending at
+ * *len), cutting what does not fit: the log's lines and messages are built
+ * piece by piece this way.
+ */
+void
+append(char *buf, size_t cap, size_t *len, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	if (*len + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len = (*len + n < cap) ? *len + n : cap - 1;
+}
+
+/*
+ * json_escape appends s to buf (of size cap, at *len) as the inside of a
+ * JSON string: quotes, backslashes and control characters escaped, the
+ * rest as it is (the log's JSON lines).
+ */
+void
+json_escape(char *buf, size_t cap, size_t *len, const char *s)
+{
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+		char		esc[8];
+		const char *piece = esc;
+
+		if (c == '"')
+			piece = "\\\"";
+		else if (c == '\\')
+			piece = "\\\\";
+		else if (c == '\n')
+			piece = "\\n";
+		else if (c == '\r')
+			piece = "\\r";
+		else if (c == '\t')
+			piece = "\\t";
+		else if (c < 0x20 || c == 0x7f)
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		else
+		{
+			esc[0] = (char) c;
+			esc[1] = '\0';
+		}
+		while (*piece && *len + 1 < cap)
+			buf[(*len)++] = *piece++;
+	}
+	buf[*len] = '\0';
+}
+
+/*
+ * make_valid_utf8 replaces, in place, each byte of s that is not part of a
+ * well-formed UTF-8 sequence with '?' (a reason cut in the middle of a
+ * character, or a command's output in another encoding, would otherwise
+ * make the server refuse the whole report).
+ */
+void
+make_valid_utf8(char *s)
+{
+	unsigned char *p = (unsigned char *) s;
+
+	while (*p)
+	{
+		int			n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 :
+			(*p & 0xF8) == 0xF0 ? 4 : 0;
+		int			k;
+
+		if (n == 2 && *p < 0xC2)
+			n = 0;				/* overlong */
+		for (k = 1; k < n; k++)
+			if ((p[k] & 0xC0) != 0x80)
+				break;
+		if (n == 0 || k < n)
+		{
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
+/* trimmed copies a libpq message into buf without its trailing newline */
+const char *
+trimmed(const char *msg, char *buf, size_t cap)
+{
+	size_t		n;
+
+	snprintf(buf, cap, "%s", msg ? msg : "");
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return buf;
+}
+
+/*
+ * first_line copies the first line of s, without surrounding blanks, into
+ * buf: a launcher command's answer (a handle, a status).
+ */
+void
+first_line(const char *s, char *buf, size_t cap)
+{
+	size_t		n;
+
+	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+		s++;
+	n = strcspn(s, "\r\n");
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+}
+
+/*
+ * last_line copies the last non-empty line of s into buf ("" if none): what
+ * a failed command said last on stderr, for the job's reason.
+ */
+void
+last_line(const char *s, char *buf, size_t cap)
+{
+	const char *start = NULL,
+			   *p;
+
+	buf[0] = '\0';
+	for (p = s; *p; p++)
+		if ((p == s || p[-1] == '\n') && *p != '\n' && *p != '\r')
+			start = p;
+	if (start)
+		first_line(start, buf, cap);
+}
+
+/* signal_name: "SIGTERM" and the like, NULL for a signal without a name here */
+const char *
+signal_name(int sig)
+{
+	switch (sig)
+	{
+		case SIGHUP:
+			return "SIGHUP";
+		case SIGINT:
+			return "SIGINT";
+		case SIGQUIT:
+			return "SIGQUIT";
+		case SIGILL:
+			return "SIGILL";
+		case SIGABRT:
+			return "SIGABRT";
+		case SIGFPE:
+			return "SIGFPE";
+		case SIGKILL:
+			return "SIGKILL";
+		case SIGSEGV:
+			return "SIGSEGV";
+		case SIGPIPE:
+			return "SIGPIPE";
+		case SIGALRM:
+			return "SIGALRM";
+		case SIGTERM:
+			return "SIGTERM";
+		case SIGUSR1:
+			return "SIGUSR1";
+		case SIGUSR2:
+			return "SIGUSR2";
+		case SIGBUS:
+			return "SIGBUS";
+		case SIGXCPU:
+			return "SIGXCPU";
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * describe_wait_status says how a child ended, from its wait() status:
+ * "exit code N" or "killed by signal NAME" (a job's or a command's end, in
+ * the log and in a reason).
+ */
+void
+describe_wait_status(int status, char *buf, size_t cap)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, cap, "exit code %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status) && signal_name(WTERMSIG(status)))
+		snprintf(buf, cap, "killed by signal %s", signal_name(WTERMSIG(status)));
+	else
+		snprintf(buf, cap, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/*
+ * split_argv splits the claim's "LEN:BYTES..." pieces (the server's
+ * encoding of the command's JSON array) into a NULL-terminated argv; NULL
+ * if out of memory.  free_argv frees it.
+ */
+char **
+split_argv(const char *s)
+{
+	size_t		n = 0,
+				cap = 8;
+	char	  **argv = malloc(cap * sizeof(char *));
+
+	if (argv == NULL)
+		return NULL;
+	while (*s)
+	{
+		char	   *end;
+		unsigned long len = strtoul(s, &end, 10);
+
+		if (*end != ':' || strlen(end + 1) < len)
+			break;				/* cannot happen: the server made it */
+		if (n + 2 > cap)
+		{
+			char	  **more = realloc(argv, (cap *= 2) * sizeof(char *));
+
+			if (more == NULL)
+				break;
+			argv = more;
+		}
+		argv[n] = malloc(len + 1);
+		if (argv[n] == NULL)
+			break;
+		memcpy(argv[n], end + 1, len);
+		argv[n][len] = '\0';
+		n++;
+		s = end + 1 + len;
+	}
+	argv[n] = NULL;
+	return argv;
+}
+
+/* free_argv frees what split_argv returned (NULL: nothing) */
+void
+free_argv(char **argv)
+{
+	char	  **p;
+
+	if (argv == NULL)
+		return;
+	for (p = argv; *p; p++)
+		free(*p);
+	free(argv);
+}
+
+/* describe_argv writes the command as one line for the log */
+void
+describe_argv(char **argv, char *buf, size_t cap)
+{
+	size_t		len = 0;
+	char	  **p;
+
+	buf[0] = '\0';
+	for (p = argv; *p; p++)
+		append(buf, cap, &len, "%s%s", p == argv ? "" : " ", *p);
+}
