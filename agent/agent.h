@@ -29,12 +29,12 @@ typedef struct AgentOptions
 	char		agent[129];		/* --agent, by default HOST/QUEUE */
 	const char *queue;			/* --queue */
 	const char *unit;			/* --capacity-unit, NULL: any */
-	int			instances;		/* --instances */
+	long		instances;		/* --instances */
 	double		lease;			/* --lease, seconds */
 	double		heartbeat;		/* --heartbeat, seconds (default: lease / 3) */
 	double		grace;			/* --grace, seconds */
 	bool		json;			/* --log-format=json */
-	char	   *checkpoint_root;	/* --checkpoint-root, made absolute */
+	const char *checkpoint_root;	/* --checkpoint-root, made absolute */
 	bool		keep_checkpoints;	/* --keep-checkpoints */
 	long		exit_after;		/* --exit-after, 0: never */
 	bool		noop;			/* --noop */
@@ -119,6 +119,12 @@ typedef struct Job
 	bool		stop_ok;		/* a stop command succeeded */
 	double		stop_retry_at;	/* a stop command failed: again then */
 } Job;
+
+/* options.c */
+extern void parse_options(int argc, char **argv);
+
+/* quota_sched_agent.c */
+extern int	ensure_private_dir(const char *path, char *err, size_t errcap);
 
 /* log.c */
 extern double now_mono(void);

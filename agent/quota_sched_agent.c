@@ -67,19 +67,6 @@
 
 #define RECONNECT_MAX_SECONDS 30.0
 
-/* ------------------------------------------------------------------------
- * Options
- * ---------------------------------------------------------------------- */
-AgentOptions opts = {
-	.conninfo = "",
-	.instances = 1,
-	.lease = 60,
-	.heartbeat = 0,				/* 0: lease / 3 */
-	.grace = 30,
-	.listen = true,
-	.status_interval = 0,		/* 0: the heartbeat interval */
-	.cmd_timeout = 30,
-};
 static pid_t agent_pid;		/* this process: its children check they outlive it */
 
 /* ------------------------------------------------------------------------
@@ -345,7 +332,7 @@ set_report(Job *job, const char *state, int exit_code, bool has_exit_code, const
  * ---------------------------------------------------------------------- */
 
 /* mkdir 0700, or check that what is there is a directory of ours; 0 if ok */
-static int
+int
 ensure_private_dir(const char *path, char *err, size_t errcap)
 {
 	struct stat st;
@@ -1516,7 +1503,7 @@ do_claim(void)
 	for (;;)
 	{
 		const char *params[5] = {opts.agent, opts.queue, opts.unit, free_text, lease};
-		int			free_instances = opts.instances - busy_instances();
+		int			free_instances = (int) (opts.instances - busy_instances());
 		PGresult   *res;
 		int			i,
 					n;
@@ -1583,328 +1570,6 @@ begin_shutdown(void)
 }
 
 /* ------------------------------------------------------------------------
- * Options
- * ---------------------------------------------------------------------- */
-static void
-usage(FILE *f)
-{
-	fprintf(f,
-			"quota-sched-agent: the launcher agent of quota_sched.  It claims the jobs the\n"
-			"scheduling passes dispatch to its queue, runs each job's payload->'command' (a\n"
-			"JSON array of strings) as a child process, and reports how it ended.\n"
-			"\n"
-			"Usage: quota-sched-agent --queue=QUEUE [OPTION]...\n"
-			"\n"
-			"  -d, --dbname=CONNINFO    libpq connection string or URI (default: libpq's\n"
-			"                           environment, PGHOST etc.).  Several hosts with\n"
-			"                           target_session_attrs=read-write follow a failover.\n"
-			"                           The login must have the role quota_sched_agent.\n"
-			"  -a, --agent=NAME         agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
-			"                           the host's name and the queue's); unique among\n"
-			"                           running agents\n"
-			"  -q, --queue=QUEUE        job queue to claim from (required)\n"
-			"  -u, --capacity-unit=UNIT claim only jobs of this capacity unit (default: any)\n"
-			"  -n, --instances=N        instances this host can run at once (default 1): it\n"
-			"                           claims while the jobs it runs hold fewer\n"
-			"  -l, --lease=SECONDS      lease of each claim and heartbeat (default 60)\n"
-			"  -b, --heartbeat=SECONDS  time between heartbeats, below the lease (default: a\n"
-			"                           third of the lease); it also claims at each one\n"
-			"  -g, --grace=SECONDS      after SIGTERM to a job being stopped, time before\n"
-			"                           SIGKILL (default 30; keep it below the server's\n"
-			"                           quota_sched.stop_timeout)\n"
-			"  -c, --checkpoint-root=DIR  each job gets DIR/job-ID (mode 0700, kept across\n"
-			"                           its attempts, removed when it ends for good) as\n"
-			"                           QUOTA_SCHED_CHECKPOINT_DIR (default:\n"
-			"                           $STATE_DIRECTORY/checkpoints under systemd, else\n"
-			"                           ./quota-sched-checkpoints)\n"
-			"      --keep-checkpoints   never remove a job's checkpoint directory\n"
-			"      --log-format=FORMAT  plain (default) or json: one JSON object a line\n"
-			"      --exit-after=N       exit once N jobs have ended and none runs\n"
-			"      --no-listen          no LISTEN (for a transaction-mode pooler): dispatches\n"
-			"                           and stops are then seen at the heartbeats only\n"
-			"      --noop               run nothing: report each claimed job SUCCEEDED\n"
-			"                           (for benchmarks)\n"
-			"      --pickup-log=FILE    write \"JOB_ID MICROSECONDS\" (since the epoch) to FILE\n"
-			"                           as each job is claimed (for benchmarks)\n"
-			"  -h, --help               this help\n"
-			"  -V, --version            the version\n"
-			"\n"
-			"External launchers (a job runs on another system; the three go together):\n"
-			"      --start-cmd=CMD      starts a claimed job there instead of its command;\n"
-			"                           its stdout's first line is the job's handle there;\n"
-			"                           a non-zero exit FAILs the job\n"
-			"      --status-cmd=CMD     prints RUNNING, SUCCEEDED, FAILED [CODE [REASON]] or\n"
-			"                           STOPPED for the handle; run every --status-interval\n"
-			"      --stop-cmd=CMD       asks the other system to stop it (a stop, a lost\n"
-			"                           lease, the agent's shutdown); the status is then\n"
-			"                           polled until it stopped or --grace has passed\n"
-			"      --status-interval=SECONDS  (default: the heartbeat interval)\n"
-			"      --cmd-timeout=SECONDS  a command still running then is killed (default 30)\n"
-			"\n"
-			"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
-			"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
-			"QUOTA_SCHED_ATTEMPT (1 + failed attempts + preemptions), QUOTA_SCHED_INSTANCE_COUNT,\n"
-			"QUOTA_SCHED_CHECKPOINT_DIR and QUOTA_SCHED_AGENT.  Exit code 0: SUCCEEDED; any\n"
-			"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
-			"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
-			"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
-			"way and releases them (no attempt counted), then it exits 0.\n"
-			"\n"
-			"The launcher's commands run with /bin/sh -c and the same environment, plus\n"
-			"QUOTA_SCHED_PAYLOAD (the job's payload, JSON) for the start command and\n"
-			"QUOTA_SCHED_HANDLE for the status and stop commands; nothing is substituted\n"
-			"into CMD.  What they print on stderr goes to the agent's log.  The handles\n"
-			"live in the agent's memory only: a restarted agent releases the jobs it held\n"
-			"without stopping them where they ran.\n");
-}
-
-static double
-parse_seconds(const char *name, const char *s, bool zero_ok)
-{
-	char	   *end;
-	double		v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 86400 * 365 || (!zero_ok && v == 0))
-	{
-		fprintf(stderr, "quota-sched-agent: --%s must be a %s number of seconds, not \"%s\"\n",
-				name, zero_ok ? "non-negative" : "positive", s);
-		exit(2);
-	}
-	return v;
-}
-
-static long
-parse_count(const char *name, const char *s, long min, long max)
-{
-	char	   *end;
-	long		v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-	{
-		fprintf(stderr, "quota-sched-agent: --%s must be an integer from %ld to %ld, not \"%s\"\n",
-				name, min, max, s);
-		exit(2);
-	}
-	return v;
-}
-
-static void
-parse_options(int argc, char **argv)
-{
-	enum
-	{
-		OPT_LOG_FORMAT = 1000, OPT_KEEP, OPT_EXIT_AFTER, OPT_NOOP, OPT_NO_LISTEN,
-		OPT_START_CMD, OPT_STATUS_CMD, OPT_STOP_CMD, OPT_STATUS_INTERVAL, OPT_CMD_TIMEOUT,
-		OPT_PICKUP_LOG
-	};
-	static const struct option longopts[] = {
-		{"dbname", required_argument, NULL, 'd'},
-		{"agent", required_argument, NULL, 'a'},
-		{"queue", required_argument, NULL, 'q'},
-		{"capacity-unit", required_argument, NULL, 'u'},
-		{"instances", required_argument, NULL, 'n'},
-		{"lease", required_argument, NULL, 'l'},
-		{"heartbeat", required_argument, NULL, 'b'},
-		{"grace", required_argument, NULL, 'g'},
-		{"checkpoint-root", required_argument, NULL, 'c'},
-		{"keep-checkpoints", no_argument, NULL, OPT_KEEP},
-		{"log-format", required_argument, NULL, OPT_LOG_FORMAT},
-		{"exit-after", required_argument, NULL, OPT_EXIT_AFTER},
-		{"noop", no_argument, NULL, OPT_NOOP},
-		{"pickup-log", required_argument, NULL, OPT_PICKUP_LOG},
-		{"no-listen", no_argument, NULL, OPT_NO_LISTEN},
-		{"start-cmd", required_argument, NULL, OPT_START_CMD},
-		{"status-cmd", required_argument, NULL, OPT_STATUS_CMD},
-		{"stop-cmd", required_argument, NULL, OPT_STOP_CMD},
-		{"status-interval", required_argument, NULL, OPT_STATUS_INTERVAL},
-		{"cmd-timeout", required_argument, NULL, OPT_CMD_TIMEOUT},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0}
-	};
-	const char *root = NULL;
-	char		err[PATH_MAX + 200];
-	char		resolved[PATH_MAX];
-	int			c;
-
-	opts.agent[0] = '\0';
-	while ((c = getopt_long(argc, argv, "d:a:q:u:n:l:b:g:c:hV", longopts, NULL)) != -1)
-	{
-		switch (c)
-		{
-			case 'd':
-				opts.conninfo = optarg;
-				break;
-			case 'a':
-				if (strlen(optarg) < 1 || strlen(optarg) > 128)
-				{
-					fprintf(stderr, "quota-sched-agent: --agent must have 1 to 128 characters\n");
-					exit(2);
-				}
-				snprintf(opts.agent, sizeof(opts.agent), "%s", optarg);
-				break;
-			case 'q':
-				opts.queue = optarg;
-				break;
-			case 'u':
-				opts.unit = optarg;
-				break;
-			case 'n':
-				opts.instances = (int) parse_count("instances", optarg, 1, 100000);
-				break;
-			case 'l':
-				opts.lease = parse_seconds("lease", optarg, false);
-				break;
-			case 'b':
-				opts.heartbeat = parse_seconds("heartbeat", optarg, false);
-				break;
-			case 'g':
-				opts.grace = parse_seconds("grace", optarg, true);
-				break;
-			case 'c':
-				root = optarg;
-				break;
-			case OPT_KEEP:
-				opts.keep_checkpoints = true;
-				break;
-			case OPT_LOG_FORMAT:
-				if (strcmp(optarg, "json") == 0)
-					opts.json = true;
-				else if (strcmp(optarg, "plain") == 0)
-					opts.json = false;
-				else
-				{
-					fprintf(stderr, "quota-sched-agent: --log-format must be plain or json\n");
-					exit(2);
-				}
-				break;
-			case OPT_EXIT_AFTER:
-				opts.exit_after = parse_count("exit-after", optarg, 1, LONG_MAX);
-				break;
-			case OPT_NOOP:
-				opts.noop = true;
-				break;
-			case OPT_PICKUP_LOG:
-				opts.pickup_log = fopen(optarg, "we");	/* not into the jobs */
-				if (opts.pickup_log == NULL)
-				{
-					fprintf(stderr, "quota-sched-agent: --pickup-log: %s: %s\n", optarg, strerror(errno));
-					exit(2);
-				}
-				break;
-			case OPT_NO_LISTEN:
-				opts.listen = false;
-				break;
-			case OPT_START_CMD:
-			case OPT_STATUS_CMD:
-			case OPT_STOP_CMD:
-				if (optarg[strspn(optarg, " \t\n")] == '\0')
-				{
-					fprintf(stderr, "quota-sched-agent: --%s must not be empty\n",
-							c == OPT_START_CMD ? "start-cmd" : c == OPT_STATUS_CMD ? "status-cmd" : "stop-cmd");
-					exit(2);
-				}
-				if (c == OPT_START_CMD)
-					opts.start_cmd = optarg;
-				else if (c == OPT_STATUS_CMD)
-					opts.status_cmd = optarg;
-				else
-					opts.stop_cmd = optarg;
-				break;
-			case OPT_STATUS_INTERVAL:
-				opts.status_interval = parse_seconds("status-interval", optarg, false);
-				break;
-			case OPT_CMD_TIMEOUT:
-				opts.cmd_timeout = parse_seconds("cmd-timeout", optarg, false);
-				break;
-			case 'h':
-				usage(stdout);
-				exit(0);
-			case 'V':
-				printf("quota-sched-agent %s\n", AGENT_VERSION);
-				exit(0);
-			default:
-				fprintf(stderr, "Try \"quota-sched-agent --help\".\n");
-				exit(2);
-		}
-	}
-	if (optind < argc)
-	{
-		fprintf(stderr, "quota-sched-agent: unexpected argument \"%s\"\n", argv[optind]);
-		exit(2);
-	}
-	if (opts.queue == NULL)
-	{
-		fprintf(stderr, "quota-sched-agent: --queue is required (see --help)\n");
-		exit(2);
-	}
-	if (opts.agent[0] == '\0')
-	{
-		/*
-		 * HOST/QUEUE: agents of one host for several queues must have names
-		 * of their own, or each would release the other's jobs as unknown.
-		 */
-		char		host[256];
-
-		if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
-			snprintf(host, sizeof(host), "quota-sched-agent");
-		host[sizeof(host) - 1] = '\0';
-		snprintf(opts.agent, sizeof(opts.agent), "%.64s/%.63s", host, opts.queue);
-	}
-	if (opts.heartbeat == 0)
-		opts.heartbeat = opts.lease / 3;
-	if (opts.heartbeat >= opts.lease)
-	{
-		fprintf(stderr, "quota-sched-agent: --heartbeat (%g s) must be below --lease (%g s)\n",
-				opts.heartbeat, opts.lease);
-		exit(2);
-	}
-	if ((opts.start_cmd || opts.status_cmd || opts.stop_cmd) &&
-		!(opts.start_cmd && opts.status_cmd && opts.stop_cmd))
-	{
-		fprintf(stderr, "quota-sched-agent: --start-cmd, --status-cmd and --stop-cmd go together: "
-				"give all three, or none\n");
-		exit(2);
-	}
-	if (opts.start_cmd && opts.noop)
-	{
-		fprintf(stderr, "quota-sched-agent: --noop runs nothing: it goes with no --start-cmd\n");
-		exit(2);
-	}
-	if (opts.status_interval == 0)
-		opts.status_interval = opts.heartbeat;
-
-	/* the checkpoint root: created 0700 if missing; absolute for the jobs */
-	if (root == NULL)
-	{
-		const char *state = getenv("STATE_DIRECTORY");	/* systemd's StateDirectory= */
-
-		if (state && state[0] && strchr(state, ':') == NULL)
-		{
-			snprintf(err, sizeof(err), "%s/checkpoints", state);
-			root = strdup(err);
-		}
-		else
-			root = "quota-sched-checkpoints";
-	}
-	if (ensure_private_dir(root, err, sizeof(err)) != 0)
-	{
-		fprintf(stderr, "quota-sched-agent: checkpoint root: %s\n", err);
-		exit(2);
-	}
-	if (realpath(root, resolved) == NULL)
-	{
-		fprintf(stderr, "quota-sched-agent: checkpoint root \"%s\": %s\n", root, strerror(errno));
-		exit(2);
-	}
-	opts.checkpoint_root = strdup(resolved);
-}
-
-/* ------------------------------------------------------------------------
  * The loop
  * ---------------------------------------------------------------------- */
 int
@@ -1914,7 +1579,7 @@ main(int argc, char **argv)
 	parse_options(argc, argv);
 	setup_signals();
 	log_event("info", "agent_started", NULL,
-			  "queue %s, unit %s, %d instance(s), lease %g s, heartbeat %g s, grace %g s, "
+			  "queue %s, unit %s, %ld instance(s), lease %g s, heartbeat %g s, grace %g s, "
 			  "checkpoints in %s%s%s",
 			  opts.queue, opts.unit ? opts.unit : "(any)", opts.instances, opts.lease,
 			  opts.heartbeat, opts.grace, opts.checkpoint_root, opts.noop ? ", noop" : "",

@@ -12,6 +12,7 @@
  */
 #include "util.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -279,4 +280,42 @@ describe_argv(char **argv, char *buf, size_t cap)
 	buf[0] = '\0';
 	for (p = argv; *p; p++)
 		append(buf, cap, &len, "%s%s", p == argv ? "" : " ", *p);
+}
+
+/*
+ * parse_seconds reads a number of seconds for an option: a number from 0
+ * (if zero_ok, else above 0) to a year, nothing else.  False if s is not
+ * one (*seconds is then left as it was).
+ */
+bool
+parse_seconds(const char *s, bool zero_ok, double *seconds)
+{
+	char	   *end;
+	double		v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 86400 * 365 ||
+		(!zero_ok && v == 0))
+		return false;
+	*seconds = v;
+	return true;
+}
+
+/*
+ * parse_count reads an integer from min to max for an option, nothing else.
+ * False if s is not one (*count is then left as it was).
+ */
+bool
+parse_count(const char *s, long min, long max, long *count)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return false;
+	*count = v;
+	return true;
 }
