@@ -120,6 +120,10 @@ typedef struct Job
 	double		stop_retry_at;	/* a stop command failed: again then */
 } Job;
 
+/* the loop's wishes: a claim, a heartbeat as soon as it can */
+extern bool want_claim;
+extern bool want_heartbeat;
+
 /* options.c */
 extern void parse_options(int argc, char **argv);
 

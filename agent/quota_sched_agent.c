@@ -38,7 +38,7 @@
  *
  * See --help for the options, and the README's "The launcher agent".
  */
-#include "agent.h"
+#include "db.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,10 +63,6 @@
 #include <sys/prctl.h>
 #endif
 
-#include <libpq-fe.h>
-
-#define RECONNECT_MAX_SECONDS 30.0
-
 static pid_t agent_pid;		/* this process: its children check they outlive it */
 
 /* ------------------------------------------------------------------------
@@ -82,61 +78,14 @@ static long jobs_done = 0;		/* reports of a job's end that went through */
 /* ------------------------------------------------------------------------
  * State of the loop
  * ---------------------------------------------------------------------- */
-static PGconn *conn = NULL;
-static double reconnect_at = 0;
-static double backoff = 0;
 static double next_heartbeat = 0;
-static bool want_claim = false;
-static bool want_heartbeat = false;
+bool		want_claim = false;
+bool		want_heartbeat = false;
 static bool shutting_down = false;
-static char last_sqlstate[6];
 
 static int	self_pipe[2] = {-1, -1};
 static volatile sig_atomic_t got_child = 0;
 static volatile sig_atomic_t got_term = 0;
-
-enum
-{
-	DB_OK, DB_ERROR, DB_LOST
-};
-
-static const char *const SQL_CLAIM =
-"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count,\n"
-"       CASE WHEN c.payload->'command' IS NULL\n"
-"            THEN 'the job has no command (payload->''command'' must be a JSON array of strings)'\n"
-"            WHEN jsonb_typeof(c.payload->'command') <> 'array'\n"
-"            THEN 'the job''s command is a JSON ' || jsonb_typeof(c.payload->'command')\n"
-"                 || ', not an array of strings'\n"
-"            WHEN a.n = 0 THEN 'the job''s command is an empty array'\n"
-"            WHEN a.bad IS NOT NULL\n"
-"            THEN format('element %s of the job''s command is a JSON %s, not a string',\n"
-"                        a.bad - 1, a.bad_type)\n"
-"       END,\n"
-"       a.argv, c.payload::text\n"
-"  FROM quota_sched.claim($1::text, $2::text, $3::text, max_jobs => $4::integer,\n"
-"                         lease => $5::interval, max_instances => $4::integer, start => true) c\n"
-"  LEFT JOIN LATERAL (\n"
-"       SELECT count(*) AS n,\n"
-"              min(e.ord) FILTER (WHERE jsonb_typeof(e.v) <> 'string') AS bad,\n"
-"              (array_agg(jsonb_typeof(e.v) ORDER BY e.ord)\n"
-"                 FILTER (WHERE jsonb_typeof(e.v) <> 'string'))[1] AS bad_type,\n"
-"              string_agg(octet_length(e.v #>> '{}')::text || ':' || (e.v #>> '{}'), ''\n"
-"                         ORDER BY e.ord) AS argv\n"
-"         FROM jsonb_array_elements(CASE WHEN jsonb_typeof(c.payload->'command') = 'array'\n"
-"                                        THEN c.payload->'command' ELSE '[]' END)\n"
-"              WITH ORDINALITY AS e(v, ord)) a ON true\n"
-" ORDER BY c.id";
-
-static const char *const SQL_HEARTBEAT =
-"SELECT job_id, stop_reason, extract(epoch FROM lease_until - clock_timestamp())::float8"
-"  FROM quota_sched.heartbeat($1::text, $2::interval)";
-
-static const char *const SQL_REPORT =
-"SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
-" $5::integer, $6::integer)";
-
-static const char *const SQL_RELEASE =
-"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text)";
 
 /* ------------------------------------------------------------------------
  * Signals: the handlers only set a flag and write to the self-pipe.
@@ -378,199 +327,6 @@ remove_checkpoint_dir(Job *job)
 	if (opts.keep_checkpoints || job->checkpoint_dir[0] == '\0')
 		return;
 	nftw(job->checkpoint_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* ------------------------------------------------------------------------
- * The database
- * ---------------------------------------------------------------------- */
-static void
-collect_notifies(void)
-{
-	PGnotify   *n;
-
-	if (conn == NULL)
-		return;
-	while ((n = PQnotifies(conn)) != NULL)
-	{
-		/* wake-ups only: the payload is not trusted, nor even read */
-		if (strcmp(n->relname, "quota_sched_dispatch") == 0)
-			want_claim = true;
-		else if (strcmp(n->relname, "quota_sched_stop") == 0)
-			want_heartbeat = true;
-		PQfreemem(n);
-	}
-}
-
-static void
-lose_connection(const char *why)
-{
-	char		buf[1024];
-
-	log_event("warning", "connection_lost", NULL, "%s; reconnecting",
-			  trimmed(why, buf, sizeof(buf)));
-	PQfinish(conn);
-	conn = NULL;
-	reconnect_at = now_mono();	/* at once, then with backoff */
-	backoff = 0;
-}
-
-/*
- * db_exec runs one statement in its own transaction.  DB_OK with *out set
- * (the caller clears it); DB_ERROR: the statement failed (last_sqlstate),
- * already logged; DB_LOST: the connection is gone (or is to a server that
- * cannot take writes any more), and is closed.
- */
-/*
- * The statements the agent runs again and again are prepared once a
- * connection (named qs_N), so that the server parses and plans the claim,
- * report, heartbeat and release once, not at every call.  Not with
- * --no-listen: a transaction-mode pooler may send each statement to
- * another server session, which would not know the name.
- */
-static bool prepared[4];
-
-static int
-statement_number(const char *sql)
-{
-	if (sql == SQL_CLAIM)
-		return 0;
-	if (sql == SQL_REPORT)
-		return 1;
-	if (sql == SQL_HEARTBEAT)
-		return 2;
-	if (sql == SQL_RELEASE)
-		return 3;
-	return -1;
-}
-
-static int
-db_exec(const char *what, const char *sql, int nparams, const char *const *params,
-		PGresult **out, const Job *job)
-{
-	PGresult   *res;
-	ExecStatusType st;
-	const char *sqlstate;
-	char		msg[1024];
-	int			number = opts.listen ? statement_number(sql) : -1;
-	char		name[16];
-
-	*out = NULL;
-	last_sqlstate[0] = '\0';
-	if (conn == NULL)
-		return DB_LOST;
-	res = NULL;
-	if (number >= 0)
-	{
-		snprintf(name, sizeof(name), "qs_%d", number);
-		if (!prepared[number])
-		{
-			res = PQprepare(conn, name, sql, nparams, NULL);
-			if (PQresultStatus(res) == PGRES_COMMAND_OK)
-			{
-				prepared[number] = true;
-				PQclear(res);
-				res = NULL;
-			}
-		}
-		if (res == NULL)
-			res = PQexecPrepared(conn, name, nparams, params, NULL, NULL, 0);
-	}
-	else
-		res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
-	st = PQresultStatus(res);
-	if (res != NULL && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK))
-	{
-		*out = res;
-		collect_notifies();
-		return DB_OK;
-	}
-	sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	snprintf(last_sqlstate, sizeof(last_sqlstate), "%s", sqlstate ? sqlstate : "");
-	trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn), msg, sizeof(msg));
-	if (msg[0] == '\0')
-		trimmed(PQerrorMessage(conn), msg, sizeof(msg));
-	PQclear(res);
-	if (PQstatus(conn) == CONNECTION_BAD ||
-		strncmp(last_sqlstate, "08", 2) == 0 || strncmp(last_sqlstate, "57P", 3) == 0 ||
-		strcmp(last_sqlstate, "25006") == 0)
-	{
-		lose_connection(msg);
-		return DB_LOST;
-	}
-	log_event("error", "sql_error", job, "%s failed: %s (SQLSTATE %s)", what, msg, last_sqlstate);
-	collect_notifies();
-	return DB_ERROR;
-}
-
-/* the server's notices and libpq's own (a FATAL before a disconnection) */
-static void
-on_notice(void *arg, const char *message)
-{
-	char		buf[1024];
-
-	(void) arg;
-	log_event("info", "server_notice", NULL, "%s", trimmed(message, buf, sizeof(buf)));
-}
-
-static void
-try_connect(void)
-{
-	/*
-	 * A statement that waits longer than a third of the lease (a queue's
-	 * lock held by a long transaction) is cancelled, so that the loop goes
-	 * on: it reaps, kills and heartbeats in time.  PGOPTIONS is added; a
-	 * connection string's own options replace both.
-	 */
-	char		timeout[1024];
-	const char *env_options = getenv("PGOPTIONS");
-	const char *keys[] = {"fallback_application_name", "connect_timeout", "keepalives",
-		"keepalives_idle", "keepalives_interval", "keepalives_count", "options", "dbname", NULL};
-	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", timeout, opts.conninfo, NULL};
-	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop"};
-	int			nsetup = opts.listen ? 2 : 0;
-	char		msg[1024];
-	int			i;
-
-	snprintf(timeout, sizeof(timeout), "-c statement_timeout=%.0f %s",
-			 opts.lease * 1000 / 3 > 1000 ? opts.lease * 1000 / 3 : 1000,
-			 env_options ? env_options : "");
-	conn = PQconnectdbParams(keys, vals, 1);
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		backoff = backoff == 0 ? 1 : backoff * 2;
-		if (backoff > RECONNECT_MAX_SECONDS)
-			backoff = RECONNECT_MAX_SECONDS;
-		reconnect_at = now_mono() + backoff;
-		log_event("warning", "connect_failed", NULL, "%s; next try in %.0f s",
-				  trimmed(PQerrorMessage(conn), msg, sizeof(msg)), backoff);
-		PQfinish(conn);
-		conn = NULL;
-		return;
-	}
-	PQsetNoticeProcessor(conn, on_notice, NULL);
-	memset(prepared, 0, sizeof(prepared));
-	for (i = 0; i < nsetup; i++)
-	{
-		PGresult   *res = PQexec(conn, setup[i]);
-
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		{
-			trimmed(PQerrorMessage(conn), msg, sizeof(msg));
-			PQclear(res);
-			lose_connection(msg);
-			backoff = RECONNECT_MAX_SECONDS;
-			reconnect_at = now_mono() + backoff;
-			return;
-		}
-		PQclear(res);
-	}
-	backoff = 0;
-	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
-			  PQhost(conn), PQport(conn), PQuser(conn),
-			  opts.listen ? "; listening" : "; not listening (--no-listen)");
-	/* reconcile at once, then claim */
-	want_heartbeat = true;
-	want_claim = true;
 }
 
 /* ------------------------------------------------------------------------
@@ -1342,13 +1098,13 @@ flush_actions(void)
 				snprintf(code, sizeof(code), "%d", job->exit_code);
 				params[5] = code;
 			}
-			rc = db_exec("report", SQL_REPORT, 6, params, &res, job);
+			rc = db_exec(STMT_REPORT, params, &res, job);
 		}
 		else
 		{
 			const char *params[3] = {job->id_text, opts.agent, job->reason};
 
-			rc = db_exec("release", SQL_RELEASE, 3, params, &res, job);
+			rc = db_exec(STMT_RELEASE, params, &res, job);
 		}
 		if (rc == DB_LOST)
 			return;				/* told after the reconnection */
@@ -1410,7 +1166,7 @@ release_unknown(const char *id_text)
 
 	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opts.agent);
 	params[2] = reason;
-	if (db_exec("release", SQL_RELEASE, 3, params, &res, NULL) == DB_OK)
+	if (db_exec(STMT_RELEASE, params, &res, NULL) == DB_OK)
 	{
 		log_event("info", "job_released", NULL,
 				  "job %s: held by this agent in the database but not run here: released",
@@ -1433,7 +1189,7 @@ do_heartbeat(void)
 
 	want_heartbeat = false;
 	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
-	if (db_exec("heartbeat", SQL_HEARTBEAT, 2, params, &res, NULL) != DB_OK)
+	if (db_exec(STMT_HEARTBEAT, params, &res, NULL) != DB_OK)
 	{
 		next_heartbeat = now_mono() + opts.heartbeat;
 		return;
@@ -1513,7 +1269,7 @@ do_claim(void)
 			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
 			return;
 		snprintf(free_text, sizeof(free_text), "%d", free_instances);
-		if (db_exec("claim", SQL_CLAIM, 5, params, &res, NULL) != DB_OK)
+		if (db_exec(STMT_CLAIM, params, &res, NULL) != DB_OK)
 			return;
 		n = PQntuples(res);
 		for (i = 0; i < n; i++)
