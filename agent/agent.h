@@ -128,7 +128,26 @@ extern bool want_heartbeat;
 extern void parse_options(int argc, char **argv);
 
 /* quota_sched_agent.c */
+extern pid_t agent_pid;			/* this process: its children check they outlive it */
+
+/* jobs.c */
+extern Job **jobs;
+extern int	njobs;
+extern long jobs_done;
+extern Job *find_job(int64_t id);
+extern bool still_running(int64_t id);
+extern Job *add_job(int64_t id, int attempt, int instances);
+extern void remove_job(Job *job);
+extern int	busy_instances(void);
+extern int	alive_children(void);
+extern void set_report(Job *job, const char *state, int exit_code, bool has_exit_code,
+					   const char *fmt,...) PRINTF_LIKE(5, 6);
+extern void settle(Job *job, const char *state, int code, bool has_code, const char *reason);
 extern int	ensure_private_dir(const char *path, char *err, size_t errcap);
+extern bool prepare_checkpoint_dir(Job *job);
+extern void remove_checkpoint_dir(Job *job);
+extern void signal_group(const Job *job, pid_t pgid, int sig);
+extern void child_setup(const Job *job);
 
 /* log.c */
 extern double now_mono(void);

@@ -63,17 +63,13 @@
 #include <sys/prctl.h>
 #endif
 
-static pid_t agent_pid;		/* this process: its children check they outlive it */
+pid_t		agent_pid;		/* this process: its children check they outlive it */
 
 /* ------------------------------------------------------------------------
  * Jobs the agent holds
  * ---------------------------------------------------------------------- */
 static const char *const helper_names[] = {"", "start", "status", "stop"};
 
-static Job **jobs = NULL;
-static int	njobs = 0;
-static int	maxjobs = 0;
-static long jobs_done = 0;		/* reports of a job's end that went through */
 
 /* ------------------------------------------------------------------------
  * State of the loop
@@ -156,190 +152,8 @@ drain_self_pipe(void)
 }
 
 /* ------------------------------------------------------------------------
- * The job table
- * ---------------------------------------------------------------------- */
-/* the job's current attempt here (not one that is being killed as lost) */
-static Job *
-find_job(int64_t id)
-{
-	int			i;
-
-	for (i = 0; i < njobs; i++)
-		if (jobs[i]->id == id && jobs[i]->stop != STOP_LOST && jobs[i]->action != ACT_DROP)
-			return jobs[i];
-	return NULL;
-}
-
-/* whether an attempt of the job still runs here (even one being killed) */
-static bool
-still_running(int64_t id)
-{
-	int			i;
-
-	for (i = 0; i < njobs; i++)
-		if (jobs[i]->id == id && jobs[i]->alive)
-			return true;
-	return false;
-}
-
-static Job *
-add_job(int64_t id, int attempt, int instances)
-{
-	Job		   *job = calloc(1, sizeof(Job));
-
-	if (job == NULL)
-		fatal("out of memory");
-	if (njobs == maxjobs)
-	{
-		Job		  **more;
-
-		maxjobs = maxjobs ? 2 * maxjobs : 16;
-		more = realloc(jobs, maxjobs * sizeof(Job *));
-		if (more == NULL)
-			fatal("out of memory");
-		jobs = more;
-	}
-	job->id = id;
-	snprintf(job->id_text, sizeof(job->id_text), "%" PRId64, id);
-	job->attempt = attempt;
-	snprintf(job->attempt_text, sizeof(job->attempt_text), "%d", attempt);
-	job->instances = instances;
-	job->lease_deadline = now_mono() + opts.lease;
-	job->out_fd = -1;
-	job->err_fd = -1;
-	jobs[njobs++] = job;
-	return job;
-}
-
-static void
-remove_job(Job *job)
-{
-	int			i;
-
-	for (i = 0; i < njobs; i++)
-		if (jobs[i] == job)
-		{
-			/* a command still running for it is not waited for any more */
-			if (job->out_fd >= 0)
-				close(job->out_fd);
-			if (job->err_fd >= 0)
-				close(job->err_fd);
-			jobs[i] = jobs[--njobs];
-			free(job);
-			return;
-		}
-}
-
-static int
-busy_instances(void)
-{
-	int			i,
-				n = 0;
-
-	for (i = 0; i < njobs; i++)
-		if (jobs[i]->alive)
-			n += jobs[i]->instances;
-	return n;
-}
-
-static int
-alive_children(void)
-{
-	int			i,
-				n = 0;
-
-	for (i = 0; i < njobs; i++)
-		if (jobs[i]->alive)
-			n++;
-	return n;
-}
-
-/* the job's end, to be told to the database */
-static void
-set_report(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...) PRINTF_LIKE(5, 6);
-
-static void
-set_report(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...)
-{
-	job->action = ACT_REPORT;
-	job->state = state;
-	job->exit_code = exit_code;
-	job->has_exit_code = has_exit_code;
-	job->reason[0] = '\0';
-	if (fmt)
-	{
-		va_list		ap;
-
-		va_start(ap, fmt);
-		vsnprintf(job->reason, sizeof(job->reason), fmt, ap);
-		va_end(ap);
-	}
-}
-
-/* ------------------------------------------------------------------------
- * Checkpoint directories
- * ---------------------------------------------------------------------- */
-
-/* mkdir 0700, or check that what is there is a directory of ours; 0 if ok */
-int
-ensure_private_dir(const char *path, char *err, size_t errcap)
-{
-	struct stat st;
-
-	if (mkdir(path, 0700) == 0)
-		return 0;
-	if (errno != EEXIST)
-	{
-		snprintf(err, errcap, "could not create directory \"%s\": %s", path, strerror(errno));
-		return -1;
-	}
-	if (lstat(path, &st) != 0)
-	{
-		snprintf(err, errcap, "could not stat \"%s\": %s", path, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-	{
-		snprintf(err, errcap, "\"%s\" is not a directory owned by the agent's user", path);
-		return -1;
-	}
-	if ((st.st_mode & 07777) != 0700 && chmod(path, 0700) != 0)
-	{
-		snprintf(err, errcap, "could not chmod \"%s\": %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static int
-remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void) st;
-	(void) flag;
-	(void) ftw;
-	remove(path);
-	return 0;
-}
-
-static void
-remove_checkpoint_dir(Job *job)
-{
-	if (opts.keep_checkpoints || job->checkpoint_dir[0] == '\0')
-		return;
-	nftw(job->checkpoint_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* ------------------------------------------------------------------------
  * Children
  * ---------------------------------------------------------------------- */
-static void
-signal_group(Job *job, int sig)
-{
-	if (job->pid > 0 && kill(-job->pid, sig) != 0 && errno != ESRCH)
-		log_event("warning", "kill_failed", job, "kill(-%d, %s): %s", (int) job->pid,
-				  signal_name(sig), strerror(errno));
-}
-
 static void kill_helper(Job *job);
 
 /* stop a child: SIGTERM now, SIGKILL after the grace period */
@@ -366,54 +180,10 @@ begin_stop(Job *job, StopKind kind, const char *why)
 	else if (job->term_at == 0)
 	{
 		job->term_at = now_mono();
-		signal_group(job, SIGTERM);
+		signal_group(job, job->pid, SIGTERM);
 		log_event("info", "job_stopping", job, "%s: SIGTERM to process group %d, SIGKILL in %g s",
 				  why, (int) job->pid, opts.grace);
 	}
-}
-
-/*
- * child_setup makes a forked child ready to run a job's command or a
- * launcher's: a process group of its own, dying with the agent (Linux),
- * default signals, stdin from /dev/null, and the job's QUOTA_SCHED_*
- * variables.  If the agent died between the fork and the prctl, it exits.
- */
-static void
-child_setup(const Job *job)
-{
-	struct sigaction sa;
-	sigset_t	none;
-	int			fd;
-	char		num[24];
-
-	setpgid(0, 0);
-#ifdef __linux__
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != agent_pid)
-		_exit(127);
-#endif
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGCHLD, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGPIPE, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	fd = open("/dev/null", O_RDONLY);
-	if (fd >= 0 && fd != STDIN_FILENO)
-	{
-		dup2(fd, STDIN_FILENO);
-		close(fd);
-	}
-	setenv("QUOTA_SCHED_JOB_ID", job->id_text, 1);
-	setenv("QUOTA_SCHED_ATTEMPT", job->attempt_text, 1);
-	snprintf(num, sizeof(num), "%d", job->instances);
-	setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
-	setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
-	setenv("QUOTA_SCHED_AGENT", opts.agent, 1);
 }
 
 /*
@@ -649,38 +419,6 @@ kill_helper(Job *job)
 /* the remote job has ended (or is given up): what to tell the database */
 static void
 remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...) PRINTF_LIKE(5, 6);
-
-/*
- * settle decides what the agent tells the database of a job whose attempt
- * has ended here (state SUCCEEDED or FAILED, with the exit code if any, and
- * a reason for a failure), given why it was stopped, if it was: nothing
- * (the job is no longer its own), a release (the agent shuts down), or
- * STOPPED (a stop requested: the database's stop reason stays the job's
- * status reason).
- */
-static void
-settle(Job *job, const char *state, int code, bool has_code, const char *reason)
-{
-	switch (job->stop)
-	{
-		case STOP_LOST:
-			job->action = ACT_DROP;
-			break;
-		case STOP_SHUTDOWN:
-			job->action = ACT_RELEASE;
-			snprintf(job->reason, sizeof(job->reason), "agent %s shut down", opts.agent);
-			break;
-		case STOP_REQUESTED:
-			set_report(job, "STOPPED", code, has_code, NULL);
-			break;
-		case STOP_NONE:
-			if (reason[0])
-				set_report(job, state, code, has_code, "%s", reason);
-			else
-				set_report(job, state, code, has_code, NULL);
-			break;
-	}
-}
 
 static void
 remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...)
@@ -1041,7 +779,7 @@ enforce_deadlines(double now)
 		if (job->term_at > 0 && !job->killed && (now >= job->term_at + opts.grace || got_term > 1))
 		{
 			job->killed = true;
-			signal_group(job, SIGKILL);
+			signal_group(job, job->pid, SIGKILL);
 			log_event("info", "job_killed", job, "SIGKILL to process group %d", (int) job->pid);
 		}
 	}
