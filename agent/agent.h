@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -129,6 +130,7 @@ extern void parse_options(int argc, char **argv);
 
 /* quota_sched_agent.c */
 extern pid_t agent_pid;			/* this process: its children check they outlive it */
+extern volatile sig_atomic_t got_term;	/* SIGTERMs and SIGINTs received */
 
 /* jobs.c */
 extern Job **jobs;
@@ -148,6 +150,18 @@ extern bool prepare_checkpoint_dir(Job *job);
 extern void remove_checkpoint_dir(Job *job);
 extern void signal_group(const Job *job, pid_t pgid, int sig);
 extern void child_setup(const Job *job);
+
+/* local.c */
+extern void start_job(Job *job, const char *argv_text);
+extern void child_ended(Job *job, int status);
+
+/* remote.c */
+extern void start_remote(Job *job, const char *payload);
+extern void read_helper_output(Job *job);
+extern void kill_helper(Job *job);
+extern void helper_ended(Job *job, int status);
+extern void remote_tick(Job *job, double now);
+extern double remote_wake(const Job *job);
 
 /* log.c */
 extern double now_mono(void);
