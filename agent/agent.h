@@ -131,6 +131,8 @@ extern void parse_options(int argc, char **argv);
 /* quota_sched_agent.c */
 extern pid_t agent_pid;			/* this process: its children check they outlive it */
 extern volatile sig_atomic_t got_term;	/* SIGTERMs and SIGINTs received */
+extern bool shutting_down;
+extern void begin_stop(Job *job, StopKind kind, const char *why);
 
 /* jobs.c */
 extern Job **jobs;
@@ -150,6 +152,12 @@ extern bool prepare_checkpoint_dir(Job *job);
 extern void remove_checkpoint_dir(Job *job);
 extern void signal_group(const Job *job, pid_t pgid, int sig);
 extern void child_setup(const Job *job);
+
+/* protocol.c */
+extern double next_heartbeat;
+extern void flush_actions(void);
+extern void do_heartbeat(void);
+extern void do_claim(void);
 
 /* local.c */
 extern void start_job(Job *job, const char *argv_text);
