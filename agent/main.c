@@ -1,6 +1,8 @@
-/*
- * agent/quota_sched_agent.c: quota-sched-agent, the launcher agent of
- * quota_sched (issue 12), on libpq.
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *		quota-sched-agent, the launcher agent of quota_sched (issue 12), on
+ *		libpq: its signals and its loop.
  *
  * It runs the agent loop of the README's "Launcher agents" for one job
  * queue: it LISTENs on quota_sched_dispatch and quota_sched_stop, claims up
@@ -24,61 +26,40 @@
  * (SIGTERM, grace, SIGKILL), release their jobs (no attempt is counted) and
  * exit 0; a second one kills the children at once.
  *
- * External launchers (--start-cmd, --status-cmd, --stop-cmd): instead of a
- * local child, a job runs on another system (a cloud training service, a
- * batch system).  The start command (run with /bin/sh -c, the job's facts
- * and payload in its environment, never substituted into the command line)
- * starts it there and prints a handle; the status command, run every
- * --status-interval with that handle, says RUNNING, SUCCEEDED, FAILED or
- * STOPPED; the stop command asks the other system to stop it, after which
- * the status is polled until it has stopped or the grace period has passed.
- * These commands are child processes too, one at a time per job, watched
- * by the same loop and killed after --cmd-timeout: a command that hangs
- * stalls nothing.  The handle lives in the agent's memory only.
+ * External launchers (--start-cmd, --status-cmd, --stop-cmd, remote.c):
+ * instead of a local child (local.c), a job runs on another system (a cloud
+ * training service, a batch system), started, watched and stopped there by
+ * the launcher's commands, which are children of the agent too.
  *
- * See --help for the options, and the README's "The launcher agent".
+ * The parts: options.c (the command line), log.c, db.c (the connection and
+ * the statements), protocol.c (claim, heartbeat, reports), jobs.c (the job
+ * table), local.c and remote.c (the two ways to run a job), util.c (pure
+ * helpers).  See --help for the options, and the README's "The launcher
+ * agent".
+ *
+ *-------------------------------------------------------------------------
  */
 #include "db.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
-pid_t		agent_pid;		/* this process: its children check they outlive it */
-
-/* ------------------------------------------------------------------------
- * State of the loop
- * ---------------------------------------------------------------------- */
+pid_t		agent_pid;			/* this process: its children check they outlive it */
+bool		shutting_down = false;	/* SIGTERM or SIGINT came: stop, release, exit */
 bool		want_claim = false;
 bool		want_heartbeat = false;
-bool		shutting_down = false;
 
 static int	self_pipe[2] = {-1, -1};
 static volatile sig_atomic_t got_child = 0;
 volatile sig_atomic_t got_term = 0;
 
-/* ------------------------------------------------------------------------
- * Signals: the handlers only set a flag and write to the self-pipe.
- * ---------------------------------------------------------------------- */
+/* wake_self, in a signal handler: a byte to the self-pipe wakes the loop's poll() */
 static void
 wake_self(void)
 {
@@ -92,6 +73,7 @@ wake_self(void)
 	errno = saved;
 }
 
+/* on_sigchld: a child ended: the loop reaps it */
 static void
 on_sigchld(int sig)
 {
@@ -100,6 +82,7 @@ on_sigchld(int sig)
 	wake_self();
 }
 
+/* on_sigterm: SIGTERM or SIGINT: the loop shuts down (a second: kill at once) */
 static void
 on_sigterm(int sig)
 {
@@ -108,6 +91,10 @@ on_sigterm(int sig)
 	wake_self();
 }
 
+/*
+ * setup_signals: the handlers only set a flag and write to the self-pipe
+ * (non-blocking, close-on-exec); SIGPIPE and SIGHUP are ignored.
+ */
 static void
 setup_signals(void)
 {
@@ -135,6 +122,7 @@ setup_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* drain_self_pipe empties the self-pipe before the loop looks at the flags */
 static void
 drain_self_pipe(void)
 {
@@ -144,10 +132,7 @@ drain_self_pipe(void)
 		;
 }
 
-/* ------------------------------------------------------------------------
- * Children
- * ---------------------------------------------------------------------- */
-/* stop a child: SIGTERM now, SIGKILL after the grace period */
+/* begin_stop stops a child: SIGTERM now, SIGKILL after the grace period */
 void
 begin_stop(Job *job, StopKind kind, const char *why)
 {
@@ -177,6 +162,7 @@ begin_stop(Job *job, StopKind kind, const char *why)
 	}
 }
 
+/* reap_children: each child that ended, to its job (a job's command, or a launcher's) */
 static void
 reap_children(void)
 {
@@ -204,7 +190,7 @@ reap_children(void)
 	}
 }
 
-/* SIGKILL after the grace period; kill jobs whose lease surely ran out */
+/* enforce_deadlines: SIGKILL after the grace period; kill jobs whose lease surely ran out */
 static void
 enforce_deadlines(double now)
 {
@@ -232,6 +218,7 @@ enforce_deadlines(double now)
 	}
 }
 
+/* begin_shutdown: SIGTERM or SIGINT: stop every job, to release it */
 static void
 begin_shutdown(void)
 {
@@ -244,9 +231,143 @@ begin_shutdown(void)
 		begin_stop(jobs[i], STOP_SHUTDOWN, "the agent shuts down");
 }
 
-/* ------------------------------------------------------------------------
- * The loop
- * ---------------------------------------------------------------------- */
+/*
+ * next_wake: when the loop must wake at the latest: the next heartbeat (or
+ * reconnection), the end of a job's grace period or lease, a launcher's
+ * next command, a report to try again.
+ */
+static double
+next_wake(void)
+{
+	double		wake = conn ? next_heartbeat : reconnect_at;
+	int			i;
+
+	for (i = 0; i < njobs; i++)
+	{
+		if (jobs[i]->alive && !jobs[i]->remote && jobs[i]->term_at > 0 && !jobs[i]->killed &&
+			jobs[i]->term_at + opts.grace < wake)
+			wake = jobs[i]->term_at + opts.grace;
+		if (jobs[i]->alive && jobs[i]->stop != STOP_LOST && jobs[i]->lease_deadline < wake)
+			wake = jobs[i]->lease_deadline;
+		if (jobs[i]->remote && remote_wake(jobs[i]) < wake)
+			wake = remote_wake(jobs[i]);
+		if (jobs[i]->action != ACT_NONE && jobs[i]->retry_at > 0 && jobs[i]->retry_at < wake)
+			wake = jobs[i]->retry_at;
+	}
+	return wake;
+}
+
+/*
+ * wait_for_events sleeps until a notification, a signal, what a launcher's
+ * command writes, or the next deadline (next_wake); then takes what the
+ * connection and the commands sent.
+ */
+static void
+wait_for_events(void)
+{
+	double		now = now_mono();
+	double		wake = next_wake();
+	struct pollfd *fds;
+	int			nfds;
+	int			timeout_ms;
+	int			i;
+
+	/* at most a minute (a lease of months must not overflow the int) */
+	timeout_ms = wake <= now ? 0 : wake - now >= 60 ? 60000 : (int) ((wake - now) * 1000) + 1;
+	fds = calloc(2 + 2 * njobs, sizeof(struct pollfd));
+	if (fds == NULL)
+		fatal("out of memory");
+	fds[0].fd = self_pipe[0];
+	fds[0].events = POLLIN;
+	if (conn)
+	{
+		fds[1].fd = PQsocket(conn);
+		fds[1].events = POLLIN;
+	}
+	else
+		fds[1].fd = -1;			/* poll() skips it */
+	nfds = 2;
+	/* what the launcher's commands write is read as it comes */
+	for (i = 0; i < njobs; i++)
+	{
+		if (jobs[i]->out_fd >= 0)
+		{
+			fds[nfds].fd = jobs[i]->out_fd;
+			fds[nfds++].events = POLLIN;
+		}
+		if (jobs[i]->err_fd >= 0)
+		{
+			fds[nfds].fd = jobs[i]->err_fd;
+			fds[nfds++].events = POLLIN;
+		}
+	}
+	if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR)
+		fatal("poll: %s", strerror(errno));
+	if (conn && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)))
+	{
+		if (!PQconsumeInput(conn))
+			lose_connection(PQerrorMessage(conn));
+		else
+			collect_notifies();
+	}
+	if (nfds > 2)
+		for (i = 0; i < njobs; i++)
+			if (jobs[i]->helper_pid > 0)
+				read_helper_output(jobs[i]);
+	free(fds);
+}
+
+/*
+ * loop_step: one turn of the loop: reap children, connect if need be, tell
+ * the database what ended, heartbeat and claim when due, enforce the
+ * deadlines; then sleep, unless a notification that came with a result
+ * asks to act at once.  False when the agent is to exit: it shuts down and
+ * holds no job, or its --exit-after jobs are done, or it shuts down and
+ * the database cannot be reached to release what it holds.
+ */
+static bool
+loop_step(void)
+{
+	double		now;
+
+	drain_self_pipe();
+	if (got_child)
+		reap_children();
+	if (got_term && !shutting_down)
+		begin_shutdown();
+	now = now_mono();
+	if (conn == NULL && shutting_down && alive_children() == 0 && njobs > 0)
+	{
+		/* its children are gone: one last try to tell the database */
+		try_connect();
+		if (conn == NULL)
+			return false;
+	}
+	else if (conn == NULL && now >= reconnect_at)
+		try_connect();
+	if (conn)
+		flush_actions();
+	if (conn && (want_heartbeat || now_mono() >= next_heartbeat))
+		do_heartbeat();
+	if (conn && want_claim)
+		do_claim();
+	enforce_deadlines(now_mono());
+	if (conn)
+		flush_actions();
+
+	if (njobs == 0 && (shutting_down || (opts.exit_after > 0 && jobs_done >= opts.exit_after)))
+		return false;
+	/* a notification that came with a result: act on it now */
+	if (!(conn && (want_claim || want_heartbeat)))
+		wait_for_events();
+	return true;
+}
+
+/*
+ * main: the options, the signals, the loop.  Exits 0 when done (no job
+ * held), 1 when it had to leave jobs unreleased (their leases run out), 2
+ * on a bad command line.
+ */
 int
 main(int argc, char **argv)
 {
@@ -260,105 +381,8 @@ main(int argc, char **argv)
 			  opts.heartbeat, opts.grace, opts.checkpoint_root, opts.noop ? ", noop" : "",
 			  opts.start_cmd ? ", jobs run by the external launcher (--start-cmd)" : "");
 
-	for (;;)
-	{
-		double		now;
-		double		wake;
-		struct pollfd *fds;
-		int			nfds = 1;
-		int			timeout_ms;
-		int			i;
-
-		drain_self_pipe();
-		if (got_child)
-			reap_children();
-		if (got_term && !shutting_down)
-			begin_shutdown();
-		now = now_mono();
-		if (conn == NULL && shutting_down && alive_children() == 0 && njobs > 0)
-		{
-			/* its children are gone: one last try to tell the database */
-			try_connect();
-			if (conn == NULL)
-				break;
-		}
-		else if (conn == NULL && now >= reconnect_at)
-			try_connect();
-		if (conn)
-			flush_actions();
-		if (conn && (want_heartbeat || now_mono() >= next_heartbeat))
-			do_heartbeat();
-		if (conn && want_claim)
-			do_claim();
-		enforce_deadlines(now_mono());
-		if (conn)
-			flush_actions();
-
-		if (njobs == 0 && (shutting_down || (opts.exit_after > 0 && jobs_done >= opts.exit_after)))
-			break;
-		/* a notification that came with a result: act on it now */
-		if (conn && (want_claim || want_heartbeat))
-			continue;
-
-		/* sleep until a notification, a signal, or the next deadline */
-		now = now_mono();
-		wake = conn ? next_heartbeat : reconnect_at;
-		for (i = 0; i < njobs; i++)
-		{
-			if (jobs[i]->alive && !jobs[i]->remote && jobs[i]->term_at > 0 && !jobs[i]->killed &&
-				jobs[i]->term_at + opts.grace < wake)
-				wake = jobs[i]->term_at + opts.grace;
-			if (jobs[i]->alive && jobs[i]->stop != STOP_LOST && jobs[i]->lease_deadline < wake)
-				wake = jobs[i]->lease_deadline;
-			if (jobs[i]->remote && remote_wake(jobs[i]) < wake)
-				wake = remote_wake(jobs[i]);
-			if (jobs[i]->action != ACT_NONE && jobs[i]->retry_at > 0 && jobs[i]->retry_at < wake)
-				wake = jobs[i]->retry_at;
-		}
-		/* at most a minute (a lease of months must not overflow the int) */
-		timeout_ms = wake <= now ? 0 : wake - now >= 60 ? 60000 : (int) ((wake - now) * 1000) + 1;
-		fds = calloc(2 + 2 * njobs, sizeof(struct pollfd));
-		if (fds == NULL)
-			fatal("out of memory");
-		fds[0].fd = self_pipe[0];
-		fds[0].events = POLLIN;
-		if (conn)
-		{
-			fds[1].fd = PQsocket(conn);
-			fds[1].events = POLLIN;
-		}
-		else
-			fds[1].fd = -1;		/* poll() skips it */
-		nfds = 2;
-		/* what the launcher's commands write is read as it comes */
-		for (i = 0; i < njobs; i++)
-		{
-			if (jobs[i]->out_fd >= 0)
-			{
-				fds[nfds].fd = jobs[i]->out_fd;
-				fds[nfds++].events = POLLIN;
-			}
-			if (jobs[i]->err_fd >= 0)
-			{
-				fds[nfds].fd = jobs[i]->err_fd;
-				fds[nfds++].events = POLLIN;
-			}
-		}
-		if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR)
-			fatal("poll: %s", strerror(errno));
-		if (conn && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)))
-		{
-			if (!PQconsumeInput(conn))
-				lose_connection(PQerrorMessage(conn));
-			else
-				collect_notifies();
-		}
-		if (nfds > 2)
-			for (i = 0; i < njobs; i++)
-				if (jobs[i]->helper_pid > 0)
-					read_helper_output(jobs[i]);
-		free(fds);
-	}
+	while (loop_step())
+		;
 	if (njobs > 0)
 	{
 		log_event("warning", "agent_exit", NULL,
