@@ -5,7 +5,8 @@
  *		AgentOptions, filled by options.c), the jobs it holds, and the
  *		functions one file calls in another.
  *
- * The agent is one thread and one loop (main.c); these are its parts.
+ * The agent is one thread and one loop (main.c); these are its parts.  A
+ * job runs through a LaunchOps, the table of what its launcher does.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,9 +16,10 @@
 #include "util.h"
 
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <signal.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -50,6 +52,7 @@ typedef struct AgentOptions
 
 extern AgentOptions opts;
 
+/* Why a job is being stopped. */
 typedef enum StopKind
 {
 	STOP_NONE,					/* runs, or ended by itself */
@@ -58,6 +61,7 @@ typedef enum StopKind
 	STOP_SHUTDOWN				/* the agent shuts down: release */
 } StopKind;
 
+/* What is to be told to the database of a job. */
 typedef enum Action
 {
 	ACT_NONE,					/* the child runs */
@@ -66,26 +70,25 @@ typedef enum Action
 	ACT_DROP					/* forget it */
 } Action;
 
-typedef enum Helper
-{
-	HELPER_NONE,
-	HELPER_START,				/* --start-cmd */
-	HELPER_STATUS,				/* --status-cmd */
-	HELPER_STOP					/* --stop-cmd */
-} Helper;
+typedef struct LaunchOps LaunchOps;
 
+/*
+ * A job the agent holds, whichever way it runs: each launcher's job (local.c's
+ * LocalJob, remote.c's RemoteJob) has a Job as its first member, and the
+ * launcher's operations (ops) are the only code that looks further.
+ */
 typedef struct Job
 {
+	const LaunchOps *ops;		/* how it runs */
 	int64_t		id;
 	char		id_text[24];
 	int			attempt;
 	char		attempt_text[16];
 	int			instances;
-	pid_t		pid;			/* the child, and its process group; 0: none */
-	bool		alive;			/* the child has not been reaped */
+	bool		alive;			/* runs: its child is not reaped, or its remote
+								 * end is not known */
 	StopKind	stop;
-	double		term_at;		/* when SIGTERM was sent (0: not yet) */
-	bool		killed;			/* SIGKILL sent */
+	double		term_at;		/* when its stop began (0: not yet) */
 	double		lease_deadline; /* by then the lease may have run out */
 	bool		seen;			/* in the last heartbeat's answer */
 	char		checkpoint_dir[PATH_MAX];
@@ -96,30 +99,59 @@ typedef struct Job
 	bool		has_exit_code;
 	int			tries;			/* reports or releases that failed, not refused */
 	double		retry_at;		/* when to try again (monotonic s); 0: now */
-
-	/*
-	 * A job run by an external launcher (remote): alive from its claim until
-	 * its end is known; pid stays 0.  At most one command runs for it.
-	 */
-	bool		remote;
-	bool		started;		/* the start command gave a handle */
-	char		handle[1024];
-	Helper		helper;			/* the command that runs now */
-	pid_t		helper_pid;
-	double		helper_deadline;	/* killed then (--cmd-timeout) */
-	bool		helper_killed;	/* SIGKILL sent: timed out */
-	bool		helper_cancelled;	/* killed on purpose: its answer is moot */
-	int			out_fd;			/* its stdout and stderr; -1: closed */
-	int			err_fd;
-	char		out[2048];
-	size_t		out_len;
-	char		err[2048];
-	size_t		err_len;
-	double		next_status;	/* when to run the status command next */
-	double		stop_deadline;	/* the first stop command ended: grace ends then */
-	bool		stop_ok;		/* a stop command succeeded */
-	double		stop_retry_at;	/* a stop command failed: again then */
 } Job;
+
+/* What the claim says of a job, for its launcher's start. */
+typedef struct ClaimedJob
+{
+	const char *command_error;	/* why payload->'command' cannot run; NULL: it can */
+	const char *argv_text;		/* the command as "LEN:BYTES" pieces (split_argv) */
+	const char *payload;		/* the job's payload, JSON */
+} ClaimedJob;
+
+/* the file descriptors a job may have the loop poll, at most */
+#define LAUNCH_MAX_FDS 2
+
+/*
+ * LaunchOps: how jobs are run, a table of callbacks in the manner of
+ * pg_basebackup's WalWriteMethodOps.  Two implementations: local children
+ * (local.c, local_launch_ops) and the external launcher (remote.c,
+ * remote_launch_ops, with --start-cmd); every job of an agent has the same.
+ * The callbacks are all set; the loop and the protocol call nothing else
+ * that knows how a job runs.
+ */
+struct LaunchOps
+{
+	/* a new job of this kind, zeroed but for what the kind needs; NULL: no memory */
+	Job		   *(*new_job) (void);
+
+	/* starts a job just claimed, or sets what to tell if it cannot run */
+	void		(*start) (Job *job, const ClaimedJob *claimed);
+
+	/* begins to stop the alive job (begin_stop has just set term_at) */
+	void		(*stop) (Job *job, const char *why);
+
+	/* what the alive job needs now: a kill after the grace, a command, ... */
+	void		(*tick) (Job *job, double now);
+
+	/* when tick next has something to do (1e300: nothing) */
+	double		(*wake) (const Job *job);
+
+	/* whether the child pid, just reaped, was the job's; if so, its end taken */
+	bool		(*reaped) (Job *job, pid_t pid, int status);
+
+	/* puts the descriptors the loop is to poll for the job in fds; how many */
+	int			(*poll_fds) (const Job *job, struct pollfd *fds);
+
+	/* after poll(): reads what came for the job */
+	void		(*input) (Job *job);
+
+	/* frees the job; what it still holds is let go */
+	void		(*free_job) (Job *job);
+};
+
+extern const LaunchOps local_launch_ops;
+extern const LaunchOps remote_launch_ops;
 
 /* the loop's wishes: a claim, a heartbeat as soon as it can */
 extern bool want_claim;
@@ -128,13 +160,13 @@ extern bool want_heartbeat;
 /* options.c */
 extern void parse_options(int argc, char **argv);
 
-/* quota_sched_agent.c */
+/* main.c */
 extern pid_t agent_pid;			/* this process: its children check they outlive it */
 extern volatile sig_atomic_t got_term;	/* SIGTERMs and SIGINTs received */
 extern bool shutting_down;
-extern void begin_stop(Job *job, StopKind kind, const char *why);
 
 /* jobs.c */
+extern const LaunchOps *launcher;	/* how the jobs claimed from now on run */
 extern Job **jobs;
 extern int	njobs;
 extern long jobs_done;
@@ -144,6 +176,8 @@ extern Job *add_job(int64_t id, int attempt, int instances);
 extern void remove_job(Job *job);
 extern int	busy_instances(void);
 extern int	alive_children(void);
+extern void begin_stop(Job *job, StopKind kind, const char *why);
+extern void enforce_deadlines(double now);
 extern void set_report(Job *job, const char *state, int exit_code, bool has_exit_code,
 					   const char *fmt,...) PRINTF_LIKE(5, 6);
 extern void settle(Job *job, const char *state, int code, bool has_code, const char *reason);
@@ -158,18 +192,6 @@ extern double next_heartbeat;
 extern void flush_actions(void);
 extern void do_heartbeat(void);
 extern void do_claim(void);
-
-/* local.c */
-extern void start_job(Job *job, const char *argv_text);
-extern void child_ended(Job *job, int status);
-
-/* remote.c */
-extern void start_remote(Job *job, const char *payload);
-extern void read_helper_output(Job *job);
-extern void kill_helper(Job *job);
-extern void helper_ended(Job *job, int status);
-extern void remote_tick(Job *job, double now);
-extern double remote_wake(const Job *job);
 
 /* log.c */
 extern double now_mono(void);

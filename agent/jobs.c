@@ -27,6 +27,7 @@
 #include <sys/prctl.h>
 #endif
 
+const LaunchOps *launcher = &local_launch_ops;
 Job		  **jobs = NULL;
 int			njobs = 0;
 static int	maxjobs = 0;
@@ -56,11 +57,14 @@ still_running(int64_t id)
 	return false;
 }
 
-/* add_job puts a job just claimed into the table; its lease runs from now */
+/*
+ * add_job puts a job just claimed into the table, a job of the launcher's
+ * kind; its lease runs from now
+ */
 Job *
 add_job(int64_t id, int attempt, int instances)
 {
-	Job		   *job = calloc(1, sizeof(Job));
+	Job		   *job = launcher->new_job();
 
 	if (job == NULL)
 		fatal("out of memory");
@@ -74,14 +78,13 @@ add_job(int64_t id, int attempt, int instances)
 			fatal("out of memory");
 		jobs = more;
 	}
+	job->ops = launcher;
 	job->id = id;
 	snprintf(job->id_text, sizeof(job->id_text), "%" PRId64, id);
 	job->attempt = attempt;
 	snprintf(job->attempt_text, sizeof(job->attempt_text), "%d", attempt);
 	job->instances = instances;
 	job->lease_deadline = now_mono() + opts.lease;
-	job->out_fd = -1;
-	job->err_fd = -1;
 	jobs[njobs++] = job;
 	return job;
 }
@@ -95,13 +98,8 @@ remove_job(Job *job)
 	for (i = 0; i < njobs; i++)
 		if (jobs[i] == job)
 		{
-			/* a command still running for it is not waited for any more */
-			if (job->out_fd >= 0)
-				close(job->out_fd);
-			if (job->err_fd >= 0)
-				close(job->err_fd);
 			jobs[i] = jobs[--njobs];
-			free(job);
+			job->ops->free_job(job);
 			return;
 		}
 }
@@ -131,6 +129,48 @@ int
 alive_children(void)
 {
 	return count_alive(false);
+}
+
+/*
+ * begin_stop stops a job that runs (kind: why, which decides what is told
+ * at its end): SIGTERM now, SIGKILL after the grace period, or the
+ * launcher's stop command.  A job already being stopped keeps its first
+ * kind, unless it is now lost.
+ */
+void
+begin_stop(Job *job, StopKind kind, const char *why)
+{
+	if (!job->alive)
+		return;
+	if (job->stop == STOP_NONE || kind == STOP_LOST)
+		job->stop = kind;
+	if (job->term_at == 0)
+	{
+		job->term_at = now_mono();
+		job->ops->stop(job, why);
+	}
+}
+
+/*
+ * enforce_deadlines: kill the jobs whose lease surely ran out (another
+ * agent may run them by now), and what each launcher has to do now (a
+ * SIGKILL after the grace period, a command).
+ */
+void
+enforce_deadlines(double now)
+{
+	int			i;
+
+	for (i = 0; i < njobs; i++)
+	{
+		Job		   *job = jobs[i];
+
+		if (!job->alive)
+			continue;
+		if (job->stop != STOP_LOST && now >= job->lease_deadline)
+			begin_stop(job, STOP_LOST, "its lease ran out without a heartbeat");
+		job->ops->tick(job, now);
+	}
 }
 
 /* set_report: the job's end, to be told to the database (reason: printf-style, or NULL) */

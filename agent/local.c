@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * local.c
- *		Local children: a job's command (payload->'command', an argv) run
- *		by quota-sched-agent as a child process in a process group of its
- *		own, and what its exit status means for the job.
+ *		Local children, local_launch_ops: a job's command (payload->'command',
+ *		an argv) run by quota-sched-agent as a child process in a process
+ *		group of its own, and what its exit status means for the job.
+ *
+ * A stop sends SIGTERM to the process group, SIGKILL after the grace
+ * period (at once on a second SIGTERM to the agent).
  *
  *-------------------------------------------------------------------------
  */
@@ -16,6 +19,14 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* A job run as a local child. */
+typedef struct LocalJob
+{
+	Job			job;			/* first: a LocalJob is a Job */
+	pid_t		pid;			/* the child, and its process group; 0: none */
+	bool		killed;			/* SIGKILL sent */
+} LocalJob;
 
 /*
  * cannot_start: the job's command could not be started for want of a pipe
@@ -108,7 +119,7 @@ spawn_command(Job *job, char **argv)
 				   strerror(child_errno));
 		return;
 	}
-	job->pid = pid;
+	((LocalJob *) job)->pid = pid;
 	job->alive = true;
 	log_event("info", "job_started", job, "pid %d, %d instance(s), checkpoints in %s: %s",
 			  (int) pid, job->instances, job->checkpoint_dir, line);
@@ -119,7 +130,7 @@ spawn_command(Job *job, char **argv)
  * job has its checkpoint directory; a command that cannot be read, or a
  * directory that cannot be had, fails the job.
  */
-void
+static void
 start_job(Job *job, const char *argv_text)
 {
 	char	  **argv = split_argv(argv_text);
@@ -132,21 +143,124 @@ start_job(Job *job, const char *argv_text)
 }
 
 /*
+ * local_new_job: a LocalJob, zeroed (no child yet).  NULL if out of memory.
+ */
+static Job *
+local_new_job(void)
+{
+	return calloc(1, sizeof(LocalJob));
+}
+
+/*
+ * local_start: the job's command, unless the claim says it has none that
+ * can run: the job then fails with the claim's reason.
+ */
+static void
+local_start(Job *job, const ClaimedJob *claimed)
+{
+	if (claimed->command_error)
+	{
+		log_event("info", "job_not_runnable", job, "%s", claimed->command_error);
+		set_report(job, "FAILED", 0, false, "%s", claimed->command_error);
+	}
+	else
+		start_job(job, claimed->argv_text);
+}
+
+/* local_stop: SIGTERM to the child's process group; SIGKILL after the grace */
+static void
+local_stop(Job *job, const char *why)
+{
+	LocalJob   *lj = (LocalJob *) job;
+
+	signal_group(job, lj->pid, SIGTERM);
+	log_event("info", "job_stopping", job, "%s: SIGTERM to process group %d, SIGKILL in %g s",
+			  why, (int) lj->pid, opts.grace);
+}
+
+/* local_tick: SIGKILL once the grace period has passed (or on a second signal) */
+static void
+local_tick(Job *job, double now)
+{
+	LocalJob   *lj = (LocalJob *) job;
+
+	if (job->term_at > 0 && !lj->killed && (now >= job->term_at + opts.grace || got_term > 1))
+	{
+		lj->killed = true;
+		signal_group(job, lj->pid, SIGKILL);
+		log_event("info", "job_killed", job, "SIGKILL to process group %d", (int) lj->pid);
+	}
+}
+
+/* local_wake: the end of the grace period of a child being stopped */
+static double
+local_wake(const Job *job)
+{
+	const LocalJob *lj = (const LocalJob *) job;
+
+	if (job->alive && job->term_at > 0 && !lj->killed)
+		return job->term_at + opts.grace;
+	return 1e300;
+}
+
+/*
  * child_ended: what a child's exit status means for its job.  What the job
  * left behind in its process group goes with it.
  */
-void
-child_ended(Job *job, int status)
+static void
+child_ended(LocalJob *lj, int status)
 {
+	Job		   *job = &lj->job;
 	char		how[128];
 	bool		exited = WIFEXITED(status);
 	int			code = exited ? WEXITSTATUS(status) : 0;
 
 	job->alive = false;
-	signal_group(job, job->pid, SIGKILL);
+	signal_group(job, lj->pid, SIGKILL);
 	describe_wait_status(status, how, sizeof(how));
-	log_event("info", "job_exited", job, "pid %d: %s", (int) job->pid, how);
+	log_event("info", "job_exited", job, "pid %d: %s", (int) lj->pid, how);
 
 	settle(job, exited && code == 0 ? "SUCCEEDED" : "FAILED", exited ? code : 0, exited,
 		   exited && code == 0 ? "" : how);
 }
+
+/* local_reaped: whether pid was the job's child; if so, its end */
+static bool
+local_reaped(Job *job, pid_t pid, int status)
+{
+	LocalJob   *lj = (LocalJob *) job;
+
+	if (!job->alive || lj->pid != pid)
+		return false;
+	child_ended(lj, status);
+	return true;
+}
+
+/* local_poll_fds: a child's output goes where the agent's does: nothing to poll */
+static int
+local_poll_fds(const Job *job, struct pollfd *fds)
+{
+	(void) job;
+	(void) fds;
+	return 0;
+}
+
+/* local_input: nothing to read (see local_poll_fds) */
+static void
+local_input(Job *job)
+{
+	(void) job;
+}
+
+/* local_free_job: the job's memory (its child, if any, is reaped or killed) */
+static void
+local_free_job(Job *job)
+{
+	free(job);
+}
+
+const LaunchOps local_launch_ops = {
+	.new_job = local_new_job, .start = local_start, .stop = local_stop,
+	.tick = local_tick, .wake = local_wake, .reaped = local_reaped,
+	.poll_fds = local_poll_fds, .input = local_input, .free_job = local_free_job
+};

@@ -132,36 +132,6 @@ drain_self_pipe(void)
 		;
 }
 
-/* begin_stop stops a child: SIGTERM now, SIGKILL after the grace period */
-void
-begin_stop(Job *job, StopKind kind, const char *why)
-{
-	if (!job->alive)
-		return;
-	if (job->stop == STOP_NONE || kind == STOP_LOST)
-		job->stop = kind;
-	if (job->term_at == 0 && job->remote)
-	{
-		job->term_at = now_mono();
-		/* a status command that runs is moot: the stop command goes first */
-		if (job->helper == HELPER_STATUS && job->helper_pid > 0)
-		{
-			job->helper_cancelled = true;
-			kill_helper(job);
-		}
-		log_event("info", "job_stopping", job, "%s: the stop command for %s%s, then up to %g s for it to stop",
-				  why, job->started ? job->handle : "the remote job",
-				  job->started ? "" : " once the start command has ended", opts.grace);
-	}
-	else if (job->term_at == 0)
-	{
-		job->term_at = now_mono();
-		signal_group(job, job->pid, SIGTERM);
-		log_event("info", "job_stopping", job, "%s: SIGTERM to process group %d, SIGKILL in %g s",
-				  why, (int) job->pid, opts.grace);
-	}
-}
-
 /* reap_children: each child that ended, to its job (a job's command, or a launcher's) */
 static void
 reap_children(void)
@@ -175,46 +145,8 @@ reap_children(void)
 		int			i;
 
 		for (i = 0; i < njobs; i++)
-		{
-			if (jobs[i]->alive && jobs[i]->pid == pid)
-			{
-				child_ended(jobs[i], status);
+			if (jobs[i]->ops->reaped(jobs[i], pid, status))
 				break;
-			}
-			if (jobs[i]->helper_pid == pid)
-			{
-				helper_ended(jobs[i], status);
-				break;
-			}
-		}
-	}
-}
-
-/* enforce_deadlines: SIGKILL after the grace period; kill jobs whose lease surely ran out */
-static void
-enforce_deadlines(double now)
-{
-	int			i;
-
-	for (i = 0; i < njobs; i++)
-	{
-		Job		   *job = jobs[i];
-
-		if (!job->alive)
-			continue;
-		if (job->stop != STOP_LOST && now >= job->lease_deadline)
-			begin_stop(job, STOP_LOST, "its lease ran out without a heartbeat");
-		if (job->remote)
-		{
-			remote_tick(job, now);
-			continue;
-		}
-		if (job->term_at > 0 && !job->killed && (now >= job->term_at + opts.grace || got_term > 1))
-		{
-			job->killed = true;
-			signal_group(job, job->pid, SIGKILL);
-			log_event("info", "job_killed", job, "SIGKILL to process group %d", (int) job->pid);
-		}
 	}
 }
 
@@ -244,15 +176,15 @@ next_wake(void)
 
 	for (i = 0; i < njobs; i++)
 	{
-		if (jobs[i]->alive && !jobs[i]->remote && jobs[i]->term_at > 0 && !jobs[i]->killed &&
-			jobs[i]->term_at + opts.grace < wake)
-			wake = jobs[i]->term_at + opts.grace;
-		if (jobs[i]->alive && jobs[i]->stop != STOP_LOST && jobs[i]->lease_deadline < wake)
-			wake = jobs[i]->lease_deadline;
-		if (jobs[i]->remote && remote_wake(jobs[i]) < wake)
-			wake = remote_wake(jobs[i]);
-		if (jobs[i]->action != ACT_NONE && jobs[i]->retry_at > 0 && jobs[i]->retry_at < wake)
-			wake = jobs[i]->retry_at;
+		Job		   *job = jobs[i];
+		double		launcher_wake = job->ops->wake(job);
+
+		if (launcher_wake < wake)
+			wake = launcher_wake;
+		if (job->alive && job->stop != STOP_LOST && job->lease_deadline < wake)
+			wake = job->lease_deadline;
+		if (job->action != ACT_NONE && job->retry_at > 0 && job->retry_at < wake)
+			wake = job->retry_at;
 	}
 	return wake;
 }
@@ -274,7 +206,7 @@ wait_for_events(void)
 
 	/* at most a minute (a lease of months must not overflow the int) */
 	timeout_ms = wake <= now ? 0 : wake - now >= 60 ? 60000 : (int) ((wake - now) * 1000) + 1;
-	fds = calloc(2 + 2 * njobs, sizeof(struct pollfd));
+	fds = calloc(2 + LAUNCH_MAX_FDS * njobs, sizeof(struct pollfd));
 	if (fds == NULL)
 		fatal("out of memory");
 	fds[0].fd = self_pipe[0];
@@ -289,18 +221,7 @@ wait_for_events(void)
 	nfds = 2;
 	/* what the launcher's commands write is read as it comes */
 	for (i = 0; i < njobs; i++)
-	{
-		if (jobs[i]->out_fd >= 0)
-		{
-			fds[nfds].fd = jobs[i]->out_fd;
-			fds[nfds++].events = POLLIN;
-		}
-		if (jobs[i]->err_fd >= 0)
-		{
-			fds[nfds].fd = jobs[i]->err_fd;
-			fds[nfds++].events = POLLIN;
-		}
-	}
+		nfds += jobs[i]->ops->poll_fds(jobs[i], fds + nfds);
 	if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR)
 		fatal("poll: %s", strerror(errno));
 	if (conn && (fds[1].revents & (POLLIN | POLLERR | POLLHUP)))
@@ -312,8 +233,7 @@ wait_for_events(void)
 	}
 	if (nfds > 2)
 		for (i = 0; i < njobs; i++)
-			if (jobs[i]->helper_pid > 0)
-				read_helper_output(jobs[i]);
+			jobs[i]->ops->input(jobs[i]);
 	free(fds);
 }
 
@@ -373,6 +293,7 @@ main(int argc, char **argv)
 {
 	agent_pid = getpid();
 	parse_options(argc, argv);
+	launcher = opts.start_cmd ? &remote_launch_ops : &local_launch_ops;
 	setup_signals();
 	log_event("info", "agent_started", NULL,
 			  "queue %s, unit %s, %ld instance(s), lease %g s, heartbeat %g s, grace %g s, "

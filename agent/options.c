@@ -53,116 +53,9 @@ struct OptionDef
 /* getopt_long's code of an option without a letter: this + its index */
 #define LONG_ONLY 1000
 
-static void opt_string(const OptionDef *opt, const char *arg);
-static void opt_agent_name(const OptionDef *opt, const char *arg);
-static void opt_count(const OptionDef *opt, const char *arg);
-static void opt_seconds(const OptionDef *opt, const char *arg);
-static void opt_seconds_or_zero(const OptionDef *opt, const char *arg);
-static void opt_true(const OptionDef *opt, const char *arg);
-static void opt_false(const OptionDef *opt, const char *arg);
-static void opt_log_format(const OptionDef *opt, const char *arg);
-static void opt_pickup_log(const OptionDef *opt, const char *arg);
-static void opt_command(const OptionDef *opt, const char *arg);
-static void opt_help(const OptionDef *opt, const char *arg);
-static void opt_version(const OptionDef *opt, const char *arg);
+static void usage(FILE *f);
 
 static const char *checkpoint_root_arg = NULL;	/* --checkpoint-root */
-
-static const OptionDef options[] = {
-	{"dbname", 'd', "CONNINFO", opt_string, &opts.conninfo, 0, 0,
-	"libpq connection string or URI (default: libpq's\n"
-	"environment, PGHOST etc.).  Several hosts with\n"
-	"target_session_attrs=read-write follow a failover.\n"
-	"The login must have the role quota_sched_agent."},
-	{"agent", 'a', "NAME", opt_agent_name, NULL, 0, 0,
-	"agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
-	"the host's name and the queue's); unique among\n"
-	"running agents"},
-	{"queue", 'q', "QUEUE", opt_string, &opts.queue, 0, 0,
-	"job queue to claim from (required)"},
-	{"capacity-unit", 'u', "UNIT", opt_string, &opts.unit, 0, 0,
-	"claim only jobs of this capacity unit (default: any)"},
-	{"instances", 'n', "N", opt_count, &opts.instances, 1, 100000,
-	"instances this host can run at once (default 1): it\n"
-	"claims while the jobs it runs hold fewer"},
-	{"lease", 'l', "SECONDS", opt_seconds, &opts.lease, 0, 0,
-	"lease of each claim and heartbeat (default 60)"},
-	{"heartbeat", 'b', "SECONDS", opt_seconds, &opts.heartbeat, 0, 0,
-	"time between heartbeats, below the lease (default: a\n"
-	"third of the lease); it also claims at each one"},
-	{"grace", 'g', "SECONDS", opt_seconds_or_zero, &opts.grace, 0, 0,
-	"after SIGTERM to a job being stopped, time before\n"
-	"SIGKILL (default 30; keep it below the server's\n"
-	"quota_sched.stop_timeout)"},
-	{"checkpoint-root", 'c', "DIR", opt_string, &checkpoint_root_arg, 0, 0,
-	"each job gets DIR/job-ID (mode 0700, kept across\n"
-	"its attempts, removed when it ends for good) as\n"
-	"QUOTA_SCHED_CHECKPOINT_DIR (default:\n"
-	"$STATE_DIRECTORY/checkpoints under systemd, else\n"
-	"./quota-sched-checkpoints)"},
-	{"keep-checkpoints", 0, NULL, opt_true, &opts.keep_checkpoints, 0, 0,
-	"never remove a job's checkpoint directory"},
-	{"log-format", 0, "FORMAT", opt_log_format, NULL, 0, 0,
-	"plain (default) or json: one JSON object a line"},
-	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
-	"exit once N jobs have ended and none runs"},
-	{"no-listen", 0, NULL, opt_false, &opts.listen, 0, 0,
-	"no LISTEN (for a transaction-mode pooler): dispatches\n"
-	"and stops are then seen at the heartbeats only"},
-	{"noop", 0, NULL, opt_true, &opts.noop, 0, 0,
-	"run nothing: report each claimed job SUCCEEDED\n"
-	"(for benchmarks)"},
-	{"pickup-log", 0, "FILE", opt_pickup_log, NULL, 0, 0,
-	"write \"JOB_ID MICROSECONDS\" (since the epoch) to FILE\n"
-	"as each job is claimed (for benchmarks)"},
-	{"help", 'h', NULL, opt_help, NULL, 0, 0, "this help"},
-	{"version", 'V', NULL, opt_version, NULL, 0, 0, "the version"},
-	{NULL, 0, NULL, NULL, NULL, 0, 0,
-	"\nExternal launchers (a job runs on another system; the three go together):"},
-	{"start-cmd", 0, "CMD", opt_command, &opts.start_cmd, 0, 0,
-	"starts a claimed job there instead of its command;\n"
-	"its stdout's first line is the job's handle there;\n"
-	"a non-zero exit FAILs the job"},
-	{"status-cmd", 0, "CMD", opt_command, &opts.status_cmd, 0, 0,
-	"prints RUNNING, SUCCEEDED, FAILED [CODE [REASON]] or\n"
-	"STOPPED for the handle; run every --status-interval"},
-	{"stop-cmd", 0, "CMD", opt_command, &opts.stop_cmd, 0, 0,
-	"asks the other system to stop it (a stop, a lost\n"
-	"lease, the agent's shutdown); the status is then\n"
-	"polled until it stopped or --grace has passed"},
-	{"status-interval", 0, "SECONDS", opt_seconds, &opts.status_interval, 0, 0,
-	"(default: the heartbeat interval)"},
-	{"cmd-timeout", 0, "SECONDS", opt_seconds, &opts.cmd_timeout, 0, 0,
-	"a command still running then is killed (default 30)"},
-};
-
-#define NUM_OPTIONS ((int) (sizeof(options) / sizeof(options[0])))
-
-static const char usage_intro[] =
-"quota-sched-agent: the launcher agent of quota_sched.  It claims the jobs the\n"
-"scheduling passes dispatch to its queue, runs each job's payload->'command' (a\n"
-"JSON array of strings) as a child process, and reports how it ended.\n"
-"\n"
-"Usage: quota-sched-agent --queue=QUEUE [OPTION]...\n"
-"\n";
-
-static const char usage_end[] =
-"\n"
-"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
-"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
-"QUOTA_SCHED_ATTEMPT (1 + failed attempts + preemptions), QUOTA_SCHED_INSTANCE_COUNT,\n"
-"QUOTA_SCHED_CHECKPOINT_DIR and QUOTA_SCHED_AGENT.  Exit code 0: SUCCEEDED; any\n"
-"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
-"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
-"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
-"way and releases them (no attempt counted), then it exits 0.\n"
-"\n"
-"The launcher's commands run with /bin/sh -c and the same environment, plus\n"
-"QUOTA_SCHED_PAYLOAD (the job's payload, JSON) for the start command and\n"
-"QUOTA_SCHED_HANDLE for the status and stop commands; nothing is substituted\n"
-"into CMD.  What they print on stderr goes to the agent's log.  The handles\n"
-"live in the agent's memory only: a restarted agent releases the jobs it held\n"
-"without stopping them where they ran.\n";
 
 /* bad_usage tells what is wrong with the command line, and exits 2 */
 static void bad_usage(const char *fmt,...) PRINTF_LIKE(1, 2);
@@ -178,56 +71,6 @@ bad_usage(const char *fmt,...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 	exit(2);
-}
-
-/*
- * print_option prints an option's lines of usage(): "  -L, --NAME=ARG" and
- * its help from HELP_COLUMN on (after two blanks when the left part is too
- * long), the help's further lines indented to HELP_COLUMN.
- */
-static void
-print_option(FILE *f, const OptionDef *opt)
-{
-	char		left[64];
-	size_t		len = 0;
-	const char *help = opt->help;
-
-	if (opt->letter)
-		append(left, sizeof(left), &len, "  -%c, --%s", opt->letter, opt->name);
-	else
-		append(left, sizeof(left), &len, "      --%s", opt->name);
-	if (opt->arg)
-		append(left, sizeof(left), &len, "=%s", opt->arg);
-	fprintf(f, "%-*s", (int) len < HELP_COLUMN ? HELP_COLUMN : (int) len + 2, left);
-	while (*help)
-	{
-		size_t		n = strcspn(help, "\n");
-
-		fprintf(f, "%.*s\n", (int) n, help);
-		help += n;
-		if (*help)
-		{
-			help++;
-			fprintf(f, "%*s", HELP_COLUMN, "");
-		}
-	}
-}
-
-/* usage prints --help: what the agent does, then each option of the table */
-static void
-usage(FILE *f)
-{
-	int			i;
-
-	fputs(usage_intro, f);
-	for (i = 0; i < NUM_OPTIONS; i++)
-	{
-		if (options[i].name)
-			print_option(f, &options[i]);
-		else
-			fprintf(f, "%s\n", options[i].help);
-	}
-	fputs(usage_end, f);
 }
 
 /* opt_string: the argument itself, into a const char * */
@@ -338,6 +181,152 @@ opt_version(const OptionDef *opt, const char *arg)
 	(void) arg;
 	printf("quota-sched-agent %s\n", AGENT_VERSION);
 	exit(0);
+}
+
+static const OptionDef options[] = {
+	{"dbname", 'd', "CONNINFO", opt_string, &opts.conninfo, 0, 0,
+	"libpq connection string or URI (default: libpq's\n"
+	"environment, PGHOST etc.).  Several hosts with\n"
+	"target_session_attrs=read-write follow a failover.\n"
+	"The login must have the role quota_sched_agent."},
+	{"agent", 'a', "NAME", opt_agent_name, NULL, 0, 0,
+	"agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
+	"the host's name and the queue's); unique among\n"
+	"running agents"},
+	{"queue", 'q', "QUEUE", opt_string, &opts.queue, 0, 0,
+	"job queue to claim from (required)"},
+	{"capacity-unit", 'u', "UNIT", opt_string, &opts.unit, 0, 0,
+	"claim only jobs of this capacity unit (default: any)"},
+	{"instances", 'n', "N", opt_count, &opts.instances, 1, 100000,
+	"instances this host can run at once (default 1): it\n"
+	"claims while the jobs it runs hold fewer"},
+	{"lease", 'l', "SECONDS", opt_seconds, &opts.lease, 0, 0,
+	"lease of each claim and heartbeat (default 60)"},
+	{"heartbeat", 'b', "SECONDS", opt_seconds, &opts.heartbeat, 0, 0,
+	"time between heartbeats, below the lease (default: a\n"
+	"third of the lease); it also claims at each one"},
+	{"grace", 'g', "SECONDS", opt_seconds_or_zero, &opts.grace, 0, 0,
+	"after SIGTERM to a job being stopped, time before\n"
+	"SIGKILL (default 30; keep it below the server's\n"
+	"quota_sched.stop_timeout)"},
+	{"checkpoint-root", 'c', "DIR", opt_string, &checkpoint_root_arg, 0, 0,
+	"each job gets DIR/job-ID (mode 0700, kept across\n"
+	"its attempts, removed when it ends for good) as\n"
+	"QUOTA_SCHED_CHECKPOINT_DIR (default:\n"
+	"$STATE_DIRECTORY/checkpoints under systemd, else\n"
+	"./quota-sched-checkpoints)"},
+	{"keep-checkpoints", 0, NULL, opt_true, &opts.keep_checkpoints, 0, 0,
+	"never remove a job's checkpoint directory"},
+	{"log-format", 0, "FORMAT", opt_log_format, NULL, 0, 0,
+	"plain (default) or json: one JSON object a line"},
+	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
+	"exit once N jobs have ended and none runs"},
+	{"no-listen", 0, NULL, opt_false, &opts.listen, 0, 0,
+	"no LISTEN (for a transaction-mode pooler): dispatches\n"
+	"and stops are then seen at the heartbeats only"},
+	{"noop", 0, NULL, opt_true, &opts.noop, 0, 0,
+	"run nothing: report each claimed job SUCCEEDED\n"
+	"(for benchmarks)"},
+	{"pickup-log", 0, "FILE", opt_pickup_log, NULL, 0, 0,
+	"write \"JOB_ID MICROSECONDS\" (since the epoch) to FILE\n"
+	"as each job is claimed (for benchmarks)"},
+	{"help", 'h', NULL, opt_help, NULL, 0, 0, "this help"},
+	{"version", 'V', NULL, opt_version, NULL, 0, 0, "the version"},
+	{NULL, 0, NULL, NULL, NULL, 0, 0,
+	"\nExternal launchers (a job runs on another system; the three go together):"},
+	{"start-cmd", 0, "CMD", opt_command, &opts.start_cmd, 0, 0,
+	"starts a claimed job there instead of its command;\n"
+	"its stdout's first line is the job's handle there;\n"
+	"a non-zero exit FAILs the job"},
+	{"status-cmd", 0, "CMD", opt_command, &opts.status_cmd, 0, 0,
+	"prints RUNNING, SUCCEEDED, FAILED [CODE [REASON]] or\n"
+	"STOPPED for the handle; run every --status-interval"},
+	{"stop-cmd", 0, "CMD", opt_command, &opts.stop_cmd, 0, 0,
+	"asks the other system to stop it (a stop, a lost\n"
+	"lease, the agent's shutdown); the status is then\n"
+	"polled until it stopped or --grace has passed"},
+	{"status-interval", 0, "SECONDS", opt_seconds, &opts.status_interval, 0, 0,
+	"(default: the heartbeat interval)"},
+	{"cmd-timeout", 0, "SECONDS", opt_seconds, &opts.cmd_timeout, 0, 0,
+	"a command still running then is killed (default 30)"},
+};
+
+#define NUM_OPTIONS ((int) (sizeof(options) / sizeof(options[0])))
+
+static const char usage_intro[] =
+"quota-sched-agent: the launcher agent of quota_sched.  It claims the jobs the\n"
+"scheduling passes dispatch to its queue, runs each job's payload->'command' (a\n"
+"JSON array of strings) as a child process, and reports how it ended.\n"
+"\n"
+"Usage: quota-sched-agent --queue=QUEUE [OPTION]...\n"
+"\n";
+
+static const char usage_end[] =
+"\n"
+"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
+"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
+"QUOTA_SCHED_ATTEMPT (1 + failed attempts + preemptions), QUOTA_SCHED_INSTANCE_COUNT,\n"
+"QUOTA_SCHED_CHECKPOINT_DIR and QUOTA_SCHED_AGENT.  Exit code 0: SUCCEEDED; any\n"
+"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
+"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
+"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
+"way and releases them (no attempt counted), then it exits 0.\n"
+"\n"
+"The launcher's commands run with /bin/sh -c and the same environment, plus\n"
+"QUOTA_SCHED_PAYLOAD (the job's payload, JSON) for the start command and\n"
+"QUOTA_SCHED_HANDLE for the status and stop commands; nothing is substituted\n"
+"into CMD.  What they print on stderr goes to the agent's log.  The handles\n"
+"live in the agent's memory only: a restarted agent releases the jobs it held\n"
+"without stopping them where they ran.\n";
+
+/*
+ * print_option prints an option's lines of usage(): "  -L, --NAME=ARG" and
+ * its help from HELP_COLUMN on (after two blanks when the left part is too
+ * long), the help's further lines indented to HELP_COLUMN.
+ */
+static void
+print_option(FILE *f, const OptionDef *opt)
+{
+	char		left[64];
+	size_t		len = 0;
+	const char *help = opt->help;
+
+	if (opt->letter)
+		append(left, sizeof(left), &len, "  -%c, --%s", opt->letter, opt->name);
+	else
+		append(left, sizeof(left), &len, "      --%s", opt->name);
+	if (opt->arg)
+		append(left, sizeof(left), &len, "=%s", opt->arg);
+	fprintf(f, "%-*s", (int) len < HELP_COLUMN ? HELP_COLUMN : (int) len + 2, left);
+	while (*help)
+	{
+		size_t		n = strcspn(help, "\n");
+
+		fprintf(f, "%.*s\n", (int) n, help);
+		help += n;
+		if (*help)
+		{
+			help++;
+			fprintf(f, "%*s", HELP_COLUMN, "");
+		}
+	}
+}
+
+/* usage prints --help: what the agent does, then each option of the table */
+static void
+usage(FILE *f)
+{
+	int			i;
+
+	fputs(usage_intro, f);
+	for (i = 0; i < NUM_OPTIONS; i++)
+	{
+		if (options[i].name)
+			print_option(f, &options[i]);
+		else
+			fprintf(f, "%s\n", options[i].help);
+	}
+	fputs(usage_end, f);
 }
 
 /*

@@ -287,14 +287,18 @@ do_heartbeat(void)
 
 /*
  * take_claimed puts row i of claim()'s answer (t0: when it was asked) into
- * the job table and starts it: --noop reports it at once; a job without a
- * runnable command (the claim says why) fails.
+ * the job table and has its launcher start it (--noop: reported at once).
  */
 static void
 take_claimed(PGresult *res, int i, double t0)
 {
 	Job		   *old = find_job(strtoll(PQgetvalue(res, i, 0), NULL, 10));
 	Job		   *job;
+	ClaimedJob	claimed = {
+		.command_error = PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
+		.argv_text = PQgetvalue(res, i, 4),
+		.payload = PQgetvalue(res, i, 5),
+	};
 
 	/*
 	 * Claimed again while an attempt of it is still here: that one was
@@ -315,15 +319,8 @@ take_claimed(PGresult *res, int i, double t0)
 	log_event("info", "job_claimed", job, "claimed %d instance(s)", job->instances);
 	if (opts.noop)
 		set_report(job, "SUCCEEDED", 0, true, NULL);
-	else if (opts.start_cmd)
-		start_remote(job, PQgetvalue(res, i, 5));
-	else if (!PQgetisnull(res, i, 3))
-	{
-		log_event("info", "job_not_runnable", job, "%s", PQgetvalue(res, i, 3));
-		set_report(job, "FAILED", 0, false, "%s", PQgetvalue(res, i, 3));
-	}
 	else
-		start_job(job, PQgetvalue(res, i, 4));
+		job->ops->start(job, &claimed);
 }
 
 /*

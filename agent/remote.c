@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * remote.c
- *		The external launcher (--start-cmd, --status-cmd, --stop-cmd): a job
- *		that runs on another system, started, watched and stopped there by
- *		the launcher's commands.
+ *		The external launcher (--start-cmd, --status-cmd, --stop-cmd),
+ *		remote_launch_ops: a job that runs on another system, started,
+ *		watched and stopped there by the launcher's commands.
  *
  * The start command (run with /bin/sh -c, the job's facts and payload in
  * its environment, never substituted into the command line) starts it
@@ -29,19 +29,55 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The launcher's commands. */
+typedef enum Helper
+{
+	HELPER_NONE,
+	HELPER_START,				/* --start-cmd */
+	HELPER_STATUS,				/* --status-cmd */
+	HELPER_STOP					/* --stop-cmd */
+} Helper;
+
 static const char *const helper_names[] = {"", "start", "status", "stop"};
+
+/*
+ * A job run by the external launcher: alive from its claim until its end
+ * is known.  At most one command runs for it.
+ */
+typedef struct RemoteJob
+{
+	Job			job;			/* first: a RemoteJob is a Job */
+	bool		started;		/* the start command gave a handle */
+	char		handle[1024];
+	Helper		helper;			/* the command that runs now */
+	pid_t		helper_pid;
+	double		helper_deadline;	/* killed then (--cmd-timeout) */
+	bool		helper_killed;	/* SIGKILL sent: timed out */
+	bool		helper_cancelled;	/* killed on purpose: its answer is moot */
+	int			out_fd;			/* its stdout and stderr; -1: closed */
+	int			err_fd;
+	char		out[2048];
+	size_t		out_len;
+	char		err[2048];
+	size_t		err_len;
+	double		next_status;	/* when to run the status command next */
+	double		stop_deadline;	/* the first stop command ended: grace ends then */
+	bool		stop_ok;		/* a stop command succeeded */
+	double		stop_retry_at;	/* a stop command failed: again then */
+} RemoteJob;
 
 /*
  * read_helper_output reads what the job's command wrote (non-blocking);
  * keeps the first bytes of its stdout and of its stderr.
  */
-void
+static void
 read_helper_output(Job *job)
 {
-	int		   *fds[2] = {&job->out_fd, &job->err_fd};
-	char	   *bufs[2] = {job->out, job->err};
-	size_t	   *lens[2] = {&job->out_len, &job->err_len};
-	size_t		caps[2] = {sizeof(job->out), sizeof(job->err)};
+	RemoteJob  *rj = (RemoteJob *) job;
+	int		   *fds[2] = {&rj->out_fd, &rj->err_fd};
+	char	   *bufs[2] = {rj->out, rj->err};
+	size_t	   *lens[2] = {&rj->out_len, &rj->err_len};
+	size_t		caps[2] = {sizeof(rj->out), sizeof(rj->err)};
 	int			k;
 
 	for (k = 0; k < 2; k++)
@@ -84,6 +120,8 @@ read_helper_output(Job *job)
 static void
 exec_helper(const Job *job, const char *cmd, const char *payload, int outp[2], int errp[2])
 {
+	const RemoteJob *rj = (const RemoteJob *) job;
+
 	child_setup(job);
 	dup2(outp[1], STDOUT_FILENO);
 	dup2(errp[1], STDERR_FILENO);
@@ -95,8 +133,8 @@ exec_helper(const Job *job, const char *cmd, const char *payload, int outp[2], i
 		setenv("QUOTA_SCHED_PAYLOAD", payload, 1);
 	else
 		unsetenv("QUOTA_SCHED_PAYLOAD");
-	if (job->started)
-		setenv("QUOTA_SCHED_HANDLE", job->handle, 1);
+	if (rj->started)
+		setenv("QUOTA_SCHED_HANDLE", rj->handle, 1);
 	else
 		unsetenv("QUOTA_SCHED_HANDLE");
 	execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
@@ -115,6 +153,7 @@ exec_helper(const Job *job, const char *cmd, const char *payload, int outp[2], i
 static bool
 start_helper(Job *job, Helper which, const char *payload)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
 	const char *cmd = which == HELPER_START ? opts.start_cmd :
 		which == HELPER_STATUS ? opts.status_cmd : opts.stop_cmd;
 	int			outp[2] = {-1, -1},
@@ -150,23 +189,25 @@ start_helper(Job *job, Helper which, const char *payload)
 	setpgid(pid, pid);
 	fcntl(outp[0], F_SETFL, fcntl(outp[0], F_GETFL) | O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, fcntl(errp[0], F_GETFL) | O_NONBLOCK);
-	job->helper = which;
-	job->helper_pid = pid;
-	job->helper_deadline = now_mono() + opts.cmd_timeout;
-	job->helper_killed = false;
-	job->helper_cancelled = false;
-	job->out_fd = outp[0];
-	job->err_fd = errp[0];
-	job->out_len = job->err_len = 0;
-	job->out[0] = job->err[0] = '\0';
+	rj->helper = which;
+	rj->helper_pid = pid;
+	rj->helper_deadline = now_mono() + opts.cmd_timeout;
+	rj->helper_killed = false;
+	rj->helper_cancelled = false;
+	rj->out_fd = outp[0];
+	rj->err_fd = errp[0];
+	rj->out_len = rj->err_len = 0;
+	rj->out[0] = rj->err[0] = '\0';
 	return true;
 }
 
 /* kill_helper kills the job's running command (its process group) */
-void
+static void
 kill_helper(Job *job)
 {
-	signal_group(job, job->helper_pid, SIGKILL);
+	RemoteJob  *rj = (RemoteJob *) job;
+
+	signal_group(job, rj->helper_pid, SIGKILL);
 }
 
 /* remote_ended: the remote job has ended (or is given up): what to tell the database */
@@ -176,6 +217,7 @@ static void remote_ended(Job *job, const char *state, int exit_code, bool has_ex
 static void
 remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, const char *fmt,...)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
 	char		reason[512] = "";
 
 	if (fmt)
@@ -188,7 +230,7 @@ remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, con
 	}
 	job->alive = false;
 	log_event("info", "job_exited", job, "remote job %s: %s%s%s",
-			  job->started ? job->handle : "(not started)", state,
+			  rj->started ? rj->handle : "(not started)", state,
 			  reason[0] ? ": " : "", reason);
 	settle(job, state, exit_code, has_exit_code, reason);
 }
@@ -200,13 +242,14 @@ remote_ended(Job *job, const char *state, int exit_code, bool has_exit_code, con
 static void
 describe_helper_end(Job *job, int status, char *buf, size_t cap)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
 	char		errline[300];
 
-	if (job->helper_killed)
+	if (rj->helper_killed)
 		snprintf(buf, cap, "did not finish within %g s (--cmd-timeout): killed", opts.cmd_timeout);
 	else
 		describe_wait_status(status, buf, cap);
-	last_line(job->err, errline, sizeof(errline));
+	last_line(rj->err, errline, sizeof(errline));
 	if (errline[0])
 	{
 		size_t		len = strlen(buf);
@@ -248,6 +291,7 @@ status_failed(Job *job, const char *rest)
 static void
 status_answer(Job *job, const char *line)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
 	char		word[16];
 	size_t		n = strcspn(line, " \t");
 	const char *rest;
@@ -270,7 +314,7 @@ status_answer(Job *job, const char *line)
 			remote_ended(job, "STOPPED", 0, false, NULL);
 		else
 			remote_ended(job, "FAILED", 0, false, "the remote job %s was stopped, not by this agent",
-						 job->handle);
+						 rj->handle);
 	}
 	else
 		log_event("warning", "status_unknown", job,
@@ -282,13 +326,15 @@ status_answer(Job *job, const char *line)
 static void
 start_cmd_ended(Job *job, bool ok, const char *line, const char *how, double now)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
+
 	if (ok && line[0])
 	{
-		snprintf(job->handle, sizeof(job->handle), "%s", line);
-		job->started = true;
-		job->next_status = now + opts.status_interval;
+		snprintf(rj->handle, sizeof(rj->handle), "%s", line);
+		rj->started = true;
+		rj->next_status = now + opts.status_interval;
 		log_event("info", "job_started", job, "remote handle %s, %d instance(s), checkpoints in %s",
-				  job->handle, job->instances, job->checkpoint_dir);
+				  rj->handle, job->instances, job->checkpoint_dir);
 	}
 	else if (ok)
 		remote_ended(job, "FAILED", 0, false,
@@ -304,11 +350,13 @@ start_cmd_ended(Job *job, bool ok, const char *line, const char *how, double now
 static void
 status_cmd_ended(Job *job, bool ok, const char *line, const char *how, double now)
 {
-	job->next_status = now + (job->term_at > 0 && opts.status_interval > 1 ? 1 : opts.status_interval);
+	RemoteJob  *rj = (RemoteJob *) job;
+
+	rj->next_status = now + (job->term_at > 0 && opts.status_interval > 1 ? 1 : opts.status_interval);
 	if (!ok)
-		log_event("warning", job->helper_killed ? "status_timeout" : "status_failed", job,
-				  "the status command of %s %s; asking again in %g s", job->handle, how,
-				  job->next_status - now);
+		log_event("warning", rj->helper_killed ? "status_timeout" : "status_failed", job,
+				  "the status command of %s %s; asking again in %g s", rj->handle, how,
+				  rj->next_status - now);
 	else
 		status_answer(job, line);
 }
@@ -321,21 +369,23 @@ status_cmd_ended(Job *job, bool ok, const char *line, const char *how, double no
 static void
 stop_cmd_ended(Job *job, bool ok, const char *line, const char *how, double now)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
+
 	(void) line;
-	if (job->stop_deadline == 0)
-		job->stop_deadline = now + opts.grace;
-	job->next_status = now;
+	if (rj->stop_deadline == 0)
+		rj->stop_deadline = now + opts.grace;
+	rj->next_status = now;
 	if (ok)
 	{
-		job->stop_ok = true;
+		rj->stop_ok = true;
 		log_event("info", "stop_sent", job, "the stop command of %s succeeded; waiting up to %.1f s for the remote job to stop",
-				  job->handle, job->stop_deadline - now);
+				  rj->handle, rj->stop_deadline - now);
 	}
 	else
 	{
-		job->stop_retry_at = now + 1;
+		rj->stop_retry_at = now + 1;
 		log_event("warning", "stop_failed", job, "the stop command of %s failed (%s); trying again in 1 s",
-				  job->handle, how);
+				  rj->handle, how);
 	}
 }
 
@@ -343,9 +393,10 @@ stop_cmd_ended(Job *job, bool ok, const char *line, const char *how, double now)
 static void
 log_command_stderr(Job *job, Helper which)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
 	const char *p;
 
-	for (p = job->err; *p;)
+	for (p = rj->err; *p;)
 	{
 		size_t		n = strcspn(p, "\n");
 
@@ -363,27 +414,28 @@ log_command_stderr(Job *job, Helper which)
  * read to the end and its stderr logged; then what its end means (unless
  * it was killed on purpose: its answer is moot).
  */
-void
+static void
 helper_ended(Job *job, int status)
 {
-	Helper		which = job->helper;
-	bool		ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !job->helper_killed;
+	RemoteJob  *rj = (RemoteJob *) job;
+	Helper		which = rj->helper;
+	bool		ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !rj->helper_killed;
 	char		how[700];
 	char		line[1024];
 	double		now = now_mono();
 
 	read_helper_output(job);
-	if (job->out_fd >= 0)
-		close(job->out_fd);
-	if (job->err_fd >= 0)
-		close(job->err_fd);
-	job->out_fd = job->err_fd = -1;
-	job->helper = HELPER_NONE;
-	job->helper_pid = 0;
+	if (rj->out_fd >= 0)
+		close(rj->out_fd);
+	if (rj->err_fd >= 0)
+		close(rj->err_fd);
+	rj->out_fd = rj->err_fd = -1;
+	rj->helper = HELPER_NONE;
+	rj->helper_pid = 0;
 	log_command_stderr(job, which);
 	describe_helper_end(job, status, how, sizeof(how));
-	first_line(job->out, line, sizeof(line));
-	if (job->helper_cancelled)
+	first_line(rj->out, line, sizeof(line));
+	if (rj->helper_cancelled)
 		return;
 
 	switch (which)
@@ -409,84 +461,88 @@ helper_ended(Job *job, int status)
  * stop command, then the status command until the remote job has stopped
  * or the grace period has passed.
  */
-void
+static void
 remote_tick(Job *job, double now)
 {
+	RemoteJob  *rj = (RemoteJob *) job;
+
 	if (!job->alive)
 		return;
-	if (job->helper_pid > 0)
+	if (rj->helper_pid > 0)
 	{
-		if (!job->helper_killed && now >= job->helper_deadline)
+		if (!rj->helper_killed && now >= rj->helper_deadline)
 		{
-			job->helper_killed = true;
+			rj->helper_killed = true;
 			kill_helper(job);
 			log_event("warning", "command_timeout", job, "the %s command ran for %g s (--cmd-timeout): killed",
-					  helper_names[job->helper], opts.cmd_timeout);
+					  helper_names[rj->helper], opts.cmd_timeout);
 		}
 		return;
 	}
-	if (!job->started)
+	if (!rj->started)
 		return;
-	if (job->term_at > 0 && job->stop_deadline > 0 &&
-		(now >= job->stop_deadline || got_term > 1))
+	if (job->term_at > 0 && rj->stop_deadline > 0 &&
+		(now >= rj->stop_deadline || got_term > 1))
 	{
 		log_event("warning", "stop_unconfirmed", job,
 				  "the remote job %s has not said it stopped %s: taken as stopped",
-				  job->handle, got_term > 1 ? "(a second signal)" : "within the grace period");
+				  rj->handle, got_term > 1 ? "(a second signal)" : "within the grace period");
 		remote_ended(job, "STOPPED", 0, false, NULL);
 		return;
 	}
-	if (job->term_at > 0 && !job->stop_ok && now >= job->stop_retry_at)
+	if (job->term_at > 0 && !rj->stop_ok && now >= rj->stop_retry_at)
 	{
 		/* the stop command, at once, then again each second until it succeeds */
 		if (!start_helper(job, HELPER_STOP, NULL))
 		{
-			job->stop_retry_at = now + 1;
-			if (job->stop_deadline == 0)
-				job->stop_deadline = now + opts.grace;
+			rj->stop_retry_at = now + 1;
+			if (rj->stop_deadline == 0)
+				rj->stop_deadline = now + opts.grace;
 		}
 	}
-	else if (job->term_at > 0 && job->stop_deadline == 0)
+	else if (job->term_at > 0 && rj->stop_deadline == 0)
 		return;					/* not yet asked to stop: no status before */
-	else if (now >= job->next_status)
+	else if (now >= rj->next_status)
 	{
 		if (!start_helper(job, HELPER_STATUS, NULL))
-			job->next_status = now + opts.status_interval;
+			rj->next_status = now + opts.status_interval;
 	}
 }
 
 /* remote_wake: when remote_tick has something to do for the job (1e300: nothing) */
-double
+static double
 remote_wake(const Job *job)
 {
+	const RemoteJob *rj = (const RemoteJob *) job;
 	double		t = 1e300;
 
 	if (!job->alive)
 		return t;
-	if (job->helper_pid > 0)
-		return job->helper_killed ? t : job->helper_deadline;
-	if (!job->started)
+	if (rj->helper_pid > 0)
+		return rj->helper_killed ? t : rj->helper_deadline;
+	if (!rj->started)
 		return t;
 	if (job->term_at > 0)
 	{
-		if (!job->stop_ok && job->stop_retry_at < t)
-			t = job->stop_retry_at;
-		if (job->stop_deadline == 0)
+		if (!rj->stop_ok && rj->stop_retry_at < t)
+			t = rj->stop_retry_at;
+		if (rj->stop_deadline == 0)
 			return t;
-		if (job->stop_deadline < t)
-			t = job->stop_deadline;
+		if (rj->stop_deadline < t)
+			t = rj->stop_deadline;
 	}
-	return job->next_status < t ? job->next_status : t;
+	return rj->next_status < t ? rj->next_status : t;
 }
 
 /*
  * start_remote: the job's checkpoint directory, then its start command.  The
  * job holds its instances from now on.
  */
-void
+static void
 start_remote(Job *job, const char *payload)
 {
-	job->remote = true;
+	RemoteJob  *rj = (RemoteJob *) job;
+
 	if (!prepare_checkpoint_dir(job))
 		return;
 	if (!start_helper(job, HELPER_START, payload))
@@ -497,5 +553,101 @@ start_remote(Job *job, const char *payload)
 		return;
 	}
 	job->alive = true;
-	log_event("info", "job_starting", job, "start command running (pid %d)", (int) job->helper_pid);
+	log_event("info", "job_starting", job, "start command running (pid %d)", (int) rj->helper_pid);
 }
+
+/* remote_new_job: a RemoteJob, its descriptors closed.  NULL if out of memory. */
+static Job *
+remote_new_job(void)
+{
+	RemoteJob  *rj = calloc(1, sizeof(RemoteJob));
+
+	if (rj == NULL)
+		return NULL;
+	rj->out_fd = -1;
+	rj->err_fd = -1;
+	return &rj->job;
+}
+
+/* remote_start: the start command, with the job's payload (its command is not the agent's to run) */
+static void
+remote_start(Job *job, const ClaimedJob *claimed)
+{
+	start_remote(job, claimed->payload);
+}
+
+/*
+ * remote_stop: the stop command goes first (remote_tick runs it once the
+ * start command has given a handle); a status command that runs is moot.
+ */
+static void
+remote_stop(Job *job, const char *why)
+{
+	RemoteJob  *rj = (RemoteJob *) job;
+
+	if (rj->helper == HELPER_STATUS && rj->helper_pid > 0)
+	{
+		rj->helper_cancelled = true;
+		kill_helper(job);
+	}
+	log_event("info", "job_stopping", job, "%s: the stop command for %s%s, then up to %g s for it to stop",
+			  why, rj->started ? rj->handle : "the remote job",
+			  rj->started ? "" : " once the start command has ended", opts.grace);
+}
+
+/* remote_reaped: whether pid was the job's command; if so, its end */
+static bool
+remote_reaped(Job *job, pid_t pid, int status)
+{
+	if (((RemoteJob *) job)->helper_pid != pid)
+		return false;
+	helper_ended(job, status);
+	return true;
+}
+
+/* remote_poll_fds: the running command's stdout and stderr, read as they come */
+static int
+remote_poll_fds(const Job *job, struct pollfd *fds)
+{
+	const RemoteJob *rj = (const RemoteJob *) job;
+	int			n = 0;
+
+	if (rj->out_fd >= 0)
+	{
+		fds[n].fd = rj->out_fd;
+		fds[n++].events = POLLIN;
+	}
+	if (rj->err_fd >= 0)
+	{
+		fds[n].fd = rj->err_fd;
+		fds[n++].events = POLLIN;
+	}
+	return n;
+}
+
+/* remote_input: what the running command wrote */
+static void
+remote_input(Job *job)
+{
+	if (((RemoteJob *) job)->helper_pid > 0)
+		read_helper_output(job);
+}
+
+/* remote_free_job: a command still running for the job is not waited for any more */
+static void
+remote_free_job(Job *job)
+{
+	RemoteJob  *rj = (RemoteJob *) job;
+
+	if (rj->out_fd >= 0)
+		close(rj->out_fd);
+	if (rj->err_fd >= 0)
+		close(rj->err_fd);
+	free(rj);
+}
+
+const LaunchOps remote_launch_ops = {
+	.new_job = remote_new_job, .start = remote_start, .stop = remote_stop,
+	.tick = remote_tick, .wake = remote_wake, .reaped = remote_reaped,
+	.poll_fds = remote_poll_fds, .input = remote_input, .free_job = remote_free_job
+};
