@@ -78,10 +78,49 @@ json_escape(char *buf, size_t cap, size_t *len, const char *s)
 }
 
 /*
- * make_valid_utf8 replaces, in place, each byte of s that is not part of a
- * well-formed UTF-8 sequence with '?' (a reason cut in the middle of a
- * character, or a command's output in another encoding, would otherwise
- * make the server refuse the whole report).
+ * utf8_sequence_length: the length (1 to 4) of the well-formed UTF-8
+ * sequence that starts at p, or 0 if none does.  Well-formed as the server
+ * has it (PostgreSQL's pg_utf8_islegal): no continuation byte as a lead, no
+ * overlong form (leads C0 and C1, E0 then below A0, F0 then below 90), no
+ * surrogate (ED then above 9F), nothing above U+10FFFF (F4 then above 8F,
+ * leads F5 to FF), and every byte there: the string's NUL ends a sequence
+ * cut short.
+ */
+static int
+utf8_sequence_length(const unsigned char *p)
+{
+	unsigned char lo = 0x80,
+				hi = 0xBF;		/* the range of the second byte */
+	int			n,
+				k;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] < 0xC2 || p[0] > 0xF4)
+		return 0;
+	n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+	if (p[0] == 0xE0)
+		lo = 0xA0;
+	else if (p[0] == 0xED)
+		hi = 0x9F;
+	else if (p[0] == 0xF0)
+		lo = 0x90;
+	else if (p[0] == 0xF4)
+		hi = 0x8F;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (k = 2; k < n; k++)
+		if (p[k] < 0x80 || p[k] > 0xBF)
+			return 0;
+	return n;
+}
+
+/*
+ * make_valid_utf8 replaces, in place, each byte of s that does not start
+ * or belong to a well-formed UTF-8 sequence (utf8_sequence_length) with '?':
+ * a reason cut in the middle of a character, or a command's output in
+ * another encoding, would otherwise make the server refuse the whole report
+ * (and the agent then drop the reason).
  */
 void
 make_valid_utf8(char *s)
@@ -90,21 +129,12 @@ make_valid_utf8(char *s)
 
 	while (*p)
 	{
-		int			n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 :
-			(*p & 0xF8) == 0xF0 ? 4 : 0;
-		int			k;
+		int			n = utf8_sequence_length(p);
 
-		if (n == 2 && *p < 0xC2)
-			n = 0;				/* overlong */
-		for (k = 1; k < n; k++)
-			if ((p[k] & 0xC0) != 0x80)
-				break;
-		if (n == 0 || k < n)
-		{
+		if (n == 0)
 			*p++ = '?';
-			continue;
-		}
-		p += n;
+		else
+			p += n;
 	}
 }
 
