@@ -285,8 +285,8 @@ loop_step(void)
 
 /*
  * main: the options, the signals, the loop.  Exits 0 when done (no job
- * held), 1 when it had to leave jobs unreleased (their leases run out), 2
- * on a bad command line.
+ * held), 1 when it had to leave jobs unreleased (their leases run out) or
+ * on a fatal error, 2 on a bad command line.
  */
 int
 main(int argc, char **argv)

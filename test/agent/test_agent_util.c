@@ -15,6 +15,7 @@
 
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,21 +24,31 @@
 static int	tests_run;
 static int	tests_failed;
 
-#define CHECK(cond, ...) \
-	do { \
-		tests_run++; \
-		if (cond) \
-			printf("ok %d - ", tests_run); \
-		else \
-		{ \
-			tests_failed++; \
-			printf("not ok %d - ", tests_run); \
-		} \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-		if (!(cond)) \
-			printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-	} while (0)
+/*
+ * tap_ok prints one TAP line, "ok N - WHAT" or "not ok N - WHAT" (WHAT
+ * printf-style) and, for a failure, the test's line; returns ok.
+ */
+static bool tap_ok(bool ok, int line, const char *fmt,...) PRINTF_LIKE(3, 4);
+
+static bool
+tap_ok(bool ok, int line, const char *fmt,...)
+{
+	va_list		ap;
+
+	tests_run++;
+	if (!ok)
+		tests_failed++;
+	printf("%sok %d - ", ok ? "" : "not ", tests_run);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!ok)
+		printf("#   failed at test_agent_util.c line %d\n", line);
+	return ok;
+}
+
+#define CHECK(cond, ...) tap_ok((cond), __LINE__, __VA_ARGS__)
 
 /* hex writes s's bytes as hex into buf, for the diagnostics */
 static const char *
