@@ -112,6 +112,7 @@ unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/tes
 		test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
+	$(MAKE) -C agent unitcheck PG_CONFIG=$(PG_CONFIG)
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
 		out=$$(test/unit/sim.bin $${run%%:*} $${run##*:}) || { echo "$$out" | tail -40; exit 1; }; \
 		echo "$$out" | tail -1; \

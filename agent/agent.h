@@ -1,0 +1,204 @@
+/*-------------------------------------------------------------------------
+ *
+ * agent.h
+ *		What the files of quota-sched-agent share: its options (one
+ *		AgentOptions, filled by options.c), the jobs it holds, and the
+ *		functions one file calls in another.
+ *
+ * The agent is one thread and one loop (main.c); these are its parts.  A
+ * job runs through a LaunchOps, the table of what its launcher does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_AGENT_H
+#define QS_AGENT_H
+
+#include "util.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define AGENT_VERSION "0.2"
+
+/* The agent's options (see usage()), as parse_options() leaves them. */
+typedef struct AgentOptions
+{
+	const char *conninfo;		/* --dbname: libpq connection string or URI */
+	char		agent[129];		/* --agent, by default HOST/QUEUE */
+	const char *queue;			/* --queue */
+	const char *unit;			/* --capacity-unit, NULL: any */
+	long		instances;		/* --instances */
+	double		lease;			/* --lease, seconds */
+	double		heartbeat;		/* --heartbeat, seconds (default: lease / 3) */
+	double		grace;			/* --grace, seconds */
+	bool		json;			/* --log-format=json */
+	const char *checkpoint_root;	/* --checkpoint-root, made absolute */
+	bool		keep_checkpoints;	/* --keep-checkpoints */
+	long		exit_after;		/* --exit-after, 0: never */
+	bool		noop;			/* --noop */
+	bool		listen;			/* false with --no-listen */
+	FILE	   *pickup_log;		/* --pickup-log: "job_id microseconds" a claim */
+	const char *start_cmd;		/* external launcher: all three, or none */
+	const char *status_cmd;
+	const char *stop_cmd;
+	double		status_interval;	/* --status-interval (default: heartbeat) */
+	double		cmd_timeout;	/* --cmd-timeout, seconds */
+} AgentOptions;
+
+extern AgentOptions opts;
+
+/* Why a job is being stopped. */
+typedef enum StopKind
+{
+	STOP_NONE,					/* runs, or ended by itself */
+	STOP_REQUESTED,				/* the database asked for a stop: report STOPPED */
+	STOP_LOST,					/* no longer ours: kill, tell nothing */
+	STOP_SHUTDOWN				/* the agent shuts down: release */
+} StopKind;
+
+/* What is to be told to the database of a job. */
+typedef enum Action
+{
+	ACT_NONE,					/* the child runs */
+	ACT_REPORT,					/* report state (reason, exit_code) */
+	ACT_RELEASE,				/* release the job */
+	ACT_DROP					/* forget it */
+} Action;
+
+typedef struct LaunchOps LaunchOps;
+
+/*
+ * A job the agent holds, whichever way it runs: each launcher's job (local.c's
+ * LocalJob, remote.c's RemoteJob) has a Job as its first member, and the
+ * launcher's operations (ops) are the only code that looks further.
+ */
+typedef struct Job
+{
+	const LaunchOps *ops;		/* how it runs */
+	int64_t		id;
+	char		id_text[24];
+	int			attempt;
+	char		attempt_text[16];
+	int			instances;
+	bool		alive;			/* runs: its child is not reaped, or its remote
+								 * end is not known */
+	StopKind	stop;
+	double		term_at;		/* when its stop began (0: not yet) */
+	double		lease_deadline; /* by then the lease may have run out */
+	bool		seen;			/* in the last heartbeat's answer */
+	char		checkpoint_dir[PATH_MAX];
+	Action		action;
+	const char *state;			/* for ACT_REPORT */
+	char		reason[512];
+	int			exit_code;
+	bool		has_exit_code;
+	int			tries;			/* reports or releases that failed, not refused */
+	double		retry_at;		/* when to try again (monotonic s); 0: now */
+} Job;
+
+/* What the claim says of a job, for its launcher's start. */
+typedef struct ClaimedJob
+{
+	const char *command_error;	/* why payload->'command' cannot run; NULL: it can */
+	const char *argv_text;		/* the command as "LEN:BYTES" pieces (split_argv) */
+	const char *payload;		/* the job's payload, JSON */
+} ClaimedJob;
+
+/* the file descriptors a job may have the loop poll, at most */
+#define LAUNCH_MAX_FDS 2
+
+/*
+ * LaunchOps: how jobs are run, a table of callbacks in the manner of
+ * pg_basebackup's WalWriteMethodOps.  Two implementations: local children
+ * (local.c, local_launch_ops) and the external launcher (remote.c,
+ * remote_launch_ops, with --start-cmd); every job of an agent has the same.
+ * The callbacks are all set; the loop and the protocol call nothing else
+ * that knows how a job runs.
+ */
+struct LaunchOps
+{
+	/* a new job of this kind, zeroed but for what the kind needs; NULL: no memory */
+	Job		   *(*new_job) (void);
+
+	/* starts a job just claimed, or sets what to tell if it cannot run */
+	void		(*start) (Job *job, const ClaimedJob *claimed);
+
+	/* begins to stop the alive job (begin_stop has just set term_at) */
+	void		(*stop) (Job *job, const char *why);
+
+	/* what the alive job needs now: a kill after the grace, a command, ... */
+	void		(*tick) (Job *job, double now);
+
+	/* when tick next has something to do (1e300: nothing) */
+	double		(*wake) (const Job *job);
+
+	/* whether the child pid, just reaped, was the job's; if so, its end taken */
+	bool		(*reaped) (Job *job, pid_t pid, int status);
+
+	/* puts the descriptors the loop is to poll for the job in fds; how many */
+	int			(*poll_fds) (const Job *job, struct pollfd *fds);
+
+	/* after poll(): reads what came for the job */
+	void		(*input) (Job *job);
+
+	/* frees the job; what it still holds is let go */
+	void		(*free_job) (Job *job);
+};
+
+extern const LaunchOps local_launch_ops;
+extern const LaunchOps remote_launch_ops;
+
+/* the loop's wishes: a claim, a heartbeat as soon as it can */
+extern bool want_claim;
+extern bool want_heartbeat;
+
+/* options.c */
+extern void parse_options(int argc, char **argv);
+
+/* main.c */
+extern pid_t agent_pid;			/* this process: its children check they outlive it */
+extern volatile sig_atomic_t got_term;	/* SIGTERMs and SIGINTs received */
+extern bool shutting_down;
+
+/* jobs.c */
+extern const LaunchOps *launcher;	/* how the jobs claimed from now on run */
+extern Job **jobs;
+extern int	njobs;
+extern long jobs_done;
+extern Job *find_job(int64_t id);
+extern bool still_running(int64_t id);
+extern Job *add_job(int64_t id, int attempt, int instances);
+extern void remove_job(Job *job);
+extern int	busy_instances(void);
+extern int	alive_children(void);
+extern void begin_stop(Job *job, StopKind kind, const char *why);
+extern void enforce_deadlines(double now);
+extern void set_report(Job *job, const char *state, int exit_code, bool has_exit_code,
+					   const char *fmt,...) PRINTF_LIKE(5, 6);
+extern void settle(Job *job, const char *state, int code, bool has_code, const char *reason);
+extern int	ensure_private_dir(const char *path, char *err, size_t errcap);
+extern bool prepare_checkpoint_dir(Job *job);
+extern void remove_checkpoint_dir(Job *job);
+extern void signal_group(const Job *job, pid_t pgid, int sig);
+extern void child_setup(const Job *job);
+
+/* protocol.c */
+extern double next_heartbeat;
+extern void flush_actions(void);
+extern void do_heartbeat(void);
+extern void do_claim(void);
+
+/* log.c */
+extern double now_mono(void);
+extern long long now_real_us(void);
+extern double cpu_seconds(void);
+extern void log_event(const char *level, const char *event, const Job *job,
+					  const char *fmt,...) PRINTF_LIKE(4, 5);
+extern void fatal(const char *fmt,...) PRINTF_LIKE(1, 2);
+
+#endif							/* QS_AGENT_H */

@@ -1,0 +1,287 @@
+/*-------------------------------------------------------------------------
+ *
+ * db.c
+ *		quota-sched-agent's connection: connecting with backoff, LISTEN,
+ *		and the statements of its protocol, each run in a transaction of its
+ *		own (prepared once a connection where it can be).
+ *
+ * A connection found lost is closed here, and the loop (main.c) connects
+ * again: at once, then after 1 s doubling to 30 s.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "db.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RECONNECT_MAX_SECONDS 30.0
+
+/* A statement the agent runs: its name in the log, its text, its arguments. */
+typedef struct Statement
+{
+	const char *name;
+	const char *sql;
+	int			nparams;
+} Statement;
+
+/*
+ * The claim also checks each job's payload->'command' (a reason when it is
+ * not a non-empty array of strings) and returns the argv as "LEN:BYTES"
+ * pieces (split_argv), so that the agent parses no JSON.
+ */
+static const Statement statements[NUM_STATEMENTS] = {
+	[STMT_CLAIM] = {"claim",
+		"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count,\n"
+		"       CASE WHEN c.payload->'command' IS NULL\n"
+		"            THEN 'the job has no command (payload->''command'' must be a JSON array of strings)'\n"
+		"            WHEN jsonb_typeof(c.payload->'command') <> 'array'\n"
+		"            THEN 'the job''s command is a JSON ' || jsonb_typeof(c.payload->'command')\n"
+		"                 || ', not an array of strings'\n"
+		"            WHEN a.n = 0 THEN 'the job''s command is an empty array'\n"
+		"            WHEN a.bad IS NOT NULL\n"
+		"            THEN format('element %s of the job''s command is a JSON %s, not a string',\n"
+		"                        a.bad - 1, a.bad_type)\n"
+		"       END,\n"
+		"       a.argv, c.payload::text\n"
+		"  FROM quota_sched.claim($1::text, $2::text, $3::text, max_jobs => $4::integer,\n"
+		"                         lease => $5::interval, max_instances => $4::integer, start => true) c\n"
+		"  LEFT JOIN LATERAL (\n"
+		"       SELECT count(*) AS n,\n"
+		"              min(e.ord) FILTER (WHERE jsonb_typeof(e.v) <> 'string') AS bad,\n"
+		"              (array_agg(jsonb_typeof(e.v) ORDER BY e.ord)\n"
+		"                 FILTER (WHERE jsonb_typeof(e.v) <> 'string'))[1] AS bad_type,\n"
+		"              string_agg(octet_length(e.v #>> '{}')::text || ':' || (e.v #>> '{}'), ''\n"
+		"                         ORDER BY e.ord) AS argv\n"
+		"         FROM jsonb_array_elements(CASE WHEN jsonb_typeof(c.payload->'command') = 'array'\n"
+		"                                        THEN c.payload->'command' ELSE '[]' END)\n"
+		"              WITH ORDINALITY AS e(v, ord)) a ON true\n"
+		" ORDER BY c.id",
+	5},
+	[STMT_REPORT] = {"report",
+		"SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
+		" $5::integer, $6::integer)",
+	6},
+	[STMT_HEARTBEAT] = {"heartbeat",
+		"SELECT job_id, stop_reason, extract(epoch FROM lease_until - clock_timestamp())::float8"
+		"  FROM quota_sched.heartbeat($1::text, $2::interval)",
+	2},
+	[STMT_RELEASE] = {"release",
+		"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text)",
+	3},
+};
+
+PGconn	   *conn = NULL;
+double		reconnect_at = 0;
+char		last_sqlstate[6];
+static double backoff = 0;		/* seconds before the next try; 0: at once */
+
+/*
+ * The statements the agent runs again and again are prepared once a
+ * connection (named qs_N, N their StatementId), so that the server parses
+ * and plans the claim, report, heartbeat and release once, not at every
+ * call.  Not with --no-listen: a transaction-mode pooler may send each
+ * statement to another server session, which would not know the name.
+ */
+static bool prepared[NUM_STATEMENTS];
+
+/*
+ * collect_notifies takes the notifications that came: a dispatch asks for
+ * a claim, a stop for a heartbeat.
+ */
+void
+collect_notifies(void)
+{
+	PGnotify   *n;
+
+	if (conn == NULL)
+		return;
+	while ((n = PQnotifies(conn)) != NULL)
+	{
+		/* wake-ups only: the payload is not trusted, nor even read */
+		if (strcmp(n->relname, "quota_sched_dispatch") == 0)
+			want_claim = true;
+		else if (strcmp(n->relname, "quota_sched_stop") == 0)
+			want_heartbeat = true;
+		PQfreemem(n);
+	}
+}
+
+/* lose_connection closes a connection found broken; the loop reconnects */
+void
+lose_connection(const char *why)
+{
+	char		buf[1024];
+
+	log_event("warning", "connection_lost", NULL, "%s; reconnecting",
+			  trimmed(why, buf, sizeof(buf)));
+	PQfinish(conn);
+	conn = NULL;
+	reconnect_at = now_mono();	/* at once, then with backoff */
+	backoff = 0;
+}
+
+/*
+ * run_statement sends the statement: prepared (and prepared first, once a
+ * connection) unless --no-listen, else with its text.  Its result, or NULL.
+ */
+static PGresult *
+run_statement(StatementId id, const char *const *params)
+{
+	const Statement *st = &statements[id];
+	PGresult   *res = NULL;
+	char		name[16];
+
+	if (!opts.listen)
+		return PQexecParams(conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0);
+	snprintf(name, sizeof(name), "qs_%d", (int) id);
+	if (!prepared[id])
+	{
+		res = PQprepare(conn, name, st->sql, st->nparams, NULL);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			prepared[id] = true;
+			PQclear(res);
+			res = NULL;
+		}
+	}
+	if (res == NULL)
+		res = PQexecPrepared(conn, name, st->nparams, params, NULL, NULL, 0);
+	return res;
+}
+
+/*
+ * db_exec runs one statement in its own transaction.  DB_OK with *out set
+ * (the caller clears it); DB_ERROR: the statement failed (last_sqlstate),
+ * already logged; DB_LOST: the connection is gone (or is to a server that
+ * cannot take writes any more), and is closed.
+ */
+int
+db_exec(StatementId id, const char *const *params, PGresult **out, const Job *job)
+{
+	PGresult   *res;
+	ExecStatusType st;
+	const char *sqlstate;
+	char		msg[1024];
+
+	*out = NULL;
+	last_sqlstate[0] = '\0';
+	if (conn == NULL)
+		return DB_LOST;
+	res = run_statement(id, params);
+	st = PQresultStatus(res);
+	if (res != NULL && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK))
+	{
+		*out = res;
+		collect_notifies();
+		return DB_OK;
+	}
+	sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	snprintf(last_sqlstate, sizeof(last_sqlstate), "%s", sqlstate ? sqlstate : "");
+	trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn), msg, sizeof(msg));
+	if (msg[0] == '\0')
+		trimmed(PQerrorMessage(conn), msg, sizeof(msg));
+	PQclear(res);
+	if (PQstatus(conn) == CONNECTION_BAD ||
+		strncmp(last_sqlstate, "08", 2) == 0 || strncmp(last_sqlstate, "57P", 3) == 0 ||
+		strcmp(last_sqlstate, "25006") == 0)
+	{
+		lose_connection(msg);
+		return DB_LOST;
+	}
+	log_event("error", "sql_error", job, "%s failed: %s (SQLSTATE %s)",
+			  statements[id].name, msg, last_sqlstate);
+	collect_notifies();
+	return DB_ERROR;
+}
+
+/* on_notice logs the server's notices and libpq's own (a FATAL before a disconnection) */
+static void
+on_notice(void *arg, const char *message)
+{
+	char		buf[1024];
+
+	(void) arg;
+	log_event("info", "server_notice", NULL, "%s", trimmed(message, buf, sizeof(buf)));
+}
+
+/*
+ * listen_setup runs LISTEN on the new connection (not with --no-listen).
+ * False if it failed: the connection is closed, and tried again after the
+ * longest backoff.
+ */
+static bool
+listen_setup(void)
+{
+	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop"};
+	int			nsetup = opts.listen ? 2 : 0;
+	char		msg[1024];
+	int			i;
+
+	for (i = 0; i < nsetup; i++)
+	{
+		PGresult   *res = PQexec(conn, setup[i]);
+
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			trimmed(PQerrorMessage(conn), msg, sizeof(msg));
+			PQclear(res);
+			lose_connection(msg);
+			backoff = RECONNECT_MAX_SECONDS;
+			reconnect_at = now_mono() + backoff;
+			return false;
+		}
+		PQclear(res);
+	}
+	return true;
+}
+
+/*
+ * try_connect connects (conn), or logs why not and sets when to try again
+ * (the backoff doubles from 1 s to 30 s).  Connected, it asks for a
+ * heartbeat (to reconcile) and a claim at once.
+ */
+void
+try_connect(void)
+{
+	/*
+	 * A statement that waits longer than a third of the lease (a queue's
+	 * lock held by a long transaction) is cancelled, so that the loop goes
+	 * on: it reaps, kills and heartbeats in time.  PGOPTIONS is added; a
+	 * connection string's own options replace both.
+	 */
+	char		timeout[1024];
+	const char *env_options = getenv("PGOPTIONS");
+	const char *keys[] = {"fallback_application_name", "connect_timeout", "keepalives",
+		"keepalives_idle", "keepalives_interval", "keepalives_count", "options", "dbname", NULL};
+	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", timeout, opts.conninfo, NULL};
+	char		msg[1024];
+
+	snprintf(timeout, sizeof(timeout), "-c statement_timeout=%.0f %s",
+			 opts.lease * 1000 / 3 > 1000 ? opts.lease * 1000 / 3 : 1000,
+			 env_options ? env_options : "");
+	conn = PQconnectdbParams(keys, vals, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		backoff = backoff == 0 ? 1 : backoff * 2;
+		if (backoff > RECONNECT_MAX_SECONDS)
+			backoff = RECONNECT_MAX_SECONDS;
+		reconnect_at = now_mono() + backoff;
+		log_event("warning", "connect_failed", NULL, "%s; next try in %.0f s",
+				  trimmed(PQerrorMessage(conn), msg, sizeof(msg)), backoff);
+		PQfinish(conn);
+		conn = NULL;
+		return;
+	}
+	PQsetNoticeProcessor(conn, on_notice, NULL);
+	memset(prepared, 0, sizeof(prepared));
+	if (!listen_setup())
+		return;
+	backoff = 0;
+	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
+			  PQhost(conn), PQport(conn), PQuser(conn),
+			  opts.listen ? "; listening" : "; not listening (--no-listen)");
+	/* reconcile at once, then claim */
+	want_heartbeat = true;
+	want_claim = true;
+}

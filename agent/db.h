@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * db.h
+ *		quota-sched-agent's connection to the database (db.c): connecting
+ *		and reconnecting, and the statements it runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_AGENT_DB_H
+#define QS_AGENT_DB_H
+
+#include "agent.h"
+
+#include <libpq-fe.h>
+
+/* The statements of the agent's protocol (db.c's table of them). */
+typedef enum StatementId
+{
+	STMT_CLAIM,					/* claim(): jobs to run, with their commands */
+	STMT_REPORT,				/* report(): how a job ended */
+	STMT_HEARTBEAT,				/* heartbeat(): leases renewed, stops */
+	STMT_RELEASE,				/* release(): a job given back */
+	NUM_STATEMENTS
+} StatementId;
+
+/* what db_exec() returns */
+enum
+{
+	DB_OK, DB_ERROR, DB_LOST
+};
+
+extern PGconn *conn;			/* NULL: not connected */
+extern double reconnect_at;		/* when to try to connect again */
+extern char last_sqlstate[6];	/* of the last statement that failed */
+
+extern void try_connect(void);
+extern void lose_connection(const char *why);
+extern void collect_notifies(void);
+extern int	db_exec(StatementId id, const char *const *params, PGresult **out,
+					const Job *job);
+
+#endif							/* QS_AGENT_DB_H */

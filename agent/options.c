@@ -1,0 +1,452 @@
+/*-------------------------------------------------------------------------
+ *
+ * options.c
+ *		parse_options() and usage(): quota-sched-agent's command line, from
+ *		one table of its options (name, argument, handler and target, help),
+ *		into opts (agent.h).
+ *
+ * A bad option is told on stderr, and the agent exits 2 before it does
+ * anything else; --help and --version exit 0.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+AgentOptions opts = {
+	.conninfo = "",
+	.instances = 1,
+	.lease = 60,
+	.heartbeat = 0,				/* 0: lease / 3 */
+	.grace = 30,
+	.listen = true,
+	.status_interval = 0,		/* 0: the heartbeat interval */
+	.cmd_timeout = 30,
+};
+
+typedef struct OptionDef OptionDef;
+
+/* stores the option's argument (NULL if it has none) */
+typedef void (*OptionHandler) (const OptionDef *opt, const char *arg);
+
+/* One option; an entry without a name is a heading of usage(). */
+struct OptionDef
+{
+	const char *name;			/* --NAME */
+	char		letter;			/* -L, or 0 */
+	const char *arg;			/* the argument's name in usage(); NULL: none */
+	OptionHandler handler;
+	void	   *target;			/* where the handler stores it */
+	long		min;			/* for a count: its range */
+	long		max;
+	const char *help;			/* its lines in usage() */
+};
+
+/* usage() prints an option's help from this column on */
+#define HELP_COLUMN 27
+/* getopt_long's code of an option without a letter: this + its index */
+#define LONG_ONLY 1000
+
+static void usage(FILE *f);
+
+static const char *checkpoint_root_arg = NULL;	/* --checkpoint-root */
+
+/* bad_usage tells what is wrong with the command line, and exits 2 */
+static void bad_usage(const char *fmt,...) PRINTF_LIKE(1, 2);
+
+static void
+bad_usage(const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "quota-sched-agent: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+/* opt_string: the argument itself, into a const char * */
+static void
+opt_string(const OptionDef *opt, const char *arg)
+{
+	*(const char **) opt->target = arg;
+}
+
+/* opt_agent_name: --agent, 1 to 128 characters (the server's limit) */
+static void
+opt_agent_name(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	if (strlen(arg) < 1 || strlen(arg) > 128)
+		bad_usage("--agent must have 1 to 128 characters");
+	snprintf(opts.agent, sizeof(opts.agent), "%s", arg);
+}
+
+/* opt_count: an integer from opt->min to opt->max, into a long */
+static void
+opt_count(const OptionDef *opt, const char *arg)
+{
+	if (!parse_count(arg, opt->min, opt->max, (long *) opt->target))
+		bad_usage("--%s must be an integer from %ld to %ld, not \"%s\"",
+				  opt->name, opt->min, opt->max, arg);
+}
+
+/* opt_seconds: a positive number of seconds, into a double */
+static void
+opt_seconds(const OptionDef *opt, const char *arg)
+{
+	if (!parse_seconds(arg, false, (double *) opt->target))
+		bad_usage("--%s must be a positive number of seconds, not \"%s\"", opt->name, arg);
+}
+
+/* opt_seconds_or_zero: a non-negative number of seconds, into a double */
+static void
+opt_seconds_or_zero(const OptionDef *opt, const char *arg)
+{
+	if (!parse_seconds(arg, true, (double *) opt->target))
+		bad_usage("--%s must be a non-negative number of seconds, not \"%s\"", opt->name, arg);
+}
+
+/* opt_true: a flag that sets its bool */
+static void
+opt_true(const OptionDef *opt, const char *arg)
+{
+	(void) arg;
+	*(bool *) opt->target = true;
+}
+
+/* opt_false: a flag that clears its bool (--no-listen) */
+static void
+opt_false(const OptionDef *opt, const char *arg)
+{
+	(void) arg;
+	*(bool *) opt->target = false;
+}
+
+/* opt_log_format: --log-format=plain or json */
+static void
+opt_log_format(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	if (strcmp(arg, "json") == 0)
+		opts.json = true;
+	else if (strcmp(arg, "plain") == 0)
+		opts.json = false;
+	else
+		bad_usage("--log-format must be plain or json");
+}
+
+/* opt_pickup_log: --pickup-log, opened now (close-on-exec: not into the jobs) */
+static void
+opt_pickup_log(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	opts.pickup_log = fopen(arg, "we");
+	if (opts.pickup_log == NULL)
+		bad_usage("--pickup-log: %s: %s", arg, strerror(errno));
+}
+
+/* opt_command: a launcher's command, which must not be blank */
+static void
+opt_command(const OptionDef *opt, const char *arg)
+{
+	if (arg[strspn(arg, " \t\n")] == '\0')
+		bad_usage("--%s must not be empty", opt->name);
+	*(const char **) opt->target = arg;
+}
+
+/* opt_help: --help, on stdout, and exit 0 */
+static void
+opt_help(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	(void) arg;
+	usage(stdout);
+	exit(0);
+}
+
+/* opt_version: --version, and exit 0 */
+static void
+opt_version(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	(void) arg;
+	printf("quota-sched-agent %s\n", AGENT_VERSION);
+	exit(0);
+}
+
+static const OptionDef options[] = {
+	{"dbname", 'd', "CONNINFO", opt_string, &opts.conninfo, 0, 0,
+	"libpq connection string or URI (default: libpq's\n"
+	"environment, PGHOST etc.).  Several hosts with\n"
+	"target_session_attrs=read-write follow a failover.\n"
+	"The login must have the role quota_sched_agent."},
+	{"agent", 'a', "NAME", opt_agent_name, NULL, 0, 0,
+	"agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
+	"the host's name and the queue's); unique among\n"
+	"running agents"},
+	{"queue", 'q', "QUEUE", opt_string, &opts.queue, 0, 0,
+	"job queue to claim from (required)"},
+	{"capacity-unit", 'u', "UNIT", opt_string, &opts.unit, 0, 0,
+	"claim only jobs of this capacity unit (default: any)"},
+	{"instances", 'n', "N", opt_count, &opts.instances, 1, 100000,
+	"instances this host can run at once (default 1): it\n"
+	"claims while the jobs it runs hold fewer"},
+	{"lease", 'l', "SECONDS", opt_seconds, &opts.lease, 0, 0,
+	"lease of each claim and heartbeat (default 60)"},
+	{"heartbeat", 'b', "SECONDS", opt_seconds, &opts.heartbeat, 0, 0,
+	"time between heartbeats, below the lease (default: a\n"
+	"third of the lease); it also claims at each one"},
+	{"grace", 'g', "SECONDS", opt_seconds_or_zero, &opts.grace, 0, 0,
+	"after SIGTERM to a job being stopped, time before\n"
+	"SIGKILL (default 30; keep it below the server's\n"
+	"quota_sched.stop_timeout)"},
+	{"checkpoint-root", 'c', "DIR", opt_string, &checkpoint_root_arg, 0, 0,
+	"each job gets DIR/job-ID (mode 0700, kept across\n"
+	"its attempts, removed when it ends for good) as\n"
+	"QUOTA_SCHED_CHECKPOINT_DIR (default:\n"
+	"$STATE_DIRECTORY/checkpoints under systemd, else\n"
+	"./quota-sched-checkpoints)"},
+	{"keep-checkpoints", 0, NULL, opt_true, &opts.keep_checkpoints, 0, 0,
+	"never remove a job's checkpoint directory"},
+	{"log-format", 0, "FORMAT", opt_log_format, NULL, 0, 0,
+	"plain (default) or json: one JSON object a line"},
+	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
+	"exit once N jobs have ended and none runs"},
+	{"no-listen", 0, NULL, opt_false, &opts.listen, 0, 0,
+	"no LISTEN (for a transaction-mode pooler): dispatches\n"
+	"and stops are then seen at the heartbeats only"},
+	{"noop", 0, NULL, opt_true, &opts.noop, 0, 0,
+	"run nothing: report each claimed job SUCCEEDED\n"
+	"(for benchmarks)"},
+	{"pickup-log", 0, "FILE", opt_pickup_log, NULL, 0, 0,
+	"write \"JOB_ID MICROSECONDS\" (since the epoch) to FILE\n"
+	"as each job is claimed (for benchmarks)"},
+	{"help", 'h', NULL, opt_help, NULL, 0, 0, "this help"},
+	{"version", 'V', NULL, opt_version, NULL, 0, 0, "the version"},
+	{NULL, 0, NULL, NULL, NULL, 0, 0,
+	"\nExternal launchers (a job runs on another system; the three go together):"},
+	{"start-cmd", 0, "CMD", opt_command, &opts.start_cmd, 0, 0,
+	"starts a claimed job there instead of its command;\n"
+	"its stdout's first line is the job's handle there;\n"
+	"a non-zero exit FAILs the job"},
+	{"status-cmd", 0, "CMD", opt_command, &opts.status_cmd, 0, 0,
+	"prints RUNNING, SUCCEEDED, FAILED [CODE [REASON]] or\n"
+	"STOPPED for the handle; run every --status-interval"},
+	{"stop-cmd", 0, "CMD", opt_command, &opts.stop_cmd, 0, 0,
+	"asks the other system to stop it (a stop, a lost\n"
+	"lease, the agent's shutdown); the status is then\n"
+	"polled until it stopped or --grace has passed"},
+	{"status-interval", 0, "SECONDS", opt_seconds, &opts.status_interval, 0, 0,
+	"(default: the heartbeat interval)"},
+	{"cmd-timeout", 0, "SECONDS", opt_seconds, &opts.cmd_timeout, 0, 0,
+	"a command still running then is killed (default 30)"},
+};
+
+#define NUM_OPTIONS ((int) (sizeof(options) / sizeof(options[0])))
+
+static const char usage_intro[] =
+"quota-sched-agent: the launcher agent of quota_sched.  It claims the jobs the\n"
+"scheduling passes dispatch to its queue, runs each job's payload->'command' (a\n"
+"JSON array of strings) as a child process, and reports how it ended.\n"
+"\n"
+"Usage: quota-sched-agent --queue=QUEUE [OPTION]...\n"
+"\n";
+
+static const char usage_end[] =
+"\n"
+"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
+"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
+"QUOTA_SCHED_ATTEMPT (1 + failed attempts + preemptions), QUOTA_SCHED_INSTANCE_COUNT,\n"
+"QUOTA_SCHED_CHECKPOINT_DIR and QUOTA_SCHED_AGENT.  Exit code 0: SUCCEEDED; any\n"
+"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
+"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
+"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
+"way and releases them (no attempt counted), then it exits 0.\n"
+"\n"
+"The launcher's commands run with /bin/sh -c and the same environment, plus\n"
+"QUOTA_SCHED_PAYLOAD (the job's payload, JSON) for the start command and\n"
+"QUOTA_SCHED_HANDLE for the status and stop commands; nothing is substituted\n"
+"into CMD.  What they print on stderr goes to the agent's log.  The handles\n"
+"live in the agent's memory only: a restarted agent releases the jobs it held\n"
+"without stopping them where they ran.\n";
+
+/*
+ * print_option prints an option's lines of usage(): "  -L, --NAME=ARG" and
+ * its help from HELP_COLUMN on (after two blanks when the left part is too
+ * long), the help's further lines indented to HELP_COLUMN.
+ */
+static void
+print_option(FILE *f, const OptionDef *opt)
+{
+	char		left[64];
+	size_t		len = 0;
+	const char *help = opt->help;
+
+	if (opt->letter)
+		append(left, sizeof(left), &len, "  -%c, --%s", opt->letter, opt->name);
+	else
+		append(left, sizeof(left), &len, "      --%s", opt->name);
+	if (opt->arg)
+		append(left, sizeof(left), &len, "=%s", opt->arg);
+	fprintf(f, "%-*s", (int) len < HELP_COLUMN ? HELP_COLUMN : (int) len + 2, left);
+	while (*help)
+	{
+		size_t		n = strcspn(help, "\n");
+
+		fprintf(f, "%.*s\n", (int) n, help);
+		help += n;
+		if (*help)
+		{
+			help++;
+			fprintf(f, "%*s", HELP_COLUMN, "");
+		}
+	}
+}
+
+/* usage prints --help: what the agent does, then each option of the table */
+static void
+usage(FILE *f)
+{
+	int			i;
+
+	fputs(usage_intro, f);
+	for (i = 0; i < NUM_OPTIONS; i++)
+	{
+		if (options[i].name)
+			print_option(f, &options[i]);
+		else
+			fprintf(f, "%s\n", options[i].help);
+	}
+	fputs(usage_end, f);
+}
+
+/*
+ * default_agent_name: HOST/QUEUE.  Agents of one host for several queues
+ * must have names of their own, or each would release the other's jobs as
+ * unknown.
+ */
+static void
+default_agent_name(void)
+{
+	char		host[256];
+
+	if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
+		snprintf(host, sizeof(host), "quota-sched-agent");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(opts.agent, sizeof(opts.agent), "%.64s/%.63s", host, opts.queue);
+}
+
+/* check_options: what no option says alone; the defaults that follow others */
+static void
+check_options(void)
+{
+	if (opts.queue == NULL)
+		bad_usage("--queue is required (see --help)");
+	if (opts.agent[0] == '\0')
+		default_agent_name();
+	if (opts.heartbeat == 0)
+		opts.heartbeat = opts.lease / 3;
+	if (opts.heartbeat >= opts.lease)
+		bad_usage("--heartbeat (%g s) must be below --lease (%g s)", opts.heartbeat, opts.lease);
+	if ((opts.start_cmd || opts.status_cmd || opts.stop_cmd) &&
+		!(opts.start_cmd && opts.status_cmd && opts.stop_cmd))
+		bad_usage("--start-cmd, --status-cmd and --stop-cmd go together: give all three, or none");
+	if (opts.start_cmd && opts.noop)
+		bad_usage("--noop runs nothing: it goes with no --start-cmd");
+	if (opts.status_interval == 0)
+		opts.status_interval = opts.heartbeat;
+}
+
+/*
+ * setup_checkpoint_root: the checkpoint root (--checkpoint-root, else
+ * $STATE_DIRECTORY/checkpoints under systemd's StateDirectory=, else
+ * ./quota-sched-checkpoints), created 0700 if missing, made absolute for
+ * the jobs.
+ */
+static void
+setup_checkpoint_root(void)
+{
+	const char *root = checkpoint_root_arg;
+	char		err[PATH_MAX + 200];
+	char		resolved[PATH_MAX];
+
+	if (root == NULL)
+	{
+		const char *state = getenv("STATE_DIRECTORY");
+
+		if (state && state[0] && strchr(state, ':') == NULL)
+		{
+			snprintf(err, sizeof(err), "%s/checkpoints", state);
+			root = strdup(err);
+		}
+		else
+			root = "quota-sched-checkpoints";
+	}
+	if (ensure_private_dir(root, err, sizeof(err)) != 0)
+		bad_usage("checkpoint root: %s", err);
+	if (realpath(root, resolved) == NULL)
+		bad_usage("checkpoint root \"%s\": %s", root, strerror(errno));
+	opts.checkpoint_root = strdup(resolved);
+}
+
+/*
+ * parse_options fills opts from the command line: getopt_long's tables
+ * are made from options[], and each option found goes to its handler.
+ */
+void
+parse_options(int argc, char **argv)
+{
+	struct option longopts[NUM_OPTIONS + 1];
+	char		shortopts[2 * NUM_OPTIONS + 1];
+	int			nlong = 0,
+				nshort = 0;
+	int			c,
+				i;
+
+	for (i = 0; i < NUM_OPTIONS; i++)
+	{
+		const OptionDef *opt = &options[i];
+
+		if (opt->name == NULL)
+			continue;
+		longopts[nlong].name = opt->name;
+		longopts[nlong].has_arg = opt->arg ? required_argument : no_argument;
+		longopts[nlong].flag = NULL;
+		longopts[nlong++].val = opt->letter ? opt->letter : LONG_ONLY + i;
+		if (opt->letter)
+		{
+			shortopts[nshort++] = opt->letter;
+			if (opt->arg)
+				shortopts[nshort++] = ':';
+		}
+	}
+	memset(&longopts[nlong], 0, sizeof(longopts[nlong]));
+	shortopts[nshort] = '\0';
+
+	opts.agent[0] = '\0';
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1)
+	{
+		for (i = 0; i < NUM_OPTIONS; i++)
+			if (options[i].name && (c == LONG_ONLY + i || (options[i].letter && c == options[i].letter)))
+				break;
+		if (i == NUM_OPTIONS)
+		{
+			fprintf(stderr, "Try \"quota-sched-agent --help\".\n");
+			exit(2);
+		}
+		options[i].handler(&options[i], optarg);
+	}
+	if (optind < argc)
+		bad_usage("unexpected argument \"%s\"", argv[optind]);
+	check_options();
+	setup_checkpoint_root();
+}

@@ -1,0 +1,363 @@
+/*-------------------------------------------------------------------------
+ *
+ * protocol.c
+ *		quota-sched-agent's side of the launcher protocol: claim jobs for
+ *		its free instances, heartbeat (leases renewed, stops, and
+ *		reconciliation), and tell the database how each job ended.
+ *
+ * What it does always comes from claim and heartbeat; a notification is
+ * only a wake-up.  What could not be told while the database could not be
+ * reached is told after the reconnection.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "db.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+double		next_heartbeat = 0;
+
+/* what became of telling the database a job's end (tell_database) */
+typedef enum Told
+{
+	TOLD_DONE,					/* told, or refused: the job is forgotten */
+	TOLD_RETRY,					/* to be tried again (retry_at) */
+	TOLD_LOST					/* the connection is lost: told after it */
+} Told;
+
+/*
+ * refused tells whether the database's error about a report or release
+ * says the job is not this agent's to act on (any more): no such job,
+ * another login's, not held by this agent, a bad argument.  Any other
+ * error (a row locked by a user's transaction, a deadlock, a cancelled
+ * statement, ...) may pass: the agent tries again.
+ */
+static bool
+refused(const char *sqlstate)
+{
+	return strcmp(sqlstate, "02000") == 0 || strcmp(sqlstate, "42501") == 0 ||
+		strcmp(sqlstate, "55000") == 0 || strcmp(sqlstate, "22023") == 0;
+}
+
+/*
+ * send_action runs the job's report (state, reason, exit code) or release;
+ * db_exec's answer.  The reason is made valid UTF-8 first, or the server
+ * would refuse it all.
+ */
+static int
+send_action(Job *job, PGresult **res)
+{
+	char		code[16];
+
+	make_valid_utf8(job->reason);
+	if (job->action == ACT_REPORT)
+	{
+		const char *params[6] = {job->id_text, opts.agent, job->state,
+			job->reason[0] ? job->reason : NULL, job->attempt_text, NULL};
+
+		if (job->has_exit_code)
+		{
+			snprintf(code, sizeof(code), "%d", job->exit_code);
+			params[5] = code;
+		}
+		return db_exec(STMT_REPORT, params, res, job);
+	}
+	else
+	{
+		const char *params[3] = {job->id_text, opts.agent, job->reason};
+
+		return db_exec(STMT_RELEASE, params, res, job);
+	}
+}
+
+/*
+ * told logs what the database took (res: the job's state now); a job that
+ * has ended for good loses its checkpoint directory.
+ */
+static void
+told(Job *job, PGresult *res)
+{
+	const char *state = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
+
+	if (job->action == ACT_REPORT)
+	{
+		/*
+		 * Its instances are free: claim now.  A job dispatched while they
+		 * were busy had its notification then, and may send none again.
+		 */
+		want_claim = true;
+		log_event("info", "job_reported", job, "reported %s%s%s; the job is now %s",
+				  job->state, job->reason[0] ? ": " : "", job->reason, state);
+		jobs_done++;
+	}
+	else
+		log_event("info", "job_released", job, "released (%s); the job is now %s",
+				  job->reason, state);
+	if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0)
+		remove_checkpoint_dir(job);
+	PQclear(res);
+}
+
+/*
+ * retry_later: the report or release failed, not refused.  Keep the job
+ * (the heartbeat then neither releases it nor lets its lease run out) and
+ * try again, after 1, 2, ... up to 10 s; from the third try without its
+ * reason, in case the reason is what the server will not take.
+ */
+static void
+retry_later(Job *job)
+{
+	job->tries++;
+	if (job->tries >= 3)
+		job->reason[0] = '\0';
+	job->retry_at = now_mono() + (job->tries < 10 ? job->tries : 10);
+	log_event("warning", "job_retry", job, "the %s failed (SQLSTATE %s): trying again in %d s",
+			  job->action == ACT_REPORT ? "report" : "release", last_sqlstate,
+			  job->tries < 10 ? job->tries : 10);
+}
+
+/* tell_database tells the database the job's end (a report or a release) */
+static Told
+tell_database(Job *job)
+{
+	PGresult   *res = NULL;
+	int			rc = send_action(job, &res);
+
+	if (rc == DB_LOST)
+		return TOLD_LOST;
+	if (rc == DB_OK)
+		told(job, res);
+	else if (!refused(last_sqlstate))
+	{
+		retry_later(job);
+		return TOLD_RETRY;
+	}
+	else
+		log_event("warning", "job_forgotten", job,
+				  "the database refused the %s: the job is no longer this agent's",
+				  job->action == ACT_REPORT ? "report" : "release");
+	return TOLD_DONE;
+}
+
+/*
+ * flush_actions tells the database what became of the jobs whose attempts
+ * ended (those due: a failed try waits for its retry_at), and forgets them.
+ */
+void
+flush_actions(void)
+{
+	int			i;
+
+	for (i = 0; i < njobs && conn != NULL; i++)
+	{
+		Job		   *job = jobs[i];
+		Told		result;
+
+		if (job->action == ACT_NONE || job->retry_at > now_mono())
+			continue;
+		if (job->action == ACT_DROP)
+			log_event("info", "job_dropped", job, "no longer held by this agent; nothing reported");
+		else if ((result = tell_database(job)) == TOLD_LOST)
+			return;				/* told after the reconnection */
+		else if (result == TOLD_RETRY)
+			continue;
+		remove_job(job);
+		i--;
+	}
+}
+
+/*
+ * release_unknown releases a job the database says this agent holds but
+ * that it does not run (the agent was restarted, say): no attempt counted.
+ */
+static void
+release_unknown(const char *id_text)
+{
+	const char *params[3] = {id_text, opts.agent, NULL};
+	char		reason[200];
+	PGresult   *res;
+
+	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opts.agent);
+	params[2] = reason;
+	if (db_exec(STMT_RELEASE, params, &res, NULL) == DB_OK)
+	{
+		log_event("info", "job_released", NULL,
+				  "job %s: held by this agent in the database but not run here: released",
+				  id_text);
+		PQclear(res);
+	}
+}
+
+/*
+ * heartbeat_row takes row i of heartbeat()'s answer (t0: when it was
+ * asked): the job's lease as the server counts it now, and its stop if one
+ * is asked.  Returns the job's id if the database gives the agent a job
+ * that it does not run, to be released; else NULL.
+ */
+static const char *
+heartbeat_row(PGresult *res, int i, double t0)
+{
+	int64_t		id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+	bool		stop = !PQgetisnull(res, i, 1);
+	Job		   *job = find_job(id);
+
+	if (job == NULL)
+	{
+		/*
+		 * Released only once no attempt of it runs here: one being killed
+		 * (its lease ran out while the database could not be reached, and
+		 * this heartbeat renewed it) must be gone before the job may run
+		 * elsewhere.  A later heartbeat releases it.
+		 */
+		return still_running(id) ? NULL : PQgetvalue(res, i, 0);
+	}
+	job->seen = true;
+
+	/*
+	 * the lease the job has now, as the server counts it: a job whose row
+	 * another transaction held was not renewed
+	 */
+	job->lease_deadline = PQgetisnull(res, i, 2) ? t0 + opts.lease
+		: t0 + strtod(PQgetvalue(res, i, 2), NULL);
+	if (stop && job->alive && job->stop == STOP_NONE)
+	{
+		char		why[300];
+
+		snprintf(why, sizeof(why), "stop requested (%s)", PQgetvalue(res, i, 1));
+		begin_stop(job, STOP_REQUESTED, why);
+	}
+	return NULL;
+}
+
+/*
+ * do_heartbeat renews the leases of the jobs the agent holds, every
+ * --heartbeat and when a stop is notified, and reconciles: a job asked to
+ * stop is stopped, a job the agent runs that the database no longer gives
+ * it is killed (STOP_LOST), a job the database gives it that it does not
+ * run is released.  A claim follows.
+ */
+void
+do_heartbeat(void)
+{
+	char		lease[32];
+	const char *params[2] = {opts.agent, lease};
+	PGresult   *res;
+	double		t0 = now_mono();
+	int			i,
+				n;
+	char	  **unknown;
+	int			nunknown = 0;
+
+	want_heartbeat = false;
+	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
+	if (db_exec(STMT_HEARTBEAT, params, &res, NULL) != DB_OK)
+	{
+		next_heartbeat = now_mono() + opts.heartbeat;
+		return;
+	}
+	next_heartbeat = t0 + opts.heartbeat;
+	for (i = 0; i < njobs; i++)
+		jobs[i]->seen = false;
+	n = PQntuples(res);
+	unknown = calloc(n + 1, sizeof(char *));
+	for (i = 0; i < n; i++)
+	{
+		const char *id_text = heartbeat_row(res, i, t0);
+
+		if (id_text && unknown)
+			unknown[nunknown++] = strdup(id_text);
+	}
+	PQclear(res);
+	/* jobs it runs that the database no longer gives it */
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->alive && !jobs[i]->seen && jobs[i]->stop != STOP_LOST)
+			begin_stop(jobs[i], STOP_LOST, "the database no longer gives this job to the agent");
+	/* jobs the database gives it that it does not run */
+	for (i = 0; i < nunknown; i++)
+	{
+		if (unknown[i] && conn)
+			release_unknown(unknown[i]);
+		free(unknown[i]);
+	}
+	free(unknown);
+	want_claim = true;
+}
+
+/*
+ * take_claimed puts row i of claim()'s answer (t0: when it was asked) into
+ * the job table and has its launcher start it (--noop: reported at once).
+ */
+static void
+take_claimed(PGresult *res, int i, double t0)
+{
+	Job		   *old = find_job(strtoll(PQgetvalue(res, i, 0), NULL, 10));
+	Job		   *job;
+	ClaimedJob	claimed = {
+		.command_error = PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
+		.argv_text = PQgetvalue(res, i, 4),
+		.payload = PQgetvalue(res, i, 5),
+	};
+
+	/*
+	 * Claimed again while an attempt of it is still here: that one was
+	 * taken away (released by an admin, a lease that ran out) before a
+	 * heartbeat said so.  It is killed and forgotten.
+	 */
+	if (old && old->alive)
+		begin_stop(old, STOP_LOST, "claimed again: this attempt is no longer the agent's");
+	else if (old)
+		old->action = ACT_DROP;
+	job = add_job(strtoll(PQgetvalue(res, i, 0), NULL, 10),
+				  atoi(PQgetvalue(res, i, 2)),
+				  atoi(PQgetvalue(res, i, 1)));
+
+	job->lease_deadline = t0 + opts.lease;
+	if (opts.pickup_log)
+		fprintf(opts.pickup_log, "%" PRId64 " %lld\n", job->id, now_real_us());
+	log_event("info", "job_claimed", job, "claimed %d instance(s)", job->instances);
+	if (opts.noop)
+		set_report(job, "SUCCEEDED", 0, true, NULL);
+	else
+		job->ops->start(job, &claimed);
+}
+
+/*
+ * do_claim claims jobs for the agent's free instances (at most --instances
+ * held at once), on a dispatch's notification and at each heartbeat, again
+ * and again while the claim gives jobs: a job that fails at once frees its
+ * instances for the next.  Not while shutting down, nor past --exit-after.
+ */
+void
+do_claim(void)
+{
+	char		lease[32];
+	char		free_text[16];
+
+	want_claim = false;
+	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
+	for (;;)
+	{
+		const char *params[5] = {opts.agent, opts.queue, opts.unit, free_text, lease};
+		int			free_instances = (int) (opts.instances - busy_instances());
+		PGresult   *res;
+		int			i,
+					n;
+		double		t0 = now_mono();
+
+		if (free_instances <= 0 || shutting_down ||
+			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
+			return;
+		snprintf(free_text, sizeof(free_text), "%d", free_instances);
+		if (db_exec(STMT_CLAIM, params, &res, NULL) != DB_OK)
+			return;
+		n = PQntuples(res);
+		for (i = 0; i < n; i++)
+			take_claimed(res, i, t0);
+		PQclear(res);
+		flush_actions();
+		if (n == 0)
+			return;
+	}
+}

@@ -1,0 +1,351 @@
+/*-------------------------------------------------------------------------
+ *
+ * util.c
+ *		quota-sched-agent's pure helpers (util.h): JSON escaping, UTF-8
+ *		repair, the first and last lines of a text, the names of signals
+ *		and of a child's end, and the argv of a job's command.
+ *
+ * Nothing here uses libpq, a global or an option, so that the unit tests
+ * (test/agent/test_agent_util.c) build this file alone.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/*
+ * append adds printf-style text to buf (of size cap, its text ending at
+ * *len), cutting what does not fit: the log's lines and messages are built
+ * piece by piece this way.
+ */
+void
+append(char *buf, size_t cap, size_t *len, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	if (*len + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len = (*len + n < cap) ? *len + n : cap - 1;
+}
+
+/*
+ * json_escape appends s to buf (of size cap, at *len) as the inside of a
+ * JSON string: quotes, backslashes and control characters escaped, the
+ * rest as it is (the log's JSON lines).
+ */
+void
+json_escape(char *buf, size_t cap, size_t *len, const char *s)
+{
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+		char		esc[8];
+		const char *piece = esc;
+
+		if (c == '"')
+			piece = "\\\"";
+		else if (c == '\\')
+			piece = "\\\\";
+		else if (c == '\n')
+			piece = "\\n";
+		else if (c == '\r')
+			piece = "\\r";
+		else if (c == '\t')
+			piece = "\\t";
+		else if (c < 0x20 || c == 0x7f)
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		else
+		{
+			esc[0] = (char) c;
+			esc[1] = '\0';
+		}
+		while (*piece && *len + 1 < cap)
+			buf[(*len)++] = *piece++;
+	}
+	buf[*len] = '\0';
+}
+
+/*
+ * utf8_sequence_length: the length (1 to 4) of the well-formed UTF-8
+ * sequence that starts at p, or 0 if none does.  Well-formed as the server
+ * has it (PostgreSQL's pg_utf8_islegal): no continuation byte as a lead, no
+ * overlong form (leads C0 and C1, E0 then below A0, F0 then below 90), no
+ * surrogate (ED then above 9F), nothing above U+10FFFF (F4 then above 8F,
+ * leads F5 to FF), and every byte there: the string's NUL ends a sequence
+ * cut short.
+ */
+static int
+utf8_sequence_length(const unsigned char *p)
+{
+	unsigned char lo = 0x80,
+				hi = 0xBF;		/* the range of the second byte */
+	int			n,
+				k;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] < 0xC2 || p[0] > 0xF4)
+		return 0;
+	n = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+	if (p[0] == 0xE0)
+		lo = 0xA0;
+	else if (p[0] == 0xED)
+		hi = 0x9F;
+	else if (p[0] == 0xF0)
+		lo = 0x90;
+	else if (p[0] == 0xF4)
+		hi = 0x8F;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (k = 2; k < n; k++)
+		if (p[k] < 0x80 || p[k] > 0xBF)
+			return 0;
+	return n;
+}
+
+/*
+ * make_valid_utf8 replaces, in place, each byte of s that does not start
+ * or belong to a well-formed UTF-8 sequence (utf8_sequence_length) with '?':
+ * a reason cut in the middle of a character, or a command's output in
+ * another encoding, would otherwise make the server refuse the whole report
+ * (and the agent then drop the reason).
+ */
+void
+make_valid_utf8(char *s)
+{
+	unsigned char *p = (unsigned char *) s;
+
+	while (*p)
+	{
+		int			n = utf8_sequence_length(p);
+
+		if (n == 0)
+			*p++ = '?';
+		else
+			p += n;
+	}
+}
+
+/* trimmed copies a libpq message into buf without its trailing newline */
+const char *
+trimmed(const char *msg, char *buf, size_t cap)
+{
+	size_t		n;
+
+	snprintf(buf, cap, "%s", msg ? msg : "");
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return buf;
+}
+
+/*
+ * first_line copies the first line of s, without surrounding blanks, into
+ * buf: a launcher command's answer (a handle, a status).
+ */
+void
+first_line(const char *s, char *buf, size_t cap)
+{
+	size_t		n;
+
+	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+		s++;
+	n = strcspn(s, "\r\n");
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+}
+
+/*
+ * last_line copies the last non-empty line of s into buf ("" if none): what
+ * a failed command said last on stderr, for the job's reason.
+ */
+void
+last_line(const char *s, char *buf, size_t cap)
+{
+	const char *start = NULL,
+			   *p;
+
+	buf[0] = '\0';
+	for (p = s; *p; p++)
+		if ((p == s || p[-1] == '\n') && *p != '\n' && *p != '\r')
+			start = p;
+	if (start)
+		first_line(start, buf, cap);
+}
+
+/* signal_name: "SIGTERM" and the like, NULL for a signal without a name here */
+const char *
+signal_name(int sig)
+{
+	switch (sig)
+	{
+		case SIGHUP:
+			return "SIGHUP";
+		case SIGINT:
+			return "SIGINT";
+		case SIGQUIT:
+			return "SIGQUIT";
+		case SIGILL:
+			return "SIGILL";
+		case SIGABRT:
+			return "SIGABRT";
+		case SIGFPE:
+			return "SIGFPE";
+		case SIGKILL:
+			return "SIGKILL";
+		case SIGSEGV:
+			return "SIGSEGV";
+		case SIGPIPE:
+			return "SIGPIPE";
+		case SIGALRM:
+			return "SIGALRM";
+		case SIGTERM:
+			return "SIGTERM";
+		case SIGUSR1:
+			return "SIGUSR1";
+		case SIGUSR2:
+			return "SIGUSR2";
+		case SIGBUS:
+			return "SIGBUS";
+		case SIGXCPU:
+			return "SIGXCPU";
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * describe_wait_status says how a child ended, from its wait() status:
+ * "exit code N" or "killed by signal NAME" (a job's or a command's end, in
+ * the log and in a reason).
+ */
+void
+describe_wait_status(int status, char *buf, size_t cap)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, cap, "exit code %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status) && signal_name(WTERMSIG(status)))
+		snprintf(buf, cap, "killed by signal %s", signal_name(WTERMSIG(status)));
+	else
+		snprintf(buf, cap, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/*
+ * split_argv splits the claim's "LEN:BYTES..." pieces (the server's
+ * encoding of the command's JSON array) into a NULL-terminated argv; NULL
+ * if out of memory.  free_argv frees it.
+ */
+char **
+split_argv(const char *s)
+{
+	size_t		n = 0,
+				cap = 8;
+	char	  **argv = malloc(cap * sizeof(char *));
+
+	if (argv == NULL)
+		return NULL;
+	while (*s)
+	{
+		char	   *end;
+		unsigned long len = strtoul(s, &end, 10);
+
+		if (*end != ':' || strlen(end + 1) < len)
+			break;				/* cannot happen: the server made it */
+		if (n + 2 > cap)
+		{
+			char	  **more = realloc(argv, (cap *= 2) * sizeof(char *));
+
+			if (more == NULL)
+				break;
+			argv = more;
+		}
+		argv[n] = malloc(len + 1);
+		if (argv[n] == NULL)
+			break;
+		memcpy(argv[n], end + 1, len);
+		argv[n][len] = '\0';
+		n++;
+		s = end + 1 + len;
+	}
+	argv[n] = NULL;
+	return argv;
+}
+
+/* free_argv frees what split_argv returned (NULL: nothing) */
+void
+free_argv(char **argv)
+{
+	char	  **p;
+
+	if (argv == NULL)
+		return;
+	for (p = argv; *p; p++)
+		free(*p);
+	free(argv);
+}
+
+/* describe_argv writes the command as one line for the log */
+void
+describe_argv(char **argv, char *buf, size_t cap)
+{
+	size_t		len = 0;
+	char	  **p;
+
+	buf[0] = '\0';
+	for (p = argv; *p; p++)
+		append(buf, cap, &len, "%s%s", p == argv ? "" : " ", *p);
+}
+
+/*
+ * parse_seconds reads a number of seconds for an option: a number from 0
+ * (if zero_ok, else above 0) to a year, nothing else.  False if s is not
+ * one (*seconds is then left as it was).
+ */
+bool
+parse_seconds(const char *s, bool zero_ok, double *seconds)
+{
+	char	   *end;
+	double		v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 86400 * 365 ||
+		(!zero_ok && v == 0))
+		return false;
+	*seconds = v;
+	return true;
+}
+
+/*
+ * parse_count reads an integer from min to max for an option, nothing else.
+ * False if s is not one (*count is then left as it was).
+ */
+bool
+parse_count(const char *s, long min, long max, long *count)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return false;
+	*count = v;
+	return true;
+}

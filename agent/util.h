@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * util.h
+ *		quota-sched-agent's pure helpers: strings, UTF-8, argv, numbers.
+ *
+ * They use no libpq, no global state and no option: test/agent's unit
+ * tests build util.c alone.  Every file of the agent includes this header
+ * first (directly or through agent.h), for the feature macro below.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_AGENT_UTIL_H
+#define QS_AGENT_UTIL_H
+
+#if !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE)
+#define _XOPEN_SOURCE 700
+#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF_LIKE(f, a)
+#endif
+
+extern void append(char *buf, size_t cap, size_t *len, const char *fmt,...) PRINTF_LIKE(4, 5);
+extern void json_escape(char *buf, size_t cap, size_t *len, const char *s);
+extern void make_valid_utf8(char *s);
+extern const char *trimmed(const char *msg, char *buf, size_t cap);
+extern void first_line(const char *s, char *buf, size_t cap);
+extern void last_line(const char *s, char *buf, size_t cap);
+extern const char *signal_name(int sig);
+extern void describe_wait_status(int status, char *buf, size_t cap);
+extern char **split_argv(const char *s);
+extern void free_argv(char **argv);
+extern void describe_argv(char **argv, char *buf, size_t cap);
+extern bool parse_seconds(const char *s, bool zero_ok, double *seconds);
+extern bool parse_count(const char *s, long min, long max, long *count);
+
+#endif							/* QS_AGENT_UTIL_H */

@@ -1,0 +1,296 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_agent_util.c
+ *		Unit tests of quota-sched-agent's pure helpers (agent/util.c), built
+ *		without libpq: make_valid_utf8 (what the server takes as UTF-8),
+ *		json_escape, split_argv, parse_seconds and parse_count, and the
+ *		helpers on lines and a child's end.  Prints TAP.
+ *
+ * Run by `make -C agent unitcheck` (and so by the top Makefile's
+ * unitcheck).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "util.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static int	tests_run;
+static int	tests_failed;
+
+/*
+ * tap_ok prints one TAP line, "ok N - WHAT" or "not ok N - WHAT" (WHAT
+ * printf-style) and, for a failure, the test's line; returns ok.
+ */
+static bool tap_ok(bool ok, int line, const char *fmt,...) PRINTF_LIKE(3, 4);
+
+static bool
+tap_ok(bool ok, int line, const char *fmt,...)
+{
+	va_list		ap;
+
+	tests_run++;
+	if (!ok)
+		tests_failed++;
+	printf("%sok %d - ", ok ? "" : "not ", tests_run);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!ok)
+		printf("#   failed at test_agent_util.c line %d\n", line);
+	return ok;
+}
+
+#define CHECK(cond, ...) tap_ok((cond), __LINE__, __VA_ARGS__)
+
+/* hex writes s's bytes as hex into buf, for the diagnostics */
+static const char *
+hex(const char *s, char *buf, size_t cap)
+{
+	size_t		len = 0;
+
+	buf[0] = '\0';
+	for (; *s; s++)
+		append(buf, cap, &len, "%s%02X", len ? " " : "", (unsigned char) *s);
+	return buf;
+}
+
+/* utf8_case: make_valid_utf8 turns in into want */
+static void
+utf8_case(const char *what, const char *in, const char *want)
+{
+	char		buf[256];
+	char		got_hex[800];
+	char		want_hex[800];
+
+	snprintf(buf, sizeof(buf), "%s", in);
+	make_valid_utf8(buf);
+	CHECK(strcmp(buf, want) == 0, "make_valid_utf8: %s", what);
+	if (strcmp(buf, want) != 0)
+		printf("#   got %s, want %s\n", hex(buf, got_hex, sizeof(got_hex)),
+			   hex(want, want_hex, sizeof(want_hex)));
+}
+
+/* test_utf8: what PostgreSQL's pg_utf8_islegal takes is kept, else each byte is '?' */
+static void
+test_utf8(void)
+{
+	utf8_case("ASCII kept", "plain text, 42!", "plain text, 42!");
+	utf8_case("2-byte characters kept", "h\xC3\xA9llo \xC2\x80 \xDF\xBF", "h\xC3\xA9llo \xC2\x80 \xDF\xBF");
+	utf8_case("3-byte characters kept", "\xE2\x82\xAC \xE0\xA0\x80 \xED\x9F\xBF \xEE\x80\x80 \xEF\xBF\xBF",
+			  "\xE2\x82\xAC \xE0\xA0\x80 \xED\x9F\xBF \xEE\x80\x80 \xEF\xBF\xBF");
+	utf8_case("4-byte characters kept", "\xF0\x9F\x98\x80 \xF0\x90\x80\x80 \xF4\x8F\xBF\xBF",
+			  "\xF0\x9F\x98\x80 \xF0\x90\x80\x80 \xF4\x8F\xBF\xBF");
+	utf8_case("surrogate U+D800", "a\xED\xA0\x80z", "a???z");
+	utf8_case("surrogate U+DFFF", "\xED\xBF\xBF", "???");
+	utf8_case("2-byte overlongs (C0, C1)", "\xC0\x80 \xC1\xBF", "?? ??");
+	utf8_case("3-byte overlong E0 80 80", "\xE0\x80\x80", "???");
+	utf8_case("3-byte overlong E0 9F BF", "x\xE0\x9F\xBFy", "x???y");
+	utf8_case("4-byte overlong F0 80 80 80", "\xF0\x80\x80\x80", "????");
+	utf8_case("4-byte overlong F0 8F BF BF", "\xF0\x8F\xBF\xBF", "????");
+	utf8_case("above U+10FFFF (F4 90 80 80)", "\xF4\x90\x80\x80", "????");
+	utf8_case("lead bytes F5 to F7", "\xF5\x80\x80\x80 \xF7\xBF\xBF\xBF", "???? ????");
+	utf8_case("lead bytes F8 to FF", "\xF8\x88\x80\x80\x80 \xFC\x84\x80\x80\x80\x80 \xFE \xFF",
+			  "????? ?????? ? ?");
+	utf8_case("lone continuation bytes", "a\x80\xBF" "b", "a??b");
+	utf8_case("Latin-1 text", "caf\xE9 \xFC" "ber", "caf? ?ber");
+	utf8_case("truncated 2-byte sequence at the end", "ab\xC3", "ab?");
+	utf8_case("truncated 3-byte sequence at the end", "ab\xE2\x82", "ab??");
+	utf8_case("truncated 4-byte sequence at the end", "\xF0\x9F\x98", "???");
+	utf8_case("truncated 3-byte sequence mid-string", "\xE2\x82" "A\xE2\x82\xAC", "??A\xE2\x82\xAC");
+	utf8_case("truncated 4-byte sequence mid-string", "\xF0\x9F" "A \xF0\x9F\x98 b", "??A ??? b");
+	utf8_case("a lead byte before a lead byte", "\xC3\xC3\xA9", "?\xC3\xA9");
+	utf8_case("empty string", "", "");
+}
+
+/* escape_case: json_escape of in (into a buffer of cap) is want */
+static void
+escape_case(const char *what, const char *in, size_t cap, const char *want)
+{
+	char		buf[256];
+	size_t		len = 0;
+
+	json_escape(buf, cap, &len, in);
+	CHECK(strcmp(buf, want) == 0 && len == strlen(want), "json_escape: %s", what);
+	if (strcmp(buf, want) != 0)
+		printf("#   got \"%s\", want \"%s\"\n", buf, want);
+}
+
+/* test_json_escape: quotes, backslashes and control characters escaped, nothing past cap */
+static void
+test_json_escape(void)
+{
+	char		buf[64] = "{\"m\":\"";
+	size_t		len = strlen(buf);
+
+	escape_case("plain text as it is", "job 7 started", 256, "job 7 started");
+	escape_case("quotes and backslashes", "say \"hi\" \\ bye", 256, "say \\\"hi\\\" \\\\ bye");
+	escape_case("newline, return, tab", "a\nb\rc\td", 256, "a\\nb\\rc\\td");
+	escape_case("other control characters as \\u00XX", "\x01-\x1f-\x7f-\x1b", 256,
+				"\\u0001-\\u001f-\\u007f-\\u001b");
+	escape_case("UTF-8 passed through", "\xE2\x82\xAC\xC3\xA9", 256, "\xE2\x82\xAC\xC3\xA9");
+	escape_case("cut at the buffer's size", "abcdefghij", 5, "abcd");
+	escape_case("an escape cut at the buffer's size", "ab\"", 4, "ab\\");
+	json_escape(buf, sizeof(buf), &len, "x\"y");
+	CHECK(strcmp(buf, "{\"m\":\"x\\\"y") == 0 && len == strlen(buf),
+		  "json_escape: appends at *len");
+}
+
+/* argv_case: split_argv(in) is the NULL-terminated list want (n strings) */
+static void
+argv_case(const char *what, const char *in, int n, const char *const *want)
+{
+	char	  **argv = split_argv(in);
+	int			i;
+	bool		same = argv != NULL;
+
+	for (i = 0; same && i < n; i++)
+		same = argv[i] != NULL && strcmp(argv[i], want[i]) == 0;
+	same = same && argv[n] == NULL;
+	CHECK(same, "split_argv: %s", what);
+	free_argv(argv);
+}
+
+/* test_split_argv: the claim's "LEN:BYTES" pieces; what is in them is never interpreted */
+static void
+test_split_argv(void)
+{
+	const char *const two[] = {"abc", "de"};
+	const char *const spaces[] = {"a b  c", " "};
+	const char *const quotes[] = {"it's", "\"quoted\"", "back\\slash", "$HOME", "a;b|c"};
+	const char *const colons[] = {"3:x", "12", ":"};
+	const char *const empty[] = {"", "x", ""};
+	const char *const utf8[] = {"\xC3\xA9t\xC3\xA9"};
+	const char *const newline[] = {"two\nlines"};
+	const char *const none[] = {NULL};
+	char		many[400] = "";
+	size_t		len = 0;
+	char	  **argv;
+	int			i;
+	bool		ok = true;
+	char		line[64];
+
+	argv_case("two arguments", "3:abc2:de", 2, two);
+	argv_case("spaces kept inside an argument", "6:a b  c1: ", 2, spaces);
+	argv_case("quotes, backslashes, $ and ; are bytes like others",
+			  "4:it's8:\"quoted\"10:back\\slash5:$HOME5:a;b|c", 5, quotes);
+	argv_case("colons and digits inside an argument", "3:3:x2:121::", 3, colons);
+	argv_case("empty arguments", "0:1:x0:", 3, empty);
+	argv_case("lengths in bytes (UTF-8)", "5:\xC3\xA9t\xC3\xA9", 1, utf8);
+	argv_case("a newline inside an argument", "9:two\nlines", 1, newline);
+	argv_case("the empty string: no argument", "", 0, none);
+	argv_case("a piece longer than the rest stops there", "5:ab", 0, none);
+	argv_case("no length stops there", "x3:abc", 0, none);
+
+	for (i = 0; i < 30; i++)
+		append(many, sizeof(many), &len, "%d:%d", i < 10 ? 1 : 2, i);
+	argv = split_argv(many);
+	for (i = 0; i < 30 && ok; i++)
+	{
+		char		want[8];
+
+		snprintf(want, sizeof(want), "%d", i);
+		ok = argv && argv[i] && strcmp(argv[i], want) == 0;
+	}
+	CHECK(ok && argv[30] == NULL, "split_argv: 30 arguments (the array grows)");
+	free_argv(argv);
+
+	argv = split_argv("4:echo5:hello");
+	describe_argv(argv, line, sizeof(line));
+	CHECK(strcmp(line, "echo hello") == 0, "describe_argv: the command on one line");
+	free_argv(argv);
+}
+
+/* test_parse_seconds: a number of seconds, 0 only if allowed, at most a year */
+static void
+test_parse_seconds(void)
+{
+	double		v = -1;
+
+	CHECK(parse_seconds("60", false, &v) && v == 60, "parse_seconds: 60");
+	CHECK(parse_seconds("0.25", false, &v) && v == 0.25, "parse_seconds: 0.25");
+	CHECK(parse_seconds("1e3", false, &v) && v == 1000, "parse_seconds: 1e3");
+	CHECK(parse_seconds("31536000", false, &v) && v == 31536000, "parse_seconds: a year");
+	CHECK(parse_seconds("0", true, &v) && v == 0, "parse_seconds: 0 where allowed");
+	v = 7;
+	CHECK(!parse_seconds("0", false, &v) && v == 7, "parse_seconds: 0 refused where not allowed, value kept");
+	CHECK(!parse_seconds("-1", true, &v), "parse_seconds: negative refused");
+	CHECK(!parse_seconds("31536001", true, &v), "parse_seconds: over a year refused");
+	CHECK(!parse_seconds("abc", true, &v), "parse_seconds: not a number refused");
+	CHECK(!parse_seconds("", true, &v), "parse_seconds: empty refused");
+	CHECK(!parse_seconds("5s", true, &v), "parse_seconds: trailing characters refused");
+	CHECK(!parse_seconds("nan", true, &v), "parse_seconds: nan refused");
+	CHECK(!parse_seconds("inf", true, &v), "parse_seconds: inf refused");
+	CHECK(!parse_seconds("1e400", true, &v), "parse_seconds: out of range refused");
+	CHECK(v == 7, "parse_seconds: a refused value leaves the target as it was");
+}
+
+/* test_parse_count: an integer in [min, max], nothing else */
+static void
+test_parse_count(void)
+{
+	long		v = -1;
+
+	CHECK(parse_count("1", 1, 100000, &v) && v == 1, "parse_count: the minimum");
+	CHECK(parse_count("100000", 1, 100000, &v) && v == 100000, "parse_count: the maximum");
+	CHECK(parse_count("9223372036854775807", 1, LONG_MAX, &v) && v == LONG_MAX,
+		  "parse_count: LONG_MAX");
+	v = 5;
+	CHECK(!parse_count("0", 1, 100000, &v) && v == 5, "parse_count: below the minimum refused, value kept");
+	CHECK(!parse_count("100001", 1, 100000, &v), "parse_count: above the maximum refused");
+	CHECK(!parse_count("-1", 1, 100000, &v), "parse_count: negative refused");
+	CHECK(!parse_count("9223372036854775808", 1, LONG_MAX, &v), "parse_count: overflow refused");
+	CHECK(!parse_count("3x", 1, 100000, &v), "parse_count: trailing characters refused");
+	CHECK(!parse_count("2.5", 1, 100000, &v), "parse_count: a fraction refused");
+	CHECK(!parse_count("", 1, 100000, &v), "parse_count: empty refused");
+	CHECK(!parse_count("x", 1, 100000, &v), "parse_count: not a number refused");
+	CHECK(v == 5, "parse_count: a refused value leaves the target as it was");
+}
+
+/* test_lines: first_line, last_line, trimmed, and how a child ended */
+static void
+test_lines(void)
+{
+	char		buf[64];
+	char		want[64];
+
+	first_line("  \n handle-17  \t\nmore\n", buf, sizeof(buf));
+	CHECK(strcmp(buf, "handle-17") == 0, "first_line: blanks around it dropped");
+	first_line("abcdefgh", buf, 4);
+	CHECK(strcmp(buf, "abc") == 0, "first_line: cut at the buffer's size");
+	last_line("first\nsecond error\n\n", buf, sizeof(buf));
+	CHECK(strcmp(buf, "second error") == 0, "last_line: the last non-empty line");
+	last_line("", buf, sizeof(buf));
+	CHECK(strcmp(buf, "") == 0, "last_line: none");
+	CHECK(strcmp(trimmed("server closed\n", buf, sizeof(buf)), "server closed") == 0,
+		  "trimmed: without the trailing newline");
+	describe_wait_status(3 << 8, buf, sizeof(buf));
+	CHECK(strcmp(buf, "exit code 3") == 0, "describe_wait_status: an exit code");
+	describe_wait_status(SIGKILL, buf, sizeof(buf));
+	CHECK(strcmp(buf, "killed by signal SIGKILL") == 0, "describe_wait_status: a named signal");
+	describe_wait_status(SIGWINCH, buf, sizeof(buf));
+	snprintf(want, sizeof(want), "killed by signal %d", SIGWINCH);
+	CHECK(strcmp(buf, want) == 0, "describe_wait_status: a signal without a name here");
+}
+
+int
+main(void)
+{
+	test_utf8();
+	test_json_escape();
+	test_split_argv();
+	test_parse_seconds();
+	test_parse_count();
+	test_lines();
+	printf("1..%d\n", tests_run);
+	if (tests_failed)
+		printf("# %d of %d agent unit tests failed\n", tests_failed, tests_run);
+	return tests_failed ? 1 : 0;
+}
