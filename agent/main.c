@@ -4,7 +4,7 @@
  *		quota-sched-agent, the launcher agent of quota_sched (issue 12), on
  *		libpq: its signals and its loop.
  *
- * It runs the agent loop of the README's "Launcher agents" for one job
+ * It runs the agent loop of doc/agents.md ("The agent protocol") for one job
  * queue: it LISTENs on quota_sched_dispatch and quota_sched_stop, claims up
  * to its free instances on a notification and at each heartbeat (a
  * notification is a wake-up only: what it does always comes from claim and
@@ -34,8 +34,8 @@
  * The parts: options.c (the command line), log.c, db.c (the connection and
  * the statements), protocol.c (claim, heartbeat, reports), jobs.c (the job
  * table), local.c and remote.c (the two ways to run a job), util.c (pure
- * helpers).  See --help for the options, and the README's "The launcher
- * agent".
+ * helpers).  See --help for the options, and doc/agents.md ("The launcher
+ * agent").
  *
  *-------------------------------------------------------------------------
  */

@@ -47,7 +47,16 @@ typedef struct JobStream
 {
 	QsQuery		same[QS_STREAM_BATCHES][2];
 	QsQuery		rest[QS_STREAM_BATCHES][2];
+	int64		start;			/* rest's $5 from the start: beyond the first
+								 * priority of the stream's order */
 } JobStream;
+
+/* The two streams (Streams) */
+typedef enum StreamKind
+{
+	STREAM_RUNNABLE,
+	STREAM_HELD
+} StreamKind;
 
 /*
  * QsSetPassReads sets how the reads of jobs of a pass run until it is
@@ -266,29 +275,31 @@ QsReadRunnablePairs(const char *queue)
 	STREAM_PAIR(QUERY, 8, __VA_ARGS__), STREAM_PAIR(QUERY, 64, __VA_ARGS__), \
 	STREAM_PAIR(QUERY, 512, __VA_ARGS__), STREAM_PAIR(QUERY, 4096, __VA_ARGS__) }
 /*
- * STREAM(filter, type of $4, after: where SAME's rows follow the position,
- * SAME's order, rest: which priorities REST reads, REST's order) is a
- * JobStream.
+ * STREAM(start, filter, type of $4, after: where SAME's rows follow the
+ * position, SAME's order, rest: which priorities REST reads, REST's order)
+ * is a JobStream.
  */
-#define STREAM(...) \
-	{STREAM_BATCHES(STREAM_SAME, __VA_ARGS__), STREAM_BATCHES(STREAM_REST, __VA_ARGS__)}
+#define STREAM(start, ...) \
+	{STREAM_BATCHES(STREAM_SAME, __VA_ARGS__), STREAM_BATCHES(STREAM_REST, __VA_ARGS__), start}
 
 static const int StreamBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
 
 /*
- * The two streams: [false] the RUNNABLE jobs with fewer instances than $4,
- * in share order along the share-order index ("+ 0": a filter, so that
- * this index serves); [true] the held jobs with no stop pending and a
- * priority below $4, in victim order (scheduling.md 3.4) along the
- * victim-order index (a job without a scheduled_at, which only a write
- * that bypassed the triggers leaves, is no victim, as the row comparison
- * leaves it out of the first statement).
+ * The two streams: the RUNNABLE jobs with fewer instances than $4, in
+ * share order (priorities from the highest) along the share-order index
+ * ("+ 0": a filter, so that this index serves); the held jobs with no stop
+ * pending and a priority below $4, in victim order (priorities from the
+ * lowest, scheduling.md 3.4) along the victim-order index (a job without a
+ * scheduled_at, which only a write that bypassed the triggers leaves, is
+ * no victim, as the row comparison leaves it out of the first statement).
  */
 static JobStream Streams[2] = {
-	STREAM("state = 'RUNNABLE' AND instance_count + 0 < $4", INT4OID,
+	[STREAM_RUNNABLE] = STREAM((int64) PG_INT32_MAX + 1,
+		   "state = 'RUNNABLE' AND instance_count + 0 < $4", INT4OID,
 		   "(queued_at, id) > ($6, $7)", "queued_at, id",
 		   "priority < $5", "priority DESC, queued_at, id"),
-	STREAM("state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL"
+	[STREAM_HELD] = STREAM((int64) PG_INT32_MIN - 1,
+		   "state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NULL"
 		   " AND priority < $4", INT8OID,
 		   "(scheduled_at, id) < ($6, $7)", "scheduled_at DESC, id DESC",
 		   "priority > $5 AND scheduled_at IS NOT NULL", "priority, scheduled_at DESC, id DESC")
@@ -330,7 +341,7 @@ QsJobRows
 QsReadStreamBatch(bool held, const char *queue, const char *share, const char *unit,
 				  const QsJob *after, int64 below, int batch)
 {
-	JobStream  *stream = &Streams[held];
+	JobStream  *stream = &Streams[held ? STREAM_HELD : STREAM_RUNNABLE];
 	int			limit = StreamBatchSizes[batch];
 	QsJobRows	rows = {0, NULL};
 	Datum		args[7];
@@ -346,9 +357,7 @@ QsReadStreamBatch(bool held, const char *queue, const char *share, const char *u
 	}
 	if (rows.n < limit)
 	{
-		/* from the start: beyond the first priority of the stream's order */
-		args[4] = Int64GetDatum(after ? (int64) after->priority :
-								held ? (int64) PG_INT32_MIN - 1 : (int64) PG_INT32_MAX + 1);
+		args[4] = Int64GetDatum(after ? (int64) after->priority : stream->start);
 		ReadJobsAppend(stream->rest[batch], args, NULL, limit - rows.n, &rows);
 	}
 	return rows;

@@ -24,14 +24,14 @@
 #   7. the policies of 0.2 on the old data: a member of a share's
 #      submit_role sees, explains, reprioritises and terminates a
 #      teammate's job of 0.1 (in 0.1 he saw nothing of it);
-#   8. between the installation of the 0.2 library and the update,
+#   8. between the installation of the new library and the update,
 #      submissions, claims, heartbeats, reports and releases go on with the
 #      0.1 schema (no agent_role: none recorded, none checked);
 #   9. a populated 0.2 database (the rows of "source", restored into a
 #      database created at 0.2) updated to 0.3 keeps every row and has the
 #      schema of a fresh install.
 #
-# Where the 0.1 data come from.  The module installed is the 0.2 one, and it
+# Where the 0.1 data come from.  The module installed is the 0.3 one, and it
 # cannot run a pass on a database whose schema is still 0.1: run_pass (and
 # queue_snapshot, and the worker) read quota_sched.held_capacity, which only
 # the upgrade creates.  So the jobs are driven with the real API (users'
@@ -1013,7 +1013,7 @@ is(as_role('old', 'regress_up_alice', $res_events), '0',
 }
 counters_consistent('old', 'after the team\'s changes');
 
-# 8. The 0.2 library on a 0.1 schema, before ALTER EXTENSION UPDATE: the
+# 8. The 0.3 library on a 0.1 schema, before ALTER EXTENSION UPDATE: the
 # docs promise (doc/operations.md) that submissions, claims and reports go on.  The 0.1 job
 # table has no agent_role: the triggers pass over it, and the agents'
 # functions record and check no role.  A pass is refused, so the jobs are

@@ -12,7 +12,7 @@
 
 #include "tap.h"
 
-/* The seed example of the README: three shares of one ml.g5.xlarge. */
+/* The seed example (scheduling.md 3, "Worked example"): three shares of one ml.g5.xlarge. */
 static void
 SeedWorld(World *w, int *qs1, int *qs2, int *qs3)
 {

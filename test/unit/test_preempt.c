@@ -2,7 +2,8 @@
  *
  * test_preempt.c
  *		Unit tests of preemption in the policy core, one scenario per rule
- *		of scheduling.md 3.3-3.6, and the seed example of the README step by step.
+ *		of scheduling.md 3.3-3.6, and the seed example step by step
+ *		(scheduling.md 3, "Worked example"; the demo).
  *		Prints TAP; exits non-zero when a test fails.
  *
  *-------------------------------------------------------------------------
@@ -43,7 +44,7 @@ CountAction(const QsOutput *out, QsAction action)
 	return n;
 }
 
-/* The seed example of the README, steps 1 to 3 (scheduling.md 3.2-3.6). */
+/* The seed example ("Worked example"), steps 1 to 3 (scheduling.md 3.2-3.6). */
 static void
 test_seed_example(void)
 {
