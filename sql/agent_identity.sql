@@ -7,15 +7,7 @@
 -- every agent login, as in 0.1.  Users can neither set nor change it.
 -- Job ids and times are never printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.aid_facts(): every column of the file's jobs and the number of
 -- their job_event rows, to tell that a call changed nothing.
@@ -238,5 +230,4 @@ DELETE FROM quota_sched.job_queue WHERE name = 'aid_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'aid_env';
 DROP FUNCTION pg_temp.aid_jobs();
 DROP FUNCTION pg_temp.aid_facts();
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_aid_host_a, regress_aid_host_b, regress_aid_ops, regress_aid_alice;

@@ -16,15 +16,7 @@
 --   hcc_c: RESERVE, 1 gpu: deleted at the end, with its counter rows.
 -- The agents' functions are called here as the superuser running the test.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.counters(): each counter of hcc_queue, the sum of its stripes.
 CREATE FUNCTION pg_temp.counters()
@@ -397,4 +389,3 @@ DROP FUNCTION pg_temp.hcc_catch();
 DROP FUNCTION pg_temp.counters();
 DROP FUNCTION pg_temp.pass();
 DROP FUNCTION pg_temp.id(text);
-DROP FUNCTION pg_temp.refused(text);
