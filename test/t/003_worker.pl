@@ -236,17 +236,29 @@ ok($node->poll_query_until('postgres',
 	'the failing queue recovers');
 
 # The worker rolls up utilization after the first full round of each hour
-# (a new worker at once): a job that held an instance of w_queue from three
+# (a new worker at once): a job that held an instance of r_queue from three
 # hours ago to two hours ago (written as history) is in the rollup after the
-# restart below.
-$node->safe_psql('postgres', q{
+# restart below.  The queue is created with that history, in one
+# transaction: a rollup that finds a queue with no history at all rolls it
+# up to the start of the hour at once (sql/quota_sched--0.1--0.2.sql,
+# rollup()), and history written afterwards for the hours before would
+# never be rolled up.  (w_queue, created before its share, may have been
+# rolled up so by the first round after CREATE EXTENSION.)  The hour is the
+# one the history was written in, not the poll's: an hour's edge may pass.
+my $hour = $node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO quota_sched.service_environment VALUES ('r_env', '{"gpu": 1}');
+	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('r_queue', 'r_env');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('r_queue', 'r_share', '{"gpu": 1}', 'RESERVE');
 	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
 									   quota_share, capacity_unit, instance_count, attempt, priority)
-	SELECT 999999, date_trunc('hour', now()) - v.ago, v.f, v.t, 'test', 'STATE', 'w_queue',
-		   (SELECT name FROM quota_sched.quota_share WHERE job_queue = 'w_queue' LIMIT 1),
-		   'gpu', 1, 1, 0
+	SELECT 999999, date_trunc('hour', now()) - v.ago, v.f, v.t, 'test', 'STATE', 'r_queue',
+		   'r_share', 'gpu', 1, 1, 0
 	  FROM (VALUES (interval '3 hours', NULL, 'SCHEDULED'),
-				   (interval '2 hours', 'SCHEDULED', 'SUCCEEDED')) AS v(ago, f, t)});
+				   (interval '2 hours', 'SCHEDULED', 'SUCCEEDED')) AS v(ago, f, t);
+	SELECT date_trunc('hour', now());
+	COMMIT;});
 
 # The worker is restarted when it dies.
 my $pid = $node->safe_psql('postgres',
@@ -255,13 +267,14 @@ $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker' AND pid <> $pid"),
 	'the worker is restarted');
-ok($node->poll_query_until('postgres', q{
-		SELECT rolled_until = date_trunc('hour', now())
+ok($node->poll_query_until('postgres', qq{
+		SELECT rolled_until >= '$hour'
 		   AND (SELECT used FROM quota_sched.usage_hourly
-				 WHERE job_queue = 'w_queue' AND quota_share IS NOT NULL
-				   AND hour = date_trunc('hour', now()) - interval '3 hours') = 3600
-		  FROM quota_sched.usage_rollup WHERE job_queue = 'w_queue'}),
-	'the new worker rolls up the hours before this one');
+				 WHERE job_queue = 'r_queue' AND quota_share IS NOT NULL
+				   AND hour = timestamptz '$hour' - interval '3 hours') = 3600
+		  FROM quota_sched.usage_rollup WHERE job_queue = 'r_queue'}),
+	'the new worker rolls up the hours before this one')
+  or diag($node->safe_psql('postgres', 'SELECT now(); TABLE quota_sched.usage_rollup'));
 submit('after_restart');
 ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_restart'"),
