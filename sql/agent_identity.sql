@@ -173,6 +173,7 @@ SELECT name, state, agent, to_jsonb(r) ->> 'agent_role' AS agent_role
   FROM quota_sched.claim('aid-host-b', 'aid_queue', max_jobs => 1, lease => '100 milliseconds') r
  ORDER BY name;
 RESET ROLE;
+-- the clock passes the 100 ms lease (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 WITH p AS (SELECT * FROM quota_sched.run_pass('aid_queue'))
 SELECT j.name, p.action, p.reason FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;

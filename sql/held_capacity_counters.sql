@@ -198,6 +198,7 @@ SELECT * FROM pg_temp.pass();
 SELECT name, state FROM quota_sched.claim('hcc_agent_lease', 'hcc_queue', 'cpu', lease => '100 milliseconds');
 SELECT name, state FROM quota_sched.report(pg_temp.id('hcc_b_lease'), 'hcc_agent_lease', 'RUNNING');
 SELECT * FROM pg_temp.counters();
+-- the clock passes the 100 ms lease (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 SELECT * FROM pg_temp.pass();
 SELECT name, state, failed_attempts, status_reason FROM quota_sched.job WHERE name = 'hcc_b_lease';
@@ -216,6 +217,7 @@ VALUES ('hcc_b_timeout', 'hcc_queue', 'hcc_b', 'cpu', '100 milliseconds');
 SELECT * FROM pg_temp.pass();
 SELECT name, state FROM quota_sched.claim('hcc_agent', 'hcc_queue', 'cpu', lease => '1 hour');
 SELECT name, state FROM quota_sched.report(pg_temp.id('hcc_b_timeout'), 'hcc_agent', 'RUNNING');
+-- the clock passes the 100 ms timeout (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 SELECT * FROM pg_temp.pass();
 SELECT * FROM pg_temp.counters();

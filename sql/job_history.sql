@@ -35,6 +35,7 @@ SET ROLE regress_jh_submitter;
 BEGIN;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('jh_first', 'jh_queue', 'jh_share', 'ml.g5.xlarge');
+-- the clock moves on within the transaction (not a wait for the system)
 SELECT pg_sleep(0.05);
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('jh_second', 'jh_queue', 'jh_share', 'ml.g5.xlarge');

@@ -148,6 +148,7 @@ INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instan
 VALUES ('pmc_rt_mis', 'pmc_rt_queue', 'S', 'ml.g5.xlarge', 2);
 SELECT * FROM pg_temp.pass('pmc_rt_queue');
 SELECT * FROM pg_temp.jobs('pmc_rt_queue');
+-- the clock passes the 100 ms runnable_timeout (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 SELECT * FROM pg_temp.pass('pmc_rt_queue');
 SELECT * FROM pg_temp.jobs('pmc_rt_queue');
