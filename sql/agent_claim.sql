@@ -6,15 +6,7 @@
 -- Jobs are made SCHEDULED by run_pass() as the superuser; job ids and times
 -- are never printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 CREATE ROLE regress_acl_agent NOLOGIN IN ROLE quota_sched_agent;
 
@@ -156,5 +148,4 @@ RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name = 'acl_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'acl_env';
 DROP TABLE acl_before;
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_acl_agent;

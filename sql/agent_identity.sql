@@ -7,15 +7,7 @@
 -- every agent login, as in 0.1.  Users can neither set nor change it.
 -- Job ids and times are never printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.aid_facts(): every column of the file's jobs and the number of
 -- their job_event rows, to tell that a call changed nothing.
@@ -181,6 +173,7 @@ SELECT name, state, agent, to_jsonb(r) ->> 'agent_role' AS agent_role
   FROM quota_sched.claim('aid-host-b', 'aid_queue', max_jobs => 1, lease => '100 milliseconds') r
  ORDER BY name;
 RESET ROLE;
+-- the clock passes the 100 ms lease (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 WITH p AS (SELECT * FROM quota_sched.run_pass('aid_queue'))
 SELECT j.name, p.action, p.reason FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
@@ -238,5 +231,4 @@ DELETE FROM quota_sched.job_queue WHERE name = 'aid_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'aid_env';
 DROP FUNCTION pg_temp.aid_jobs();
 DROP FUNCTION pg_temp.aid_facts();
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_aid_host_a, regress_aid_host_b, regress_aid_ops, regress_aid_alice;

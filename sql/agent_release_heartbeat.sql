@@ -6,15 +6,7 @@
 -- STOPPED; SUCCEEDED or FAILED reported while a stop is pending stand, and
 -- the stop is void.  Job ids and times are never printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.arh_facts(): every column of the file's jobs and the number of
 -- their job_event rows, to tell that a call changed nothing.
@@ -216,5 +208,4 @@ DELETE FROM quota_sched.service_environment WHERE name = 'arh_env';
 DROP VIEW arh_states;
 DROP TABLE arh_before;
 DROP FUNCTION pg_temp.arh_facts();
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_arh_agent, regress_arh_admin;

@@ -7,15 +7,7 @@
 -- error changes nothing.  Every change of state appends one job_event row
 -- whose actor is the agent.  Job ids and times are never printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.arp_facts(): every column of the file's jobs and the number of
 -- their job_event rows, to tell that an error changed nothing.
@@ -189,5 +181,4 @@ RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name = 'arp_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'arp_env';
 DROP FUNCTION pg_temp.arp_facts();
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_arp_agent;

@@ -2,14 +2,7 @@
 -- unique, so a second INSERT with the same token is a unique_violation
 -- (23505), and INSERT ... ON CONFLICT (client_token) DO NOTHING submits a
 -- job once however often it is retried.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.stored() lists the jobs of the test's queues, with their tokens
 -- and their number of job_event rows.

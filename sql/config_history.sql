@@ -8,14 +8,7 @@
 -- Admins read the history; users and agents do not, and nobody writes it
 -- but the triggers.  Ids and times are never printed.
 
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 
 CREATE ROLE regress_ch_admin;
 CREATE ROLE regress_ch_admin2;
@@ -261,7 +254,6 @@ SELECT count(*) AS baseline_rows FROM quota_sched.config_event WHERE action = 'B
 -- The counters of held capacity must match the jobs: no drift rows.
 SELECT * FROM quota_sched.held_capacity_drift();
 
-DROP FUNCTION pg_temp.refused(text);
 DROP FUNCTION pg_temp.new_events();
 DROP TABLE ch_seen;
 DROP ROLE regress_ch_admin, regress_ch_admin2, regress_ch_user, regress_ch_agent;

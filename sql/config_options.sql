@@ -3,14 +3,7 @@
 -- weight.  Their defaults keep 0.1's behaviour; bad values are
 -- check_violation (23514), a null where a value is required
 -- not_null_violation (23502), and nothing is stored.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('co_env', '{"ml.g5.xlarge": 10}');

@@ -6,14 +6,7 @@
 --
 -- pg_temp.refused() runs a statement and shows its SQLSTATE and message, or
 -- 'accepted'.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 
 ------------------------------------------------------------------------
 -- Capacity maps: a jsonb object from a capacity unit (1 to 128 characters

@@ -8,14 +8,7 @@
 -- directly, as superuser, with session_replication_role = replica: in that
 -- mode the extension's triggers (the validation and history triggers of
 -- quota_sched.job) do not fire.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 
 -- dqs_jobs records the jobs submitted below; pg_temp.contents() shows, for
 -- each, its state (or that it is gone) and its job_event rows, and the

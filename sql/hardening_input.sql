@@ -24,14 +24,7 @@ SELECT action FROM quota_sched.run_pass('hi_queue');
 
 -- A priority change of an ended job is refused (55000); a live one's goes
 -- through.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, priority)
 VALUES ('hi_ended', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', 3),
 	   ('hi_live', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', 3);

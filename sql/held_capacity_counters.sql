@@ -16,15 +16,7 @@
 --   hcc_c: RESERVE, 1 gpu: deleted at the end, with its counter rows.
 -- The agents' functions are called here as the superuser running the test.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.counters(): each counter of hcc_queue, the sum of its stripes.
 CREATE FUNCTION pg_temp.counters()
@@ -206,6 +198,7 @@ SELECT * FROM pg_temp.pass();
 SELECT name, state FROM quota_sched.claim('hcc_agent_lease', 'hcc_queue', 'cpu', lease => '100 milliseconds');
 SELECT name, state FROM quota_sched.report(pg_temp.id('hcc_b_lease'), 'hcc_agent_lease', 'RUNNING');
 SELECT * FROM pg_temp.counters();
+-- the clock passes the 100 ms lease (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 SELECT * FROM pg_temp.pass();
 SELECT name, state, failed_attempts, status_reason FROM quota_sched.job WHERE name = 'hcc_b_lease';
@@ -224,6 +217,7 @@ VALUES ('hcc_b_timeout', 'hcc_queue', 'hcc_b', 'cpu', '100 milliseconds');
 SELECT * FROM pg_temp.pass();
 SELECT name, state FROM quota_sched.claim('hcc_agent', 'hcc_queue', 'cpu', lease => '1 hour');
 SELECT name, state FROM quota_sched.report(pg_temp.id('hcc_b_timeout'), 'hcc_agent', 'RUNNING');
+-- the clock passes the 100 ms timeout (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 SELECT * FROM pg_temp.pass();
 SELECT * FROM pg_temp.counters();
@@ -397,4 +391,3 @@ DROP FUNCTION pg_temp.hcc_catch();
 DROP FUNCTION pg_temp.counters();
 DROP FUNCTION pg_temp.pass();
 DROP FUNCTION pg_temp.id(text);
-DROP FUNCTION pg_temp.refused(text);

@@ -2,14 +2,7 @@
 -- transaction, the INSERT too (scheduling.md 4): from_state null, to_state RUNNABLE,
 -- at the transaction's time (so equal to the job's submitted_at), actor the
 -- submitting role, pass_id null.  Nothing else appends history.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.history() lists the job_event rows of the test's jobs; the
 -- superuser running the tests is shown as <superuser>, since its name
@@ -42,6 +35,7 @@ SET ROLE regress_jh_submitter;
 BEGIN;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('jh_first', 'jh_queue', 'jh_share', 'ml.g5.xlarge');
+-- the clock moves on within the transaction (not a wait for the system)
 SELECT pg_sleep(0.05);
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('jh_second', 'jh_queue', 'jh_share', 'ml.g5.xlarge');

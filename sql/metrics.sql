@@ -3,14 +3,7 @@
 -- same after a rollup and after the history is pruned; passes counted
 -- (dry runs not); who may read it.
 SET TimeZone = 'UTC';
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 -- The samples of metrics(), one row each: metric, labels, value.
 CREATE FUNCTION pg_temp.samples() RETURNS TABLE (metric text, labels text, value numeric)
 LANGUAGE sql AS $$

@@ -11,13 +11,7 @@
 -- order it made them; pg_temp.jobs(q) shows the queue's jobs;
 -- pg_temp.submit() submits one job; pg_temp.kill() terminates one (an
 -- unclaimed job fails at once, freeing its instances).
-CREATE FUNCTION pg_temp.pass(q text)
-RETURNS TABLE (n bigint, name text, action text, quota_share text, reason text)
-LANGUAGE sql AS $$
-	SELECT p.n, j.name, p.action, p.quota_share, p.reason
-	  FROM quota_sched.run_pass(q) WITH ORDINALITY AS p(job_id, action, quota_share, reason, n)
-	  JOIN quota_sched.job j ON j.id = p.job_id ORDER BY p.n
-$$;
+\i sql/include/helpers.sql
 CREATE FUNCTION pg_temp.jobs(q text)
 RETURNS TABLE (name text, quota_share text, instance_count int, state text, status_reason text)
 LANGUAGE sql AS $$

@@ -6,14 +6,7 @@
 --
 -- pg_temp.refused() shows the SQLSTATE and message of a statement, with the
 -- job id in the message replaced by N.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('pdr_env', '{"ml.g5.xlarge": 2}'), ('pdr_env2', '{"ml.g5.xlarge": 1}');

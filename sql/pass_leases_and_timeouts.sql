@@ -74,6 +74,7 @@ SELECT name, state FROM quota_sched.report(pg_temp.id('plt_t_plain'), 'plt_agent
 CREATE TEMP TABLE plt_queued AS
 SELECT name, queued_at FROM quota_sched.job WHERE job_queue LIKE 'plt\_%';
 
+-- the clock passes the 100 ms leases and timeouts (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 
 ------------------------------------------------------------------------
@@ -159,6 +160,7 @@ SELECT name, state FROM quota_sched.report(pg_temp.id('plt_waiting'), 'plt_agent
 SELECT * FROM pg_temp.pass('plt_queue');
 SELECT name, state, agent FROM quota_sched.claim('plt_agent_a', 'plt_queue', lease => '100 milliseconds');
 
+-- the clock passes the 100 ms leases and timeouts (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 
 ------------------------------------------------------------------------

@@ -11,13 +11,7 @@
 --
 -- pg_temp.pass(q) runs the pass of a queue and shows its decisions;
 -- pg_temp.jobs(q) shows the queue's jobs with their reasons.
-CREATE FUNCTION pg_temp.pass(q text)
-RETURNS TABLE (n bigint, name text, action text, quota_share text, reason text)
-LANGUAGE sql AS $$
-	SELECT p.n, j.name, p.action, p.quota_share, p.reason
-	  FROM quota_sched.run_pass(q) WITH ORDINALITY AS p(job_id, action, quota_share, reason, n)
-	  JOIN quota_sched.job j ON j.id = p.job_id ORDER BY p.n
-$$;
+\i sql/include/helpers.sql
 CREATE FUNCTION pg_temp.jobs(q text)
 RETURNS TABLE (name text, quota_share text, capacity_unit text, instance_count int, state text,
 			   status_reason text, reason_at_set boolean)
@@ -154,6 +148,7 @@ INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instan
 VALUES ('pmc_rt_mis', 'pmc_rt_queue', 'S', 'ml.g5.xlarge', 2);
 SELECT * FROM pg_temp.pass('pmc_rt_queue');
 SELECT * FROM pg_temp.jobs('pmc_rt_queue');
+-- the clock passes the 100 ms runnable_timeout (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 SELECT * FROM pg_temp.pass('pmc_rt_queue');
 SELECT * FROM pg_temp.jobs('pmc_rt_queue');

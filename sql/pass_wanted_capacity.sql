@@ -15,13 +15,7 @@
 --
 -- pg_temp.pass(q) runs the pass of a queue and shows its decisions in the
 -- order it made them.
-CREATE FUNCTION pg_temp.pass(q text)
-RETURNS TABLE (n bigint, name text, action text, quota_share text, reason text)
-LANGUAGE sql AS $$
-	SELECT p.n, j.name, p.action, p.quota_share, p.reason
-	  FROM quota_sched.run_pass(q) WITH ORDINALITY AS p(job_id, action, quota_share, reason, n)
-	  JOIN quota_sched.job j ON j.id = p.job_id ORDER BY p.n
-$$;
+\i sql/include/helpers.sql
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('pwc_env', '{"ml.g5.xlarge": 3}'), ('pwc_env2', '{"ml.g5.xlarge": 3}');

@@ -4,15 +4,7 @@
 SET TimeZone = 'UTC';
 -- times relative to base, three days ago on the hour (printed as offsets)
 SELECT date_trunc('hour', now()) - interval '72 hours' AS base \gset
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(regexp_replace(SQLERRM, 'job \d+', 'job N'),
-											  '\(until [^)]*\)', '(until ...)');
-END
-$$;
+\i sql/include/helpers.sql
 DO $$
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regress_pr_admin') THEN

@@ -2,14 +2,7 @@
 -- column, or payload->'ResourceConfig' (InstanceType and InstanceCount, as
 -- in a SageMaker CreateTrainingJob request), which must agree when both are
 -- given; else instance_count is 1.  Each of the two is decided on its own.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('rc_env', '{"ml.g5.xlarge": 8, "ml.p4d.24xlarge": 2}');

@@ -4,17 +4,9 @@
 -- "SQLSTATE: message" through pg_temp.refused; job ids and times are never
 -- printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.  Functions
--- in the session's own temporary schema stay usable after SET ROLE.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	-- job ids depend on the order the tests run in
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+-- pg_temp.refused() shows a statement's outcome: functions in the session's
+-- own temporary schema stay usable after SET ROLE.
+\i sql/include/helpers.sql
 
 CREATE ROLE regress_alice;
 CREATE ROLE regress_bob;
@@ -300,5 +292,4 @@ SELECT count(*) AS sec_events_left FROM quota_sched.job_event e
  WHERE NOT EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = e.job_id);
 -- The jobs were deleted with the triggers on: still no drift rows.
 SELECT * FROM quota_sched.held_capacity_drift();
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_alice, regress_bob, regress_agent, regress_admin, regress_nobody, regress_team_a;

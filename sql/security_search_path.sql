@@ -2,14 +2,7 @@
 -- operator or function through a search_path the caller chose.  Each attack
 -- below would make the hijacking function run as the owner; it raises, so a
 -- hijack would show as an error, and the roles stay what they were.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 CREATE ROLE regress_ssp_agent IN ROLE quota_sched_agent;
 CREATE ROLE regress_ssp_user IN ROLE quota_sched_user;

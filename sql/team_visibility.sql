@@ -11,15 +11,7 @@
 -- Refusals are shown as "SQLSTATE: message"; job ids and times are never
 -- printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.refused_as(who, stmt): pg_temp.refused(stmt) run as role who.
 CREATE FUNCTION pg_temp.refused_as(who text, stmt text) RETURNS text LANGUAGE plpgsql AS $$
@@ -295,7 +287,6 @@ DELETE FROM quota_sched.service_environment WHERE name = 'tv_env';
 DROP FUNCTION pg_temp.tv_seen(text);
 DROP FUNCTION pg_temp.refused_as(text, text);
 DROP FUNCTION pg_temp.tv_facts();
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_tv_ann, regress_tv_amy, regress_tv_sam, regress_tv_ben, regress_tv_bea,
 	regress_tv_out, regress_tv_admin, regress_tv_agent, regress_tv_sub_a,
 	regress_tv_team_a, regress_tv_team_b;

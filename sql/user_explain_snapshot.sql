@@ -11,15 +11,7 @@
 --                     MISCONFIGURATION
 -- Job ids and times are never printed: explain() output loses its job_id.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 CREATE ROLE regress_uex_alice NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_uex_bob NOLOGIN IN ROLE quota_sched_user;
@@ -202,5 +194,4 @@ RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name = 'uex_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'uex_env';
 DROP TABLE uex_usage;
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_uex_alice, regress_uex_bob, regress_uex_agent, regress_uex_admin;

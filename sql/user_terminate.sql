@@ -7,15 +7,7 @@
 -- The actor of the job_event row is the role that terminated.  Job ids and
 -- times are never printed.
 
--- A statement's outcome: 'accepted', or its SQLSTATE and message.
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'job \d+', 'job N');
-END
-$$;
+\i sql/include/helpers.sql
 
 -- pg_temp.utm_facts(): every column of the file's jobs and the number of
 -- their job_event rows, read as the superuser whoever calls, to tell that
@@ -183,5 +175,4 @@ RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name = 'utm_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'utm_env';
 DROP FUNCTION pg_temp.utm_facts();
-DROP FUNCTION pg_temp.refused(text);
 DROP ROLE regress_utm_alice, regress_utm_bob, regress_utm_admin;

@@ -12,14 +12,7 @@
 -- By hand, A's instances held: 1 from 00:30, 3 from 01:00, 1 from 01:30,
 -- 3 from 02:00, 2 from 02:15, 0 from 02:30; B's: 1 from 01:30 to 02:45.
 SET TimeZone = 'UTC';
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('u_env', '{"gpu": 4}');
 INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('u_queue', 'u_env');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)

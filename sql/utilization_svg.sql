@@ -13,14 +13,7 @@
 -- The chart runs from 00:00 to 02:40 in buckets of an hour: the last
 -- bucket is 40 minutes long, and its averages are over those 40 minutes.
 SET TimeZone = 'UTC';
-CREATE FUNCTION pg_temp.refused(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/helpers.sql
 CREATE ROLE regress_us_team_a NOLOGIN;
 CREATE ROLE regress_us_team_b NOLOGIN;
 CREATE ROLE regress_us_ann NOLOGIN IN ROLE quota_sched_user, regress_us_team_a;

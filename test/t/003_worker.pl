@@ -7,6 +7,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib $FindBin::RealBin;
+use QsWorker;
 
 my $node = PostgreSQL::Test::Cluster->new('primary');
 $node->init(allows_streaming => 1);
@@ -67,40 +70,51 @@ submit('counted');
 ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'counted'"),
 	'the worker dispatches another job');
-my $counted;
-for (1 .. 100)
-{
-	$counted = job_updates();
-	last if $counted > $updates;
-	Time::HiRes::sleep(0.1);
-}
-cmp_ok($counted, '>', $updates, "pg_stat_user_tables counts the worker's updates of jobs");
+ok($node->poll_query_until('postgres',
+		"SELECT n_tup_upd > $updates FROM pg_stat_user_tables WHERE relid = 'quota_sched.job'::regclass"),
+	"pg_stat_user_tables counts the worker's updates of jobs");
 
 # Nothing changes: the worker polls every 100 ms and writes nothing.  (Once
 # an hour it rolls up the hour before, which had activity: the check keeps
-# clear of an hour's edge.)
+# clear of an hour's edge.)  With a naptime of an hour it ran no round of
+# its own accord: rounds that come without commits show the new naptime in
+# effect.
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.naptime = '100ms'; SELECT pg_reload_conf()");
-my $to_edge = $node->safe_psql('postgres',
-	"SELECT ceil(extract(epoch FROM date_trunc('hour', now()) + interval '1 hour' - now()))");
-sleep($to_edge + 2) if $to_edge < 10;
-sleep 1;
+ok(wait_rounds($node, 3), 'with a naptime of 100 ms the worker runs rounds of its own accord');
+my $edge_hour = $node->safe_psql('postgres',
+	"SELECT date_trunc('hour', now()) FROM (SELECT date_trunc('hour', now() + interval '10 seconds')"
+	  . " = date_trunc('hour', now()) AS clear) c WHERE NOT clear");
+if ($edge_hour ne '')
+{
+	# within 10 s of the hour's edge: past it, the first round rolls up the
+	# hour before (two rounds: one of them began in the new hour)
+	$node->poll_query_until('postgres', "SELECT date_trunc('hour', now()) > '$edge_hour'");
+	wait_rounds($node, 2);
+}
 my $xmax = $node->safe_psql('postgres', 'SELECT pg_snapshot_xmax(pg_current_snapshot())');
 my $passes = $node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.pass_log');
-sleep 2;
+ok(wait_rounds($node, 10), 'the idle worker runs ten more rounds');
 is($node->safe_psql('postgres', 'SELECT pg_snapshot_xmax(pg_current_snapshot())'), $xmax,
 	'an idle worker assigns no transaction id');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.pass_log'), $passes,
 	'an idle worker writes no pass_log row');
 
 # With wake_on_commit off it only polls: nothing happens for an hour's
-# naptime; a short naptime brings the job in.
+# naptime; a short naptime brings the job in.  The sessions from now on
+# have wake_on_commit off, and the worker, no round for 2 s, its naptime of
+# an hour.
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET quota_sched.wake_on_commit = off; ALTER SYSTEM SET quota_sched.naptime = '1h';"
 	  . " SELECT pg_reload_conf()");
-sleep 1;
+ok(wait_setting($node, 'quota_sched.wake_on_commit', 'off'), 'wake_on_commit is off');
+ok(wait_worker_quiet($node, 2), 'the worker no longer polls every 100 ms');
+my $rounds = worker_rounds($node);
 submit('polled');
+# Not a wait for the system: that nothing comes.  A commit that woke the
+# worker would have its round dispatch the job at once; 3 s give it time.
 sleep 3;
 is(state_of('polled'), 'RUNNABLE', 'wake_on_commit off: a commit does not wake the worker');
+is(worker_rounds($node), $rounds, 'no round ran');
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.naptime = '200ms'; SELECT pg_reload_conf()");
 ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'polled'"),
@@ -108,7 +122,8 @@ ok($node->poll_query_until('postgres',
 $node->safe_psql('postgres',
 	"ALTER SYSTEM RESET quota_sched.wake_on_commit; ALTER SYSTEM SET quota_sched.naptime = '1h';"
 	  . " SELECT pg_reload_conf()");
-sleep 1;
+ok(wait_setting($node, 'quota_sched.wake_on_commit', 'on'), 'wake_on_commit is on again');
+ok(wait_worker_quiet($node, 2), 'the worker no longer polls every 200 ms');
 
 # Only commits that may change a decision wake the worker (scheduling.md 6).
 # 'waiting' is inserted with the triggers off, so it wakes nobody: a pass
@@ -126,13 +141,18 @@ VALUES (nextval('quota_sched.job_id_seq'), 'waiting', 'w_queue', 'w_share', 0, '
 	current_user, 'RUNNABLE', 0, 0, now(), now());
 SQL
 my $held = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'held'");
+ok(wait_worker_quiet($node, 0), "the round that dispatched held is over");
+$rounds = worker_rounds($node);
 $node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.claim('w_agent', 'w_queue', max_jobs => 10)");
+# Not a wait for the system: that nothing comes (a round would dispatch
+# waiting at once), twice.
 sleep 2;
 is(state_of('waiting'), 'RUNNABLE', 'a claim does not wake the worker');
 $node->safe_psql('postgres', "SELECT state FROM quota_sched.report($held, 'w_agent', 'RUNNING')");
 $node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.heartbeat('w_agent')");
 sleep 2;
 is(state_of('waiting'), 'RUNNABLE', 'a RUNNING report and a heartbeat do not wake the worker');
+is(worker_rounds($node), $rounds, 'no round ran');
 $t0 = time;
 $node->safe_psql('postgres', "SELECT state FROM quota_sched.report($held, 'w_agent', 'SUCCEEDED')");
 ok($node->poll_query_until('postgres',
@@ -149,10 +169,14 @@ cmp_ok(time - $t0, '<', 30, 'well before the naptime of an hour');
 $node->safe_psql('postgres',
 	"SELECT count(*) FROM quota_sched.claim('w_agent2', 'w_queue', lease => '1 second')");
 is(state_of('waiting'), 'STARTING', 'waiting is claimed with a one-second lease');
-sleep 2;
+ok($node->poll_query_until('postgres', "SELECT lease_until < now() FROM quota_sched.job WHERE name = 'waiting'"),
+	'the lease runs out');
 my $woken = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'woken'");
+ok(wait_worker_quiet($node, 0), 'the worker waits');
+$rounds = worker_rounds($node);
 $node->safe_psql('postgres', "SELECT state FROM quota_sched.report($woken, 'w_agent', 'SUCCEEDED')");
-sleep 2;
+ok($node->poll_query_until('postgres', "SELECT rounds > $rounds FROM quota_sched.worker_stats()"),
+	'the SUCCEEDED report wakes the worker');
 is(state_of('waiting'), 'STARTING',
 	'with nothing RUNNABLE, a woken round passes over the queue: the expired lease waits');
 submit('after_lease');
@@ -178,11 +202,14 @@ ok($node->poll_query_until('postgres',
 	'min_runtime: the two low jobs are dispatched');
 $node->safe_psql('postgres',
 	"SELECT count(*) FROM quota_sched.claim('m_agent', 'm_queue', max_jobs => 2)");
+ok(wait_worker_quiet($node, 0), 'the worker waits');
+$rounds = worker_rounds($node);
 $t0 = time;
 $node->safe_psql('postgres',
 	"INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, priority)"
 	  . " VALUES ('m_high', 'm_queue', 'm_queue_share', 'gpu', 5)");
-sleep 1;
+ok($node->poll_query_until('postgres', "SELECT rounds > $rounds FROM quota_sched.worker_stats()"),
+	'min_runtime: the submission wakes the worker');
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM quota_sched.job WHERE name LIKE 'm_low_%' AND stop_reason IS NOT NULL"),
 	'0', 'min_runtime: the claimed low jobs are exempt at first');
@@ -195,12 +222,17 @@ ok($node->poll_query_until('postgres',
 	'min_runtime: a low job is preempted once its exemption ends');
 cmp_ok(time - $t0, '<', 30, 'min_runtime: by a round at the exemption\'s end, not at the naptime');
 
-# quota_sched.enabled = off: no passes.
+# quota_sched.enabled = off: no passes.  A session that has it off wakes
+# no worker, and the worker, woken by the reload, reads it before a round.
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.enabled = off; SELECT pg_reload_conf()");
-sleep 1;
+ok(wait_setting($node, 'quota_sched.enabled', 'off'), 'quota_sched.enabled is off');
+ok(wait_worker_quiet($node, 0), 'the worker waits');
+$rounds = worker_rounds($node);
 submit('disabled');
+# Not a wait for the system: that nothing comes.
 sleep 2;
 is(state_of('disabled'), 'RUNNABLE', 'quota_sched.enabled off: no pass');
+is(worker_rounds($node), $rounds, 'no round ran');
 $node->safe_psql('postgres', "ALTER SYSTEM RESET quota_sched.enabled; SELECT pg_reload_conf()");
 submit('enabled_again');
 ok($node->poll_query_until('postgres',
@@ -236,17 +268,29 @@ ok($node->poll_query_until('postgres',
 	'the failing queue recovers');
 
 # The worker rolls up utilization after the first full round of each hour
-# (a new worker at once): a job that held an instance of w_queue from three
+# (a new worker at once): a job that held an instance of r_queue from three
 # hours ago to two hours ago (written as history) is in the rollup after the
-# restart below.
-$node->safe_psql('postgres', q{
+# restart below.  The queue is created with that history, in one
+# transaction: a rollup that finds a queue with no history at all rolls it
+# up to the start of the hour at once (sql/quota_sched--0.1--0.2.sql,
+# rollup()), and history written afterwards for the hours before would
+# never be rolled up.  (w_queue, created before its share, may have been
+# rolled up so by the first round after CREATE EXTENSION.)  The hour is the
+# one the history was written in, not the poll's: an hour's edge may pass.
+my $hour = $node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO quota_sched.service_environment VALUES ('r_env', '{"gpu": 1}');
+	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('r_queue', 'r_env');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('r_queue', 'r_share', '{"gpu": 1}', 'RESERVE');
 	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
 									   quota_share, capacity_unit, instance_count, attempt, priority)
-	SELECT 999999, date_trunc('hour', now()) - v.ago, v.f, v.t, 'test', 'STATE', 'w_queue',
-		   (SELECT name FROM quota_sched.quota_share WHERE job_queue = 'w_queue' LIMIT 1),
-		   'gpu', 1, 1, 0
+	SELECT 999999, date_trunc('hour', now()) - v.ago, v.f, v.t, 'test', 'STATE', 'r_queue',
+		   'r_share', 'gpu', 1, 1, 0
 	  FROM (VALUES (interval '3 hours', NULL, 'SCHEDULED'),
-				   (interval '2 hours', 'SCHEDULED', 'SUCCEEDED')) AS v(ago, f, t)});
+				   (interval '2 hours', 'SCHEDULED', 'SUCCEEDED')) AS v(ago, f, t);
+	SELECT date_trunc('hour', now());
+	COMMIT;});
 
 # The worker is restarted when it dies.
 my $pid = $node->safe_psql('postgres',
@@ -255,13 +299,14 @@ $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker' AND pid <> $pid"),
 	'the worker is restarted');
-ok($node->poll_query_until('postgres', q{
-		SELECT rolled_until = date_trunc('hour', now())
+ok($node->poll_query_until('postgres', qq{
+		SELECT rolled_until >= '$hour'
 		   AND (SELECT used FROM quota_sched.usage_hourly
-				 WHERE job_queue = 'w_queue' AND quota_share IS NOT NULL
-				   AND hour = date_trunc('hour', now()) - interval '3 hours') = 3600
-		  FROM quota_sched.usage_rollup WHERE job_queue = 'w_queue'}),
-	'the new worker rolls up the hours before this one');
+				 WHERE job_queue = 'r_queue' AND quota_share IS NOT NULL
+				   AND hour = timestamptz '$hour' - interval '3 hours') = 3600
+		  FROM quota_sched.usage_rollup WHERE job_queue = 'r_queue'}),
+	'the new worker rolls up the hours before this one')
+  or diag($node->safe_psql('postgres', 'SELECT now(); TABLE quota_sched.usage_rollup'));
 submit('after_restart');
 ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'after_restart'"),
@@ -281,6 +326,8 @@ ok($node->poll_query_until('postgres',
 		"SELECT count(*) FILTER (WHERE backend_type = 'quota_sched launcher' AND pid <> $launcher) = 1"
 		  . " AND count(*) FILTER (WHERE backend_type = 'quota_sched worker') = 1 FROM pg_stat_activity"),
 	'the launcher is restarted, and starts the worker again');
+# Not a wait for the system: that no second worker comes (the launcher
+# would start it at once).
 sleep 1;
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
@@ -294,15 +341,9 @@ ok($node->poll_query_until('postgres',
 # first round (here it starts while quota_sched.enabled is off).
 $node->safe_psql('postgres', 'ALTER SYSTEM SET quota_sched.enabled = off');
 $node->restart;
-my $worker_state;
-for (1 .. 100)
-{
-	$worker_state = $node->safe_psql('postgres',
-		"SELECT state FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'");
-	last if $worker_state eq 'idle';
-	Time::HiRes::sleep(0.1);
-}
-is($worker_state, 'idle', 'pg_stat_activity shows the waiting worker as idle');
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'idle' FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
+	'pg_stat_activity shows the waiting worker as idle');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET quota_sched.enabled; SELECT pg_reload_conf()');
 
 # Never on a standby.
@@ -311,6 +352,8 @@ my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($node, 'backup', has_streaming => 1);
 $standby->start;
 $node->wait_for_catchup($standby);
+# Not a wait for the system: that no launcher comes (the postmaster would
+# start it once the standby is up, which it is).
 sleep 2;
 is($standby->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type IN ('quota_sched worker', 'quota_sched launcher')"),

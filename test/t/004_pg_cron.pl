@@ -36,15 +36,8 @@ is($node->safe_psql('postgres', "SELECT state FROM quota_sched.job WHERE name = 
 
 $node->safe_psql('postgres',
 	q{SELECT cron.schedule('quota_sched', '* * * * *', $$SELECT count(*) FROM quota_sched.run_pass()$$)});
-my $done = 0;
-foreach (1 .. 100)
-{
-	$done = $node->safe_psql('postgres',
-		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'c_job'") eq 't';
-	last if $done;
-	sleep 1;
-}
-ok($done, 'pg_cron runs the pass, which dispatches the job');
+ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'c_job'"),
+	'pg_cron runs the pass, which dispatches the job');
 is($node->safe_psql('postgres',
 		"SELECT count(*) > 0 FROM cron.job_run_details WHERE status = 'succeeded'"),
 	't', 'the cron run succeeded');

@@ -17,6 +17,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use QsWorker;
 
 my $seconds = $ENV{QS_SOAK_SECONDS} // 15;
 
@@ -135,6 +138,7 @@ SELECT count(*) FROM (SELECT id FROM quota_sched.job WHERE state = 'RUNNABLE'
 					   ORDER BY random() LIMIT 2 FOR UPDATE) l;
 UPDATE quota_sched.job SET priority = priority WHERE false;
 LOCK TABLE quota_sched.job IN ROW EXCLUSIVE MODE;
+-- the workload: the locks are held a while (not a wait for the system)
 SELECT pg_sleep(0.3);
 COMMIT;
 SQL
@@ -174,8 +178,8 @@ like($impostor_out, qr/number of transactions actually processed: [1-9]/, 'the i
   or diag($impostor_out);
 
 # let the worker settle: pending stops are acknowledged by nobody now, so
-# just take one more pass's worth of time
-sleep 1;
+# one more round (two: one of them began after the run) is enough
+ok(wait_rounds($node, 2), 'the worker runs a round after the run');
 
 sub check
 {
@@ -282,7 +286,8 @@ SQL
 # submitted: a final pass dispatches it into empty shares.
 $node->append_conf('postgresql.conf', 'quota_sched.enabled = off');
 $node->reload;
-sleep 1;
+ok(wait_setting($node, 'quota_sched.enabled', 'off'), 'quota_sched.enabled is off');
+ok(wait_worker_quiet($node, 1), 'the worker runs no more rounds');
 $node->safe_psql('postgres', <<'SQL');
 SELECT count(*) FROM quota_sched.claim('final-agent', 'soak', max_jobs => 100000);
 SELECT count(r.*) FROM quota_sched.job j, LATERAL quota_sched.report(j.id, j.agent, 'STOPPED') r

@@ -341,7 +341,8 @@ report('source', $_, 'RUNNING') for qw(c_run a_low a_borrow a_timeout q2_run);
 # Pass 3: a_timeout is past its timeout: asked to stop.  bob's b_gpu takes
 # back lend's 2 gpu from lab (reclaim): a_borrow, claimed, is asked to stop,
 # and b_gpu is promised the room.  a_cpu fits in lab's cpu: dispatched, left
-# unclaimed.
+# unclaimed.  (The clock passes a_timeout's millisecond; not a wait for
+# the system.)
 Time::HiRes::sleep(0.05);
 as_role('source', 'regress_up_bob', q{
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)

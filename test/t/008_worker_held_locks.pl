@@ -77,8 +77,14 @@ like($pid, qr/^\d+$/, 'the admin session has a pid');
 ok($node->wait_for_log(
 		qr/WARNING:  quota_sched worker: 3 passes in a row of job queue "hl_queue" were given up.*\n.*DETAIL:  Held by process \Q$pid\E\./,
 		$offset), 'after three rounds given up, a WARNING names the holder');
+# rounds that gave the pass up after the submission (two more: one of
+# them began after it)
+my $given_up = $node->safe_psql('postgres',
+	"SELECT given_up FROM quota_sched.pass_stats() WHERE job_queue = 'hl_queue'");
 submit('while_held', 0);
-sleep 1;
+ok($node->poll_query_until('postgres',
+		"SELECT given_up >= $given_up + 2 FROM quota_sched.pass_stats() WHERE job_queue = 'hl_queue'"),
+	'the worker gives up the pass while the lock is held');
 is(state_of('while_held'), 'RUNNABLE', 'nothing is dispatched while the lock is held');
 $admin->query_safe("COMMIT;");
 ok($node->wait_for_log(qr/LOG:  quota_sched worker: the passes of job queue "hl_queue" run again/, $offset),

@@ -8,6 +8,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib $FindBin::RealBin;
+use QsWorker;
 
 my $node = PostgreSQL::Test::Cluster->new('wait');
 $node->init;
@@ -41,6 +44,7 @@ sub workers
 }
 
 # Waiting: one LOG line over 15 s (the worker used to die FATAL every 10 s).
+# Not a wait for the system: that nothing comes for longer than the 10 s.
 sleep 15;
 my $log = log_from(0);
 is(count_lines($log, $waiting), 1, 'it says so once');
@@ -72,7 +76,7 @@ isnt($node->safe_psql('later', 'SELECT count(*) FROM quota_sched.pass_log'), '0'
 # Commits still wake the worker (the shared slot names it, not the
 # launcher): with a naptime of an hour, a job is dispatched at once.
 $node->safe_psql('postgres', "ALTER SYSTEM SET quota_sched.naptime = '1h'; SELECT pg_reload_conf()");
-sleep 1;
+ok(wait_worker_quiet($node, 3, 'later'), 'the worker no longer polls every second');
 my $t0 = time;
 $node->safe_psql('later',
 	"INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)"
@@ -91,6 +95,8 @@ ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),
 	'DROP DATABASE: the worker goes');
 ok($node->wait_for_log($waiting, $offset), 'the launcher waits again');
+# Not a wait for the system: that nothing comes for longer than the
+# launcher's restart delay (10 s).
 sleep 12;
 $log = log_from($offset);
 is(count_lines($log, $waiting), 1, 'it says so once');

@@ -29,7 +29,8 @@ SELECT count(*) FROM quota_sched.run_pass('svg_queue');
 SQL
 
 # Every event is stamped with its transaction's start: a second or more
-# between the steps puts them in buckets of their own.
+# between the steps puts them in buckets of their own.  (The clock, not a
+# wait for the system: no worker runs.)
 sleep(1.2);
 $node->safe_psql('postgres', <<'SQL');
 SELECT state FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'b2'));
@@ -37,6 +38,7 @@ INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('l1', 'svg_queue', 'lender', 'gpu');
 SQL
 $node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.run_pass('svg_queue')");
+# (the clock again: the last step's bucket ends before now)
 sleep(1.2);
 
 my ($from, $to) = split /\|/, $node->safe_psql('postgres',

@@ -381,7 +381,12 @@ $node->safe_psql('postgres', q{
 ok(wait_for_log('cut', qr/job_stopping job=$stubborn /), 'the lease runs out: the agent stops the job');
 $node->safe_psql('postgres', 'ALTER ROLE agent_host LOGIN');
 ok(wait_for_log('cut', qr/ connected: .*\n(?s:.*) connected: /), 'the agent reconnects');
-sleep(3);	# heartbeats pass
+# heartbeats pass: the first renews the lease that ran out, the next two
+# move it on by a second each
+ok(wait_for_job($stubborn, 'lease_until > now()'), 'a heartbeat renews the lease');
+my $lease = job_field($stubborn, 'lease_until');
+ok(wait_for_job($stubborn, "lease_until >= timestamptz '$lease' + interval '1.5 seconds'"),
+	'and the next heartbeats');
 ok(kill(0, $stubborn_pid), 'the attempt still runs, in its grace');
 is(job_field($stubborn, 'state || coalesce(agent, \'\')'), 'RUNNINGcut', 'and the job is not released');
 kill 'KILL', $stubborn_pid;
@@ -406,7 +411,10 @@ my $holder = $node->background_psql('postgres');
 $holder->query_safe("BEGIN; SELECT id FROM quota_sched.job WHERE id = $locked FOR UPDATE;");
 ok(wait_for_log('patient', qr/job_retry job=$locked attempt=1: the report failed \(SQLSTATE 55P03\)/),
 	'the report waits for the row: the agent will try again');
-sleep(3);	# heartbeats pass meanwhile
+# heartbeats pass meanwhile (one a second): the agent tries again after 1 s,
+# then after 2 s more
+ok(wait_for_log('patient', qr/job_retry job=$locked attempt=1: the report failed \(SQLSTATE 55P03\): trying again in 3 s/),
+	'the agent tries again, twice');
 is(job_field($locked, 'state'), 'RUNNING', 'the job is still RUNNING, held by its agent');
 $holder->query_safe("COMMIT;");
 $holder->quit;

@@ -17,14 +17,20 @@ shared_preload_libraries = 'quota_sched'
 quota_sched.naptime = '200ms'
 CONF
 $node->start;
+# The queue and its share in one transaction: a rollup (the worker's, after
+# its first full round) that found the queue without its share, with no
+# history at all, would roll it up to the start of the hour at once, and
+# metrics() would show a rollup (4. below).
 $node->safe_psql('postgres', <<'SQL');
 CREATE EXTENSION quota_sched;
 CREATE ROLE mt_member LOGIN IN ROLE quota_sched_user;
 CREATE ROLE mt_monitor LOGIN IN ROLE pg_monitor;
+BEGIN;
 INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('mt_env', '{"gpu": 4}');
 INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('mt_queue', 'mt_env');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('mt_queue', 'mt_share', '{"gpu": 4}', 'RESERVE');
+COMMIT;
 SQL
 
 # The value of one sample of metrics(), read as the monitoring role;
@@ -110,8 +116,12 @@ my $text = $node->safe_psql('postgres', 'SELECT quota_sched.metrics()',
 my $file = $node->basedir . '/metrics.txt';
 PostgreSQL::Test::Utils::append_to_file($file, $text);
 my @families = ($text =~ /^# TYPE (\S+)/mg);
-is(join(' ', grep { !/rollup/ } @families), join(' ', @families), 'no rollup yet');
-is(scalar(@families), 23, 'every other metric family is there');
+# Once an hour's edge has passed since the history began, the worker has
+# rolled up the hour before: then the rollup's family is there too.
+my $rolled = $node->safe_psql('postgres', 'SELECT count(*) > 0 FROM quota_sched.usage_rollup') eq 't';
+is(scalar(grep { /rollup/ } @families), $rolled ? 1 : 0,
+	$rolled ? 'an hour is rolled up: its family is there' : 'no rollup yet');
+is(scalar(@families), $rolled ? 24 : 23, 'every other metric family is there');
 SKIP:
 {
 	my $promtool = $ENV{QS_PROMTOOL} // '';
