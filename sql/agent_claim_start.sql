@@ -1,4 +1,4 @@
--- claim(..., start => true) (README, launcher agents): the jobs claimed are
+-- claim(..., start => true) (doc/agents.md): the jobs claimed are
 -- RUNNING at once, with started_at, as if the agent had reported RUNNING;
 -- their history shows STARTING then RUNNING.  Without it they are STARTING.
 INSERT INTO quota_sched.service_environment (name, capacity_limits)

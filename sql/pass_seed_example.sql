@@ -1,4 +1,4 @@
--- The seed example of the README, step 1 (scheduling.md 3.1, 3.2, 4): an environment
+-- The seed example (scheduling.md 3, "Worked example"), step 1 (scheduling.md 3.1, 3.2, 4): an environment
 -- of three ml.g5.xlarge instances; QS1 (LEND_AND_BORROW, borrow_limit 200,
 -- in-share preemption), QS2 (LEND) and QS3 (RESERVE) own one instance each.
 -- QS1 submits three jobs.  One pass: qs1_job_high runs on QS1's own

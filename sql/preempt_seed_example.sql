@@ -1,4 +1,4 @@
--- The seed example of the README, step by step, with an agent claiming its
+-- The seed example (scheduling.md 3, "Worked example"), step by step, with an agent claiming its
 -- work and acknowledging stops (scheduling.md 3.2-3.6):
 -- (1) QS1 submits high (3), med (2), low (1): high runs on QS1's own
 --     capacity, med on capacity borrowed from QS2, low waits (QS3 reserves).

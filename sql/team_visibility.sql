@@ -1,4 +1,4 @@
--- Teams (README, "Roles and security"): the members of a quota share's
+-- Teams (doc/operations.md, "Roles and security"): the members of a quota share's
 -- submit_role see, explain, reprioritise and terminate the jobs of that
 -- share, and see their history, whoever submitted them.  Two teams of two
 -- members each, an outsider, a member through a sub-team, an admin and an
