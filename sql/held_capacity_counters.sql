@@ -346,13 +346,17 @@ VALUES ('hcc_b_fits', 'hcc_queue', 'hcc_b', 'cpu');
 SELECT quota_share, capacity_unit, max_capacity, in_use FROM quota_sched.share_usage
  WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_b';
 UPDATE quota_sched.held_capacity SET instances = instances + 4
- WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_b' AND capacity_unit = 'cpu';
+ WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_b' AND capacity_unit = 'cpu'
+   AND stripe = (SELECT min(stripe) FROM quota_sched.held_capacity
+                  WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_b' AND capacity_unit = 'cpu');
 SELECT * FROM pg_temp.counters();
 SELECT * FROM pg_temp.pass();
 SELECT name, state FROM quota_sched.job WHERE name = 'hcc_b_fits';
 SELECT * FROM quota_sched.held_capacity_drift();
 UPDATE quota_sched.held_capacity SET instances = instances - 4
- WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_b' AND capacity_unit = 'cpu';
+ WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_b' AND capacity_unit = 'cpu'
+   AND stripe = (SELECT min(stripe) FROM quota_sched.held_capacity
+                  WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_b' AND capacity_unit = 'cpu');
 SELECT * FROM quota_sched.held_capacity_drift();
 SELECT * FROM pg_temp.pass();
 SELECT * FROM pg_temp.counters();
@@ -360,14 +364,18 @@ SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
 -- Deleting a share takes its counter rows with it: hcc_c's job ran and
--- succeeded (its counter row is left, at 0); once hcc_c is deleted, none of
--- its rows is left.
+-- succeeded (its counter rows are left, at 0); once hcc_c is deleted, none
+-- of its rows is left.  The pass wrote the dispatch to stripe 0, which only
+-- passes write (a pass never waits for a counter row that a report or a
+-- terminate not yet committed holds); the report wrote its own stripe.
 ------------------------------------------------------------------------
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('hcc_c_job', 'hcc_queue', 'hcc_c', 'gpu');
 SELECT * FROM pg_temp.pass();
 SELECT name, state FROM quota_sched.claim('hcc_agent', 'hcc_queue', 'gpu');
 SELECT name, state FROM quota_sched.report(pg_temp.id('hcc_c_job'), 'hcc_agent', 'SUCCEEDED');
+SELECT stripe = 0 AS pass_stripe, instances, jobs FROM quota_sched.held_capacity
+ WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_c' ORDER BY 1 DESC;
 SELECT count(*) AS hcc_c_counter_rows FROM quota_sched.held_capacity
  WHERE job_queue = 'hcc_queue' AND quota_share = 'hcc_c';
 DELETE FROM quota_sched.quota_share WHERE job_queue = 'hcc_queue' AND name = 'hcc_c';

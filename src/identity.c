@@ -41,6 +41,7 @@ QsResetWriteContext(void)
 	QsWrite.system_write = false;
 	QsWrite.pass_id = 0;
 	QsWrite.actor = NULL;
+	QsWrite.pass = false;
 	QsWrite.has_exit_code = false;
 	QsWrite.exit_code = 0;
 }

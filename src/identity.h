@@ -21,6 +21,7 @@ typedef struct QsWriteContext
 	bool		system_write;	/* the job trigger lets system columns change */
 	int64		pass_id;		/* job_event.pass_id, 0 for none */
 	const char *actor;			/* job_event.actor, NULL for the caller's role */
+	bool		pass;			/* a pass writes (its own stripe of counters) */
 	bool		has_exit_code;	/* job_event.exit_code of an attempt's end */
 	int32		exit_code;
 } QsWriteContext;

@@ -16,6 +16,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/timestamp.h"
@@ -494,32 +495,79 @@ QsReadSmallestRunnable(const char *queue, const char *share, const char *unit,
 	return ReadJobs(SmallestRunnableQueries, args, NULL);
 }
 
-static QsQuery LockJobsQuery = {
-	"WITH l AS (SELECT id FROM quota_sched.job WHERE id = ANY ($1)" LOCKING ")"
-	" SELECT w.id FROM unnest($1) AS w(id) EXCEPT SELECT id FROM l",
+/* The versions of jobs a pass read, in the snapshot of its reads. */
+static QsQuery JobVersionsQuery = {
+	"SELECT array_agg(id), array_agg(xmin::text::int8) FROM quota_sched.job WHERE id = ANY ($1)",
 	1, {INT8ARRAYOID}, SPI_OK_SELECT, QS_BY_IDS
+};
+
+/*
+ * Locks the jobs of $1 that no other transaction holds, and returns those
+ * it could not lock (locked: true) and, with $4, those whose version is no
+ * longer the one read ($2, $3: ids and their xmin then).
+ */
+static QsQuery LockJobsQuery = {
+	"WITH l AS (SELECT id, xmin::text::int8 AS xmin FROM quota_sched.job"
+	"            WHERE id = ANY ($1)" LOCKING ")"
+	" SELECT w.id, l.id IS NULL AS locked"
+	"   FROM (SELECT DISTINCT id FROM unnest($1) AS u(id)) w"
+	"   LEFT JOIN l ON l.id = w.id"
+	"   LEFT JOIN unnest($2::int8[], $3::int8[]) AS s(id, xmin) ON s.id = w.id"
+	"  WHERE l.id IS NULL OR ($4 AND l.xmin IS DISTINCT FROM s.xmin)",
+	4, {INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, BOOLOID}, SPI_OK_SELECT, QS_BY_IDS
 };
 
 /*
  * QsLockJobs locks the rows of the jobs a pass is about to write (their
  * ids, possibly repeated, in a bigint[]) without waiting, and returns how
- * many of them another transaction holds locked (a user's SELECT ... FOR
- * UPDATE, or a priority UPDATE not yet committed), putting up to max of
- * their ids in locked_out.  Whoever holds a queue's lock never waits for a
- * row lock: a user, who takes no queue lock, could hold one for as long as
+ * many of them it must decide again: those another transaction holds
+ * locked (a user's SELECT ... FOR UPDATE, a priority UPDATE or a terminate
+ * not yet committed), of which it puts up to max in locked_out and the
+ * number in *nlocked, and, when the pass read in one snapshot, those that
+ * changed since (a transaction that committed after the snapshot: a
+ * terminate or a priority change, which hold no queue lock until they
+ * commit).  Whoever holds a queue's lock never waits for a row lock: a
+ * user, who takes no queue lock past a call, could hold one for as long as
  * they like.
  */
 int
-QsLockJobs(Datum ids, int64 *locked_out, int max)
+QsLockJobs(Datum ids, int64 *locked_out, int max, int *nlocked)
 {
-	uint64		n = QsQueryRun(&LockJobsQuery, &ids, NULL, false, 0);
+	Datum		args[4] = {ids, (Datum) 0, (Datum) 0, BoolGetDatum(read_snapshot != NULL)};
+	char		nulls[4] = {' ', 'n', 'n', ' '};
+	uint64		n;
 
-	for (uint64 i = 0; i < n && i < max; i++)
+	ArrayType  *a = DatumGetArrayTypeP(ids);
+
+	*nlocked = 0;
+	if (ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)) == 0)
+		return 0;
+	if (read_snapshot != NULL)
+	{
+		bool		isnull[2];
+
+		QsQueryRunIn(&JobVersionsQuery, &ids, NULL, read_snapshot, 1);
+		for (int c = 0; c < 2; c++)
+		{
+			Datum		a = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, c + 1,
+										  &isnull[c]);
+
+			args[c + 1] = isnull[c] ? (Datum) 0 : datumCopy(a, false, -1);
+			nulls[c + 1] = isnull[c] ? 'n' : ' ';
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	n = QsQueryRun(&LockJobsQuery, args, nulls, false, 0);
+	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;
 
-		locked_out[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-													SPI_tuptable->tupdesc, 1, &isnull));
+		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
+			continue;
+		if (*nlocked < max)
+			locked_out[*nlocked] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+															   SPI_tuptable->tupdesc, 1, &isnull));
+		(*nlocked)++;
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return (int) n;

@@ -55,7 +55,7 @@ extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
 
 /* What a pass writes. */
 extern void QsSetPassReads(Snapshot snapshot, bool lock_rows);
-extern int	QsLockJobs(Datum ids, int64 *locked_out, int max);
+extern int	QsLockJobs(Datum ids, int64 *locked_out, int max, int *nlocked);
 extern void QsWriteStops(const QsOutput *out, TimestampTz now);
 extern void QsWriteEnds(const QsOutput *out, TimestampTz now);
 extern void QsEndAttempt(int64 job_id, QsAction action, QsCounter counter,

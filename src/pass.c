@@ -76,12 +76,14 @@ DecidedIds(const QsOutput *out)
  * the decisions write locked, and returns false when the queue does not
  * exist.  No one who holds a queue's lock waits for a row lock: a user,
  * who takes no queue lock, may hold the row of a job of their own for as
- * long as they like (SELECT ... FOR UPDATE, or a priority UPDATE not yet
- * committed).  So the pass first reads in one snapshot and decides, then
- * locks the rows it would write without waiting.  When another transaction
- * holds one of them, it decides again, reading afresh with reads that lock
- * the rows they return and pass over those locked by others: the second
- * decision writes only rows it holds.  The jobs passed over are put in
+ * long as they like (SELECT ... FOR UPDATE, or a priority UPDATE or a
+ * terminate not yet committed).  So the pass first reads in one snapshot
+ * and decides, then locks the rows it would write without waiting.  When
+ * another transaction holds one of them, or one changed since the snapshot
+ * (a terminate or priority change that committed meanwhile), it decides
+ * again, reading afresh with reads that lock the rows they return and pass
+ * over those locked by others: the second decision writes only rows it
+ * holds.  The jobs passed over are put in
  * passed_over (up to QS_PASSED_OVER_MAX; *npassed_over counts them all).
  */
 static bool
@@ -90,6 +92,7 @@ DecideLocked(QsQueueState *qs, QsOutput *out, const char *queue, bool dry_run,
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int64		again;
+	int			nagain;
 
 	*npassed_over = 0;
 	if (!QsLoadQueueState(qs, queue, now, false))
@@ -97,15 +100,14 @@ DecideLocked(QsQueueState *qs, QsOutput *out, const char *queue, bool dry_run,
 	QsRunPass(&qs->in, out);
 	if (dry_run)
 		return true;
-	*npassed_over = QsLockJobs(DecidedIds(out), passed_over, QS_PASSED_OVER_MAX);
-	if (*npassed_over == 0)
+	if (QsLockJobs(DecidedIds(out), passed_over, QS_PASSED_OVER_MAX, npassed_over) == 0)
 		return true;
 
 	QsFreeQueueState(qs);
 	if (!QsLoadQueueState(qs, queue, now, true))
 		elog(ERROR, "quota_sched: job queue \"%s\" vanished during its pass", queue);
 	QsRunPass(&qs->in, out);
-	if (QsLockJobs(DecidedIds(out), &again, 1) != 0)
+	if (QsLockJobs(DecidedIds(out), &again, 1, &nagain) != 0)
 		elog(ERROR, "quota_sched: the pass of job queue \"%s\" decided on job " INT64_FORMAT
 			 ", whose row it did not lock", queue, again);
 	return true;
@@ -115,8 +117,9 @@ DecideLocked(QsQueueState *qs, QsOutput *out, const char *queue, bool dry_run,
  * QsRunQueuePass runs the pass of one queue and returns how many decisions
  * it made (-1: no such queue).  It holds the queue's lock exclusively until
  * the transaction ends, so passes, claims, reports and terminations on the
- * queue never interleave with it (a priority change takes no queue lock:
- * the pass reads in one snapshot and sees it at its next pass).  A dry
+ * queue never interleave with it (a priority change takes no queue lock,
+ * and a terminate holds it only while it runs: a pass passes over the rows
+ * they hold, and decides again on those they changed since its snapshot).  A dry
  * run, which writes nothing, holds the lock in shared mode while it reads
  * and decides, and not a moment longer: no pass interleaves with it, and
  * it holds up no pass once it has returned, whatever its transaction does
@@ -141,6 +144,7 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	else
 		QsLockQueue(queue, true);
 	QsBeginSystemWrite("pass", &saved);
+	QsWrite.pass = true;
 	PG_TRY();
 	{
 		int64		passed_over[QS_PASSED_OVER_MAX];

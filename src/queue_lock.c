@@ -118,6 +118,23 @@ QsQueueLockHolders(const char *job_queue)
 }
 
 /*
+ * QsUnlockQueue releases, before the transaction ends, the shared lock of a
+ * job queue that QsLockQueue took: a user's function does not hold a
+ * queue's lock past its own return, so that a transaction a user leaves
+ * open keeps no pass waiting (the rows it wrote stay locked until it ends;
+ * a pass passes over them, QsLockJobs).  Taken twice in a transaction (a
+ * report, then a terminate), the lock stays held once.
+ */
+void
+QsUnlockQueue(const char *job_queue)
+{
+	LOCKTAG		tag;
+
+	QueueLockTag(&tag, job_queue);
+	LockRelease(&tag, ShareLock, false);
+}
+
+/*
  * QsUnlockQueueForRead releases the session lock QsLockQueueForRead took.
  */
 void

@@ -10,6 +10,7 @@
 #define QS_QUEUE_LOCK_H
 
 extern void QsLockQueue(const char *job_queue, bool exclusive);
+extern void QsUnlockQueue(const char *job_queue);
 extern void QsLockQueueForRead(const char *job_queue);
 extern void QsUnlockQueueForRead(const char *job_queue);
 extern char *QsQueueLockHolders(const char *job_queue);

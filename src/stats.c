@@ -196,6 +196,26 @@ QsStatsNoteGivenUp(const char *queue, bool given_up)
 }
 
 /*
+ * QsStatsGivenUpInARow tells in how many of the worker's rounds in a row,
+ * up to now, the queue's pass was given up (0 without the preload).
+ */
+int
+QsStatsGivenUpInARow(const char *queue)
+{
+	QsQueueStats *e;
+	int			n = 0;
+
+	if (stats == NULL)
+		return 0;
+	LWLockAcquire(stats->lock, LW_SHARED);
+	e = hash_search(queue_stats, queue, HASH_FIND, NULL);
+	if (e != NULL)
+		n = e->given_up_in_a_row;
+	LWLockRelease(stats->lock);
+	return n;
+}
+
+/*
  * QsStatsNoteWorker records that the worker started (started) or ended a
  * round.
  */

@@ -15,5 +15,6 @@ extern void QsStatsRegister(void);
 extern void QsStatsNotePass(const char *queue, TimestampTz started, TimestampTz ended);
 extern void QsStatsNoteGivenUp(const char *queue, bool given_up);
 extern void QsStatsNoteWorker(bool started);
+extern int	QsStatsGivenUpInARow(const char *queue);
 
 #endif							/* QS_STATS_H */

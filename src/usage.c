@@ -10,9 +10,12 @@
  * The job_usage row triggers (AFTER UPDATE OF state, stop_reason; AFTER
  * DELETE) add each job's difference to a tally in memory; the job_usage_flush
  * statement trigger, fired after them, adds the tally to the counter rows
- * of quota_sched.held_capacity, in the stripe of this backend (its process
- * number modulo QS_USAGE_STRIPES), so that concurrent reports rarely wait
- * for one another's row lock.  Whatever changes a job, the C code of
+ * of quota_sched.held_capacity, in the stripe of this backend (1 + its
+ * process number modulo QS_USAGE_STRIPES - 1), so that concurrent reports
+ * rarely wait for one another's row lock; a pass writes stripe 0, which
+ * nobody else writes, so that it never waits for a row of the counters
+ * that a report or terminate not yet committed holds (the pass holds its
+ * queue's lock: whoever holds that never waits for a row lock).  Whatever changes a job, the C code of
  * agents, users or passes, or an admin's own statement, the triggers see
  * it: no code path can forget the counters.  A counter is the sum of its
  * stripes (QsReadUsage).  Rows are updated in place, their key never
@@ -305,7 +308,7 @@ WriteTally(int level)
 		return;
 	for (int c = 0; c < 6; c++)
 		args[c] = QsArrayDatum(&cols[c]);
-	args[6] = Int16GetDatum(MyProc->pgprocno % QS_USAGE_STRIPES);
+	args[6] = Int16GetDatum(QsWrite.pass ? 0 : 1 + MyProc->pgprocno % (QS_USAGE_STRIPES - 1));
 	QsQueryRun(&AddQuery, args, NULL, false, 0);
 }
 

@@ -27,8 +27,10 @@
 #include "job_store.h"
 #include "job_store_pass.h"
 #include "pass_load.h"
+#include "queue_lock.h"
 #include "policy.h"
 #include "quota_sched.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(qs_terminate);
 PG_FUNCTION_INFO_V1(qs_explain);
@@ -89,7 +91,10 @@ FindJob(int64 job_id, QsJobRow *row)
 /*
  * qs_terminate(job_id, reason) RETURNS quota_sched.job: a RUNNABLE or
  * unclaimed job fails at once; a claimed one gets a stop (TERMINATED) and
- * fails when it stops.
+ * fails when it stops.  It holds the queue's lock while it runs, not
+ * after: a user who leaves the transaction open holds only the job's row,
+ * which passes pass over (QsLockJobs), and keeps no pass of the queue
+ * waiting.
  */
 Datum
 qs_terminate(PG_FUNCTION_ARGS)
@@ -135,6 +140,7 @@ qs_terminate(PG_FUNCTION_ARGS)
 	result = QsReturnJob(job_id);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
+	QsUnlockQueue(row.job_queue);
 	return result;
 }
 
@@ -148,7 +154,39 @@ typedef struct ExplainJob
 	StringInfoData detail;
 	TimestampTz exempt_until;	/* VICTIMS_EXEMPT: when the earliest
 								 * exemption ends; 0: not blocked so */
+	bool		admin;			/* the caller may see other sessions' pids */
 } ExplainJob;
+
+/*
+ * KeptFromQueue fills blocked_by and detail when the worker gave up the
+ * last passes of the job's queue (another session held the queue's lock
+ * for longer than quota_sched.naptime), and tells whether it did: nothing
+ * in the queue is dispatched meanwhile, whatever else would let the job
+ * start.  Admins are told which sessions hold the lock now.
+ */
+static bool
+KeptFromQueue(ExplainJob *ej)
+{
+	int			given_up = QsStatsGivenUpInARow(ej->row.job_queue);
+
+	if (given_up == 0)
+		return false;
+	ej->blocked_by = "QUEUE_LOCKED";
+	appendStringInfo(&ej->detail, "The scheduler gave up the last %d pass%s of job queue "
+					 "\"%s\": another session held the queue's lock for longer than "
+					 "quota_sched.naptime (a transaction that called run_pass(), claim(), "
+					 "report(), release() or heartbeat() and has not ended); nothing in the "
+					 "queue is dispatched until it ends.", given_up, given_up == 1 ? "" : "es",
+					 ej->row.job_queue);
+	if (ej->admin)
+	{
+		char	   *holders = QsQueueLockHolders(ej->row.job_queue);
+
+		if (holders[0] != '\0')
+			appendStringInfo(&ej->detail, " Held now by process %s.", holders);
+	}
+	return true;
+}
 
 /*
  * WaitsForever fills blocked_by and detail for a RUNNABLE job that waits
@@ -268,7 +306,7 @@ ExplainRunnable(ExplainJob *ej)
 	job.share = QsShareIndex(&qs, ej->row.quota_share);
 	job.unit = QsUnitIndex(&qs, ej->row.capacity_unit);
 	job.promised_at = QS_NO_TIME;
-	if (WaitsForever(&qs, ej))
+	if (KeptFromQueue(ej) || WaitsForever(&qs, ej))
 		;
 	else if (job.share < 0 || job.unit < 0)
 		appendStringInfoString(&ej->detail, "It changed while being explained; ask again.");
@@ -370,6 +408,7 @@ qs_explain(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
 	RequireJobAccess(caller, &ej.row, "explain");
+	ej.admin = QsIsAdmin(caller);
 	if (ej.row.state == QS_RUNNABLE)
 		ExplainRunnable(&ej);
 	else
@@ -391,16 +430,18 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *queue;
-	int			max_jobs = PG_ARGISNULL(1) ? 100 : PG_GETARG_INT32(1);
+	int			max_jobs;
 	QsSavedUser saved;
 	QsQueueState qs;
 	QsQueueEntry *entries;
 	int			n;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job_queue must not be null")));
+	for (int a = 0; a < 2; a++)
+		if (PG_ARGISNULL(a))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must not be null", a == 0 ? "job_queue" : "max_jobs")));
+	max_jobs = PG_GETARG_INT32(1);
 	if (max_jobs < 1 || max_jobs > QS_QUEUE_HORIZON)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -297,8 +297,8 @@ NoteSkipped(const char *queue, bool skipped)
 						"up: its lock was held for longer than quota_sched.naptime",
 						e->passes, queue),
 				 holders[0] ? errdetail("Held by process %s.", holders) : 0,
-				 errhint("A transaction that called run_pass(), claim(), report(), release(), "
-						 "heartbeat() or terminate() holds the lock until it ends; "
+				 errhint("A transaction that called run_pass(), claim(), report(), release() "
+						 "or heartbeat() holds the lock until it ends; "
 						 "nothing of the queue is scheduled meanwhile.")));
 	}
 }

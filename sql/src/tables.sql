@@ -173,9 +173,10 @@ CREATE INDEX job_ended ON quota_sched.job (status_reason_at)
  *
  * Every change of a job's state or stop_reason adds its difference, in the
  * same transaction (the job_usage triggers, src/usage.c), to one of a few
- * stripes of its counter: the stripe of the backend that makes it (its
- * process number modulo 16), so that concurrent reports rarely wait for
- * one another's row.  A counter is the sum of its stripes; rows are only
+ * stripes of its counter: the stripe of the backend that makes it (1 + its
+ * process number modulo 15), so that concurrent reports rarely wait for
+ * one another's row, or stripe 0 for a pass, which nobody else writes (a
+ * pass never waits for a counter's row).  A counter is the sum of its stripes; rows are only
  * ever updated in place (no index column changes, room left on each page),
  * so they leave no dead index entries behind however fast jobs churn.
  * Nobody else writes them.

@@ -3,7 +3,9 @@
 # The worker never waits on the row: it passes over the job, schedules the
 # rest, and after three passes says so in a WARNING.  A queue whose lock it
 # cannot get within a naptime is passed over; after three rounds in a row it
-# names the holder in a WARNING, and logs when passes run again.
+# names the holder in a WARNING, and logs when passes run again; explain()
+# says the queue is locked meanwhile.  A member's terminate() in a
+# transaction left open holds no queue's lock (issue 20, item 1).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -86,12 +88,63 @@ ok($node->poll_query_until('postgres',
 		"SELECT given_up >= $given_up + 2 FROM quota_sched.pass_stats() WHERE job_queue = 'hl_queue'"),
 	'the worker gives up the pass while the lock is held');
 is(state_of('while_held'), 'RUNNABLE', 'nothing is dispatched while the lock is held');
+# explain says why (issue 20, item 1): the member is not told whose
+# session it is, an admin is
+my $explain = q{SELECT quota_sched.explain(id) ->> '%s' FROM quota_sched.job WHERE name = 'while_held'};
+is($node->safe_psql('postgres', sprintf("SET ROLE hl_member; $explain", 'blocked_by')),
+	'QUEUE_LOCKED', 'explain: the queue is locked');
+my $detail = $node->safe_psql('postgres', sprintf("SET ROLE hl_member; $explain", 'detail'));
+like($detail, qr/^The scheduler gave up the last \d+ passes of job queue "hl_queue": another session held the queue's lock/,
+	'explain: the passes are given up');
+unlike($detail, qr/process/, 'explain: a member is not told the holder');
+like($node->safe_psql('postgres', sprintf($explain, 'detail')), qr/ Held now by process \Q$pid\E\.$/,
+	'explain: an admin is told the holder');
 $admin->query_safe("COMMIT;");
 ok($node->wait_for_log(qr/LOG:  quota_sched worker: the passes of job queue "hl_queue" run again/, $offset),
 	'when the lock is free, a LOG says passes run again');
 ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'while_held'"),
 	'and the job is dispatched');
 $admin->quit;
+is($node->safe_psql('postgres',
+		"SELECT quota_sched.explain(id) ->> 'blocked_by' FROM quota_sched.job WHERE name = 'while_held'"),
+	'WAITING_FOR_AGENT', 'explain: once passes run again, the queue is not said to be locked');
+
+# 3. A member's terminate() in a transaction left open (issue 20, item 1):
+# of a job that can never run (more instances than the environment has).
+# The worker gives up no pass: another team's job is dispatched while the
+# transaction stays open.
+$node->safe_psql('postgres', <<'SQL');
+CREATE ROLE st_other LOGIN IN ROLE quota_sched_user;
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('st_env', '{"gpu": 4}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('st_queue', 'st_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, submit_role)
+VALUES ('st_queue', 'st_mine', '{"gpu": 2}', 'LEND_AND_BORROW', 'hl_member'),
+	   ('st_queue', 'st_theirs', '{"gpu": 2}', 'LEND_AND_BORROW', 'st_other');
+SET ROLE hl_member;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('st_never', 'st_queue', 'st_mine', 'gpu', 5);
+SQL
+ok($node->poll_query_until('postgres',
+		"SELECT status_reason LIKE 'MISCONFIGURATION:%' FROM quota_sched.job WHERE name = 'st_never'"),
+	'the job that can never run is misconfigured');
+$member = $node->background_psql('postgres');
+$member->query_safe("SET ROLE hl_member; BEGIN;");
+is($member->query_safe(
+		"SELECT state FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'st_never'));"),
+	'FAILED', 'the member terminates it, and leaves the transaction open');
+$node->safe_psql('postgres', q{
+	SET ROLE st_other;
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+	VALUES ('st_ready', 'st_queue', 'st_theirs', 'gpu')});
+ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'st_ready'"),
+	'another team\'s job is dispatched while the transaction is open');
+is($node->safe_psql('postgres',
+		"SELECT given_up_in_a_row FROM quota_sched.pass_stats() WHERE job_queue = 'st_queue'"),
+	'0', 'no pass of the queue was given up');
+is(state_of('st_never'), 'RUNNABLE', 'the terminate is not seen before it commits');
+$member->query_safe("COMMIT;");
+is(state_of('st_never'), 'FAILED', 'and is once it commits');
+$member->quit;
 
 $node->stop;
 done_testing();
