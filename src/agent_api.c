@@ -57,6 +57,23 @@ AgentArg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * NotNullArg returns an argument that must not be null: a null is refused
+ * (22023), never taken for the argument's default (has_default: it has
+ * one, which the hint names as the way to get it), so that a caller who
+ * passes a null by mistake (an unset variable) learns of it.
+ */
+static Datum
+NotNullArg(FunctionCallInfo fcinfo, int argno, const char *name, bool has_default)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be null", name),
+				 has_default ? errhint("Leave %s out for its default.", name) : 0));
+	return PG_GETARG_DATUM(argno);
+}
+
+/*
  * LeaseArg returns a lease interval argument, which must be positive.
  */
 static Interval *
@@ -121,20 +138,15 @@ qs_claim(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *role = GetUserNameFromId(GetUserId(), false);	/* the caller */
 	char	   *agent = AgentArg(fcinfo, 0);
-	char	   *queue;
+	char	   *queue = TextDatumGetCString(NotNullArg(fcinfo, 1, "job_queue", false));
 	char	   *unit = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	int			max_jobs = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT32(3);
+	int			max_jobs = DatumGetInt32(NotNullArg(fcinfo, 3, "max_jobs", true));
 	Interval   *lease = LeaseArg(fcinfo, 4);
 	int			max_instances = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
-	bool		start = PG_NARGS() > 6 && !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
+	bool		start = PG_NARGS() > 6 && DatumGetBool(NotNullArg(fcinfo, 6, "start", true));
 	QsSavedUser saved;
 	Datum		claimed;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job_queue must not be null")));
-	queue = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (max_jobs < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
