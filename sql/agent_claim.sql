@@ -83,6 +83,7 @@ SELECT stmt, pg_temp.refused(stmt) AS outcome
 	($$SELECT quota_sched.claim('acl_agent_3', NULL)$$),
 	($$SELECT quota_sched.claim('acl_agent_3', 'acl_queue', NULL, 0)$$),
 	($$SELECT quota_sched.claim('acl_agent_3', 'acl_queue', NULL, -1)$$),
+	($$SELECT quota_sched.claim('acl_agent_3', 'acl_queue', NULL, NULL)$$),
 	($$SELECT quota_sched.claim('acl_agent_3', 'acl_queue', NULL, 1, '0')$$),
 	($$SELECT quota_sched.claim('acl_agent_3', 'acl_queue', NULL, 1, '-10 seconds')$$),
 	($$SELECT quota_sched.claim('acl_agent_3', 'acl_queue', NULL, 1, NULL)$$),

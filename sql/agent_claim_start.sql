@@ -22,8 +22,10 @@ SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE
 										   'cs_agent', 'RUNNING');
 SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'cs_1'),
 										   'cs_agent', 'SUCCEEDED');
--- start => null is start => false
-SELECT count(*) FROM quota_sched.claim('cs_agent', 'cs_queue', start => NULL);
+-- start => null is refused (22023), not taken for the default (issue 20,
+-- item 8): a caller's unset variable must not pass unnoticed
+\i sql/include/helpers.sql
+SELECT pg_temp.refused($$SELECT count(*) FROM quota_sched.claim('cs_agent', 'cs_queue', start => NULL)$$);
 
 SELECT * FROM quota_sched.held_capacity_drift();
 SET session_replication_role = replica;

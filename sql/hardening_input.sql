@@ -103,26 +103,44 @@ DROP ROLE regress_hi_user;
 
 SELECT * FROM quota_sched.held_capacity_drift();
 
--- A held job whose share row is gone (foreign keys bypassed, as by a restore
--- with triggers off) is left alone with a WARNING; the pass goes on with
--- the queue's other jobs.
+-- Jobs whose share row is gone (foreign keys bypassed, as by a restore
+-- with session_replication_role = replica) are left alone by the pass,
+-- with one WARNING per such share that names its live jobs by id, with
+-- their states: held ones, whether due for time-based work (a lease run
+-- out) or not, and RUNNABLE ones (issue 20, item 9: a held job whose lease
+-- had not run out passed in silence).  The pass goes on with the queue's
+-- other jobs.  The orphans get the ids a restore would write, fixed here
+-- so that the WARNING's detail does not depend on the tests run before.
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-VALUES ('hi_queue', 'hi_doomed', '{"ml.g5.xlarge": 1}', 'RESERVE');
+VALUES ('hi_queue', 'hi_doomed', '{"ml.g5.xlarge": 2}', 'RESERVE');
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, timeout)
-VALUES ('hi_orphan', 'hi_queue', 'hi_doomed', 'ml.g5.xlarge', '1 hour');
+SELECT 'hi_orphan_' || i, 'hi_queue', 'hi_doomed', 'ml.g5.xlarge', '1 hour'
+  FROM generate_series(1, 3) i;
 SELECT count(*) AS dispatched FROM quota_sched.run_pass('hi_queue');
-SELECT count(*) AS claimed FROM quota_sched.claim('hi_agent', 'hi_queue', start => true);
+SELECT count(*) AS claimed FROM quota_sched.claim('hi_agent', 'hi_queue', max_jobs => 2, start => true);
 SET session_replication_role = replica;
-UPDATE quota_sched.job SET lease_until = now() - interval '1 minute' WHERE name = 'hi_orphan';
+UPDATE quota_sched.job_event e SET job_id = 990000 + substr(j.name, 11)::int
+  FROM quota_sched.job j WHERE j.id = e.job_id AND j.name LIKE 'hi\_orphan\_%';
+UPDATE quota_sched.job SET id = 990000 + substr(name, 11)::int WHERE name LIKE 'hi\_orphan\_%';
+UPDATE quota_sched.job SET lease_until = now() - interval '1 minute' WHERE name = 'hi_orphan_1';
 DELETE FROM quota_sched.quota_share WHERE name = 'hi_doomed';
 RESET session_replication_role;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('hi_after', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge');
-\set VERBOSITY terse
 SELECT j.name, p.action FROM quota_sched.run_pass('hi_queue') p
   JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
+SELECT CASE WHEN name = 'hi_after' THEN NULL ELSE id END AS id, name, state FROM quota_sched.job
+ WHERE name LIKE 'hi\_orphan\_%' OR name = 'hi_after' ORDER BY name;
+-- explain and queue_snapshot read the queue as a pass does, and say so
+-- too.  (explain of the orphan itself says that nothing blocks it: known,
+-- to be fixed in src/user_api.c.)
+\set VERBOSITY terse
+SELECT e ->> 'blocked_by' AS blocked_by, e ->> 'detail' AS detail FROM quota_sched.explain(990003) e;
+SELECT count(*) AS snapshot_rows FROM quota_sched.queue_snapshot('hi_queue');
 \set VERBOSITY default
-SELECT name, state FROM quota_sched.job WHERE name IN ('hi_orphan', 'hi_after') ORDER BY name;
+-- a pass with nothing to decide still says so
+SELECT count(*) AS decided FROM quota_sched.run_pass('hi_queue');
+SELECT * FROM quota_sched.held_capacity_drift();
 
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hi_queue';

@@ -36,7 +36,29 @@ PG_FUNCTION_INFO_V1(qs_report);
 PG_FUNCTION_INFO_V1(qs_release);
 
 /*
- * AgentArg returns the agent argument, which must be a non-empty name.
+ * PrintableName tells whether an agent's name is fit to be shown: neither
+ * blank nor holding control characters (it goes into the jobs' rows, the
+ * history, the stop notifications and the agents' logs, where an escape
+ * sequence or a line break would pass for something else).
+ */
+static bool
+PrintableName(const char *name)
+{
+	bool		blank = true;
+
+	for (const unsigned char *c = (const unsigned char *) name; *c != '\0'; c++)
+	{
+		if (*c < 0x20 || *c == 0x7f)
+			return false;
+		if (*c != ' ')
+			blank = false;
+	}
+	return !blank;
+}
+
+/*
+ * AgentArg returns the agent argument, which must be a name of 1 to 128
+ * bytes, not blank, without control characters.
  */
 static char *
 AgentArg(FunctionCallInfo fcinfo, int argno)
@@ -48,12 +70,30 @@ AgentArg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("agent must not be null")));
 	agent = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (agent[0] == '\0' || strlen(agent) > QS_MAX_NAME_LEN)
+	if (strlen(agent) > QS_MAX_NAME_LEN || !PrintableName(agent))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid agent name \"%s\"", QsShortValue(agent)),
-				 errdetail("An agent's name has 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters.")));
+				 errdetail("An agent's name has 1 to " CppAsString2(QS_MAX_NAME_LEN)
+						   " bytes, not all blank, and no control characters.")));
 	return agent;
+}
+
+/*
+ * NotNullArg returns an argument that must not be null: a null is refused
+ * (22023), never taken for the argument's default (has_default: it has
+ * one, which the hint names as the way to get it), so that a caller who
+ * passes a null by mistake (an unset variable) learns of it.
+ */
+static Datum
+NotNullArg(FunctionCallInfo fcinfo, int argno, const char *name, bool has_default)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be null", name),
+				 has_default ? errhint("Leave %s out for its default.", name) : 0));
+	return PG_GETARG_DATUM(argno);
 }
 
 /*
@@ -121,20 +161,15 @@ qs_claim(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *role = GetUserNameFromId(GetUserId(), false);	/* the caller */
 	char	   *agent = AgentArg(fcinfo, 0);
-	char	   *queue;
+	char	   *queue = TextDatumGetCString(NotNullArg(fcinfo, 1, "job_queue", false));
 	char	   *unit = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	int			max_jobs = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT32(3);
+	int			max_jobs = DatumGetInt32(NotNullArg(fcinfo, 3, "max_jobs", true));
 	Interval   *lease = LeaseArg(fcinfo, 4);
 	int			max_instances = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
-	bool		start = PG_NARGS() > 6 && !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
+	bool		start = PG_NARGS() > 6 && DatumGetBool(NotNullArg(fcinfo, 6, "start", true));
 	QsSavedUser saved;
 	Datum		claimed;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job_queue must not be null")));
-	queue = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (max_jobs < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

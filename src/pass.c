@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "identity.h"
 #include "job_store_pass.h"
 #include "pass.h"
@@ -228,9 +229,17 @@ Datum
 qs_run_pass(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		dry_run = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	bool		dry_run;
 	List	   *queues;
 	ListCell   *lc;
+
+	/* a null is no default: taken for false, it would run a real pass */
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dry_run must not be null"),
+				 errhint("Leave dry_run out for its default, false.")));
+	dry_run = PG_GETARG_BOOL(1);
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -253,7 +262,7 @@ qs_run_pass(PG_FUNCTION_ARGS)
 		if (QsRunQueuePass(lfirst(lc), dry_run, rsinfo->setResult, rsinfo->setDesc, NULL) < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("job queue \"%s\" does not exist", (char *) lfirst(lc))));
+					 errmsg("job queue \"%s\" does not exist", QsShortValue(lfirst(lc)))));
 	}
 	return (Datum) 0;
 }

@@ -17,6 +17,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -275,13 +276,117 @@ QsAgentOf(const QsQueueState *qs, int64 job_id)
 	return e ? e->agent : NULL;
 }
 
+/* How many of an orphaned share's jobs its WARNING names (WarnOrphans) */
+#define QS_ORPHANS_NAMED 10
+
+static QsQuery OrphanJobsQuery = {
+	"SELECT id, state, count(*) OVER () FROM quota_sched.job"
+	" WHERE job_queue = $1 AND quota_share = $2"
+	"   AND state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')"
+	" ORDER BY id LIMIT " CppAsString2(QS_ORPHANS_NAMED),
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * IsOrphan tells whether a share the queue does not have is among its
+ * orphans already.
+ */
+static bool
+IsOrphan(const QsQueueState *qs, const char *share)
+{
+	ListCell   *lc;
+
+	foreach(lc, qs->orphans)
+		if (strcmp(lfirst(lc), share) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * AddOrphan adds a share the queue does not have to its orphans, if it
+ * is new.
+ */
+static void
+AddOrphan(QsQueueState *qs, const char *share)
+{
+	if (QsShareIndex(qs, share) < 0 && !IsOrphan(qs, share))
+		qs->orphans = lappend(qs->orphans, MemoryContextStrdup(qs->cxt, share));
+}
+
+/*
+ * WarnOrphan gives the WARNING about the live jobs of a share the queue
+ * does not have (only a write that bypassed the foreign keys, such as a
+ * restore with session_replication_role = replica, leaves them): it names
+ * the share and the first of its jobs, by id, with their states.
+ */
+static void
+WarnOrphan(QsQueueState *qs, const char *share)
+{
+	Datum		args[2] = {CStringGetTextDatum(qs->queue), CStringGetTextDatum(share)};
+	uint64		n = QsQueryRunIn(&OrphanJobsQuery, args, NULL, qs->snapshot, 0);
+	StringInfoData ids;
+	int64		total = 0;
+	bool		isnull;
+
+	initStringInfo(&ids);
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		appendStringInfo(&ids, "%s%s (%s)", i > 0 ? ", " : "", SPI_getvalue(tup, desc, 1),
+						 SPI_getvalue(tup, desc, 2));
+		total = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	}
+	if (n == 0)
+		return;					/* a counter that drifted: no job is left */
+	ereport(WARNING,
+			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+			 errmsg_plural("job queue \"%s\" has %lld live job of quota share \"%s\", "
+						   "which does not exist: the pass leaves it alone",
+						   "job queue \"%s\" has %lld live jobs of quota share \"%s\", "
+						   "which does not exist: the pass leaves them alone",
+						   (unsigned long) total, qs->queue, (long long) total, share),
+			 errdetail("Job id (state): %s%s.", ids.data,
+					   total > (int64) n ? ", ..." : ""),
+			 errhint("Only a write that bypassed the foreign keys (such as a restore with "
+					 "session_replication_role = replica) leaves such jobs; create the "
+					 "quota share again for the passes to take them up.")));
+}
+
+/*
+ * FindOrphans finds the shares the queue does not have that its live jobs
+ * name, from the counters of held capacity and the (share, unit) pairs of
+ * its RUNNABLE jobs, both read anyway: it costs a pass nothing while there
+ * are none.  With warn (the first read of a pass, of explain, of
+ * queue_snapshot; not a pass's second read, with rows locked), it gives a
+ * WARNING for each, naming its jobs (WarnOrphan).  The pass leaves those
+ * jobs alone and schedules the queue's other jobs.
+ */
+static void
+FindOrphans(QsQueueState *qs, List *pairs, QsUsageRows usage, bool warn)
+{
+	ListCell   *lc;
+
+	for (int i = 0; i < usage.n; i++)
+		if (usage.rows[i].jobs > 0)
+			AddOrphan(qs, usage.rows[i].quota_share);
+	for (int i = 0; i + 1 < list_length(pairs); i += 2)
+		AddOrphan(qs, list_nth(pairs, i));
+	if (warn)
+		foreach(lc, qs->orphans)
+			WarnOrphan(qs, lfirst(lc));
+}
+
 /*
  * PolicyJobs turns rows of a queue's jobs into the policy's jobs, with the
  * indexes of their shares and units (adding units not seen yet), noting
  * the agents of held ones.  A job whose share is not in the queue (only a
  * write that bypassed the foreign keys, such as a restore with triggers
- * off, leaves one) is left out with a WARNING: the pass decides nothing
- * about it, and the queue's other jobs go on.
+ * off, leaves one) is left out: the pass decides nothing about it, and the
+ * queue's other jobs go on.  FindOrphans gave the WARNING about it, unless
+ * its share's counters drifted (the job is not counted): then it is given
+ * here.
  */
 static const QsJob *
 PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs)
@@ -293,6 +398,8 @@ PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs)
 	{
 		int			share = QsShareIndex(qs, rows.rows[i].quota_share);
 
+		if (share < 0 && IsOrphan(qs, rows.rows[i].quota_share))
+			continue;
 		if (share < 0)
 		{
 			ereport(WARNING,
@@ -673,6 +780,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	usage = QsReadUsage(qs->queue);
 	for (int i = 0; i < usage.n; i++)
 		AddUnit(qs, usage.rows[i].capacity_unit);
+	FindOrphans(qs, pairs, usage, !lock_rows);
 	LoadJobs(qs);
 	SetUpReaders(qs, share_maps, pairs);
 	SetUpCounters(qs, usage);

@@ -10,6 +10,7 @@
 #define QS_PASS_LOAD_H
 
 #include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 #include "utils/snapshot.h"
 
@@ -59,6 +60,8 @@ typedef struct QsQueueState
 	int64	   *passed_over;	/* the jobs queue_status lists */
 	int			npassed_over;
 	int			passed_over_passes;	/* queue_status.passed_over_passes */
+	List	   *orphans;		/* names of the shares, not in the queue, that
+								 * its live jobs name (FindOrphans) */
 } QsQueueState;
 
 extern bool QsLoadQueueState(QsQueueState *state, const char *queue, TimestampTz now,

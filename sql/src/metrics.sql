@@ -15,6 +15,13 @@
  * (one snapshot), so a rollup or a prune never makes them go back.  JIT
  * is off: the planner's estimates for the functions it reads would have it
  * compile, for 100 ms, a statement that runs in a few.
+ *
+ * Without shared_preload_libraries = 'quota_sched' there are no such
+ * counters (stats.c sets them up only when the library is preloaded):
+ * metrics() then says so, with quota_sched_stats_available 0 (1 when they
+ * are kept: the shared memory named "quota_sched stats" exists), and
+ * leaves out the figures of passes and of the worker rather than show
+ * zeros that would read as "no pass ran"; quota_sched_worker_up is 0.
  * ------------------------------------------------------------------- */
 CREATE OR REPLACE FUNCTION quota_sched.pass_stats()
 RETURNS TABLE (job_queue text, passes bigint, last_pass_at timestamptz,
@@ -70,7 +77,10 @@ BEGIN ATOMIC
 		('quota_sched_worker_up', 'gauge', '1 when the background worker runs in this database, enabled.'),
 		('quota_sched_worker_start_timestamp_seconds', 'gauge', 'When the background worker started.'),
 		('quota_sched_worker_last_round_timestamp_seconds', 'gauge', 'When the background worker''s last round ended.'),
-		('quota_sched_worker_rounds_total', 'counter', 'Rounds of the background worker since the server started.')),
+		('quota_sched_worker_rounds_total', 'counter', 'Rounds of the background worker since the server started.'),
+		('quota_sched_stats_available', 'gauge', '1 when the library is preloaded (shared_preload_libraries) and keeps the counters of passes and of the worker; 0: it is not, and their metrics are absent.')),
+	stats AS (SELECT EXISTS (SELECT FROM pg_catalog.pg_shmem_allocations a
+							  WHERE a.name = 'quota_sched stats') AS available),
 	queues AS (SELECT q.name, r.rolled_until FROM quota_sched.job_queue q
 				 LEFT JOIN quota_sched.usage_rollup r ON r.job_queue = q.name),
 	shares AS (SELECT u.*, quota_sched.metric_labels('job_queue', u.job_queue, 'quota_share', u.quota_share,
@@ -92,7 +102,8 @@ BEGIN ATOMIC
 					   unnest(ARRAY['dispatched', 'succeeded', 'failed', 'preempted']) AS k(counter)) t
 		 GROUP BY 1, 2, 3, 4),
 	passes AS (SELECT p.*, quota_sched.metric_labels('job_queue', q.name) AS labels
-				 FROM queues q LEFT JOIN quota_sched.pass_stats() p ON p.job_queue = q.name),
+				 FROM queues q LEFT JOIN quota_sched.pass_stats() p ON p.job_queue = q.name
+				WHERE (SELECT st.available FROM stats st)),
 	worker AS (SELECT w.*, w.running AND current_database() = current_setting('quota_sched.database', true)
 						   AND current_setting('quota_sched.enabled', true)::boolean AS up
 				 FROM quota_sched.worker_stats() w),
@@ -153,7 +164,8 @@ BEGIN ATOMIC
 		UNION ALL
 		SELECT 'quota_sched_worker_last_round_timestamp_seconds', '', extract(epoch FROM w.last_round_at)::text
 		  FROM worker w WHERE w.up AND w.last_round_at IS NOT NULL
-		UNION ALL SELECT 'quota_sched_worker_rounds_total', '', w.rounds::text FROM worker w WHERE w.up)
+		UNION ALL SELECT 'quota_sched_worker_rounds_total', '', w.rounds::text FROM worker w WHERE w.up
+		UNION ALL SELECT 'quota_sched_stats_available', '', st.available::integer::text FROM stats st)
 	SELECT coalesce(string_agg(b.block, '' ORDER BY b.name), '')
 	  FROM (SELECT f.name, '# HELP ' || f.name || ' ' || f.help || E'\n# TYPE ' || f.name || ' ' || f.type
 						   || E'\n' || string_agg(s.name || s.labels || ' ' || s.value || E'\n', ''

@@ -3,7 +3,9 @@
 # a row and in all; a job whose row a user holds is shown passed over; the
 # output passes `promtool check metrics` (Debian's prometheus package,
 # which test/setup.sh unpacks: QS_PROMTOOL); after a restart the counters of
-# passes start again from zero while those of jobs keep their values.
+# passes start again from zero while those of jobs keep their values; in a
+# cluster without the preload, metrics() says the counters of passes and
+# of the worker are not kept, and shows none.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -121,7 +123,8 @@ my @families = ($text =~ /^# TYPE (\S+)/mg);
 my $rolled = $node->safe_psql('postgres', 'SELECT count(*) > 0 FROM quota_sched.usage_rollup') eq 't';
 is(scalar(grep { /rollup/ } @families), $rolled ? 1 : 0,
 	$rolled ? 'an hour is rolled up: its family is there' : 'no rollup yet');
-is(scalar(@families), $rolled ? 24 : 23, 'every other metric family is there');
+is(scalar(@families), $rolled ? 25 : 24, 'every other metric family is there');
+is(sample('quota_sched_stats_available', ''), '1', 'preloaded: the counters of passes are kept');
 SKIP:
 {
 	my $promtool = $ENV{QS_PROMTOOL} // '';
@@ -147,4 +150,42 @@ ok($node->poll_query_until('postgres', q{
 		SELECT running AND rounds > 0 FROM quota_sched.worker_stats()}), 'the worker runs again');
 
 $node->stop;
+
+# 6. Without the preload there are no counters of passes or of the worker
+# (issue 20, item 9): metrics() says so, with quota_sched_stats_available
+# 0, and shows none of their figures, even after a pass (zeros would read
+# as "no pass ran"); the other figures are there, and promtool takes it.
+my $plain = PostgreSQL::Test::Cluster->new('metrics_plain');
+$plain->init;
+$plain->start;
+$plain->safe_psql('postgres', <<'SQL');
+CREATE EXTENSION quota_sched;
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('mp_env', '{"gpu": 1}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('mp_queue', 'mp_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('mp_queue', 'mp_share', '{"gpu": 1}', 'RESERVE');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('mp_job', 'mp_queue', 'mp_share', 'gpu');
+SELECT count(*) FROM quota_sched.run_pass('mp_queue');
+SQL
+my $plain_text = $plain->safe_psql('postgres', 'SELECT quota_sched.metrics()') . "\n";
+like($plain_text, qr/^quota_sched_stats_available 0$/m, 'not preloaded: metrics() says the counters are not kept');
+like($plain_text, qr/^# HELP quota_sched_stats_available .*preloaded/m, 'its HELP says why');
+unlike($plain_text, qr/^quota_sched_(passes|last_pass|worker_(start|last_round|rounds))/m,
+	'no figure of passes or of the worker');
+like($plain_text, qr/^quota_sched_worker_up 0$/m, 'the worker is not up');
+like($plain_text, qr/^quota_sched_dispatches_total\{job_queue="mp_queue",[^}]*\} 1$/m,
+	'the figures of jobs are there');
+SKIP:
+{
+	my $promtool = $ENV{QS_PROMTOOL} // '';
+	skip 'promtool is not available (QS_PROMTOOL)', 1
+	  if $promtool eq '' && !$ENV{QS_REQUIRE_PROMTOOL};
+	my $plain_file = $plain->basedir . '/metrics.txt';
+	PostgreSQL::Test::Utils::append_to_file($plain_file, $plain_text);
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ $promtool, 'check', 'metrics' ], '<', $plain_file, '>', \$out, '2>', \$err);
+	ok($ok, 'promtool check metrics accepts it without the preload') or diag("promtool: $out $err");
+}
+$plain->stop;
 done_testing();
