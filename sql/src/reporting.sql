@@ -335,7 +335,10 @@ END;
  * rollup() brings the hourly rollup of every queue up to the last whole
  * hour before the oldest open transaction started (an event is stamped
  * with its transaction's start, so one not yet committed is never older),
- * or before up_to; it returns the number of queue-hours it rolled up.  The
+ * or before up_to (never past now: an hour that has not happened would be
+ * rolled up without the events still to come, and the jobs that end in it
+ * could be deleted at once); a null or infinite up_to is refused (22023).
+ * It returns the number of queue-hours it rolled up.  The
  * background worker calls it after the first full round of each hour;
  * without the worker, pg_cron can (doc/operations.md).  A queue's first rollup starts
  * at the hour of its first event or of its shares' first configuration (the
@@ -353,7 +356,12 @@ DECLARE
 	t1 timestamptz;
 	hours bigint := 0;
 BEGIN
-	SELECT date_trunc('hour', least(up_to, min(a.xact_start))) INTO horizon
+	IF up_to IS NULL OR NOT isfinite(up_to) THEN
+		RAISE EXCEPTION 'invalid up_to %', coalesce(up_to::text, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'up_to is a finite time; the rollup never goes past now.';
+	END IF;
+	SELECT date_trunc('hour', least(up_to, now(), min(a.xact_start))) INTO horizon
 	  FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid();
 	FOR q IN SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE "C" LOOP
 		SELECT r.rolled_until INTO t0 FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
