@@ -137,6 +137,92 @@ SELECT bucket_start, quota_share AS share, used_instance_seconds AS used,
   FROM quota_sched.utilization('u_queue', '2026-01-01 04:00+00', '2026-01-01 06:00+00')
  WHERE quota_share = 'B';
 
+-- Long ranges cost their buckets, not their hours (issue 20, item 2).  30
+-- years in one bucket (10957 days; with at most 20 MB of temporary files,
+-- where the work by the hour wrote some 300 MB): used, own, borrowed and
+-- the counts are the sums of the first six hours, hourly (nothing is held
+-- after them); the capacity is that of every change of the configuration
+-- (config_event: those above, and the rows this test inserted, recorded
+-- now), each held from its time to the end; idle grows by the capacity
+-- after the six hours.  The waits are all of the bucket's dispatches: A's
+-- 1800, 3600 and 1800 s, B's 600, 600 and 1200 s.
+SET temp_file_limit = '20MB';
+WITH short AS (
+	SELECT quota_share, sum(capacity * 3600) AS cap, sum(used_instance_seconds) AS used,
+		   sum(own_instance_seconds) AS own, sum(borrowed_instance_seconds) AS borrowed,
+		   sum(idle_instance_seconds) AS idle, sum(dispatched) AS dispatched,
+		   sum(succeeded) AS succeeded, sum(failed) AS failed, sum(preempted) AS preempted,
+		   sum(preempting) AS preempting
+	  FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 06:00+00')
+	 GROUP BY 1),
+config AS (
+	SELECT CASE c.object WHEN 'quota_share' THEN c.name END AS quota_share,
+		   sum((quota_sched.capacity_of(c.new -> 'capacity_limits', 'gpu')
+				- quota_sched.capacity_of(c.old -> 'capacity_limits', 'gpu'))
+			   * extract(epoch FROM '2056-01-01 00:00+00' - greatest(c.at, '2026-01-01 00:00+00'))) AS cap
+	  FROM quota_sched.config_event c
+	 WHERE (c.object = 'quota_share' AND c.job_queue = 'u_queue')
+		OR (c.object = 'service_environment' AND c.name = 'u_env')
+	 GROUP BY 1),
+long AS (
+	SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2056-01-01 00:00+00',
+										  '10957 days'))
+SELECT l.bucket_start, l.quota_share AS share,
+	   round((l.capacity * extract(epoch FROM interval '10957 days'))::numeric, 3)
+		 = round(c.cap, 3) AS capacity_ok,
+	   l.used_instance_seconds AS used, l.used_instance_seconds = s.used AS used_ok,
+	   l.own_instance_seconds IS NOT DISTINCT FROM s.own AS own_ok,
+	   l.borrowed_instance_seconds IS NOT DISTINCT FROM s.borrowed AS borrowed_ok,
+	   round(l.idle_instance_seconds::numeric, 3)
+		 = round(s.idle::numeric + c.cap - s.cap::numeric, 3) AS idle_ok,
+	   (l.dispatched, l.succeeded, l.failed, l.preempted, l.preempting)
+		 = (s.dispatched, s.succeeded, s.failed, s.preempted, s.preempting) AS counts_ok,
+	   l.dispatched, l.wait_p50_seconds AS p50, l.wait_p95_seconds AS p95
+  FROM long l
+  JOIN short s ON s.quota_share IS NOT DISTINCT FROM l.quota_share
+  JOIN config c ON c.quota_share IS NOT DISTINCT FROM l.quota_share
+ ORDER BY 2 NULLS FIRST;
+-- 30 years up to 06:00 in one bucket: the sums of the six hours.
+SELECT l.quota_share AS share,
+	   round((l.capacity * extract(epoch FROM interval '10957 days'))::numeric, 3)
+		 = round(s.cap::numeric, 3) AS capacity_ok,
+	   (l.used_instance_seconds, l.own_instance_seconds, l.borrowed_instance_seconds,
+		l.idle_instance_seconds, l.dispatched, l.succeeded, l.failed, l.preempted, l.preempting)
+		 IS NOT DISTINCT FROM
+	   (s.used, s.own, s.borrowed, s.idle, s.dispatched, s.succeeded, s.failed, s.preempted,
+		s.preempting) AS sums_ok
+  FROM quota_sched.utilization('u_queue', '1996-01-02 06:00+00', '2026-01-01 06:00+00', '10957 days') l
+  JOIN (SELECT quota_share, sum(capacity * 3600) AS cap, sum(used_instance_seconds) AS used,
+			   sum(own_instance_seconds) AS own, sum(borrowed_instance_seconds) AS borrowed,
+			   sum(idle_instance_seconds) AS idle, sum(dispatched) AS dispatched,
+			   sum(succeeded) AS succeeded, sum(failed) AS failed, sum(preempted) AS preempted,
+			   sum(preempting) AS preempting
+		  FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 06:00+00')
+		 GROUP BY 1) s ON s.quota_share IS NOT DISTINCT FROM l.quota_share
+ ORDER BY 1 NULLS FIRST;
+-- Buckets of 5 hours: the first holds rollup hours (0 and 1) and history
+-- (2 to 4), the second history and the hours after now; the same sums as
+-- the hourly report's.
+SELECT count(*) AS differing FROM (
+	(SELECT bucket_start, quota_share, capacity_unit, round(capacity::numeric, 6) AS capacity,
+			used_instance_seconds, idle_instance_seconds, dispatched, succeeded, failed, preempted
+	   FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 10:00+00', '5 hours')
+	 EXCEPT
+	 SELECT date_bin('5 hours', bucket_start, '2026-01-01 00:00+00'), quota_share, capacity_unit,
+			round((sum(capacity) / 5)::numeric, 6), sum(used_instance_seconds),
+			sum(idle_instance_seconds), sum(dispatched), sum(succeeded), sum(failed),
+			sum(preempted)
+	   FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-01 10:00+00')
+	  GROUP BY 1, 2, 3)) d;
+-- The widest range accepted (22023 beyond, below): from 4713 BC to the
+-- year 285000, in 106 buckets of a million days, 104 of them (from the
+-- one 2026 is in) with rows for A, B and the environment; A used 13500
+-- instance-seconds in all.
+SELECT count(*) AS rows, sum(used_instance_seconds) FILTER (WHERE quota_share = 'A') AS used_a
+  FROM quota_sched.utilization('u_queue', '4713-11-24 00:00+00 BC', '285000-01-01 00:00+00',
+							   '1000000 days');
+RESET temp_file_limit;
+
 -- Bad arguments: 22023.
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('no_such_queue', '2026-01-01', '2026-01-02')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-02', '2026-01-01')$$);
@@ -145,6 +231,18 @@ SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-01-03', '1 second')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', '2026-03-01', '1 month')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', NULL, '2026-03-01')$$);
+-- infinite, or longer than an interval holds (292,000 years: to - from
+-- wrapped around, and let the work by the hour through)
+SET statement_timeout = '20s';
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01', 'infinity')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '-infinity', '2026-01-01', '100000 days')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '1970-01-01 00:00+00', '294276-12-31 23:00+00', '1 hour')$$);
+SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '4713-11-24 00:00+00 BC', '294276-12-31 23:00+00', '2147483647 days')$$);
+-- rollup(): never past now, and a finite up_to (issue 20, item 3)
+SELECT pg_temp.refused($$SELECT quota_sched.rollup(NULL)$$);
+SELECT pg_temp.refused($$SELECT quota_sched.rollup('infinity')$$);
+SELECT pg_temp.refused($$SELECT quota_sched.rollup('-infinity')$$);
+RESET statement_timeout;
 
 -- Clean up.
 DELETE FROM quota_sched.job_event WHERE job_queue = 'u_queue';

@@ -207,6 +207,16 @@ SELECT pg_temp.refused($$SELECT quota_sched.utilization_svg('us_queue', '2026-01
 SELECT pg_temp.refused($$SELECT quota_sched.utilization_svg('us_queue', NULL, '2026-03-01')$$);
 SELECT pg_temp.refused($$SELECT quota_sched.utilization_svg('us_queue', '2026-01-01', '2026-01-03', '1 minute')$$);
 SELECT pg_temp.refused($$SELECT quota_sched.utilization_svg('us_queue', '2026-01-01', '2026-01-02 09:20', '1 minute')$$) AS two_thousand;
+-- utilization()'s bounds (issue 20, item 2): infinite ranges are 22023;
+-- 50 years in one bucket cost a bucket, not 438,000 hours (20 MB of
+-- temporary files at most).
+SELECT pg_temp.refused($$SELECT quota_sched.utilization_svg('us_queue', '2026-01-01', 'infinity', '100000 days')$$);
+SELECT pg_temp.refused($$SELECT quota_sched.utilization_svg('us_queue', '1970-01-01', '294276-12-31', '100000 days')$$);
+SET temp_file_limit = '20MB';
+SELECT (xpath('count(//*[local-name()="rect"][@class="own" or @class="borrowed"])',
+			  quota_sched.utilization_svg('us_queue', '2026-01-01 00:00+00', '2026-01-01 00:00+00'::timestamptz + interval '18262 days',
+										  '18262 days')::xml))[1]::text AS bars_of_50_years;
+RESET temp_file_limit;
 
 -- Clean up.
 DELETE FROM quota_sched.job_event WHERE job_queue = 'us_queue';

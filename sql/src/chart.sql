@@ -117,9 +117,10 @@ DECLARE
 BEGIN
 	-- The chart's own bound, when the arguments are otherwise sound
 	-- (utilization() judges them, a bucket below a second included, and
-	-- allows 100,000 buckets).
-	IF t0 < t1 AND extract(epoch FROM width) >= 1
-	   AND extract(epoch FROM t1 - t0) / extract(epoch FROM width) > 2000 THEN
+	-- allows 100,000 buckets and finite ranges; t1 - t0 is not taken: it
+	-- fails on infinity and wraps around beyond 292,000 years).
+	IF isfinite(t0) AND isfinite(t1) AND t0 < t1 AND extract(epoch FROM width) >= 1
+	   AND (extract(epoch FROM t1) - extract(epoch FROM t0)) / extract(epoch FROM width) > 2000 THEN
 		RAISE EXCEPTION 'too many buckets for a chart: from % to % in buckets of %', t0, t1, width
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = 'A chart has at most 2,000 buckets.',

@@ -335,7 +335,10 @@ END;
  * rollup() brings the hourly rollup of every queue up to the last whole
  * hour before the oldest open transaction started (an event is stamped
  * with its transaction's start, so one not yet committed is never older),
- * or before up_to; it returns the number of queue-hours it rolled up.  The
+ * or before up_to (never past now: an hour that has not happened would be
+ * rolled up without the events still to come, and the jobs that end in it
+ * could be deleted at once); a null or infinite up_to is refused (22023).
+ * It returns the number of queue-hours it rolled up.  The
  * background worker calls it after the first full round of each hour;
  * without the worker, pg_cron can (doc/operations.md).  A queue's first rollup starts
  * at the hour of its first event or of its shares' first configuration (the
@@ -353,7 +356,12 @@ DECLARE
 	t1 timestamptz;
 	hours bigint := 0;
 BEGIN
-	SELECT date_trunc('hour', least(up_to, min(a.xact_start))) INTO horizon
+	IF up_to IS NULL OR NOT isfinite(up_to) THEN
+		RAISE EXCEPTION 'invalid up_to %', coalesce(up_to::text, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'up_to is a finite time; the rollup never goes past now.';
+	END IF;
+	SELECT date_trunc('hour', least(up_to, now(), min(a.xact_start))) INTO horizon
 	  FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid();
 	FOR q IN SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE "C" LOOP
 		SELECT r.rolled_until INTO t0 FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
@@ -390,9 +398,16 @@ $$;
  * utilization(job_queue, from, to, bucket): per bucket (from from, of
  * width bucket), share and unit, and per bucket and unit for the
  * environment (quota_share null): see doc/reporting.md.
- * Hours the rollup covers come from it, the rest from the history; a
- * bucket that is not a whole number of hours, or a from that is not on
- * an hour, is computed from the history alone.
+ *
+ * Hours the rollup covers are summed from its rows (a row per share, unit
+ * and hour that had anything), the rest from the history, in buckets of
+ * the width asked (the first of them may start inside a bucket, where the
+ * rollup ends): the work is the rows read, and the buckets times the
+ * (share, unit) pairs after the rollup, never an hour of the range at a
+ * time.  A bucket that is not a whole number of hours, or a from that is
+ * not on an hour, is computed from the history alone.  Buckets are counted
+ * as date_bin() counts them, a day 24 hours, whatever the caller's
+ * TimeZone.
  */
 CREATE OR REPLACE FUNCTION quota_sched.utilization(job_queue text, "from" timestamptz, "to" timestamptz,
 										bucket interval DEFAULT '1 hour')
@@ -414,9 +429,13 @@ DECLARE
 	hourly boolean := secs >= 3600 AND secs::bigint % 3600 = 0
 					  AND date_trunc('hour', "from") = "from";
 	width interval := utilization.bucket;
-	step interval := CASE WHEN hourly THEN interval '1 hour' ELSE utilization.bucket END;
+	span numeric;
+	w interval;
 	rolled timestamptz;
-	everything boolean;
+	edge timestamptz;
+	last timestamptz;
+	cut timestamptz;
+	visible text[];
 BEGIN
 	IF q IS NULL OR "from" IS NULL OR "to" IS NULL OR utilization.bucket IS NULL THEN
 		RAISE EXCEPTION 'utilization() needs a job queue, from, to and a bucket'
@@ -433,16 +452,53 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = 'A bucket is at least a second, in days, hours, minutes or seconds.';
 	END IF;
-	IF NOT ("from" < "to") OR extract(epoch FROM "to" - "from") / secs > 100000 THEN
+	-- The range's length in seconds, exactly (to - from, an interval,
+	-- would wrap around beyond 292,000 years and let any range through).
+	span := extract(epoch FROM "to") - extract(epoch FROM "from");
+	IF NOT isfinite("from") OR NOT isfinite("to") OR NOT ("from" < "to")
+	   OR span / secs::numeric > 100000 OR span >= 9223372036854 THEN
 		RAISE EXCEPTION 'invalid range from % to % in buckets of %', "from", "to", width
 			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'from comes before to, and the range has at most 100,000 buckets.';
+				  DETAIL = 'from and to are finite, from comes before to, the range is shorter '
+						   'than 292,000 years and has at most 100,000 buckets.';
 	END IF;
+	-- the bucket as date_bin() counts it, a day 24 hours (the edges are
+	-- generated so too, whatever the caller's TimeZone); one longer than
+	-- the range is the range
+	w := CASE WHEN secs::numeric >= span THEN "to" - "from" ELSE width END;
+	w := w - make_interval(days => date_part('day', w)::integer)
+		 + date_part('day', w) * interval '24 hours';
 	SELECT r.rolled_until INTO rolled FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
 	rolled := CASE WHEN hourly THEN greatest(least(coalesce(rolled, "from"), "to"), "from")
 				   ELSE "from" END;
-	everything := pg_has_role(caller, 'quota_sched_admin', 'USAGE')
-				  OR pg_has_role(caller, 'quota_sched_agent', 'USAGE');
+	-- the first edge of a bucket at or after the rollup's end: the history
+	-- from the one to the other is one part (of the bucket the rollup ends
+	-- in), and after it one part a bucket
+	edge := date_bin(w, rolled, "from");
+	IF edge < rolled THEN
+		edge := least(edge + w, "to");
+	END IF;
+	-- Nothing changes after now (an event is stamped with its transaction's
+	-- start) but for history written by hand: from the first edge of a
+	-- bucket after both, the levels hold, and each bucket's figures are
+	-- those levels times its length, without a step through the history.
+	last := greatest(now(),
+					 (SELECT max(e.at) FROM quota_sched.job_event e
+					   WHERE e.at > now() AND e.job_queue = q),
+					 (SELECT max(c.at) FROM quota_sched.config_event c WHERE c.at > now()));
+	cut := date_bin(w, least(greatest(last, edge), "to"), "from");
+	IF cut < least(greatest(last, edge), "to") THEN
+		cut := least(cut + w, "to");
+	END IF;
+	visible := ARRAY(
+		SELECT s.name FROM quota_sched.quota_share s
+		 WHERE s.job_queue = q
+		   AND (pg_has_role(caller, 'quota_sched_admin', 'USAGE')
+				OR pg_has_role(caller, 'quota_sched_agent', 'USAGE')
+				OR s.submit_role IS NULL
+				OR EXISTS (SELECT FROM pg_catalog.pg_roles r
+							WHERE r.rolname = s.submit_role
+							  AND pg_has_role(caller, r.oid, 'USAGE'))));
 	RETURN QUERY
 	WITH parts AS (
 		SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
@@ -453,55 +509,86 @@ BEGIN
 		UNION ALL
 		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
 			   p.idle, p.dispatched, p.succeeded, p.failed, p.preempted, p.preempting, p.waits
-		  FROM quota_sched.usage_parts(q, rolled, "to", step) p
-		 WHERE rolled < "to"),
-	flat AS (SELECT date_bin(width, p.at, "from") AS b, p.* FROM parts p),
-	sums AS (
-		SELECT f.b, f.quota_share, f.capacity_unit, sum(f.capacity) AS capacity,
-			   sum(f.used) AS used, sum(f.own) AS own, sum(f.borrowed) AS borrowed,
-			   sum(f.idle) AS idle, sum(f.dispatched)::bigint AS dispatched,
-			   sum(f.succeeded)::bigint AS succeeded, sum(f.failed)::bigint AS failed,
-			   sum(f.preempted)::bigint AS preempted, sum(f.preempting)::bigint AS preempting
-		  FROM flat f GROUP BY 1, 2, 3),
-	waits AS (
-		-- buckets of one part each (step = width): read off the sorted waits
-		SELECT f.b, f.quota_share, f.capacity_unit,
-			   f.waits[ceil(0.5 * cardinality(f.waits))::integer] AS p50,
-			   f.waits[ceil(0.95 * cardinality(f.waits))::integer] AS p95
-		  FROM flat f WHERE step = width AND cardinality(f.waits) > 0
+		  FROM quota_sched.usage_parts(q, rolled, edge, edge - rolled) p
+		 WHERE rolled < edge
 		UNION ALL
-		SELECT f.b, f.quota_share, f.capacity_unit,
-			   percentile_disc(0.5) WITHIN GROUP (ORDER BY w.w),
-			   percentile_disc(0.95) WITHIN GROUP (ORDER BY w.w)
-		  FROM flat f, unnest(f.waits) AS w(w) WHERE step <> width GROUP BY 1, 2, 3),
-	visible AS (
-		SELECT s.name FROM quota_sched.quota_share s
-		 WHERE s.job_queue = q
-		   AND (everything OR s.submit_role IS NULL
-				OR EXISTS (SELECT FROM pg_catalog.pg_roles r
-							WHERE r.rolname = s.submit_role
-							  AND pg_has_role(caller, r.oid, 'USAGE'))))
+		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
+			   p.idle, p.dispatched, p.succeeded, p.failed, p.preempted, p.preempting, p.waits
+		  FROM quota_sched.usage_parts(q, edge, cut, w) p
+		 WHERE edge < cut
+),
+	flat AS (SELECT date_bin(w, p.at, "from") AS b, p.* FROM parts p),
+	-- the parts' figures, and a row for each wait (the percentiles of a
+	-- bucket are over all the waits of its parts), grouped in one pass
+	cells AS (
+		SELECT f.b, f.quota_share, f.capacity_unit, f.capacity, f.used, f.own, f.borrowed,
+			   f.idle, f.dispatched, f.succeeded, f.failed, f.preempted, f.preempting,
+			   NULL::real AS wait
+		  FROM flat f
+		UNION ALL
+		SELECT f.b, f.quota_share, f.capacity_unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			   NULL, NULL, NULL, x.wait
+		  FROM flat f, unnest(f.waits) AS x(wait)),
+	sums AS (
+		SELECT c.b, c.quota_share, c.capacity_unit, sum(c.capacity) AS capacity,
+			   sum(c.used) AS used, sum(c.own) AS own, sum(c.borrowed) AS borrowed,
+			   sum(c.idle) AS idle, sum(c.dispatched)::bigint AS dispatched,
+			   sum(c.succeeded)::bigint AS succeeded, sum(c.failed)::bigint AS failed,
+			   sum(c.preempted)::bigint AS preempted, sum(c.preempting)::bigint AS preempting,
+			   percentile_disc(0.5) WITHIN GROUP (ORDER BY c.wait)
+				 FILTER (WHERE c.wait IS NOT NULL) AS p50,
+			   percentile_disc(0.95) WITHIN GROUP (ORDER BY c.wait)
+				 FILTER (WHERE c.wait IS NOT NULL) AS p95
+		  FROM cells c GROUP BY 1, 2, 3),
+	-- after cut: the levels there, and the buckets (each of them after cut
+	-- whole, so no bucket has figures from both sides)
+	held AS (
+		SELECT st.quota_share, st.capacity_unit, st.u, st.c
+		  FROM quota_sched.usage_start(q, cut) st
+		 WHERE cut < "to" AND abs(st.u) + abs(st.c) > 0),
+	tail AS (
+		SELECT g.b, extract(epoch FROM least(g.b + w, "to") - g.b)::double precision AS secs
+		  FROM generate_series(cut, "to", w) AS g(b) WHERE cut < "to" AND g.b < "to"),
+	env_held AS (
+		SELECT e.capacity_unit, e.c, sh.u
+		  FROM held e
+		  LEFT JOIN (SELECT h.capacity_unit, sum(h.u)::bigint AS u FROM held h
+					  WHERE h.quota_share IS NOT NULL GROUP BY 1) sh
+			ON sh.capacity_unit = e.capacity_unit
+		 WHERE e.quota_share IS NULL)
 	SELECT s.b, s.quota_share, s.capacity_unit,
-		   s.capacity / extract(epoch FROM least(s.b + width, "to") - s.b)::double precision,
+		   s.capacity / extract(epoch FROM least(s.b + w, "to") - s.b)::double precision,
 		   s.used, s.own, s.borrowed, s.idle, s.dispatched, s.succeeded, s.failed,
-		   s.preempted, s.preempting, w.p50, w.p95
+		   s.preempted, s.preempting, s.p50, s.p95
 	  FROM sums s
-	  LEFT JOIN waits w ON w.b = s.b AND w.quota_share = s.quota_share
-	   AND w.capacity_unit = s.capacity_unit
-	 WHERE s.quota_share IN (SELECT v.name FROM visible v)
+	 WHERE s.quota_share = ANY (visible)
 	UNION ALL
-	SELECT e.b, NULL, e.capacity_unit,
-		   e.capacity / extract(epoch FROM least(e.b + width, "to") - e.b)::double precision,
-		   u.used, NULL, NULL, e.capacity - coalesce(u.used, 0), u.dispatched, u.succeeded,
-		   u.failed, u.preempted, u.preempting, NULL, NULL
-	  FROM sums e
-	  LEFT JOIN (SELECT s.b, s.capacity_unit, sum(s.used) AS used,
-						sum(s.dispatched)::bigint AS dispatched, sum(s.succeeded)::bigint AS succeeded,
-						sum(s.failed)::bigint AS failed, sum(s.preempted)::bigint AS preempted,
-						sum(s.preempting)::bigint AS preempting
-				   FROM sums s WHERE s.quota_share IS NOT NULL GROUP BY 1, 2) u
-		ON u.b = e.b AND u.capacity_unit = e.capacity_unit
-	 WHERE e.quota_share IS NULL
+	-- the environment's rows: its capacity, and the sums of all its shares
+	SELECT s.b, NULL, s.capacity_unit,
+		   sum(s.capacity) FILTER (WHERE s.quota_share IS NULL)
+			 / extract(epoch FROM least(s.b + w, "to") - s.b)::double precision,
+		   sum(s.used) FILTER (WHERE s.quota_share IS NOT NULL), NULL, NULL,
+		   sum(s.capacity) FILTER (WHERE s.quota_share IS NULL)
+			 - coalesce(sum(s.used) FILTER (WHERE s.quota_share IS NOT NULL), 0),
+		   sum(s.dispatched) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
+		   sum(s.succeeded) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
+		   sum(s.failed) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
+		   sum(s.preempted) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
+		   sum(s.preempting) FILTER (WHERE s.quota_share IS NOT NULL)::bigint, NULL, NULL
+	  FROM sums s
+	 GROUP BY s.b, s.capacity_unit
+	HAVING count(*) FILTER (WHERE s.quota_share IS NULL) > 0
+	UNION ALL
+	SELECT t.b, h.quota_share, h.capacity_unit, h.c * t.secs / t.secs, h.u * t.secs,
+		   least(h.u, h.c) * t.secs, greatest(h.u - h.c, 0) * t.secs,
+		   greatest(h.c - h.u, 0) * t.secs, 0, 0, 0, 0, 0, NULL, NULL
+	  FROM held h, tail t
+	 WHERE h.quota_share = ANY (visible)
+	UNION ALL
+	SELECT t.b, NULL, e.capacity_unit, e.c * t.secs / t.secs, e.u * t.secs, NULL, NULL,
+		   e.c * t.secs - coalesce(e.u * t.secs, 0), e.u * 0, e.u * 0, e.u * 0, e.u * 0,
+		   e.u * 0, NULL, NULL
+	  FROM env_held e, tail t
 	 ORDER BY 1, 2 NULLS FIRST, 3;
 END
 $$;
