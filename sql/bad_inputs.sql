@@ -404,7 +404,7 @@ INSERT INTO bi_justified VALUES
 	('quota_sched.release(bigint, text, text)', 'reason', NULL,
 	 'free text of at most 1,024 bytes, kept as the status reason (null: none)'),
 	('quota_sched.terminate(bigint, text)', 'reason', NULL,
-	 'free text of at most 1,024 bytes, kept as the status reason'),
+	 'free text of at most 1,024 bytes, kept as the status reason (null refused)'),
 	('quota_sched.report(bigint, text, text, text, integer, integer)', 'attempt', NULL,
 	 'null: the current attempt; another: a retry about an attempt that is over, a no-op'),
 	('quota_sched.report(bigint, text, text, text, integer, integer)', 'exit_code', NULL,
@@ -442,22 +442,15 @@ INSERT INTO bi_justified
 SELECT s.fn, 'what', NULL, 'the label of the message, any text'
   FROM bi_sample s WHERE s.fn::text LIKE 'quota_sched.check\_%';
 
--- Findings known, in files this test's author does not own: to be fixed
--- (issue 20); each is listed as KNOWN until then.
-CREATE TEMP TABLE bi_known (fn regprocedure, argname text, label text, note text);
-INSERT INTO bi_known VALUES
-	('quota_sched.queue_snapshot(text, integer)', 'max_jobs', 'NULL',
-	 'KNOWN issue 20 item 8: null taken for the default (src/user_api.c)'),
+INSERT INTO bi_justified VALUES
+	('quota_sched.utilization(text, timestamp with time zone, timestamp with time zone, interval)',
+	 'bucket', 'max microseconds',
+	 'one bucket as long as the range: the work is bounded by the range and the rollup, not the bucket'),
 	('quota_sched.rollup(timestamp with time zone)', 'up_to', NULL,
-	 'KNOWN issue 20 item 3: a future, non-finite or null up_to is taken (reporting.sql)'),
-	('quota_sched.check_choice(text, text, text)', 'column_name', NULL,
-	 'KNOWN: an unknown column is an internal error (src/checks.c)'),
-	('quota_sched.check_capacity_map(jsonb, text)', 'value', NULL,
-	 'KNOWN: the message quotes the whole map (src/checks.c)'),
-	('quota_sched.check_state(text, text)', 'value', '1 MB',
-	 'KNOWN: the message quotes the whole value (src/checks.c)'),
-	('quota_sched.check_strategy(text, integer, text)', 'strategy', '1 MB',
-	 'KNOWN: the message quotes the whole value (src/checks.c)');
+	 'a finite time: the rollup goes up to the last whole hour before it or now, whichever is earlier');
+
+-- Findings known and not fixed yet: each is listed as KNOWN (none now).
+CREATE TEMP TABLE bi_known (fn regprocedure, argname text, label text, note text);
 
 CREATE TEMP VIEW bi_outcome AS
 SELECT a.*,

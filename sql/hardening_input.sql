@@ -132,8 +132,7 @@ SELECT j.name, p.action FROM quota_sched.run_pass('hi_queue') p
 SELECT CASE WHEN name = 'hi_after' THEN NULL ELSE id END AS id, name, state FROM quota_sched.job
  WHERE name LIKE 'hi\_orphan\_%' OR name = 'hi_after' ORDER BY name;
 -- explain and queue_snapshot read the queue as a pass does, and say so
--- too.  (explain of the orphan itself says that nothing blocks it: known,
--- to be fixed in src/user_api.c.)
+-- too; explain of the orphan itself says that its share is missing.
 \set VERBOSITY terse
 SELECT e ->> 'blocked_by' AS blocked_by, e ->> 'detail' AS detail FROM quota_sched.explain(990003) e;
 SELECT count(*) AS snapshot_rows FROM quota_sched.queue_snapshot('hi_queue');
@@ -141,6 +140,18 @@ SELECT count(*) AS snapshot_rows FROM quota_sched.queue_snapshot('hi_queue');
 -- a pass with nothing to decide still says so
 SELECT count(*) AS decided FROM quota_sched.run_pass('hi_queue');
 SELECT * FROM quota_sched.held_capacity_drift();
+-- The orphans' held instances still count in the environment's use: hi_fill
+-- (6 instances) would fit hi_point_zero's limits (10 with borrowing) and
+-- the environment's 10 beside the other shares' 3 without the orphans' 2,
+-- not with them.
+SELECT sum(instance_count) AS held_by_share FROM quota_sched.job
+ WHERE job_queue = 'hi_queue' AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') GROUP BY quota_share = 'hi_doomed' ORDER BY 1;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('hi_fill', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge', 6);
+\set VERBOSITY terse
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('hi_queue');
+SELECT e ->> 'blocked_by' AS blocked_by FROM quota_sched.explain((SELECT id FROM quota_sched.job WHERE name = 'hi_fill')) e;
+\set VERBOSITY default
 
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'hi_queue';

@@ -128,7 +128,7 @@ Datum
 qs_check_capacity_map(PG_FUNCTION_ARGS)
 {
 	Jsonb	   *map = PG_GETARG_JSONB_P(0);
-	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	const char *what = QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -136,7 +136,7 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 
 	if (!JB_ROOT_IS_OBJECT(map) || JB_ROOT_IS_SCALAR(map))
 		REFUSE(errmsg("invalid capacity map of %s: %s is not a JSON object",
-					  what, JsonbToCString(NULL, &map->root, VARSIZE(map))),
+					  what, QsShortValue(JsonbToCString(NULL, &map->root, VARSIZE(map)))),
 			   "A capacity map maps capacity units to instance counts, such as {\"ml.g5.xlarge\": 3}.");
 
 	it = JsonbIteratorInit(&map->root);
@@ -146,7 +146,8 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 		{
 			unit = pnstrdup(v.val.string.val, v.val.string.len);
 			if (!QsValidUnitName(v.val.string.val, v.val.string.len))
-				REFUSE(errmsg("invalid capacity unit \"%s\" in the capacity map of %s", unit, what),
+				REFUSE(errmsg("invalid capacity unit \"%s\" in the capacity map of %s",
+							  QsShortValue(unit), what),
 					   "Capacity units are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".");
 		}
 		else if (tok == WJB_VALUE)
@@ -159,7 +160,7 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 				*copy = v;
 				jb = JsonbValueToJsonb(copy);
 				REFUSE(errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
-							  JsonbToCString(NULL, &jb->root, VARSIZE(jb)), unit, what),
+							  QsShortValue(JsonbToCString(NULL, &jb->root, VARSIZE(jb))), unit, what),
 					   "A capacity is an integral JSON number from 0 to 2147483647.");
 			}
 		}
@@ -177,8 +178,8 @@ qs_check_state(PG_FUNCTION_ARGS)
 	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
 	if (strcmp(state, "ENABLED") != 0 && strcmp(state, "DISABLED") != 0)
-		REFUSE(errmsg("invalid state \"%s\" of %s", state,
-					  text_to_cstring(PG_GETARG_TEXT_PP(1))),
+		REFUSE(errmsg("invalid state \"%s\" of %s", QsShortValue(state),
+					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)))),
 			   "The state is ENABLED or DISABLED.");
 	PG_RETURN_BOOL(true);
 }
@@ -205,7 +206,7 @@ ShareLimitArgs(FunctionCallInfo fcinfo)
 
 	arg.strategy = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	arg.limit = PG_GETARG_INT32(1);
-	arg.what = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	arg.what = QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	return arg;
 }
 
@@ -221,7 +222,7 @@ qs_check_strategy(PG_FUNCTION_ARGS)
 	bool		borrows = strcmp(arg.strategy, "LEND_AND_BORROW") == 0;
 
 	if (!borrows && strcmp(arg.strategy, "RESERVE") != 0 && strcmp(arg.strategy, "LEND") != 0)
-		REFUSE(errmsg("invalid strategy \"%s\" of %s", arg.strategy, arg.what),
+		REFUSE(errmsg("invalid strategy \"%s\" of %s", QsShortValue(arg.strategy), arg.what),
 			   "The strategy is RESERVE, LEND or LEND_AND_BORROW.");
 	if (arg.limit < -1)
 		REFUSE(errmsg("invalid borrow_limit %d of %s", arg.limit, arg.what),
@@ -344,10 +345,13 @@ qs_check_choice(PG_FUNCTION_ARGS)
 			if (strcmp(Choices[i].words[w], value) == 0)
 				PG_RETURN_BOOL(true);
 		REFUSE(errmsg("invalid %s \"%s\" of %s", column, QsShortValue(value),
-					  text_to_cstring(PG_GETARG_TEXT_PP(2))),
+					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(2)))),
 			   psprintf("%s is %s or %s.", column, Choices[i].words[0], Choices[i].words[1]));
 	}
-	elog(ERROR, "quota_sched: check_choice of unknown column \"%s\"", column);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("check_choice has no column \"%s\"", QsShortValue(column)),
+			 errdetail("The columns it checks are borrow_order and queueing.")));
 	PG_RETURN_BOOL(false);
 }
 
@@ -408,7 +412,8 @@ qs_check_weight(PG_FUNCTION_ARGS)
 	int32		weight = PG_GETARG_INT32(0);
 
 	if (weight < 1 || weight > QS_MAX_WEIGHT)
-		REFUSE(errmsg("invalid weight %d of %s", weight, text_to_cstring(PG_GETARG_TEXT_PP(1))),
+		REFUSE(errmsg("invalid weight %d of %s", weight,
+					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)))),
 			   "weight is an integer from 1 to " CppAsString2(QS_MAX_WEIGHT) ".");
 	PG_RETURN_BOOL(true);
 }

@@ -89,6 +89,7 @@ AddUnit(QsQueueState *qs, const char *unit)
 	}
 	units[qs->in.nunits].name = MemoryContextStrdup(qs->cxt, unit);
 	units[qs->in.nunits].env_limit = CapacityOf(qs->env_limits, unit);
+	units[qs->in.nunits].unowned_held = 0;
 	return qs->in.nunits++;
 }
 
@@ -615,8 +616,8 @@ LoadJobs(QsQueueState *qs)
 
 /*
  * SetUpCounters sets the counters of held capacity from their rows, now
- * that every unit is known (rows of shares that no longer exist are
- * ignored).  A share and unit whose counter shows held jobs gets a reader
+ * that every unit is known (rows of shares that no longer exist count
+ * only in the environment's use).  A share and unit whose counter shows held jobs gets a reader
  * of them.
  */
 static void
@@ -633,7 +634,14 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 		int			at;
 
 		if (s < 0)
+		{
+			/* a share gone behind the foreign keys: its jobs hold instances */
+			QsUnit	   *units = (QsUnit *) qs->in.units;
+
+			units[QsUnitIndex(qs, usage.rows[i].capacity_unit)].unowned_held +=
+				usage.rows[i].instances;
 			continue;
+		}
 		at = s * qs->in.nunits + QsUnitIndex(qs, usage.rows[i].capacity_unit);
 		held[at] = usage.rows[i].instances;
 		stopping[at] = usage.rows[i].stopping_instances;

@@ -106,12 +106,14 @@ qs_terminate(PG_FUNCTION_ARGS)
 	Datum		result;
 	int64		job_id;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("job_id must not be null")));
+	for (int a = 0; a < 2; a++)
+		if (PG_ARGISNULL(a))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must not be null", a == 0 ? "job_id" : "reason"),
+					 a == 1 ? errhint("Leave reason out for \"Terminated by user\".") : 0));
 	job_id = PG_GETARG_INT64(0);
-	reason = PG_ARGISNULL(1) ? "Terminated by user" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
 
 	QsBeginSystemWrite(GetUserNameFromId(caller, false), &saved);
@@ -308,7 +310,15 @@ ExplainRunnable(ExplainJob *ej)
 	job.promised_at = QS_NO_TIME;
 	if (KeptFromQueue(ej) || WaitsForever(&qs, ej))
 		;
-	else if (job.share < 0 || job.unit < 0)
+	else if (job.share < 0)
+	{
+		ej->blocked_by = "SHARE_MISSING";
+		appendStringInfo(&ej->detail, "Its quota share \"%s\" does not exist (its row was "
+						 "removed behind the foreign key, as a restore in replica mode can): "
+						 "no pass dispatches it until an admin creates the share again or "
+						 "deletes the job.", ej->row.quota_share);
+	}
+	else if (job.unit < 0)
 		appendStringInfoString(&ej->detail, "It changed while being explained; ask again.");
 	else
 		DescribeCheck(&qs, ej, &job, QsExplainWait(&qs.in, &job));

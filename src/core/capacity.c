@@ -285,7 +285,7 @@ CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)
 {
 	const QsInput *in = p->in;
 	int			borrower = -1;	/* the share of a job that must borrow */
-	int64_t		total = 0;
+	int64_t		total = in->units[unit].unowned_held;
 	int64_t		borrowed = 0;
 	int64_t		supply = p->unassigned[unit];
 
@@ -316,7 +316,7 @@ CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)
 		}
 	}
 #ifndef QS_MUTANT_INVARIANT_ENVIRONMENT
-	/* (I1) sum of usage <= E(u) */
+	/* (I1) sum of usage <= E(u); jobs of a missing share hold theirs too */
 	if (total > in->units[unit].env_limit)
 		return QS_CHECK_ENVIRONMENT;
 #endif

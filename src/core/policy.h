@@ -64,6 +64,7 @@ typedef struct QsUnit
 {
 	const char *name;
 	int64_t		env_limit;		/* E(u) */
+	int64_t		unowned_held;	/* held by jobs of shares that do not exist */
 } QsUnit;
 
 typedef struct QsShare

@@ -118,6 +118,28 @@ test_disabled_share(void)
 	CHECK(Dispatched(out, WFind(&w, "d1")), "disabled share: its own queued jobs still run");
 }
 
+/*
+ * Instances held by jobs of a share that no longer exists (its row removed
+ * behind the foreign keys) still count in the environment's use (I1).
+ */
+static void
+test_unowned_held(void)
+{
+	World		w;
+	int			a;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
+	w.units[0].unowned_held = 2;
+	WSubmit(&w, "three", a, 9, 3);
+	WSubmit(&w, "two", a, 8, 2);
+	out = WPassApply(&w);
+	CHECK(!Dispatched(out, WFind(&w, "three")),
+		  "unowned: 3 of 4 do not fit beside 2 held by jobs of a missing share");
+	CHECK(Dispatched(out, WFind(&w, "two")), "unowned: 2 do");
+}
+
 /* scheduling.md 3.2: a job needs all its instances at once; several units. */
 static void
 test_multi_instance_and_units(void)
@@ -689,6 +711,7 @@ main(void)
 	test_allowed_rounding();
 	test_reserve_and_lend();
 	test_disabled_share();
+	test_unowned_held();
 	test_multi_instance_and_units();
 	test_own_capacity_first();
 	test_fifo_across_shares();
