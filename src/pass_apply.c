@@ -60,7 +60,8 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 
 /*
  * Notify sends the dispatch and stop notifications of the pass (scheduling.md 5.1):
- * ids only, never the payload; delivered when the pass commits.
+ * the job's id, queue, share, unit and size, or its agent and stop reason,
+ * never the payload; delivered when the pass commits.
  */
 static void
 Notify(QsQueueState *qs, const QsOutput *out)
