@@ -49,6 +49,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 pid_t		agent_pid;			/* this process: its children check they outlive it */
 bool		shutting_down = false;	/* SIGTERM or SIGINT came: stop, release, exit */
@@ -284,6 +287,24 @@ loop_step(void)
 }
 
 /*
+ * guard_secrets keeps the agent's secrets from its jobs, which may run as
+ * its own OS user: on Linux the agent is made not dumpable (no ptrace, no
+ * /proc/PID/environ or /proc/PID/mem for a process of the same user; the
+ * shims it forks inherit it), and PGPASSWORD leaves its environment for a
+ * private copy (hide_password).  A job's own exec makes the job dumpable
+ * again, and gives it none of the agent's memory.
+ */
+static void
+guard_secrets(void)
+{
+#ifdef __linux__
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		fatal("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+#endif
+	hide_password();
+}
+
+/*
  * main: the options, the signals, the loop.  Exits 0 when done (no job
  * held), 1 when it had to leave jobs unreleased (their leases run out) or
  * on a fatal error, 2 on a bad command line.
@@ -292,6 +313,7 @@ int
 main(int argc, char **argv)
 {
 	agent_pid = getpid();
+	guard_secrets();
 	parse_options(argc, argv);
 	launcher = opts.start_cmd ? &remote_launch_ops : &local_launch_ops;
 	setup_signals();

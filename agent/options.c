@@ -80,6 +80,22 @@ opt_string(const OptionDef *opt, const char *arg)
 	*(const char **) opt->target = arg;
 }
 
+/*
+ * opt_conninfo: --dbname.  A connection string with a password in it is
+ * copied, and its argument overwritten, so that the password is no longer
+ * in /proc/PID/cmdline (ps), which any process of the host may read.
+ */
+static void
+opt_conninfo(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	opts.conninfo = strdup(arg);
+	if (opts.conninfo == NULL)
+		bad_usage("out of memory");
+	if (conninfo_has_password(arg))
+		memset((char *) arg, '*', strlen(arg));
+}
+
 /* opt_agent_name: --agent, 1 to 128 characters (the server's limit) */
 static void
 opt_agent_name(const OptionDef *opt, const char *arg)
@@ -184,11 +200,12 @@ opt_version(const OptionDef *opt, const char *arg)
 }
 
 static const OptionDef options[] = {
-	{"dbname", 'd', "CONNINFO", opt_string, &opts.conninfo, 0, 0,
+	{"dbname", 'd', "CONNINFO", opt_conninfo, NULL, 0, 0,
 	"libpq connection string or URI (default: libpq's\n"
 	"environment, PGHOST etc.).  Several hosts with\n"
 	"target_session_attrs=read-write follow a failover.\n"
-	"The login must have the role quota_sched_agent."},
+	"The login must have the role quota_sched_agent.\n"
+	"One with a password is hidden from ps once read."},
 	{"agent", 'a', "NAME", opt_agent_name, NULL, 0, 0,
 	"agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
 	"the host's name and the queue's); unique among\n"

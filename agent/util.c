@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 
 /*
@@ -348,4 +349,32 @@ parse_count(const char *s, long min, long max, long *count)
 		return false;
 	*count = v;
 	return true;
+}
+
+/*
+ * conninfo_has_password: whether a libpq connection string or URI carries
+ * a password: a "password" key (or anything that says password: better
+ * hidden once too often than not), or a URI's user:password@.
+ */
+bool
+conninfo_has_password(const char *s)
+{
+	const char *p;
+	size_t		authority;
+	const char *at = NULL;
+
+	for (p = s; *p; p++)
+		if (strncasecmp(p, "password", 8) == 0)
+			return true;
+	if (strncmp(s, "postgresql://", 13) == 0)
+		s += 13;
+	else if (strncmp(s, "postgres://", 11) == 0)
+		s += 11;
+	else
+		return false;
+	authority = strcspn(s, "/?");
+	for (p = s; p < s + authority; p++)
+		if (*p == '@')
+			at = p;
+	return at != NULL && memchr(s, ':', at - s) != NULL;
 }

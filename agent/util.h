@@ -37,6 +37,7 @@ extern char **split_argv(const char *s);
 extern void free_argv(char **argv);
 extern void describe_argv(char **argv, char *buf, size_t cap);
 extern bool parse_seconds(const char *s, bool zero_ok, double *seconds);
+extern bool conninfo_has_password(const char *s);
 extern bool parse_count(const char *s, long min, long max, long *count);
 
 #endif							/* QS_AGENT_UTIL_H */

@@ -280,6 +280,20 @@ test_lines(void)
 	CHECK(strcmp(buf, want) == 0, "describe_wait_status: a signal without a name here");
 }
 
+/* test_conninfo_password: which connection strings carry a password (hidden from ps) */
+static void
+test_conninfo_password(void)
+{
+	CHECK(conninfo_has_password("host=db password=s3cret"), "a password key");
+	CHECK(conninfo_has_password("host=db PassWord = 'x'"), "a password key, any case");
+	CHECK(conninfo_has_password("postgresql://agent:s3cret@db/jobs"), "a URI's user:password@");
+	CHECK(conninfo_has_password("postgres://a:b@db1,db2:5433/jobs"), "postgres:// too");
+	CHECK(!conninfo_has_password("host=db user=agent dbname=jobs"), "none in a key=value string");
+	CHECK(!conninfo_has_password("postgresql://agent@db:5432/jobs"), "none in a URI with a port");
+	CHECK(!conninfo_has_password("postgresql://db/jobs?user=a:b@c"), "a ':' and '@' after the host are no password");
+	CHECK(!conninfo_has_password(""), "none in an empty string");
+}
+
 int
 main(void)
 {
@@ -289,6 +303,7 @@ main(void)
 	test_parse_seconds();
 	test_parse_count();
 	test_lines();
+	test_conninfo_password();
 	printf("1..%d\n", tests_run);
 	if (tests_failed)
 		printf("# %d of %d agent unit tests failed\n", tests_failed, tests_run);
