@@ -150,6 +150,9 @@ reap_children(void)
 		for (i = 0; i < njobs; i++)
 			if (jobs[i]->ops->reaped(jobs[i], pid, status))
 				break;
+		/* a process adopted as a subreaper ended: what it started is the agent's now */
+		if (i == njobs && launcher == &local_launch_ops)
+			sweep_strays();
 	}
 }
 
@@ -316,6 +319,8 @@ main(int argc, char **argv)
 	guard_secrets();
 	parse_options(argc, argv);
 	launcher = opts.start_cmd ? &remote_launch_ops : &local_launch_ops;
+	if (launcher == &local_launch_ops)
+		become_subreaper();
 	setup_signals();
 	log_event("info", "agent_started", NULL,
 			  "queue %s, unit %s, %ld instance(s), lease %g s, heartbeat %g s, grace %g s, "

@@ -14,9 +14,12 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 AgentOptions opts = {
@@ -179,6 +182,25 @@ opt_command(const OptionDef *opt, const char *arg)
 	*(const char **) opt->target = arg;
 }
 
+/* opt_run_as: --run-as, a user of the host (its ids and home, taken now) */
+static void
+opt_run_as(const OptionDef *opt, const char *arg)
+{
+	struct passwd *pw = getpwnam(arg);
+
+	(void) opt;
+	if (pw == NULL)
+		bad_usage("--run-as: there is no user \"%s\" on this host", arg);
+	if (pw->pw_uid == 0)
+		bad_usage("--run-as: \"%s\" is root; name the unprivileged user the jobs are to run as", arg);
+	opts.run_as = strdup(pw->pw_name);
+	opts.run_as_uid = pw->pw_uid;
+	opts.run_as_gid = pw->pw_gid;
+	opts.run_as_home = strdup(pw->pw_dir ? pw->pw_dir : "/");
+	if (opts.run_as == NULL || opts.run_as_home == NULL)
+		bad_usage("out of memory");
+}
+
 /* opt_help: --help, on stdout, and exit 0 */
 static void
 opt_help(const OptionDef *opt, const char *arg)
@@ -234,6 +256,10 @@ static const OptionDef options[] = {
 	"./quota-sched-checkpoints)"},
 	{"keep-checkpoints", 0, NULL, opt_true, &opts.keep_checkpoints, 0, 0,
 	"never remove a job's checkpoint directory"},
+	{"run-as", 0, "USER", opt_run_as, NULL, 0, 0,
+	"run the jobs as this OS user (the agent runs as\n"
+	"root); a job's checkpoint directory is the user's\n"
+	"while it runs, the agent's (closed) while it does not"},
 	{"log-format", 0, "FORMAT", opt_log_format, NULL, 0, 0,
 	"plain (default) or json: one JSON object a line"},
 	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
@@ -381,6 +407,34 @@ check_options(void)
 		bad_usage("--noop runs nothing: it goes with no --start-cmd");
 	if (opts.status_interval == 0)
 		opts.status_interval = opts.heartbeat;
+	if (opts.run_as && geteuid() != 0)
+		bad_usage("--run-as needs the agent to run as root, to set each job's user (it runs as uid %d)",
+				  (int) geteuid());
+	if (opts.run_as && opts.start_cmd)
+		bad_usage("--run-as is for local jobs: it goes with no --start-cmd");
+}
+
+/*
+ * check_run_as_reach: with --run-as, whether the run-as user can reach the
+ * checkpoint root (each directory above it must let it pass): a child
+ * becomes the user and tries.
+ */
+static void
+check_run_as_reach(const char *root)
+{
+	int			status;
+	pid_t		pid;
+
+	if (!opts.run_as)
+		return;
+	pid = fork();
+	if (pid == 0)
+		_exit(initgroups(opts.run_as, opts.run_as_gid) == 0 && setgid(opts.run_as_gid) == 0 &&
+			  setuid(opts.run_as_uid) == 0 && access(root, X_OK) == 0 ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		WEXITSTATUS(status) != 0)
+		bad_usage("--run-as %s: the user cannot reach the checkpoint root \"%s\" (a directory above it is closed to it)",
+				  opts.run_as, root);
 }
 
 /*
@@ -408,11 +462,12 @@ setup_checkpoint_root(void)
 		else
 			root = "quota-sched-checkpoints";
 	}
-	if (ensure_private_dir(root, err, sizeof(err)) != 0)
+	if (ensure_checkpoint_root(root, false, err, sizeof(err)) != 0)
 		bad_usage("checkpoint root: %s", err);
 	if (realpath(root, resolved) == NULL)
 		bad_usage("checkpoint root \"%s\": %s", root, strerror(errno));
 	opts.checkpoint_root = strdup(resolved);
+	check_run_as_reach(opts.checkpoint_root);
 }
 
 /*
