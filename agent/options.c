@@ -306,21 +306,28 @@ static const char usage_intro[] =
 
 static const char usage_end[] =
 "\n"
-"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
-"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
-"QUOTA_SCHED_ATTEMPT (1 + failed attempts + preemptions), QUOTA_SCHED_INSTANCE_COUNT,\n"
-"QUOTA_SCHED_CHECKPOINT_DIR and QUOTA_SCHED_AGENT.  Exit code 0: SUCCEEDED; any\n"
-"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
-"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
-"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
-"way and releases them (no attempt counted), then it exits 0.\n"
+"A job's command runs under a shim of its own, in a process group of its own,\n"
+"with stdin from /dev/null, the agent's stdout and stderr, and in its\n"
+"environment QUOTA_SCHED_JOB_ID, QUOTA_SCHED_ATTEMPT (1 + failed attempts +\n"
+"preemptions), QUOTA_SCHED_INSTANCE_COUNT, QUOTA_SCHED_CHECKPOINT_DIR and\n"
+"QUOTA_SCHED_AGENT, not the agent's PGPASSWORD.  Exit code 0: SUCCEEDED; any\n"
+"other, or a signal: FAILED.  A job without a runnable command, or with an\n"
+"argument over 131072 bytes, FAILs.  A stop (preemption, terminate) sends\n"
+"SIGTERM to every process of the job, SIGKILL after the grace, and reports\n"
+"STOPPED; what a job leaves running, in any session, ends the same way when\n"
+"its first process ends, and at once if the agent dies.  SIGTERM or SIGINT to\n"
+"the agent stops its jobs and releases them (no attempt counted), then it\n"
+"exits 0.  On Linux the agent is not dumpable: its jobs cannot read its\n"
+"memory or environment.\n"
 "\n"
-"The launcher's commands run with /bin/sh -c and the same environment, plus\n"
-"QUOTA_SCHED_PAYLOAD (the job's payload, JSON) for the start command and\n"
-"QUOTA_SCHED_HANDLE for the status and stop commands; nothing is substituted\n"
-"into CMD.  What they print on stderr goes to the agent's log.  The handles\n"
-"live in the agent's memory only: a restarted agent releases the jobs it held\n"
-"without stopping them where they ran.\n";
+"The launcher's commands run with /bin/sh -c and the same environment; the\n"
+"start command gets the job's payload (JSON) on stdin and in the file\n"
+"QUOTA_SCHED_PAYLOAD_FILE (removed once it has ended), and in\n"
+"QUOTA_SCHED_PAYLOAD when under 128 KiB; the status and stop commands get\n"
+"QUOTA_SCHED_HANDLE.  Nothing is substituted into CMD.  What they print on\n"
+"stderr goes to the agent's log.  The handles live in the agent's memory only:\n"
+"a restarted agent releases the jobs it held without stopping them where they\n"
+"ran.\n";
 
 /*
  * print_option prints an option's lines of usage(): "  -L, --NAME=ARG" and

@@ -180,7 +180,11 @@ typedef struct Shim
 	double		kill_at;		/* SIGKILL sent; 0: not yet */
 } Shim;
 
-/* shim_term: SIGTERM to the job's processes (its process group, while the command is not reaped) */
+/*
+ * shim_term: SIGTERM to the job's processes: its process group (all there
+ * is to find where /proc is not Linux's), and all that descend from the
+ * shim
+ */
 static void
 shim_term(Shim *sh, const char *why)
 {
@@ -189,8 +193,7 @@ shim_term(Shim *sh, const char *why)
 	if (sh->term_at > 0)
 		return;
 	sh->term_at = now_mono();
-	if (!sh->cmd_done)
-		kill(-sh->cmd, SIGTERM);
+	kill(-sh->cmd, SIGTERM);
 	n = signal_tree(getpid(), SIGTERM, NULL);
 	if (sh->cmd_done && n > 0)
 		log_event("info", "job_leftovers", sh->job,
@@ -207,8 +210,7 @@ shim_kill(Shim *sh, int *denied)
 {
 	if (sh->kill_at == 0)
 		sh->kill_at = now_mono();
-	if (!sh->cmd_done)
-		kill(-sh->cmd, SIGKILL);
+	kill(-sh->cmd, SIGKILL);
 	return signal_tree(getpid(), SIGKILL, denied);
 }
 
