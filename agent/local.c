@@ -86,6 +86,7 @@ spawn_command(Job *job, char **argv)
 
 	if (pipe(errpipe) != 0)
 	{
+		close_checkpoint_dir(job);
 		cannot_start(job, "pipe");
 		return;
 	}
@@ -103,6 +104,7 @@ spawn_command(Job *job, char **argv)
 	if (pid < 0)
 	{
 		close(errpipe[0]);
+		close_checkpoint_dir(job);
 		cannot_start(job, "fork");
 		return;
 	}
@@ -117,6 +119,7 @@ spawn_command(Job *job, char **argv)
 
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
+		close_checkpoint_dir(job);
 		exec_failed(job, argv, &f);
 		return;
 	}

@@ -162,6 +162,10 @@ check "nor list the first job's directory" has "$d/out/second.list" refused
 check "nor plant the next job's directory" has "$d/out/second.plant" refused
 check "the agent's log names no failure to start" lacks "$d/agent.log" job_not_started
 
+missing=$(submit missing '["/nonexistent/program"]')
+check "a job whose command cannot be run as $user fails" poll job_is "$missing" FAILED
+check "its directory is root's again too" equals "$(stat -c '%U %a' "$d/ckpt/job-$missing")" "root 700"
+
 kill -TERM "$agent_pid"
 wait "$agent_pid"
 check "the agent stops (exit code 0)" equals "$?" 0
