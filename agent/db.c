@@ -261,6 +261,24 @@ hide_password(void)
 }
 
 /*
+ * forget_password wipes the private copy of PGPASSWORD: in a child of the
+ * agent that will not connect (a job's shim), so that the copy of the
+ * agent's memory it runs in holds the password no more.
+ */
+void
+forget_password(void)
+{
+	volatile char *p;
+
+	if (env_password == NULL)
+		return;
+	for (p = env_password; *p; p++)
+		*p = '\0';
+	free(env_password);
+	env_password = NULL;
+}
+
+/*
  * try_connect connects (conn), or logs why not and sets when to try again
  * (the backoff doubles from 1 s to 30 s).  Connected, it asks for a
  * heartbeat (to reconcile) and a claim at once.

@@ -27,7 +27,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "agent.h"
+#include "db.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -446,6 +446,7 @@ run_shim(const Job *job, char **argv, int errfd)
 #endif
 	if (getppid() != agent_pid)
 		_exit(127);
+	forget_password();
 	close_other_fds(errfd);
 	sh.cmd = fork();
 	if (sh.cmd < 0)
