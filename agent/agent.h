@@ -48,6 +48,10 @@ typedef struct AgentOptions
 	const char *stop_cmd;
 	double		status_interval;	/* --status-interval (default: heartbeat) */
 	double		cmd_timeout;	/* --cmd-timeout, seconds */
+	const char *run_as;			/* --run-as: the jobs' OS user; NULL: the agent's */
+	uid_t		run_as_uid;
+	gid_t		run_as_gid;
+	const char *run_as_home;
 } AgentOptions;
 
 extern AgentOptions opts;
@@ -108,6 +112,17 @@ typedef struct ClaimedJob
 	const char *argv_text;		/* the command as "LEN:BYTES" pieces (split_argv) */
 	const char *payload;		/* the job's payload, JSON */
 } ClaimedJob;
+
+/*
+ * What the shim, or its child for the command, tells the agent through a
+ * pipe when the command could not be run (nothing: it runs).
+ */
+typedef struct ShimFailure
+{
+	int			agent_side;		/* the agent's fault (fork, setuid): release */
+	int			err;			/* errno */
+	char		what[64];		/* the call that failed */
+} ShimFailure;
 
 /* the file descriptors a job may have the loop poll, at most */
 #define LAUNCH_MAX_FDS 2
@@ -181,14 +196,26 @@ extern void enforce_deadlines(double now);
 extern void set_report(Job *job, const char *state, int exit_code, bool has_exit_code,
 					   const char *fmt,...) PRINTF_LIKE(5, 6);
 extern void settle(Job *job, const char *state, int code, bool has_code, const char *reason);
-extern int	ensure_private_dir(const char *path, char *err, size_t errcap);
+extern int	ensure_checkpoint_root(const char *path, bool repair, char *err, size_t errcap);
 extern bool prepare_checkpoint_dir(Job *job);
+extern void close_checkpoint_dir(Job *job);
 extern void remove_checkpoint_dir(Job *job);
 extern void signal_group(const Job *job, pid_t pgid, int sig);
 extern void child_setup(const Job *job);
+extern void reset_child(const Job *job);
+
+/* shim.c */
+extern void run_shim(const Job *job, char **argv, int errfd);
+extern void become_subreaper(void);
+extern void kill_strays(const pid_t *keep, int n);
+
+/* local.c */
+extern void sweep_strays(void);
 
 /* protocol.c */
 extern double next_heartbeat;
+extern void agent_fault(void);
+extern void agent_fault_cleared(void);
 extern void flush_actions(void);
 extern void do_heartbeat(void);
 extern void do_claim(void);

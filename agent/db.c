@@ -75,6 +75,7 @@ PGconn	   *conn = NULL;
 double		reconnect_at = 0;
 char		last_sqlstate[6];
 static double backoff = 0;		/* seconds before the next try; 0: at once */
+static char *env_password = NULL;	/* PGPASSWORD, taken out of the environment */
 
 /*
  * The statements the agent runs again and again are prepared once a
@@ -237,6 +238,47 @@ listen_setup(void)
 }
 
 /*
+ * hide_password takes PGPASSWORD out of the agent's environment into a
+ * private copy, which try_connect hands to libpq as the password keyword
+ * (what libpq would have read from PGPASSWORD, at every connection).  The
+ * variable's text is overwritten where it lies, for /proc/PID/environ shows
+ * the environment the process started with, not environ.
+ */
+void
+hide_password(void)
+{
+	char	   *value = getenv("PGPASSWORD");
+	volatile char *p;
+
+	if (value == NULL)
+		return;
+	env_password = strdup(value);
+	if (env_password == NULL)
+		fatal("out of memory");
+	for (p = value; *p; p++)
+		*p = '\0';
+	unsetenv("PGPASSWORD");
+}
+
+/*
+ * forget_password wipes the private copy of PGPASSWORD: in a child of the
+ * agent that will not connect (a job's shim), so that the copy of the
+ * agent's memory it runs in holds the password no more.
+ */
+void
+forget_password(void)
+{
+	volatile char *p;
+
+	if (env_password == NULL)
+		return;
+	for (p = env_password; *p; p++)
+		*p = '\0';
+	free(env_password);
+	env_password = NULL;
+}
+
+/*
  * try_connect connects (conn), or logs why not and sets when to try again
  * (the backoff doubles from 1 s to 30 s).  Connected, it asks for a
  * heartbeat (to reconcile) and a claim at once.
@@ -253,8 +295,12 @@ try_connect(void)
 	char		timeout[1024];
 	const char *env_options = getenv("PGOPTIONS");
 	const char *keys[] = {"fallback_application_name", "connect_timeout", "keepalives",
-		"keepalives_idle", "keepalives_interval", "keepalives_count", "options", "dbname", NULL};
-	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", timeout, opts.conninfo, NULL};
+		"keepalives_idle", "keepalives_interval", "keepalives_count", "options", "password",
+	"dbname", NULL};
+
+	/* the password from PGPASSWORD, before dbname: the connection string's wins */
+	const char *vals[] = {"quota-sched-agent", "10", "1", "10", "5", "3", timeout, env_password,
+	opts.conninfo, NULL};
 	char		msg[1024];
 
 	snprintf(timeout, sizeof(timeout), "-c statement_timeout=%.0f %s",

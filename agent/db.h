@@ -33,6 +33,8 @@ extern PGconn *conn;			/* NULL: not connected */
 extern double reconnect_at;		/* when to try to connect again */
 extern char last_sqlstate[6];	/* of the last statement that failed */
 
+extern void hide_password(void);
+extern void forget_password(void);
 extern void try_connect(void);
 extern void lose_connection(const char *why);
 extern void collect_notifies(void);

@@ -225,58 +225,129 @@ settle(Job *job, const char *state, int code, bool has_code, const char *reason)
 }
 
 /*
- * ensure_private_dir: mkdir 0700, or check that what is there is a
- * directory of ours (and make it 0700).  0 if ok, else -1 with the reason
+ * ensure_dir makes path a directory with the mode given, owned by the
+ * agent's user (or, with owner_any, by anyone: with --run-as only root
+ * writes the root, so what is in it is the agent's), repairing what it
+ * can (with repair): a file, a symlink (not followed), a FIFO, anything
+ * but a directory where the directory should be is removed first.  Returns an open
+ * descriptor of the directory (the caller closes it), or -1 with the reason
  * in err.
  */
-int
-ensure_private_dir(const char *path, char *err, size_t errcap)
+static int
+ensure_dir(const char *path, mode_t mode, bool owner_any, bool repair, char *err, size_t errcap)
 {
 	struct stat st;
+	int			fd;
 
-	if (mkdir(path, 0700) == 0)
-		return 0;
-	if (errno != EEXIST)
+	if (repair && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+	{
+		if (unlink(path) != 0)
+		{
+			snprintf(err, errcap, "could not remove \"%s\", which is not a directory: %s",
+					 path, strerror(errno));
+			return -1;
+		}
+		log_event("warning", "checkpoint_repaired", NULL,
+				  "\"%s\" was not a directory (mode %o): removed", path, (unsigned) st.st_mode);
+	}
+	if (mkdir(path, mode) != 0 && errno != EEXIST)
 	{
 		snprintf(err, errcap, "could not create directory \"%s\": %s", path, strerror(errno));
 		return -1;
 	}
-	if (lstat(path, &st) != 0)
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0 || (!owner_any && st.st_uid != geteuid()))
 	{
-		snprintf(err, errcap, "could not stat \"%s\": %s", path, strerror(errno));
+		snprintf(err, errcap, "\"%s\" is not a directory owned by the agent's user%s%s", path,
+				 fd < 0 ? ": " : "", fd < 0 ? strerror(errno) : "");
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-	{
-		snprintf(err, errcap, "\"%s\" is not a directory owned by the agent's user", path);
-		return -1;
-	}
-	if ((st.st_mode & 07777) != 0700 && chmod(path, 0700) != 0)
+	if ((st.st_mode & 07777) != mode && fchmod(fd, mode) != 0)
 	{
 		snprintf(err, errcap, "could not chmod \"%s\": %s", path, strerror(errno));
+		close(fd);
 		return -1;
 	}
+	return fd;
+}
+
+/*
+ * ensure_checkpoint_root: the checkpoint root is a directory of the
+ * agent's user, which only it may write: mode 0700, or with --run-as 0711
+ * (the run-as user may pass through to its job's directory, not list or
+ * write the root).  Made if need be, at the start, and made or repaired
+ * (repair: ensure_dir) before each job.  0 if ok, else -1 with the reason
+ * in err.
+ */
+int
+ensure_checkpoint_root(const char *path, bool repair, char *err, size_t errcap)
+{
+	int			fd = ensure_dir(path, opts.run_as ? 0711 : 0700, false, repair, err, errcap);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
 	return 0;
 }
 
 /*
  * prepare_checkpoint_dir gives the job its checkpoint directory,
- * ROOT/job-ID (kept across its attempts).  False if it cannot be had: the
- * job is then to be reported FAILED with the reason.
+ * ROOT/job-ID (kept across its attempts), mode 0700: with --run-as, owned
+ * by the run-as user while the job runs (close_checkpoint_dir takes it
+ * back).  What a job planted there (a file, a symlink) is repaired.  False
+ * if it cannot be had: the agent's fault, not the job's, so the job is
+ * released (no attempt counted).
  */
 bool
 prepare_checkpoint_dir(Job *job)
 {
 	char		err[PATH_MAX + 200];
+	int			fd = -1;
 
 	snprintf(job->checkpoint_dir, sizeof(job->checkpoint_dir), "%s/job-%s",
 			 opts.checkpoint_root, job->id_text);
-	if (ensure_private_dir(job->checkpoint_dir, err, sizeof(err)) == 0)
-		return true;
+	if (ensure_checkpoint_root(opts.checkpoint_root, true, err, sizeof(err)) == 0 &&
+		(fd = ensure_dir(job->checkpoint_dir, 0700, opts.run_as != NULL, true, err,
+						 sizeof(err))) >= 0)
+	{
+		bool		ok = !opts.run_as || fchown(fd, opts.run_as_uid, opts.run_as_gid) == 0;
+
+		if (!ok)
+			snprintf(err, sizeof(err), "could not give \"%s\" to %s: %s", job->checkpoint_dir,
+					 opts.run_as, strerror(errno));
+		close(fd);
+		if (ok)
+			return true;
+	}
 	job->checkpoint_dir[0] = '\0';
 	log_event("error", "job_not_started", job, "%s", err);
-	set_report(job, "FAILED", 0, false, "agent %s: %s", opts.agent, err);
+	job->action = ACT_RELEASE;
+	snprintf(job->reason, sizeof(job->reason), "agent %s could not prepare its checkpoint directory: %s",
+			 opts.agent, err);
+	agent_fault();
 	return false;
+}
+
+/*
+ * close_checkpoint_dir: with --run-as, the directory of a job that no
+ * longer runs is the agent's again (0700), so that no job of that user
+ * reads or rewrites it until its next attempt.
+ */
+void
+close_checkpoint_dir(Job *job)
+{
+	int			fd;
+
+	if (!opts.run_as || job->checkpoint_dir[0] == '\0')
+		return;
+	fd = open(job->checkpoint_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, geteuid(), getegid()) != 0 || fchmod(fd, 0700) != 0)
+		log_event("warning", "checkpoint_not_closed", job, "could not take \"%s\" back: %s",
+				  job->checkpoint_dir, strerror(errno));
+	if (fd >= 0)
+		close(fd);
 }
 
 /* remove_entry: nftw's callback for remove_checkpoint_dir */
@@ -315,25 +386,36 @@ signal_group(const Job *job, pid_t pgid, int sig)
 }
 
 /*
- * child_setup makes a forked child ready to run a job's command or a
- * launcher's: a process group of its own, dying with the agent (Linux),
- * default signals, stdin from /dev/null, and the job's QUOTA_SCHED_*
- * variables.  If the agent died between the fork and the prctl, it exits.
+ * child_setup makes a forked child ready to run a launcher's command: a
+ * process group of its own, dying with the agent (Linux), then
+ * reset_child.  If the agent died between the fork and the prctl, it
+ * exits.
  */
 void
 child_setup(const Job *job)
 {
-	struct sigaction sa;
-	sigset_t	none;
-	int			fd;
-	char		num[24];
-
 	setpgid(0, 0);
 #ifdef __linux__
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != agent_pid)
 		_exit(127);
 #endif
+	reset_child(job);
+}
+
+/*
+ * reset_child: what a child that is to exec a job's command or a
+ * launcher's starts with: default signals, none blocked, stdin from
+ * /dev/null, and the job's QUOTA_SCHED_* variables.
+ */
+void
+reset_child(const Job *job)
+{
+	struct sigaction sa;
+	sigset_t	none;
+	int			fd;
+	char		num[24];
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	sigemptyset(&sa.sa_mask);
@@ -342,6 +424,7 @@ child_setup(const Job *job)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGPIPE, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	fd = open("/dev/null", O_RDONLY);

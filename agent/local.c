@@ -29,60 +29,65 @@ typedef struct LocalJob
 } LocalJob;
 
 /*
- * cannot_start: the job's command could not be started for want of a pipe
- * or a fork (call): the job is released, with the reason.
+ * cannot_start: the job's command could not be started for want of a pipe,
+ * a fork or the run-as user (what: the call that failed, errno: why): the
+ * agent's fault, not the job's, so the job is released, with the reason
+ * (no attempt counted), and the agent claims nothing for a while
+ * (agent_fault).
  */
 static void
-cannot_start(Job *job, const char *call, const char *reason_prefix)
+cannot_start(Job *job, const char *what)
 {
 	int			e = errno;
 
-	log_event("error", "job_not_started", job, "%s: %s", call, strerror(e));
+	log_event("error", "job_not_started", job, "%s: %s", what, strerror(e));
 	job->action = ACT_RELEASE;
-	snprintf(job->reason, sizeof(job->reason), "agent %s could not start it: %s%s",
-			 opts.agent, reason_prefix, strerror(e));
+	snprintf(job->reason, sizeof(job->reason), "agent %s could not start it: %s: %s",
+			 opts.agent, what, strerror(e));
+	agent_fault();
 }
 
 /*
- * exec_command, in the forked child: its own process group, default
- * signals, the job's environment, then the command.  If exec fails, its
- * errno goes to errfd.
+ * exec_failed: the job's command could not be run (f: what the shim or
+ * its child said): the job fails if the command is at fault (no such
+ * program, ...), or is released if the agent is (a fork, a setuid).
  */
 static void
-exec_command(const Job *job, char **argv, int errfd)
+exec_failed(Job *job, char **argv, const ShimFailure *f)
 {
-	int			child_errno;
+	const char *hint = f->err == E2BIG ?
+		" (its arguments and environment together are over the system's limit; pass big inputs in a file)" : "";
 
-	child_setup(job);
-	/* a user's job gets none of the agent's own database credentials */
-	unsetenv("PGPASSWORD");
-	unsetenv("PGPASSFILE");
-	unsetenv("PGSERVICE");
-	unsetenv("PGSERVICEFILE");
-	unsetenv("PGSSLKEY");
-	execvp(argv[0], argv);
-	child_errno = errno;
-	if (write(errfd, &child_errno, sizeof(child_errno)) < 0)
-		_exit(127);
-	_exit(127);
+	if (f->agent_side)
+	{
+		errno = f->err;
+		cannot_start(job, f->what);
+		return;
+	}
+	log_event("info", "job_exec_failed", job, "could not run %s: %s%s", argv[0],
+			  strerror(f->err), hint);
+	set_report(job, "FAILED", 0, false, "could not run \"%s\": %s%s", argv[0],
+			   strerror(f->err), hint);
 }
 
 /*
- * spawn_command forks and execs argv for the job.  An exec that fails is
- * told through a close-on-exec pipe: the job fails with the reason.
+ * spawn_command forks the job's shim (shim.c), which runs argv for the job
+ * and all it starts.  A command that cannot be run is told through a
+ * close-on-exec pipe (exec_failed); else the job runs.
  */
 static void
 spawn_command(Job *job, char **argv)
 {
 	char		line[1024];
 	int			errpipe[2];
-	int			child_errno = 0;
+	ShimFailure f;
 	ssize_t		n;
 	pid_t		pid;
 
 	if (pipe(errpipe) != 0)
 	{
-		cannot_start(job, "pipe", "");
+		close_checkpoint_dir(job);
+		cannot_start(job, "pipe");
 		return;
 	}
 	fcntl(errpipe[0], F_SETFD, FD_CLOEXEC);
@@ -92,51 +97,61 @@ spawn_command(Job *job, char **argv)
 	if (pid == 0)
 	{
 		close(errpipe[0]);
-		exec_command(job, argv, errpipe[1]);
+		run_shim(job, argv, errpipe[1]);
 	}
 	close(errpipe[1]);
 	describe_argv(argv, line, sizeof(line));
 	if (pid < 0)
 	{
 		close(errpipe[0]);
-		cannot_start(job, "fork", "fork: ");
+		close_checkpoint_dir(job);
+		cannot_start(job, "fork");
 		return;
 	}
 	setpgid(pid, pid);			/* both sides, whichever runs first */
 	do
-		n = read(errpipe[0], &child_errno, sizeof(child_errno));
+		n = read(errpipe[0], &f, sizeof(f));
 	while (n < 0 && errno == EINTR);
 	close(errpipe[0]);
-	if (n == sizeof(child_errno))
+	if (n == sizeof(f))
 	{
 		int			status;
 
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-		log_event("info", "job_exec_failed", job, "could not run %s: %s", argv[0],
-				  strerror(child_errno));
-		set_report(job, "FAILED", 0, false, "could not run \"%s\": %s", argv[0],
-				   strerror(child_errno));
+		close_checkpoint_dir(job);
+		exec_failed(job, argv, &f);
 		return;
 	}
 	((LocalJob *) job)->pid = pid;
 	job->alive = true;
+	agent_fault_cleared();
 	log_event("info", "job_started", job, "pid %d, %d instance(s), checkpoints in %s: %s",
 			  (int) pid, job->instances, job->checkpoint_dir, line);
 }
 
 /*
  * start_job runs the job's command (the claim's "LEN:BYTES" argv) once the
- * job has its checkpoint directory; a command that cannot be read, or a
- * directory that cannot be had, fails the job.
+ * job has its checkpoint directory; a command that cannot be read, or with
+ * an argument too long to exec, fails the job; a directory that cannot be
+ * had releases it (prepare_checkpoint_dir).
  */
 static void
 start_job(Job *job, const char *argv_text)
 {
 	char	  **argv = split_argv(argv_text);
+	int			i;
 
 	if (argv == NULL || argv[0] == NULL)
 		set_report(job, "FAILED", 0, false, "the job's command could not be read");
+	else if ((i = long_argument(argv, MAX_ARG_BYTES)) >= 0)
+	{
+		log_event("info", "job_not_runnable", job, "argument %d is %zu bytes, over %d",
+				  i, strlen(argv[i]), MAX_ARG_BYTES);
+		set_report(job, "FAILED", 0, false,
+				   "argument %d of the job's command is %zu bytes, over Linux's %d-byte limit per argument; pass big inputs in a file",
+				   i, strlen(argv[i]), MAX_ARG_BYTES);
+	}
 	else if (prepare_checkpoint_dir(job))
 		spawn_command(job, argv);
 	free_argv(argv);
@@ -167,18 +182,24 @@ local_start(Job *job, const ClaimedJob *claimed)
 		start_job(job, claimed->argv_text);
 }
 
-/* local_stop: SIGTERM to the child's process group; SIGKILL after the grace */
+/* local_stop: SIGTERM to the job's processes (through its shim); SIGKILL after the grace */
 static void
 local_stop(Job *job, const char *why)
 {
 	LocalJob   *lj = (LocalJob *) job;
 
-	signal_group(job, lj->pid, SIGTERM);
-	log_event("info", "job_stopping", job, "%s: SIGTERM to process group %d, SIGKILL in %g s",
+	if (kill(lj->pid, SIGTERM) != 0)
+		log_event("warning", "kill_failed", job, "kill(%d, SIGTERM): %s", (int) lj->pid,
+				  strerror(errno));
+	log_event("info", "job_stopping", job,
+			  "%s: SIGTERM to the job's processes (shim %d), SIGKILL in %g s",
 			  why, (int) lj->pid, opts.grace);
 }
 
-/* local_tick: SIGKILL once the grace period has passed (or on a second signal) */
+/*
+ * local_tick: SIGKILL once the grace period has passed (or on a second
+ * signal): SIGUSR1 asks the shim to kill every process of the job
+ */
 static void
 local_tick(Job *job, double now)
 {
@@ -187,8 +208,9 @@ local_tick(Job *job, double now)
 	if (job->term_at > 0 && !lj->killed && (now >= job->term_at + opts.grace || got_term > 1))
 	{
 		lj->killed = true;
-		signal_group(job, lj->pid, SIGKILL);
-		log_event("info", "job_killed", job, "SIGKILL to process group %d", (int) lj->pid);
+		kill(lj->pid, SIGUSR1);
+		log_event("info", "job_killed", job, "SIGKILL to the job's processes (shim %d)",
+				  (int) lj->pid);
 	}
 }
 
@@ -204,8 +226,30 @@ local_wake(const Job *job)
 }
 
 /*
- * child_ended: what a child's exit status means for its job.  What the job
- * left behind in its process group goes with it.
+ * sweep_strays kills what the agent adopted as a subreaper and is no shim
+ * of its jobs (kill_strays); called as a child ends, when it adopts.
+ */
+void
+sweep_strays(void)
+{
+	pid_t	   *keep = calloc(njobs + 1, sizeof(pid_t));
+	int			n = 0,
+				i;
+
+	if (keep == NULL)
+		return;
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->ops == &local_launch_ops && jobs[i]->alive)
+			keep[n++] = ((LocalJob *) jobs[i])->pid;
+	kill_strays(keep, n);
+	free(keep);
+}
+
+/*
+ * child_ended: what the shim's exit status (the command's) means for its
+ * job; the job's directory is closed to the run-as user again.  The shim
+ * has ended every process the job started; if it was killed itself, what
+ * was left is the agent's now, and killed.
  */
 static void
 child_ended(LocalJob *lj, int status)
@@ -216,7 +260,8 @@ child_ended(LocalJob *lj, int status)
 	int			code = exited ? WEXITSTATUS(status) : 0;
 
 	job->alive = false;
-	signal_group(job, lj->pid, SIGKILL);
+	sweep_strays();
+	close_checkpoint_dir(job);
 	describe_wait_status(status, how, sizeof(how));
 	log_event("info", "job_exited", job, "pid %d: %s", (int) lj->pid, how);
 

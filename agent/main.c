@@ -49,6 +49,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 pid_t		agent_pid;			/* this process: its children check they outlive it */
 bool		shutting_down = false;	/* SIGTERM or SIGINT came: stop, release, exit */
@@ -147,6 +150,9 @@ reap_children(void)
 		for (i = 0; i < njobs; i++)
 			if (jobs[i]->ops->reaped(jobs[i], pid, status))
 				break;
+		/* a process adopted as a subreaper ended: what it started is the agent's now */
+		if (i == njobs && launcher == &local_launch_ops)
+			sweep_strays();
 	}
 }
 
@@ -284,6 +290,24 @@ loop_step(void)
 }
 
 /*
+ * guard_secrets keeps the agent's secrets from its jobs, which may run as
+ * its own OS user: on Linux the agent is made not dumpable (no ptrace, no
+ * /proc/PID/environ or /proc/PID/mem for a process of the same user; the
+ * shims it forks inherit it), and PGPASSWORD leaves its environment for a
+ * private copy (hide_password).  A job's own exec makes the job dumpable
+ * again, and gives it none of the agent's memory.
+ */
+static void
+guard_secrets(void)
+{
+#ifdef __linux__
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		fatal("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+#endif
+	hide_password();
+}
+
+/*
  * main: the options, the signals, the loop.  Exits 0 when done (no job
  * held), 1 when it had to leave jobs unreleased (their leases run out) or
  * on a fatal error, 2 on a bad command line.
@@ -292,8 +316,11 @@ int
 main(int argc, char **argv)
 {
 	agent_pid = getpid();
+	guard_secrets();
 	parse_options(argc, argv);
 	launcher = opts.start_cmd ? &remote_launch_ops : &local_launch_ops;
+	if (launcher == &local_launch_ops)
+		become_subreaper();
 	setup_signals();
 	log_event("info", "agent_started", NULL,
 			  "queue %s, unit %s, %ld instance(s), lease %g s, heartbeat %g s, grace %g s, "

@@ -14,9 +14,12 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 AgentOptions opts = {
@@ -78,6 +81,22 @@ static void
 opt_string(const OptionDef *opt, const char *arg)
 {
 	*(const char **) opt->target = arg;
+}
+
+/*
+ * opt_conninfo: --dbname.  A connection string with a password in it is
+ * copied, and its argument overwritten, so that the password is no longer
+ * in /proc/PID/cmdline (ps), which any process of the host may read.
+ */
+static void
+opt_conninfo(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	opts.conninfo = strdup(arg);
+	if (opts.conninfo == NULL)
+		bad_usage("out of memory");
+	if (conninfo_has_password(arg))
+		memset((char *) arg, '*', strlen(arg));
 }
 
 /* opt_agent_name: --agent, 1 to 128 characters (the server's limit) */
@@ -163,6 +182,25 @@ opt_command(const OptionDef *opt, const char *arg)
 	*(const char **) opt->target = arg;
 }
 
+/* opt_run_as: --run-as, a user of the host (its ids and home, taken now) */
+static void
+opt_run_as(const OptionDef *opt, const char *arg)
+{
+	struct passwd *pw = getpwnam(arg);
+
+	(void) opt;
+	if (pw == NULL)
+		bad_usage("--run-as: there is no user \"%s\" on this host", arg);
+	if (pw->pw_uid == 0)
+		bad_usage("--run-as: \"%s\" is root; name the unprivileged user the jobs are to run as", arg);
+	opts.run_as = strdup(pw->pw_name);
+	opts.run_as_uid = pw->pw_uid;
+	opts.run_as_gid = pw->pw_gid;
+	opts.run_as_home = strdup(pw->pw_dir ? pw->pw_dir : "/");
+	if (opts.run_as == NULL || opts.run_as_home == NULL)
+		bad_usage("out of memory");
+}
+
 /* opt_help: --help, on stdout, and exit 0 */
 static void
 opt_help(const OptionDef *opt, const char *arg)
@@ -184,11 +222,12 @@ opt_version(const OptionDef *opt, const char *arg)
 }
 
 static const OptionDef options[] = {
-	{"dbname", 'd', "CONNINFO", opt_string, &opts.conninfo, 0, 0,
+	{"dbname", 'd', "CONNINFO", opt_conninfo, NULL, 0, 0,
 	"libpq connection string or URI (default: libpq's\n"
 	"environment, PGHOST etc.).  Several hosts with\n"
 	"target_session_attrs=read-write follow a failover.\n"
-	"The login must have the role quota_sched_agent."},
+	"The login must have the role quota_sched_agent.\n"
+	"One with a password is hidden from ps once read."},
 	{"agent", 'a', "NAME", opt_agent_name, NULL, 0, 0,
 	"agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
 	"the host's name and the queue's); unique among\n"
@@ -217,6 +256,10 @@ static const OptionDef options[] = {
 	"./quota-sched-checkpoints)"},
 	{"keep-checkpoints", 0, NULL, opt_true, &opts.keep_checkpoints, 0, 0,
 	"never remove a job's checkpoint directory"},
+	{"run-as", 0, "USER", opt_run_as, NULL, 0, 0,
+	"run the jobs as this OS user (the agent runs as\n"
+	"root); a job's checkpoint directory is the user's\n"
+	"while it runs, the agent's (closed) while it does not"},
 	{"log-format", 0, "FORMAT", opt_log_format, NULL, 0, 0,
 	"plain (default) or json: one JSON object a line"},
 	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
@@ -263,21 +306,28 @@ static const char usage_intro[] =
 
 static const char usage_end[] =
 "\n"
-"A job's command runs in a process group of its own, with stdin from /dev/null,\n"
-"the agent's stdout and stderr, and in its environment QUOTA_SCHED_JOB_ID,\n"
-"QUOTA_SCHED_ATTEMPT (1 + failed attempts + preemptions), QUOTA_SCHED_INSTANCE_COUNT,\n"
-"QUOTA_SCHED_CHECKPOINT_DIR and QUOTA_SCHED_AGENT.  Exit code 0: SUCCEEDED; any\n"
-"other, or a signal: FAILED.  A job without a runnable command FAILs.  A stop\n"
-"(preemption, terminate) sends SIGTERM to the group, SIGKILL after the grace,\n"
-"and reports STOPPED.  SIGTERM or SIGINT to the agent stops its jobs the same\n"
-"way and releases them (no attempt counted), then it exits 0.\n"
+"A job's command runs under a shim of its own, in a process group of its own,\n"
+"with stdin from /dev/null, the agent's stdout and stderr, and in its\n"
+"environment QUOTA_SCHED_JOB_ID, QUOTA_SCHED_ATTEMPT (1 + failed attempts +\n"
+"preemptions), QUOTA_SCHED_INSTANCE_COUNT, QUOTA_SCHED_CHECKPOINT_DIR and\n"
+"QUOTA_SCHED_AGENT, not the agent's PGPASSWORD.  Exit code 0: SUCCEEDED; any\n"
+"other, or a signal: FAILED.  A job without a runnable command, or with an\n"
+"argument over 131072 bytes, FAILs.  A stop (preemption, terminate) sends\n"
+"SIGTERM to every process of the job, SIGKILL after the grace, and reports\n"
+"STOPPED; what a job leaves running, in any session, ends the same way when\n"
+"its first process ends, and at once if the agent dies.  SIGTERM or SIGINT to\n"
+"the agent stops its jobs and releases them (no attempt counted), then it\n"
+"exits 0.  On Linux the agent is not dumpable: its jobs cannot read its\n"
+"memory or environment.\n"
 "\n"
-"The launcher's commands run with /bin/sh -c and the same environment, plus\n"
-"QUOTA_SCHED_PAYLOAD (the job's payload, JSON) for the start command and\n"
-"QUOTA_SCHED_HANDLE for the status and stop commands; nothing is substituted\n"
-"into CMD.  What they print on stderr goes to the agent's log.  The handles\n"
-"live in the agent's memory only: a restarted agent releases the jobs it held\n"
-"without stopping them where they ran.\n";
+"The launcher's commands run with /bin/sh -c and the same environment; the\n"
+"start command gets the job's payload (JSON) on stdin and in the file\n"
+"QUOTA_SCHED_PAYLOAD_FILE (removed once it has ended), and in\n"
+"QUOTA_SCHED_PAYLOAD when under 128 KiB; the status and stop commands get\n"
+"QUOTA_SCHED_HANDLE.  Nothing is substituted into CMD.  What they print on\n"
+"stderr goes to the agent's log.  The handles live in the agent's memory only:\n"
+"a restarted agent releases the jobs it held without stopping them where they\n"
+"ran.\n";
 
 /*
  * print_option prints an option's lines of usage(): "  -L, --NAME=ARG" and
@@ -364,6 +414,34 @@ check_options(void)
 		bad_usage("--noop runs nothing: it goes with no --start-cmd");
 	if (opts.status_interval == 0)
 		opts.status_interval = opts.heartbeat;
+	if (opts.run_as && geteuid() != 0)
+		bad_usage("--run-as needs the agent to run as root, to set each job's user (it runs as uid %d)",
+				  (int) geteuid());
+	if (opts.run_as && opts.start_cmd)
+		bad_usage("--run-as is for local jobs: it goes with no --start-cmd");
+}
+
+/*
+ * check_run_as_reach: with --run-as, whether the run-as user can reach the
+ * checkpoint root (each directory above it must let it pass): a child
+ * becomes the user and tries.
+ */
+static void
+check_run_as_reach(const char *root)
+{
+	int			status;
+	pid_t		pid;
+
+	if (!opts.run_as)
+		return;
+	pid = fork();
+	if (pid == 0)
+		_exit(initgroups(opts.run_as, opts.run_as_gid) == 0 && setgid(opts.run_as_gid) == 0 &&
+			  setuid(opts.run_as_uid) == 0 && access(root, X_OK) == 0 ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		WEXITSTATUS(status) != 0)
+		bad_usage("--run-as %s: the user cannot reach the checkpoint root \"%s\" (a directory above it is closed to it)",
+				  opts.run_as, root);
 }
 
 /*
@@ -391,11 +469,12 @@ setup_checkpoint_root(void)
 		else
 			root = "quota-sched-checkpoints";
 	}
-	if (ensure_private_dir(root, err, sizeof(err)) != 0)
+	if (ensure_checkpoint_root(root, false, err, sizeof(err)) != 0)
 		bad_usage("checkpoint root: %s", err);
 	if (realpath(root, resolved) == NULL)
 		bad_usage("checkpoint root \"%s\": %s", root, strerror(errno));
 	opts.checkpoint_root = strdup(resolved);
+	check_run_as_reach(opts.checkpoint_root);
 }
 
 /*

@@ -19,6 +19,32 @@
 
 double		next_heartbeat = 0;
 
+/* after an agent-side fault, no claim before then (monotonic s) */
+static double claims_paused_until = 0;
+static double fault_backoff = 0;	/* the last pause, s; 0: none */
+
+/*
+ * agent_fault: a job could not be started for a fault of the agent's (its
+ * checkpoint directory, a fork): the job is released, and the agent claims
+ * nothing for 1 s, doubling to 60 s while the faults go on, so that a
+ * broken host does not claim and release the queue's jobs over and over.
+ */
+void
+agent_fault(void)
+{
+	fault_backoff = fault_backoff == 0 ? 1 : fault_backoff * 2 > 60 ? 60 : fault_backoff * 2;
+	claims_paused_until = now_mono() + fault_backoff;
+	log_event("warning", "claims_paused", NULL,
+			  "a job could not be started for a fault of the agent's: no claim for %g s", fault_backoff);
+}
+
+/* agent_fault_cleared: a job started: the next fault pauses the claims 1 s again */
+void
+agent_fault_cleared(void)
+{
+	fault_backoff = 0;
+}
+
 /* what became of telling the database a job's end (tell_database) */
 typedef enum Told
 {
@@ -346,7 +372,7 @@ do_claim(void)
 					n;
 		double		t0 = now_mono();
 
-		if (free_instances <= 0 || shutting_down ||
+		if (free_instances <= 0 || shutting_down || now_mono() < claims_paused_until ||
 			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
 			return;
 		snprintf(free_text, sizeof(free_text), "%d", free_instances);

@@ -64,6 +64,7 @@ typedef struct RemoteJob
 	double		stop_deadline;	/* the first stop command ended: grace ends then */
 	bool		stop_ok;		/* a stop command succeeded */
 	double		stop_retry_at;	/* a stop command failed: again then */
+	char		payload_file[PATH_MAX]; /* the payload, for the start command; "": none */
 } RemoteJob;
 
 /*
@@ -113,14 +114,73 @@ read_helper_output(Job *job)
 }
 
 /*
+ * write_payload_file writes the job's payload into a file of its own in
+ * the checkpoint root (mode 0600, which only the agent's user may enter),
+ * for the start command: its stdin and QUOTA_SCHED_PAYLOAD_FILE.  The file
+ * is removed when the start command has ended (remove_payload_file).
+ * False if it could not be written (logged).
+ */
+static bool
+write_payload_file(Job *job, const char *payload)
+{
+	RemoteJob  *rj = (RemoteJob *) job;
+	size_t		len = strlen(payload),
+				off = 0;
+	int			fd;
+
+	snprintf(rj->payload_file, sizeof(rj->payload_file), "%s/.payload-job-%s-XXXXXX",
+			 opts.checkpoint_root, job->id_text);
+	fd = mkstemp(rj->payload_file);
+	if (fd < 0)
+	{
+		log_event("error", "command_not_started", job, "start command: mkstemp(\"%s\"): %s",
+				  rj->payload_file, strerror(errno));
+		rj->payload_file[0] = '\0';
+		return false;
+	}
+	while (off < len)
+	{
+		ssize_t		n = write(fd, payload + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += n;
+	}
+	if (off < len || close(fd) != 0)
+	{
+		log_event("error", "command_not_started", job, "start command: could not write \"%s\": %s",
+				  rj->payload_file, strerror(errno));
+		unlink(rj->payload_file);
+		rj->payload_file[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
+/* remove_payload_file: the start command has ended (or will not run): its payload file goes */
+static void
+remove_payload_file(Job *job)
+{
+	RemoteJob  *rj = (RemoteJob *) job;
+
+	if (rj->payload_file[0])
+		unlink(rj->payload_file);
+	rj->payload_file[0] = '\0';
+}
+
+/*
  * exec_helper, in the forked child: stdout and stderr to the pipes, the
- * job's payload (start) or handle (status, stop) in the environment, then
- * /bin/sh -c CMD.
+ * job's payload (start: its file on stdin, QUOTA_SCHED_PAYLOAD_FILE, and
+ * QUOTA_SCHED_PAYLOAD when it fits Linux's limit per string) or its handle
+ * (status, stop) in the environment, then /bin/sh -c CMD.
  */
 static void
 exec_helper(const Job *job, const char *cmd, const char *payload, int outp[2], int errp[2])
 {
 	const RemoteJob *rj = (const RemoteJob *) job;
+	int			fd;
 
 	child_setup(job);
 	dup2(outp[1], STDOUT_FILENO);
@@ -129,10 +189,16 @@ exec_helper(const Job *job, const char *cmd, const char *payload, int outp[2], i
 	close(outp[1]);
 	close(errp[0]);
 	close(errp[1]);
-	if (payload)
+	unsetenv("QUOTA_SCHED_PAYLOAD");
+	unsetenv("QUOTA_SCHED_PAYLOAD_FILE");
+	if (payload && rj->payload_file[0] && (fd = open(rj->payload_file, O_RDONLY)) >= 0)
+	{
+		dup2(fd, STDIN_FILENO);
+		close(fd);
+		setenv("QUOTA_SCHED_PAYLOAD_FILE", rj->payload_file, 1);
+	}
+	if (payload && strlen("QUOTA_SCHED_PAYLOAD=") + strlen(payload) + 1 <= MAX_ARG_BYTES)
 		setenv("QUOTA_SCHED_PAYLOAD", payload, 1);
-	else
-		unsetenv("QUOTA_SCHED_PAYLOAD");
 	if (rj->started)
 		setenv("QUOTA_SCHED_HANDLE", rj->handle, 1);
 	else
@@ -146,9 +212,9 @@ exec_helper(const Job *job, const char *cmd, const char *payload, int outp[2], i
  * start_helper runs one of the launcher's commands for the job with
  * /bin/sh -c, in a process group of its own, its stdout and stderr read by
  * the loop.  The job's facts are in its environment: QUOTA_SCHED_JOB_ID,
- * _ATTEMPT, _INSTANCE_COUNT, _CHECKPOINT_DIR, _AGENT, and QUOTA_SCHED_PAYLOAD
- * (start) or QUOTA_SCHED_HANDLE (status, stop).  False if it could not be
- * started (logged).
+ * _ATTEMPT, _INSTANCE_COUNT, _CHECKPOINT_DIR, _AGENT, and the payload
+ * (start: exec_helper) or QUOTA_SCHED_HANDLE (status, stop).  False if it
+ * could not be started (logged).
  */
 static bool
 start_helper(Job *job, Helper which, const char *payload)
@@ -433,6 +499,8 @@ helper_ended(Job *job, int status)
 	rj->helper = HELPER_NONE;
 	rj->helper_pid = 0;
 	log_command_stderr(job, which);
+	if (which == HELPER_START)
+		remove_payload_file(job);
 	describe_helper_end(job, status, how, sizeof(how));
 	first_line(rj->out, line, sizeof(line));
 	if (rj->helper_cancelled)
@@ -545,13 +613,16 @@ start_remote(Job *job, const char *payload)
 
 	if (!prepare_checkpoint_dir(job))
 		return;
-	if (!start_helper(job, HELPER_START, payload))
+	if (!write_payload_file(job, payload) || !start_helper(job, HELPER_START, payload))
 	{
+		remove_payload_file(job);
 		job->action = ACT_RELEASE;
 		snprintf(job->reason, sizeof(job->reason), "agent %s could not run its start command",
 				 opts.agent);
+		agent_fault();
 		return;
 	}
+	agent_fault_cleared();
 	job->alive = true;
 	log_event("info", "job_starting", job, "start command running (pid %d)", (int) rj->helper_pid);
 }
@@ -643,6 +714,7 @@ remote_free_job(Job *job)
 		close(rj->out_fd);
 	if (rj->err_fd >= 0)
 		close(rj->err_fd);
+	remove_payload_file(job);
 	free(rj);
 }
 

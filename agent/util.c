@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 
 /*
@@ -348,4 +349,86 @@ parse_count(const char *s, long min, long max, long *count)
 		return false;
 	*count = v;
 	return true;
+}
+
+/*
+ * conninfo_has_password: whether a libpq connection string or URI carries
+ * a password: a "password" key (or anything that says password: better
+ * hidden once too often than not), or a URI's user:password@.
+ */
+bool
+conninfo_has_password(const char *s)
+{
+	const char *p;
+	size_t		authority;
+	const char *at = NULL;
+
+	for (p = s; *p; p++)
+		if (strncasecmp(p, "password", 8) == 0)
+			return true;
+	if (strncmp(s, "postgresql://", 13) == 0)
+		s += 13;
+	else if (strncmp(s, "postgres://", 11) == 0)
+		s += 11;
+	else
+		return false;
+	authority = strcspn(s, "/?");
+	for (p = s; p < s + authority; p++)
+		if (*p == '@')
+			at = p;
+	return at != NULL && memchr(s, ':', at - s) != NULL;
+}
+
+/*
+ * parse_proc_stat reads the parent's pid from the text of /proc/PID/stat,
+ * "PID (COMM) STATE PPID ...": after the last ')', for COMM (a process's
+ * name, of its own choosing) may hold blanks and parentheses.  False if it
+ * is not there.
+ */
+bool
+parse_proc_stat(const char *text, long *ppid)
+{
+	const char *p = strrchr(text, ')');
+	char		state;
+
+	return p != NULL && sscanf(p + 1, " %c %ld", &state, ppid) == 2;
+}
+
+/*
+ * descendants_of puts into out (of room for n) the processes that descend
+ * from root, its children first, given the host's processes as n pairs
+ * (pids[i], ppids[i]); returns how many.  root itself is not among them.
+ */
+int
+descendants_of(long root, const long *pids, const long *ppids, int n, long *out)
+{
+	int			found = 0;
+	int			k,
+				i;
+
+	for (k = -1; k < found; k++)
+	{
+		long		parent = k < 0 ? root : out[k];
+
+		for (i = 0; i < n && found < n; i++)
+			if (ppids[i] == parent && pids[i] != root)
+				out[found++] = pids[i];
+	}
+	return found;
+}
+
+/*
+ * long_argument: the index of the first argument of argv that exec would
+ * refuse, longer than limit bytes with its NUL (Linux's MAX_ARG_STRLEN),
+ * or -1 if none is.
+ */
+int
+long_argument(char **argv, size_t limit)
+{
+	int			i;
+
+	for (i = 0; argv[i]; i++)
+		if (strlen(argv[i]) + 1 > limit)
+			return i;
+	return -1;
 }

@@ -19,6 +19,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/*
+ * Linux's limit on one argument or environment string of exec, with its
+ * NUL (MAX_ARG_STRLEN: 32 pages of 4 kB)
+ */
+#define MAX_ARG_BYTES 131072
+
 #if defined(__GNUC__)
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
 #else
@@ -37,6 +43,10 @@ extern char **split_argv(const char *s);
 extern void free_argv(char **argv);
 extern void describe_argv(char **argv, char *buf, size_t cap);
 extern bool parse_seconds(const char *s, bool zero_ok, double *seconds);
+extern bool conninfo_has_password(const char *s);
+extern int	long_argument(char **argv, size_t limit);
+extern bool parse_proc_stat(const char *text, long *ppid);
+extern int	descendants_of(long root, const long *pids, const long *ppids, int n, long *out);
 extern bool parse_count(const char *s, long min, long max, long *count);
 
 #endif							/* QS_AGENT_UTIL_H */

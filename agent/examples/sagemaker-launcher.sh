@@ -11,7 +11,9 @@
 # The agent passes everything through the environment (nothing is put into
 # the command line): QUOTA_SCHED_JOB_ID, QUOTA_SCHED_ATTEMPT,
 # QUOTA_SCHED_INSTANCE_COUNT, QUOTA_SCHED_CHECKPOINT_DIR, QUOTA_SCHED_AGENT,
-# and QUOTA_SCHED_PAYLOAD (start) or QUOTA_SCHED_HANDLE (status, stop).
+# and the payload (start: on stdin and in the file QUOTA_SCHED_PAYLOAD_FILE,
+# any size up to the 1 MiB the database takes; also QUOTA_SCHED_PAYLOAD when
+# it is under 128 KiB) or QUOTA_SCHED_HANDLE (status, stop).
 #
 #   start   starts the job; prints its handle (the training job's name)
 #   status  prints RUNNING, SUCCEEDED, FAILED [CODE [REASON]] or STOPPED
@@ -33,9 +35,10 @@ set -eu
 
 SERVICE=${QS_STANDIN_DIR:-${TMPDIR:-/tmp}/quota-sched-standin}
 
-# field KEY: a top-level number or string of the payload (crude, stand-in only)
+# field KEY: a top-level number or string of the payload (crude, stand-in only),
+# read from its file (the file goes once the start command has ended)
 field() {
-	printf '%s' "${QUOTA_SCHED_PAYLOAD:-}" | tr '\n' ' ' |
+	cat "${QUOTA_SCHED_PAYLOAD_FILE:-/dev/null}" | tr '\n' ' ' |
 		sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
 
@@ -72,7 +75,7 @@ start)
 	#     --checkpoint-config "S3Uri=s3://$BUCKET/checkpoints/job-$QUOTA_SCHED_JOB_ID" \
 	#     --output-data-config "S3OutputPath=s3://$BUCKET/output" \
 	#     --stopping-condition MaxRuntimeInSeconds=86400 \
-	#     --hyper-parameters "$(printf '%s' "$QUOTA_SCHED_PAYLOAD" | jq -c '.hyperparameters // {}')" \
+	#     --hyper-parameters "$(jq -c '.hyperparameters // {}' "$QUOTA_SCHED_PAYLOAD_FILE")" \
 	#     > /dev/null
 	# (the S3 checkpoint prefix per job plays the part of
 	# QUOTA_SCHED_CHECKPOINT_DIR: an attempt after a preemption resumes from it)

@@ -280,6 +280,46 @@ test_lines(void)
 	CHECK(strcmp(buf, want) == 0, "describe_wait_status: a signal without a name here");
 }
 
+/* test_conninfo_password: which connection strings carry a password (hidden from ps) */
+static void
+test_conninfo_password(void)
+{
+	CHECK(conninfo_has_password("host=db password=s3cret"), "a password key");
+	CHECK(conninfo_has_password("host=db PassWord = 'x'"), "a password key, any case");
+	CHECK(conninfo_has_password("postgresql://agent:s3cret@db/jobs"), "a URI's user:password@");
+	CHECK(conninfo_has_password("postgres://a:b@db1,db2:5433/jobs"), "postgres:// too");
+	CHECK(!conninfo_has_password("host=db user=agent dbname=jobs"), "none in a key=value string");
+	CHECK(!conninfo_has_password("postgresql://agent@db:5432/jobs"), "none in a URI with a port");
+	CHECK(!conninfo_has_password("postgresql://db/jobs?user=a:b@c"), "a ':' and '@' after the host are no password");
+	CHECK(!conninfo_has_password(""), "none in an empty string");
+}
+
+/* test_processes: /proc/PID/stat's parent, a process tree's descendants, argv's limit */
+static void
+test_processes(void)
+{
+	long		ppid = 0;
+	long		pids[] = {1, 10, 11, 12, 13, 20, 21};
+	long		ppids[] = {0, 1, 10, 11, 10, 1, 20};
+	long		out[7];
+	char		big[MAX_ARG_BYTES + 1];
+	char	   *argv[] = {"sh", "-c", big, NULL};
+
+	CHECK(parse_proc_stat("42 (sleep) S 17 42 42 0 -1", &ppid) && ppid == 17, "parse_proc_stat: the ppid");
+	CHECK(parse_proc_stat("42 (a) b) S (c) R 99 1 1", &ppid) && ppid == 99,
+		  "parse_proc_stat: a name with blanks and parentheses");
+	CHECK(!parse_proc_stat("42 (cut", &ppid), "parse_proc_stat: no ppid");
+	CHECK(descendants_of(10, pids, ppids, 7, out) == 3 && out[0] == 11 && out[1] == 13 && out[2] == 12,
+		  "descendants_of: children first, then theirs");
+	CHECK(descendants_of(21, pids, ppids, 7, out) == 0, "descendants_of: a leaf has none");
+	memset(big, 'x', MAX_ARG_BYTES - 1);
+	big[MAX_ARG_BYTES - 1] = '\0';
+	CHECK(long_argument(argv, MAX_ARG_BYTES) == -1, "long_argument: 131071 bytes and the NUL fit");
+	big[MAX_ARG_BYTES - 1] = 'x';
+	big[MAX_ARG_BYTES] = '\0';
+	CHECK(long_argument(argv, MAX_ARG_BYTES) == 2, "long_argument: 131072 bytes do not");
+}
+
 int
 main(void)
 {
@@ -289,6 +329,8 @@ main(void)
 	test_parse_seconds();
 	test_parse_count();
 	test_lines();
+	test_conninfo_password();
+	test_processes();
 	printf("1..%d\n", tests_run);
 	if (tests_failed)
 		printf("# %d of %d agent unit tests failed\n", tests_failed, tests_run);

@@ -75,6 +75,16 @@ sub stop_agent
 # forget_agent(NAME): its handle, no longer the module's
 sub forget_agent { return delete $agents{ $_[0] }; }
 
+# the agents still running when the test ends (it failed, or died) are
+# stopped: SIGTERM, SIGKILL after 10 s
+END
+{
+	foreach my $h (values %agents)
+	{
+		eval { $h->kill_kill(grace => 10); };
+	}
+}
+
 sub job_field
 {
 	my ($id, $field) = @_;

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# test/agent/run_as.sh: quota-sched-agent --run-as (issue 20), which needs
+# root, so test/run runs it as root after `make installcheck` (whose TAP
+# tests run as postgres).  A cluster of its own (as postgres, on a socket in
+# a temporary folder), the installed agent as root with --run-as nobody, and
+# real jobs that try to reach what is not theirs: a job runs as nobody, in a
+# checkpoint directory that is nobody's while it runs and root's (closed)
+# after; it can neither list nor write the root, nor signal its shim; a
+# later job cannot read or list the finished job's directory, nor plant one
+# for the next job; what a job leaves running is gone with it; the agent
+# refuses --run-as when it is not root, for a user that does not exist, and
+# for a root the user cannot reach.  Prints TAP; exits 1 if a test failed.
+# Everything it starts is stopped, and its folder removed, at its exit.
+set -uo pipefail
+export PATH=/usr/lib/postgresql/15/bin:$PATH
+if [ "$(id -u)" -ne 0 ]; then
+	echo "1..0 # SKIP --run-as needs root"
+	exit 0
+fi
+agent=$(pg_config --bindir)/quota-sched-agent
+user=nobody
+n=0
+failed=0
+agent_pid=
+d=$(mktemp -d /tmp/qs-runas.XXXXXX)
+chmod 0755 "$d"
+
+# cleanup: the agent, the cluster, the folder
+cleanup() {
+	if [ -n "$agent_pid" ]; then
+		kill -TERM "$agent_pid" 2> /dev/null
+		wait "$agent_pid" 2> /dev/null
+	fi
+	[ -d "$d/pg/data" ] && runuser -u postgres -- pg_ctl -D "$d/pg/data" -m immediate -w stop > /dev/null 2>&1
+	rm -rf "$d"
+}
+trap cleanup EXIT
+
+# check DESCRIPTION COMMAND...: one TAP line, ok if COMMAND succeeds
+check() {
+	local what=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $what"
+	else
+		echo "not ok $n - $what"
+		failed=1
+	fi
+}
+
+# poll COMMAND...: whether COMMAND succeeds within 30 s
+poll() {
+	local i
+	for i in $(seq 1 300); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+q() { psql -X -h "$d/pg" -U postgres -d postgres -qAt -c "$1"; }
+
+# submit NAME ARGV_JSON: the job's id
+submit() {
+	psql -X -h "$d/pg" -U postgres -d postgres -qAt -v name="$1" -v cmd="$2" <<'SQL'
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
+VALUES (:'name', 'r_queue', 'team', 'gpu', jsonb_build_object('command', (:'cmd')::jsonb)) RETURNING id;
+SQL
+}
+
+job_is() { [ "$(q "SELECT state FROM quota_sched.job WHERE id = $1")" = "$2" ]; }
+has() { grep -q -- "$2" "$1"; }
+lacks() { ! grep -q -- "$2" "$1"; }
+equals() { [ "$1" = "$2" ]; }
+cannot_touch() { [ -d "$(dirname "$2")" ] && ! runuser -u "$1" -- touch "$2" 2> /dev/null; }
+# pid_file_gone FILE: FILE names a process, which is gone
+pid_file_gone() { [ -s "$1" ] && ! kill -0 "$(cat "$1")" 2> /dev/null; }
+
+# the options are refused before anything else happens
+out=$(runuser -u postgres -- "$agent" --queue q --run-as "$user" --checkpoint-root "$d/x" 2>&1)
+rc=$?
+check "--run-as by an agent that is not root: exit code 2" equals "$rc" 2
+check "--run-as by an agent that is not root: says why" has <(echo "$out") "needs the agent to run as root"
+out=$("$agent" --queue q --run-as no-such-user-qs --checkpoint-root "$d/x" 2>&1)
+check "--run-as of a user that does not exist: refused" has <(echo "$out") 'there is no user "no-such-user-qs"'
+out=$("$agent" --queue q --run-as "$user" --checkpoint-root "$d/x" --start-cmd a --status-cmd b --stop-cmd c 2>&1)
+check "--run-as with an external launcher: refused" has <(echo "$out") "--run-as is for local jobs"
+mkdir -m 0700 "$d/closed"
+out=$("$agent" --queue q --run-as "$user" --checkpoint-root "$d/closed/ckpt" 2>&1)
+check "--run-as with a root the user cannot reach: refused" has <(echo "$out") "cannot reach the checkpoint root"
+
+# a cluster of its own, on a socket in $d/pg
+mkdir "$d/pg" "$d/out" "$d/jobs"
+chown postgres: "$d/pg"
+chmod 1777 "$d/out"
+runuser -u postgres -- initdb -D "$d/pg/data" -A trust -U postgres > /dev/null || exit 1
+cat >> "$d/pg/data/postgresql.conf" << CONF
+listen_addresses = ''
+unix_socket_directories = '$d/pg'
+shared_preload_libraries = 'quota_sched'
+quota_sched.database = 'postgres'
+quota_sched.naptime = '300ms'
+CONF
+runuser -u postgres -- pg_ctl -D "$d/pg/data" -l "$d/pg/log" -w start > /dev/null || exit 1
+q "CREATE EXTENSION quota_sched;
+   INSERT INTO quota_sched.service_environment VALUES ('r_env', '{\"gpu\": 2}');
+   INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('r_queue', 'r_env');
+   INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+   VALUES ('r_queue', 'team', '{\"gpu\": 2}', 'LEND_AND_BORROW');
+   CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;" || exit 1
+
+# the first job: who it is, its directory, and what it tries
+cat > "$d/jobs/first.sh" << 'SH'
+o=$1/first
+id -u > "$o.uid"
+echo "$USER $HOME" > "$o.env"
+stat -c '%U %a' "$QUOTA_SCHED_CHECKPOINT_DIR" > "$o.dir"
+echo secret-of-first > "$QUOTA_SCHED_CHECKPOINT_DIR/secret"
+r=$(dirname "$QUOTA_SCHED_CHECKPOINT_DIR")
+ls "$r" > "$o.ls" 2>&1 || echo refused >> "$o.ls"
+touch "$r/planted" 2> "$o.touch" || echo refused >> "$o.touch"
+kill -TERM "$PPID" 2> "$o.kill" || echo refused >> "$o.kill"
+setsid sh -c 'echo $$ > "$1"; exec sleep 300' sh "$o.sleeper" &
+while [ ! -s "$o.sleeper" ]; do sleep 0.1; done
+SH
+# the second: the first's directory, and the next job's
+cat > "$d/jobs/second.sh" << 'SH'
+o=$1/second
+r=$(dirname "$QUOTA_SCHED_CHECKPOINT_DIR")
+cat "$r/job-$2/secret" > "$o.read" 2>&1 || echo refused >> "$o.read"
+ls "$r/job-$2" > "$o.list" 2>&1 || echo refused >> "$o.list"
+mkdir "$r/job-$((QUOTA_SCHED_JOB_ID + 1))" 2> "$o.plant" || echo refused >> "$o.plant"
+SH
+chmod 0755 "$d/jobs"/*.sh
+
+cd "$d" || exit 1
+"$agent" --dbname "host=$d/pg dbname=postgres user=agent_host" --agent runas --queue r_queue \
+	--run-as "$user" --checkpoint-root "$d/ckpt" --keep-checkpoints --instances 2 \
+	--lease 10 --heartbeat 1 --grace 2 > "$d/agent.log" 2>&1 &
+agent_pid=$!
+check "the agent, as root with --run-as $user, connects" poll has "$d/agent.log" " connected: "
+check "the root is root's, mode 0711" equals "$(stat -c '%U %a' "$d/ckpt")" "root 711"
+check "$user cannot write the root" cannot_touch "$user" "$d/ckpt/planted-by-hand"
+
+first=$(submit first "[\"sh\", \"$d/jobs/first.sh\", \"$d/out\"]")
+check "the first job ends" poll job_is "$first" SUCCEEDED
+check "it ran as $user" equals "$(cat "$d/out/first.uid")" "$(id -u "$user")"
+check "with USER and HOME of $user" equals "$(cat "$d/out/first.env")" "$user $(getent passwd "$user" | cut -d: -f6)"
+check "its checkpoint directory was $user's, mode 0700, while it ran" equals "$(cat "$d/out/first.dir")" "$user 700"
+check "it could not list the root" has "$d/out/first.ls" refused
+check "nor write in it" has "$d/out/first.touch" refused
+check "nor signal its shim" has "$d/out/first.kill" refused
+check "what it left running is gone" poll pid_file_gone "$d/out/first.sleeper"
+check "once it has ended, its directory is root's again, mode 0700" \
+	equals "$(stat -c '%U %a' "$d/ckpt/job-$first")" "root 700"
+
+second=$(submit second "[\"sh\", \"$d/jobs/second.sh\", \"$d/out\", \"$first\"]")
+check "the second job ends" poll job_is "$second" SUCCEEDED
+check "it could not read the first job's checkpoint" has "$d/out/second.read" refused
+check "nor was the secret in what it got" lacks "$d/out/second.read" secret-of-first
+check "nor list the first job's directory" has "$d/out/second.list" refused
+check "nor plant the next job's directory" has "$d/out/second.plant" refused
+check "the agent's log names no failure to start" lacks "$d/agent.log" job_not_started
+
+missing=$(submit missing '["/nonexistent/program"]')
+check "a job whose command cannot be run as $user fails" poll job_is "$missing" FAILED
+check "its directory is root's again too" equals "$(stat -c '%U %a' "$d/ckpt/job-$missing")" "root 700"
+
+kill -TERM "$agent_pid"
+wait "$agent_pid"
+check "the agent stops (exit code 0)" equals "$?" 0
+agent_pid=
+
+echo "1..$n"
+exit "$failed"
