@@ -22,13 +22,7 @@ use QsAgents;
 my $agent_bin = agent_bin();
 ok(-x $agent_bin, "the agent is built: $agent_bin");
 
-my $node = PostgreSQL::Test::Cluster->new('agents');
-$node->init;
-$node->append_conf('postgresql.conf', <<'CONF');
-shared_preload_libraries = 'quota_sched'
-quota_sched.database = 'postgres'
-quota_sched.naptime = '300ms'
-CONF
+my $node = agents_node('agents');
 $node->start;
 
 # Two shares of one instance each that lend to each other: a job of lo may

@@ -48,13 +48,7 @@ foreach my $opts ([ '--start-cmd', 'x' ], [ '--start-cmd', 'x', '--status-cmd', 
 		'--help documents the commands');
 }
 
-my $node = PostgreSQL::Test::Cluster->new('external');
-$node->init;
-$node->append_conf('postgresql.conf', <<'CONF');
-shared_preload_libraries = 'quota_sched'
-quota_sched.database = 'postgres'
-quota_sched.naptime = '300ms'
-CONF
+my $node = agents_node('external');
 $node->start;
 $node->safe_psql('postgres', <<'SQL');
 CREATE EXTENSION quota_sched;

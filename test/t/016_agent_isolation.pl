@@ -24,13 +24,7 @@ use QsAgents;
 my $agent_bin = agent_bin();
 ok(-x $agent_bin, "the agent is built: $agent_bin");
 
-my $node = PostgreSQL::Test::Cluster->new('isolation');
-$node->init;
-$node->append_conf('postgresql.conf', <<'CONF');
-shared_preload_libraries = 'quota_sched'
-quota_sched.database = 'postgres'
-quota_sched.naptime = '300ms'
-CONF
+my $node = agents_node('isolation');
 # the agents' login needs its password (SCRAM), so that the agent must
 # hand libpq the PGPASSWORD it took out of its environment, at every
 # connection

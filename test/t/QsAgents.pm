@@ -1,5 +1,5 @@
 # QsAgents: what the TAP tests that run real quota-sched-agent processes
-# share (011, 013, 014).  QsAgents::init(NODE, PREFIX) first: the node the
+# share (011, 013, 014, 016).  QsAgents::init(NODE, PREFIX) first: the node the
 # jobs are on, and the prefix of the agents' logs, which stay with the
 # test's own (tmp_check/log/PREFIX_NAME.log).
 package QsAgents;
@@ -8,11 +8,12 @@ use strict;
 use warnings;
 use Exporter 'import';
 use IPC::Run;
+use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(agent_bin launch_agent agent_pid agent_log wait_for_log stop_agent
+our @EXPORT = qw(agent_bin agents_node launch_agent agent_pid agent_log wait_for_log stop_agent
   forget_agent job_field wait_for_job history wait_for_file process_gone);
 
 my ($node, $prefix);
@@ -26,6 +27,20 @@ sub agent_bin
 	my $bindir = `pg_config --bindir`;
 	chomp $bindir;
 	return -x "$bindir/quota-sched-agent" ? "$bindir/quota-sched-agent" : 'agent/quota-sched-agent';
+}
+
+# agents_node(NAME): a new node (initialised, not started) whose worker
+# runs passes in the database postgres every 300 ms
+sub agents_node
+{
+	my $n = PostgreSQL::Test::Cluster->new($_[0]);
+	$n->init;
+	$n->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'quota_sched'
+quota_sched.database = 'postgres'
+quota_sched.naptime = '300ms'
+CONF
+	return $n;
 }
 
 sub log_file { return "$PostgreSQL::Test::Utils::log_path/${prefix}_$_[0].log"; }
