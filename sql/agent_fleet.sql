@@ -109,6 +109,11 @@ RESET ROLE;
 UPDATE quota_sched.agent SET last_seen = now() - interval '2 minutes' WHERE name IN ('af_a', 'af_b');
 UPDATE quota_sched.agent SET lease = interval '1 hour' WHERE name = 'af_a';
 SELECT agent, live FROM quota_sched.agents WHERE job_queue = 'af_queue' ORDER BY agent;
+-- Seen 2 hours ago with its lease of an hour: af_a is not live either;
+-- then seen 2 minutes ago again.
+UPDATE quota_sched.agent SET last_seen = now() - interval '2 hours' WHERE name = 'af_a';
+SELECT agent, live FROM quota_sched.agents WHERE agent = 'af_a';
+UPDATE quota_sched.agent SET last_seen = now() - interval '2 minutes' WHERE name = 'af_a';
 
 -- A claim and a heartbeat refresh last_seen and lease, and only for the
 -- agent's own login; an unregistered agent claims and heartbeats as

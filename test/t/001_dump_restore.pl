@@ -210,6 +210,15 @@ SELECT 'dr_queue', ARRAY[id], now() - interval '1 min', 4 FROM quota_sched.job W
 -- The hourly rollup of the hours before this one (the jobs' history began
 -- three hours ago).
 SELECT quota_sched.rollup();
+-- The agents (0.3): agent-1 registered by its login, draining, with the
+-- lease of its last heartbeat; an external launcher with no bound that
+-- took no lease yet.
+INSERT INTO quota_sched.agent (name, login, job_queue, capacity_unit, instances, state,
+							   registered_at, last_seen, lease)
+VALUES ('agent-1', 'regress_dr_agent', 'dr_queue', 'ml.g5.xlarge', 4, 'DRAINING',
+		now() - interval '1 hour', now() - interval '1 min', '5 minutes'),
+	   ('launcher-1', 'regress_dr_agent', 'dr_queue', 'ml.p4d.24xlarge', NULL, 'ACTIVE',
+		now() - interval '2 hours', now() - interval '2 hours', NULL);
 });
 
 is( $node->safe_psql('src',
@@ -278,7 +287,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 12, 'src: 12 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 13, 'src: 13 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -300,7 +309,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 12, "$db: 12 tables compared");
+	is(scalar(keys %$rows), 13, "$db: 13 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");
@@ -395,13 +404,15 @@ continues_after_restore('dst_plain');
 
 #
 # Without the replica setting the restore does not give the rows back.
-# The history of the configuration (config_event) is restored first; then
-# the history trigger of service_environment fires on its COPY and records
-# each row as a new INSERT, with an id from a sequence not yet restored,
-# which the restored history already has: the COPY fails, and so do those
-# of the queues and shares that refer to it.  The job table's BEFORE
-# INSERT trigger refuses every job row, since the dump sets the columns
-# the system keeps (id, owner, state, ...).
+# pg_dump restores the data of the configuration first, before its history
+# (config_event): the tables that refer to job_queue (agent, quota_share,
+# ...) put the queues and their environments ahead of everything else.  The
+# history triggers fire on their COPYs and record each row as a new INSERT,
+# with an id from a sequence not yet restored, which the history in the
+# dump already has: the COPY of config_event fails, and the history of the
+# configuration is lost, the restore's own INSERTs in its place.  The job
+# table's BEFORE INSERT trigger refuses every job row, since the dump sets
+# the columns the system keeps (id, owner, state, ...).
 #
 $node->safe_psql('postgres', 'CREATE DATABASE dst_bad');
 $node->command_fails_like(
@@ -432,9 +443,14 @@ is($node->safe_psql('dst_bad_continue',
 		. ' WHERE NOT EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = e.job_id)'),
 	't', 'without replica: the history comes back without its jobs');
 isnt($src_rows->{service_environment}, '', 'src has environments');
-is($bad_rows->{service_environment}, '', 'without replica: the environments do not come back');
-is($bad_rows->{config_event}, $src_rows->{config_event},
-	'without replica: the history of the configuration comes back without it');
+is($bad_rows->{service_environment}, $src_rows->{service_environment},
+	'without replica: the environments come back');
+is($node->safe_psql('src', q{SELECT count(*) > 0 FROM quota_sched.config_event WHERE action <> 'INSERT'}),
+	't', 'src has a history of the configuration beyond its INSERTs');
+is($node->safe_psql('dst_bad_continue',
+		q{SELECT count(*) > 0 AND bool_and(action = 'INSERT')
+		    FROM quota_sched.config_event}),
+	't', 'without replica: the history of the configuration is lost, the restore\'s INSERTs in its place');
 
 $node->stop;
 done_testing();
