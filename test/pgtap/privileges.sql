@@ -1,9 +1,10 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(55);
+SELECT plan(66);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
-	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event']);
+	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
+	'agent']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -59,6 +60,25 @@ SELECT function_privs_are('quota_sched', 'metrics', ARRAY[]::text[], 'quota_sche
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_user', ARRAY[]::text[]);
+-- The agents (0.3): admins read the table, agents its view (their own
+-- rows), users neither; agent_ready() is the agents' and admins',
+-- drain_agent() the admins'; only these functions write the table.
+SELECT table_privs_are('quota_sched', 'agent', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'agent', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'agent', 'quota_sched_user', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_agent', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer'],
+	'quota_sched_agent', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer'],
+	'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'drain_agent', ARRAY['text', 'boolean'],
+	'quota_sched_admin', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'drain_agent', ARRAY['text', 'boolean'],
+	'quota_sched_agent', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'drain_agent', ARRAY['text', 'boolean'],
+	'public', ARRAY[]::text[]);
 -- The history of the configuration: admins read it, its trigger alone
 -- writes it (as the extension's owner).
 SELECT table_privs_are('quota_sched', 'config_event', 'quota_sched_admin', ARRAY['SELECT']);
