@@ -56,6 +56,12 @@ SET ROLE regress_bi_user;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('bi_wait', 'bi_queue', 'bi_a', 'gpu');
 RESET ROLE;
+-- The agent is registered (agent_ready); bi_other_agent is the
+-- superuser's, another login's for the agent.
+SET ROLE regress_bi_agent;
+SELECT name, login, state FROM quota_sched.agent_ready('bi_agent', 'bi_queue', 'gpu', 4);
+RESET ROLE;
+SELECT name, state FROM quota_sched.agent_ready('bi_other_agent', 'bi_queue', 'gpu');
 SELECT name, state, agent FROM quota_sched.job WHERE job_queue = 'bi_queue' ORDER BY name;
 SELECT id AS held_id FROM quota_sched.job WHERE name = 'bi_held' \gset
 SELECT id AS done_id FROM quota_sched.job WHERE name = 'bi_done' \gset
@@ -93,6 +99,12 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	 $${"capacity_unit": [["unit unknown in the queue", "'cpu'"]]}$$),
 	('quota_sched.heartbeat(text, interval)', 'regress_bi_agent',
 	 ARRAY[$$'bi_agent'$$, $$'60 seconds'$$], NULL, '{}'),
+	('quota_sched.agent_ready(text, text, text, integer)', 'regress_bi_agent',
+	 ARRAY[$$'bi_agent'$$, $$'bi_queue'$$, $$'gpu'$$, '4'], NULL,
+	 $${"capacity_unit": [["unit unknown in the queue", "'cpu'"]],
+		"agent": [["another login's agent", "'bi_other_agent'"]]}$$),
+	('quota_sched.drain_agent(text, boolean)', 'regress_bi_admin',
+	 ARRAY[$$'bi_agent'$$, 'true'], NULL, '{}'),
 	('quota_sched.report(bigint, text, text, text, integer, integer)', 'regress_bi_agent',
 	 ARRAY[:'held_id', $$'bi_agent'$$, $$'SUCCEEDED'$$, $$'done'$$, '1', '0'], NULL,
 	 jsonb_build_object(
@@ -395,6 +407,18 @@ INSERT INTO bi_justified VALUES
 	 'an agent holding no job: nothing to renew, nothing returned'),
 	('quota_sched.heartbeat(text, interval)', 'agent', 'quotes and SQL',
 	 'an agent holding no job: nothing to renew, nothing returned'),
+	('quota_sched.agent_ready(text, text, text, integer)', 'agent', 'a name of nothing',
+	 'a new agent: any name of 1 to 128 bytes, not blank, without control characters'),
+	('quota_sched.agent_ready(text, text, text, integer)', 'agent', 'non-ASCII',
+	 'a new agent: any name of 1 to 128 bytes, not blank, without control characters'),
+	('quota_sched.agent_ready(text, text, text, integer)', 'agent', 'quotes and SQL',
+	 'a new agent: any name of 1 to 128 bytes, not blank, without control characters'),
+	('quota_sched.agent_ready(text, text, text, integer)', 'agent', 'another login''s agent',
+	 'an admin (the superuser) refreshes any agent; another agent login gets 42501'),
+	('quota_sched.agent_ready(text, text, text, integer)', 'instances', 'NULL',
+	 'the documented default: no bound (an external launcher)'),
+	('quota_sched.agent_ready(text, text, text, integer)', 'instances', 'max',
+	 'any count of at least 1'),
 	('quota_sched.claim(text, text, text, integer, interval, integer, boolean)', 'lease', NULL,
 	 'a positive lease of at most 365 days (a month counts 30 days)'),
 	('quota_sched.heartbeat(text, interval)', 'lease', NULL,

@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "checks.h"
+#include "fleet.h"
 #include "identity.h"
 #include "job_store.h"
 #include "job_store_pass.h"
@@ -34,6 +35,8 @@ PG_FUNCTION_INFO_V1(qs_claim);
 PG_FUNCTION_INFO_V1(qs_heartbeat);
 PG_FUNCTION_INFO_V1(qs_report);
 PG_FUNCTION_INFO_V1(qs_release);
+PG_FUNCTION_INFO_V1(qs_agent_ready);
+PG_FUNCTION_INFO_V1(qs_drain_agent);
 
 /*
  * PrintableName tells whether an agent's name is fit to be shown: neither
@@ -153,13 +156,15 @@ StopTimeout(void)
  * start) RETURNS SETOF quota_sched.job: takes SCHEDULED unclaimed jobs,
  * which become STARTING, held by the agent until lease_until and claimed
  * by the calling role (agent_role); with start, RUNNING at once, as if the
- * agent had reported RUNNING.
+ * agent had reported RUNNING.  A registered agent's last_seen and lease are
+ * refreshed (QsAgentSeen); a DRAINING one claims nothing.
  */
 Datum
 qs_claim(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *role = GetUserNameFromId(GetUserId(), false);	/* the caller */
+	bool		admin = QsIsAdmin(GetUserId());
 	char	   *agent = AgentArg(fcinfo, 0);
 	char	   *queue = TextDatumGetCString(NotNullArg(fcinfo, 1, "job_queue", false));
 	char	   *unit = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -187,7 +192,10 @@ qs_claim(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
-	claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, role, lease, start);
+	if (QsAgentSeen(agent, admin ? NULL : role, lease))
+		claimed = (Datum) 0;	/* draining: nothing new */
+	else
+		claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, role, lease, start);
 	if (claimed != (Datum) 0)
 		QsEmitJobs(rsinfo, claimed);
 	SPI_finish();
@@ -204,7 +212,8 @@ qs_claim(PG_FUNCTION_ARGS)
  * goes beyond stop_requested_at + quota_sched.stop_timeout (scheduling.md 3.8).
  * Only the jobs the calling role claimed count (and those claimed before
  * 0.2, with no role recorded); an admin's heartbeat counts every job of the
- * agent.
+ * agent.  A registered agent's last_seen and lease are refreshed
+ * (QsAgentSeen), draining or not.
  */
 Datum
 qs_heartbeat(PG_FUNCTION_ARGS)
@@ -222,6 +231,7 @@ qs_heartbeat(PG_FUNCTION_ARGS)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	/* only jobs of the queues locked: a claim may commit in between */
 	QsExtendLeases(rsinfo, agent, role, lease, StopTimeout(), QsLockQueuesOfAgent(agent));
+	(void) QsAgentSeen(agent, role, lease);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;
@@ -467,4 +477,66 @@ qs_release(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id must not be null")));
 	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0, NULL);
+}
+
+/*
+ * qs_agent_ready(agent, job_queue, capacity_unit, instances) RETURNS
+ * quota_sched.agent: the agent says what it can run (SPEC 11.4): its
+ * queue, its unit and how many instances it has in all (null: no bound).
+ * It registers the agent for the calling login, or refreshes it
+ * (QsAgentReady: another login's agent is refused unless the caller is an
+ * admin).  The queue and unit are checked as claim checks them.
+ */
+Datum
+qs_agent_ready(PG_FUNCTION_ARGS)
+{
+	Oid			caller = GetUserId();
+	char	   *role = GetUserNameFromId(caller, false);
+	char	   *agent = AgentArg(fcinfo, 0);
+	char	   *queue = TextDatumGetCString(NotNullArg(fcinfo, 1, "job_queue", false));
+	char	   *unit = TextDatumGetCString(NotNullArg(fcinfo, 2, "capacity_unit", false));
+	int32		instances = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3);
+	QsSavedUser saved;
+	Datum		result;
+
+	if (!PG_ARGISNULL(3) && instances < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid instances %d", instances),
+				 errdetail("instances is at least 1, or null for no bound.")));
+	QsBeginSystemWrite(agent, &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	RequireQueue(queue, unit);
+	result = QsAgentReady(agent, role, QsIsAdmin(caller), queue, unit,
+						  PG_ARGISNULL(3) ? NULL : &instances);
+	SPI_finish();
+	QsEndSystemWrite(&saved);
+	return result;
+}
+
+/*
+ * qs_drain_agent(agent, draining) RETURNS quota_sched.agent: an admin sets
+ * a registered agent DRAINING (claim gives it nothing new; the jobs it
+ * holds run on to their end), or ACTIVE again with draining false.
+ */
+Datum
+qs_drain_agent(PG_FUNCTION_ARGS)
+{
+	char	   *agent = AgentArg(fcinfo, 0);
+	bool		draining = DatumGetBool(NotNullArg(fcinfo, 1, "draining", true));
+	QsSavedUser saved;
+	Datum		result;
+
+	if (!QsIsAdmin(GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only an admin may drain an agent")));
+	QsBeginSystemWrite(GetUserNameFromId(GetUserId(), false), &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	result = QsDrainAgent(agent, draining);
+	SPI_finish();
+	QsEndSystemWrite(&saved);
+	return result;
 }

@@ -60,3 +60,53 @@ GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval,
 	quota_sched.report(bigint, text, text, text, integer, integer),
 	quota_sched.release(bigint, text, text)
 	TO quota_sched_agent;
+
+/*
+ * The agents the scheduler knows (SPEC 11.4, doc/agents.md).
+ * agent_ready() registers or refreshes the calling login's agent and
+ * returns its row; a name another login registered is refused (42501)
+ * unless the caller is an admin.  drain_agent() (admins) sets an agent
+ * DRAINING, or ACTIVE again, and returns its row; an unknown agent raises
+ * no_data_found (P0002).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.agent_ready(agent text, job_queue text, capacity_unit text,
+	instances integer DEFAULT NULL)
+RETURNS quota_sched.agent
+AS 'MODULE_PATHNAME', 'qs_agent_ready'
+LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE OR REPLACE FUNCTION quota_sched.drain_agent(agent text, draining boolean DEFAULT true)
+RETURNS quota_sched.agent
+AS 'MODULE_PATHNAME', 'qs_drain_agent'
+LANGUAGE C CALLED ON NULL INPUT;
+
+REVOKE ALL ON FUNCTION quota_sched.agent_ready(text, text, text, integer),
+	quota_sched.drain_agent(text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.agent_ready(text, text, text, integer)
+	TO quota_sched_admin, quota_sched_agent;
+GRANT EXECUTE ON FUNCTION quota_sched.drain_agent(text, boolean) TO quota_sched_admin;
+
+/*
+ * agents: each agent, whether it is live (its last agent_ready, claim or
+ * heartbeat younger than its last lease, 60 seconds if it took none), and
+ * the jobs and instances it holds (SCHEDULED, STARTING, RUNNING with its
+ * name).  Admins see every agent; an agent login sees those it
+ * registered.  The view reads as its owner (the table has no privilege for
+ * agents), so it is a security barrier: no function of the caller's sees
+ * a row before the filter.
+ */
+CREATE OR REPLACE VIEW quota_sched.agents WITH (security_barrier = true) AS
+SELECT a.name AS agent, a.login, a.job_queue, a.capacity_unit, a.instances, a.state,
+	   a.last_seen + coalesce(a.lease, interval '60 seconds') > pg_catalog.now() AS live,
+	   a.last_seen, h.held_jobs, h.held_instances
+  FROM quota_sched.agent a
+	   CROSS JOIN LATERAL (
+		SELECT pg_catalog.count(*) AS held_jobs,
+			   coalesce(pg_catalog.sum(j.instance_count), 0) AS held_instances
+		  FROM quota_sched.job j
+		 WHERE j.agent = a.name AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')) h
+ WHERE a.login = CURRENT_USER
+	OR pg_catalog.pg_has_role(CURRENT_USER, 'quota_sched_admin', 'USAGE');
+
+REVOKE ALL ON quota_sched.agents FROM PUBLIC;
+GRANT SELECT ON quota_sched.agents TO quota_sched_admin, quota_sched_agent;

@@ -362,6 +362,34 @@ CREATE TABLE quota_sched.usage_totals (
 );
 
 /* ---------------------------------------------------------------------
+ * The agents the scheduler knows (SPEC 11.4, doc/agents.md): one row per
+ * agent name that called agent_ready, bound to the login that did (only
+ * it, or an admin, refreshes the row), with what it says it can run: its
+ * queue, unit and instances in all (null: no bound, as an external
+ * launcher that provisions each job).  last_seen is its last agent_ready,
+ * claim or heartbeat; lease the lease of its last claim or heartbeat
+ * (null: it took none yet).  Written by the agents' functions only
+ * (src/fleet.c); read through the view agents.
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.agent (
+	name			text PRIMARY KEY,
+	login			name NOT NULL,
+	job_queue		text NOT NULL
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	capacity_unit	text NOT NULL,
+	instances		integer,
+	state			text NOT NULL DEFAULT 'ACTIVE',
+	registered_at	timestamptz NOT NULL,
+	last_seen		timestamptz NOT NULL,
+	lease			interval,
+	CONSTRAINT agent_name_check CHECK (octet_length(name) BETWEEN 1 AND 128),
+	CONSTRAINT agent_instances_check CHECK (instances IS NULL OR instances >= 1),
+	CONSTRAINT agent_state_check CHECK (state IN ('ACTIVE', 'DRAINING')),
+	CONSTRAINT agent_lease_check CHECK (lease IS NULL OR lease > interval '0')
+);
+
+/* ---------------------------------------------------------------------
  * Triggers (their functions: triggers.sql).
  * ------------------------------------------------------------------- */
 
@@ -460,6 +488,7 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', ''
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_hourly', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_rollup', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_totals', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent', '');
 
 /* ---------------------------------------------------------------------
  * Privileges (scheduling.md 8).  Nothing for PUBLIC.
@@ -468,7 +497,7 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_totals', '');
 REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share,
 	quota_sched.job, quota_sched.job_event, quota_sched.pass_log, quota_sched.held_capacity,
 	quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
-	quota_sched.usage_rollup, quota_sched.usage_totals FROM PUBLIC;
+	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.agent FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
 	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq FROM PUBLIC;
 
@@ -498,4 +527,4 @@ GRANT DELETE ON quota_sched.job, quota_sched.pass_log TO quota_sched_admin;
 
 /* What only the system writes, admins read. */
 GRANT SELECT ON quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
-	quota_sched.usage_rollup, quota_sched.usage_totals TO quota_sched_admin;
+	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.agent TO quota_sched_admin;

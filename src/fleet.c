@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * fleet.c
+ *		The rows of quota_sched.agent: an agent's registration (agent_ready),
+ *		what claim and heartbeat refresh of it (last_seen, lease), and its
+ *		state (drain_agent).  See fleet.h.
+ *
+ * An agent's row is bound to the login that registered it, as a claimed
+ * job is to the login that claimed it (agent_role): another login may not
+ * refresh it, unless it is an admin's.  Claim and heartbeat of an agent
+ * that never registered change nothing here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "fleet.h"
+#include "query.h"
+#include "quota_sched.h"
+
+/*
+ * QsFleetKnown tells whether the agent table exists (0.3): a database whose
+ * extension is not updated yet lacks it.
+ */
+bool
+QsFleetKnown(void)
+{
+	return OidIsValid(get_relname_relid("agent", get_namespace_oid(QS_SCHEMA, false)));
+}
+
+/*
+ * Registers or refreshes an agent: a new name is the caller's ($2); a name
+ * already registered is refreshed (queue, unit, instances, last_seen) only
+ * by its own login or an admin ($6), and keeps its login, its state (an
+ * agent drained stays drained however often it restarts) and its lease.
+ * No row returned: the name is another login's.
+ */
+static QsQuery AgentReadyQuery = {
+	"INSERT INTO quota_sched.agent AS a"
+	"       (name, login, job_queue, capacity_unit, instances, state, registered_at, last_seen)"
+	" VALUES ($1, $2, $3, $4, $5, 'ACTIVE', now(), now())"
+	" ON CONFLICT (name) DO UPDATE"
+	"   SET job_queue = excluded.job_queue, capacity_unit = excluded.capacity_unit,"
+	"       instances = excluded.instances, last_seen = now()"
+	" WHERE a.login = excluded.login OR $6"
+	" RETURNING a.*",
+	6, {TEXTOID, NAMEOID, TEXTOID, TEXTOID, INT4OID, BOOLOID}, SPI_OK_INSERT_RETURNING
+};
+
+/*
+ * QsAgentReady registers or refreshes an agent for the calling login
+ * (admin: the caller has the privileges of quota_sched_admin) and returns
+ * its row, copied out of SPI's memory.  instances NULL: no bound.  An
+ * agent name another login registered is refused (42501) unless the caller
+ * is an admin.
+ */
+Datum
+QsAgentReady(const char *agent, const char *login, bool admin,
+			 const char *queue, const char *unit, const int32 *instances)
+{
+	Datum		args[6];
+	char		nulls[7] = "      ";
+	Name		role = palloc0(NAMEDATALEN);
+
+	namestrcpy(role, login);
+	args[0] = CStringGetTextDatum(agent);
+	args[1] = NameGetDatum(role);
+	args[2] = CStringGetTextDatum(queue);
+	args[3] = CStringGetTextDatum(unit);
+	args[4] = Int32GetDatum(instances ? *instances : 0);
+	nulls[4] = instances ? ' ' : 'n';
+	args[5] = BoolGetDatum(admin);
+	if (QsQueryRun(&AgentReadyQuery, args, nulls, false, 0) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("agent \"%s\" is registered by another login than \"%s\"", agent, login),
+				 errdetail("An agent name is the login's that registered it: only that login, "
+						   "or an admin, may refresh it.")));
+	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
+}
+
+/*
+ * Refreshes a registered agent's last_seen and lease when the login ($2;
+ * null: an admin, any) is its own, and returns its state whether refreshed
+ * or not (none: not registered).  The state is that of the row as updated
+ * when it was (a drain committed while the update waited for the row).
+ */
+static QsQuery AgentSeenQuery = {
+	"WITH seen AS ("
+	"  UPDATE quota_sched.agent SET last_seen = now(), lease = $3"
+	"   WHERE name = $1 AND ($2::name IS NULL OR login = $2)"
+	"  RETURNING state)"
+	" SELECT coalesce((SELECT state FROM seen),"
+	"                 (SELECT state FROM quota_sched.agent WHERE name = $1)) AS state",
+	3, {TEXTOID, NAMEOID, INTERVALOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsAgentSeen records that an agent claimed or heartbeat with a lease:
+ * its row's last_seen and lease, when it is registered by that login
+ * (login NULL: an admin acting for it, any login).  Returns whether the
+ * agent is registered and DRAINING (then claim gives it nothing).  Before
+ * the update to 0.3 (no agent table) it does nothing and returns false.
+ */
+bool
+QsAgentSeen(const char *agent, const char *login, Interval *lease)
+{
+	Datum		args[3];
+	char		nulls[4] = "   ";
+	Name		role = palloc0(NAMEDATALEN);
+	bool		isnull;
+	Datum		state;
+
+	if (!QsFleetKnown())
+		return false;
+	if (login != NULL)
+		namestrcpy(role, login);
+	args[0] = CStringGetTextDatum(agent);
+	args[1] = NameGetDatum(role);
+	nulls[1] = login ? ' ' : 'n';
+	args[2] = IntervalPGetDatum(lease);
+	QsQueryRun(&AgentSeenQuery, args, nulls, false, 0);
+	state = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return !isnull && strcmp(TextDatumGetCString(state), "DRAINING") == 0;
+}
+
+static QsQuery DrainAgentQuery = {
+	"UPDATE quota_sched.agent"
+	"   SET state = CASE WHEN $2 THEN 'DRAINING' ELSE 'ACTIVE' END"
+	" WHERE name = $1 RETURNING *",
+	2, {TEXTOID, BOOLOID}, SPI_OK_UPDATE_RETURNING
+};
+
+/*
+ * QsDrainAgent sets a registered agent DRAINING (or ACTIVE again) and
+ * returns its row, copied out of SPI's memory; an unknown agent raises
+ * no_data_found (P0002).
+ */
+Datum
+QsDrainAgent(const char *agent, bool draining)
+{
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(agent);
+	args[1] = BoolGetDatum(draining);
+	if (QsQueryRun(&DrainAgentQuery, args, NULL, false, 0) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("agent \"%s\" is not registered", agent),
+				 errhint("An agent registers with agent_ready().")));
+	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
+}

@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * fleet.h
+ *		The agents the scheduler knows (SPEC 11.4, doc/agents.md): the rows
+ *		of quota_sched.agent, written by agent_ready, claim, heartbeat and
+ *		drain_agent (src/agent_api.c) through these functions only.
+ *
+ * Callers are connected to SPI and run as the extension's owner
+ * (QsBeginSystemWrite).  A database whose extension is not updated to 0.3
+ * yet has no agent table: then QsFleetKnown is false, QsAgentSeen does
+ * nothing, and the agents' functions work as before.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_FLEET_H
+#define QS_FLEET_H
+
+#include "datatype/timestamp.h"
+
+extern bool QsFleetKnown(void);
+extern Datum QsAgentReady(const char *agent, const char *login, bool admin,
+						  const char *queue, const char *unit, const int32 *instances);
+extern bool QsAgentSeen(const char *agent, const char *login, Interval *lease);
+extern Datum QsDrainAgent(const char *agent, bool draining);
+
+#endif							/* QS_FLEET_H */
