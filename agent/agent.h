@@ -41,6 +41,7 @@ typedef struct AgentOptions
 	bool		keep_checkpoints;	/* --keep-checkpoints */
 	long		exit_after;		/* --exit-after, 0: never */
 	bool		noop;			/* --noop */
+	bool		drain;			/* --drain: SIGTERM lets the jobs finish */
 	bool		listen;			/* false with --no-listen */
 	FILE	   *pickup_log;		/* --pickup-log: "job_id microseconds" a claim */
 	const char *start_cmd;		/* external launcher: all three, or none */
@@ -168,9 +169,10 @@ struct LaunchOps
 extern const LaunchOps local_launch_ops;
 extern const LaunchOps remote_launch_ops;
 
-/* the loop's wishes: a claim, a heartbeat as soon as it can */
+/* the loop's wishes: a claim, a heartbeat, agent_ready as soon as it can */
 extern bool want_claim;
 extern bool want_heartbeat;
+extern bool want_ready;
 
 /* options.c */
 extern void parse_options(int argc, char **argv);
@@ -179,6 +181,8 @@ extern void parse_options(int argc, char **argv);
 extern pid_t agent_pid;			/* this process: its children check they outlive it */
 extern volatile sig_atomic_t got_term;	/* SIGTERMs and SIGINTs received */
 extern bool shutting_down;
+extern bool draining;
+extern bool kill_at_once(void);
 
 /* jobs.c */
 extern const LaunchOps *launcher;	/* how the jobs claimed from now on run */
@@ -219,6 +223,7 @@ extern void agent_fault_cleared(void);
 extern void flush_actions(void);
 extern void do_heartbeat(void);
 extern void do_claim(void);
+extern void do_ready(void);
 
 /* log.c */
 extern double now_mono(void);

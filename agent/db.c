@@ -69,6 +69,9 @@ static const Statement statements[NUM_STATEMENTS] = {
 	[STMT_RELEASE] = {"release",
 		"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text)",
 	3},
+	[STMT_READY] = {"agent_ready",
+		"SELECT 1 FROM quota_sched.agent_ready($1::text, $2::text, $3::text, $4::integer)",
+	4},
 };
 
 PGconn	   *conn = NULL;
@@ -327,7 +330,8 @@ try_connect(void)
 	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
 			  PQhost(conn), PQport(conn), PQuser(conn),
 			  opts.listen ? "; listening" : "; not listening (--no-listen)");
-	/* reconcile at once, then claim */
+	/* say what it can run, reconcile at once, then claim */
+	want_ready = true;
 	want_heartbeat = true;
 	want_claim = true;
 }

@@ -20,6 +20,7 @@ typedef enum StatementId
 	STMT_REPORT,				/* report(): how a job ended */
 	STMT_HEARTBEAT,				/* heartbeat(): leases renewed, stops */
 	STMT_RELEASE,				/* release(): a job given back */
+	STMT_READY,					/* agent_ready(): what the agent can run */
 	NUM_STATEMENTS
 } StatementId;
 

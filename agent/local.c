@@ -205,7 +205,7 @@ local_tick(Job *job, double now)
 {
 	LocalJob   *lj = (LocalJob *) job;
 
-	if (job->term_at > 0 && !lj->killed && (now >= job->term_at + opts.grace || got_term > 1))
+	if (job->term_at > 0 && !lj->killed && (now >= job->term_at + opts.grace || kill_at_once()))
 	{
 		lj->killed = true;
 		kill(lj->pid, SIGUSR1);

@@ -24,7 +24,11 @@
  * whose lease ran out while the database could not be reached is killed
  * (another agent may run it by now).  SIGTERM or SIGINT: stop the children
  * (SIGTERM, grace, SIGKILL), release their jobs (no attempt is counted) and
- * exit 0; a second one kills the children at once.
+ * exit 0; a second one kills the children at once.  With --drain, the first
+ * only drains: nothing more is claimed, the jobs run to their end and are
+ * reported, then the agent exits 0; the second stops and releases, the
+ * third kills.  After every connection it tells the database what it can
+ * run (agent_ready: queue, unit, --instances; no bound with --start-cmd).
  *
  * External launchers (--start-cmd, --status-cmd, --stop-cmd, remote.c):
  * instead of a local child (local.c), a job runs on another system (a cloud
@@ -55,7 +59,9 @@
 
 pid_t		agent_pid;			/* this process: its children check they outlive it */
 bool		shutting_down = false;	/* SIGTERM or SIGINT came: stop, release, exit */
+bool		draining = false;	/* --drain and SIGTERM: no claim, exit when idle */
 bool		want_claim = false;
+bool		want_ready = false;
 bool		want_heartbeat = false;
 
 static int	self_pipe[2] = {-1, -1};
@@ -170,6 +176,29 @@ begin_shutdown(void)
 }
 
 /*
+ * begin_drain: SIGTERM or SIGINT with --drain: claim nothing more; the
+ * jobs run to their end and are reported, then the agent exits.
+ */
+static void
+begin_drain(void)
+{
+	draining = true;
+	log_event("info", "agent_draining", NULL,
+			  "draining: claiming nothing more, %d job(s) run to their end", njobs);
+}
+
+/*
+ * kill_at_once tells whether the signals received ask for the children to
+ * be killed without their grace period: the second SIGTERM or SIGINT (the
+ * third with --drain, whose first only drains).
+ */
+bool
+kill_at_once(void)
+{
+	return got_term > (opts.drain ? 2 : 1);
+}
+
+/*
  * next_wake: when the loop must wake at the latest: the next heartbeat (or
  * reconnection), the end of a job's grace period or lease, a launcher's
  * next command, a report to try again.
@@ -259,8 +288,10 @@ loop_step(void)
 	drain_self_pipe();
 	if (got_child)
 		reap_children();
-	if (got_term && !shutting_down)
+	if (got_term > (opts.drain ? 1 : 0) && !shutting_down)
 		begin_shutdown();
+	else if (got_term && opts.drain && !draining)
+		begin_drain();
 	now = now_mono();
 	if (conn == NULL && shutting_down && alive_children() == 0 && njobs > 0)
 	{
@@ -273,6 +304,8 @@ loop_step(void)
 		try_connect();
 	if (conn)
 		flush_actions();
+	if (conn && want_ready)
+		do_ready();
 	if (conn && (want_heartbeat || now_mono() >= next_heartbeat))
 		do_heartbeat();
 	if (conn && want_claim)
@@ -281,7 +314,8 @@ loop_step(void)
 	if (conn)
 		flush_actions();
 
-	if (njobs == 0 && (shutting_down || (opts.exit_after > 0 && jobs_done >= opts.exit_after)))
+	if (njobs == 0 && (shutting_down || draining ||
+					   (opts.exit_after > 0 && jobs_done >= opts.exit_after)))
 		return false;
 	/* a notification that came with a result: act on it now */
 	if (!(conn && (want_claim || want_heartbeat)))

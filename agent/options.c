@@ -264,6 +264,10 @@ static const OptionDef options[] = {
 	"plain (default) or json: one JSON object a line"},
 	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
 	"exit once N jobs have ended and none runs"},
+	{"drain", 0, NULL, opt_true, &opts.drain, 0, 0,
+	"on SIGTERM or SIGINT, claim nothing more, let the\n"
+	"jobs run to their end, report them, then exit (a\n"
+	"second signal: stop and release them, a third: kill)"},
 	{"no-listen", 0, NULL, opt_false, &opts.listen, 0, 0,
 	"no LISTEN (for a transaction-mode pooler): dispatches\n"
 	"and stops are then seen at the heartbeats only"},

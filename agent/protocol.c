@@ -372,7 +372,7 @@ do_claim(void)
 					n;
 		double		t0 = now_mono();
 
-		if (free_instances <= 0 || shutting_down || now_mono() < claims_paused_until ||
+		if (free_instances <= 0 || shutting_down || draining || now_mono() < claims_paused_until ||
 			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
 			return;
 		snprintf(free_text, sizeof(free_text), "%d", free_instances);
@@ -386,4 +386,38 @@ do_claim(void)
 		if (n == 0)
 			return;
 	}
+}
+
+/*
+ * do_ready tells the database what the agent can run (agent_ready: its
+ * queue, unit and instances; no bound with an external launcher, which
+ * provisions each job), after every connection: the scheduler then knows
+ * the agent, and dispatches to its queue nothing larger than the largest
+ * live agent could take.  Without --capacity-unit it registers nothing
+ * (it takes jobs of any unit).  A database whose quota_sched has no
+ * agent_ready (older than 0.3) is told nothing: the agent works as before.
+ */
+void
+do_ready(void)
+{
+	char		instances[16];
+	const char *params[4] = {opts.agent, opts.queue, opts.unit,
+	opts.start_cmd ? NULL : instances};
+	PGresult   *res;
+	int			rc;
+
+	want_ready = false;
+	if (opts.unit == NULL)
+		return;
+	snprintf(instances, sizeof(instances), "%ld", opts.instances);
+	rc = db_exec(STMT_READY, params, &res, NULL);
+	if (rc == DB_OK)
+	{
+		log_event("info", "agent_ready", NULL, "registered for queue %s, unit %s, %s instance(s)",
+				  opts.queue, opts.unit, params[3] ? instances : "any number of");
+		PQclear(res);
+	}
+	else if (rc == DB_ERROR && strcmp(last_sqlstate, "42883") == 0)
+		log_event("info", "agent_ready", NULL,
+				  "the database has no agent_ready(): the agent is not registered");
 }

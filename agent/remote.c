@@ -550,11 +550,11 @@ remote_tick(Job *job, double now)
 	if (!rj->started)
 		return;
 	if (job->term_at > 0 && rj->stop_deadline > 0 &&
-		(now >= rj->stop_deadline || got_term > 1))
+		(now >= rj->stop_deadline || kill_at_once()))
 	{
 		log_event("warning", "stop_unconfirmed", job,
 				  "the remote job %s has not said it stopped %s: taken as stopped",
-				  rj->handle, got_term > 1 ? "(a second signal)" : "within the grace period");
+				  rj->handle, kill_at_once() ? "(a second signal)" : "within the grace period");
 		remote_ended(job, "STOPPED", 0, false, NULL);
 		return;
 	}
