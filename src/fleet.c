@@ -88,14 +88,21 @@ QsAgentReady(const char *agent, const char *login, bool admin,
 /*
  * Refreshes a registered agent's last_seen and lease when the login ($2;
  * null: an admin, any) is its own, and returns its state whether refreshed
- * or not (none: not registered).  The state is that of the row as updated
- * when it was (a drain committed while the update waited for the row).
+ * or not (none: not registered).  It never waits for the agent's row: the
+ * caller holds a queue's lock, and whoever holds one never waits for a row
+ * lock (an admin's drain_agent() in a transaction left open would stall
+ * the queue's passes); a row another transaction holds is not refreshed
+ * this time, and its state is read as committed.
  */
 static QsQuery AgentSeenQuery = {
-	"WITH seen AS ("
-	"  UPDATE quota_sched.agent SET last_seen = now(), lease = $3"
+	"WITH mine AS ("
+	"  SELECT name FROM quota_sched.agent"
 	"   WHERE name = $1 AND ($2::name IS NULL OR login = $2)"
-	"  RETURNING state)"
+	"     FOR NO KEY UPDATE SKIP LOCKED),"
+	" seen AS ("
+	"  UPDATE quota_sched.agent a SET last_seen = now(), lease = $3"
+	"    FROM mine WHERE a.name = mine.name"
+	"  RETURNING a.state)"
 	" SELECT coalesce((SELECT state FROM seen),"
 	"                 (SELECT state FROM quota_sched.agent WHERE name = $1)) AS state",
 	3, {TEXTOID, NAMEOID, INTERVALOID}, SPI_OK_SELECT
