@@ -108,6 +108,12 @@ static QsQuery AgentSeenQuery = {
 	3, {TEXTOID, NAMEOID, INTERVALOID}, SPI_OK_SELECT
 };
 
+/* Whether an agent is registered: most agents of a claim's hot path are not. */
+static QsQuery AgentKnownQuery = {
+	"SELECT 1 FROM quota_sched.agent WHERE name = $1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
 /*
  * QsAgentSeen records that an agent claimed or heartbeat with a lease:
  * its row's last_seen and lease, when it is registered by that login
@@ -126,9 +132,12 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 
 	if (!QsFleetKnown())
 		return false;
+	args[0] = CStringGetTextDatum(agent);
+	/* an agent that never registered costs its claims one index probe */
+	if (QsQueryRun(&AgentKnownQuery, args, NULL, true, 1) == 0)
+		return false;
 	if (login != NULL)
 		namestrcpy(role, login);
-	args[0] = CStringGetTextDatum(agent);
 	args[1] = NameGetDatum(role);
 	nulls[1] = login ? ' ' : 'n';
 	args[2] = IntervalPGetDatum(lease);
