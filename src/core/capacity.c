@@ -413,3 +413,24 @@ CoreComputeFitLimits(CorePlan *p)
 			}
 		}
 }
+
+/*
+ * CoreLends tells whether a share's idle capacity is borrowable supply
+ * (Lends), for explain to list the lenders the check counts.
+ */
+bool
+CoreLends(const QsShare *share)
+{
+	return Lends(share);
+}
+
+/*
+ * CoreWanted returns what a lender wants of its idle capacity of a unit
+ * (Wanted), for explain to show the number the check used.  It reads
+ * through the plan's cache, as the check does, so it gives the same.
+ */
+int64_t
+CoreWanted(CorePlan *p, int lender, int unit, int64_t idle)
+{
+	return Wanted(p, lender, unit, idle);
+}

@@ -231,18 +231,46 @@ typedef enum QsCheck
 	QS_CHECK_SUPPLY				/* (I3) sum of borrowed <= borrowable supply */
 } QsCheck;
 
-/* Why a RUNNABLE job waits, as explain() tells it. */
+/*
+ * A lender's numbers behind (I3), as the check counted them (explain): an
+ * ENABLED LEND or LEND_AND_BORROW share other than the waiting job's.
+ */
+typedef struct QsWhyLender
+{
+	int			share;			/* index into QsInput.shares */
+	int64_t		capacity;		/* C(S,u) */
+	int64_t		usage;			/* usage(S,u) in the state checked */
+	int64_t		idle;			/* max(0, C(S,u) - usage(S,u)) */
+	int64_t		lendable_idle;	/* min(idle, lendable(S,u)) */
+	int64_t		wanted;			/* what its own waiting jobs want of idle */
+	int64_t		lends;			/* min(idle - wanted, lendable(S,u)): its supply */
+} QsWhyLender;
+
+/*
+ * Why a RUNNABLE job waits, as explain() tells it.  The numbers are those
+ * of the state in which the check failed: now, or with in_future the state
+ * once pending stops complete and kept promises hold.
+ */
 typedef struct QsWhy
 {
 	QsCheck		check;			/* QS_CHECK_OK: it may be dispatched now */
 	bool		in_future;		/* only once pending stops and promises settle */
 	bool		must_borrow;	/* it does not fit in its share's own capacity */
-	int64_t		usage;			/* usage(S,u) */
+	int64_t		usage;			/* usage(S,u), without the job */
 	int64_t		allowed;		/* allowed(S,u) */
-	int64_t		env_usage;		/* sum of usage(S,u) */
+	int64_t		env_usage;		/* sum of usage(S,u), and instances held by
+								 * jobs of missing shares, without the job */
 	bool		victims_exempt; /* preemption would make room but for
 								 * min_runtime exemptions */
 	QsTime		exempt_until;	/* then: when the earliest of those ends */
+	/* (I3) only, with the job added: */
+	int64_t		unassigned;		/* unassigned(u) */
+	int64_t		borrowed;		/* sum of borrowed(S,u) */
+	int64_t		supply;			/* the borrowable supply */
+	int64_t		share_lends;	/* the job's own share's part of the supply */
+	int			nlenders;
+	QsWhyLender *lenders;		/* the other lenders, by lendable_idle DESC,
+								 * lends DESC, share index */
 } QsWhy;
 
 /* A job in the queue's dispatch order (queue_snapshot, explain). */

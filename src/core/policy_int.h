@@ -124,5 +124,7 @@ extern bool CoreInvariantsHoldWith(CorePlan *p, const int64_t *use,
 extern void CoreUsage(const CorePlan *p, int unit, CoreState state,
 					  const QsJob *const *gone, int ngone, int64_t *use);
 extern void CoreComputeFitLimits(CorePlan *p);
+extern bool CoreLends(const QsShare *share);
+extern int64_t CoreWanted(CorePlan *p, int lender, int unit, int64_t idle);
 
 #endif							/* QS_POLICY_INT_H */

@@ -16,6 +16,8 @@
 
 #include "policy_int.h"
 
+#define Min64(a, b) ((a) < (b) ? (a) : (b))
+
 /*
  * QsQueueOrder writes the first `front` jobs of the queue in dispatch order
  * (positions 1..front), then the head of every share not among them, with
@@ -107,10 +109,85 @@ QsQueuePosition(const QsInput *in, int64_t job_id, int horizon)
 }
 
 /*
+ * LenderBefore: in explain's list, a lender with more lendable idle capacity
+ * comes first, then one that lends more, then the lower share index.
+ */
+static bool
+LenderBefore(const QsWhyLender *a, const QsWhyLender *b)
+{
+	if (a->lendable_idle != b->lendable_idle)
+		return a->lendable_idle > b->lendable_idle;
+	if (a->lends != b->lends)
+		return a->lends > b->lends;
+	return a->share < b->share;
+}
+
+/*
+ * SortLenders sorts explain's lenders (insertion: a queue has few shares).
+ */
+static void
+SortLenders(QsWhyLender *lenders, int n)
+{
+	for (int i = 1; i < n; i++)
+	{
+		QsWhyLender l = lenders[i];
+		int			j = i;
+
+		for (; j > 0 && LenderBefore(&l, &lenders[j - 1]); j--)
+			lenders[j] = lenders[j - 1];
+		lenders[j] = l;
+	}
+}
+
+/*
+ * SupplyNumbers fills why's numbers behind (I3) for a job of unit u in the
+ * state use[] (each share's usage), counted as CoreCheckInvariants counts
+ * them with the job added: each share's borrowed(S,u), and each lender's
+ * idle capacity less what its waiting jobs want when the job must borrow,
+ * at most its lendable capacity, plus unassigned(u).
+ */
+static void
+SupplyNumbers(CorePlan *p, const QsJob *job, const int64_t *use, QsWhy *why)
+{
+	const QsInput *in = p->in;
+	int			u = job->unit;
+	bool		borrows = CoreBorrowing(p, job->share, u, use[job->share] + job->count);
+
+	why->unassigned = p->unassigned[u];
+	why->supply = why->unassigned;
+	why->lenders = CoreAlloc(p, sizeof(QsWhyLender) * (in->nshares + 1));
+	for (int s = 0; s < in->nshares; s++)
+	{
+		const QsShare *share = &in->shares[s];
+		int64_t		used = use[s] + (s == job->share ? job->count : 0);
+		int64_t		cap = share->capacity[u];
+		QsWhyLender l = {s, cap, used, used < cap ? cap - used : 0, 0, 0, 0};
+
+		why->borrowed += used > cap ? used - cap : 0;
+		if (!CoreLends(share))
+			continue;
+		l.lendable_idle = Min64(l.idle, QsLendable(share, u));
+#ifndef QS_MUTANT_WANTED_CAPACITY
+		if (borrows && s != job->share && l.idle > 0)
+			l.wanted = CoreWanted(p, s, u, l.idle);
+#endif
+		l.lends = Min64(l.idle - l.wanted, QsLendable(share, u));
+		why->supply += l.lends;
+		if (s == job->share)
+			why->share_lends = l.lends;
+		else
+			why->lenders[why->nlenders++] = l;
+	}
+	SortLenders(why->lenders, why->nlenders);
+}
+
+/*
  * QsExplainWait tells why a RUNNABLE job could not be dispatched now: the
  * invariant that fails with it added, now or only once pending stops
- * complete and kept promises hold; and whether preemption would make room
- * for it but for jobs exempt by min_runtime, and until when.
+ * complete and kept promises hold, with the numbers of that state (for
+ * (I3) each lender's, in memory from in->alloc); and whether preemption
+ * would make room for it but for jobs exempt by min_runtime, and until
+ * when.
  */
 QsWhy
 QsExplainWait(const QsInput *in, const QsJob *job)
@@ -118,18 +195,22 @@ QsExplainWait(const QsInput *in, const QsJob *job)
 	CorePlan	plan;
 	QsOutput	out;
 	QsWhy		why;
-	int			at;
+	const int64_t *use;
 
 	CoreInitPlan(&plan, in, &out);
 	CoreRecheckPromises(&plan);
-	at = CORE_AT(&plan, job->share, job->unit);
 	memset(&why, 0, sizeof(why));
 	why.check = CoreDispatchCheck(&plan, job, &why.in_future);
-	why.usage = plan.usage[at];
+	/* the usage of the state checked last: the one that failed, if any */
+	use = why.in_future ? plan.scratch_future : plan.scratch_now;
+	why.usage = use[job->share];
 	why.allowed = QsAllowed(&in->shares[job->share], job->unit);
-	why.must_borrow = !CoreFitsOwnCapacity(&plan, job);
+	why.must_borrow = CoreBorrowing(&plan, job->share, job->unit, why.usage + job->count);
+	why.env_usage = in->units[job->unit].unowned_held;
 	for (int s = 0; s < in->nshares; s++)
-		why.env_usage += plan.usage[CORE_AT(&plan, s, job->unit)];
+		why.env_usage += use[s];
+	if (why.check == QS_CHECK_SUPPLY)
+		SupplyNumbers(&plan, job, use, &why);
 	why.exempt_until = QS_NO_TIME;
 	if (why.check != QS_CHECK_OK && in->env_enabled)
 		why.victims_exempt = CoreVictimsExempt(&plan, job, &why.exempt_until);

@@ -704,6 +704,131 @@ test_fair_borrow_order(void)
 	}
 }
 
+/*
+ * scheduling.md 3.2, explain: the numbers behind NO_BORROWABLE_SUPPLY are
+ * those the check counts, each lender's idle capacity less what its own
+ * waiting jobs want, at most its lendable capacity; RESERVE and DISABLED
+ * shares are no lenders.
+ */
+static void
+test_explain_supply_numbers(void)
+{
+	World		w;
+	int			x, y, z, d;
+	WJob	   *big;
+	QsWhy		why;
+
+	WInit(&w, 9);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	y = WAddShare(&w, "Y", QS_LEND, -1, false, 2);
+	z = WAddShare(&w, "Z", QS_LEND_AND_BORROW, -1, false, 3);
+	WAddShare(&w, "R", QS_RESERVE, -1, false, 1);
+	d = WAddShare(&w, "D", QS_LEND, -1, false, 1);
+	w.shares[z].lend_limit = 50;
+	w.shares[d].enabled = false;
+	WSubmit(&w, "x_own", x, 0, 1);
+	WSubmit(&w, "z_run", z, 0, 1);
+	WPassApply(&w);
+	WSubmit(&w, "y_wait", y, 0, 1);
+	big = WSubmit(&w, "x_big", x, 0, 4);
+	why = WExplain(&w, big);
+	CHECK(why.check == QS_CHECK_SUPPLY && why.must_borrow && !why.in_future,
+		  "explain supply: x_big must borrow, and the supply is short now");
+	CHECK(why.usage == 1 && why.unassigned == 1 && why.borrowed == 4 && why.supply == 3 &&
+		  why.share_lends == 0,
+		  "explain supply: usage 1, unassigned 1, borrowed 4 > supply 3 (got %lld %lld %lld %lld)",
+		  (long long) why.usage, (long long) why.unassigned, (long long) why.borrowed,
+		  (long long) why.supply);
+	CHECK(why.nlenders == 2 && why.lenders[0].share == y && why.lenders[1].share == z,
+		  "explain supply: the lenders are Y and Z, most lendable idle first (got %d)",
+		  why.nlenders);
+	if (why.nlenders == 2)
+	{
+		const QsWhyLender *ly = &why.lenders[0];
+		const QsWhyLender *lz = &why.lenders[1];
+
+		CHECK(ly->capacity == 2 && ly->usage == 0 && ly->idle == 2 && ly->lendable_idle == 2 &&
+			  ly->wanted == 1 && ly->lends == 1,
+			  "explain supply: Y's waiting job wants 1 of its 2 idle: it lends 1 (got %lld %lld)",
+			  (long long) ly->wanted, (long long) ly->lends);
+		CHECK(lz->capacity == 3 && lz->usage == 1 && lz->idle == 2 && lz->lendable_idle == 1 &&
+			  lz->wanted == 0 && lz->lends == 1,
+			  "explain supply: Z lends at most lendable(S,u) = 1 of its 2 idle (got %lld %lld)",
+			  (long long) lz->lendable_idle, (long long) lz->lends);
+	}
+}
+
+/*
+ * explain: the numbers of (I2) and (I1); the environment's usage counts the
+ * instances held by jobs of shares that do not exist.
+ */
+static void
+test_explain_limit_numbers(void)
+{
+	World		w;
+	int			b, a;
+	WJob	   *job;
+	QsWhy		why;
+
+	WInit(&w, 10);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, 100, false, 1);
+	WAddShare(&w, "L", QS_LEND, -1, false, 4);
+	WSubmit(&w, "b_1", b, 0, 1);
+	WSubmit(&w, "b_2", b, 0, 1);
+	WPassApply(&w);
+	job = WSubmit(&w, "b_3", b, 0, 1);
+	why = WExplain(&w, job);
+	CHECK(why.check == QS_CHECK_ALLOWED && why.usage == 2 && why.allowed == 2 && why.nlenders == 0,
+		  "explain allowed: B holds 2 of its allowed 2 (got %lld of %lld)",
+		  (long long) why.usage, (long long) why.allowed);
+
+	WInit(&w, 3);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 2);
+	WAddShare(&w, "L", QS_LEND, -1, false, 2);
+	w.units[0].unowned_held = 1;
+	WSubmit(&w, "a_1", a, 0, 1);
+	WSubmit(&w, "l_1", 1, 0, 1);
+	WPassApply(&w);
+	job = WSubmit(&w, "a_2", a, 0, 1);
+	why = WExplain(&w, job);
+	CHECK(why.check == QS_CHECK_ENVIRONMENT && why.env_usage == 3 && why.usage == 1,
+		  "explain environment: E(u) = 3 held, 1 by a missing share's job (got %lld)",
+		  (long long) why.env_usage);
+}
+
+/*
+ * explain: a check that fails only in the future state gives that state's
+ * numbers (the victim gone, the promised job holding its instances).
+ */
+static void
+test_explain_future_numbers(void)
+{
+	World		w;
+	int			x, l;
+	WJob	   *victim, *promised, *other;
+	QsWhy		why;
+
+	WInit(&w, 3);
+	x = WAddShare(&w, "X", QS_LEND_AND_BORROW, -1, false, 1);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 2);
+	WSubmit(&w, "x_own", x, 0, 1);
+	victim = WSubmit(&w, "x_borrow", x, 0, 1);
+	WPassApply(&w);
+	promised = WSubmit(&w, "l_pair", l, 0, 2);
+	WClaim(&w, victim, 1000);
+	victim->j.stop = QS_STOP_CROSS_SHARE;
+	victim->j.preempted_for = promised->j.id;
+	promised->j.promised_at = w.now;
+	other = WSubmit(&w, "x_more", x, 0, 1);
+	why = WExplain(&w, other);
+	CHECK(why.check == QS_CHECK_ENVIRONMENT && why.in_future && why.must_borrow,
+		  "explain future: x_more waits on the environment once the victim stops");
+	CHECK(why.usage == 1 && why.env_usage == 3,
+		  "explain future: X holds 1 then (2 now), and with L's promised 2 the "
+		  "environment's 3 are held (2 now) (got %lld %lld)",
+		  (long long) why.usage, (long long) why.env_usage);
+}
+
 int
 main(void)
 {
@@ -731,5 +856,8 @@ main(void)
 	test_strict_queueing();
 	test_lend_limit();
 	test_fair_borrow_order();
+	test_explain_supply_numbers();
+	test_explain_limit_numbers();
+	test_explain_future_numbers();
 	return TapDone();
 }
