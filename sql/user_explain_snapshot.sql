@@ -13,6 +13,9 @@
 
 \i sql/include/helpers.sql
 
+CREATE FUNCTION pg_temp.id(job_name text) RETURNS bigint
+LANGUAGE sql AS $$ SELECT id FROM quota_sched.job WHERE name = job_name $$;
+
 CREATE ROLE regress_uex_alice NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_uex_bob NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_uex_agent NOLOGIN IN ROLE quota_sched_agent;
@@ -102,11 +105,40 @@ SELECT name, e->>'state' AS state, e->'position_in_share' AS in_share, e->'posit
  WHERE j.job_queue = 'uex_queue' AND j.owner = 'regress_uex_bob'
  ORDER BY j.quota_share, e->'position_in_share', j.name;
 -- The detail sentences.
-SELECT name, e->>'blocked_by' AS blocked_by, e->>'detail' AS detail
+SELECT name, e->>'blocked_by' AS blocked_by,
+       regexp_replace(e->>'detail', '[0-9]+ s ago', 'N s ago') AS detail
   FROM quota_sched.job j, quota_sched.explain(j.id) e
  WHERE j.name IN ('uex_r_high', 'uex_b_waiting', 'uex_g_waiting', 'uex_r_env', 'uex_r_over_quota',
                   'uex_r_over_env', 'uex_r_scheduled', 'uex_r_running')
  ORDER BY j.name;
+RESET ROLE;
+
+-- The numbers behind each capacity code, of the state checked (in_future:
+-- once pending stops complete and promises hold): the share's (usage
+-- without the job; allowed null: unbounded), the environment's E(u) and
+-- usage, and for NO_BORROWABLE_SUPPLY the supply: uex_greedy's 1 + 1 would
+-- borrow 1, and no share with capacity of the unit lends (uex_reserve is
+-- RESERVE).
+SET ROLE regress_uex_alice;
+SELECT name, e->>'blocked_by' AS blocked_by, e->>'capacity_unit' AS unit, e->'instance_count' AS count,
+       e->'in_future' AS in_future, e->'share' AS share, e->'environment' AS environment
+  FROM quota_sched.job j, quota_sched.explain(j.id) e
+ WHERE j.name IN ('uex_r_high', 'uex_r_env') ORDER BY j.name;
+RESET ROLE;
+SET ROLE regress_uex_bob;
+SELECT name, e->>'blocked_by' AS blocked_by, e->'share' AS share, e->'environment' AS environment,
+       e->'supply' AS supply
+  FROM quota_sched.job j, quota_sched.explain(j.id) e
+ WHERE j.name IN ('uex_b_waiting', 'uex_g_waiting') ORDER BY j.name;
+RESET ROLE;
+-- Codes that are no capacity check have none of those keys; a SCHEDULED
+-- job of a queue and unit no agent registered for says so.
+SET ROLE regress_uex_alice;
+SELECT name, e->>'blocked_by' AS blocked_by, e ?| array['share', 'environment', 'supply'] AS capacity_keys,
+       e->'agents' AS agents, e->'waiting_seconds' >= '0' AS waited,
+       (e->>'scheduled_at')::timestamptz = j.scheduled_at AS scheduled_at
+  FROM quota_sched.job j, quota_sched.explain(j.id) e
+ WHERE j.name IN ('uex_r_over_env', 'uex_r_scheduled', 'uex_r_running') ORDER BY j.name;
 RESET ROLE;
 
 -- Another user's job: 42501; no such job: P0002.
@@ -186,12 +218,107 @@ RESET ROLE;
 SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
+-- The numbers behind NO_BORROWABLE_SUPPLY with lenders, and the agents
+-- behind WAITING_FOR_AGENT, in a second queue.  gpu: unassigned 1;
+-- uex_w_borrow (LEND_AND_BORROW, 1) holds 1 and its uex_w_big needs 4,
+-- borrowing 4; uex_w_lend (LEND, 2) has 2 idle, of which its waiting job
+-- wants 1; uex_w_quarter (LEND_AND_BORROW, 4, lend_limit 25) holds 2 (a
+-- SCHEDULED job), 2 idle of which it lends at most 1; uex_w_keep
+-- (RESERVE) lends nothing, and the tpu shares have no gpu: the supply is
+-- 3.  tpu: 22 lenders of 1 each (lend_limit 50), 20 listed.
+------------------------------------------------------------------------
+INSERT INTO quota_sched.service_environment (name, capacity_limits)
+VALUES ('uex_env2', '{"gpu": 9, "cpu": 2, "tpu": 45}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('uex_fleet', 'uex_env2');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, borrow_limit, lend_limit) VALUES
+	('uex_fleet', 'uex_w_borrow', '{"gpu": 1, "cpu": 1, "tpu": 1}', 'LEND_AND_BORROW', -1, -1),
+	('uex_fleet', 'uex_w_lend', '{"gpu": 2}', 'LEND', -1, -1),
+	('uex_fleet', 'uex_w_quarter', '{"gpu": 4}', 'LEND_AND_BORROW', -1, 25),
+	('uex_fleet', 'uex_w_keep', '{"gpu": 1}', 'RESERVE', -1, -1);
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, lend_limit)
+SELECT 'uex_fleet', format('uex_w_t%s', lpad(g::text, 2, '0')), '{"tpu": 2}', 'LEND', 50
+  FROM generate_series(1, 22) g;
+SET ROLE regress_uex_alice;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count) VALUES
+	('uex_w_own', 'uex_fleet', 'uex_w_borrow', 'gpu', 1),
+	('uex_w_pair', 'uex_fleet', 'uex_w_quarter', 'gpu', 2),
+	('uex_w_cpu', 'uex_fleet', 'uex_w_borrow', 'cpu', 1);
+RESET ROLE;
+WITH p AS (SELECT * FROM quota_sched.run_pass('uex_fleet'))
+SELECT j.name, p.action FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
+-- Submitted after the last pass: uex_w_lend's job waits too.
+SET ROLE regress_uex_alice;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count) VALUES
+	('uex_w_wants', 'uex_fleet', 'uex_w_lend', 'gpu', 1),
+	('uex_w_big', 'uex_fleet', 'uex_w_borrow', 'gpu', 4),
+	('uex_w_tpu', 'uex_fleet', 'uex_w_borrow', 'tpu', 24);
+SELECT e->>'blocked_by' AS blocked_by, e->'share' AS share, (e->'supply') - 'lenders' AS supply,
+       e->>'detail' AS detail
+  FROM quota_sched.explain(pg_temp.id('uex_w_big')) e;
+SELECT l.*
+  FROM quota_sched.explain(pg_temp.id('uex_w_big')) e,
+	   jsonb_to_recordset(e->'supply'->'lenders')
+	     AS l(quota_share text, capacity int, usage int, idle int, lendable_idle int, wanted int, lends int);
+SELECT e->>'blocked_by' AS blocked_by, (e->'supply') - 'lenders' AS supply,
+       jsonb_array_length(e->'supply'->'lenders') AS listed,
+       e->'supply'->'lenders'->0 AS first, e->'supply'->'lenders'->19 AS last
+  FROM quota_sched.explain(pg_temp.id('uex_w_tpu')) e;
+RESET ROLE;
+
+-- WAITING_FOR_AGENT: agents of uex_fleet's gpu that can take uex_w_pair
+-- (2 instances): uex_ag_any (no bound, holds uex_w_own, which it claims)
+-- and uex_ag_eight; not uex_ag_one (1 instance), uex_ag_drained, uex_ag_gone
+-- (not seen for 2 minutes), nor uex_ag_cpu (another unit).
+SET ROLE regress_uex_agent;
+SELECT count(*) AS registered FROM (VALUES ('uex_ag_any', 'gpu', NULL), ('uex_ag_eight', 'gpu', 8),
+	('uex_ag_one', 'gpu', 1), ('uex_ag_drained', 'gpu', NULL), ('uex_ag_gone', 'gpu', NULL),
+	('uex_ag_cpu', 'cpu', NULL)) AS v(agent, unit, instances),
+	quota_sched.agent_ready(v.agent, 'uex_fleet', v.unit, v.instances);
+SELECT name, state FROM quota_sched.claim('uex_ag_any', 'uex_fleet', 'gpu', 1);
+RESET ROLE;
+SET ROLE regress_uex_admin;
+SELECT name, state FROM quota_sched.drain_agent('uex_ag_drained');
+RESET ROLE;
+UPDATE quota_sched.agent SET last_seen = now() - interval '2 minutes' WHERE name = 'uex_ag_gone';
+-- The owner sees the agents' names; an admin their logins too.
+SET ROLE regress_uex_alice;
+SELECT e->>'blocked_by' AS blocked_by, e->'agents' AS agents,
+       regexp_replace(e->>'detail', '[0-9]+ s ago', 'N s ago') AS detail
+  FROM quota_sched.explain(pg_temp.id('uex_w_pair')) e;
+RESET ROLE;
+SET ROLE regress_uex_admin;
+SELECT e->'agents'->'list' AS list FROM quota_sched.explain(pg_temp.id('uex_w_pair')) e;
+RESET ROLE;
+-- None can take it: uex_ag_any and uex_ag_eight drained too.
+SET ROLE regress_uex_admin;
+SELECT d.name, d.state FROM unnest(array['uex_ag_any', 'uex_ag_eight']) AS a(name),
+	quota_sched.drain_agent(a.name) d ORDER BY d.name;
+RESET ROLE;
+SET ROLE regress_uex_alice;
+SELECT e->'agents' AS agents, regexp_replace(e->>'detail', '[0-9]+ s ago', 'N s ago') AS detail
+  FROM quota_sched.explain(pg_temp.id('uex_w_pair')) e;
+RESET ROLE;
+-- At most 20 agents listed, by name, and how many more: uex_ag_cpu and 22
+-- others can take uex_w_cpu.
+SET ROLE regress_uex_agent;
+SELECT count(*) AS registered
+  FROM generate_series(1, 22) g,
+	   quota_sched.agent_ready(format('uex_ag_c%s', lpad(g::text, 2, '0')), 'uex_fleet', 'cpu');
+RESET ROLE;
+SET ROLE regress_uex_alice;
+SELECT (e->'agents') - 'list' AS agents, jsonb_array_length(e->'agents'->'list') AS listed,
+       e->'agents'->'list'->0->>'agent' AS first, e->'agents'->'list'->19->>'agent' AS last,
+       regexp_replace(e->>'detail', '[0-9]+ s ago', 'N s ago') AS detail
+  FROM quota_sched.explain(pg_temp.id('uex_w_cpu')) e;
+RESET ROLE;
+
+------------------------------------------------------------------------
 -- Clean up.
 ------------------------------------------------------------------------
 SET session_replication_role = replica;
-UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'uex_queue';
+UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue IN ('uex_queue', 'uex_fleet');
 RESET session_replication_role;
-DELETE FROM quota_sched.job_queue WHERE name = 'uex_queue';
-DELETE FROM quota_sched.service_environment WHERE name = 'uex_env';
+DELETE FROM quota_sched.job_queue WHERE name IN ('uex_queue', 'uex_fleet');
+DELETE FROM quota_sched.service_environment WHERE name IN ('uex_env', 'uex_env2');
 DROP TABLE uex_usage;
 DROP ROLE regress_uex_alice, regress_uex_bob, regress_uex_agent, regress_uex_admin;

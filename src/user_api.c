@@ -29,6 +29,7 @@
 #include "pass_load.h"
 #include "queue_lock.h"
 #include "policy.h"
+#include "query.h"
 #include "quota_sched.h"
 #include "stats.h"
 
@@ -154,6 +155,8 @@ typedef struct ExplainJob
 	int			position_in_queue;	/* in dispatch order; 0: not known */
 	const char *blocked_by;		/* NULL: nothing */
 	StringInfoData detail;
+	StringInfoData keys;		/* the keys of blocked_by's numbers, each
+								 * after ", " (CapacityKeys, AgentKeys) */
 	TimestampTz exempt_until;	/* VICTIMS_EXEMPT: when the earliest
 								 * exemption ends; 0: not blocked so */
 	bool		admin;			/* the caller may see other sessions' pids */
@@ -233,63 +236,169 @@ WaitsForever(const QsQueueState *qs, ExplainJob *ej)
 	return false;
 }
 
+/* The names of QsStrategy, for explain's keys. */
+static const char *const StrategyNames[] = {"RESERVE", "LEND", "LEND_AND_BORROW"};
+
+/* How many lenders or agents explain lists; it counts the others. */
+#define QS_EXPLAIN_LIST_MAX 20
+
 /*
- * DescribeCheck fills blocked_by and detail from the policy core's account
- * of the invariant that keeps a RUNNABLE job waiting (job: the policy's
- * view of it, with its share and unit indexes).
+ * SupplyKeys appends the numbers behind (I3) to explain's keys: the
+ * object "supply" with unassigned(u), the sum of borrowed(S,u) with the
+ * job, the borrowable supply ("available") and the other lenders, at most
+ * QS_EXPLAIN_LIST_MAX of them, in the core's order (QsWhy.lenders).
  */
 static void
-DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, QsWhy why)
+SupplyKeys(const QsQueueState *qs, StringInfo k, const QsWhy *why)
+{
+	int			listed = Min(why->nlenders, QS_EXPLAIN_LIST_MAX);
+
+	appendStringInfo(k, ", \"supply\": {\"unassigned\": %lld, \"borrowed\": %lld, "
+					 "\"available\": %lld, \"lenders\": [", (long long) why->unassigned,
+					 (long long) why->borrowed, (long long) why->supply);
+	for (int i = 0; i < listed; i++)
+	{
+		const QsWhyLender *l = &why->lenders[i];
+
+		appendStringInfoString(k, i == 0 ? "{\"quota_share\": " : ", {\"quota_share\": ");
+		escape_json(k, qs->in.shares[l->share].name);
+		appendStringInfo(k, ", \"capacity\": %lld, \"usage\": %lld, \"idle\": %lld, "
+						 "\"lendable_idle\": %lld, \"wanted\": %lld, \"lends\": %lld}",
+						 (long long) l->capacity, (long long) l->usage, (long long) l->idle,
+						 (long long) l->lendable_idle, (long long) l->wanted, (long long) l->lends);
+	}
+	appendStringInfo(k, "], \"lenders_not_listed\": %d}", why->nlenders - listed);
+}
+
+/*
+ * CapacityKeys appends the numbers behind a capacity code to explain's
+ * keys, those of the state whose check failed (in_future: once pending
+ * stops complete and kept promises hold): the job's unit and
+ * instance_count, its share's strategy, capacity, allowed (null:
+ * unbounded) and usage without it, the environment's E(u) and usage
+ * without it, and for (I3) the supply.
+ */
+static void
+CapacityKeys(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const QsWhy *why)
 {
 	const QsShare *share = &qs->in.shares[job->share];
-	const char *unit = ej->row.capacity_unit;
+	StringInfo	k = &ej->keys;
+
+	appendStringInfoString(k, ", \"capacity_unit\": ");
+	escape_json(k, ej->row.capacity_unit);
+	appendStringInfo(k, ", \"instance_count\": %d, \"in_future\": %s, \"share\": "
+					 "{\"strategy\": \"%s\", \"capacity\": %lld, \"allowed\": ",
+					 job->count, why->in_future ? "true" : "false",
+					 StrategyNames[share->strategy], (long long) share->capacity[job->unit]);
+	if (why->allowed == QS_UNBOUNDED)
+		appendStringInfoString(k, "null");
+	else
+		appendStringInfo(k, "%lld", (long long) why->allowed);
+	appendStringInfo(k, ", \"usage\": %lld", (long long) why->usage);
+	if (why->check == QS_CHECK_SUPPLY)
+		appendStringInfo(k, ", \"lends\": %lld", (long long) why->share_lends);
+	appendStringInfo(k, "}, \"environment\": {\"limit\": %lld, \"usage\": %lld}",
+					 (long long) qs->in.units[job->unit].env_limit, (long long) why->env_usage);
+	if (why->check == QS_CHECK_SUPPLY)
+		SupplyKeys(qs, k, why);
+}
+
+/*
+ * DescribeSupply fills blocked_by and detail when (I3) fails with the job:
+ * the shares would borrow more than the supply.
+ */
+static void
+DescribeSupply(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const QsWhy *why)
+{
+	const QsShare *share = &qs->in.shares[job->share];
 	int64		cap = share->capacity[job->unit];
+	int64		wanted = 0;
+
+	for (int i = 0; i < why->nlenders; i++)
+		wanted += why->lenders[i].wanted;
+	ej->blocked_by = why->must_borrow ? "NO_BORROWABLE_SUPPLY" : "OWN_CAPACITY_LENT";
+	if (why->must_borrow)
+		appendStringInfo(&ej->detail, "It must borrow %lld x %s beyond quota share %s's own "
+						 "%lld: the shares would borrow %lld in all, and the borrowable "
+						 "supply is %lld (%lld unassigned, %lld idle in other shares that they "
+						 "may lend; their own waiting jobs keep %lld more).",
+						 (long long) (why->usage + job->count - cap), ej->row.capacity_unit,
+						 share->name, (long long) cap, (long long) why->borrowed,
+						 (long long) why->supply, (long long) why->unassigned,
+						 (long long) (why->supply - why->unassigned - why->share_lends),
+						 (long long) wanted);
+	else
+		appendStringInfo(&ej->detail, "Quota share %s's idle %s is lent to other shares "
+						 "(they borrow %lld, the supply with this job is %lld); it is taken "
+						 "back by preemption.", share->name, ej->row.capacity_unit,
+						 (long long) why->borrowed, (long long) why->supply);
+}
+
+/*
+ * DescribeAllowed fills blocked_by and detail when (I2) fails with the job:
+ * its share would hold more than allowed(S,u).
+ */
+static void
+DescribeAllowed(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const QsWhy *why)
+{
+	const QsShare *share = &qs->in.shares[job->share];
 	StringInfo	detail = &ej->detail;
 
-	switch (why.check)
+	ej->blocked_by = share->strategy == QS_LEND_AND_BORROW ? "BORROW_LIMIT" : "OWN_CAPACITY_FULL";
+	appendStringInfo(detail, "Quota share %s holds %lld x %s (its own capacity is %lld",
+					 share->name, (long long) why->usage, ej->row.capacity_unit,
+					 (long long) share->capacity[job->unit]);
+	if (share->strategy == QS_LEND_AND_BORROW)
+		appendStringInfo(detail, ", at most %lld with borrowing); it needs %d more.",
+						 (long long) why->allowed, job->count);
+	else
+		appendStringInfo(detail, " and a %s share does not borrow); it needs %d more.",
+						 share->strategy == QS_LEND ? "LEND" : "RESERVE", job->count);
+}
+
+/*
+ * DescribeCheck fills blocked_by, detail and the keys of the numbers from
+ * the policy core's account of the invariant that keeps a RUNNABLE job
+ * waiting (job: the policy's view of it, with its share and unit indexes).
+ * VICTIMS_EXEMPT keeps the code it replaces as capacity_blocked_by.
+ */
+static void
+DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const QsWhy *why)
+{
+	StringInfo	detail = &ej->detail;
+
+	switch (why->check)
 	{
 		case QS_CHECK_OK:
 			ej->blocked_by = NULL;
 			appendStringInfoString(detail, "Nothing keeps it from starting: the next pass dispatches it.");
 			return;
 		case QS_CHECK_ALLOWED:
-			ej->blocked_by = share->strategy == QS_LEND_AND_BORROW ? "BORROW_LIMIT" : "OWN_CAPACITY_FULL";
-			appendStringInfo(detail, "Quota share %s holds %lld x %s (its own capacity is %lld",
-							 share->name, (long long) why.usage, unit, (long long) cap);
-			if (share->strategy == QS_LEND_AND_BORROW)
-				appendStringInfo(detail, ", at most %lld with borrowing); it needs %d more.",
-								 (long long) why.allowed, job->count);
-			else
-				appendStringInfo(detail, " and a %s share does not borrow); it needs %d more.",
-								 share->strategy == QS_LEND ? "LEND" : "RESERVE", job->count);
+			DescribeAllowed(qs, ej, job, why);
 			break;
 		case QS_CHECK_ENVIRONMENT:
 			ej->blocked_by = "ENVIRONMENT_FULL";
 			appendStringInfo(detail, "The environment has %lld x %s, of which %lld are held; "
-							 "it needs %d.", (long long) qs->in.units[job->unit].env_limit, unit,
-							 (long long) why.env_usage, job->count);
+							 "it needs %d.", (long long) qs->in.units[job->unit].env_limit,
+							 ej->row.capacity_unit, (long long) why->env_usage, job->count);
 			break;
 		case QS_CHECK_SUPPLY:
-			ej->blocked_by = why.must_borrow ? "NO_BORROWABLE_SUPPLY" : "OWN_CAPACITY_LENT";
-			if (why.must_borrow)
-				appendStringInfo(detail, "It must borrow %s beyond quota share %s's own %lld, and "
-								 "the idle capacity lenders can lend (less what their own "
-								 "waiting jobs want) is not enough.", unit, share->name, (long long) cap);
-			else
-				appendStringInfo(detail, "Quota share %s's idle %s is lent to other shares; "
-								 "it is taken back by preemption.", share->name, unit);
+			DescribeSupply(qs, ej, job, why);
 			break;
 	}
-	if (why.in_future)
+	CapacityKeys(qs, ej, job, why);
+	if (why->in_future)
 		appendStringInfoString(detail, " (The room there is now is promised to jobs that "
 							   "preemption made room for.)");
-	if (why.victims_exempt)
+	if (why->victims_exempt)
 	{
+		appendStringInfoString(&ej->keys, ", \"capacity_blocked_by\": ");
+		escape_json(&ej->keys, ej->blocked_by);
 		ej->blocked_by = "VICTIMS_EXEMPT";
-		ej->exempt_until = why.exempt_until;
+		ej->exempt_until = why->exempt_until;
 		appendStringInfo(detail, " Preemption would make room for it, but the jobs it could "
 						 "stop have not run their share's min_runtime yet; the earliest "
-						 "exemption ends at %s.", timestamptz_to_str(why.exempt_until));
+						 "exemption ends at %s.", timestamptz_to_str(why->exempt_until));
 	}
 }
 
@@ -321,9 +430,149 @@ ExplainRunnable(ExplainJob *ej)
 	else if (job.unit < 0)
 		appendStringInfoString(&ej->detail, "It changed while being explained; ask again.");
 	else
-		DescribeCheck(&qs, ej, &job, QsExplainWait(&qs.in, &job));
+	{
+		QsWhy		why = QsExplainWait(&qs.in, &job);
+
+		DescribeCheck(&qs, ej, &job, &why);
+	}
 	ej->position_in_queue = QsQueuePosition(&qs.in, job.id, QS_QUEUE_HORIZON);
 	QsFreeQueueState(&qs);
+}
+
+/*
+ * The registered agents of a job's queue and unit (quota_sched.agent), and
+ * how many of them cannot take it: DRAINING, ACTIVE but not live (live:
+ * last_seen + lease, 60 s when it took none, after now, as the view
+ * agents says), live ACTIVE but with fewer instances than it needs.  With
+ * the job's scheduled_at and the whole seconds since.
+ */
+static QsQuery AgentCountsQuery = {
+	"SELECT j.scheduled_at, floor(extract(epoch FROM now() - j.scheduled_at))::bigint,"
+	"       count(a.name),"
+	"       count(a.name) FILTER (WHERE a.state = 'DRAINING'),"
+	"       count(a.name) FILTER (WHERE a.state = 'ACTIVE' AND NOT a.live),"
+	"       count(a.name) FILTER (WHERE a.state = 'ACTIVE' AND a.live"
+	"                               AND a.instances < j.instance_count)"
+	"  FROM quota_sched.job j"
+	"  LEFT JOIN (SELECT name, job_queue, capacity_unit, instances, state,"
+	"                    last_seen + coalesce(lease, interval '60 seconds') > now() AS live"
+	"               FROM quota_sched.agent) a"
+	"    ON a.job_queue = j.job_queue AND a.capacity_unit = j.capacity_unit"
+	" WHERE j.id = $1 GROUP BY j.id, j.scheduled_at",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * The first $2 (by name) of the live ACTIVE agents registered for a job's
+ * queue and unit with no bound of instances or at least the job's, each
+ * with its login, bound and the instances its jobs hold (as the view
+ * agents counts them), and how many there are in all.
+ */
+static QsQuery AgentListQuery = {
+	"SELECT a.name, a.login, a.instances,"
+	"       (SELECT coalesce(sum(h.instance_count), 0) FROM quota_sched.job h"
+	"         WHERE h.agent = a.name AND h.state IN ('SCHEDULED', 'STARTING', 'RUNNING')),"
+	"       count(*) OVER ()"
+	"  FROM quota_sched.job j, quota_sched.agent a"
+	" WHERE j.id = $1 AND a.job_queue = j.job_queue AND a.capacity_unit = j.capacity_unit"
+	"   AND a.state = 'ACTIVE'"
+	"   AND a.last_seen + coalesce(a.lease, interval '60 seconds') > now()"
+	"   AND (a.instances IS NULL OR a.instances >= j.instance_count)"
+	" ORDER BY a.name LIMIT $2",
+	2, {INT8OID, INT4OID}, SPI_OK_SELECT
+};
+
+/*
+ * AgentList appends the agents that can take a job to explain's keys (the
+ * array "list" of the object "agents", with the logins for admins only, as
+ * QUEUE_LOCKED shows pids to admins only, and not_listed) and their names
+ * to *names, with how many more there are.
+ */
+static void
+AgentList(ExplainJob *ej, StringInfo names)
+{
+	Datum		args[2] = {Int64GetDatum(ej->row.job.id), Int32GetDatum(QS_EXPLAIN_LIST_MAX)};
+	uint64		n = QsQueryRun(&AgentListQuery, args, NULL, true, 0);
+	StringInfo	k = &ej->keys;
+	int64		total = 0;
+	bool		isnull;
+
+	appendStringInfoString(k, ", \"list\": [");
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *name = SPI_getvalue(tup, desc, 1);
+		char	   *instances = SPI_getvalue(tup, desc, 3);
+
+		appendStringInfoString(k, i == 0 ? "{\"agent\": " : ", {\"agent\": ");
+		escape_json(k, name);
+		appendStringInfo(k, ", \"instances\": %s, \"held_instances\": %s",
+						 instances ? instances : "null", SPI_getvalue(tup, desc, 4));
+		if (ej->admin)
+		{
+			appendStringInfoString(k, ", \"login\": ");
+			escape_json(k, SPI_getvalue(tup, desc, 2));
+		}
+		appendStringInfoChar(k, '}');
+		appendStringInfo(names, "%s%s", i == 0 ? "" : ", ", name);
+		total = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	}
+	appendStringInfo(k, "], \"not_listed\": " INT64_FORMAT "}", total - (int64) n);
+	if (total > (int64) n)
+		appendStringInfo(names, " and " INT64_FORMAT " more", total - (int64) n);
+}
+
+/*
+ * AgentKeys fills detail and the keys of a SCHEDULED job no agent claimed
+ * yet: scheduled_at, waiting_seconds, and the object "agents" with the
+ * counts of the agents registered for its queue and unit (registered,
+ * draining, not_live, too_small, can_take) and the list of those that can
+ * take it.
+ */
+static void
+AgentKeys(ExplainJob *ej)
+{
+	Datum		arg = Int64GetDatum(ej->row.job.id);
+	int64		c[5];
+	StringInfoData names;
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	Datum		scheduled_at;
+
+	if (QsQueryRun(&AgentCountsQuery, &arg, NULL, true, 1) != 1)
+		elog(ERROR, "quota_sched: could not read job " INT64_FORMAT, ej->row.job.id);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	scheduled_at = SPI_getbinval(tup, desc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "quota_sched: SCHEDULED job " INT64_FORMAT " has no scheduled_at", ej->row.job.id);
+	for (int i = 0; i < 5; i++)
+		c[i] = DatumGetInt64(SPI_getbinval(tup, desc, i + 2, &isnull));
+	appendStringInfoString(&ej->keys, ", \"scheduled_at\": ");
+	escape_json(&ej->keys, timestamptz_to_str(DatumGetTimestampTz(scheduled_at)));
+	appendStringInfo(&ej->keys, ", \"waiting_seconds\": " INT64_FORMAT ", \"agents\": "
+					 "{\"registered\": " INT64_FORMAT ", \"draining\": " INT64_FORMAT
+					 ", \"not_live\": " INT64_FORMAT ", \"too_small\": " INT64_FORMAT
+					 ", \"can_take\": " INT64_FORMAT, c[0], c[1], c[2], c[3], c[4],
+					 c[1] - c[2] - c[3] - c[4]);
+	appendStringInfo(&ej->detail, "It was dispatched " INT64_FORMAT " s ago; no agent has "
+					 "claimed it yet.", c[0]);
+	initStringInfo(&names);
+	AgentList(ej, &names);
+	if (c[1] == 0)
+		appendStringInfo(&ej->detail, " No agent is registered (agent_ready) for job queue "
+						 "\"%s\" and unit %s: any agent that claims from the queue may take it.",
+						 ej->row.job_queue, ej->row.capacity_unit);
+	else if (names.len > 0)
+		appendStringInfo(&ej->detail, " Live agents that can take it: %s.", names.data);
+	else
+		appendStringInfo(&ej->detail, " None of the " INT64_FORMAT " agents registered for "
+						 "job queue \"%s\" and unit %s can take it: " INT64_FORMAT " draining, "
+						 INT64_FORMAT " not live, " INT64_FORMAT " with fewer than %d instances.",
+						 c[1], ej->row.job_queue, ej->row.capacity_unit, c[2], c[3], c[4],
+						 ej->row.job.count);
 }
 
 /*
@@ -339,7 +588,7 @@ ExplainNotRunnable(ExplainJob *ej)
 	if (row->state == QS_SCHEDULED)
 	{
 		ej->blocked_by = "WAITING_FOR_AGENT";
-		appendStringInfoString(&ej->detail, "It was dispatched; no agent has claimed it yet.");
+		AgentKeys(ej);
 	}
 	else if (row->agent != NULL && (row->state == QS_STARTING || row->state == QS_RUNNING))
 		appendStringInfo(&ej->detail, "Agent %s holds it%s%s.", row->agent,
@@ -352,7 +601,8 @@ ExplainNotRunnable(ExplainJob *ej)
 /*
  * ExplainJson returns explain()'s answer: job_id, state, quota_share,
  * position_in_share, position_in_queue, blocked_by, exempt_until (with
- * VICTIMS_EXEMPT only) and detail.
+ * VICTIMS_EXEMPT only), the keys of the numbers behind blocked_by
+ * (ExplainJob.keys) and detail.
  */
 static Datum
 ExplainJson(const ExplainJob *ej)
@@ -383,6 +633,7 @@ ExplainJson(const ExplainJob *ej)
 		appendStringInfoString(&json, ", \"exempt_until\": ");
 		escape_json(&json, timestamptz_to_str(ej->exempt_until));
 	}
+	appendStringInfoString(&json, ej->keys.data);
 	appendStringInfoString(&json, ", \"detail\": ");
 	escape_json(&json, ej->detail.data);
 	appendStringInfoChar(&json, '}');
@@ -409,6 +660,7 @@ qs_explain(PG_FUNCTION_ARGS)
 	job_id = PG_GETARG_INT64(0);
 	memset(&ej, 0, sizeof(ej));
 	initStringInfo(&ej.detail);
+	initStringInfo(&ej.keys);
 	QsBecomeOwner(QsExtensionOwner(), &saved);
 	QsCheckSchemaVersion();
 	if (SPI_connect() != SPI_OK_CONNECT)

@@ -233,7 +233,8 @@ typedef enum QsCheck
 
 /*
  * A lender's numbers behind (I3), as the check counted them (explain): an
- * ENABLED LEND or LEND_AND_BORROW share other than the waiting job's.
+ * ENABLED LEND or LEND_AND_BORROW share other than the waiting job's, with
+ * capacity of the unit.
  */
 typedef struct QsWhyLender
 {

@@ -144,7 +144,8 @@ SortLenders(QsWhyLender *lenders, int n)
  * state use[] (each share's usage), counted as CoreCheckInvariants counts
  * them with the job added: each share's borrowed(S,u), and each lender's
  * idle capacity less what its waiting jobs want when the job must borrow,
- * at most its lendable capacity, plus unassigned(u).
+ * at most its lendable capacity, plus unassigned(u).  The lenders listed
+ * are those with capacity of the unit: the others lend nothing.
  */
 static void
 SupplyNumbers(CorePlan *p, const QsJob *job, const int64_t *use, QsWhy *why)
@@ -175,7 +176,7 @@ SupplyNumbers(CorePlan *p, const QsJob *job, const int64_t *use, QsWhy *why)
 		why->supply += l.lends;
 		if (s == job->share)
 			why->share_lends = l.lends;
-		else
+		else if (cap > 0)
 			why->lenders[why->nlenders++] = l;
 	}
 	SortLenders(why->lenders, why->nlenders);
