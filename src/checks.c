@@ -283,6 +283,31 @@ qs_check_runnable_timeout(PG_FUNCTION_ARGS)
 	return CheckIntervalColumn(fcinfo, "runnable_timeout");
 }
 
+PG_FUNCTION_INFO_V1(qs_check_claim_timeout);
+
+/*
+ * qs_check_claim_timeout(value interval, what text) is the CHECK of a
+ * queue's claim_timeout (scheduling.md 3.10): at least one second and
+ * bounded when set.
+ */
+Datum
+qs_check_claim_timeout(PG_FUNCTION_ARGS)
+{
+	const char *detail = psprintf("claim_timeout is an interval from 1 second to %d days, "
+								  "or null for none.", QS_MAX_INTERVAL_DAYS);
+
+	QsCheckInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "claim_timeout",
+					text_to_cstring(PG_GETARG_TEXT_PP(1)), detail);
+	if (QsIntervalUsecs(PG_GETARG_INTERVAL_P(0)) < USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid claim_timeout %s of %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(0))),
+						text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errdetail("%s", detail)));
+	PG_RETURN_BOOL(true);
+}
+
 PG_FUNCTION_INFO_V1(qs_check_choice);
 PG_FUNCTION_INFO_V1(qs_check_lend_limit);
 PG_FUNCTION_INFO_V1(qs_check_min_runtime);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fleet.h
- *		The agents the scheduler knows (SPEC 11.4, doc/agents.md): the rows
+ *		The agents the scheduler knows (scheduling.md 3.10, doc/agents.md): the rows
  *		of quota_sched.agent, written by agent_ready, claim, heartbeat and
  *		drain_agent (src/agent_api.c) through these functions only.
  *

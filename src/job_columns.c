@@ -24,7 +24,8 @@ const char *const JobColumnNames[JC_COUNT] = {
 	"stop_reason", "stop_requested_at", "preempted_for", "promised_at",
 	"agent", "lease_until", "failed_attempts", "preemption_count",
 	"submitted_at", "queued_at", "scheduled_at", "started_at", "stopped_at",
-	"agent_role"
+	"agent_role", "max_lease_losses", "lease_losses", "claim_requeues",
+	"claim_backoff_until"
 };
 
 /*

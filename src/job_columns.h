@@ -53,10 +53,15 @@ typedef enum JobColumn
 	JC_STOPPED_AT,
 	/* kept by the system, added by 0.2 (absent until the update) */
 	JC_AGENT_ROLE,
+	/* added by 0.3: set by the submitter, then kept by the system */
+	JC_MAX_LEASE_LOSSES,
+	JC_LEASE_LOSSES,
+	JC_CLAIM_REQUEUES,
+	JC_CLAIM_BACKOFF_UNTIL,
 	JC_COUNT
 } JobColumn;
 
-#define JobColumnIsSystem(c) ((c) >= JC_ID)
+#define JobColumnIsSystem(c) ((c) >= JC_ID && (c) != JC_MAX_LEASE_LOSSES)
 
 /*
  * Columns a later version added: a database not yet updated (ALTER

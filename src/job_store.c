@@ -51,6 +51,10 @@ typedef enum JobField
 	JF_OWNER,
 	JF_STATUS_REASON,
 	JF_AGENT_ROLE,
+	JF_LEASE_LOSSES,
+	JF_MAX_LEASE_LOSSES,
+	JF_CLAIM_REQUEUES,
+	JF_CLAIM_BACKOFF_UNTIL,
 	JF_COUNT
 } JobField;
 
@@ -59,7 +63,8 @@ static const char *const JobFieldNames[JF_COUNT] = {
 	"promised_at", "lease_until", "deadline", "stop_reason", "agent",
 	"preempted_for", "failed_attempts", "max_attempts", "preemption_count",
 	"preemption_retries", "job_queue", "quota_share", "capacity_unit", "owner",
-	"status_reason", "agent_role"
+	"status_reason", "agent_role", "lease_losses", "max_lease_losses", "claim_requeues",
+	"claim_backoff_until"
 };
 
 StaticAssertDecl(JF_COUNT <= lengthof(((QsJobDecoder *) 0)->attnums),
@@ -156,6 +161,10 @@ QsJobDecode(const QsJobDecoder *d, HeapTuple tuple, QsJobRow *row)
 	job->max_attempts = FieldInt32(d, tuple, JF_MAX_ATTEMPTS);
 	job->preemption_count = FieldInt32(d, tuple, JF_PREEMPTION_COUNT);
 	job->preemption_retries = FieldInt32(d, tuple, JF_PREEMPTION_RETRIES);
+	job->lease_losses = FieldInt32(d, tuple, JF_LEASE_LOSSES);
+	job->max_lease_losses = FieldInt32(d, tuple, JF_MAX_LEASE_LOSSES);
+	job->claim_requeues = FieldInt32(d, tuple, JF_CLAIM_REQUEUES);
+	job->claim_backoff_until = FieldTime(d, tuple, JF_CLAIM_BACKOFF_UNTIL);
 	row->job_queue = FieldText(d, tuple, JF_JOB_QUEUE);
 	row->quota_share = FieldText(d, tuple, JF_QUOTA_SHARE);
 	row->capacity_unit = FieldText(d, tuple, JF_CAPACITY_UNIT);

@@ -49,13 +49,14 @@ typedef struct QsJobRow
 	" lease_until, quota_sched.attempt_deadline(started_at, timeout) AS deadline," \
 	" stop_reason, agent," \
 	" preempted_for, failed_attempts, max_attempts, preemption_count," \
-	" coalesce(preemption_retries, -1) AS preemption_retries"
+	" coalesce(preemption_retries, -1) AS preemption_retries," \
+	" lease_losses, max_lease_losses, claim_requeues, claim_backoff_until"
 
 /* Decodes the rows of one result set by column name (QsJobDecoderInit). */
 typedef struct QsJobDecoder
 {
 	TupleDesc	desc;
-	int			attnums[24];	/* of the fields known (job_store.c), 0: not selected */
+	int			attnums[32];	/* of the fields known (job_store.c), 0: not selected */
 } QsJobDecoder;
 
 extern void QsJobDecoderInit(QsJobDecoder *decoder, TupleDesc desc);

@@ -140,8 +140,15 @@ ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 	"     AND stop_reason IS NULL" \
 	"     AND quota_sched.attempt_deadline(started_at, timeout) <= now()" \
 	"   ORDER BY quota_sched.attempt_deadline(started_at, timeout)" \
-	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") late", \
-	1, {TEXTOID}, SPI_OK_SELECT }
+	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") late" \
+	" UNION ALL " \
+	"SELECT * FROM (" \
+	"  SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	"   WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL" \
+	"     AND $2::interval IS NOT NULL AND scheduled_at < now() - $2::interval" \
+	"   ORDER BY scheduled_at, id" \
+	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") unclaimed", \
+	2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT }
 #define VICTIM_JOBS_QUERY(lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')" \
@@ -166,18 +173,20 @@ static QsQuery JobSetQueries[][2] = {
 };
 
 /*
- * QsReadJobSet reads the held jobs of a queue whose lease expired or whose
- * attempt passed its deadline, or those stopping for a promised job, or
- * the RUNNABLE jobs that hold a promise, or those misconfigured for longer
- * than the queue's runnable_timeout (scheduling.md 3.9; only this one uses
- * runnable_timeout).  Each through an index of its own.
+ * QsReadJobSet reads the held jobs of a queue whose lease expired, whose
+ * attempt passed its deadline or that no agent claimed within the queue's
+ * claim_timeout (scheduling.md 3.10; the interval given, NULL: none), or
+ * those stopping for a promised job, or the RUNNABLE jobs that hold a
+ * promise, or those misconfigured for longer than the queue's
+ * runnable_timeout (scheduling.md 3.9; the interval given).  Each through
+ * an index of its own.
  */
 QsJobRows
-QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout)
+QsReadJobSet(const char *queue, QsJobSet set, Interval *interval)
 {
-	Datum		args[2] = {CStringGetTextDatum(queue), PointerGetDatum(runnable_timeout)};
+	Datum		args[2] = {CStringGetTextDatum(queue), PointerGetDatum(interval)};
 
-	return ReadJobs(JobSetQueries[set], args, NULL);
+	return ReadJobs(JobSetQueries[set], args, interval ? NULL : " n");
 }
 
 static QsQuery HasRunnableQuery = {
@@ -649,14 +658,15 @@ QsWriteStops(const QsOutput *out, TimestampTz now)
 }
 
 /*
- * [has_agent_role]: the role that claimed the job goes with its agent (an
- * agent's report on a database not updated yet, which lacks the column,
- * comes here too)
+ * [variant]: 0, a database of 0.1 (not updated yet, which an agent's report
+ * comes to): no agent_role; 1, of 0.2: the role that claimed the job goes
+ * with its agent; 2, of 0.3 (the pass): also the counters of lease losses
+ * and claim timeouts, and the claim backoff (scheduling.md 3.10).
  */
-#define ENDS_QUERY(agent_role) { \
+#define ENDS_QUERY(agent_role, fleet) { \
 	"UPDATE quota_sched.job j" \
 	"   SET state = CASE WHEN d.fail THEN 'FAILED' ELSE 'RUNNABLE' END," \
-	"       agent = CASE WHEN d.fail THEN j.agent END," agent_role \
+	"       agent = CASE WHEN d.fail THEN j.agent END," agent_role fleet \
 	"       lease_until = NULL, stop_reason = NULL, stop_requested_at = NULL," \
 	"       promised_at = NULL," \
 	"       failed_attempts = j.failed_attempts + d.failed," \
@@ -664,32 +674,41 @@ QsWriteStops(const QsOutput *out, TimestampTz now)
 	/* a terminated job keeps the reason it was terminated with */ \
 	"       status_reason = CASE WHEN d.reason = 'TERMINATED' AND j.stop_reason = 'TERMINATED'" \
 	"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END," \
-	"       status_reason_at = $6," \
-	"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $6 END" \
-	"  FROM unnest($1, $2, $3, $4, $5) AS d(id, fail, failed, preempted, reason)" \
+	"       status_reason_at = $9," \
+	"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $9 END" \
+	"  FROM unnest($1, $2, $3, $4, $5, $6, $7, $8)" \
+	"       AS d(id, fail, failed, preempted, reason, lease_lost, not_claimed, backoff_until)" \
 	" WHERE j.id = d.id", \
-	6, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID}, \
+	9, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, \
+		INT4ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}, \
 	SPI_OK_UPDATE, QS_BY_IDS \
 }
-static QsQuery EndsQuery[2] = {
-	ENDS_QUERY(""),
-	ENDS_QUERY("       agent_role = CASE WHEN d.fail THEN j.agent_role END,")
+#define ENDS_AGENT_ROLE "       agent_role = CASE WHEN d.fail THEN j.agent_role END,"
+static QsQuery EndsQuery[3] = {
+	ENDS_QUERY("", ""),
+	ENDS_QUERY(ENDS_AGENT_ROLE, ""),
+	ENDS_QUERY(ENDS_AGENT_ROLE,
+			   "       lease_losses = j.lease_losses + d.lease_lost,"
+			   "       claim_requeues = j.claim_requeues + d.not_claimed,"
+			   "       claim_backoff_until = coalesce(d.backoff_until, j.claim_backoff_until),")
 };
 
 /*
- * QsWriteEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent,
- * agent_role and lease cleared, queued_at kept) or to FAILED (agent and
- * agent_role kept), with the counter the decision names, the reason, and
- * the stop cleared.
+ * WriteEnds writes REQUEUE and FAIL decisions with the statement given:
+ * back to RUNNABLE (agent, agent_role and lease cleared, queued_at kept)
+ * or to FAILED (agent and agent_role kept), with the counter the decision
+ * names, the reason, and the stop cleared.
  */
-void
-QsWriteEnds(const QsOutput *out, TimestampTz now)
+static void
+WriteEnds(QsQuery *query, const QsOutput *out, TimestampTz now)
 {
 	enum
 	{
-		END_ID, END_FAIL, END_FAILED, END_PREEMPTED, END_REASON, END_COLS
+		END_ID, END_FAIL, END_FAILED, END_PREEMPTED, END_REASON,
+		END_LEASE_LOST, END_NOT_CLAIMED, END_BACKOFF, END_COLS
 	};
-	const Oid	types[END_COLS] = {INT8OID, BOOLOID, INT4OID, INT4OID, TEXTOID};
+	const Oid	types[END_COLS] = {INT8OID, BOOLOID, INT4OID, INT4OID, TEXTOID,
+	INT4OID, INT4OID, TIMESTAMPTZOID};
 	QsArray		cols[END_COLS];
 	const QsDecision *d;
 
@@ -704,8 +723,24 @@ QsWriteEnds(const QsOutput *out, TimestampTz now)
 		QsArrayPush(&cols[END_PREEMPTED],
 					Int32GetDatum(d->counter == QS_COUNT_PREEMPTION), false);
 		QsArrayPush(&cols[END_REASON], CStringGetTextDatum(d->reason), false);
+		QsArrayPush(&cols[END_LEASE_LOST], Int32GetDatum(d->counter == QS_COUNT_LEASE_LOSS),
+					false);
+		QsArrayPush(&cols[END_NOT_CLAIMED], Int32GetDatum(d->counter == QS_COUNT_NOT_CLAIMED),
+					false);
+		QsArrayPush(&cols[END_BACKOFF], TimestampTzGetDatum(d->backoff_until),
+					d->counter != QS_COUNT_NOT_CLAIMED);
 	}
-	RunForJobs(&EndsQuery[QsJobHasAgentRole()], cols, END_COLS, now);
+	RunForJobs(query, cols, END_COLS, now);
+}
+
+/*
+ * QsWriteEnds writes the REQUEUE and FAIL decisions of a pass (which runs
+ * on the current schema only).
+ */
+void
+QsWriteEnds(const QsOutput *out, TimestampTz now)
+{
+	WriteEnds(&EndsQuery[2], out, now);
 }
 
 /*
@@ -727,7 +762,7 @@ QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reaso
 	d.reason = reason;
 	out.ndecisions = 1;
 	out.decisions = &d;
-	QsWriteEnds(&out, GetCurrentTransactionStartTimestamp());
+	WriteEnds(&EndsQuery[QsJobHasAgentRole()], &out, GetCurrentTransactionStartTimestamp());
 }
 
 static QsQuery DispatchesQuery = {
@@ -780,27 +815,36 @@ QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now)
 }
 
 static QsQuery MisconfiguredQuery = {
-	"WITH l AS (SELECT * FROM unnest($2, $3, $4, $5)"
-	"             AS l(quota_share, capacity_unit, env_max, quota_max)),"
+	"WITH l AS (SELECT * FROM unnest($2, $3, $4, $5, $6)"
+	"             AS l(quota_share, capacity_unit, env_max, quota_max, agent_max)),"
 	" changes AS ("
 	"   SELECT c.* FROM l CROSS JOIN LATERAL ("
 	"     SELECT j.id, CASE WHEN j.instance_count > l.env_max"
 	"         THEN 'MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE'"
-	"         ELSE 'MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED' END AS reason,"
+	"         WHEN j.instance_count > l.quota_max"
+	"         THEN 'MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED'"
+	"         ELSE 'NO_AGENT_FITS' END AS reason,"
 	"       j.status_reason AS old_reason"
 	"       FROM quota_sched.job j"
 	"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
-	"        AND j.instance_count > least(l.env_max, l.quota_max)"
+	"        AND j.instance_count > least(l.env_max, l.quota_max, l.agent_max)"
 	"     OFFSET 0) c"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
 	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"      AND j.status_reason LIKE 'MISCONFIGURATION:%'"
-	"      AND j.instance_count <= least(l.env_max, l.quota_max))"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max)"
+	"   UNION ALL"
+	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
+	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
+	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
+	"      AND j.status_reason = 'NO_AGENT_FITS'"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max))"
 	" SELECT id, reason FROM changes WHERE reason IS DISTINCT FROM old_reason",
-	5, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID}, SPI_OK_SELECT
+	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID},
+	SPI_OK_SELECT
 };
 
 /* rows locked by others keep their reason until a later pass */
@@ -816,9 +860,10 @@ static QsQuery SetMisconfiguredQuery = {
 
 /*
  * QsWriteMisconfiguration sets and clears the MISCONFIGURATION reasons of
- * RUNNABLE jobs (scheduling.md 3.7) given each (share, unit)'s limits.  It reads
+ * RUNNABLE jobs (scheduling.md 3.7), and NO_AGENT_FITS (3.10, where no
+ * misconfiguration is), given each (share, unit)'s limits.  It reads
  * only jobs above a limit of their share and unit (an index range per pair)
- * and jobs that have such a reason now (a partial index), so its cost
+ * and jobs that have such a reason now (partial indexes), so its cost
  * follows the number of misconfigured jobs, not the backlog; it writes only
  * the reasons that change.
  */
@@ -830,27 +875,31 @@ QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlim
 				units,
 				env_max,
 				quota_max,
+				agent_max,
 				ids,
 				reasons;
-	Datum		args[5];
+	Datum		args[6];
 	uint64		n;
 
 	QsArrayInit(&shares, TEXTOID, nlimits);
 	QsArrayInit(&units, TEXTOID, nlimits);
 	QsArrayInit(&env_max, INT8OID, nlimits);
 	QsArrayInit(&quota_max, INT8OID, nlimits);
+	QsArrayInit(&agent_max, INT8OID, nlimits);
 	for (int i = 0; i < nlimits; i++)
 	{
 		QsArrayPush(&shares, CStringGetTextDatum(limits[i].quota_share), false);
 		QsArrayPush(&units, CStringGetTextDatum(limits[i].capacity_unit), false);
 		QsArrayPush(&env_max, Int64GetDatum(limits[i].env_max), false);
 		QsArrayPush(&quota_max, Int64GetDatum(limits[i].quota_max), false);
+		QsArrayPush(&agent_max, Int64GetDatum(limits[i].agent_max), false);
 	}
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = QsArrayDatum(&shares);
 	args[2] = QsArrayDatum(&units);
 	args[3] = QsArrayDatum(&env_max);
 	args[4] = QsArrayDatum(&quota_max);
+	args[5] = QsArrayDatum(&agent_max);
 	if ((n = QsQueryRun(&MisconfiguredQuery, args, NULL, false, 0)) == 0)
 		return;
 

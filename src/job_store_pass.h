@@ -38,7 +38,7 @@ typedef enum QsJobSet
 /* At most this many held jobs of each kind are due in one pass. */
 #define QS_DUE_JOBS_MAX 1000
 
-extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *runnable_timeout);
+extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *interval);
 extern List *QsReadRunnablePairs(const char *queue);
 extern bool QsQueueHasRunnable(const char *queue);
 
@@ -63,13 +63,17 @@ extern void QsEndAttempt(int64 job_id, QsAction action, QsCounter counter,
 extern void QsWriteDispatches(const QsOutput *out, TimestampTz now);
 extern void QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now);
 
-/* A limit of a share and unit, for misconfiguration (scheduling.md 3.7). */
+/*
+ * The limits of a share and unit, for misconfiguration (scheduling.md 3.7)
+ * and NO_AGENT_FITS (3.10).
+ */
 typedef struct QsMisfitLimit
 {
 	const char *quota_share;
 	const char *capacity_unit;
 	int64		env_max;
 	int64		quota_max;
+	int64		agent_max;
 } QsMisfitLimit;
 
 extern void QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits,

@@ -38,6 +38,7 @@
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
 
 #define QS_MAX_ATTEMPTS 10
+#define QS_MAX_LEASE_LOSSES 10
 #define QS_MAX_TOKEN_LEN 255
 
 /* A job tuple split into values and nulls, in JobColumn order. */
@@ -252,6 +253,9 @@ CheckSubmitterValues(JobValues *row)
 	CheckIntRange("priority", DatumGetInt32(row->values[JC_PRIORITY]), 0, QS_MAX_PRIORITY);
 	RequireColumn(row, JC_MAX_ATTEMPTS);
 	CheckIntRange("max_attempts", DatumGetInt32(row->values[JC_MAX_ATTEMPTS]), 1, QS_MAX_ATTEMPTS);
+	if (!row->nulls[JC_MAX_LEASE_LOSSES])
+		CheckIntRange("max_lease_losses", DatumGetInt32(row->values[JC_MAX_LEASE_LOSSES]), 0,
+					  QS_MAX_LEASE_LOSSES);
 	if (!row->nulls[JC_PREEMPTION_RETRIES])
 		CheckIntRange("preemption_retries", DatumGetInt32(row->values[JC_PREEMPTION_RETRIES]),
 					  0, PG_INT32_MAX);
@@ -469,6 +473,10 @@ FillSystemColumns(JobValues *row, Oid caller)
 	row->nulls[JC_ID] = row->nulls[JC_OWNER] = row->nulls[JC_STATE] = false;
 	row->nulls[JC_FAILED_ATTEMPTS] = row->nulls[JC_PREEMPTION_COUNT] = false;
 	row->nulls[JC_SUBMITTED_AT] = row->nulls[JC_QUEUED_AT] = false;
+	/* 0.3's counters (a table not updated yet lacks them: BuildJobTuple) */
+	row->values[JC_LEASE_LOSSES] = Int32GetDatum(0);
+	row->values[JC_CLAIM_REQUEUES] = Int32GetDatum(0);
+	row->nulls[JC_LEASE_LOSSES] = row->nulls[JC_CLAIM_REQUEUES] = false;
 }
 
 /*

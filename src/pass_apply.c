@@ -32,7 +32,8 @@
 #include "quota_sched.h"
 
 /*
- * ApplyMisconfiguration writes the MISCONFIGURATION reasons (scheduling.md 3.7) of
+ * ApplyMisconfiguration writes the MISCONFIGURATION reasons (scheduling.md 3.7)
+ * and NO_AGENT_FITS (3.10) of
  * the jobs of every share and unit that has RUNNABLE jobs, from the limits
  * the policy computed.
  */
@@ -53,6 +54,7 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 			limits[n].capacity_unit = qs->in.units[u].name;
 			limits[n].env_max = l->env_max;
 			limits[n].quota_max = l->quota_max;
+			limits[n].agent_max = l->agent_max;
 			n++;
 		}
 	QsWriteMisconfiguration(qs->queue, limits, n, now);

@@ -90,6 +90,8 @@ AddUnit(QsQueueState *qs, const char *unit)
 	units[qs->in.nunits].name = MemoryContextStrdup(qs->cxt, unit);
 	units[qs->in.nunits].env_limit = CapacityOf(qs->env_limits, unit);
 	units[qs->in.nunits].unowned_held = 0;
+	units[qs->in.nunits].agent_bound = false;
+	units[qs->in.nunits].agent_max = 0;
 	return qs->in.nunits++;
 }
 
@@ -133,7 +135,7 @@ StrategyFromName(const char *name)
 
 static QsQuery QueueQuery = {
 	"SELECT e.state = 'ENABLED', e.capacity_limits, q.runnable_timeout,"
-	"       q.borrow_order = 'FAIR', s.passed_over, s.passed_over_passes"
+	"       q.borrow_order = 'FAIR', s.passed_over, s.passed_over_passes, q.claim_timeout"
 	"  FROM quota_sched.job_queue q"
 	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
 	"  LEFT JOIN quota_sched.queue_status s ON s.job_queue = q.name"
@@ -186,8 +188,50 @@ LoadQueue(QsQueueState *qs)
 		qs->passed_over = (int64 *) ARR_DATA_PTR(a);
 		qs->passed_over_passes = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 	}
+	timeout = SPI_getbinval(tup, desc, 7, &isnull);
+	qs->claim_timeout = isnull ? NULL :
+		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
+	qs->in.claim_timeout = isnull ? QS_NO_TIME : QsIntervalUsecs(qs->claim_timeout);
 	AddMapUnits(qs, qs->env_limits);
 	return true;
+}
+
+static QsQuery AgentBoundsQuery = {
+	"SELECT capacity_unit, max(instances) FILTER (WHERE state = 'ACTIVE'),"
+	"       bool_or(state = 'ACTIVE' AND instances IS NULL)"
+	"  FROM quota_sched.agent"
+	" WHERE job_queue = $1 AND last_seen + coalesce(lease, interval '60 seconds') > now()"
+	" GROUP BY capacity_unit",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * LoadAgentBounds reads, per unit, the live agents of the queue
+ * (scheduling.md 3.10): a unit with live agents none of whose live, ACTIVE
+ * ones is unbounded gets the bound of the largest of those (0 when none is
+ * active).  Units no agent registered for have no bound; nor need units
+ * that no job, share or environment of the queue names.
+ */
+static void
+LoadAgentBounds(QsQueueState *qs)
+{
+	Datum		queue = CStringGetTextDatum(qs->queue);
+	uint64		n = QsQueryRunIn(&AgentBoundsQuery, &queue, NULL, qs->snapshot, 0);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		largest = SPI_getbinval(tup, desc, 2, &isnull);
+		int			u = QsUnitIndex(qs, SPI_getvalue(tup, desc, 1));
+		QsUnit	   *unit = (QsUnit *) &qs->in.units[u];
+
+		if (u < 0)
+			continue;			/* no job, share or environment has the unit */
+		unit->agent_max = isnull ? 0 : DatumGetInt32(largest);
+		unit->agent_bound = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	}
 }
 
 /*
@@ -601,7 +645,8 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *
 static void
 LoadJobs(QsQueueState *qs)
 {
-	qs->in.due = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DUE_JOBS, NULL), &qs->in.ndue);
+	qs->in.due = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DUE_JOBS, qs->claim_timeout),
+							&qs->in.ndue);
 	qs->in.promised = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_PROMISED_JOBS, NULL),
 								 &qs->in.npromised);
 	/* victims matter only to promised jobs (scheduling.md 3.6) */
@@ -789,6 +834,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	for (int i = 0; i < usage.n; i++)
 		AddUnit(qs, usage.rows[i].capacity_unit);
 	FindOrphans(qs, pairs, usage, !lock_rows);
+	LoadAgentBounds(qs);
 	LoadJobs(qs);
 	SetUpReaders(qs, share_maps, pairs);
 	SetUpCounters(qs, usage);

@@ -54,6 +54,7 @@ typedef struct QsQueueState
 	QsJobReader *runnable;		/* [share * nunits + unit] */
 	QsJobReader *held;			/* [share * nunits + unit] */
 	Interval   *runnable_timeout;	/* NULL: none */
+	Interval   *claim_timeout;	/* NULL: none */
 	Jsonb	   *env_limits;		/* the environment's capacity map */
 	int			units_cap;		/* allocated length of in.units */
 	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */

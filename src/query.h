@@ -16,7 +16,7 @@
 #include "executor/spi.h"
 #include "utils/snapshot.h"
 
-#define QS_QUERY_MAX_ARGS 8
+#define QS_QUERY_MAX_ARGS 10
 
 typedef struct QsQuery
 {

@@ -62,7 +62,7 @@ GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval,
 	TO quota_sched_agent;
 
 /*
- * The agents the scheduler knows (SPEC 11.4, doc/agents.md).
+ * The agents the scheduler knows (scheduling.md 3.10, doc/agents.md).
  * agent_ready() registers or refreshes the calling login's agent and
  * returns its row; a name another login registered is refused (42501)
  * unless the caller is an admin.  drain_agent() (admins) sets an agent

@@ -33,7 +33,9 @@ CREATE TABLE quota_sched.job_queue (
 	runnable_timeout interval
 		CHECK (quota_sched.check_runnable_timeout(runnable_timeout, 'job queue ' || name)),
 	borrow_order	text NOT NULL DEFAULT 'FIFO'
-		CHECK (quota_sched.check_choice(borrow_order, 'borrow_order', 'job queue ' || name))
+		CHECK (quota_sched.check_choice(borrow_order, 'borrow_order', 'job queue ' || name)),
+	claim_timeout	interval DEFAULT '5 minutes'
+		CHECK (quota_sched.check_claim_timeout(claim_timeout, 'job queue ' || name))
 );
 
 /*
@@ -76,7 +78,11 @@ CREATE TABLE quota_sched.quota_share (
  * refuses a value given by the submitter.  agent_role is the login that
  * claimed the job: only it (or an admin) may heartbeat, report on or
  * release the job afterwards; jobs claimed before 0.2 have none, and any
- * agent login may act on them.
+ * agent login may act on them.  The fleet's columns (0.3, scheduling.md
+ * 3.10): lease_losses counts leases that ran out (past max_lease_losses,
+ * which the submitter may set, the job fails); claim_requeues counts the
+ * times no agent claimed it within its queue's claim_timeout, and
+ * claim_backoff_until holds it back from dispatch after such a requeue.
  * ------------------------------------------------------------------- */
 
 CREATE SEQUENCE quota_sched.job_id_seq;
@@ -113,6 +119,10 @@ CREATE TABLE quota_sched.job (
 	started_at		timestamptz,
 	stopped_at		timestamptz,
 	agent_role		name,
+	max_lease_losses integer NOT NULL DEFAULT 3,
+	lease_losses	integer NOT NULL,
+	claim_requeues	integer NOT NULL,
+	claim_backoff_until timestamptz,
 	CONSTRAINT job_state_check CHECK (state IN ('SUBMITTED', 'PENDING', 'RUNNABLE', 'SCHEDULED',
 						  'STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED')),
 	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
@@ -134,6 +144,9 @@ CREATE INDEX job_promised ON quota_sched.job (job_queue, promised_at, id)
 	WHERE state = 'RUNNABLE' AND promised_at IS NOT NULL;
 CREATE INDEX job_misconfigured ON quota_sched.job (job_queue, status_reason_at)
 	WHERE state = 'RUNNABLE' AND status_reason LIKE 'MISCONFIGURATION:%';
+/* Jobs larger than every live agent (3.10), for clearing their reason. */
+CREATE INDEX job_no_agent_fits ON quota_sched.job (job_queue, quota_share, capacity_unit)
+	WHERE state = 'RUNNABLE' AND status_reason = 'NO_AGENT_FITS';
 /* Unclaimed jobs, oldest first (claim). */
 CREATE INDEX job_claimable ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NULL;
@@ -362,7 +375,7 @@ CREATE TABLE quota_sched.usage_totals (
 );
 
 /* ---------------------------------------------------------------------
- * The agents the scheduler knows (SPEC 11.4, doc/agents.md): one row per
+ * The agents the scheduler knows (scheduling.md 3.10, doc/agents.md): one row per
  * agent name that called agent_ready, bound to the login that did (only
  * it, or an admin, refreshes the row), with what it says it can run: its
  * queue, unit and instances in all (null: no bound, as an external
@@ -388,6 +401,8 @@ CREATE TABLE quota_sched.agent (
 	CONSTRAINT agent_state_check CHECK (state IN ('ACTIVE', 'DRAINING')),
 	CONSTRAINT agent_lease_check CHECK (lease IS NULL OR lease > interval '0')
 );
+/* A queue's agents of a unit (the pass's agent bound, explain). */
+CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);
 
 /* ---------------------------------------------------------------------
  * Triggers (their functions: triggers.sql).

@@ -11,8 +11,31 @@
  * result type changes, ALTER POLICY.  test/t/006_upgrade.pl checks that an
  * updated database has the catalog of a fresh install.
  *
- * 0.3 adds the table of agents (SPEC 11.4; tables.sql has its comment).
+ * 0.3 adds the table of agents, the queues' claim_timeout and the jobs'
+ * columns of lease losses and claim timeouts (scheduling.md 3.10;
+ * tables.sql has their comments).  The jobs' system columns have no
+ * defaults in a fresh install: the update fills the rows it has with 0
+ * and drops the default.
  */
+
+/* the CHECK of claim_timeout needs it before the function sources run */
+CREATE OR REPLACE FUNCTION quota_sched.check_claim_timeout(value interval, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_claim_timeout'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+ALTER TABLE quota_sched.job_queue ADD COLUMN claim_timeout interval DEFAULT '5 minutes'
+	CHECK (quota_sched.check_claim_timeout(claim_timeout, 'job queue ' || name));
+
+ALTER TABLE quota_sched.job
+	ADD COLUMN max_lease_losses integer NOT NULL DEFAULT 3,
+	ADD COLUMN lease_losses integer NOT NULL DEFAULT 0,
+	ADD COLUMN claim_requeues integer NOT NULL DEFAULT 0,
+	ADD COLUMN claim_backoff_until timestamptz;
+ALTER TABLE quota_sched.job ALTER COLUMN lease_losses DROP DEFAULT,
+	ALTER COLUMN claim_requeues DROP DEFAULT;
+CREATE INDEX job_no_agent_fits ON quota_sched.job (job_queue, quota_share, capacity_unit)
+	WHERE state = 'RUNNABLE' AND status_reason = 'NO_AGENT_FITS';
 
 CREATE TABLE quota_sched.agent (
 	name			text PRIMARY KEY,
@@ -30,6 +53,7 @@ CREATE TABLE quota_sched.agent (
 	CONSTRAINT agent_state_check CHECK (state IN ('ACTIVE', 'DRAINING')),
 	CONSTRAINT agent_lease_check CHECK (lease IS NULL OR lease > interval '0')
 );
+CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent', '');
 REVOKE ALL ON quota_sched.agent FROM PUBLIC;
 GRANT SELECT ON quota_sched.agent TO quota_sched_admin;

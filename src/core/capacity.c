@@ -204,11 +204,27 @@ LoadWanted(CorePlan *p, int lender, int unit, int at_least)
 }
 
 /*
+ * WantsNothing tells whether a lender's waiting job wants none of its idle
+ * capacity: it was decided in this pass, it is promised (already counted
+ * in the future state) or it is held back (scheduling.md 3.10).
+ */
+static bool
+WantsNothing(const CorePlan *p, const QsJob *job)
+{
+#ifndef QS_MUTANT_HELD_BACK_WANTS
+	if (QsHeldBack(p->in, job) != QS_HOLD_NONE)
+		return true;
+#endif
+	return CoreIdSetHas(&p->handled, job->id) || CoreIdSetHas(&p->kept_promises, job->id);
+}
+
+/*
  * Wanted returns what a lender wants of its idle capacity of a unit: the
  * sizes of its RUNNABLE jobs of that unit that are not misconfigured and
  * each fit in the idle capacity, summed and capped at it.  Jobs dispatched
- * or otherwise decided in this pass, and promised jobs (already counted in
- * the future state), want nothing more.
+ * or otherwise decided in this pass, promised jobs (already counted in
+ * the future state) and jobs held back (scheduling.md 3.10) want nothing
+ * more.
  */
 static int64_t
 Wanted(CorePlan *p, int lender, int unit, int64_t idle)
@@ -229,7 +245,7 @@ Wanted(CorePlan *p, int lender, int unit, int64_t idle)
 
 			if (j->count > idle || j->count > env_limit)
 				return Min64(sum, idle);	/* sorted by count: no later one fits */
-			if (CoreIdSetHas(&p->handled, j->id) || CoreIdSetHas(&p->kept_promises, j->id))
+			if (WantsNothing(p, j))
 			{
 				skipped++;
 				continue;
@@ -383,7 +399,9 @@ CoreMayDispatch(CorePlan *p, const QsJob *job)
  * SERVICE_ENVIRONMENT_MAX_RESOURCE; otherwise more than allowed(S,u), or for
  * LEND_AND_BORROW more than C(S,u) plus the lendable capacity of every
  * other ENABLED LEND or LEND_AND_BORROW share plus unassigned(u), is
- * QUOTA_MANAGEMENT_LIMIT_EXCEEDED.
+ * QUOTA_MANAGEMENT_LIMIT_EXCEEDED; otherwise more than the largest live,
+ * active agent of the unit, when the agents bound it, is NO_AGENT_FITS
+ * (scheduling.md 3.10).
  */
 void
 CoreComputeFitLimits(CorePlan *p)
@@ -397,6 +415,7 @@ CoreComputeFitLimits(CorePlan *p)
 			const QsShare *share = &in->shares[s];
 
 			limit->env_max = in->units[u].env_limit;
+			limit->agent_max = in->units[u].agent_bound ? in->units[u].agent_max : QS_UNBOUNDED;
 			limit->quota_max = QsAllowed(share, u);
 #ifndef QS_MUTANT_MISCONFIGURED_REACH
 			if (share->strategy == QS_LEND_AND_BORROW)

@@ -164,9 +164,67 @@ QsStoppedOutcome(const QsJob *job)
 		o.action = QS_FAIL;
 		return o;
 	}
+#ifndef QS_MUTANT_LEASE_LOSS
+	if (job->stop == QS_STOP_NONE)
+		return QsLeaseLostOutcome(job);
+#endif
 	o = QsFailedOutcome(job);
 	o.reason = job->stop == QS_STOP_TIMEOUT ? "TIMEOUT" : "LEASE_EXPIRED";
 	return o;
+}
+
+/*
+ * QsLeaseLostOutcome: a lease ran out with no stop pending (the agent or
+ * its host was lost): back to RUNNABLE with lease_losses + 1 and no failed
+ * attempt, or FAILED once that exceeds max_lease_losses (scheduling.md
+ * 3.10).
+ */
+QsStopOutcome
+QsLeaseLostOutcome(const QsJob *job)
+{
+	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_LEASE_LOSS, "LEASE_EXPIRED"};
+
+	if (job->lease_losses + 1 > job->max_lease_losses)
+		o.action = QS_FAIL;
+	return o;
+}
+
+/*
+ * QsClaimBackoff returns how long a job is held back after its k-th claim
+ * timeout: the claim timeout times 2^(k-1), at most QS_CLAIM_BACKOFF_MAX
+ * (scheduling.md 3.10).
+ */
+QsTime
+QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues)
+{
+	QsTime		backoff = claim_timeout;
+
+	for (int32_t k = 1; k < claim_requeues && backoff < QS_CLAIM_BACKOFF_MAX; k++)
+		backoff *= 2;			/* below 2^33 s before doubling: no overflow */
+	return backoff < QS_CLAIM_BACKOFF_MAX ? backoff : QS_CLAIM_BACKOFF_MAX;
+}
+
+/*
+ * QsHeldBack tells whether a RUNNABLE job is held back from dispatch
+ * whatever the capacity (scheduling.md 3.10): it needs more instances than
+ * the largest live, active agent of its unit has, when the queue's live
+ * agents of the unit bound it; or it is in its backoff after a claim
+ * timeout.
+ */
+QsHold
+QsHeldBack(const QsInput *in, const QsJob *job)
+{
+	const QsUnit *unit = &in->units[job->unit];
+
+#ifndef QS_MUTANT_NO_AGENT_FITS
+	if (unit->agent_bound && job->count > unit->agent_max)
+		return QS_HOLD_NO_AGENT_FITS;
+#endif
+#ifndef QS_MUTANT_CLAIM_BACKOFF
+	if (job->claim_backoff_until != QS_NO_TIME && job->claim_backoff_until > in->now)
+		return QS_HOLD_CLAIM_BACKOFF;
+#endif
+	return QS_HOLD_NONE;
 }
 
 /*
@@ -331,8 +389,25 @@ CoreEndAttempt(CorePlan *p, const QsJob *job)
 }
 
 /*
+ * NotClaimed sends a SCHEDULED job that no agent claimed within the
+ * queue's claim timeout back to RUNNABLE, counting no attempt, and holds
+ * it back from dispatch for its backoff (scheduling.md 3.10).
+ */
+static void
+NotClaimed(CorePlan *p, const QsJob *job)
+{
+	QsDecision *d = CoreAddDecision(p, QS_REQUEUE, job, "NOT_CLAIMED");
+
+	d->counter = QS_COUNT_NOT_CLAIMED;
+	d->backoff_until = p->in->now + QsClaimBackoff(p->in->claim_timeout,
+												   job->claim_requeues + 1);
+	CoreHold(p, job, -1);
+}
+
+/*
  * TimeBasedWork is step 1: leases that expired (a pending preemption stop
- * counts as done, scheduling.md 3.8), attempts that ran past their timeout (a stop
+ * counts as done, scheduling.md 3.8), SCHEDULED jobs no agent claimed in
+ * time (3.10), attempts that ran past their timeout (a stop
  * is requested) and jobs misconfigured for longer than the queue's
  * runnable_timeout (scheduling.md 3.9).  The due jobs the shell read are
  * checked here again: the rule lives in the core.
@@ -353,6 +428,15 @@ TimeBasedWork(CorePlan *p)
 			job->lease_until < in->now)
 		{
 			CoreEndAttempt(p, job);
+			continue;
+		}
+#endif
+#ifndef QS_MUTANT_CLAIM_TIMEOUT
+		if (!job->claimed && job->state == QS_SCHEDULED && job->stop == QS_STOP_NONE &&
+			in->claim_timeout != QS_NO_TIME && job->scheduled_at != QS_NO_TIME &&
+			job->scheduled_at < in->now - in->claim_timeout)
+		{
+			NotClaimed(p, job);
 			continue;
 		}
 #endif
@@ -385,8 +469,8 @@ PromiseOrderBefore(const QsJob *a, const QsJob *b)
 /*
  * CoreRecheckPromises is step 3: in order of promised_at then id, a promised
  * job keeps its promise only if it may be dispatched with every pending
- * stop counted as gone and the earlier kept promises holding; otherwise the
- * promise lapses (its victims still stop).
+ * stop counted as gone and the earlier kept promises holding, and it is not
+ * held back (3.10); otherwise the promise lapses (its victims still stop).
  */
 void
 CoreRecheckPromises(CorePlan *p)
@@ -408,7 +492,8 @@ CoreRecheckPromises(CorePlan *p)
 
 		CoreUsage(p, job->unit, CORE_FUTURE, NULL, 0, p->scratch_future);
 #ifndef QS_MUTANT_PROMISE_RECHECK
-		if (CoreInvariantsHoldWith(p, p->scratch_future, job))
+		if (QsHeldBack(in, job) == QS_HOLD_NONE &&
+			CoreInvariantsHoldWith(p, p->scratch_future, job))
 #else
 		if (true)
 #endif
@@ -622,7 +707,8 @@ CoreNextCandidate(CorePlan *p)
  * it at once (never for a promised job, which waits for its victims).  A
  * job tried and neither dispatched nor given victims makes the pass skip
  * every later job of its share needing the same unit and as many or more
- * instances; a promised job waiting does not count as tried.  A job that
+ * instances; a promised job waiting does not count as tried, nor does a
+ * job held back (3.10), which is neither dispatched nor given victims.  A job that
  * cannot start does not block later jobs, except in a STRICT share: there
  * any job not dispatched makes the pass skip every later job of its share
  * needing the same unit (scheduling.md 3.2).
@@ -639,13 +725,19 @@ DispatchLoop(CorePlan *p)
 		QsJob		job = *cand;
 		CoreCursor *cur = &p->cursors[CORE_AT(p, job.share, job.unit)];
 		bool		promised = CoreIdSetHas(&p->kept_promises, job.id);
-		bool		dispatched = CoreMayDispatch(p, &job);
-		bool		tried = !promised;
+		bool		held_back = QsHeldBack(p->in, &job) != QS_HOLD_NONE;
+		bool		dispatched = !held_back && CoreMayDispatch(p, &job);
+		bool		tried = !promised && !held_back;
 
 #ifdef QS_MUTANT_PROMISED_NOT_TRIED
 		tried = true;
 #endif
-		if (dispatched)
+#ifdef QS_MUTANT_HELD_BACK_NOT_TRIED
+		tried = !promised;
+#endif
+		if (held_back)
+			;					/* neither dispatched nor given victims */
+		else if (dispatched)
 			CoreDispatch(p, &job);
 		else if (!promised && CoreTryPreemption(p, &job))
 		{

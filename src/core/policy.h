@@ -65,6 +65,15 @@ typedef struct QsUnit
 	const char *name;
 	int64_t		env_limit;		/* E(u) */
 	int64_t		unowned_held;	/* held by jobs of shares that do not exist */
+
+	/*
+	 * The fleet (scheduling.md 3.10): agent_bound when the queue has live
+	 * agents for the unit and none of the live, ACTIVE ones is unbounded;
+	 * then agent_max is the largest instances of a live, ACTIVE agent (0:
+	 * none is active).  Without a bound a job of any size may be dispatched.
+	 */
+	bool		agent_bound;
+	int64_t		agent_max;
 } QsUnit;
 
 typedef struct QsShare
@@ -102,6 +111,11 @@ typedef struct QsJob
 	int32_t		max_attempts;
 	int32_t		preemption_count;
 	int32_t		preemption_retries; /* -1: unlimited */
+	int32_t		lease_losses;	/* leases that ran out (scheduling.md 3.10) */
+	int32_t		max_lease_losses;	/* more: the job fails */
+	int32_t		claim_requeues; /* times no agent claimed it in time */
+	QsTime		claim_backoff_until;	/* RUNNABLE: held back from dispatch
+										 * before; QS_NO_TIME: not held back */
 } QsJob;
 
 /*
@@ -151,8 +165,10 @@ typedef struct QsInput
 	/* [share * nunits + unit]: the counters of held capacity */
 	const int64_t *held;		/* instances held: SCHEDULED, STARTING, RUNNING */
 	const int64_t *stopping;	/* of those, instances whose stop is pending */
-	int			ndue;			/* held jobs whose lease expired or whose attempt
-								 * is past its deadline (at least those) */
+	int			ndue;			/* held jobs whose lease expired, whose attempt
+								 * is past its deadline, or that no agent
+								 * claimed within claim_timeout (at least
+								 * those) */
 	const QsJob *due;
 	int			nvictims;		/* held jobs preempted for a promised job, stop
 								 * pending (at least those; none needed when
@@ -162,6 +178,8 @@ typedef struct QsInput
 	const QsJob *promised;
 	int			nexpired;		/* RUNNABLE misconfigured past runnable_timeout */
 	const QsJob *expired;
+	QsTime		claim_timeout;	/* SCHEDULED jobs unclaimed for longer go back
+								 * to RUNNABLE; QS_NO_TIME: none */
 	QsJobSource source;
 	void	   *(*alloc) (void *arg, size_t size);	/* zeroed memory */
 	void	   *alloc_arg;
@@ -181,8 +199,13 @@ typedef enum QsCounter
 {
 	QS_COUNT_NONE,
 	QS_COUNT_FAILED_ATTEMPT,
-	QS_COUNT_PREEMPTION
+	QS_COUNT_PREEMPTION,
+	QS_COUNT_LEASE_LOSS,		/* lease_losses */
+	QS_COUNT_NOT_CLAIMED		/* claim_requeues; and claim_backoff_until */
 } QsCounter;
+
+/* The longest a job is held back after a claim timeout (scheduling.md 3.10). */
+#define QS_CLAIM_BACKOFF_MAX ((QsTime) 3600 * 1000000)
 
 typedef struct QsDecision
 {
@@ -196,6 +219,7 @@ typedef struct QsDecision
 	int64_t		preempted_for;	/* PREEMPT; 0 for repairs */
 	bool		immediate;		/* PREEMPT of an unclaimed job: it stops now */
 	QsCounter	counter;		/* REQUEUE, FAIL */
+	QsTime		backoff_until;	/* REQUEUE NOT_CLAIMED: held back before */
 } QsDecision;
 
 /*
@@ -206,6 +230,7 @@ typedef struct QsFitLimit
 {
 	int64_t		env_max;		/* above: SERVICE_ENVIRONMENT_MAX_RESOURCE */
 	int64_t		quota_max;		/* above: QUOTA_MANAGEMENT_LIMIT_EXCEEDED */
+	int64_t		agent_max;		/* above (and not misconfigured): NO_AGENT_FITS */
 } QsFitLimit;
 
 typedef struct QsOutput
@@ -221,6 +246,18 @@ typedef struct QsOutput
 								 * kept a preemptor from its victims ends;
 								 * QS_NO_TIME: none */
 } QsOutput;
+
+/*
+ * Why a RUNNABLE job is held back whatever the capacity (scheduling.md
+ * 11.4): it is not dispatched, gets no victims, wants nothing of its
+ * share's idle capacity and loses its promise at the re-check.
+ */
+typedef enum QsHold
+{
+	QS_HOLD_NONE,
+	QS_HOLD_NO_AGENT_FITS,		/* larger than the largest live, active agent */
+	QS_HOLD_CLAIM_BACKOFF		/* in its backoff after a claim timeout */
+} QsHold;
 
 /* Which invariant keeps a job from being dispatched (scheduling.md 3.1). */
 typedef enum QsCheck
@@ -299,6 +336,9 @@ extern int64_t QsLendable(const QsShare *share, int unit);
 extern bool QsShareOrderBefore(const QsJob *a, const QsJob *b);
 extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);
+extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);
+extern QsHold QsHeldBack(const QsInput *in, const QsJob *job);
+extern QsTime QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues);
 extern void QsRunPass(const QsInput *in, QsOutput *out);
 extern QsWhy QsExplainWait(const QsInput *in, const QsJob *job);
 extern int	QsQueueOrder(const QsInput *in, int front, int horizon,

@@ -307,7 +307,11 @@ test_misconfiguration(void)
 	CHECK(quota->status_reason == NULL, "misconfiguration: clears for the quota reason too");
 }
 
-/* scheduling.md 3.8: an expired lease fails the attempt; retries keep queued_at. */
+/*
+ * scheduling.md 3.8 and 3.10: an expired lease with no stop pending is a
+ * lost host, not a failed attempt: back to RUNNABLE with lease_losses + 1,
+ * queued_at kept, until lease_losses would exceed max_lease_losses.
+ */
 static void
 test_lease_expiry(void)
 {
@@ -320,7 +324,7 @@ test_lease_expiry(void)
 	WInit(&w, 1);
 	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
 	job = WSubmit(&w, "job", a, 0, 1);
-	job->j.max_attempts = 2;
+	job->j.max_lease_losses = 1;
 	queued = job->j.queued_at;
 	WPassApply(&w);
 	WClaim(&w, job, 10);
@@ -330,18 +334,65 @@ test_lease_expiry(void)
 	other = WSubmit(&w, "other", a, 0, 1);
 	w.now += 10;
 	out = WPassApply(&w);
-	CHECK(ActionFor(out, job) == QS_REQUEUE && out->decisions[0].counter == QS_COUNT_FAILED_ATTEMPT,
-		  "lease: expiry with attempts left requeues as a failed attempt");
+	CHECK(ActionFor(out, job) == QS_REQUEUE && out->decisions[0].counter == QS_COUNT_LEASE_LOSS &&
+		  strcmp(out->decisions[0].reason, "LEASE_EXPIRED") == 0,
+		  "lease: expiry requeues as a lease loss, with max_attempts 1");
 	CHECK(Dispatched(out, other), "lease: the freed capacity is used in the same pass");
-	CHECK(job->j.queued_at == queued && job->j.failed_attempts == 1, "lease: queued_at kept");
+	CHECK(job->j.queued_at == queued && job->j.failed_attempts == 0 && job->j.lease_losses == 1,
+		  "lease: queued_at kept, no failed attempt");
 	WEnd(&w, other, W_SUCCEEDED);
 	out = WPassApply(&w);
-	CHECK(Dispatched(out, job), "lease: the retry runs in a later pass");
+	CHECK(Dispatched(out, job), "lease: the job runs again in a later pass");
 	WClaim(&w, job, 10);
 	w.now += 20;
 	out = WPassApply(&w);
-	CHECK(ActionFor(out, job) == QS_FAIL && job->state == W_FAILED,
-		  "lease: the last attempt fails the job");
+	CHECK(ActionFor(out, job) == QS_FAIL && job->state == W_FAILED && job->j.lease_losses == 2,
+		  "lease: past max_lease_losses the job fails");
+}
+
+/* scheduling.md 3.10: max_lease_losses 0 fails the job on its first lease loss. */
+static void
+test_lease_expiry_no_losses(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job;
+	const QsOutput *out;
+
+	WInit(&w, 1);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	job = WSubmit(&w, "job", a, 0, 1);
+	job->j.max_lease_losses = 0;
+	job->j.max_attempts = 5;
+	WPassApply(&w);
+	WClaim(&w, job, 10);
+	w.now += 20;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_FAIL && job->j.failed_attempts == 0,
+		  "lease: max_lease_losses 0 fails at once, attempts left or not");
+}
+
+/* scheduling.md 3.8: a lease that runs out while a TIMEOUT stop is pending
+ * is the timed-out attempt's failure. */
+static void
+test_lease_expiry_with_timeout(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job;
+	const QsOutput *out;
+
+	WInit(&w, 1);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	job = WSubmit(&w, "job", a, 0, 1);
+	job->j.max_attempts = 2;
+	WPassApply(&w);
+	WClaim(&w, job, 10);
+	job->j.stop = QS_STOP_TIMEOUT;
+	w.now += 20;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_REQUEUE && out->decisions[0].counter == QS_COUNT_FAILED_ATTEMPT &&
+		  job->j.lease_losses == 0, "lease+timeout: the timed-out attempt fails, no lease loss");
 }
 
 /* scheduling.md 3.8: a lease expiring while a preemption stop is pending is
@@ -588,7 +639,8 @@ test_disabled_environment(void)
 	w.now += 20;
 	out = WPassApply(&w);
 	CHECK(!Dispatched(out, waiting), "disabled environment: nothing is dispatched");
-	CHECK(ActionFor(out, running) == QS_FAIL, "disabled environment: leases still expire");
+	CHECK(ActionFor(out, running) == QS_REQUEUE && running->j.lease_losses == 1,
+		  "disabled environment: leases still expire");
 }
 
 /*
@@ -844,6 +896,8 @@ main(void)
 	test_wanted_capacity();
 	test_misconfiguration();
 	test_lease_expiry();
+	test_lease_expiry_no_losses();
+	test_lease_expiry_with_timeout();
 	test_lease_expiry_with_stop();
 	test_timeout();
 	test_runnable_timeout();

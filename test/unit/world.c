@@ -49,6 +49,7 @@ WInit(World *w, int64_t env_limit)
 	w->now = 1000000;
 	w->env_enabled = true;
 	w->runnable_timeout = QS_NO_TIME;
+	w->claim_timeout = QS_NO_TIME;
 	WAddUnit(w, "ml.g5.xlarge", env_limit);
 }
 
@@ -101,6 +102,8 @@ WSubmitUnit(World *w, const char *name, int share, int unit, int32_t priority,
 	job->j.deadline = QS_NO_TIME;
 	job->j.max_attempts = 1;
 	job->j.preemption_retries = -1;
+	job->j.max_lease_losses = 3;
+	job->j.claim_backoff_until = QS_NO_TIME;
 	job->status_reason_at = QS_NO_TIME;
 	return job;
 }
@@ -247,14 +250,17 @@ SourceHeld(void *arg, int share, int unit, const QsJob *after, int64_t below,
 
 /*
  * Due tells whether a held job is due for time-based work, as the shell
- * selects them: its lease expired, or its attempt passed its deadline.
+ * selects them: its lease expired, its attempt passed its deadline, or no
+ * agent claimed it within the claim timeout.
  */
 static bool
 Due(const World *w, const QsJob *j)
 {
 	return (j->claimed && j->lease_until != QS_NO_TIME && j->lease_until < w->now) ||
 		(j->state == QS_RUNNING && j->stop == QS_STOP_NONE &&
-		 j->deadline != QS_NO_TIME && j->deadline <= w->now);
+		 j->deadline != QS_NO_TIME && j->deadline <= w->now) ||
+		(!j->claimed && j->state == QS_SCHEDULED && w->claim_timeout != QS_NO_TIME &&
+		 j->scheduled_at < w->now - w->claim_timeout);
 }
 
 /*
@@ -289,6 +295,7 @@ Snapshot(World *w, QsInput *out)
 	in.victims = victims;
 	in.promised = promised;
 	in.expired = expired;
+	in.claim_timeout = w->claim_timeout;
 	for (int i = 0; i < w->njobs; i++)
 	{
 		WJob	   *job = &w->jobs[i];
@@ -363,6 +370,10 @@ ApplyOutcome(World *w, WJob *job, QsAction action, QsCounter counter)
 		job->j.failed_attempts++;
 	else if (counter == QS_COUNT_PREEMPTION)
 		job->j.preemption_count++;
+	else if (counter == QS_COUNT_LEASE_LOSS)
+		job->j.lease_losses++;
+	else if (counter == QS_COUNT_NOT_CLAIMED)
+		job->j.claim_requeues++;
 	job->state = action == QS_FAIL ? W_FAILED : W_RUNNABLE;
 	job->j.state = QS_RUNNABLE;
 	job->j.stop = QS_STOP_NONE;
@@ -405,6 +416,8 @@ WApply(World *w)
 			case QS_REQUEUE:
 			case QS_FAIL:
 				ApplyOutcome(w, job, d->action, d->counter);
+				if (d->counter == QS_COUNT_NOT_CLAIMED)
+					job->j.claim_backoff_until = d->backoff_until;
 				break;
 		}
 	}
@@ -425,6 +438,8 @@ WApply(World *w)
 			reason = "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE";
 		else if (job->j.count > limit->quota_max)
 			reason = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
+		else if (job->j.count > limit->agent_max)
+			reason = "NO_AGENT_FITS";
 		if (reason != job->status_reason)
 			job->status_reason_at = reason ? w->now : QS_NO_TIME;
 		job->status_reason = reason;

@@ -48,6 +48,7 @@ typedef struct World
 	int			njobs;
 	WJob		jobs[W_MAX_JOBS];
 	QsTime		runnable_timeout;	/* QS_NO_TIME: none */
+	QsTime		claim_timeout;	/* QS_NO_TIME: none */
 	/* what the last pass read through the source, by job id */
 	int			nread;
 	int64_t		read[W_MAX_JOBS];
