@@ -155,6 +155,8 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	 ARRAY[$$'LEND_AND_BORROW'$$, '-1', $$'quota share bi_x'$$], NULL, '{}'),
 	('quota_sched.check_runnable_timeout(interval, text)', 'regress_bi_admin',
 	 ARRAY[$$'1 hour'$$, $$'job queue bi_x'$$], NULL, '{}'),
+	('quota_sched.check_claim_timeout(interval, text)', 'regress_bi_admin',
+	 ARRAY[$$'5 minutes'$$, $$'job queue bi_x'$$], NULL, '{}'),
 	('quota_sched.check_choice(text, text, text)', 'regress_bi_admin',
 	 ARRAY[$$'FIFO'$$, $$'borrow_order'$$, $$'job queue bi_x'$$], NULL, '{}'),
 	('quota_sched.check_lend_limit(text, integer, text)', 'regress_bi_admin',
@@ -455,6 +457,7 @@ INSERT INTO bi_justified VALUES
 	 'valid: -1 (unbounded) or at least 0'),
 	('quota_sched.check_min_runtime(interval, text)', 'value', NULL, 'valid: positive, at most 365 days'),
 	('quota_sched.check_runnable_timeout(interval, text)', 'value', NULL, 'valid: positive, at most 365 days'),
+	('quota_sched.check_claim_timeout(interval, text)', 'value', NULL, 'valid: 1 second to 365 days'),
 	('quota_sched.check_name(text, text)', 'value', 'a name of nothing', 'a valid name');
 -- The check functions of the CHECK constraints of the configuration: null
 -- passes (STRICT; NOT NULL is the column's), and what (and check_choice's

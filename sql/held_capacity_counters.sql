@@ -188,9 +188,9 @@ SELECT name, state FROM quota_sched.terminate(pg_temp.id('hcc_a_small'));
 SELECT * FROM pg_temp.counters();
 
 ------------------------------------------------------------------------
--- Lease expiry (scheduling.md 3.8): hcc_b_lease is claimed with a 100 ms
--- lease; once it has run out, a pass requeues the job (LEASE_EXPIRED, an
--- attempt left), and it holds nothing.
+-- Lease expiry (scheduling.md 3.8, 3.10): hcc_b_lease is claimed with a
+-- 100 ms lease; once it has run out, a pass requeues the job
+-- (LEASE_EXPIRED, a lease lost, no failed attempt), and it holds nothing.
 ------------------------------------------------------------------------
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, max_attempts)
 VALUES ('hcc_b_lease', 'hcc_queue', 'hcc_b', 'cpu', 2);
@@ -201,7 +201,7 @@ SELECT * FROM pg_temp.counters();
 -- the clock passes the 100 ms lease (passes are run here: not a wait for the system)
 SELECT pg_sleep(0.2);
 SELECT * FROM pg_temp.pass();
-SELECT name, state, failed_attempts, status_reason FROM quota_sched.job WHERE name = 'hcc_b_lease';
+SELECT name, state, failed_attempts, lease_losses, status_reason FROM quota_sched.job WHERE name = 'hcc_b_lease';
 SELECT * FROM pg_temp.counters();
 SELECT * FROM quota_sched.held_capacity_drift();
 SELECT name, state FROM quota_sched.terminate(pg_temp.id('hcc_b_lease'));

@@ -43,11 +43,13 @@ VALUES ('plt_queue', 'S', '{"ml.g5.xlarge": 1}', 'LEND'),
        ('plt_tq', 'S', '{"ml.g5.xlarge": 3}', 'LEND');
 
 ------------------------------------------------------------------------
--- plt_queue: plt_lease_job runs, claimed with a 100 ms lease; plt_waiting
--- (higher priority) waits for the instance.
+-- plt_queue: plt_lease_job (one attempt, at most one lease lost) runs,
+-- claimed with a 100 ms lease; plt_waiting (higher priority) waits for the
+-- instance.
 ------------------------------------------------------------------------
-INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, max_attempts)
-VALUES ('plt_lease_job', 'plt_queue', 'S', 1, 'ml.g5.xlarge', 2);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, max_attempts,
+                             max_lease_losses)
+VALUES ('plt_lease_job', 'plt_queue', 'S', 1, 'ml.g5.xlarge', 1, 1);
 SELECT * FROM pg_temp.pass('plt_queue');
 SELECT name, state, agent FROM quota_sched.claim('plt_agent_a', 'plt_queue', lease => '100 milliseconds');
 INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit)
@@ -78,12 +80,15 @@ SELECT name, queued_at FROM quota_sched.job WHERE job_queue LIKE 'plt\_%';
 SELECT pg_sleep(0.2);
 
 ------------------------------------------------------------------------
--- The lease of plt_lease_job expired: REQUEUE (first attempt failed,
--- queued_at kept, agent and lease cleared), and plt_waiting gets the freed
--- instance in the same pass.
+-- The lease of plt_lease_job expired: a lost host, not a failed attempt
+-- (scheduling.md 3.10): REQUEUE with lease_losses 1 and failed_attempts 0
+-- though max_attempts is 1, queued_at kept, agent and lease cleared; and
+-- plt_waiting gets the freed instance in the same pass.
 ------------------------------------------------------------------------
 SELECT * FROM pg_temp.pass('plt_queue');
 SELECT * FROM pg_temp.jobs('plt_queue');
+SELECT name, lease_losses, max_lease_losses, failed_attempts FROM quota_sched.job
+ WHERE name = 'plt_lease_job';
 SELECT j.name, j.queued_at = q.queued_at AS queued_at_kept
   FROM quota_sched.job j JOIN plt_queued q USING (name) WHERE j.name = 'plt_lease_job';
 SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.actor,
@@ -164,11 +169,13 @@ SELECT name, state, agent FROM quota_sched.claim('plt_agent_a', 'plt_queue', lea
 SELECT pg_sleep(0.2);
 
 ------------------------------------------------------------------------
--- plt_lease_job lost its lease again: max_attempts reached -> FAIL; the
--- agent that held it is kept.
+-- plt_lease_job lost its lease again: past max_lease_losses -> FAIL
+-- (reason LEASE_EXPIRED, still no failed attempt); the agent that held it
+-- is kept.
 ------------------------------------------------------------------------
 SELECT * FROM pg_temp.pass('plt_queue');
 SELECT * FROM pg_temp.jobs('plt_queue');
+SELECT name, lease_losses, failed_attempts FROM quota_sched.job WHERE name = 'plt_lease_job';
 SELECT dispatched, preempted, requeued, failed
   FROM quota_sched.pass_log WHERE job_queue = 'plt_queue' ORDER BY id;
 

@@ -21,6 +21,7 @@
 #include "utils/lsyscache.h"
 
 #include "fleet.h"
+#include "launcher.h"
 #include "query.h"
 #include "quota_sched.h"
 
@@ -53,6 +54,36 @@ static QsQuery AgentReadyQuery = {
 	6, {TEXTOID, NAMEOID, TEXTOID, TEXTOID, INT4OID, BOOLOID}, SPI_OK_INSERT_RETURNING
 };
 
+/* How many agents one login may register (each pass of a queue reads its agents). */
+#define QS_MAX_AGENTS_PER_LOGIN 1000
+
+static QsQuery AgentsOfLoginQuery = {
+	"SELECT count(*) FROM quota_sched.agent WHERE login = $1 AND name <> $2",
+	2, {NAMEOID, TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * CheckAgentsOfLogin refuses a new agent name of a login that has
+ * registered QS_MAX_AGENTS_PER_LOGIN others (program_limit_exceeded), so
+ * that no login can make every pass of a queue read an unbounded fleet.
+ */
+static void
+CheckAgentsOfLogin(Name login, const char *agent)
+{
+	Datum		args[2] = {NameGetDatum(login), CStringGetTextDatum(agent)};
+	bool		isnull;
+	int64		n;
+
+	QsQueryRun(&AgentsOfLoginQuery, args, NULL, true, 0);
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (n >= QS_MAX_AGENTS_PER_LOGIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("login \"%s\" has registered %lld agents, the most one login may",
+						NameStr(*login), (long long) n),
+				 errhint("An admin removes agents no longer used: DELETE FROM quota_sched.agent.")));
+}
+
 /*
  * QsAgentReady registers or refreshes an agent for the calling login
  * (admin: the caller has the privileges of quota_sched_admin) and returns
@@ -69,6 +100,7 @@ QsAgentReady(const char *agent, const char *login, bool admin,
 	Name		role = palloc0(NAMEDATALEN);
 
 	namestrcpy(role, login);
+	CheckAgentsOfLogin(role, agent);
 	args[0] = CStringGetTextDatum(agent);
 	args[1] = NameGetDatum(role);
 	args[2] = CStringGetTextDatum(queue);
@@ -82,6 +114,7 @@ QsAgentReady(const char *agent, const char *login, bool admin,
 				 errmsg("agent \"%s\" is registered by another login than \"%s\"", agent, login),
 				 errdetail("An agent name is the login's that registered it: only that login, "
 						   "or an admin, may refresh it.")));
+	QsWakeWorkerAtCommit();		/* what the queue's agents can take changed */
 	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
 }
 
@@ -170,5 +203,6 @@ QsDrainAgent(const char *agent, bool draining)
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("agent \"%s\" is not registered", agent),
 				 errhint("An agent registers with agent_ready().")));
+	QsWakeWorkerAtCommit();
 	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
 }

@@ -264,7 +264,7 @@ QsLockJob(int64 job_id, QsJobRow *row)
 static QsQuery JobPositionQuery = {
 	"SELECT j.id, j.instance_count, j.priority, j.queued_at, j.state, j.quota_share,"
 	"       j.capacity_unit, j.status_reason, j.agent, j.stop_reason, j.promised_at,"
-	"       j.job_queue, j.owner,"
+	"       j.job_queue, j.owner, j.claim_requeues, j.claim_backoff_until,"
 	"       (SELECT count(*) + 1 FROM quota_sched.job o"
 	"         WHERE o.job_queue = j.job_queue AND o.quota_share = j.quota_share"
 	"           AND o.state = 'RUNNABLE'"

@@ -403,6 +403,46 @@ DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const Qs
 }
 
 /*
+ * HeldBack fills blocked_by, keys and detail when the job is held back
+ * whatever the capacity (scheduling.md 3.10), and tells whether it is:
+ * larger than the largest live, active agent of its unit, or in its
+ * backoff after a claim timeout.
+ */
+static bool
+HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
+{
+	const QsUnit *unit = &qs->in.units[job->unit];
+
+	switch (QsHeldBack(&qs->in, job))
+	{
+		case QS_HOLD_NONE:
+			return false;
+		case QS_HOLD_NO_AGENT_FITS:
+			ej->blocked_by = "NO_AGENT_FITS";
+			appendStringInfo(&ej->keys, ", \"instance_count\": %d, \"largest_agent\": %lld",
+							 job->count, (long long) unit->agent_max);
+			appendStringInfo(&ej->detail, "It needs %d x %s; the largest live, active agent "
+							 "of job queue \"%s\" for that unit has %lld: it is not dispatched "
+							 "until a larger agent calls agent_ready().", job->count,
+							 ej->row.capacity_unit, ej->row.job_queue,
+							 (long long) unit->agent_max);
+			return true;
+		case QS_HOLD_CLAIM_BACKOFF:
+			ej->blocked_by = "CLAIM_BACKOFF";
+			appendStringInfoString(&ej->keys, ", \"backoff_until\": ");
+			escape_json(&ej->keys, timestamptz_to_str(job->claim_backoff_until));
+			appendStringInfo(&ej->keys, ", \"claim_requeues\": %d", job->claim_requeues);
+			appendStringInfo(&ej->detail, "No agent claimed it within the claim timeout of job "
+							 "queue \"%s\" (%d time%s): it is held back from dispatch until %s.",
+							 ej->row.job_queue, job->claim_requeues,
+							 job->claim_requeues == 1 ? "" : "s",
+							 timestamptz_to_str(job->claim_backoff_until));
+			return true;
+	}
+	return false;
+}
+
+/*
  * ExplainRunnable explains why a RUNNABLE job waits, from its queue's
  * state as a pass would read it now, and finds its position in the queue.
  */
@@ -429,7 +469,7 @@ ExplainRunnable(ExplainJob *ej)
 	}
 	else if (job.unit < 0)
 		appendStringInfoString(&ej->detail, "It changed while being explained; ask again.");
-	else
+	else if (!HeldBack(&qs, ej, &job))
 	{
 		QsWhy		why = QsExplainWait(&qs.in, &job);
 
