@@ -1,0 +1,203 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_fleet.c
+ *		Unit tests of the policy core's fleet rules (scheduling.md 3.10):
+ *		jobs larger than every live, active agent held back, the claim
+ *		timeout and its backoff.  (Lease losses: test_policy.c, with the
+ *		other lease rules.)  Prints TAP; exits non-zero when a test fails.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+
+#define SECOND ((QsTime) 1000000)
+
+/* Agents of unit 0 bound the jobs dispatched to max instances. */
+static void
+BoundAgents(World *w, int64_t max)
+{
+	w->units[0].agent_bound = true;
+	w->units[0].agent_max = max;
+}
+
+/*
+ * A job larger than the largest agent is neither dispatched nor given
+ * victims, and gets NO_AGENT_FITS; without a bound it would preempt.
+ */
+static void
+test_no_agent_fits(void)
+{
+	World		w;
+	int			a;
+	WJob	   *low, *big;
+	const QsOutput *out;
+
+	WInit(&w, 8);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, true, 8);
+	low = WSubmit(&w, "low", a, 0, 4);
+	WPassApply(&w);
+	WClaim(&w, low, 100 * SECOND);
+	WSubmit(&w, "filler", a, 0, 4);
+	WPassApply(&w);
+	BoundAgents(&w, 4);
+	big = WSubmit(&w, "big", a, 9, 5);
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, big) == NULL && out->ndecisions == 0,
+		  "no agent fits: not dispatched, no victims");
+	CHECK(big->status_reason != NULL && strcmp(big->status_reason, "NO_AGENT_FITS") == 0,
+		  "no agent fits: its reason");
+	CHECK(out->fit_limits[0].agent_max == 4, "no agent fits: the fit limit is the largest agent");
+	w.units[0].agent_bound = false;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, low) == QS_PREEMPT, "no agent fits: without a bound it gets victims");
+	CHECK(big->status_reason == NULL, "no agent fits: the reason clears");
+}
+
+/* A job in its claim backoff does not count as tried (BEST_EFFORT). */
+static void
+test_held_back_not_tried(void)
+{
+	World		w;
+	int			a;
+	WJob	   *first, *second;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
+	first = WSubmit(&w, "first", a, 5, 2);
+	first->j.claim_backoff_until = w.now + 60 * SECOND;
+	second = WSubmit(&w, "second", a, 0, 2);
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, first) == NULL, "backoff: the held-back job waits");
+	CHECK(Dispatched(out, second), "backoff: a job of its size behind it is dispatched");
+	w.now += 61 * SECOND;
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, first), "backoff: dispatched once it is over");
+}
+
+/* In a STRICT share a held-back job blocks the later jobs of its unit. */
+static void
+test_held_back_strict(void)
+{
+	World		w;
+	int			a;
+	WJob	   *second;
+	const QsOutput *out;
+
+	WInit(&w, 8);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 8);
+	w.shares[a].strict = true;
+	BoundAgents(&w, 4);
+	WSubmit(&w, "big", a, 5, 5);
+	second = WSubmit(&w, "second", a, 0, 1);
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, second) == NULL, "strict: a held-back job blocks the share's unit");
+}
+
+/*
+ * A lender's held-back job wants none of its idle capacity: a borrower
+ * may take it.
+ */
+static void
+test_held_back_wants_nothing(void)
+{
+	World		w;
+	int			b, l;
+	WJob	   *borrower;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 0);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 4);
+	WSubmit(&w, "lender_job", l, 0, 3)->j.claim_backoff_until = w.now + 60 * SECOND;
+	borrower = WSubmit(&w, "borrower", b, 0, 2);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, borrower), "wanted: a held-back lender job wants nothing");
+}
+
+/* A promised job that is held back loses its promise at the re-check. */
+static void
+test_held_back_promise_lapses(void)
+{
+	World		w;
+	int			a;
+	WJob	   *low, *high;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, true, 4);
+	low = WSubmit(&w, "low", a, 0, 4);
+	WPassApply(&w);
+	WClaim(&w, low, 100 * SECOND);
+	high = WSubmit(&w, "high", a, 9, 4);
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, low) == QS_PREEMPT && high->j.promised_at != QS_NO_TIME,
+		  "promise: room made for the high job");
+	BoundAgents(&w, 2);
+	out = WPassApply(&w);
+	CHECK(out->nlapsed == 1 && out->lapsed[0] == high->j.id, "promise: it lapses once held back");
+}
+
+/*
+ * Claim timeout: an unclaimed SCHEDULED job goes back after the timeout,
+ * counting no attempt, held back for timeout * 2^(k-1), at most an hour.
+ */
+static void
+test_claim_timeout(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job, *claimed;
+	const QsOutput *out;
+	const QsDecision *d;
+
+	WInit(&w, 4);
+	w.claim_timeout = 10 * SECOND;
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
+	job = WSubmit(&w, "job", a, 0, 1);
+	claimed = WSubmit(&w, "claimed", a, 0, 1);
+	WPassApply(&w);
+	WClaim(&w, claimed, 1000 * SECOND);
+	w.now += 10 * SECOND;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "claim timeout: not before it has passed");
+	w.now += 1;
+	out = WPassApply(&w);
+	d = WDecisionFor(out, job);
+	CHECK(d != NULL && d->action == QS_REQUEUE && d->counter == QS_COUNT_NOT_CLAIMED &&
+		  strcmp(d->reason, "NOT_CLAIMED") == 0, "claim timeout: REQUEUE NOT_CLAIMED");
+	CHECK(d != NULL && d->backoff_until == w.now + 10 * SECOND, "claim timeout: backoff of one timeout");
+	CHECK(WDecisionFor(out, claimed) == NULL, "claim timeout: a claimed job stays");
+	CHECK(job->state == W_RUNNABLE && job->j.failed_attempts == 0 && job->j.claim_requeues == 1,
+		  "claim timeout: no attempt counted");
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, job) == NULL, "claim timeout: held back");
+	w.now += 10 * SECOND;
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, job), "claim timeout: dispatched after the backoff");
+	w.now += 11 * SECOND;
+	out = WPassApply(&w);
+	d = WDecisionFor(out, job);
+	CHECK(d != NULL && d->backoff_until == w.now + 20 * SECOND, "claim timeout: the second doubles");
+	CHECK(QsClaimBackoff(10 * SECOND, 3) == 40 * SECOND, "backoff: 2^(k-1)");
+	CHECK(QsClaimBackoff(10 * SECOND, 10) == QS_CLAIM_BACKOFF_MAX, "backoff: at most an hour");
+	CHECK(QsClaimBackoff(2 * QS_CLAIM_BACKOFF_MAX, 1) == QS_CLAIM_BACKOFF_MAX,
+		  "backoff: a timeout over an hour waits an hour");
+	CHECK(QsClaimBackoff(SECOND, 1000000) == QS_CLAIM_BACKOFF_MAX, "backoff: no overflow");
+}
+
+int
+main(void)
+{
+	test_no_agent_fits();
+	test_held_back_not_tried();
+	test_held_back_strict();
+	test_held_back_wants_nothing();
+	test_held_back_promise_lapses();
+	test_claim_timeout();
+	return TapDone();
+}
