@@ -32,7 +32,8 @@ typedef struct Statement
  */
 static const Statement statements[NUM_STATEMENTS] = {
 	[STMT_CLAIM] = {"claim",
-		"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count,\n"
+		"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count\n"
+		"       + coalesce((to_jsonb(c)->>'lease_losses')::int, 0),\n"
 		"       CASE WHEN c.payload->'command' IS NULL\n"
 		"            THEN 'the job has no command (payload->''command'' must be a JSON array of strings)'\n"
 		"            WHEN jsonb_typeof(c.payload->'command') <> 'array'\n"

@@ -396,7 +396,7 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
 	/* about an attempt that is over: nothing to do */
 	over = attempt > 0 &&
-		attempt != 1 + row.job.failed_attempts + row.job.preemption_count;
+		attempt != 1 + row.job.failed_attempts + row.job.preemption_count + row.job.lease_losses;
 	if (!over)
 		RequireReporter(&row, job_id, report, caller, role);
 	/* a retry: nothing to do */

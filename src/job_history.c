@@ -232,8 +232,11 @@ static int32
 JobInt(HeapTuple job, TupleDesc jdesc, JobColumn c)
 {
 	bool		isnull;
-	Datum		v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
+	Datum		v;
 
+	if (JobAttnum(jdesc, c) == InvalidAttrNumber)
+		return 0;				/* a column a later version added */
+	v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
 	return isnull ? 0 : DatumGetInt32(v);
 }
 
@@ -270,8 +273,8 @@ JobText(HeapTuple job, TupleDesc jdesc, JobColumn c)
  * and to (the same for an event that changes no state), and what every
  * event carries for accounting without a join to the job (which may be
  * deleted later): queue, share, unit, instance count, the attempt during
- * which it happened (1 + failed_attempts + preemption_count before the
- * change), and the priority.
+ * which it happened (1 + failed_attempts + preemption_count + lease_losses
+ * before the change), and the priority.
  */
 static void
 WriteEvent(EventRow *ev, const char *kind, HeapTuple job, HeapTuple old, TupleDesc jdesc,
@@ -294,7 +297,8 @@ WriteEvent(EventRow *ev, const char *kind, HeapTuple job, HeapTuple old, TupleDe
 	EventSet(ev, EF_ATTEMPT,
 			 Int32GetDatum(old == NULL ? 1 :
 						   1 + JobInt(old, jdesc, JC_FAILED_ATTEMPTS) +
-						   JobInt(old, jdesc, JC_PREEMPTION_COUNT)), false);
+						   JobInt(old, jdesc, JC_PREEMPTION_COUNT) +
+						   JobInt(old, jdesc, JC_LEASE_LOSSES)), false);
 	EventCopy(ev, EF_PRIORITY, job, jdesc, JC_PRIORITY);
 }
 

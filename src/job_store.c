@@ -198,27 +198,45 @@ static QsQuery JobQueueQuery = {
 };
 
 /*
+ * QsJobSchemaLevel tells which version's columns the job table has: 0, of
+ * 0.1 (no agent_role); 1, of 0.2 (agent_role); 2, of 0.3 (lease_losses).
+ * A database whose extension is not updated yet has an older table, and
+ * the agents' functions then work as in that version.
+ */
+int
+QsJobSchemaLevel(void)
+{
+	Oid			relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, false));
+
+	if (!OidIsValid(relid) || get_attnum(relid, "agent_role") == InvalidAttrNumber)
+		return 0;
+	return get_attnum(relid, "lease_losses") == InvalidAttrNumber ? 1 : 2;
+}
+
+/*
  * QsJobHasAgentRole tells whether the job table has the column agent_role
- * (0.2): a database whose extension is not updated yet lacks it, and the
- * agents' functions then work as in 0.1, with no role recorded or checked.
+ * (0.2): without it the agents' functions work as in 0.1, with no role
+ * recorded or checked.
  */
 bool
 QsJobHasAgentRole(void)
 {
-	Oid			relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, false));
-
-	return OidIsValid(relid) && get_attnum(relid, "agent_role") != InvalidAttrNumber;
+	return QsJobSchemaLevel() > 0;
 }
 
 /* [has_agent_role]: without it (not updated yet), agent_role reads as null */
-#define LOCK_JOB_QUERY(agent_role) { \
+#define LOCK_JOB_QUERY(agent_role, lease_losses) { \
 	"SELECT id, job_queue, owner, state, agent, " agent_role " AS agent_role, stop_reason," \
 	"       failed_attempts, max_attempts, preemption_count," \
-	"       coalesce(preemption_retries, -1) AS preemption_retries" \
+	"       coalesce(preemption_retries, -1) AS preemption_retries" lease_losses \
 	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE SKIP LOCKED", \
 	1, {INT8OID}, SPI_OK_SELECT \
 }
-static QsQuery LockJobQuery[2] = {LOCK_JOB_QUERY("NULL::name"), LOCK_JOB_QUERY("agent_role")};
+static QsQuery LockJobQuery[3] = {
+	LOCK_JOB_QUERY("NULL::name", ""),
+	LOCK_JOB_QUERY("agent_role", ""),
+	LOCK_JOB_QUERY("agent_role", ", lease_losses")
+};
 
 /*
  * QsLockJob takes the lock of a job's queue in shared mode, then the job's
@@ -244,7 +262,7 @@ QsLockJob(int64 job_id, QsJobRow *row)
 	QsLockQueue(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
 	for (long waited_us = 0;; waited_us += pause_us)
 	{
-		if (QsQueryRun(&LockJobQuery[QsJobHasAgentRole()], &arg, NULL, false, 1) > 0)
+		if (QsQueryRun(&LockJobQuery[QsJobSchemaLevel()], &arg, NULL, false, 1) > 0)
 			return DecodeFirst(row, outer);
 		if (QsQueryRun(&JobQueueQuery, &arg, NULL, false, 1) == 0)
 			return false;		/* deleted meanwhile */

@@ -762,7 +762,7 @@ QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reaso
 	d.reason = reason;
 	out.ndecisions = 1;
 	out.decisions = &d;
-	WriteEnds(&EndsQuery[QsJobHasAgentRole()], &out, GetCurrentTransactionStartTimestamp());
+	WriteEnds(&EndsQuery[Min(QsJobHasAgentRole(), 1)], &out, GetCurrentTransactionStartTimestamp());
 }
 
 static QsQuery DispatchesQuery = {

@@ -35,7 +35,7 @@ LANGUAGE C CALLED ON NULL INPUT;
 
 /*
  * report(..., attempt => N): a report about an attempt that is over
- * (1 + failed_attempts + preemption_count moved on) changes nothing, so
+ * (1 + failed_attempts + preemption_count + lease_losses moved on) changes nothing, so
  * that a report retried after a lost reply never lands on the job's next
  * attempt.  report(..., exit_code => N): the attempt's exit code, kept in
  * the history with its end.

@@ -678,7 +678,7 @@ CREATE OR REPLACE VIEW quota_sched.job_accounting WITH (security_invoker = true)
 SELECT j.id AS job_id, j.name, j.job_queue, j.quota_share, j.capacity_unit, j.instance_count,
 	   j.owner, j.state, j.status_reason, j.submitted_at, a.first_dispatched_at,
 	   CASE WHEN j.state IN ('SUCCEEDED', 'FAILED') THEN j.status_reason_at END AS ended_at,
-	   1 + j.failed_attempts + j.preemption_count AS attempts, j.failed_attempts,
+	   1 + j.failed_attempts + j.preemption_count + j.lease_losses AS attempts, j.failed_attempts,
 	   j.preemption_count AS preemptions, a.waited, a.held_seconds,
 	   a.held_seconds * j.instance_count AS instance_seconds, a.last_exit_code
   FROM quota_sched.job j

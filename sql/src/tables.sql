@@ -218,7 +218,7 @@ CREATE TABLE quota_sched.held_capacity (
  * the job it made room for when preemption ended it.  Every event carries
  * what accounting needs without a join to the job, which may be deleted
  * later: queue, share, unit, instance count, the attempt during which it
- * happened (1 + failed_attempts + preemption_count before the change),
+ * happened (1 + failed_attempts + preemption_count + lease_losses before the change),
  * and the job's priority.  A dispatch carries how long the job waited
  * since it last became RUNNABLE (waited).
  * ------------------------------------------------------------------- */

@@ -144,7 +144,7 @@ QsFailedOutcome(const QsJob *job)
  * lease expiring.  A preempted job goes back to RUNNABLE with
  * preemption_count + 1, or fails once that exceeds preemption_retries; a
  * timed-out attempt fails as an attempt; a terminated job fails; a lease
- * lost with no stop pending is a failed attempt (scheduling.md 3.6, 3.8).
+ * lost with no stop pending is a lease loss (scheduling.md 3.6, 3.8, 3.10).
  */
 QsStopOutcome
 QsStoppedOutcome(const QsJob *job)

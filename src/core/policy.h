@@ -249,7 +249,7 @@ typedef struct QsOutput
 
 /*
  * Why a RUNNABLE job is held back whatever the capacity (scheduling.md
- * 11.4): it is not dispatched, gets no victims, wants nothing of its
+ * 3.10): it is not dispatched, gets no victims, wants nothing of its
  * share's idle capacity and loses its promise at the re-check.
  */
 typedef enum QsHold
