@@ -3,7 +3,7 @@
  * sim.c
  *		A randomized simulator of the policy core (scheduling.md 3): random queue
  *		configurations and random steps (submissions, passes, agents, lease
- *		losses, priority and limit changes, time) on a World, with every
+ *		losses, the fleet, priority and limit changes, time) on a World, with every
  *		pass checked by an accounting of its own, written here from doc/scheduling.md
  *		(it calls nothing of the core but QsRunPass, through WPass, and
  *		QsStoppedOutcome, through WStopped).
@@ -40,13 +40,17 @@
  *		REQUEUE/FAIL), so it is never dispatched and preempted in one pass;
  *		each job ends the pass in the state its decisions say and state
  *		counts add up; promised jobs are RUNNABLE; time-based work (leases,
- *		timeouts, runnable timeouts) is done and counted as 3.6/3.8/3.9 say;
- *		misconfiguration reasons are those of 3.7.
+ *		claim timeouts, timeouts, runnable timeouts) is done and counted as
+ *		3.6/3.8/3.9/3.10 say; misconfiguration reasons are those of 3.7, then
+ *		NO_AGENT_FITS (3.10); counters, claim_backoff_until and queued_at
+ *		as the decisions say.
  *	(d) liveness: every LIVENESS_EVERY steps the world freezes (no
- *		submissions, no limit changes, time stands still, nothing ends;
- *		agents only claim and acknowledge stops) and passes are repeated
- *		until one decides nothing with no stop pending, within NROUNDS; no
- *		promise may be left then.
+ *		submissions, no limit changes, time stands still, nothing ends, the
+ *		fleet stays; agents only claim, but not in a claim outage, and
+ *		acknowledge stops) and passes are repeated until one decides
+ *		nothing with no stop pending, within NROUNDS; no promise may be left
+ *		then.  Jobs held back (below) stay held back in the freeze: their
+ *		promises lapse and nothing more is decided about them.
  *	Preemption (3.3, 3.4, 3.6): victims of the right kinds (strictly lower
  *	priority in-share, only with in_share_preemption; reclaim only while
  *	the share holds less than its capacity, only from shares still
@@ -64,7 +68,25 @@
  *	cursors; StrictCheck [strict]); min_runtime: claimed jobs inside it are
  *	no candidates for a preemptor (PreemptionPossible), none is preempted
  *	but by a repair [min-runtime], and the pass's wake_at is the end of
- *	such an exemption (WakeCheck [wake]).  The summary line (steps=...)
+ *	such an exemption (WakeCheck [wake]).
+ *	The fleet of 0.3 (3.10), written here too: a lease that runs out with
+ *	no stop pending is a lease loss, not a failed attempt: REQUEUE with
+ *	lease_losses + 1, FAIL once that exceeds max_lease_losses (drawn 0..3 a
+ *	job), reason LEASE_EXPIRED, queued_at kept (MyOutcome [outcome]); with
+ *	a stop pending the lease's end counts as that stop, as in 0.2.  With a
+ *	claim timeout (drawn an episode, often none; claim outages, when no
+ *	agent claims for a while, make it pass), a SCHEDULED job unclaimed for
+ *	longer is REQUEUEd NOT_CLAIMED, its capacity released, and held back
+ *	until now + claim_timeout * 2^(k-1), at most 1 h, after its k-th
+ *	(ClaimExpired, MyBackoff [claim-timeout]).  On a minority of episodes
+ *	the agents come and go (RandomAgents): a unit bound by its largest
+ *	live, active agent (0: only draining ones live) holds back the larger
+ *	jobs.  A job held back (HeldBack, for either reason) is never
+ *	dispatched nor given victims [held-back], wants nothing of its
+ *	lender's idle capacity (Wanted), does not count as tried for the skip
+ *	rule (the cursors, OrderCheck) but blocks a STRICT stream (StrictCheck),
+ *	and loses its promise at the re-check [recheck]; fit_limits' agent_max
+ *	is the bound [no-agent-fits].  The summary line (steps=...)
  *	gives a fingerprint of every decision of the run, to compare runs.
  *
  * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
@@ -2008,6 +2030,17 @@ CheckedPass(void)
 	for (int x = 0; x < nloop; x++)
 		OrderCheck(loopjobs[x], Dispatched[loopjobs[x]] ? "dispatched" : "given victims");
 
+	/* (c) the fleet's bound of each share and unit (3.10) */
+	for (int x = 0; x < Cf.nshares * Cf.nunits; x++)
+	{
+		int			u = x % Cf.nunits;
+		int64_t		want = Cf.agent_bound[u] ? Cf.agent_max[u] : QS_UNBOUNDED;
+
+		if (out->fit_limits[x].agent_max != want)
+			Fail("no-agent-fits", "fit_limits of share %d unit %d: agent_max %" PRId64 ", the agents say %" PRId64 " (3.10: the largest live, active agent when they bound the unit, else unbounded)",
+				 x / Cf.nunits, u, out->fit_limits[x].agent_max, want);
+	}
+
 	/* apply, and (c) every job where its decisions put it */
 	WApply(&W);
 	for (int k = 0; k < n; k++)
@@ -2021,14 +2054,15 @@ CheckedPass(void)
 									  (a->j.promised_at != QS_NO_TIME) != e->promised)) ||
 			a->j.failed_attempts != e->fa || a->j.preemption_count != e->pc ||
 			a->j.lease_losses != e->ll || a->j.claim_requeues != e->cr ||
-			a->j.claim_backoff_until != e->backoff || a->j.preempted_for != e->preempted_for)
-			Fail("bookkeeping", "job %" PRId64 " is %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " after the pass; its decisions say %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64,
+			a->j.claim_backoff_until != e->backoff || a->j.preempted_for != e->preempted_for ||
+			a->j.queued_at != B[k].j.queued_at)
+			Fail("bookkeeping", "job %" PRId64 " is %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " after the pass; its decisions say %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " (kept)",
 				 a->j.id, StateName(a->state), StopText(a->j.stop), a->j.claimed ? " claimed" : "",
 				 a->j.promised_at != QS_NO_TIME ? " promised" : "", a->j.failed_attempts,
 				 a->j.preemption_count, a->j.lease_losses, a->j.claim_requeues,
-				 a->j.claim_backoff_until, StateName(e->state), StopText(e->stop),
+				 a->j.claim_backoff_until, a->j.queued_at, StateName(e->state), StopText(e->stop),
 				 e->claimed ? " claimed" : "", e->promised ? " promised" : "", e->fa, e->pc,
-				 e->ll, e->cr, e->backoff);
+				 e->ll, e->cr, e->backoff, B[k].j.queued_at);
 		if (a->j.promised_at != QS_NO_TIME && a->state != W_RUNNABLE)
 			Fail("promise", "job %" PRId64 " holds a promise but is %s", a->j.id, StateName(a->state));
 		if (a->state == W_RUNNABLE)
@@ -2180,6 +2214,25 @@ static bool
 PRunnable(const WJob *j)
 {
 	return j->state == W_RUNNABLE;
+}
+
+/* the next time edge of the fleet rules (3.10) of a job, or QS_NO_TIME */
+static QsTime
+FleetEdge(const WJob *j)
+{
+	if (j->state == W_SCHEDULED && !j->j.claimed && W.claim_timeout != QS_NO_TIME &&
+		j->j.scheduled_at + W.claim_timeout >= W.now)
+		return j->j.scheduled_at + W.claim_timeout;	/* the claim timeout passes */
+	if (j->state == W_RUNNABLE && j->j.claim_backoff_until != QS_NO_TIME &&
+		j->j.claim_backoff_until >= W.now)
+		return j->j.claim_backoff_until;	/* the backoff ends */
+	return QS_NO_TIME;
+}
+
+static bool
+PFleetEdge(const WJob *j)
+{
+	return FleetEdge(j) != QS_NO_TIME;
 }
 
 static QsTime
@@ -2506,10 +2559,14 @@ AdminChange(void)
 
 /*
  * Liveness (d): freeze the outside world and repeat passes, agents claiming
- * every SCHEDULED job and acknowledging every requested stop, until a pass
- * decides nothing with no stop pending.  At that fixed point no promise may
- * remain: a kept promise whose victims have all stopped is dispatched (3.6),
- * and one that could not be lapses.
+ * every SCHEDULED job (none in a claim outage) and acknowledging every
+ * requested stop, until a pass decides nothing with no stop pending.  At
+ * that fixed point no promise may remain: a kept promise whose victims have
+ * all stopped is dispatched (3.6), and one that could not be lapses (a
+ * held-back one at once, 3.10).  Time stands still and the fleet does not
+ * change, so a job held back stays held back and is decided nothing, and
+ * no claim timeout passes after the first pass (unclaimed jobs, in an
+ * outage, simply stay SCHEDULED).
  */
 static void
 Liveness(void)
@@ -2534,7 +2591,7 @@ Liveness(void)
 		}
 		for (int k = 0; k < W.njobs; k++)
 		{
-			if (W.jobs[k].state == W_SCHEDULED)
+			if (W.jobs[k].state == W_SCHEDULED && !ClaimOutage)
 				ClaimOne(k);
 			if (PStopping(&W.jobs[k]))
 				Ack(k);
@@ -2635,8 +2692,18 @@ RandomStep(void)
 		AdminChange();
 	else if (r < 93)
 	{
-		/* a long claim timeout: sometimes a long while passes */
-		if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
+		/*
+		 * with a claim timeout, sometimes to within a microsecond of the
+		 * time a claim timeout passes or a backoff ends, to try the edges;
+		 * a long one: sometimes a long while passes
+		 */
+		if (W.claim_timeout != QS_NO_TIME && Chance(25) && (k = Pick(PFleetEdge)) >= 0)
+		{
+			QsTime		edge = FleetEdge(&W.jobs[k]) + Rand(-1, 1);
+
+			W.now = edge > W.now ? edge : W.now;
+		}
+		else if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
 			W.now += W.claim_timeout * Rand(1, 3) / 2;
 		else
 			W.now += (QsTime) Rand(1, 20) * SEC;
