@@ -2552,6 +2552,8 @@ AdminChange(void)
 				W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
 			else
 				W.claim_timeout = RandomClaimTimeout();
+			Trace("admin: runnable_timeout %" PRId64 " claim_timeout %" PRId64,
+				  W.runnable_timeout, W.claim_timeout);
 			return;
 	}
 	AdminDirty = true;
@@ -2630,9 +2632,16 @@ RandomStep(void)
 	{
 		/* with a claim timeout, sometimes no agent claims for a while */
 		if (ClaimOutage)
+		{
 			ClaimOutage = !Chance(20);
+			if (!ClaimOutage)
+				Trace("claim outage ends");
+		}
 		else if (W.claim_timeout != QS_NO_TIME && Chance(8))
+		{
 			ClaimOutage = true;
+			Trace("claim outage");
+		}
 		else
 			for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
 				ClaimOne(k);
