@@ -2215,6 +2215,11 @@ PRunnable(const WJob *j)
 {
 	return j->state == W_RUNNABLE;
 }
+static bool
+PPromised(const WJob *j)
+{
+	return j->state == W_RUNNABLE && j->j.promised_at != QS_NO_TIME;
+}
 
 /* the next time edge of the fleet rules (3.10) of a job, or QS_NO_TIME */
 static QsTime
@@ -2608,10 +2613,22 @@ RandomStep(void)
 	int			r, k;
 	int			backlog = CountIn(W_RUNNABLE);
 
-	/* the fleet (3.10): agents register, drain, go away, on some episodes */
+	/*
+	 * the fleet (3.10): agents register, drain, go away, on some episodes;
+	 * sometimes the large ones of a promised job's unit, so that its
+	 * promise lapses
+	 */
 	if (Fleet && Chance(3))
 	{
-		RandomAgents(Rand(0, W.nunits - 1));
+		if (Chance(30) && (k = Pick(PPromised)) >= 0)
+		{
+			W.units[W.jobs[k].j.unit].agent_bound = true;
+			W.units[W.jobs[k].j.unit].agent_max = Rand(0, W.jobs[k].j.count - 1);
+			Trace("agents: unit %d bound at %" PRId64 ", below promised job %d", W.jobs[k].j.unit,
+				  W.units[W.jobs[k].j.unit].agent_max, k + 1);
+		}
+		else
+			RandomAgents(Rand(0, W.nunits - 1));
 		return;
 	}
 	r = Rand(0, 99);
