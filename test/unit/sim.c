@@ -3,7 +3,7 @@
  * sim.c
  *		A randomized simulator of the policy core (scheduling.md 3): random queue
  *		configurations and random steps (submissions, passes, agents, lease
- *		losses, priority and limit changes, time) on a World, with every
+ *		losses, the fleet, priority and limit changes, time) on a World, with every
  *		pass checked by an accounting of its own, written here from doc/scheduling.md
  *		(it calls nothing of the core but QsRunPass, through WPass, and
  *		QsStoppedOutcome, through WStopped).
@@ -40,13 +40,17 @@
  *		REQUEUE/FAIL), so it is never dispatched and preempted in one pass;
  *		each job ends the pass in the state its decisions say and state
  *		counts add up; promised jobs are RUNNABLE; time-based work (leases,
- *		timeouts, runnable timeouts) is done and counted as 3.6/3.8/3.9 say;
- *		misconfiguration reasons are those of 3.7.
+ *		claim timeouts, timeouts, runnable timeouts) is done and counted as
+ *		3.6/3.8/3.9/3.10 say; misconfiguration reasons are those of 3.7, then
+ *		NO_AGENT_FITS (3.10); counters, claim_backoff_until and queued_at
+ *		as the decisions say.
  *	(d) liveness: every LIVENESS_EVERY steps the world freezes (no
- *		submissions, no limit changes, time stands still, nothing ends;
- *		agents only claim and acknowledge stops) and passes are repeated
- *		until one decides nothing with no stop pending, within NROUNDS; no
- *		promise may be left then.
+ *		submissions, no limit changes, time stands still, nothing ends, the
+ *		fleet stays; agents only claim, but not in a claim outage, and
+ *		acknowledge stops) and passes are repeated until one decides
+ *		nothing with no stop pending, within NROUNDS; no promise may be left
+ *		then.  Jobs held back (below) stay held back in the freeze: their
+ *		promises lapse and nothing more is decided about them.
  *	Preemption (3.3, 3.4, 3.6): victims of the right kinds (strictly lower
  *	priority in-share, only with in_share_preemption; reclaim only while
  *	the share holds less than its capacity, only from shares still
@@ -64,7 +68,25 @@
  *	cursors; StrictCheck [strict]); min_runtime: claimed jobs inside it are
  *	no candidates for a preemptor (PreemptionPossible), none is preempted
  *	but by a repair [min-runtime], and the pass's wake_at is the end of
- *	such an exemption (WakeCheck [wake]).  The summary line (steps=...)
+ *	such an exemption (WakeCheck [wake]).
+ *	The fleet of 0.3 (3.10), written here too: a lease that runs out with
+ *	no stop pending is a lease loss, not a failed attempt: REQUEUE with
+ *	lease_losses + 1, FAIL once that exceeds max_lease_losses (drawn 0..3 a
+ *	job), reason LEASE_EXPIRED, queued_at kept (MyOutcome [outcome]); with
+ *	a stop pending the lease's end counts as that stop, as in 0.2.  With a
+ *	claim timeout (drawn an episode, often none; claim outages, when no
+ *	agent claims for a while, make it pass), a SCHEDULED job unclaimed for
+ *	longer is REQUEUEd NOT_CLAIMED, its capacity released, and held back
+ *	until now + claim_timeout * 2^(k-1), at most 1 h, after its k-th
+ *	(ClaimExpired, MyBackoff [claim-timeout]).  On a minority of episodes
+ *	the agents come and go (RandomAgents): a unit bound by its largest
+ *	live, active agent (0: only draining ones live) holds back the larger
+ *	jobs.  A job held back (HeldBack, for either reason) is never
+ *	dispatched nor given victims [held-back], wants nothing of its
+ *	lender's idle capacity (Wanted), does not count as tried for the skip
+ *	rule (the cursors, OrderCheck) but blocks a STRICT stream (StrictCheck),
+ *	and loses its promise at the re-check [recheck]; fit_limits' agent_max
+ *	is the bound [no-agent-fits].  The summary line (steps=...)
  *	gives a fingerprint of every decision of the run, to compare runs.
  *
  * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
@@ -111,6 +133,7 @@ static struct
 	long		passes, dispatches, preemptions, repairs, promises, lapses,
 				fixed_points, episodes, failures, submitted, checks, max_rounds;
 	long		strict_stops, exempt_waits, wakes, fair_picks;
+	long		lease_losses, claim_requeues, held_back, no_agent_fits;
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
@@ -203,21 +226,35 @@ DumpJob(const WJob *job)
 		printf(" lease=%" PRId64, j->lease_until);
 	if (j->deadline != QS_NO_TIME)
 		printf(" deadline=%" PRId64, j->deadline);
-	printf(" fa=%d/%d pc=%d/%d", j->failed_attempts, j->max_attempts, j->preemption_count,
-		   j->preemption_retries);
+	printf(" fa=%d/%d pc=%d/%d ll=%d/%d", j->failed_attempts, j->max_attempts,
+		   j->preemption_count, j->preemption_retries, j->lease_losses, j->max_lease_losses);
+	if (j->claim_requeues)
+		printf(" cr=%d", j->claim_requeues);
+	if (j->claim_backoff_until != QS_NO_TIME)
+		printf(" backoff_until=%" PRId64, j->claim_backoff_until);
 	if (job->status_reason)
-		printf(" [%s]", job->status_reason + 17);
+		printf(" [%s]", strncmp(job->status_reason, "MISCONFIGURATION:", 17) == 0 ?
+			   job->status_reason + 17 : job->status_reason);
 	printf("\n");
 }
 
 static void
 DumpWorld(void)
 {
-	printf("-- queue at the failing pass (now=%" PRId64 ", environment %s, runnable_timeout %s, borrow_order %s):\n",
+	printf("-- queue at the failing pass (now=%" PRId64 ", environment %s, runnable_timeout %s, borrow_order %s, claim_timeout ",
 		   W.now, W.env_enabled ? "ENABLED" : "DISABLED",
 		   W.runnable_timeout == QS_NO_TIME ? "none" : "set", W.fair ? "FAIR" : "FIFO");
+	if (W.claim_timeout == QS_NO_TIME)
+		printf("none):\n");
+	else
+		printf("%" PRId64 "):\n", W.claim_timeout);
 	for (int u = 0; u < W.nunits; u++)
-		printf("  unit %d: E=%" PRId64 "\n", u, W.units[u].env_limit);
+	{
+		printf("  unit %d: E=%" PRId64, u, W.units[u].env_limit);
+		if (W.units[u].agent_bound)
+			printf(" agents bound it at %" PRId64, W.units[u].agent_max);
+		printf("\n");
+	}
 	for (int s = 0; s < W.nshares; s++)
 	{
 		printf("  share %d: %s borrow_limit=%d%s%s C=", s, StratName(W.shares[s].strategy),
@@ -308,6 +345,9 @@ typedef struct Cfg
 	bool		env_enabled;
 	bool		fair;			/* borrow_order FAIR */
 	QsTime		now;
+	bool		agent_bound[MAXU];	/* the fleet (3.10): live agents bound u */
+	int64_t		agent_max[MAXU];	/* then: the largest live, active agent */
+	QsTime		claim_timeout;	/* QS_NO_TIME: none */
 } Cfg;
 
 static Cfg Cf;
@@ -320,8 +360,13 @@ TakeCfg(void)
 	Cf.env_enabled = W.env_enabled;
 	Cf.fair = W.fair;
 	Cf.now = W.now;
+	Cf.claim_timeout = W.claim_timeout;
 	for (int u = 0; u < W.nunits; u++)
+	{
 		Cf.E[u] = W.units[u].env_limit;
+		Cf.agent_bound[u] = W.units[u].agent_bound;
+		Cf.agent_max[u] = W.units[u].agent_max;
+	}
 	for (int s = 0; s < W.nshares; s++)
 	{
 		Cf.strat[s] = W.shares[s].strategy;
@@ -499,12 +544,33 @@ FutureUse(int u, bool with_prom, int64_t *use)
 }
 
 /*
+ * HeldBack (3.10): is RUNNABLE job j held back from dispatch whatever the
+ * capacity?  It is when the live agents bound its unit and it needs more
+ * instances than the largest live, active one has (0: only draining agents
+ * live), or while it is in its backoff after a claim timeout (before
+ * claim_backoff_until).  Returns why, or NULL.  A held-back job is not
+ * dispatched, gets no victims, does not count as tried for the skip rule
+ * (but blocks a STRICT stream like any job not dispatched), wants nothing
+ * of its share's idle capacity and loses its promise at the re-check.
+ */
+static const char *
+HeldBack(const QsJob *j)
+{
+	if (Cf.agent_bound[j->unit] && j->count > Cf.agent_max[j->unit])
+		return "held back: no live, active agent of its unit fits it (3.10)";
+	if (j->claim_backoff_until != QS_NO_TIME && Cf.now < j->claim_backoff_until)
+		return "held back: in its backoff after a claim timeout (3.10)";
+	return NULL;
+}
+
+/*
  * Wanted (scheduling.md 3.2): what lender t wants of its idle capacity of u: the
  * sizes of its RUNNABLE jobs of u that are not misconfigured (count <= E(u):
  * a job that fits in the idle capacity is within allowed and reach) and
  * each fit in the idle capacity, summed, capped at it.  Jobs decided in
  * this pass are no longer RUNNABLE in the planned state, and kept promises
- * already hold their instances in the future state: neither wants more.
+ * already hold their instances in the future state: neither wants more;
+ * nor does a job held back (3.10), which cannot start whatever the room.
  */
 static int64_t
 Wanted(int t, int u, int64_t idle)
@@ -516,7 +582,8 @@ Wanted(int t, int u, int64_t idle)
 		int			k = RunIdx[i];
 		const QsJob *j = &B[k].j;
 
-		if (Handled[k] || Kept[k] || j->count > idle || j->count > Cf.E[u])
+		if (Handled[k] || Kept[k] || j->count > idle || j->count > Cf.E[u] ||
+			HeldBack(j) != NULL)
 			continue;
 		sum += j->count;
 	}
@@ -574,7 +641,10 @@ CheckJob(const int64_t *use, const QsJob *j, char *buf)
 	return NULL;
 }
 
-/* May the job be dispatched in the planned state, now and in the future? */
+/*
+ * May the job be dispatched in the planned state, now and in the future?
+ * Not while it is held back (3.10).
+ */
 static const char *
 MayDispatch(int k, char *buf)
 {
@@ -582,6 +652,8 @@ MayDispatch(int k, char *buf)
 	int64_t		use[MAXS];
 	const char *why;
 
+	if ((why = HeldBack(j)) != NULL)
+		return why;
 	NowUse(j->unit, use);
 	if ((why = CheckJob(use, j, buf)) != NULL)
 		return why;
@@ -609,19 +681,33 @@ ApplyDispatch(int k)
 	Dispatched[k] = 1;
 }
 
-/* the outcome of a stop or a lost lease (scheduling.md 3.6, 3.8), written here */
+/*
+ * The outcome of a stop or a lost lease (scheduling.md 3.6, 3.8, 3.10),
+ * written here.  A lease that runs out with no stop pending (stop NONE) is
+ * a lost host, not a failed attempt: back to RUNNABLE with lease_losses + 1,
+ * or FAILED once that exceeds max_lease_losses; with a stop pending the
+ * lease's end counts as that stop.  reason: the decision's reason where
+ * checked, else NULL.
+ */
 typedef struct Outcome
 {
 	QsAction	action;
 	QsCounter	counter;
+	const char *reason;
 } Outcome;
 
 static Outcome
 MyOutcome(const QsJob *j, QsStop stop)
 {
-	Outcome		o;
+	Outcome		o = {QS_REQUEUE, QS_COUNT_NONE, NULL};
 
-	if (stop == QS_STOP_CROSS_SHARE || stop == QS_STOP_IN_SHARE ||
+	if (stop == QS_STOP_NONE)
+	{
+		o.counter = QS_COUNT_LEASE_LOSS;
+		o.reason = "LEASE_EXPIRED";
+		o.action = j->lease_losses + 1 > j->max_lease_losses ? QS_FAIL : QS_REQUEUE;
+	}
+	else if (stop == QS_STOP_CROSS_SHARE || stop == QS_STOP_IN_SHARE ||
 		stop == QS_STOP_CAPACITY_REDUCED)
 	{
 		o.counter = QS_COUNT_PREEMPTION;
@@ -635,10 +721,42 @@ MyOutcome(const QsJob *j, QsStop stop)
 	}
 	else
 	{
+		/* TIMEOUT: the timed-out attempt fails */
 		o.counter = QS_COUNT_FAILED_ATTEMPT;
+		o.reason = "TIMEOUT";
 		o.action = j->failed_attempts + 1 >= j->max_attempts ? QS_FAIL : QS_REQUEUE;
 	}
 	return o;
+}
+
+/*
+ * ClaimExpired (3.10): is held job b a SCHEDULED job that no agent claimed
+ * within the queue's claim timeout (scheduled_at + claim_timeout before
+ * the pass's time)?  (An unclaimed job never has a stop pending here: a
+ * stop of an unclaimed job is immediate.)
+ */
+static bool
+ClaimExpired(const WJob *b)
+{
+	return b->state == W_SCHEDULED && !b->j.claimed && b->j.stop == QS_STOP_NONE &&
+		Cf.claim_timeout != QS_NO_TIME && b->j.scheduled_at != QS_NO_TIME &&
+		b->j.scheduled_at + Cf.claim_timeout < Cf.now;
+}
+
+/*
+ * MyBackoff (3.10): how long a job is held back after its k-th claim
+ * timeout: claim_timeout * 2^(k-1), at most QS_CLAIM_BACKOFF_MAX (1 h).
+ * Shifting ct left by k-1 stays within the cap iff ct <= cap >> (k-1).
+ */
+static QsTime
+MyBackoff(QsTime ct, int32_t k)
+{
+	const QsTime cap = (QsTime) 3600 * SEC;
+	int			shift = k - 1;
+
+	if (shift >= 62 || ct > (cap >> shift))
+		return cap;
+	return ct << shift;
 }
 
 static bool
@@ -657,7 +775,11 @@ RunnableExpired(const WJob *b)
 		b->status_reason_at + W.runnable_timeout < Cf.now;
 }
 
-/* scheduling.md 3.7, written here */
+/*
+ * scheduling.md 3.7 and 3.10, written here: the misconfiguration reasons
+ * first, then NO_AGENT_FITS for a job larger than the largest live, active
+ * agent of its unit, when the agents bound it.
+ */
 static const char *
 ExpectedReason(const QsJob *j)
 {
@@ -677,6 +799,8 @@ ExpectedReason(const QsJob *j)
 		if (j->count > reach)
 			return "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
 	}
+	if (Cf.agent_bound[u] && j->count > Cf.agent_max[u])
+		return "NO_AGENT_FITS";
 	return NULL;
 }
 
@@ -688,6 +812,8 @@ typedef struct Expect
 	bool		claimed;
 	bool		promised;
 	int32_t		fa, pc;
+	int32_t		ll, cr;			/* lease_losses, claim_requeues */
+	QsTime		backoff;		/* claim_backoff_until */
 	int64_t		preempted_for;
 } Expect;
 
@@ -704,6 +830,10 @@ ExpectOutcome(int k, Outcome o)
 		Ex[k].fa++;
 	else if (o.counter == QS_COUNT_PREEMPTION)
 		Ex[k].pc++;
+	else if (o.counter == QS_COUNT_LEASE_LOSS)
+		Ex[k].ll++;
+	else if (o.counter == QS_COUNT_NOT_CLAIMED)
+		Ex[k].cr++;
 }
 
 /* victim order (3.4): lowest priority, latest scheduled_at, highest id */
@@ -1123,7 +1253,8 @@ CheckRepairs(const int *rk, int nr, const bool *viol, int64_t (*start)[MAXS])
  * J that was RUNNABLE when the pass began and that the pass neither
  * dispatched, gave victims, nor decided anything else about, and that does
  * not hold a kept promise: a promised job still waiting for its victims is
- * passed over without counting as tried (new in 0.2).
+ * passed over without counting as tried (new in 0.2), and is not held back
+ * (3.10: neither is a held-back job tried).
  * Exempt are the freed promises of step 4, dispatched before the cursor
  * starts (scheduling.md 3.6: "before any other job").  Own-capacity-first and the
  * wanted-capacity rule only decide which share's head is taken next and
@@ -1142,7 +1273,8 @@ OrderCheck(int jk, const char *what)
 
 		if (k == jk)
 			return;				/* the rest comes after J in share order */
-		if (K->count <= J->count && NDec[k] == 0 && !Victimized[k] && !Kept[k])
+		if (K->count <= J->count && NDec[k] == 0 && !Victimized[k] && !Kept[k] &&
+			HeldBack(K) == NULL)
 			Fail("order", "job %" PRId64 " (priority %d, n=%d) was %s while job %" PRId64 " of the same share %d and unit %d, ahead of it in share order (priority %d, n=%d), stayed RUNNABLE with nothing decided (3.2: the skip rule passes over J)",
 				 J->id, J->priority, J->count, what, K->id, J->share, J->unit, K->priority,
 				 K->count);
@@ -1153,7 +1285,7 @@ OrderCheck(int jk, const char *what)
  * StrictCheck.  A STRICT share keeps its order strictly, per unit (3.2):
  * once one of its jobs needing u came under the cursor and was not
  * dispatched (whatever the reason: no room, victims given but the job only
- * promised, a kept promise still waiting), the pass skips every later job
+ * promised, a kept promise still waiting, held back), the pass skips every later job
  * of the share needing u.  The cursor meets a stream's jobs in share order
  * from its start, so: no job J of a STRICT share is dispatched in a pass
  * while a job K of the same share and unit, ahead of J in share order
@@ -1349,6 +1481,9 @@ CheckedPass(void)
 		Ex[k].promised = j->promised_at != QS_NO_TIME;
 		Ex[k].fa = j->failed_attempts;
 		Ex[k].pc = j->preemption_count;
+		Ex[k].ll = j->lease_losses;
+		Ex[k].cr = j->claim_requeues;
+		Ex[k].backoff = j->claim_backoff_until;
 		Ex[k].preempted_for = j->preempted_for;
 		lapsed[k] = inprom[k] = false;
 		if (IsHeld(B[k].state))
@@ -1389,6 +1524,9 @@ CheckedPass(void)
 					Fail("decision", "job %" PRId64 " dispatched but it is %s", d->job_id, StateName(b->state));
 				if (!Cf.env_enabled)
 					Fail("disabled", "job %" PRId64 " dispatched in a DISABLED environment", d->job_id);
+				if ((why = HeldBack(&b->j)) != NULL)
+					Fail("held-back", "job %" PRId64 " (unit %d n=%d, claim_backoff_until %" PRId64 ", now %" PRId64 ") dispatched, but it is %s",
+						 d->job_id, b->j.unit, b->j.count, b->j.claim_backoff_until, Cf.now, why);
 				phase = 2;
 				Ex[k].state = W_SCHEDULED;
 				Ex[k].promised = false;
@@ -1417,6 +1555,9 @@ CheckedPass(void)
 					pj = &B[d->preempted_for - 1];
 					if (!Cf.env_enabled)
 						Fail("disabled", "job %" PRId64 " preempted for a waiting job in a DISABLED environment", d->job_id);
+					if ((why = HeldBack(&pj->j)) != NULL)
+						Fail("held-back", "job %" PRId64 " preempted for job %" PRId64 " (unit %d n=%d), which is %s: a held-back job gets no victims",
+							 d->job_id, pj->j.id, pj->j.unit, pj->j.count, why);
 					if (d->stop != (pj->j.share == b->j.share ? QS_STOP_IN_SHARE : QS_STOP_CROSS_SHARE))
 						Fail("decision", "victim %" PRId64 " (share %d) of job %" PRId64 " (share %d) got stop %s",
 							 d->job_id, b->j.share, pj->j.id, pj->j.share, StopText(d->stop));
@@ -1467,17 +1608,39 @@ CheckedPass(void)
 			case QS_FAIL:
 				if (phase > 0)
 					Fail("phase", "%s of job %" PRId64 " after repairs or dispatches", ActionName(d->action), d->job_id);
-				if (held)
+				if (held && ClaimExpired(b))
+				{
+					/* 3.10: back to RUNNABLE, no attempt counted, held back */
+					Outcome		o = {QS_REQUEUE, QS_COUNT_NOT_CLAIMED, "NOT_CLAIMED"};
+					QsTime		until = Cf.now + MyBackoff(Cf.claim_timeout, b->j.claim_requeues + 1);
+
+					if (d->action != o.action || d->counter != o.counter ||
+						d->reason == NULL || strcmp(d->reason, o.reason) != 0 ||
+						d->backoff_until != until)
+						Fail("claim-timeout", "job %" PRId64 " unclaimed since %" PRId64 " (claim_timeout %" PRId64 ", claim_requeues %d, now %" PRId64 "): %s counter %d reason %s backoff_until %" PRId64 ", expected REQUEUE counter %d reason NOT_CLAIMED backoff_until %" PRId64 " (3.10)",
+							 d->job_id, b->j.scheduled_at, Cf.claim_timeout, b->j.claim_requeues,
+							 Cf.now, ActionName(d->action), d->counter,
+							 d->reason ? d->reason : "none", d->backoff_until, o.counter, until);
+					ExpectOutcome(k, o);
+					Ex[k].backoff = until;
+					St.claim_requeues++;
+				}
+				else if (held)
 				{
 					Outcome		o = MyOutcome(&b->j, b->j.stop);
 
 					if (!LeaseExpired(b))
-						Fail("lease", "job %" PRId64 " got %s but its lease has not expired", d->job_id, ActionName(d->action));
-					if (d->action != o.action || d->counter != o.counter)
-						Fail("outcome", "job %" PRId64 " lost its lease with stop %s (fa %d/%d, pc %d/%d): %s counter %d, expected %s counter %d (3.6, 3.8)",
+						Fail("lease", "job %" PRId64 " got %s but neither its lease expired nor its claim timeout passed", d->job_id, ActionName(d->action));
+					if (d->action != o.action || d->counter != o.counter ||
+						(o.reason != NULL && (d->reason == NULL || strcmp(d->reason, o.reason) != 0)))
+						Fail("outcome", "job %" PRId64 " lost its lease with stop %s (fa %d/%d, pc %d/%d, lease losses %d/%d): %s counter %d reason %s, expected %s counter %d reason %s (3.6, 3.8, 3.10)",
 							 d->job_id, StopText(b->j.stop), b->j.failed_attempts, b->j.max_attempts,
-							 b->j.preemption_count, b->j.preemption_retries, ActionName(d->action),
-							 d->counter, ActionName(o.action), o.counter);
+							 b->j.preemption_count, b->j.preemption_retries, b->j.lease_losses,
+							 b->j.max_lease_losses, ActionName(d->action), d->counter,
+							 d->reason ? d->reason : "none", ActionName(o.action), o.counter,
+							 o.reason ? o.reason : "any");
+					if (o.counter == QS_COUNT_LEASE_LOSS)
+						St.lease_losses++;
 					ExpectOutcome(k, o);
 				}
 				else if (b->state == W_RUNNABLE)
@@ -1511,6 +1674,9 @@ CheckedPass(void)
 			Fail("timeout", "job %" PRId64 " ran past its timeout but no stop was requested", b->j.id);
 		if (RunnableExpired(b) && !TimeDec[k])
 			Fail("runnable-timeout", "job %" PRId64 " misconfigured past the runnable timeout did not fail", b->j.id);
+		if (ClaimExpired(b) && !TimeDec[k])
+			Fail("claim-timeout", "job %" PRId64 " SCHEDULED at %" PRId64 " was not claimed within the claim timeout %" PRId64 " (now %" PRId64 ") but the pass did not requeue it (3.10)",
+				 b->j.id, b->j.scheduled_at, Cf.claim_timeout, Cf.now);
 	}
 
 	/* replay, step 1: time-based work */
@@ -1586,7 +1752,9 @@ CheckedPass(void)
 		int64_t		use[MAXS];
 
 		FutureUse(j->unit, true, use);
-		why = CheckJob(use, j, buf);
+		/* a held-back job loses its promise whatever the room (3.10) */
+		if ((why = HeldBack(j)) == NULL)
+			why = CheckJob(use, j, buf);
 		if ((why == NULL) == lapsed[k])
 			Fail("recheck", "promise of job %" PRId64 " %s, but with pending stops gone and the earlier kept promises holding %s (3.6)",
 				 j->id, lapsed[k] ? "lapsed" : "was kept", why ? why : "it may be dispatched");
@@ -1722,6 +1890,7 @@ CheckedPass(void)
 				 */
 				const char *cursor_tag = "cursor";
 				const char *tagged = NULL;
+				bool		held_back = HeldBack(C) != NULL;
 				QsTime		live_end, all_end;
 				int64_t		sid = d == NULL ? 0 :
 					d->action == QS_PREEMPT ? d->preempted_for : d->job_id;
@@ -1790,7 +1959,9 @@ CheckedPass(void)
 						 C->id, C->share, C->unit, C->count, d ? wbuf : "dispatched nothing more",
 						 tagged ? tagged : "", Cf.fair ? " or FAIR" : "");
 				}
-				if (!Kept[c])
+				if (held_back)
+					St.held_back++;
+				if (!Kept[c] && !held_back)
 				{
 					char		pbuf[256];
 
@@ -1820,8 +1991,11 @@ CheckedPass(void)
 						}
 					}
 				}
-				/* a kept promise waiting for its victims was not tried */
-				if (!Kept[c] && C->count < SBelow[C->share][C->unit])
+				/*
+				 * a kept promise waiting for its victims was not tried, nor
+				 * was a held-back job (3.10)
+				 */
+				if (!Kept[c] && !held_back && C->count < SBelow[C->share][C->unit])
 					SBelow[C->share][C->unit] = C->count;
 				/* STRICT: not dispatched, whatever the reason */
 				if (Cf.strict[C->share])
@@ -1856,6 +2030,17 @@ CheckedPass(void)
 	for (int x = 0; x < nloop; x++)
 		OrderCheck(loopjobs[x], Dispatched[loopjobs[x]] ? "dispatched" : "given victims");
 
+	/* (c) the fleet's bound of each share and unit (3.10) */
+	for (int x = 0; x < Cf.nshares * Cf.nunits; x++)
+	{
+		int			u = x % Cf.nunits;
+		int64_t		want = Cf.agent_bound[u] ? Cf.agent_max[u] : QS_UNBOUNDED;
+
+		if (out->fit_limits[x].agent_max != want)
+			Fail("no-agent-fits", "fit_limits of share %d unit %d: agent_max %" PRId64 ", the agents say %" PRId64 " (3.10: the largest live, active agent when they bound the unit, else unbounded)",
+				 x / Cf.nunits, u, out->fit_limits[x].agent_max, want);
+	}
+
 	/* apply, and (c) every job where its decisions put it */
 	WApply(&W);
 	for (int k = 0; k < n; k++)
@@ -1868,21 +2053,28 @@ CheckedPass(void)
 									 (a->j.stop != e->stop || a->j.claimed != e->claimed ||
 									  (a->j.promised_at != QS_NO_TIME) != e->promised)) ||
 			a->j.failed_attempts != e->fa || a->j.preemption_count != e->pc ||
-			a->j.preempted_for != e->preempted_for)
-			Fail("bookkeeping", "job %" PRId64 " is %s stop %s%s%s fa=%d pc=%d after the pass; its decisions say %s stop %s%s%s fa=%d pc=%d",
+			a->j.lease_losses != e->ll || a->j.claim_requeues != e->cr ||
+			a->j.claim_backoff_until != e->backoff || a->j.preempted_for != e->preempted_for ||
+			a->j.queued_at != B[k].j.queued_at)
+			Fail("bookkeeping", "job %" PRId64 " is %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " after the pass; its decisions say %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " (kept)",
 				 a->j.id, StateName(a->state), StopText(a->j.stop), a->j.claimed ? " claimed" : "",
 				 a->j.promised_at != QS_NO_TIME ? " promised" : "", a->j.failed_attempts,
-				 a->j.preemption_count, StateName(e->state), StopText(e->stop),
-				 e->claimed ? " claimed" : "", e->promised ? " promised" : "", e->fa, e->pc);
+				 a->j.preemption_count, a->j.lease_losses, a->j.claim_requeues,
+				 a->j.claim_backoff_until, a->j.queued_at, StateName(e->state), StopText(e->stop),
+				 e->claimed ? " claimed" : "", e->promised ? " promised" : "", e->fa, e->pc,
+				 e->ll, e->cr, e->backoff, B[k].j.queued_at);
 		if (a->j.promised_at != QS_NO_TIME && a->state != W_RUNNABLE)
 			Fail("promise", "job %" PRId64 " holds a promise but is %s", a->j.id, StateName(a->state));
 		if (a->state == W_RUNNABLE)
 		{
 			const char *r = ExpectedReason(&a->j);
 
+			if (r != NULL && strcmp(r, "NO_AGENT_FITS") == 0)
+				St.no_agent_fits++;
+
 			if ((r == NULL) != (a->status_reason == NULL) ||
 				(r != NULL && strcmp(r, a->status_reason) != 0))
-				Fail("misconfiguration", "RUNNABLE job %" PRId64 " (share %d unit %d n=%d) has reason %s, 3.7 says %s",
+				Fail("misconfiguration", "RUNNABLE job %" PRId64 " (share %d unit %d n=%d) has reason %s, 3.7 and 3.10 say %s",
 					 a->j.id, a->j.share, a->j.unit, a->j.count,
 					 a->status_reason ? a->status_reason : "none", r ? r : "none");
 		}
@@ -2023,6 +2215,30 @@ PRunnable(const WJob *j)
 {
 	return j->state == W_RUNNABLE;
 }
+static bool
+PPromised(const WJob *j)
+{
+	return j->state == W_RUNNABLE && j->j.promised_at != QS_NO_TIME;
+}
+
+/* the next time edge of the fleet rules (3.10) of a job, or QS_NO_TIME */
+static QsTime
+FleetEdge(const WJob *j)
+{
+	if (j->state == W_SCHEDULED && !j->j.claimed && W.claim_timeout != QS_NO_TIME &&
+		j->j.scheduled_at + W.claim_timeout >= W.now)
+		return j->j.scheduled_at + W.claim_timeout;	/* the claim timeout passes */
+	if (j->state == W_RUNNABLE && j->j.claim_backoff_until != QS_NO_TIME &&
+		j->j.claim_backoff_until >= W.now)
+		return j->j.claim_backoff_until;	/* the backoff ends */
+	return QS_NO_TIME;
+}
+
+static bool
+PFleetEdge(const WJob *j)
+{
+	return FleetEdge(j) != QS_NO_TIME;
+}
 
 static QsTime
 LeaseLength(void)
@@ -2079,6 +2295,7 @@ Submit(void)
 	job->j.max_attempts = Rand(1, 3);
 	n = Rand(0, 9);
 	job->j.preemption_retries = n < 4 ? -1 : n < 6 ? 0 : Rand(1, 3);
+	job->j.max_lease_losses = Rand(0, 3);
 	Timeout[k] = Chance(30) ? (QsTime) Rand(20, 200) * SEC : QS_NO_TIME;
 	St.submitted++;
 	Trace("submit job %" PRId64 " share %d unit %d n=%d prio %d", job->j.id, s, u, job->j.count,
@@ -2111,12 +2328,14 @@ Ack(int k)
 	WJob	   *job = &W.jobs[k];
 	Outcome		o = MyOutcome(&job->j, job->j.stop);
 	int32_t		fa = job->j.failed_attempts, pc = job->j.preemption_count;
+	int32_t		ll = job->j.lease_losses;
 	QsStop		stop = job->j.stop;
 
 	WStopped(&W, job);
 	if (job->state != (o.action == QS_FAIL ? W_FAILED : W_RUNNABLE) ||
 		job->j.failed_attempts != fa + (o.counter == QS_COUNT_FAILED_ATTEMPT) ||
-		job->j.preemption_count != pc + (o.counter == QS_COUNT_PREEMPTION))
+		job->j.preemption_count != pc + (o.counter == QS_COUNT_PREEMPTION) ||
+		job->j.lease_losses != ll + (o.counter == QS_COUNT_LEASE_LOSS))
 		Fail("outcome", "job %d stopped (%s, fa %d/%d, pc %d/%d): now %s fa=%d pc=%d, expected %s (3.6, 3.8)",
 			 k + 1, StopText(stop), fa, job->j.max_attempts, pc, job->j.preemption_retries,
 			 StateName(job->state), job->j.failed_attempts, job->j.preemption_count,
@@ -2170,6 +2389,38 @@ RandomOptions(QsShare *sh)
 	sh->weight = RandomWeight();
 }
 
+static bool Fleet;				/* this episode's agents come and go (3.10) */
+static bool ClaimOutage;		/* no agent claims for a while */
+
+/*
+ * RandomAgents draws the fleet of unit u (3.10): no bound (an unbounded
+ * agent is live, or none is), or the largest live, active agent's
+ * instances, 0 when only draining agents are live.
+ */
+static void
+RandomAgents(int u)
+{
+	int			r = Rand(0, 9);
+
+	W.units[u].agent_bound = r >= 3;
+	W.units[u].agent_max = r <= 3 ? 0 : r < 7 ? Rand(1, 3) : Rand(4, 9);
+	Trace("agents: unit %d %s %" PRId64, u, W.units[u].agent_bound ? "bound at" : "unbound",
+		  W.units[u].agent_max);
+}
+
+/*
+ * RandomClaimTimeout: often none; mostly a few time steps, so that jobs
+ * no agent claims go back to RUNNABLE; rarely long enough that the backoff
+ * reaches its cap of 1 h after one or two requeues (3.10).
+ */
+static QsTime
+RandomClaimTimeout(void)
+{
+	if (Chance(60))
+		return QS_NO_TIME;
+	return (QsTime) (Chance(85) ? Rand(5, 60) : Rand(1200, 4000)) * SEC;
+}
+
 static void
 NewEpisode(void)
 {
@@ -2203,6 +2454,11 @@ NewEpisode(void)
 	}
 	W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
 	W.fair = Chance(35);
+	W.claim_timeout = RandomClaimTimeout();
+	Fleet = Chance(30);
+	ClaimOutage = false;
+	for (int u = 0; u < nunits && Fleet; u++)
+		RandomAgents(u);
 	memset(Timeout, 0, sizeof(Timeout));
 	AdminDirty = false;
 	St.episodes++;
@@ -2297,7 +2553,12 @@ AdminChange(void)
 			Trace("admin: environment %s", W.env_enabled ? "ENABLED" : "DISABLED");
 			return;
 		case 9:
-			W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
+			if (Chance(50))
+				W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
+			else
+				W.claim_timeout = RandomClaimTimeout();
+			Trace("admin: runnable_timeout %" PRId64 " claim_timeout %" PRId64,
+				  W.runnable_timeout, W.claim_timeout);
 			return;
 	}
 	AdminDirty = true;
@@ -2305,10 +2566,14 @@ AdminChange(void)
 
 /*
  * Liveness (d): freeze the outside world and repeat passes, agents claiming
- * every SCHEDULED job and acknowledging every requested stop, until a pass
- * decides nothing with no stop pending.  At that fixed point no promise may
- * remain: a kept promise whose victims have all stopped is dispatched (3.6),
- * and one that could not be lapses.
+ * every SCHEDULED job (none in a claim outage) and acknowledging every
+ * requested stop, until a pass decides nothing with no stop pending.  At
+ * that fixed point no promise may remain: a kept promise whose victims have
+ * all stopped is dispatched (3.6), and one that could not be lapses (a
+ * held-back one at once, 3.10).  Time stands still and the fleet does not
+ * change, so a job held back stays held back and is decided nothing, and
+ * no claim timeout passes after the first pass (unclaimed jobs, in an
+ * outage, simply stay SCHEDULED).
  */
 static void
 Liveness(void)
@@ -2333,7 +2598,7 @@ Liveness(void)
 		}
 		for (int k = 0; k < W.njobs; k++)
 		{
-			if (W.jobs[k].state == W_SCHEDULED)
+			if (W.jobs[k].state == W_SCHEDULED && !ClaimOutage)
 				ClaimOne(k);
 			if (PStopping(&W.jobs[k]))
 				Ack(k);
@@ -2345,9 +2610,28 @@ Liveness(void)
 static void
 RandomStep(void)
 {
-	int			r = Rand(0, 99), k;
+	int			r, k;
 	int			backlog = CountIn(W_RUNNABLE);
 
+	/*
+	 * the fleet (3.10): agents register, drain, go away, on some episodes;
+	 * sometimes the large ones of a promised job's unit, so that its
+	 * promise lapses
+	 */
+	if (Fleet && Chance(3))
+	{
+		if (Chance(30) && (k = Pick(PPromised)) >= 0)
+		{
+			W.units[W.jobs[k].j.unit].agent_bound = true;
+			W.units[W.jobs[k].j.unit].agent_max = Rand(0, W.jobs[k].j.count - 1);
+			Trace("agents: unit %d bound at %" PRId64 ", below promised job %d", W.jobs[k].j.unit,
+				  W.units[W.jobs[k].j.unit].agent_max, k + 1);
+		}
+		else
+			RandomAgents(Rand(0, W.nunits - 1));
+		return;
+	}
+	r = Rand(0, 99);
 	if (r < 16)
 	{
 		if (backlog < 60)
@@ -2363,8 +2647,21 @@ RandomStep(void)
 		CheckedPass();
 	else if (r < 46)
 	{
-		for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
-			ClaimOne(k);
+		/* with a claim timeout, sometimes no agent claims for a while */
+		if (ClaimOutage)
+		{
+			ClaimOutage = !Chance(20);
+			if (!ClaimOutage)
+				Trace("claim outage ends");
+		}
+		else if (W.claim_timeout != QS_NO_TIME && Chance(8))
+		{
+			ClaimOutage = true;
+			Trace("claim outage");
+		}
+		else
+			for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
+				ClaimOne(k);
 	}
 	else if (r < 54)
 	{
@@ -2421,7 +2718,21 @@ RandomStep(void)
 		AdminChange();
 	else if (r < 93)
 	{
-		W.now += (QsTime) Rand(1, 20) * SEC;
+		/*
+		 * with a claim timeout, sometimes to within a microsecond of the
+		 * time a claim timeout passes or a backoff ends, to try the edges;
+		 * a long one: sometimes a long while passes
+		 */
+		if (W.claim_timeout != QS_NO_TIME && Chance(25) && (k = Pick(PFleetEdge)) >= 0)
+		{
+			QsTime		edge = FleetEdge(&W.jobs[k]) + Rand(-1, 1);
+
+			W.now = edge > W.now ? edge : W.now;
+		}
+		else if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
+			W.now += W.claim_timeout * Rand(1, 3) / 2;
+		else
+			W.now += (QsTime) Rand(1, 20) * SEC;
 		Heartbeat(85);
 		Trace("time +");
 	}
@@ -2490,10 +2801,11 @@ main(int argc, char **argv)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
 		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
-		   St.exempt_waits, St.wakes, St.fair_picks, Fingerprint,
+		   St.exempt_waits, St.wakes, St.fair_picks, St.lease_losses, St.claim_requeues,
+		   St.held_back, St.no_agent_fits, Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);
