@@ -197,6 +197,19 @@ RESET session_replication_role;
 SELECT * FROM pg_temp.pass('pf_queue');
 SELECT * FROM pg_temp.pf_jobs() WHERE name IN ('pf_six', 'pf_never');
 
+------------------------------------------------------------------------
+-- A login registers at most 1000 agents (each pass of a queue reads its
+-- live agents): pf_b and 999 more, then a new name is 54000 while a
+-- refresh of one it has goes on.
+------------------------------------------------------------------------
+SET ROLE regress_pf_host_b;
+SELECT count(quota_sched.agent_ready('pf_many_' || g, 'pf_queue', 'gpu', 1))
+  FROM generate_series(1, 999) g;
+SELECT pg_temp.refused($$SELECT quota_sched.agent_ready('pf_one_more', 'pf_queue', 'gpu', 1)$$);
+SELECT name FROM quota_sched.agent_ready('pf_many_7', 'pf_queue', 'gpu', 2);
+RESET ROLE;
+SELECT count(*) FROM quota_sched.agent WHERE login = 'regress_pf_host_b';
+
 -- The counters of held capacity must match the jobs: no drift rows.
 SELECT * FROM quota_sched.held_capacity_drift();
 

@@ -136,9 +136,10 @@ ok($node->poll_query_until('postgres',
 $node->safe_psql('postgres', <<'SQL');
 SET session_replication_role = replica;
 INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
-	instance_count, owner, state, failed_attempts, preemption_count, submitted_at, queued_at)
+	instance_count, owner, state, failed_attempts, preemption_count, lease_losses, claim_requeues,
+	submitted_at, queued_at)
 VALUES (nextval('quota_sched.job_id_seq'), 'waiting', 'w_queue', 'w_share', 0, 'gpu', 1,
-	current_user, 'RUNNABLE', 0, 0, now(), now());
+	current_user, 'RUNNABLE', 0, 0, 0, 0, now(), now());
 SQL
 my $held = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'held'");
 ok(wait_worker_quiet($node, 0), "the round that dispatched held is over");
