@@ -11,7 +11,8 @@
  * result type changes, ALTER POLICY.  test/t/006_upgrade.pl checks that an
  * updated database has the catalog of a fresh install.
  *
- * 0.3 adds the table of agents (SPEC 11.4; tables.sql has its comment).
+ * 0.3 adds the table of agents (SPEC 11.4; tables.sql has its comment),
+ * and that of jobs' attempts (job_attempt, issue 21: a job's own output).
  */
 
 CREATE TABLE quota_sched.agent (
@@ -33,3 +34,40 @@ CREATE TABLE quota_sched.agent (
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent', '');
 REVOKE ALL ON quota_sched.agent FROM PUBLIC;
 GRANT SELECT ON quota_sched.agent TO quota_sched_admin;
+
+/*
+ * job_attempt (issue 21, a job's own output; tables.sql has its comment,
+ * policies.sql its policies).  report() and release() gain a last argument,
+ * output: their old signatures go first, so that CREATE OR REPLACE makes
+ * the new ones (a call of 0.2's form, without output, still resolves).
+ */
+CREATE TABLE quota_sched.job_attempt (
+	job_id			bigint NOT NULL
+		REFERENCES quota_sched.job (id) ON DELETE CASCADE,
+	attempt			integer NOT NULL,
+	agent			text NOT NULL,
+	host			text,
+	log_path		text,
+	handle			text,
+	exit_code		integer,
+	output			text,
+	started_at		timestamptz,
+	ended_at		timestamptz,
+	PRIMARY KEY (job_id, attempt),
+	CONSTRAINT job_attempt_attempt_check CHECK (attempt >= 1),
+	CONSTRAINT job_attempt_host_check CHECK (octet_length(host) <= 255),
+	CONSTRAINT job_attempt_log_path_check CHECK (octet_length(log_path) <= 4096),
+	CONSTRAINT job_attempt_handle_check CHECK (octet_length(handle) <= 1024),
+	CONSTRAINT job_attempt_output_check CHECK (octet_length(output) <= 4096)
+);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_attempt', '');
+REVOKE ALL ON quota_sched.job_attempt FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_attempt TO quota_sched_admin, quota_sched_user;
+ALTER TABLE quota_sched.job_attempt ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_attempt_admin ON quota_sched.job_attempt FOR SELECT TO quota_sched_admin
+	USING (true);
+CREATE POLICY job_attempt_user ON quota_sched.job_attempt FOR SELECT TO quota_sched_user
+	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_attempt.job_id));
+
+DROP FUNCTION quota_sched.report(bigint, text, text, text, integer, integer);
+DROP FUNCTION quota_sched.release(bigint, text, text);
