@@ -261,7 +261,8 @@ static const OptionDef options[] = {
 	"DIR/JOB_ID/attempt-N.log (mode 0640; DIR and DIR/JOB_ID\n"
 	"0750, the agent's), and their last 4 KiB to the\n"
 	"database at its end (default: $STATE_DIRECTORY/logs\n"
-	"under systemd, else ./quota-sched-logs)"},
+	"under systemd, else quota-sched-logs beside the\n"
+	"checkpoint root)"},
 	{"log-max-bytes", 0, "N", opt_count, &opts.log_max_bytes, 4096, LONG_MAX,
 	"keep the first N bytes of an attempt's output in its\n"
 	"file, and say how many more were left out (default\n"

@@ -8,7 +8,7 @@
  *		them to the database with the attempt's end (protocol.c).
  *
  * The log directory (--log-dir; $STATE_DIRECTORY/logs under systemd, else
- * ./quota-sched-logs) is the agent's, mode 0750, as is each job's
+ * quota-sched-logs beside the checkpoint root) is the agent's, mode 0750, as is each job's
  * directory in it, LOG_DIR/JOB_ID; what stands there that is not such a
  * directory (a file, a symlink) is replaced.  An attempt's file,
  * LOG_DIR/JOB_ID/attempt-N.log (mode 0640), is made anew (O_EXCL,
@@ -34,7 +34,7 @@
 
 /*
  * setup_log_dir: the log directory (arg: --log-dir, or NULL for the
- * default), made if missing (0750, the agent's), made absolute for the
+ * default, which follows the checkpoint root's), made if missing (0750, the agent's), made absolute for the
  * database and the log.  A directory that cannot be had is a bad option.
  */
 void
@@ -49,13 +49,14 @@ setup_log_dir(const char *arg)
 	{
 		const char *state = getenv("STATE_DIRECTORY");
 
+		const char *slash = strrchr(opts.checkpoint_root, '/');
+
 		if (state && state[0] && strchr(state, ':') == NULL)
-		{
 			snprintf(err, sizeof(err), "%s/logs", state);
-			dir = strdup(err);
-		}
 		else
-			dir = "quota-sched-logs";
+			snprintf(err, sizeof(err), "%.*s/quota-sched-logs",
+					 (int) (slash ? slash - opts.checkpoint_root : 0), opts.checkpoint_root);
+		dir = strdup(err);
 	}
 	fd = ensure_dir(dir, 0750, false, false, err, sizeof(err));
 	if (fd < 0 || realpath(dir, resolved) == NULL)
