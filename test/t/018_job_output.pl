@@ -90,7 +90,7 @@ like($text, qr/^on stderr$/m, 'and its stderr');
 like($text, qr/^line 3\ncafé\nlast line\n\z/m, 'to the last line');
 is((stat $file)[2] & 07777, 0640, 'the file is 0640');
 is((stat "$logs/$fails")[2] & 07777, 0750, "the job's directory is 0750");
-unlike(agent_log('l1'), qr/first line|on stderr/, "the job's output is not in the agent's log");
+unlike(agent_log('l1'), qr/^(first line|on stderr|last line)$/m, "the job's output is not in the agent's log");
 
 my $host = Sys::Hostname::hostname();
 is( as('ann',
@@ -99,7 +99,7 @@ is( as('ann',
 	"1|3|$host|$file|l1",
 	'its owner sees the attempt: exit code 3, the host, the file, the agent');
 is(as('ann', "SELECT output FROM quota_sched.job_attempts WHERE job_id = $fails"),
-	"first line\non stderr\nline 1\nline 2\nline 3\ncafé\nlast line",
+	"first line\non stderr\nline 1\nline 2\nline 3\ncafé\nlast line\n",
 	'and the last lines of its output');
 is(as('amy', "SELECT exit_code FROM quota_sched.job_attempts WHERE job_id = $fails"),
 	'3', 'her team mate sees it too');
@@ -119,9 +119,9 @@ like($chatty_text, qr/\[quota-sched-agent\] \d+ more bytes of output not kept he
 	'and ends with what the bound left out');
 ok(length($chatty_text) < 8192 + 200, 'the file is bounded: ' . length($chatty_text) . ' bytes');
 my ($out_len, $out_end) = split /\|/,
-  as('ben', "SELECT octet_length(output) || '|' || right(output, 28) FROM quota_sched.job_attempts WHERE job_id = $chatty");
+  as('ben', "SELECT octet_length(output) || '|' || right(output, 35) FROM quota_sched.job_attempts WHERE job_id = $chatty");
 ok($out_len > 4000 && $out_len <= 4096, "its tail in the database: $out_len bytes, at most 4096");
-is($out_end, "line 399 of the chatty job\nthe end", 'the tail is the end of the output');
+is($out_end, "line 399 of the chatty job\nthe end\n", 'the tail is the end of the output');
 is(as('ann', "SELECT count(*) FROM quota_sched.job_attempts WHERE job_id = $chatty"),
 	'0', 'the first team sees nothing of the second team\'s job');
 is(stop_agent('l1'), 0, 'the local agent stops');
