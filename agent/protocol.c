@@ -253,13 +253,14 @@ flush_actions(void)
 static void
 release_unknown(const char *id_text)
 {
-	const char *params[3] = {id_text, opts.agent, NULL};
+	/* no output: the agent has run nothing of it (STMT_RELEASE has 4) */
+	const char *params[4] = {id_text, opts.agent, NULL, NULL};
 	char		reason[200];
 	PGresult   *res;
 
 	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opts.agent);
 	params[2] = reason;
-	if (db_exec(STMT_RELEASE, params, &res, NULL) == DB_OK)
+	if (db_exec(db_takes_output ? STMT_RELEASE : STMT_RELEASE_0_2, params, &res, NULL) == DB_OK)
 	{
 		log_event("info", "job_released", NULL,
 				  "job %s: held by this agent in the database but not run here: released",
