@@ -135,6 +135,38 @@ REVOKE ALL ON quota_sched.agents FROM PUBLIC;
 GRANT SELECT ON quota_sched.agents TO quota_sched_admin, quota_sched_agent;
 
 /*
+ * job_attempt_forget: the attempts of deleted jobs (prune(), an admin's
+ * DELETE, a cascade from their share or queue) and of a TRUNCATE of jobs
+ * go with them, as their history does (job_history_delete).  Triggers,
+ * not a foreign key, which would refuse a TRUNCATE of job without CASCADE.
+ * The triggers are made here, after the table (tables.sql, or the
+ * update's own script) and the function: CREATE OR REPLACE TRIGGER, so
+ * that every update may run this file again.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.job_attempt_forget()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF TG_OP = 'TRUNCATE' THEN
+		DELETE FROM quota_sched.job_attempt;
+	ELSE
+		DELETE FROM quota_sched.job_attempt a USING deleted_jobs d WHERE a.job_id = d.id;
+	END IF;
+	RETURN NULL;
+END
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.job_attempt_forget() FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER job_attempt_delete AFTER DELETE ON quota_sched.job
+	REFERENCING OLD TABLE AS deleted_jobs
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_attempt_forget();
+CREATE OR REPLACE TRIGGER job_attempt_truncate AFTER TRUNCATE ON quota_sched.job
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_attempt_forget();
+
+/*
  * job_attempts (issue 21, a job's own output): "why did my job fail", each
  * attempt of a job with where it ran, its exit code and the last lines of
  * its output, beside the job's name, owner and state.  Read with the

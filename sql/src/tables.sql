@@ -400,12 +400,13 @@ CREATE TABLE quota_sched.agent (
  * functions (attempt_started, report, release: src/job_attempt.c) as the
  * job's agent; read by users through row-level security (policies.sql:
  * the rows of the jobs they see) and the view job_attempts.  The rows of
- * a deleted (pruned) job go with it (ON DELETE CASCADE).
+ * a deleted (pruned) job, or of a TRUNCATE of jobs, go with it (the
+ * triggers of job_attempt_forget, agent_api.sql: no foreign key, which
+ * would make a TRUNCATE of job need CASCADE).
  * ------------------------------------------------------------------- */
 
 CREATE TABLE quota_sched.job_attempt (
-	job_id			bigint NOT NULL
-		REFERENCES quota_sched.job (id) ON DELETE CASCADE,
+	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_attempt_forget */
 	attempt			integer NOT NULL,
 	agent			text NOT NULL,
 	host			text,

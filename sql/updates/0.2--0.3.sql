@@ -37,13 +37,13 @@ GRANT SELECT ON quota_sched.agent TO quota_sched_admin;
 
 /*
  * job_attempt (issue 21, a job's own output; tables.sql has its comment,
- * policies.sql its policies).  report() and release() gain a last argument,
+ * policies.sql its policies, agent_api.sql the triggers that delete the
+ * rows of deleted jobs).  report() and release() gain a last argument,
  * output: their old signatures go first, so that CREATE OR REPLACE makes
  * the new ones (a call of 0.2's form, without output, still resolves).
  */
 CREATE TABLE quota_sched.job_attempt (
-	job_id			bigint NOT NULL
-		REFERENCES quota_sched.job (id) ON DELETE CASCADE,
+	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_attempt_forget */
 	attempt			integer NOT NULL,
 	agent			text NOT NULL,
 	host			text,

@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(80);
+SELECT plan(81);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
@@ -97,6 +97,8 @@ SELECT function_privs_are('quota_sched', 'attempt_started',
 	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'attempt_started',
 	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'public', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'job_attempt_forget', ARRAY[]::text[],
+	'public', ARRAY[]::text[]);
 SELECT ok((SELECT relrowsecurity FROM pg_class WHERE oid = 'quota_sched.job_attempt'::regclass),
 	'job_attempt has row-level security');
 SELECT ok((SELECT reloptions @> ARRAY['security_invoker=true'] FROM pg_class
