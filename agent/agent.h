@@ -38,6 +38,9 @@ typedef struct AgentOptions
 	double		grace;			/* --grace, seconds */
 	bool		json;			/* --log-format=json */
 	const char *checkpoint_root;	/* --checkpoint-root, made absolute */
+	const char *log_dir;		/* --log-dir, made absolute */
+	long		log_max_bytes;	/* --log-max-bytes: of each attempt's file */
+	char		host[256];		/* this host's name (gethostname) */
 	bool		keep_checkpoints;	/* --keep-checkpoints */
 	long		exit_after;		/* --exit-after, 0: never */
 	bool		noop;			/* --noop */
@@ -77,6 +80,26 @@ typedef enum Action
 
 typedef struct LaunchOps LaunchOps;
 
+/* what the database gets of an attempt's output at its end: its last bytes */
+#define OUTPUT_TAIL_BYTES 4096
+
+/*
+ * The output of a job's attempt (output.c): the file the agent writes it
+ * to, LOG_DIR/JOB_ID/attempt-N.log (up to --log-max-bytes), and its last
+ * OUTPUT_TAIL_BYTES in memory, a ring, for the report of its end.
+ */
+typedef struct AttemptLog
+{
+	bool		opened;			/* output is taken (the attempt started) */
+	int			fd;				/* the file; -1: none (not opened, failed) */
+	char		path[PATH_MAX]; /* "": none */
+	long long	written;		/* bytes of output in the file */
+	long long	dropped;		/* bytes not written, over --log-max-bytes */
+	char		tail[OUTPUT_TAIL_BYTES];	/* a ring of the last bytes */
+	size_t		tail_len;		/* bytes in the ring */
+	size_t		tail_pos;		/* where the next byte goes */
+} AttemptLog;
+
 /*
  * A job the agent holds, whichever way it runs: each launcher's job (local.c's
  * LocalJob, remote.c's RemoteJob) has a Job as its first member, and the
@@ -103,6 +126,9 @@ typedef struct Job
 	int			exit_code;
 	bool		has_exit_code;
 	int			tries;			/* reports or releases that failed, not refused */
+	AttemptLog	log;			/* its output */
+	bool		tell_attempt;	/* attempt_started() is to be called */
+	const char *handle;			/* the external launcher's handle; NULL: none */
 	double		retry_at;		/* when to try again (monotonic s); 0: now */
 } Job;
 
@@ -201,6 +227,8 @@ extern void set_report(Job *job, const char *state, int exit_code, bool has_exit
 					   const char *fmt,...) PRINTF_LIKE(5, 6);
 extern void settle(Job *job, const char *state, int code, bool has_code, const char *reason);
 extern int	ensure_checkpoint_root(const char *path, bool repair, char *err, size_t errcap);
+extern int	ensure_dir(const char *path, mode_t mode, bool owner_any, bool repair, char *err,
+					   size_t errcap);
 extern bool prepare_checkpoint_dir(Job *job);
 extern void close_checkpoint_dir(Job *job);
 extern void remove_checkpoint_dir(Job *job);
@@ -208,8 +236,16 @@ extern void signal_group(const Job *job, pid_t pgid, int sig);
 extern void child_setup(const Job *job);
 extern void reset_child(const Job *job);
 
+/* output.c */
+extern void setup_log_dir(const char *arg);
+extern void open_attempt_log(Job *job);
+extern void attempt_output(Job *job, const char *buf, size_t n);
+extern void attempt_note(Job *job, const char *fmt,...) PRINTF_LIKE(2, 3);
+extern void close_attempt_log(Job *job);
+extern size_t attempt_tail(const Job *job, char *out, size_t cap);
+
 /* shim.c */
-extern void run_shim(const Job *job, char **argv, int errfd);
+extern void run_shim(const Job *job, char **argv, int errfd, int outfd);
 extern void become_subreaper(void);
 extern void kill_strays(const pid_t *keep, int n);
 

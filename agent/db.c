@@ -61,6 +61,10 @@ static const Statement statements[NUM_STATEMENTS] = {
 	5},
 	[STMT_REPORT] = {"report",
 		"SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
+		" $5::integer, $6::integer, $7::text)",
+	7},
+	[STMT_REPORT_0_2] = {"report",
+		"SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
 		" $5::integer, $6::integer)",
 	6},
 	[STMT_HEARTBEAT] = {"heartbeat",
@@ -68,8 +72,15 @@ static const Statement statements[NUM_STATEMENTS] = {
 		"  FROM quota_sched.heartbeat($1::text, $2::interval)",
 	2},
 	[STMT_RELEASE] = {"release",
+		"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text, $4::text)",
+	4},
+	[STMT_RELEASE_0_2] = {"release",
 		"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text)",
 	3},
+	[STMT_ATTEMPT] = {"attempt_started",
+		"SELECT 1 FROM quota_sched.attempt_started($1::bigint, $2::text, $3::integer,"
+		" $4::text, $5::text, $6::text)",
+	6},
 	[STMT_READY] = {"agent_ready",
 		"SELECT 1 FROM quota_sched.agent_ready($1::text, $2::text, $3::text, $4::integer)",
 	4},
@@ -78,6 +89,7 @@ static const Statement statements[NUM_STATEMENTS] = {
 PGconn	   *conn = NULL;
 double		reconnect_at = 0;
 char		last_sqlstate[6];
+bool		db_takes_output = false;
 static double backoff = 0;		/* seconds before the next try; 0: at once */
 static char *env_password = NULL;	/* PGPASSWORD, taken out of the environment */
 
@@ -283,6 +295,27 @@ forget_password(void)
 }
 
 /*
+ * probe_output tells whether the database has 0.3's attempt_started (and
+ * so report() and release() with output): a database not updated yet is
+ * told what 0.2 was, and nothing of the attempts' output.  Asked at each
+ * connection (the database may have been updated meanwhile).
+ */
+static void
+probe_output(void)
+{
+	PGresult   *res = PQexec(conn, "SELECT pg_catalog.to_regprocedure("
+								 "'quota_sched.attempt_started(bigint, text, integer, text, text, text)')"
+								 " IS NOT NULL");
+
+	db_takes_output = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (!db_takes_output)
+		log_event("info", "no_output_sent", NULL,
+				  "the database has no attempt_started() (older than 0.3): the jobs' output stays on this host");
+}
+
+/*
  * try_connect connects (conn), or logs why not and sets when to try again
  * (the backoff doubles from 1 s to 30 s).  Connected, it asks for a
  * heartbeat (to reconcile) and a claim at once.
@@ -327,6 +360,7 @@ try_connect(void)
 	memset(prepared, 0, sizeof(prepared));
 	if (!listen_setup())
 		return;
+	probe_output();
 	backoff = 0;
 	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
 			  PQhost(conn), PQport(conn), PQuser(conn),

@@ -85,6 +85,7 @@ add_job(int64_t id, int attempt, int instances)
 	snprintf(job->attempt_text, sizeof(job->attempt_text), "%d", attempt);
 	job->instances = instances;
 	job->lease_deadline = now_mono() + opts.lease;
+	job->log.fd = -1;
 	jobs[njobs++] = job;
 	return job;
 }
@@ -198,11 +199,12 @@ set_report(Job *job, const char *state, int exit_code, bool has_exit_code, const
  * a reason for a failure), given why it was stopped, if it was: nothing
  * (the job is no longer its own), a release (the agent shuts down), or
  * STOPPED (a stop requested: the database's stop reason stays the job's
- * status reason).
+ * status reason).  The attempt's output file is complete: it is closed.
  */
 void
 settle(Job *job, const char *state, int code, bool has_code, const char *reason)
 {
+	close_attempt_log(job);
 	switch (job->stop)
 	{
 		case STOP_LOST:
@@ -233,7 +235,7 @@ settle(Job *job, const char *state, int code, bool has_code, const char *reason)
  * descriptor of the directory (the caller closes it), or -1 with the reason
  * in err.
  */
-static int
+int
 ensure_dir(const char *path, mode_t mode, bool owner_any, bool repair, char *err, size_t errcap)
 {
 	struct stat st;

@@ -6,7 +6,10 @@
  *		group of its own, and what its exit status means for the job.
  *
  * A stop sends SIGTERM to the process group, SIGKILL after the grace
- * period (at once on a second SIGTERM to the agent).
+ * period (at once on a second SIGTERM to the agent).  The command's stdout
+ * and stderr are a pipe the agent reads as the loop polls it, into the
+ * attempt's file and tail (output.c); at the child's end what is left in
+ * it is read before the end is told.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +29,7 @@ typedef struct LocalJob
 	Job			job;			/* first: a LocalJob is a Job */
 	pid_t		pid;			/* the child, and its process group; 0: none */
 	bool		killed;			/* SIGKILL sent */
+	int			out_fd;			/* the read end of its output's pipe; -1: closed */
 } LocalJob;
 
 /*
@@ -71,63 +75,110 @@ exec_failed(Job *job, char **argv, const ShimFailure *f)
 }
 
 /*
+ * make_pipes makes the pipe through which the shim tells a command that
+ * could not be run (errpipe) and that of the job's output (outpipe, its
+ * read end not blocking), all close-on-exec: nothing the agent runs
+ * inherits them (the command gets the output's write end as its stdout
+ * and stderr, dup2).  False if they could not be had (none is left open).
+ */
+static bool
+make_pipes(int errpipe[2], int outpipe[2])
+{
+	int			i;
+
+	if (pipe(errpipe) != 0)
+		return false;
+	if (pipe(outpipe) != 0)
+	{
+		close(errpipe[0]);
+		close(errpipe[1]);
+		return false;
+	}
+	for (i = 0; i < 2; i++)
+	{
+		fcntl(errpipe[i], F_SETFD, FD_CLOEXEC);
+		fcntl(outpipe[i], F_SETFD, FD_CLOEXEC);
+	}
+	fcntl(outpipe[0], F_SETFL, fcntl(outpipe[0], F_GETFL) | O_NONBLOCK);
+	return true;
+}
+
+/*
+ * exec_went_through waits for the shim's word on the command (errfd): true
+ * if it runs; else the shim is reaped and the job's end set (exec_failed).
+ */
+static bool
+exec_went_through(Job *job, char **argv, pid_t pid, int errfd)
+{
+	ShimFailure f;
+	ssize_t		n;
+	int			status;
+
+	do
+		n = read(errfd, &f, sizeof(f));
+	while (n < 0 && errno == EINTR);
+	close(errfd);
+	if (n != sizeof(f))
+		return true;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	close_checkpoint_dir(job);
+	close_attempt_log(job);
+	exec_failed(job, argv, &f);
+	return false;
+}
+
+/*
  * spawn_command forks the job's shim (shim.c), which runs argv for the job
- * and all it starts.  A command that cannot be run is told through a
- * close-on-exec pipe (exec_failed); else the job runs.
+ * and all it starts, its output into the pipe the agent reads.  A command
+ * that cannot be run is told through a close-on-exec pipe (exec_failed);
+ * else the job runs.
  */
 static void
 spawn_command(Job *job, char **argv)
 {
+	LocalJob   *lj = (LocalJob *) job;
 	char		line[1024];
 	int			errpipe[2];
-	ShimFailure f;
-	ssize_t		n;
+	int			outpipe[2];
 	pid_t		pid;
 
-	if (pipe(errpipe) != 0)
+	if (!make_pipes(errpipe, outpipe))
 	{
 		close_checkpoint_dir(job);
+		close_attempt_log(job);
 		cannot_start(job, "pipe");
 		return;
 	}
-	fcntl(errpipe[0], F_SETFD, FD_CLOEXEC);
-	fcntl(errpipe[1], F_SETFD, FD_CLOEXEC);
-
 	pid = fork();
 	if (pid == 0)
 	{
 		close(errpipe[0]);
-		run_shim(job, argv, errpipe[1]);
+		close(outpipe[0]);
+		run_shim(job, argv, errpipe[1], outpipe[1]);
 	}
 	close(errpipe[1]);
+	close(outpipe[1]);
 	describe_argv(argv, line, sizeof(line));
 	if (pid < 0)
 	{
 		close(errpipe[0]);
+		close(outpipe[0]);
 		close_checkpoint_dir(job);
+		close_attempt_log(job);
 		cannot_start(job, "fork");
 		return;
 	}
 	setpgid(pid, pid);			/* both sides, whichever runs first */
-	do
-		n = read(errpipe[0], &f, sizeof(f));
-	while (n < 0 && errno == EINTR);
-	close(errpipe[0]);
-	if (n == sizeof(f))
-	{
-		int			status;
-
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		close_checkpoint_dir(job);
-		exec_failed(job, argv, &f);
+	lj->out_fd = outpipe[0];
+	if (!exec_went_through(job, argv, pid, errpipe[0]))
 		return;
-	}
-	((LocalJob *) job)->pid = pid;
+	lj->pid = pid;
 	job->alive = true;
 	agent_fault_cleared();
-	log_event("info", "job_started", job, "pid %d, %d instance(s), checkpoints in %s: %s",
-			  (int) pid, job->instances, job->checkpoint_dir, line);
+	log_event("info", "job_started", job, "pid %d, %d instance(s), checkpoints in %s, output in %s: %s",
+			  (int) pid, job->instances, job->checkpoint_dir,
+			  job->log.path[0] ? job->log.path : "(no file)", line);
 }
 
 /*
@@ -153,17 +204,26 @@ start_job(Job *job, const char *argv_text)
 				   i, strlen(argv[i]), MAX_ARG_BYTES);
 	}
 	else if (prepare_checkpoint_dir(job))
+	{
+		open_attempt_log(job);
 		spawn_command(job, argv);
+	}
 	free_argv(argv);
 }
 
 /*
- * local_new_job: a LocalJob, zeroed (no child yet).  NULL if out of memory.
+ * local_new_job: a LocalJob, zeroed (no child yet, no pipe).  NULL if out
+ * of memory.
  */
 static Job *
 local_new_job(void)
 {
-	return calloc(1, sizeof(LocalJob));
+	LocalJob   *lj = calloc(1, sizeof(LocalJob));
+
+	if (lj == NULL)
+		return NULL;
+	lj->out_fd = -1;
+	return &lj->job;
 }
 
 /*
@@ -226,6 +286,37 @@ local_wake(const Job *job)
 }
 
 /*
+ * read_output reads what the job's command wrote to its pipe, as much as
+ * there is now, into its attempt's output (attempt_output); at the end
+ * of the pipe, or at the child's end (last), it is closed: a process the
+ * job left that still holds it writes to nobody.
+ */
+static void
+read_output(LocalJob *lj, bool last)
+{
+	char		chunk[8192];
+	ssize_t		n;
+	int			reads = 0;
+
+	/* at the end, 8 MiB at most: a process left behind may write on */
+	while (lj->out_fd >= 0)
+	{
+		n = read(lj->out_fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0 && !(last && ++reads > 1024))
+		{
+			attempt_output(&lj->job, chunk, (size_t) n);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !last)
+			return;
+		close(lj->out_fd);
+		lj->out_fd = -1;
+	}
+}
+
+/*
  * sweep_strays kills what the agent adopted as a subreaper and is no shim
  * of its jobs (kill_strays); called as a child ends, when it adopts.
  */
@@ -247,7 +338,8 @@ sweep_strays(void)
 
 /*
  * child_ended: what the shim's exit status (the command's) means for its
- * job; the job's directory is closed to the run-as user again.  The shim
+ * job, once what is left of its output is read; the job's directory is
+ * closed to the run-as user again.  The shim
  * has ended every process the job started; if it was killed itself, what
  * was left is the agent's now, and killed.
  */
@@ -259,6 +351,7 @@ child_ended(LocalJob *lj, int status)
 	bool		exited = WIFEXITED(status);
 	int			code = exited ? WEXITSTATUS(status) : 0;
 
+	read_output(lj, true);
 	job->alive = false;
 	sweep_strays();
 	close_checkpoint_dir(job);
@@ -281,26 +374,34 @@ local_reaped(Job *job, pid_t pid, int status)
 	return true;
 }
 
-/* local_poll_fds: a child's output goes where the agent's does: nothing to poll */
+/* local_poll_fds: the pipe of the child's output, read as it comes */
 static int
 local_poll_fds(const Job *job, struct pollfd *fds)
 {
-	(void) job;
-	(void) fds;
-	return 0;
+	const LocalJob *lj = (const LocalJob *) job;
+
+	if (lj->out_fd < 0)
+		return 0;
+	fds[0].fd = lj->out_fd;
+	fds[0].events = POLLIN;
+	return 1;
 }
 
-/* local_input: nothing to read (see local_poll_fds) */
+/* local_input: what the child wrote */
 static void
 local_input(Job *job)
 {
-	(void) job;
+	read_output((LocalJob *) job, false);
 }
 
-/* local_free_job: the job's memory (its child, if any, is reaped or killed) */
+/* local_free_job: the job's memory and pipe (its child, if any, is reaped or killed) */
 static void
 local_free_job(Job *job)
 {
+	LocalJob   *lj = (LocalJob *) job;
+
+	if (lj->out_fd >= 0)
+		close(lj->out_fd);
 	free(job);
 }
 

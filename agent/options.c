@@ -31,6 +31,7 @@ AgentOptions opts = {
 	.listen = true,
 	.status_interval = 0,		/* 0: the heartbeat interval */
 	.cmd_timeout = 30,
+	.log_max_bytes = 4 * 1024 * 1024,
 };
 
 typedef struct OptionDef OptionDef;
@@ -59,6 +60,7 @@ struct OptionDef
 static void usage(FILE *f);
 
 static const char *checkpoint_root_arg = NULL;	/* --checkpoint-root */
+static const char *log_dir_arg = NULL;	/* --log-dir */
 
 /* bad_usage tells what is wrong with the command line, and exits 2 */
 static void bad_usage(const char *fmt,...) PRINTF_LIKE(1, 2);
@@ -254,6 +256,17 @@ static const OptionDef options[] = {
 	"QUOTA_SCHED_CHECKPOINT_DIR (default:\n"
 	"$STATE_DIRECTORY/checkpoints under systemd, else\n"
 	"./quota-sched-checkpoints)"},
+	{"log-dir", 0, "DIR", opt_string, &log_dir_arg, 0, 0,
+	"each attempt's stdout and stderr go to\n"
+	"DIR/JOB_ID/attempt-N.log (mode 0640; DIR and DIR/JOB_ID\n"
+	"0750, the agent's), and their last 4 KiB to the\n"
+	"database at its end (default: $STATE_DIRECTORY/logs\n"
+	"under systemd, else quota-sched-logs beside the\n"
+	"checkpoint root)"},
+	{"log-max-bytes", 0, "N", opt_count, &opts.log_max_bytes, 4096, LONG_MAX,
+	"keep the first N bytes of an attempt's output in its\n"
+	"file, and say how many more were left out (default\n"
+	"4194304, 4 MiB)"},
 	{"keep-checkpoints", 0, NULL, opt_true, &opts.keep_checkpoints, 0, 0,
 	"never remove a job's checkpoint directory"},
 	{"run-as", 0, "USER", opt_run_as, NULL, 0, 0,
@@ -311,7 +324,8 @@ static const char usage_intro[] =
 static const char usage_end[] =
 "\n"
 "A job's command runs under a shim of its own, in a process group of its own,\n"
-"with stdin from /dev/null, the agent's stdout and stderr, and in its\n"
+"with stdin from /dev/null, stdout and stderr to its attempt's file under\n"
+"--log-dir (read by the agent, which keeps their last 4 KiB), and in its\n"
 "environment QUOTA_SCHED_JOB_ID, QUOTA_SCHED_ATTEMPT (1 + failed attempts +\n"
 "preemptions), QUOTA_SCHED_INSTANCE_COUNT, QUOTA_SCHED_CHECKPOINT_DIR and\n"
 "QUOTA_SCHED_AGENT, not the agent's PGPASSWORD.  Exit code 0: SUCCEEDED; any\n"
@@ -328,10 +342,12 @@ static const char usage_end[] =
 "start command gets the job's payload (JSON) on stdin and in the file\n"
 "QUOTA_SCHED_PAYLOAD_FILE (removed once it has ended), and in\n"
 "QUOTA_SCHED_PAYLOAD when under 128 KiB; the status and stop commands get\n"
-"QUOTA_SCHED_HANDLE.  Nothing is substituted into CMD.  What they print on\n"
-"stderr goes to the agent's log.  The handles live in the agent's memory only:\n"
-"a restarted agent releases the jobs it held without stopping them where they\n"
-"ran.\n";
+"QUOTA_SCHED_HANDLE.  Nothing is substituted into CMD.  What they print goes\n"
+"to the attempt's file under --log-dir, and their stderr to the agent's log\n"
+"too.  The database is told each attempt's host, file and handle\n"
+"(quota_sched.job_attempts); the agent itself keeps the handles in memory\n"
+"only: a restarted agent releases the jobs it held without stopping them\n"
+"where they ran.\n";
 
 /*
  * print_option prints an option's lines of usage(): "  -L, --NAME=ARG" and
@@ -423,6 +439,9 @@ check_options(void)
 				  (int) geteuid());
 	if (opts.run_as && opts.start_cmd)
 		bad_usage("--run-as is for local jobs: it goes with no --start-cmd");
+	if (gethostname(opts.host, sizeof(opts.host) - 1) != 0)
+		opts.host[0] = '\0';
+	opts.host[sizeof(opts.host) - 1] = '\0';
 }
 
 /*
@@ -532,4 +551,5 @@ parse_options(int argc, char **argv)
 		bad_usage("unexpected argument \"%s\"", argv[optind]);
 	check_options();
 	setup_checkpoint_root();
+	setup_log_dir(log_dir_arg);
 }

@@ -68,34 +68,81 @@ refused(const char *sqlstate)
 }
 
 /*
- * send_action runs the job's report (state, reason, exit code) or release;
- * db_exec's answer.  The reason is made valid UTF-8 first, or the server
- * would refuse it all.
+ * send_action runs the job's report (state, reason, exit code) or release,
+ * with the last of the attempt's output (attempt_tail; none if it took no
+ * output, or from the third try on, in case it is what the server will not
+ * take, or to a database older than 0.3); db_exec's answer.  The reason is
+ * made valid UTF-8 first, or the server would refuse it all.
  */
 static int
 send_action(Job *job, PGresult **res)
 {
 	char		code[16];
+	char		output[OUTPUT_TAIL_BYTES + 1];
+	const char *out = NULL;
 
 	make_valid_utf8(job->reason);
+	if (job->log.opened && job->tries < 3)
+	{
+		attempt_tail(job, output, sizeof(output));
+		out = output;
+	}
 	if (job->action == ACT_REPORT)
 	{
-		const char *params[6] = {job->id_text, opts.agent, job->state,
-			job->reason[0] ? job->reason : NULL, job->attempt_text, NULL};
+		const char *params[7] = {job->id_text, opts.agent, job->state,
+			job->reason[0] ? job->reason : NULL, job->attempt_text, NULL, out};
 
 		if (job->has_exit_code)
 		{
 			snprintf(code, sizeof(code), "%d", job->exit_code);
 			params[5] = code;
 		}
-		return db_exec(STMT_REPORT, params, res, job);
+		return db_exec(db_takes_output ? STMT_REPORT : STMT_REPORT_0_2, params, res, job);
 	}
 	else
 	{
-		const char *params[3] = {job->id_text, opts.agent, job->reason};
+		const char *params[4] = {job->id_text, opts.agent, job->reason, out};
 
-		return db_exec(STMT_RELEASE, params, res, job);
+		return db_exec(db_takes_output ? STMT_RELEASE : STMT_RELEASE_0_2, params, res, job);
 	}
+}
+
+/*
+ * tell_attempt tells the database where the job's attempt runs
+ * (attempt_started): this host, the file of its output, the external
+ * launcher's handle once known; each made printable for the server.
+ * False if the connection is lost (told after the reconnection); any
+ * other failure is logged and not tried again: it is no reason to hold
+ * back the job's end.
+ */
+static bool
+tell_attempt(Job *job)
+{
+	char		host[sizeof(opts.host)];
+	char		path[PATH_MAX];
+	char		handle[1024];
+	const char *params[6] = {job->id_text, opts.agent, job->attempt_text, NULL, NULL, NULL};
+	PGresult   *res;
+	int			rc;
+
+	job->tell_attempt = false;
+	if (!db_takes_output)
+		return true;
+	printable_copy(opts.host, host, sizeof(host));
+	printable_copy(job->log.path, path, sizeof(path));
+	printable_copy(job->handle, handle, sizeof(handle));
+	params[3] = host[0] ? host : NULL;
+	params[4] = path[0] ? path : NULL;
+	params[5] = handle[0] ? handle : NULL;
+	rc = db_exec(STMT_ATTEMPT, params, &res, job);
+	if (rc == DB_LOST)
+	{
+		job->tell_attempt = true;
+		return false;
+	}
+	if (rc == DB_OK)
+		PQclear(res);
+	return true;
 }
 
 /*
@@ -168,8 +215,10 @@ tell_database(Job *job)
 }
 
 /*
- * flush_actions tells the database what became of the jobs whose attempts
- * ended (those due: a failed try waits for its retry_at), and forgets them.
+ * flush_actions tells the database where the jobs' attempts run (those
+ * that started, or got their handle, since), then what became of the jobs
+ * whose attempts ended (those due: a failed try waits for its retry_at),
+ * and forgets them.
  */
 void
 flush_actions(void)
@@ -181,6 +230,9 @@ flush_actions(void)
 		Job		   *job = jobs[i];
 		Told		result;
 
+		if (job->tell_attempt && job->action != ACT_DROP && job->stop != STOP_LOST &&
+			!tell_attempt(job))
+			return;				/* told after the reconnection */
 		if (job->action == ACT_NONE || job->retry_at > now_mono())
 			continue;
 		if (job->action == ACT_DROP)
@@ -201,13 +253,14 @@ flush_actions(void)
 static void
 release_unknown(const char *id_text)
 {
-	const char *params[3] = {id_text, opts.agent, NULL};
+	/* no output: the agent has run nothing of it (STMT_RELEASE has 4) */
+	const char *params[4] = {id_text, opts.agent, NULL, NULL};
 	char		reason[200];
 	PGresult   *res;
 
 	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opts.agent);
 	params[2] = reason;
-	if (db_exec(STMT_RELEASE, params, &res, NULL) == DB_OK)
+	if (db_exec(db_takes_output ? STMT_RELEASE : STMT_RELEASE_0_2, params, &res, NULL) == DB_OK)
 	{
 		log_event("info", "job_released", NULL,
 				  "job %s: held by this agent in the database but not run here: released",

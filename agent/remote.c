@@ -13,7 +13,9 @@
  * the status is polled until it has stopped or the grace period has
  * passed.  These commands are child processes too, one at a time per job,
  * watched by the same loop and killed after --cmd-timeout: a command that
- * hangs stalls nothing.  The handle lives in the agent's memory only.
+ * hangs stalls nothing.  What the commands print goes to the attempt's
+ * output (output.c: its file, and its tail for the database), which is
+ * told the handle too (attempt_started).
  *
  *-------------------------------------------------------------------------
  */
@@ -69,7 +71,8 @@ typedef struct RemoteJob
 
 /*
  * read_helper_output reads what the job's command wrote (non-blocking);
- * keeps the first bytes of its stdout and of its stderr.
+ * keeps the first bytes of its stdout and of its stderr, and all of both
+ * goes to the attempt's output.
  */
 static void
 read_helper_output(Job *job)
@@ -99,6 +102,7 @@ read_helper_output(Job *job)
 				*fds[k] = -1;
 				break;
 			}
+			attempt_output(job, chunk, (size_t) n);
 			if (*lens[k] + 1 < caps[k])
 			{
 				size_t		take = (size_t) n;
@@ -264,6 +268,8 @@ start_helper(Job *job, Helper which, const char *payload)
 	rj->err_fd = errp[0];
 	rj->out_len = rj->err_len = 0;
 	rj->out[0] = rj->err[0] = '\0';
+	if (which != HELPER_STATUS)
+		attempt_note(job, "the %s command runs (pid %d)", helper_names[which], (int) pid);
 	return true;
 }
 
@@ -398,6 +404,8 @@ start_cmd_ended(Job *job, bool ok, const char *line, const char *how, double now
 	{
 		snprintf(rj->handle, sizeof(rj->handle), "%s", line);
 		rj->started = true;
+		job->handle = rj->handle;
+		job->tell_attempt = true;	/* the database is told the handle */
 		rj->next_status = now + opts.status_interval;
 		log_event("info", "job_started", job, "remote handle %s, %d instance(s), checkpoints in %s",
 				  rj->handle, job->instances, job->checkpoint_dir);
@@ -613,9 +621,11 @@ start_remote(Job *job, const char *payload)
 
 	if (!prepare_checkpoint_dir(job))
 		return;
+	open_attempt_log(job);
 	if (!write_payload_file(job, payload) || !start_helper(job, HELPER_START, payload))
 	{
 		remove_payload_file(job);
+		close_attempt_log(job);
 		job->action = ACT_RELEASE;
 		snprintf(job->reason, sizeof(job->reason), "agent %s could not run its start command",
 				 opts.agent);

@@ -19,7 +19,9 @@
  *
  * The shim is a copy of the agent without exec: it inherits the agent's
  * not-dumpable mark (no job of the agent's user can read its memory) and
- * closes every descriptor but its standard ones.  With --run-as, the shim
+ * closes every descriptor but its standard ones (the agent's, for its own
+ * log lines) and the pipe of the job's output, which becomes the
+ * command's stdout and stderr (the shim keeps no end of it).  With --run-as, the shim
  * stays root and the command alone becomes the user, so the job cannot
  * signal the shim.  The agent itself is a child subreaper too (local
  * launcher only), and kills any process it adopts that is not a shim of
@@ -327,12 +329,12 @@ tell_failure(int errfd, bool agent_side, const char *what)
 
 /*
  * close_other_fds closes every descriptor of the shim but stdin, stdout,
- * stderr and keep: the agent's connection, its pipes and files are none of
- * the job's business (most are close-on-exec already; the shim execs
- * nothing).
+ * stderr, keep and keep2: the agent's connection, its pipes and files are
+ * none of the job's business (most are close-on-exec already; the shim
+ * execs nothing).
  */
 static void
-close_other_fds(int keep)
+close_other_fds(int keep, int keep2)
 {
 	int			fds[1024];
 	int			n = 0,
@@ -343,7 +345,7 @@ close_other_fds(int keep)
 	if (dir == NULL)
 	{
 		for (i = 3; i < 1024; i++)
-			if (i != keep)
+			if (i != keep && i != keep2)
 				close(i);
 		return;
 	}
@@ -351,7 +353,7 @@ close_other_fds(int keep)
 		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
 			fds[n++] = atoi(de->d_name);
 	for (i = 0; i < n; i++)
-		if (fds[i] > 2 && fds[i] != keep && fds[i] != dirfd(dir))
+		if (fds[i] > 2 && fds[i] != keep && fds[i] != keep2 && fds[i] != dirfd(dir))
 			close(fds[i]);
 	closedir(dir);
 }
@@ -389,16 +391,24 @@ drop_privileges(const char **what)
 
 /*
  * exec_job_command, in the command's child: a process group of its own,
- * the run-as user (if any), dying with the shim, default signals, the
- * job's environment without the agent's credentials, then the command.
- * What fails goes to errfd (tell_failure).
+ * stdout and stderr to outfd (the pipe of the job's output), the run-as
+ * user (if any), dying with the shim, default signals, the job's
+ * environment without the agent's credentials, then the command.  What
+ * fails goes to errfd (tell_failure).
  */
 static void
-exec_job_command(const Job *job, char **argv, int errfd, pid_t shim)
+exec_job_command(const Job *job, char **argv, int errfd, int outfd, pid_t shim)
 {
 	const char *what = "";
 
 	setpgid(0, 0);
+	if (outfd >= 0)
+	{
+		dup2(outfd, STDOUT_FILENO);
+		dup2(outfd, STDERR_FILENO);
+		if (outfd > STDERR_FILENO)
+			close(outfd);
+	}
 	if (!drop_privileges(&what))
 	{
 		tell_failure(errfd, true, what);
@@ -425,11 +435,11 @@ exec_job_command(const Job *job, char **argv, int errfd, pid_t shim)
 /*
  * run_shim, in the child the agent forked for a job: the job's subreaper,
  * dying (SIGUSR1, which kills the job) with the agent, its signals taken
- * by sigtimedwait; forks the command, waits for it and for all it started,
- * and exits as the command did.  Never returns.
+ * by sigtimedwait; forks the command (its output to outfd), waits for it
+ * and for all it started, and exits as the command did.  Never returns.
  */
 void
-run_shim(const Job *job, char **argv, int errfd)
+run_shim(const Job *job, char **argv, int errfd, int outfd)
 {
 	Shim		sh = {.job = job};
 	sigset_t	set;
@@ -447,7 +457,7 @@ run_shim(const Job *job, char **argv, int errfd)
 	if (getppid() != agent_pid)
 		_exit(127);
 	forget_password();
-	close_other_fds(errfd);
+	close_other_fds(errfd, outfd);
 	sh.cmd = fork();
 	if (sh.cmd < 0)
 	{
@@ -455,9 +465,11 @@ run_shim(const Job *job, char **argv, int errfd)
 		_exit(127);
 	}
 	if (sh.cmd == 0)
-		exec_job_command(job, argv, errfd, getppid());
+		exec_job_command(job, argv, errfd, outfd, getppid());
 	setpgid(sh.cmd, sh.cmd);	/* both sides, whichever runs first */
 	close(errfd);
+	if (outfd >= 0)
+		close(outfd);
 	shim_wait(&sh, &set);
 	exit_as(sh.cmd_status);
 }

@@ -139,6 +139,59 @@ make_valid_utf8(char *s)
 	}
 }
 
+/*
+ * output_tail copies the last bytes of buf (len of them) into out, as
+ * text the server takes: at most cap - 1 bytes, from the first byte that
+ * starts a UTF-8 character on (what a cut left of one before it is
+ * dropped), each NUL byte, which would end the text, made '?', and what is
+ * not well-formed UTF-8 made '?' (make_valid_utf8).  Returns the length
+ * copied.  What the database keeps of a job's output (OUTPUT_TAIL_BYTES).
+ */
+size_t
+output_tail(const char *buf, size_t len, char *out, size_t cap)
+{
+	size_t		start,
+				n,
+				i;
+	int			skipped = 0;
+
+	if (cap == 0)
+		return 0;
+	start = len > cap - 1 ? len - (cap - 1) : 0;
+	/* a UTF-8 character has at most 3 bytes after its first (the ring may
+	 * have cut one too) */
+	while (start < len && skipped < 3 &&
+		   ((unsigned char) buf[start] & 0xC0) == 0x80)
+	{
+		start++;
+		skipped++;
+	}
+	n = len - start;
+	for (i = 0; i < n; i++)
+		out[i] = buf[start + i] == '\0' ? '?' : buf[start + i];
+	out[n] = '\0';
+	make_valid_utf8(out);
+	return n;
+}
+
+/*
+ * printable_copy copies s into buf (cap bytes), each control character
+ * made '?' and what is not well-formed UTF-8 too: a host name, a file's
+ * path or a launcher's handle as the server takes it (attempt_started
+ * refuses control characters).
+ */
+void
+printable_copy(const char *s, char *buf, size_t cap)
+{
+	unsigned char *p;
+
+	snprintf(buf, cap, "%s", s ? s : "");
+	for (p = (unsigned char *) buf; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	make_valid_utf8(buf);
+}
+
 /* trimmed copies a libpq message into buf without its trailing newline */
 const char *
 trimmed(const char *msg, char *buf, size_t cap)

@@ -76,7 +76,7 @@ SELECT stmt, pg_temp.refused(stmt) AS outcome, pg_temp.arh_facts() = :'arh_facts
 -- agent and lease cleared; the reason given is the status_reason.
 SET ROLE regress_arh_agent;
 SELECT name, state, agent, lease_until IS NULL AS no_lease, queued_at = submitted_at AS same_queued_at,
-       failed_attempts, preemption_count, 1 + failed_attempts + preemption_count AS attempt, status_reason
+       failed_attempts, preemption_count, 1 + failed_attempts + preemption_count + lease_losses AS attempt, status_reason
   FROM quota_sched.release(:arh_release, 'arh_agent', 'agent shutting down');
 RESET ROLE;
 -- The agent no longer holds it: a report of any state is 55000 and
@@ -89,7 +89,7 @@ SELECT state, pg_temp.refused(format($$SELECT quota_sched.report(%s, 'arh_agent'
 -- still the first.
 WITH p AS (SELECT * FROM quota_sched.run_pass('arh_queue'))
 SELECT j.name, p.action FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
-SELECT name, state, agent, 1 + failed_attempts + preemption_count AS attempt
+SELECT name, state, agent, 1 + failed_attempts + preemption_count + lease_losses AS attempt
   FROM quota_sched.claim('arh_agent_3', 'arh_queue');
 
 ------------------------------------------------------------------------

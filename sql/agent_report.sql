@@ -54,7 +54,7 @@ SELECT name, state, agent
 ------------------------------------------------------------------------
 -- RUNNING: STARTING -> RUNNING, started_at set.  Again: a no-op.
 ------------------------------------------------------------------------
-SELECT name, state, agent, started_at IS NOT NULL AS started, 1 + failed_attempts + preemption_count AS attempt
+SELECT name, state, agent, started_at IS NOT NULL AS started, 1 + failed_attempts + preemption_count + lease_losses AS attempt
   FROM quota_sched.report(:arp_ok, 'arp_agent', 'RUNNING');
 SELECT started_at AS arp_ok_started_at FROM quota_sched.job WHERE id = :arp_ok \gset
 SELECT pg_temp.arp_facts() AS arp_facts \gset
@@ -99,9 +99,9 @@ RESET ROLE;
 WITH p AS (SELECT * FROM quota_sched.run_pass('arp_queue'))
 SELECT j.name, p.action FROM p JOIN quota_sched.job j ON j.id = p.job_id ORDER BY j.name;
 SET ROLE regress_arp_agent;
-SELECT name, state, agent, 1 + failed_attempts + preemption_count AS attempt
+SELECT name, state, agent, 1 + failed_attempts + preemption_count + lease_losses AS attempt
   FROM quota_sched.claim('arp_agent', 'arp_queue', 'ml.g5.xlarge', 10);
-SELECT name, state, 1 + failed_attempts + preemption_count AS attempt
+SELECT name, state, 1 + failed_attempts + preemption_count + lease_losses AS attempt
   FROM quota_sched.report(:arp_retry, 'arp_agent', 'RUNNING');
 -- The second failure exhausts max_attempts: FAILED, agent kept.
 SELECT name, state, agent, lease_until IS NULL AS no_lease, failed_attempts,

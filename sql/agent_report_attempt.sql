@@ -13,12 +13,12 @@ CREATE FUNCTION pg_temp.id() RETURNS bigint LANGUAGE sql AS
 	$$ SELECT id FROM quota_sched.job WHERE name = 'ra_job' $$;
 
 SELECT count(*) AS dispatched FROM quota_sched.run_pass('ra_queue');
-SELECT name, state, 1 + failed_attempts + preemption_count AS attempt
+SELECT name, state, 1 + failed_attempts + preemption_count + lease_losses AS attempt
   FROM quota_sched.claim('ra_agent', 'ra_queue', start => true);
 SELECT state, failed_attempts
   FROM quota_sched.report(pg_temp.id(), 'ra_agent', 'FAILED', 'exit code 1', attempt => 1);
 SELECT count(*) AS dispatched FROM quota_sched.run_pass('ra_queue');
-SELECT name, state, 1 + failed_attempts + preemption_count AS attempt
+SELECT name, state, 1 + failed_attempts + preemption_count + lease_losses AS attempt
   FROM quota_sched.claim('ra_agent', 'ra_queue', start => true);
 -- the retry of attempt 1's report: nothing changes
 SELECT state, failed_attempts

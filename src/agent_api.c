@@ -2,7 +2,7 @@
  *
  * agent_api.c
  *		The launcher agents' functions (scheduling.md 5.2): claim, heartbeat, report
- *		and release.  Each checks its arguments, takes the job queue's lock
+ *		and release, and attempt_started (where an attempt runs, issue 21).  Each checks its arguments, takes the job queue's lock
  *		in shared mode (so it never interleaves with a pass), and writes as
  *		the extension's owner with the agent as the actor of job_event.
  *		An error changes nothing.
@@ -25,6 +25,7 @@
 #include "checks.h"
 #include "fleet.h"
 #include "identity.h"
+#include "job_attempt.h"
 #include "job_store.h"
 #include "job_store_pass.h"
 #include "policy.h"
@@ -37,6 +38,7 @@ PG_FUNCTION_INFO_V1(qs_report);
 PG_FUNCTION_INFO_V1(qs_release);
 PG_FUNCTION_INFO_V1(qs_agent_ready);
 PG_FUNCTION_INFO_V1(qs_drain_agent);
+PG_FUNCTION_INFO_V1(qs_attempt_started);
 
 /*
  * PrintableName tells whether an agent's name is fit to be shown: neither
@@ -319,13 +321,24 @@ RequireReporter(const QsJobRow *row, int64 job_id, QsReport report, Oid caller,
 }
 
 /*
- * ApplyReport changes a job as an agent's report says, once it is neither
- * about an attempt that is over nor a repeat.  A job the agent does not
- * hold, or an illegal transition, raises an error.
+ * LockHeldJob locks the job an agent reports on into row; one that does
+ * not exist raises no_data_found.
  */
 static void
-ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport report,
-			const char *reason)
+LockHeldJob(int64 job_id, QsJobRow *row)
+{
+	if (!QsLockJob(job_id, row))
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
+}
+
+/*
+ * RequireHeld raises object_not_in_prerequisite_state unless the agent
+ * holds the job (IsHeldBy).
+ */
+static void
+RequireHeld(const QsJobRow *row, int64 job_id, const char *agent)
 {
 	if (!IsHeldBy(row, agent))
 		ereport(ERROR,
@@ -334,7 +347,19 @@ ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repor
 				 errdetail("The job is %s%s%s.", QsJobStateName(row->state),
 						   row->agent ? ", held by agent " : "",
 						   row->agent ? row->agent : "")));
-	else if (report == QS_REPORT_RUNNING)
+}
+
+/*
+ * ApplyReport changes a job as an agent's report says, once it is neither
+ * about an attempt that is over nor a repeat.  A job the agent does not
+ * hold, or an illegal transition, raises an error.
+ */
+static void
+ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport report,
+			const char *reason)
+{
+	RequireHeld(row, job_id, agent);
+	if (report == QS_REPORT_RUNNING)
 		QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
 	else if (report == QS_REPORT_SUCCEEDED)
 	{
@@ -372,11 +397,13 @@ ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repor
  * attempt ended (its reply was lost) must not land on the next one.  A
  * report on a job another role claimed is refused unless the caller is an
  * admin (RequireReporter).  A repeat of the job's current state changes
- * nothing (IsRepeat); any other report goes to ApplyReport.
+ * nothing (IsRepeat); any other report goes to ApplyReport, and one that
+ * ends the attempt, with record (a caller of 0.3's signature, whose
+ * schema has job_attempt), writes its exit code and output there.
  */
 static Datum
 AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason,
-			int32 attempt, const int32 *exit_code)
+			int32 attempt, const int32 *exit_code, const char *output, bool record)
 {
 	Oid			caller = GetUserId();
 	char	   *role = GetUserNameFromId(caller, false);
@@ -384,24 +411,26 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	QsJobRow	row;
 	Datum		result;
 	bool		over;
+	int32		current;
 
 	QsBeginSystemWrite(agent, &saved);
 	QsWrite.has_exit_code = exit_code != NULL;
 	QsWrite.exit_code = exit_code ? *exit_code : 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	if (!QsLockJob(job_id, &row))
-		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
-				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
+	LockHeldJob(job_id, &row);
 	/* about an attempt that is over: nothing to do */
-	over = attempt > 0 &&
-		attempt != 1 + row.job.failed_attempts + row.job.preemption_count + row.job.lease_losses;
+	current = QsJobAttempt(&row.job);
+	over = attempt > 0 && attempt != current;
 	if (!over)
 		RequireReporter(&row, job_id, report, caller, role);
 	/* a retry: nothing to do */
 	if (!over && !IsRepeat(&row, agent, report))
+	{
 		ApplyReport(&row, job_id, agent, report, reason);
+		if (record && report != QS_REPORT_RUNNING)
+			QsRecordAttemptEnd(job_id, current, agent, exit_code, output);
+	}
 	result = QsReturnJob(job_id);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
@@ -429,7 +458,8 @@ ReportedState(const char *state)
  * quota_sched.job: the agent reports what became of a job it holds
  * (scheduling.md 5.2).  Repeating the job's current state is a no-op, so
  * that an agent may retry; so is a report naming an attempt that is over.
- * The exit code is recorded in the history with the attempt's end.
+ * The exit code is recorded in the history with the attempt's end, and
+ * with the output (the last of it, QsAttemptOutputArg) in job_attempt.
  */
 Datum
 qs_report(PG_FUNCTION_ARGS)
@@ -440,6 +470,7 @@ qs_report(PG_FUNCTION_ARGS)
 	char	   *reason = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	int32		attempt = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_INT32(4) : 0;
 	int32		exit_code = PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_INT32(5) : 0;
+	char	   *output = QsAttemptOutputArg(fcinfo, 6);
 
 	if (reason != NULL)
 		QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
@@ -454,21 +485,29 @@ qs_report(PG_FUNCTION_ARGS)
 				 errmsg("job_id and state must not be null")));
 	job_id = PG_GETARG_INT64(0);
 	report = ReportedState(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	if (report == QS_REPORT_RUNNING && output != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("output goes with the report of an attempt's end"),
+				 errhint("Report SUCCEEDED, FAILED or STOPPED with it, or release the job.")));
 	return AgentReport(job_id, agent, report, reason, attempt,
-					   PG_NARGS() > 5 && !PG_ARGISNULL(5) ? &exit_code : NULL);
+					   PG_NARGS() > 5 && !PG_ARGISNULL(5) ? &exit_code : NULL,
+					   output, PG_NARGS() > 6);
 }
 
 /*
- * qs_release(job_id, agent, reason) RETURNS quota_sched.job: the agent gives
- * a held job back without it counting as a failure; it is RUNNABLE at once,
- * queued_at and counters unchanged.  Released while a stop is pending, the
- * job has stopped, as if the agent had reported STOPPED.
+ * qs_release(job_id, agent, reason, output) RETURNS quota_sched.job: the
+ * agent gives a held job back without it counting as a failure; it is
+ * RUNNABLE at once, queued_at and counters unchanged.  Released while a
+ * stop is pending, the job has stopped, as if the agent had reported
+ * STOPPED.  The output of the run ends in job_attempt, as report's.
  */
 Datum
 qs_release(PG_FUNCTION_ARGS)
 {
 	char	   *agent = AgentArg(fcinfo, 1);
 	char	   *reason = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *output = QsAttemptOutputArg(fcinfo, 3);
 
 	if (reason != NULL)
 		QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
@@ -476,7 +515,8 @@ qs_release(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id must not be null")));
-	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0, NULL);
+	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0, NULL,
+					   output, PG_NARGS() > 3);
 }
 
 /*
@@ -538,5 +578,51 @@ qs_drain_agent(PG_FUNCTION_ARGS)
 	result = QsDrainAgent(agent, draining);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
+	return result;
+}
+
+/*
+ * qs_attempt_started(job_id, agent, attempt, host, log_path, handle)
+ * RETURNS quota_sched.job_attempt: the agent that holds the job says where
+ * its attempt runs (issue 21): the host, the file of its output there,
+ * the external launcher's handle (QsRecordAttemptStart: a null keeps what
+ * the row has).  The checks of report(): another role's job is refused
+ * unless the caller is an admin (RequireReporter, 42501), a job the agent
+ * does not hold too (55000); an attempt that is over is a no-op (null).
+ */
+Datum
+qs_attempt_started(PG_FUNCTION_ARGS)
+{
+	Oid			caller = GetUserId();
+	char	   *role = GetUserNameFromId(caller, false);
+	char	   *agent = AgentArg(fcinfo, 1);
+	int64		job_id = DatumGetInt64(NotNullArg(fcinfo, 0, "job_id", false));
+	int32		attempt = DatumGetInt32(NotNullArg(fcinfo, 2, "attempt", false));
+	char	   *host = QsAttemptTextArg(fcinfo, 3, "host", QS_MAX_HOST_BYTES);
+	char	   *log_path = QsAttemptTextArg(fcinfo, 4, "log_path", QS_MAX_LOG_PATH_BYTES);
+	char	   *handle = QsAttemptTextArg(fcinfo, 5, "handle", QS_MAX_HANDLE_BYTES);
+	QsSavedUser saved;
+	QsJobRow	row;
+	Datum		result = (Datum) 0;
+
+	if (attempt < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid attempt %d", attempt),
+				 errdetail("An attempt is numbered from 1.")));
+	QsBeginSystemWrite(agent, &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	LockHeldJob(job_id, &row);
+	if (attempt == QsJobAttempt(&row.job))
+	{
+		RequireReporter(&row, job_id, QS_REPORT_RUNNING, caller, role);
+		RequireHeld(&row, job_id, agent);
+		result = QsRecordAttemptStart(job_id, attempt, agent, host, log_path, handle);
+	}
+	SPI_finish();
+	QsEndSystemWrite(&saved);
+	if (result == (Datum) 0)
+		PG_RETURN_NULL();
 	return result;
 }

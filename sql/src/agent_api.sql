@@ -38,27 +38,50 @@ LANGUAGE C CALLED ON NULL INPUT;
  * (1 + failed_attempts + preemption_count + lease_losses moved on) changes nothing, so
  * that a report retried after a lost reply never lands on the job's next
  * attempt.  report(..., exit_code => N): the attempt's exit code, kept in
- * the history with its end.
+ * the history with its end.  report(..., output => TEXT) and
+ * release(..., output => TEXT), at an attempt's end: the last lines of
+ * its output, kept in job_attempt with the exit code (at most the last
+ * 4096 bytes, cut at a character boundary; more than 65536 is refused,
+ * 22001).  Agents of 0.2 call both without output.
  */
 CREATE OR REPLACE FUNCTION quota_sched.report(job_id bigint, agent text, state text, reason text DEFAULT NULL,
-	attempt integer DEFAULT NULL, exit_code integer DEFAULT NULL)
+	attempt integer DEFAULT NULL, exit_code integer DEFAULT NULL, output text DEFAULT NULL)
 RETURNS quota_sched.job
 AS 'MODULE_PATHNAME', 'qs_report'
 LANGUAGE C CALLED ON NULL INPUT;
 
-CREATE OR REPLACE FUNCTION quota_sched.release(job_id bigint, agent text, reason text DEFAULT NULL)
+CREATE OR REPLACE FUNCTION quota_sched.release(job_id bigint, agent text, reason text DEFAULT NULL,
+	output text DEFAULT NULL)
 RETURNS quota_sched.job
 AS 'MODULE_PATHNAME', 'qs_release'
 LANGUAGE C CALLED ON NULL INPUT;
 
+/*
+ * attempt_started(job_id, agent, attempt, host, log_path, handle): the
+ * agent that holds the job says where its attempt runs: the host, the
+ * file of its output there, and (external launcher) its handle, which a
+ * second call gives once the start command printed it (a null keeps what
+ * the row has).  Returns the attempt's row of job_attempt; null (a no-op)
+ * for an attempt that is over.  The same checks as report(): another
+ * login's job is refused (42501), a job the agent does not hold too
+ * (55000).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.attempt_started(job_id bigint, agent text, attempt integer,
+	host text, log_path text, handle text DEFAULT NULL)
+RETURNS quota_sched.job_attempt
+AS 'MODULE_PATHNAME', 'qs_attempt_started'
+LANGUAGE C CALLED ON NULL INPUT;
+
 REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
 	quota_sched.heartbeat(text, interval),
-	quota_sched.report(bigint, text, text, text, integer, integer),
-	quota_sched.release(bigint, text, text) FROM PUBLIC;
+	quota_sched.report(bigint, text, text, text, integer, integer, text),
+	quota_sched.release(bigint, text, text, text),
+	quota_sched.attempt_started(bigint, text, integer, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
 	quota_sched.heartbeat(text, interval),
-	quota_sched.report(bigint, text, text, text, integer, integer),
-	quota_sched.release(bigint, text, text)
+	quota_sched.report(bigint, text, text, text, integer, integer, text),
+	quota_sched.release(bigint, text, text, text),
+	quota_sched.attempt_started(bigint, text, integer, text, text, text)
 	TO quota_sched_agent;
 
 /*
@@ -110,3 +133,54 @@ SELECT a.name AS agent, a.login, a.job_queue, a.capacity_unit, a.instances, a.st
 
 REVOKE ALL ON quota_sched.agents FROM PUBLIC;
 GRANT SELECT ON quota_sched.agents TO quota_sched_admin, quota_sched_agent;
+
+/*
+ * job_attempt_forget: the attempts of deleted jobs (prune(), an admin's
+ * DELETE, a cascade from their share or queue) and of a TRUNCATE of jobs
+ * go with them, as their history does (job_history_delete).  Triggers,
+ * not a foreign key, which would refuse a TRUNCATE of job without CASCADE.
+ * The triggers are made here, after the table (tables.sql, or the
+ * update's own script) and the function: CREATE OR REPLACE TRIGGER, so
+ * that every update may run this file again.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.job_attempt_forget()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF TG_OP = 'TRUNCATE' THEN
+		DELETE FROM quota_sched.job_attempt;
+	ELSE
+		DELETE FROM quota_sched.job_attempt a USING deleted_jobs d WHERE a.job_id = d.id;
+	END IF;
+	RETURN NULL;
+END
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.job_attempt_forget() FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER job_attempt_delete AFTER DELETE ON quota_sched.job
+	REFERENCING OLD TABLE AS deleted_jobs
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_attempt_forget();
+CREATE OR REPLACE TRIGGER job_attempt_truncate AFTER TRUNCATE ON quota_sched.job
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_attempt_forget();
+
+/*
+ * job_attempts (issue 21, a job's own output): "why did my job fail", each
+ * attempt of a job with where it ran, its exit code and the last lines of
+ * its output, beside the job's name, owner and state.  Read with the
+ * reader's rights (security_invoker): row-level security on job and
+ * job_attempt shows a user the attempts of their own and their teams'
+ * jobs (owner, members of the share's submit_role), admins every one; of
+ * another team's jobs nothing, not even that they exist.
+ */
+CREATE OR REPLACE VIEW quota_sched.job_attempts WITH (security_invoker = true) AS
+SELECT a.job_id, j.name, j.owner, j.job_queue, j.quota_share, j.state, j.status_reason,
+	   a.attempt, a.agent, a.host, a.log_path, a.handle, a.exit_code, a.output,
+	   a.started_at, a.ended_at
+  FROM quota_sched.job_attempt a
+  JOIN quota_sched.job j ON j.id = a.job_id;
+
+REVOKE ALL ON quota_sched.job_attempts FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_attempts TO quota_sched_admin, quota_sched_user;

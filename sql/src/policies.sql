@@ -42,3 +42,14 @@ CREATE POLICY job_event_admin_agent ON quota_sched.job_event FOR SELECT
 	TO quota_sched_admin, quota_sched_agent USING (true);
 CREATE POLICY job_event_user ON quota_sched.job_event FOR SELECT TO quota_sched_user
 	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_event.job_id));
+
+/*
+ * job_attempt (issue 21, a job's own output): admins see every row; a user
+ * sees the attempts of the jobs they see, through job's own policies (as
+ * job_event_user).  Agents have no privilege on the table.
+ */
+ALTER TABLE quota_sched.job_attempt ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_attempt_admin ON quota_sched.job_attempt FOR SELECT TO quota_sched_admin
+	USING (true);
+CREATE POLICY job_attempt_user ON quota_sched.job_attempt FOR SELECT TO quota_sched_user
+	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_attempt.job_id));

@@ -405,6 +405,41 @@ CREATE TABLE quota_sched.agent (
 CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);
 
 /* ---------------------------------------------------------------------
+ * job_attempt (issue 21, "a job's own output"): what the agent that ran an
+ * attempt of a job says of it, for "why did my job fail" without access to
+ * the host: where it ran (host), where the agent keeps its output there
+ * (log_path), the external launcher's handle, and at the attempt's end its
+ * exit code and the last 4096 bytes of its output.  One row per (job,
+ * attempt number); a run released (no attempt counted) and run again
+ * under the same number replaces the row.  Written only by the agents'
+ * functions (attempt_started, report, release: src/job_attempt.c) as the
+ * job's agent; read by users through row-level security (policies.sql:
+ * the rows of the jobs they see) and the view job_attempts.  The rows of
+ * a deleted (pruned) job, or of a TRUNCATE of jobs, go with it (the
+ * triggers of job_attempt_forget, agent_api.sql: no foreign key, which
+ * would make a TRUNCATE of job need CASCADE).
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.job_attempt (
+	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_attempt_forget */
+	attempt			integer NOT NULL,
+	agent			text NOT NULL,
+	host			text,
+	log_path		text,
+	handle			text,
+	exit_code		integer,
+	output			text,
+	started_at		timestamptz,
+	ended_at		timestamptz,
+	PRIMARY KEY (job_id, attempt),
+	CONSTRAINT job_attempt_attempt_check CHECK (attempt >= 1),
+	CONSTRAINT job_attempt_host_check CHECK (octet_length(host) <= 255),
+	CONSTRAINT job_attempt_log_path_check CHECK (octet_length(log_path) <= 4096),
+	CONSTRAINT job_attempt_handle_check CHECK (octet_length(handle) <= 1024),
+	CONSTRAINT job_attempt_output_check CHECK (octet_length(output) <= 4096)
+);
+
+/* ---------------------------------------------------------------------
  * Triggers (their functions: triggers.sql).
  * ------------------------------------------------------------------- */
 
@@ -504,6 +539,8 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_hourly', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_rollup', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_totals', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent', '');
+/* job_attempt (issue 21, a job's own output) */
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_attempt', '');
 
 /* ---------------------------------------------------------------------
  * Privileges (scheduling.md 8).  Nothing for PUBLIC.
@@ -543,3 +580,11 @@ GRANT DELETE ON quota_sched.job, quota_sched.pass_log TO quota_sched_admin;
 /* What only the system writes, admins read. */
 GRANT SELECT ON quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.agent TO quota_sched_admin;
+
+/*
+ * job_attempt (issue 21, a job's own output): admins and users read it
+ * (row-level security, policies.sql, keeps a user to the rows of the jobs
+ * they see); only the agents' functions write it.
+ */
+REVOKE ALL ON quota_sched.job_attempt FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_attempt TO quota_sched_admin, quota_sched_user;

@@ -11,11 +11,12 @@
  * result type changes, ALTER POLICY.  test/t/006_upgrade.pl checks that an
  * updated database has the catalog of a fresh install.
  *
- * 0.3 adds the table of agents, the queues' claim_timeout and the jobs'
+ * 0.3 adds the table of agents, the queues' claim_timeout, the jobs'
  * columns of lease losses and claim timeouts (scheduling.md 3.10;
- * tables.sql has their comments).  The jobs' system columns have no
- * defaults in a fresh install: the update fills the rows it has with 0
- * and drops the default.
+ * tables.sql has their comments) and the table of the jobs' attempts
+ * (job_attempt: where each ran, how it ended, its output's last lines).
+ * The jobs' system columns have no defaults in a fresh install: the
+ * update fills the rows it has with 0 and drops the default.
  */
 
 /* the CHECK of claim_timeout needs it before the function sources run */
@@ -57,3 +58,40 @@ CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent', '');
 REVOKE ALL ON quota_sched.agent FROM PUBLIC;
 GRANT SELECT ON quota_sched.agent TO quota_sched_admin;
+
+/*
+ * job_attempt (issue 21, a job's own output; tables.sql has its comment,
+ * policies.sql its policies, agent_api.sql the triggers that delete the
+ * rows of deleted jobs).  report() and release() gain a last argument,
+ * output: their old signatures go first, so that CREATE OR REPLACE makes
+ * the new ones (a call of 0.2's form, without output, still resolves).
+ */
+CREATE TABLE quota_sched.job_attempt (
+	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_attempt_forget */
+	attempt			integer NOT NULL,
+	agent			text NOT NULL,
+	host			text,
+	log_path		text,
+	handle			text,
+	exit_code		integer,
+	output			text,
+	started_at		timestamptz,
+	ended_at		timestamptz,
+	PRIMARY KEY (job_id, attempt),
+	CONSTRAINT job_attempt_attempt_check CHECK (attempt >= 1),
+	CONSTRAINT job_attempt_host_check CHECK (octet_length(host) <= 255),
+	CONSTRAINT job_attempt_log_path_check CHECK (octet_length(log_path) <= 4096),
+	CONSTRAINT job_attempt_handle_check CHECK (octet_length(handle) <= 1024),
+	CONSTRAINT job_attempt_output_check CHECK (octet_length(output) <= 4096)
+);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_attempt', '');
+REVOKE ALL ON quota_sched.job_attempt FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_attempt TO quota_sched_admin, quota_sched_user;
+ALTER TABLE quota_sched.job_attempt ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_attempt_admin ON quota_sched.job_attempt FOR SELECT TO quota_sched_admin
+	USING (true);
+CREATE POLICY job_attempt_user ON quota_sched.job_attempt FOR SELECT TO quota_sched_user
+	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_attempt.job_id));
+
+DROP FUNCTION quota_sched.report(bigint, text, text, text, integer, integer);
+DROP FUNCTION quota_sched.release(bigint, text, text);

@@ -119,6 +119,16 @@ typedef struct QsJob
 } QsJob;
 
 /*
+ * The number of the job's current attempt: every attempt that ended (failed,
+ * preempted or its lease lost) moved it on by one.
+ */
+static inline int32_t
+QsJobAttempt(const QsJob *job)
+{
+	return 1 + job->failed_attempts + job->preemption_count + job->lease_losses;
+}
+
+/*
  * Where the jobs come from, pulled as the pass consumes them so that a pass
  * never reads the whole backlog, nor every job holding capacity.
  */

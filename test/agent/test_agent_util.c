@@ -320,6 +320,43 @@ test_processes(void)
 	CHECK(long_argument(argv, MAX_ARG_BYTES) == 2, "long_argument: 131072 bytes do not");
 }
 
+/*
+ * test_output_tail: what the database gets of a job's output: the last
+ * bytes, from a character's first byte on, no NUL, valid UTF-8; and
+ * printable_copy of a host, path or handle
+ */
+static void
+test_output_tail(void)
+{
+	char		out[8];
+	char		big[16];
+	char		buf[32];
+	size_t		n;
+
+	n = output_tail("hello", 5, out, sizeof(out));
+	CHECK(n == 5 && strcmp(out, "hello") == 0, "output_tail: short output whole");
+	n = output_tail("0123456789", 10, out, sizeof(out));
+	CHECK(n == 7 && strcmp(out, "3456789") == 0, "output_tail: the last cap - 1 bytes");
+	/* "ab" then three 2-byte characters: 7 bytes cut to 5 lands in one */
+	memcpy(big, "ab\xc3\xa9\xc3\xa9\xc3\xa9", 8);
+	n = output_tail(big, 8, out, 6);
+	CHECK(n == 4 && strcmp(out, "\xc3\xa9\xc3\xa9") == 0,
+		  "output_tail: starts at a character's first byte, not inside one");
+	memcpy(big, "a\0b\xff", 4);
+	n = output_tail(big, 4, out, sizeof(out));
+	CHECK(n == 4 && memcmp(out, "a?b?", 5) == 0, "output_tail: NUL and invalid bytes made '?'");
+	n = output_tail("", 0, out, sizeof(out));
+	CHECK(n == 0 && out[0] == '\0', "output_tail: no output, empty text");
+	/* a 4-byte character cut after its first byte: three bytes to skip */
+	memcpy(big, "\xf0\x9f\x98\x80z", 5);
+	n = output_tail(big + 1, 4, out, sizeof(out));
+	CHECK(n == 1 && strcmp(out, "z") == 0, "output_tail: at most three continuation bytes skipped");
+	printable_copy("gpu\nhost\x1b[1m", buf, sizeof(buf));
+	CHECK(strcmp(buf, "gpu?host?[1m") == 0, "printable_copy: control characters made '?'");
+	printable_copy(NULL, buf, sizeof(buf));
+	CHECK(buf[0] == '\0', "printable_copy: NULL is empty");
+}
+
 int
 main(void)
 {
@@ -331,6 +368,7 @@ main(void)
 	test_lines();
 	test_conninfo_password();
 	test_processes();
+	test_output_tail();
 	printf("1..%d\n", tests_run);
 	if (tests_failed)
 		printf("# %d of %d agent unit tests failed\n", tests_failed, tests_run);

@@ -1,10 +1,10 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(66);
+SELECT plan(81);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
-	'agent']);
+	'agent', 'job_attempt']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -79,6 +79,31 @@ SELECT function_privs_are('quota_sched', 'drain_agent', ARRAY['text', 'boolean']
 	'quota_sched_agent', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'drain_agent', ARRAY['text', 'boolean'],
 	'public', ARRAY[]::text[]);
+-- The attempts of jobs (0.3, issue 21): admins and users read the table
+-- and its view job_attempts (users the rows of the jobs they see, through
+-- row-level security), agents neither; nobody writes the table but
+-- attempt_started(), report() and release(), the agents'.
+SELECT table_privs_are('quota_sched', 'job_attempt', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'job_attempt', 'quota_sched_user', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'job_attempt', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'job_attempt', 'public', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_user', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'job_attempts', 'public', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'attempt_started',
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'quota_sched_agent', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'attempt_started',
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'attempt_started',
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'public', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'job_attempt_forget', ARRAY[]::text[],
+	'public', ARRAY[]::text[]);
+SELECT ok((SELECT relrowsecurity FROM pg_class WHERE oid = 'quota_sched.job_attempt'::regclass),
+	'job_attempt has row-level security');
+SELECT ok((SELECT reloptions @> ARRAY['security_invoker=true'] FROM pg_class
+			WHERE oid = 'quota_sched.job_attempts'::regclass),
+	'job_attempts reads with the reader''s rights (row-level security applies)');
 -- The history of the configuration: admins read it, its trigger alone
 -- writes it (as the extension's owner).
 SELECT table_privs_are('quota_sched', 'config_event', 'quota_sched_admin', ARRAY['SELECT']);
@@ -114,6 +139,7 @@ SELECT function_privs_are('quota_sched', 'check_capacity_map', ARRAY['jsonb', 't
 SELECT policies_are('quota_sched', 'job', ARRAY['job_admin', 'job_agent_read', 'job_user_read',
 	'job_user_submit', 'job_user_reprioritise']);
 SELECT policies_are('quota_sched', 'job_event', ARRAY['job_event_admin_agent', 'job_event_user']);
+SELECT policies_are('quota_sched', 'job_attempt', ARRAY['job_attempt_admin', 'job_attempt_user']);
 -- Users see their own jobs and those of their teams' shares (team_shares(),
 -- which the policies call as the user); job_event_user follows job's
 -- policies.

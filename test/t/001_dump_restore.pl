@@ -128,7 +128,7 @@ RETURNS void LANGUAGE sql AS $$
 									   attempt, priority)
 	SELECT id, p_at, p_pass, state, p_to, p_reason, p_actor,
 		   job_queue, quota_share, capacity_unit, instance_count,
-		   1 + failed_attempts + preemption_count, priority
+		   1 + failed_attempts + preemption_count + lease_losses, priority
 	  FROM quota_sched.job WHERE name = p_job;
 	UPDATE quota_sched.job
 	   SET state = p_to, status_reason = p_reason, status_reason_at = p_at
@@ -219,6 +219,17 @@ VALUES ('agent-1', 'regress_dr_agent', 'dr_queue', 'ml.g5.xlarge', 4, 'DRAINING'
 		now() - interval '1 hour', now() - interval '1 min', '5 minutes'),
 	   ('launcher-1', 'regress_dr_agent', 'dr_queue', 'ml.p4d.24xlarge', NULL, 'ACTIVE',
 		now() - interval '2 hours', now() - interval '2 hours', NULL);
+-- The attempts agent-1 told of (0.3, job_attempt): where they ran, their
+-- exit codes and the last of their output; dr_c1's attempt runs.
+INSERT INTO quota_sched.job_attempt (job_id, attempt, agent, host, log_path, handle, exit_code,
+									 output, started_at, ended_at)
+SELECT id, 1, agent, 'gpu-host-1', '/var/lib/quota-sched-agent/logs/' || id || '/attempt-1.log',
+	   CASE WHEN name = 'dr_c1' THEN 'arn:aws:sagemaker:training-job/dr-c1' END,
+	   CASE name WHEN 'dr_a3' THEN 0 WHEN 'dr_b3' THEN 1 END,
+	   CASE name WHEN 'dr_a3' THEN E'epoch 3: loss 0.12\ndone\n'
+				 WHEN 'dr_b3' THEN E'Traceback (most recent call last):\nMemoryError\n' END,
+	   started_at, CASE WHEN state IN ('SUCCEEDED', 'FAILED') THEN status_reason_at END
+  FROM quota_sched.job WHERE name IN ('dr_a3', 'dr_b3', 'dr_c1');
 });
 
 is( $node->safe_psql('src',
@@ -287,7 +298,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 13, 'src: 13 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 14, 'src: 14 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -309,7 +320,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 13, "$db: 13 tables compared");
+	is(scalar(keys %$rows), 14, "$db: 14 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_attempt.h
+ *		The attempts of jobs as their agents tell them (issue 21, "a job's
+ *		own output"): the rows of quota_sched.job_attempt, written by
+ *		attempt_started, report and release (src/agent_api.c) through these
+ *		functions only (src/job_attempt.c).
+ *
+ * Callers have checked that the agent holds the job, for the calling
+ * login (or an admin), are connected to SPI and run as the extension's
+ * owner (QsBeginSystemWrite).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_JOB_ATTEMPT_H
+#define QS_JOB_ATTEMPT_H
+
+/* what job_attempt keeps of an attempt's output: its last bytes */
+#define QS_MAX_OUTPUT_BYTES 4096
+/* an output argument longer than this is refused, not cut */
+#define QS_MAX_OUTPUT_ARG_BYTES 65536
+#define QS_MAX_HOST_BYTES 255
+#define QS_MAX_LOG_PATH_BYTES 4096
+#define QS_MAX_HANDLE_BYTES 1024
+
+extern char *QsAttemptTextArg(FunctionCallInfo fcinfo, int argno, const char *what,
+							  size_t limit);
+extern char *QsAttemptOutputArg(FunctionCallInfo fcinfo, int argno);
+extern Datum QsRecordAttemptStart(int64 job_id, int32 attempt, const char *agent,
+								  const char *host, const char *log_path, const char *handle);
+extern void QsRecordAttemptEnd(int64 job_id, int32 attempt, const char *agent,
+							   const int32 *exit_code, const char *output);
+
+#endif							/* QS_JOB_ATTEMPT_H */
