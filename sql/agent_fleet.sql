@@ -1,4 +1,4 @@
--- The agents the scheduler knows (SPEC 11.4, issue 21): agent_ready()
+-- The agents the scheduler knows (doc/agents.md, scheduling.md 3.10): agent_ready()
 -- registers or refreshes an agent for the calling login (another login's
 -- name is refused, 42501, but for an admin), claim() and heartbeat() of a
 -- registered agent refresh its last_seen and lease (an unregistered agent

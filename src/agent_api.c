@@ -521,7 +521,7 @@ qs_release(PG_FUNCTION_ARGS)
 
 /*
  * qs_agent_ready(agent, job_queue, capacity_unit, instances) RETURNS
- * quota_sched.agent: the agent says what it can run (SPEC 11.4): its
+ * quota_sched.agent: the agent says what it can run (doc/agents.md): its
  * queue, its unit and how many instances it has in all (null: no bound).
  * It registers the agent for the calling login, or refreshes it
  * (QsAgentReady: another login's agent is refused unless the caller is an

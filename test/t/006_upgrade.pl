@@ -900,7 +900,7 @@ is(agent_roles('old', 'a_cpu,b_gpu,c_wait'),
 		'0', 'old, upgraded: nor does its heartbeat cover them');
 }
 
-# 0.3's agents (SPEC 11.4): the update made the table of agents, empty; the
+# 0.3's agents (doc/agents.md): the update made the table of agents, empty; the
 # agent registers as its login, holding the jobs it claimed, and its
 # heartbeat records its lease.
 is(as_role('old', 'regress_up_admin', 'SELECT count(*) FROM quota_sched.agent'), '0',
