@@ -145,7 +145,10 @@ SELECT bucket_start, quota_share AS share, used_instance_seconds AS used,
 -- (config_event: those above, and the rows this test inserted, recorded
 -- now), each held from its time to the end; idle grows by the capacity
 -- after the six hours.  The waits are all of the bucket's dispatches: A's
--- 1800, 3600 and 1800 s, B's 600, 600 and 1200 s.
+-- 1800, 3600 and 1800 s, B's 600, 600 and 1200 s.  The capacity and idle
+-- of the rows recorded now have microseconds: compared within 0.001
+-- instance-seconds, as a rounding to 3 decimals of a float8 of 1e9 seconds
+-- may fall on either side of a half.
 SET temp_file_limit = '20MB';
 WITH short AS (
 	SELECT quota_share, sum(capacity * 3600) AS cap, sum(used_instance_seconds) AS used,
@@ -168,13 +171,13 @@ long AS (
 	SELECT * FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2056-01-01 00:00+00',
 										  '10957 days'))
 SELECT l.bucket_start, l.quota_share AS share,
-	   round((l.capacity * extract(epoch FROM interval '10957 days'))::numeric, 3)
-		 = round(c.cap, 3) AS capacity_ok,
+	   abs((l.capacity * extract(epoch FROM interval '10957 days'))::numeric - c.cap)
+		 < 0.001 AS capacity_ok,
 	   l.used_instance_seconds AS used, l.used_instance_seconds = s.used AS used_ok,
 	   l.own_instance_seconds IS NOT DISTINCT FROM s.own AS own_ok,
 	   l.borrowed_instance_seconds IS NOT DISTINCT FROM s.borrowed AS borrowed_ok,
-	   round(l.idle_instance_seconds::numeric, 3)
-		 = round(s.idle::numeric + c.cap - s.cap::numeric, 3) AS idle_ok,
+	   abs(l.idle_instance_seconds::numeric - (s.idle::numeric + c.cap - s.cap::numeric))
+		 < 0.001 AS idle_ok,
 	   (l.dispatched, l.succeeded, l.failed, l.preempted, l.preempting)
 		 = (s.dispatched, s.succeeded, s.failed, s.preempted, s.preempting) AS counts_ok,
 	   l.dispatched, l.wait_p50_seconds AS p50, l.wait_p95_seconds AS p95
