@@ -94,6 +94,40 @@ SELECT u.job_queue, u.capacity_unit,
 GRANT SELECT ON quota_sched.capacity_plan
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 
+/*
+ * config_review: what in the configuration as it is now is allowed but
+ * likely to hurt, one row per finding: a unit the shares name and the
+ * environment lacks, shares promised more than the environment has (both
+ * from capacity_plan), and churn a share invites (doc/reporting.md):
+ * in-share preemption, or borrowing, without min_runtime, so that a job
+ * may be preempted at once after its dispatch.
+ */
+CREATE OR REPLACE VIEW quota_sched.config_review AS
+SELECT p.job_queue, NULL::text AS quota_share, p.capacity_unit,
+	   CASE WHEN NOT p.in_environment THEN 'UNIT_NOT_IN_ENVIRONMENT' ELSE 'OVERCOMMITTED' END
+		 AS finding,
+	   CASE WHEN NOT p.in_environment
+			THEN format('the shares have %s x %s, which the service environment does not have: their jobs cannot run',
+						p.shares_capacity, p.capacity_unit)
+			ELSE format('the shares are promised %s x %s, more than the %s of the service environment: not every share can have its capacity at once',
+						p.shares_capacity, p.capacity_unit, p.environment_capacity)
+	   END AS detail
+  FROM quota_sched.capacity_plan p
+ WHERE NOT p.in_environment OR p.overcommitted > 0
+UNION ALL
+SELECT s.job_queue, s.name, NULL, 'IN_SHARE_PREEMPTION_WITHOUT_MIN_RUNTIME',
+	   'a job of the share may be preempted for a job of higher priority of the same share at once after its dispatch: set min_runtime to the time a job needs to do useful work and checkpoint'
+  FROM quota_sched.quota_share s
+ WHERE s.in_share_preemption AND s.min_runtime IS NULL
+UNION ALL
+SELECT s.job_queue, s.name, NULL, 'BORROWING_WITHOUT_MIN_RUNTIME',
+	   'a job of the share that runs on borrowed capacity may be preempted when a lender takes its capacity back, at once after its dispatch: set min_runtime to the time a job needs to do useful work and checkpoint'
+  FROM quota_sched.quota_share s
+ WHERE s.strategy = 'LEND_AND_BORROW' AND s.borrow_limit <> 0 AND s.min_runtime IS NULL;
+
+GRANT SELECT ON quota_sched.config_review
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
 /* ---------------------------------------------------------------------
  * Utilization (accounting).  The instances a share holds of a unit change
  * only at the STATE events of its jobs (a job holds its instance_count
