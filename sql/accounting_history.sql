@@ -102,8 +102,9 @@ SELECT name, state FROM quota_sched.report(pg_temp.id('ah_lender'), 'ah_agent', 
 SELECT * FROM pg_temp.events('ah_borrower') WHERE kind = 'PRIORITY';
 SELECT * FROM pg_temp.events('ah_lender');
 
--- job_accounting, as the user sees it (row-level security): attempts,
--- preemptions, the last exit code; the times held are those of the
+-- job_accounting, as the user sees it (row-level security): attempts (those
+-- dispatched: ah_borrower, preempted and waiting, made one), preemptions,
+-- the last exit code; the times held are those of the
 -- history (compared, not printed: they depend on when the test runs).
 SET ROLE regress_ah_user;
 SELECT a.name, a.state, a.attempts, a.failed_attempts, a.preemptions, a.last_exit_code,

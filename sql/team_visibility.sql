@@ -268,9 +268,20 @@ SET ROLE regress_tv_ben;
 SELECT pg_temp.refused(format('SELECT quota_sched.explain(%s)', :bea_b)) AS former_team_job;
 RESET ROLE;
 
--- queue_snapshot still lists every job of the queue for every user.
+-- queue_snapshot still lists every job of the queue for every user, with
+-- the names of those the user sees in quota_sched.job only: its own for a
+-- user of no team, its team's and its own for a team member (as tv_seen
+-- lists them); all for an admin.
 SET ROLE regress_tv_out;
-SELECT count(*) AS snapshot_rows FROM quota_sched.queue_snapshot('tv_queue');
+SELECT count(*) AS snapshot_rows, count(name) AS named FROM quota_sched.queue_snapshot('tv_queue');
+RESET ROLE;
+SET ROLE regress_tv_amy;
+SELECT s.quota_share, count(*) AS snapshot_rows, string_agg(s.name, ', ' ORDER BY s.name) AS named
+  FROM quota_sched.queue_snapshot('tv_queue') s GROUP BY 1 ORDER BY 1;
+RESET ROLE;
+SELECT pg_temp.tv_seen('regress_tv_amy') AS amy_sees;
+SET ROLE regress_tv_admin;
+SELECT count(*) AS snapshot_rows, count(name) AS named FROM quota_sched.queue_snapshot('tv_queue');
 RESET ROLE;
 
 -- The counters of held capacity must match the jobs: no drift rows.

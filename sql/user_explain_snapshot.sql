@@ -159,7 +159,9 @@ RESET ROLE;
 -- queue_snapshot: the front of the queue in dispatch order, then the head
 -- of each share not in the front.
 ------------------------------------------------------------------------
-SELECT s.queue_position, j.name, s.quota_share, s.priority, s.queued_at = j.queued_at AS same_queued_at
+SELECT s.queue_position, j.name, s.quota_share, s.capacity_unit, s.instance_count, s.priority,
+       s.queued_at = j.queued_at AS same_queued_at, s.name = j.name AS named,
+       (s.capacity_unit, s.instance_count) = (j.capacity_unit, j.instance_count) AS same_unit_and_size
   FROM quota_sched.queue_snapshot('uex_queue') s JOIN quota_sched.job j ON j.id = s.job_id
  ORDER BY s.queue_position NULLS LAST, j.name;
 SELECT s.queue_position, j.name, s.quota_share, s.priority
@@ -174,15 +176,32 @@ SELECT stmt, pg_temp.refused(stmt) AS outcome
 	($$SELECT quota_sched.queue_snapshot('uex_queue', -1)$$),
 	($$SELECT quota_sched.queue_snapshot(NULL)$$)
   ) AS v(stmt);
--- Readable by all three roles, with every job in it.
+-- Readable by all three roles, with every job in it, each with its unit
+-- and size; the name only of the jobs the caller may see in
+-- quota_sched.job: alice her own (no share here has a team), bob his,
+-- agents and admins every job.
 SET ROLE regress_uex_alice;
-SELECT count(*) AS jobs FROM quota_sched.queue_snapshot('uex_queue');
+SELECT count(*) AS jobs, count(capacity_unit) AS with_unit, count(instance_count) AS with_size,
+       string_agg(name, ', ' ORDER BY name) AS named
+  FROM quota_sched.queue_snapshot('uex_queue');
+RESET ROLE;
+SET ROLE regress_uex_bob;
+SELECT count(*) AS jobs, count(name) AS named,
+       bool_and(name IS NULL OR name NOT LIKE 'uex\_r\_%') AS none_of_alices
+  FROM quota_sched.queue_snapshot('uex_queue');
 RESET ROLE;
 SET ROLE regress_uex_agent;
-SELECT count(*) AS jobs FROM quota_sched.queue_snapshot('uex_queue');
+SELECT count(*) AS jobs, count(name) AS named FROM quota_sched.queue_snapshot('uex_queue');
 RESET ROLE;
 SET ROLE regress_uex_admin;
-SELECT count(*) AS jobs FROM quota_sched.queue_snapshot('uex_queue');
+SELECT count(*) AS jobs, count(name) AS named FROM quota_sched.queue_snapshot('uex_queue');
+RESET ROLE;
+-- row_security off in the caller's session changes nothing: the names are
+-- read with it on.
+SET ROLE regress_uex_alice;
+SET row_security = off;
+SELECT count(*) AS jobs, count(name) AS named FROM quota_sched.queue_snapshot('uex_queue');
+RESET row_security;
 RESET ROLE;
 
 ------------------------------------------------------------------------

@@ -323,7 +323,7 @@ static QsQuery JobChangeQueries[] = {
 	[QS_CHANGE_SUCCEEDED] = {
 		"UPDATE quota_sched.job SET state = 'SUCCEEDED', lease_until = NULL,"
 		"       stop_reason = NULL, stop_requested_at = NULL, stopped_at = now(),"
-		"       status_reason = $2, status_reason_at = now()"
+		"       preempted_for = NULL, status_reason = $2, status_reason_at = now()"
 		" WHERE id = $1",
 		2, {INT8OID, TEXTOID}, SPI_OK_UPDATE
 	},

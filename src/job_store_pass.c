@@ -586,7 +586,8 @@ static QsQuery StopsQuery = {
 	"UPDATE quota_sched.job j"
 	"   SET stop_reason = coalesce(d.reason, j.stop_reason),"
 	"       stop_requested_at = CASE WHEN d.reason IS NULL THEN j.stop_requested_at ELSE $4 END,"
-	"       preempted_for = coalesce(d.preempted_for, j.preempted_for)"
+	/* a stop is of a job with none pending: its own preemptor, or null */
+	"       preempted_for = d.preempted_for"
 	"  FROM unnest($1, $2, $3) AS d(id, reason, preempted_for)"
 	" WHERE j.id = d.id",
 	4, {INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
@@ -631,7 +632,9 @@ RunForJobs(QsQuery *query, QsArray *cols, int n, TimestampTz now)
 
 /*
  * QsWriteStops writes requested stops (STOP, and PREEMPT of claimed jobs)
- * and the preempted_for of every victim.
+ * and the preempted_for of every job stopped: the job a victim makes room
+ * for, null for any other stop (a repair, a timeout), so that no earlier
+ * preemption's id is left on the job or copied onto this stop's events.
  */
 void
 QsWriteStops(const QsOutput *out, TimestampTz now)
@@ -669,6 +672,9 @@ QsWriteStops(const QsOutput *out, TimestampTz now)
 	"       agent = CASE WHEN d.fail THEN j.agent END," agent_role fleet \
 	"       lease_until = NULL, stop_reason = NULL, stop_requested_at = NULL," \
 	"       promised_at = NULL," \
+	/* the preemptor stays with the attempt it ended (as history), only with it */ \
+	"       preempted_for = CASE WHEN d.preempted > 0 OR j.state = 'RUNNABLE'" \
+	"         THEN j.preempted_for END," \
 	"       failed_attempts = j.failed_attempts + d.failed," \
 	"       preemption_count = j.preemption_count + d.preempted," \
 	/* a terminated job keeps the reason it was terminated with */ \
@@ -697,7 +703,8 @@ static QsQuery EndsQuery[3] = {
  * WriteEnds writes REQUEUE and FAIL decisions with the statement given:
  * back to RUNNABLE (agent, agent_role and lease cleared, queued_at kept)
  * or to FAILED (agent and agent_role kept), with the counter the decision
- * names, the reason, and the stop cleared.
+ * names, the reason, and the stop cleared (preempted_for kept only when a
+ * preemption ended the attempt).
  */
 static void
 WriteEnds(QsQuery *query, const QsOutput *out, TimestampTz now)
@@ -768,14 +775,14 @@ QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reaso
 static QsQuery DispatchesQuery = {
 	"UPDATE quota_sched.job"
 	"   SET state = 'SCHEDULED', scheduled_at = $2, promised_at = NULL,"
-	"       status_reason = NULL, status_reason_at = NULL"
+	"       status_reason = NULL, status_reason_at = NULL, preempted_for = NULL"
 	" WHERE id = ANY ($1)",
 	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
  * QsWriteDispatches writes DISPATCH decisions: SCHEDULED, scheduled_at, the
- * promise fulfilled.
+ * promise fulfilled, and no preemptor of an earlier attempt.
  */
 void
 QsWriteDispatches(const QsOutput *out, TimestampTz now)

@@ -12,14 +12,19 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/json.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "checks.h"
@@ -721,16 +726,94 @@ qs_explain(PG_FUNCTION_ARGS)
 }
 
 /*
+ * SnapshotNames returns the names of the n jobs listed, in their order,
+ * as the caller may see them in quota_sched.job by its row-level security
+ * (a user: their own jobs and their teams'; agents and admins: every job):
+ * null for any other job, and for every job if the caller may not read the
+ * table.  It runs the read as the caller, keeping the owner's search_path
+ * and row_security on (the function's GUC level), and becomes the owner
+ * again after.
+ */
+static Datum *
+SnapshotNames(Oid caller, const QsQueueEntry *entries, int n, bool *nulls)
+{
+	Datum	   *names = palloc0(sizeof(Datum) * Max(n, 1));
+	Datum	   *ids = palloc(sizeof(Datum) * Max(n, 1));
+	Oid			owner;
+	int			sec_context;
+	Oid			argtype = INT8ARRAYOID;
+	Datum		arg;
+	Oid			job = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, false));
+
+	for (int i = 0; i < n; i++)
+	{
+		nulls[i] = true;
+		ids[i] = Int64GetDatum(entries[i].job.id);
+	}
+	if (n == 0 || pg_class_aclcheck(job, caller, ACL_SELECT) != ACLCHECK_OK)
+		return names;
+	arg = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
+										  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	(void) set_config_option("row_security", "on", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	GetUserIdAndSecContext(&owner, &sec_context);
+	SetUserIdAndSecContext(caller, sec_context);
+	if (SPI_execute_with_args("SELECT j.name FROM unnest($1) WITH ORDINALITY AS e(id, n)"
+							  " LEFT JOIN quota_sched.job j ON j.id = e.id ORDER BY e.n",
+							  1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT ||
+		SPI_processed != (uint64) n)
+		elog(ERROR, "quota_sched: reading the names of the queue's jobs failed");
+	SetUserIdAndSecContext(owner, sec_context);
+	for (int i = 0; i < n; i++)
+		names[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[i]);
+	return names;
+}
+
+/*
+ * SnapshotRows puts the rows of queue_snapshot into the function's result:
+ * position (null past the horizon), job, share, priority, queued_at, unit,
+ * instance count and name (SnapshotNames).
+ */
+static void
+SnapshotRows(ReturnSetInfo *rsinfo, const QsQueueState *qs, const QsQueueEntry *entries,
+			 int n, Oid caller)
+{
+	bool	   *name_nulls = palloc(sizeof(bool) * Max(n, 1));
+	Datum	   *names = SnapshotNames(caller, entries, n, name_nulls);
+
+	for (int i = 0; i < n; i++)
+	{
+		const QsJob *job = &entries[i].job;
+		Datum		values[8];
+		bool		nulls[8] = {entries[i].position == 0, false, false, false, false,
+		false, false, name_nulls[i]};
+
+		values[0] = Int32GetDatum(entries[i].position);
+		values[1] = Int64GetDatum(job->id);
+		values[2] = CStringGetTextDatum(qs->in.shares[job->share].name);
+		values[3] = Int32GetDatum(job->priority);
+		values[4] = TimestampTzGetDatum(job->queued_at);
+		values[5] = CStringGetTextDatum(qs->in.units[job->unit].name);
+		values[6] = Int32GetDatum(job->count);
+		values[7] = names[i];
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
  * qs_queue_snapshot(job_queue, max_jobs) RETURNS TABLE (queue_position int,
- * job_id bigint, quota_share text, priority int, queued_at timestamptz):
- * the front of the queue in dispatch order, then the head of each share
- * not among them (AWS GetJobQueueSnapshot); a head's position is null when
- * it is further than 10000 jobs back.
+ * job_id bigint, quota_share text, priority int, queued_at timestamptz,
+ * capacity_unit text, instance_count int, name text): the front of the
+ * queue in dispatch order, then the head of each share not among them (AWS
+ * GetJobQueueSnapshot); a head's position is null when it is further than
+ * 10000 jobs back.  Every row has the job's unit and size (the order mixes
+ * units); the name only where the caller may see the job (SnapshotNames).
  */
 Datum
 qs_queue_snapshot(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			caller = GetUserId();
 	char	   *queue;
 	int			max_jobs;
 	QsSavedUser saved;
@@ -762,18 +845,7 @@ qs_queue_snapshot(PG_FUNCTION_ARGS)
 				 errmsg("job queue \"%s\" does not exist", QsShortValue(queue))));
 	entries = palloc(sizeof(QsQueueEntry) * (max_jobs + qs.in.nshares + 1));
 	n = QsQueueOrder(&qs.in, max_jobs, QS_QUEUE_HORIZON, entries);
-	for (int i = 0; i < n; i++)
-	{
-		Datum		values[5];
-		bool		nulls[5] = {entries[i].position == 0, false, false, false, false};
-
-		values[0] = Int32GetDatum(entries[i].position);
-		values[1] = Int64GetDatum(entries[i].job.id);
-		values[2] = CStringGetTextDatum(qs.in.shares[entries[i].job.share].name);
-		values[3] = Int32GetDatum(entries[i].job.priority);
-		values[4] = TimestampTzGetDatum(entries[i].job.queued_at);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	SnapshotRows(rsinfo, &qs, entries, n, caller);
 	QsFreeQueueState(&qs);
 	SPI_finish();
 	QsRestoreUser(&saved);

@@ -95,3 +95,5 @@ CREATE POLICY job_attempt_user ON quota_sched.job_attempt FOR SELECT TO quota_sc
 
 DROP FUNCTION quota_sched.report(bigint, text, text, text, integer, integer);
 DROP FUNCTION quota_sched.release(bigint, text, text);
+/* queue_snapshot's rows have the job's unit, size and (where the caller sees it) name */
+DROP FUNCTION quota_sched.queue_snapshot(text, integer);
