@@ -79,11 +79,23 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 static void
 DefineSettings(void)
 {
-	/* a postmaster setting can only be defined while the library preloads */
+	/*
+	 * A postmaster setting can only be defined while the library preloads.
+	 * Loaded later (no worker), the setting is defined all the same, to be
+	 * read at reload and to do nothing: else MarkGUCPrefixReserved would
+	 * remove a quota_sched.database line of postgresql.conf with a WARNING
+	 * in every session that loads the library (doc/operations.md).
+	 */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomStringVariable("quota_sched.database",
 								   "Database in which the quota_sched background worker runs passes.",
 								   NULL, &QsDatabase, "postgres", PGC_POSTMASTER, 0,
+								   NULL, NULL, NULL);
+	else
+		DefineCustomStringVariable("quota_sched.database",
+								   "Database in which the quota_sched background worker runs passes.",
+								   "No effect: quota_sched is not in shared_preload_libraries, so no worker runs.",
+								   &QsDatabase, "postgres", PGC_SIGHUP, 0,
 								   NULL, NULL, NULL);
 	DefineCustomIntVariable("quota_sched.naptime",
 							"Longest wait of the background worker between passes.",

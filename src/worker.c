@@ -47,7 +47,8 @@
  * QueuesToRun lists the job queues (QsAllQueues) in memory of context
  * outer, and remembers the configuration tables; false when the extension
  * is not installed in this database, or in another version than the
- * library's.
+ * library's.  A version mismatch is said once (a WARNING), and its end
+ * once too (a LOG) when ALTER EXTENSION UPDATE has made them match.
  */
 static bool
 QueuesToRun(MemoryContext outer, List **list)
@@ -72,6 +73,11 @@ QueuesToRun(MemoryContext outer, List **list)
 		warned = true;
 		return false;
 	}
+	/* the matching word once the update is done, so that the log tells */
+	if (warned)
+		ereport(LOG,
+				(errmsg("quota_sched worker: quota_sched %s is installed, the library's version: passes resume",
+						version)));
 	warned = false;
 	/* before the list is read: a later change then moves the generation */
 	QsRememberConfigTables();

@@ -395,6 +395,46 @@ compare_with_src('dst');
 continues_after_restore('dst');
 
 #
+# A dump of a live database holds the jobs its agents held at the dump, with
+# live leases.  The procedure of doc/operations.md ("Held jobs after a
+# restore"), run in the restored database before any agent or worker uses
+# it: every STARTING or RUNNING job is released as its agent by the
+# superuser, which costs no attempt; the old agent's heartbeat then gives
+# it nothing (its agent kills what it still runs), and its reports are
+# refused.
+#
+my $held_query = q{
+	SELECT string_agg(concat_ws(' ', name, state, coalesce(agent, '-'),
+			   lease_until IS NOT NULL AND lease_until > now(),
+			   failed_attempts, preemption_count, lease_losses), ', ' ORDER BY name)
+	  FROM quota_sched.job WHERE name IN ('dr_a1', 'dr_b1', 'dr_b2', 'dr_c1')};
+is($node->safe_psql('dst', $held_query),
+	'dr_a1 RUNNING agent-1 t 0 0 0, dr_b1 SCHEDULED agent-1 t 0 0 0, '
+	  . 'dr_b2 STARTING agent-1 t 0 0 0, dr_c1 RUNNING agent-2 t 0 0 0',
+	'dst: the restored jobs are held by the dumped agents, with live leases');
+is($node->safe_psql('dst', q{
+	SELECT string_agg(j.name || ' ' || r.state, ', ' ORDER BY j.id)
+	  FROM quota_sched.job j
+		   CROSS JOIN LATERAL quota_sched.release(j.id, j.agent, 'requeued after a restore') r
+	 WHERE j.state IN ('STARTING', 'RUNNING')}),
+	'dr_a1 RUNNABLE, dr_b2 RUNNABLE, dr_c1 RUNNABLE',
+	'dst: the documented release requeues every STARTING and RUNNING job');
+is($node->safe_psql('dst', $held_query),
+	'dr_a1 RUNNABLE - f 0 0 0, dr_b1 SCHEDULED agent-1 t 0 0 0, '
+	  . 'dr_b2 RUNNABLE - f 0 0 0, dr_c1 RUNNABLE - f 0 0 0',
+	'dst: no agent, no lease, no attempt counted (a dispatched job is left to its claim)');
+is($node->safe_psql('dst', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
+	'dst: the counters of held capacity match the jobs after the release');
+is($node->safe_psql('dst', q{SET ROLE regress_dr_agent; SELECT count(*) FROM quota_sched.heartbeat('agent-1')}),
+	'0', 'dst: the old agent\'s heartbeat gives it nothing (it kills what it still runs)');
+my ($ret, $stdout, $stderr) = $node->psql('dst', q{
+	SET ROLE regress_dr_agent;
+	SELECT state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'dr_a1'),
+										 'agent-1', 'SUCCEEDED')});
+isnt($ret, 0, 'dst: the old agent\'s report of a released job is refused');
+like($stderr, qr/job \d+ is not held by agent "agent-1"/, 'dst: as a job it does not hold (55000)');
+
+#
 # Plain format piped through psql, with the same setting.
 #
 $node->safe_psql('postgres', 'CREATE DATABASE dst_plain');

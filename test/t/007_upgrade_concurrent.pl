@@ -5,6 +5,8 @@
 # it commits.  An agent's SUCCEEDED report is left open in one session; the
 # upgrade, in another, waits for it; once the report commits and the upgrade
 # is done, the counters match the jobs (the report is counted, not lost).
+# The worker runs: it says once (a WARNING) that it waits for the update,
+# and once (a LOG) that its passes resume after it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -15,7 +17,8 @@ my $node = PostgreSQL::Test::Cluster->new('upgrade_concurrent');
 $node->init;
 $node->append_conf('postgresql.conf', <<'CONF');
 shared_preload_libraries = 'quota_sched'
-quota_sched.enabled = off
+quota_sched.database = 'postgres'
+quota_sched.naptime = '200ms'
 CONF
 $node->start;
 
@@ -37,6 +40,10 @@ VALUES (nextval('quota_sched.job_id_seq'), 'uc_job', 'uc_queue', 'uc_share', 0, 
 	now(), now(), now(), now());
 SQL
 my $id = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'uc_job'");
+
+my $waits = qr/quota_sched worker: quota_sched 0\.1 is installed, but the library is version 0\.3: no passes until the extension is updated/;
+my $resumes = qr/LOG:  quota_sched worker: quota_sched 0\.3 is installed, the library's version: passes resume/;
+ok($node->wait_for_log($waits), 'the worker says that it waits for the update');
 
 # The agent's report, not committed yet.
 my $agent = $node->background_psql('postgres');
@@ -62,6 +69,16 @@ is($node->safe_psql('postgres', "SELECT state FROM quota_sched.job WHERE id = $i
 	'SUCCEEDED', 'the report committed');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'),
 	'0', 'the counters match the jobs: the report is counted');
+
+# The worker's passes resume, and it says so once.
+my $offset = $node->wait_for_log($resumes);
+ok($offset, 'the worker says that its passes resume');
+my $rounds = $node->safe_psql('postgres', 'SELECT rounds FROM quota_sched.worker_stats()');
+ok($node->poll_query_until('postgres', "SELECT rounds >= $rounds + 3 FROM quota_sched.worker_stats()"),
+	'the worker goes on running rounds');
+my @waits = slurp_file($node->logfile) =~ /$waits/g;
+my @resumes = slurp_file($node->logfile) =~ /$resumes/g;
+is(scalar(@waits) . ' ' . scalar(@resumes), '1 1', 'each said once');
 is($node->safe_psql('postgres',
 		"SELECT coalesce(sum(instances), 0) FROM quota_sched.held_capacity WHERE job_queue = 'uc_queue'"),
 	'0', 'nothing is held');
