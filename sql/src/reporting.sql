@@ -128,6 +128,51 @@ SELECT s.job_queue, s.name, NULL, 'BORROWING_WITHOUT_MIN_RUNTIME',
 GRANT SELECT ON quota_sched.config_review
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 
+/*
+ * preemptions: every attempt that a preemption ended (its STATE event with
+ * a preempted_for), from the history: when, the victim's share, job, size
+ * and how long its attempt had run since its dispatch, the preemptor's
+ * share and job, and the reason.  Every role sees every row, as every role
+ * sees every share's figures (doc/reference.md, "What a team sees of
+ * another"); a job's name only where the caller may see the job (the
+ * policies of quota_sched.job: admins and agents every job, a user their
+ * own and those of their teams' shares).  The view reads as its owner, so
+ * that a team sees the preemptions its jobs caused in other teams' shares.
+ */
+CREATE OR REPLACE VIEW quota_sched.preemptions WITH (security_barrier = true) AS
+WITH caller AS (
+	SELECT pg_catalog.pg_has_role(CURRENT_USER, 'quota_sched_admin', 'USAGE')
+		   OR pg_catalog.pg_has_role(CURRENT_USER, 'quota_sched_agent', 'USAGE') AS sees_all,
+		   ARRAY(SELECT t.job_queue || '/' || t.quota_share FROM quota_sched.team_shares() t)
+			 AS teams)
+SELECT e.at, e.job_queue, e.capacity_unit, e.instance_count,
+	   e.quota_share AS victim_share, e.job_id AS victim_job,
+	   CASE WHEN c.sees_all OR v.owner = CURRENT_USER
+				 OR e.job_queue || '/' || e.quota_share = ANY (c.teams)
+			THEN v.name END AS victim_name,
+	   e.at - d.at AS victim_ran,
+	   p.quota_share AS preemptor_share, e.preempted_for AS preemptor_job,
+	   CASE WHEN c.sees_all OR pj.owner = CURRENT_USER
+				 OR p.job_queue || '/' || p.quota_share = ANY (c.teams)
+			THEN pj.name END AS preemptor_name,
+	   e.reason
+  FROM quota_sched.job_event e
+	   CROSS JOIN caller c
+	   LEFT JOIN quota_sched.job v ON v.id = e.job_id
+	   LEFT JOIN quota_sched.job pj ON pj.id = e.preempted_for
+	   LEFT JOIN LATERAL (
+		SELECT s.at FROM quota_sched.job_event s
+		 WHERE s.job_id = e.job_id AND s.id < e.id AND s.kind = 'STATE' AND s.to_state = 'SCHEDULED'
+		 ORDER BY s.id DESC LIMIT 1) d ON true
+	   LEFT JOIN LATERAL (
+		SELECT s.job_queue, s.quota_share FROM quota_sched.job_event s
+		 WHERE s.job_id = e.preempted_for ORDER BY s.id LIMIT 1) p ON true
+ WHERE e.kind = 'STATE' AND e.preempted_for IS NOT NULL;
+
+REVOKE ALL ON quota_sched.preemptions FROM PUBLIC;
+GRANT SELECT ON quota_sched.preemptions
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
 /* ---------------------------------------------------------------------
  * Utilization (accounting).  The instances a share holds of a unit change
  * only at the STATE events of its jobs (a job holds its instance_count
