@@ -230,6 +230,29 @@ SELECT col AS "column", r.*
  ORDER BY n;
 
 ------------------------------------------------------------------------
+-- payload->'command', when present, is a non-empty JSON array of strings
+-- (the argv the agent runs): anything else is refused at INSERT (23514),
+-- not claimed and failed by an agent later.  A payload without "command"
+-- is accepted (an external launcher may need none).
+------------------------------------------------------------------------
+SELECT label, r.*
+  FROM (VALUES (1, 'a string', '{"command": "python train.py"}'),
+               (2, 'an empty array', '{"command": []}'),
+               (3, 'a number element', '{"command": ["python", 3]}'),
+               (4, 'a null element', '{"command": ["python", "train.py", null]}'),
+               (5, 'a nested array', '{"command": [["python"]]}'),
+               (6, 'an object', '{"command": {"argv": ["python"]}}'),
+               (7, 'a JSON null', '{"command": null}'),
+               (8, 'no command', '{"step": 1}'),
+               (9, 'an array of strings', '{"command": ["python", "train.py", ""]}'),
+               (10, 'a payload that is an array', '["python", "train.py"]')) AS v(n, label, payload),
+       LATERAL pg_temp.submit_with('jsv_command_' || n, 'payload', quote_literal(payload)) AS r
+ ORDER BY n;
+-- the hint of a string command shows the form it must have
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
+VALUES ('jsv_command_hint', 'jsv_queue', 'jsv_share', 'ml.g5.xlarge', '{"command": "python train.py"}');
+
+------------------------------------------------------------------------
 -- Only the accepted submissions were stored, each RUNNABLE with one
 -- job_event row.
 ------------------------------------------------------------------------

@@ -213,6 +213,77 @@ CheckPayloadSize(JobValues *row)
 }
 
 /*
+ * JsonTypeName names the JSON type of a value as jsonb_typeof() does, for
+ * the messages about a payload's command.
+ */
+static const char *
+JsonTypeName(JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvString:
+			return "string";
+		case jbvNumeric:
+			return "number";
+		case jbvBool:
+			return "boolean";
+		case jbvBinary:
+			return JsonContainerIsArray(v->val.binary.data) ? "array" : "object";
+		default:
+			return "object";
+	}
+}
+
+/*
+ * CheckCommand refuses (check_violation) a payload whose "command" is not
+ * a non-empty JSON array of strings: the agent runs it as an argv, and
+ * would otherwise fail the job only once it has claimed it (agent/db.c
+ * gives the same reasons).  A payload without "command" is allowed: an
+ * external launcher may need none.  It reads only the command's elements.
+ */
+static void
+CheckCommand(JobValues *row)
+{
+	JsonbValue *cmd;
+	JsonbContainer *argv;
+	uint32		n;
+
+	if (row->nulls[JC_PAYLOAD])
+		return;
+	cmd = QsJsonbField(&DatumGetJsonbP(row->values[JC_PAYLOAD])->root, "command");
+	if (cmd == NULL)
+		return;
+	if (cmd->type != jbvBinary || !JsonContainerIsArray(cmd->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("payload command of a job is a JSON %s, not an array of strings",
+						JsonTypeName(cmd)),
+				 errhint("Give the command as an argv, e.g. {\"command\": [\"python\", \"train.py\"]}.")));
+	argv = cmd->val.binary.data;
+	n = JsonContainerSize(argv);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("payload command of a job is an empty array"),
+				 errhint("Give the program and its arguments, e.g. [\"python\", \"train.py\"], "
+						 "or leave \"command\" out.")));
+	for (uint32 i = 0; i < n; i++)
+	{
+		JsonbValue *v = getIthJsonbValueFromContainer(argv, i);
+
+		if (v->type != jbvString)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("payload command[%u] of a job is a JSON %s, not a string",
+							i, JsonTypeName(v)),
+					 errdetail("The command is an array of strings, an argv: command[0] is the program.")));
+		pfree(v);
+	}
+}
+
+/*
  * CheckCapacity checks the capacity a job asks for, as given or taken from
  * its payload's ResourceConfig (ApplyResourceConfig): a valid capacity
  * unit and a positive instance count.  That the unit is in the queue's
@@ -286,6 +357,7 @@ CheckSubmitterValues(JobValues *row)
 	}
 
 	CheckPayloadSize(row);
+	CheckCommand(row);
 	ApplyResourceConfig(row);
 	CheckCapacity(row);
 }
