@@ -95,3 +95,11 @@ CREATE POLICY job_attempt_user ON quota_sched.job_attempt FOR SELECT TO quota_sc
 
 DROP FUNCTION quota_sched.report(bigint, text, text, text, integer, integer);
 DROP FUNCTION quota_sched.release(bigint, text, text);
+
+/*
+ * UPDATE on the submitter's columns (tables.sql says why): job_before_update
+ * refuses every change but priority, with a message saying so.
+ */
+GRANT UPDATE (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload,
+	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses)
+	ON quota_sched.job TO quota_sched_admin, quota_sched_user;
