@@ -31,6 +31,7 @@
 #include "config_cache.h"
 #include "identity.h"
 #include "job_columns.h"
+#include "job_fit.h"
 #include "jsonb_util.h"
 #include "query.h"
 #include "quota_sched.h"
@@ -576,7 +577,9 @@ BuildJobTuple(HeapTuple old, TupleDesc desc, JobValues *row)
 
 /*
  * qs_job_before_insert validates a submission and fills the system columns
- * (BEFORE INSERT, for each row).  Nothing is stored when it raises.
+ * (BEFORE INSERT, for each row).  Nothing is stored when it raises.  A job
+ * the configuration as it is cannot run is stored, with a NOTICE saying
+ * why (job_fit.c).
  */
 Datum
 qs_job_before_insert(PG_FUNCTION_ARGS)
@@ -591,5 +594,9 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	CheckSubmitterValues(&row);
 	CheckSubmitTarget(&row, td->tg_relation, caller);
 	FillSystemColumns(&row, caller);
+	QsNoticeMisfit(TextDatumGetCString(row.values[JC_NAME]), TextDatumGetCString(row.values[JC_JOB_QUEUE]),
+				   TextDatumGetCString(row.values[JC_QUOTA_SHARE]),
+				   TextDatumGetCString(row.values[JC_CAPACITY_UNIT]),
+				   DatumGetInt32(row.values[JC_INSTANCE_COUNT]), td->tg_relation->rd_rel->relowner);
 	return PointerGetDatum(BuildJobTuple(td->tg_trigtuple, desc, &row));
 }
