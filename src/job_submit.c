@@ -17,9 +17,11 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/plannodes.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -32,6 +34,7 @@
 #include "identity.h"
 #include "job_columns.h"
 #include "job_fit.h"
+#include "job_submit.h"
 #include "jsonb_util.h"
 #include "query.h"
 #include "quota_sched.h"
@@ -505,6 +508,123 @@ CheckSubmitTarget(JobValues *row, Relation rel, Oid caller)
 }
 
 /*
+ * The statement the executor runs now (innermost), kept by an ExecutorRun
+ * hook, so that the INSERT trigger can tell whether its INSERT has an ON
+ * CONFLICT clause (CheckClientToken).  NULL when not known: the hook was
+ * installed after the statement started (the library loaded on its first
+ * use, not preloaded).
+ */
+static ExecutorRun_hook_type prev_executor_run = NULL;
+static QueryDesc *running_query = NULL;
+
+/*
+ * QsExecutorRun is the ExecutorRun hook: it keeps running_query for the
+ * run, restoring the outer statement's after it, also on error.
+ */
+static void
+QsExecutorRun(QueryDesc *desc, ScanDirection direction, uint64 count, bool execute_once)
+{
+	QueryDesc  *outer = running_query;
+
+	running_query = desc;
+	PG_TRY();
+	{
+		if (prev_executor_run)
+			prev_executor_run(desc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(desc, direction, count, execute_once);
+	}
+	PG_FINALLY();
+	{
+		running_query = outer;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * QsInstallExecutorHook installs the ExecutorRun hook (_PG_init).
+ */
+void
+QsInstallExecutorHook(void)
+{
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = QsExecutorRun;
+}
+
+/*
+ * HasOnConflict tells whether a plan is a ModifyTable with an ON CONFLICT
+ * clause: a ModifyTable is the top of its plan, or of a CTE's subplan.
+ */
+static bool
+HasOnConflict(Plan *plan)
+{
+	return plan != NULL && IsA(plan, ModifyTable) &&
+		((ModifyTable *) plan)->onConflictAction != ONCONFLICT_NONE;
+}
+
+/*
+ * InsertWithoutOnConflict tells whether the running statement is known to
+ * have no ON CONFLICT clause anywhere (false when it is not known).
+ */
+static bool
+InsertWithoutOnConflict(void)
+{
+	PlannedStmt *stmt;
+	ListCell   *lc;
+
+	if (running_query == NULL || running_query->plannedstmt == NULL)
+		return false;
+	stmt = running_query->plannedstmt;
+	if (HasOnConflict(stmt->planTree))
+		return false;
+	foreach(lc, stmt->subplans)
+		if (HasOnConflict((Plan *) lfirst(lc)))
+			return false;
+	return true;
+}
+
+/*
+ * CheckClientToken refuses (unique_violation) a client_token that a job has
+ * already, with a message that names neither the job nor its team, where
+ * the unique index says 'duplicate key value violates unique constraint
+ * "job_client_token_key"'.  It reads as the tables' owner, past row-level
+ * security: the token is unique over every team's jobs.  An INSERT with
+ * ON CONFLICT (the idempotent submit) is left to the index, which does
+ * nothing or updates as asked; so is one whose statement is not known.
+ * The index stays the guard when two submissions of one token race.
+ */
+static QsQuery TokenTakenQuery = {
+	"SELECT 1 FROM quota_sched.job WHERE client_token = $1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+static void
+CheckClientToken(JobValues *row, Relation rel)
+{
+	QsSavedUser saved;
+	bool		taken;
+
+	if (row->nulls[JC_CLIENT_TOKEN] || !InsertWithoutOnConflict())
+		return;
+	QsBecomeOwner(rel->rd_rel->relowner, &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	taken = QsQueryRun(&TokenTakenQuery, &row->values[JC_CLIENT_TOKEN], NULL, true, 1) > 0;
+	SPI_finish();
+	QsRestoreUser(&saved);
+	if (taken)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("client_token \"%s\" is taken: a job has it already",
+						QsShortValue(TextDatumGetCString(row->values[JC_CLIENT_TOKEN]))),
+				 errdetail("A client_token is unique over the jobs of every team."),
+				 errhint("If the job is yours, SELECT id FROM quota_sched.job WHERE "
+						 "client_token = '...' finds it; INSERT ... ON CONFLICT "
+						 "(client_token) DO NOTHING submits once. Otherwise choose "
+						 "another token, e.g. prefixed with your team's name.")));
+}
+
+/*
  * CheckNoSystemColumns refuses a submission that sets a column the system
  * keeps.  Those columns have no defaults, so any value came from the caller.
  */
@@ -593,6 +713,7 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	CheckNoSystemColumns(&row);
 	CheckSubmitterValues(&row);
 	CheckSubmitTarget(&row, td->tg_relation, caller);
+	CheckClientToken(&row, td->tg_relation);
 	FillSystemColumns(&row, caller);
 	QsNoticeMisfit(TextDatumGetCString(row.values[JC_NAME]), TextDatumGetCString(row.values[JC_JOB_QUEUE]),
 				   TextDatumGetCString(row.values[JC_QUOTA_SHARE]),
