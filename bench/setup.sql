@@ -25,7 +25,8 @@ CREATE ROLE bench_user LOGIN IN ROLE quota_sched_user;
  * quota_sched.job's system columns have no defaults: its BEFORE INSERT
  * trigger fills them (and refuses a value from the submitter).  plain_job
  * has no trigger, so it gets defaults that fill them the same way: id from
- * its own sequence, owner current_user, state 'RUNNABLE', counters 0,
+ * its own sequence, owner current_user, state 'RUNNABLE', counters 0 (0.3's
+ * lease_losses and claim_requeues too),
  * submitted_at and queued_at now() (the transaction's start time, which is
  * what the trigger uses).
  */
@@ -38,6 +39,8 @@ ALTER TABLE bench.plain_job
 	ALTER state SET DEFAULT 'RUNNABLE',
 	ALTER failed_attempts SET DEFAULT 0,
 	ALTER preemption_count SET DEFAULT 0,
+	ALTER lease_losses SET DEFAULT 0,
+	ALTER claim_requeues SET DEFAULT 0,
 	ALTER submitted_at SET DEFAULT now(),
 	ALTER queued_at SET DEFAULT now();
 

@@ -83,9 +83,10 @@ SELECT p.oid::regprocedure AS fn, p.prokind, p.prorettype = 'trigger'::regtype A
 -- A valid sample of the arguments of each callable function (SQL
 -- expressions), and the least role that may call it.  accepted_state: the
 -- SQLSTATE that means the call went through (prune() commits, which it
--- cannot do in the attempt's subtransaction: reaching its first COMMIT
--- means its arguments were taken).  extras: bad values of one argument
--- beyond those of its type, as [label, expression] pairs.
+-- cannot do in the attempt's transaction block: refusing to start there,
+-- 25001, after its checks of the arguments, means they were taken).
+-- extras: bad values of one argument beyond those of its type, as [label,
+-- expression] pairs.
 CREATE TEMP TABLE bi_sample (
 	fn regprocedure PRIMARY KEY,
 	role text NOT NULL,
@@ -132,6 +133,9 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	('quota_sched.terminate(bigint, text)', 'regress_bi_user',
 	 ARRAY[:'wait_id', $$'stop it'$$], NULL,
 	 jsonb_build_object('job_id', jsonb_build_array(jsonb_build_array('an ended job', :'done_id')))),
+	('quota_sched.set_priority(bigint, integer)', 'regress_bi_user',
+	 ARRAY[:'wait_id', '5'], NULL,
+	 jsonb_build_object('job_id', jsonb_build_array(jsonb_build_array('an ended job', :'done_id')))),
 	('quota_sched.explain(bigint)', 'regress_bi_user', ARRAY[:'wait_id'], NULL, '{}'),
 	('quota_sched.queue_snapshot(text, integer)', 'regress_bi_user',
 	 ARRAY[$$'bi_queue'$$, '10'], NULL, $${"max_jobs": [["above the horizon", "10001"]]}$$),
@@ -149,8 +153,9 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	 $${"from": [["a century back", "now() - interval '100 years'"]]}$$),
 	('quota_sched.rollup(timestamp with time zone)', 'regress_bi_admin', ARRAY['now()'], NULL,
 	 $${"up_to": [["tomorrow", "now() + interval '1 day'"]]}$$),
-	('quota_sched.prune(interval, integer)', 'regress_bi_admin', ARRAY[$$'30 days'$$, '100'], '2D000', '{}'),
+	('quota_sched.prune(interval, integer)', 'regress_bi_admin', ARRAY[$$'30 days'$$, '100'], '25001', '{}'),
 	('quota_sched.metrics()', 'regress_bi_monitor', '{}', NULL, '{}'),
+	('quota_sched.in_transaction_block()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.pass_stats()', 'regress_bi_monitor', '{}', NULL, '{}'),
 	('quota_sched.worker_stats()', 'regress_bi_monitor', '{}', NULL, '{}'),
 	('quota_sched.xml_escape(text)', 'regress_bi_user', ARRAY[$$'a < b'$$], NULL, '{}'),
@@ -460,8 +465,9 @@ INSERT INTO bi_justified VALUES
 	('quota_sched.attempt_started(bigint, text, integer, text, text, text)', 'attempt', 'max',
 	 'an attempt not begun: a no-op (null)'),
 	('quota_sched.run_pass(text, boolean)', 'job_queue', 'NULL', 'the documented default: every queue'),
+	('quota_sched.set_priority(bigint, integer)', 'priority', 'zero', 'the lowest priority (0 to 9999): valid'),
 	('quota_sched.prune(interval, integer)', NULL, NULL,
-	 'a positive horizon, a batch of at least 1: valid (it reached its first COMMIT)'),
+	 'a positive horizon, a batch of at least 1: valid (it reached its check of the transaction block)'),
 	('quota_sched.attempt_deadline(timestamp with time zone, interval)', NULL, NULL,
 	 'the function of an index on job: null in, null out; infinite times stay infinite'),
 	('quota_sched.holds(text)', 'state', NULL, 'a pure function: 1 for a state that holds capacity, else 0'),

@@ -68,6 +68,26 @@ RETURNING name, client_token;
 SELECT * FROM pg_temp.stored();
 
 ------------------------------------------------------------------------
+-- A token another team used: a 23505 that says the token is taken and how
+-- to go on, naming neither the job nor its team (the bare unique index
+-- said 'duplicate key value violates unique constraint
+-- "job_client_token_key"').  ON CONFLICT, also in a CTE, still does
+-- nothing, and the index stays the guard under races.
+------------------------------------------------------------------------
+CREATE ROLE regress_ct_other IN ROLE quota_sched_user;
+SET ROLE regress_ct_other;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, client_token)
+VALUES ('ct_theirs', 'ct_queue', 'ct_share', 'ml.g5.xlarge', 'ct-token-1');
+WITH ins AS (INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, client_token)
+             VALUES ('ct_theirs', 'ct_queue', 'ct_share', 'ml.g5.xlarge', 'ct-token-1')
+             ON CONFLICT (client_token) DO NOTHING RETURNING id)
+SELECT count(*) AS stored FROM ins;
+-- and from a function (SPI): the statement the trigger runs in is the one told
+SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, client_token) VALUES ('ct_theirs', 'ct_queue', 'ct_share', 'ml.g5.xlarge', 'ct-token-1') ON CONFLICT (client_token) DO NOTHING$$) AS in_a_function;
+RESET ROLE;
+SELECT * FROM pg_temp.stored();
+
+------------------------------------------------------------------------
 -- Without a token there is nothing to conflict with: every submission is a
 -- new job.
 ------------------------------------------------------------------------
@@ -90,3 +110,4 @@ UPDATE quota_sched.job SET state = 'SUCCEEDED' WHERE job_queue LIKE 'ct\_%';
 RESET session_replication_role;
 DELETE FROM quota_sched.job_queue WHERE name LIKE 'ct\_%';
 DELETE FROM quota_sched.service_environment WHERE name LIKE 'ct\_%';
+DROP ROLE regress_ct_other;

@@ -230,6 +230,68 @@ SELECT col AS "column", r.*
  ORDER BY n;
 
 ------------------------------------------------------------------------
+-- payload->'command', when present, is a non-empty JSON array of strings
+-- (the argv the agent runs): anything else is refused at INSERT (23514),
+-- not claimed and failed by an agent later.  A payload without "command"
+-- is accepted (an external launcher may need none).
+------------------------------------------------------------------------
+SELECT label, r.*
+  FROM (VALUES (1, 'a string', '{"command": "python train.py"}'),
+               (2, 'an empty array', '{"command": []}'),
+               (3, 'a number element', '{"command": ["python", 3]}'),
+               (4, 'a null element', '{"command": ["python", "train.py", null]}'),
+               (5, 'a nested array', '{"command": [["python"]]}'),
+               (6, 'an object', '{"command": {"argv": ["python"]}}'),
+               (7, 'a JSON null', '{"command": null}'),
+               (8, 'no command', '{"step": 1}'),
+               (9, 'an array of strings', '{"command": ["python", "train.py", ""]}'),
+               (10, 'a payload that is an array', '["python", "train.py"]')) AS v(n, label, payload),
+       LATERAL pg_temp.submit_with('jsv_command_' || n, 'payload', quote_literal(payload)) AS r
+ ORDER BY n;
+-- the hint of a string command shows the form it must have
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
+VALUES ('jsv_command_hint', 'jsv_queue', 'jsv_share', 'ml.g5.xlarge', '{"command": "python train.py"}');
+
+------------------------------------------------------------------------
+-- A job the configuration as it is cannot run is stored, with a NOTICE
+-- (not an error: the configuration may change) naming the limit: the
+-- pass's rule of MISCONFIGURATION reasons (scheduling.md 3.7), from the
+-- same code.  jsv_fit_env has 4 gpu; the borrower has 1 of its own, the
+-- lender 1, the reserve 1, 1 is unassigned: the borrower can have at most
+-- 1 + 1 + 1 = 3, the reserve 1.  At most 5 notices per statement.
+------------------------------------------------------------------------
+INSERT INTO quota_sched.service_environment (name, capacity_limits)
+VALUES ('jsv_fit_env', '{"gpu": 4}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('jsv_fit_queue', 'jsv_fit_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, strategy, capacity_limits)
+VALUES ('jsv_fit_queue', 'borrower', 'LEND_AND_BORROW', '{"gpu": 1}'),
+       ('jsv_fit_queue', 'lender', 'LEND', '{"gpu": 1}'),
+       ('jsv_fit_queue', 'reserve', 'RESERVE', '{"gpu": 1}');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('jsv_fit_env_max', 'jsv_fit_queue', 'borrower', 'gpu', 5);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('jsv_fit_reach', 'jsv_fit_queue', 'borrower', 'gpu', 4);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('jsv_fit_reserve', 'jsv_fit_queue', 'reserve', 'gpu', 2);
+-- these fit: no notice
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('jsv_fit_ok', 'jsv_fit_queue', 'borrower', 'gpu', 3),
+       ('jsv_fit_reserve_ok', 'jsv_fit_queue', 'reserve', 'gpu', 1);
+-- a bulk INSERT of 8 such jobs: 5 notices, then one that says the rest are left out
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+SELECT 'jsv_fit_bulk_' || i, 'jsv_fit_queue', 'lender', 'gpu', 2 FROM generate_series(1, 8) i;
+-- the pass gives each of them the reason its notice named
+SELECT count(*) > 0 AS pass_decided FROM quota_sched.run_pass('jsv_fit_queue');
+SELECT name, instance_count, status_reason FROM quota_sched.job
+ WHERE job_queue = 'jsv_fit_queue' AND name NOT LIKE 'jsv_fit_bulk_%' ORDER BY name COLLATE "C";
+SELECT count(*) AS bulk_jobs, min(status_reason) AS reason, count(DISTINCT status_reason) AS reasons
+  FROM quota_sched.job WHERE name LIKE 'jsv_fit_bulk_%';
+-- once the environment has 8, 5 x gpu fits the borrower (1 + 5 unassigned + 1): no notice
+UPDATE quota_sched.service_environment SET capacity_limits = '{"gpu": 8}' WHERE name = 'jsv_fit_env';
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('jsv_fit_after_change', 'jsv_fit_queue', 'borrower', 'gpu', 5);
+
+------------------------------------------------------------------------
 -- Only the accepted submissions were stored, each RUNNABLE with one
 -- job_event row.
 ------------------------------------------------------------------------

@@ -123,8 +123,49 @@ SELECT pg_temp.refused($$UPDATE quota_sched.job SET priority = 77 WHERE name = '
 SELECT pg_temp.refused($$UPDATE quota_sched.job SET priority = 10000 WHERE name = 'jug_user_job'$$);
 SELECT pg_temp.refused($$UPDATE quota_sched.job SET instance_count = 2 WHERE name = 'jug_user_job'$$);
 SELECT pg_temp.refused($$UPDATE quota_sched.job SET state = 'SUCCEEDED' WHERE name = 'jug_user_job'$$);
+-- every column a submitter sets is UPDATE-able as a privilege (0.3), so
+-- that the guard, not "permission denied for table job", answers: each is
+-- refused, even set to its own value, with a hint that only priority may
+-- change; the system's columns (state above) have no UPDATE privilege.
+SELECT col, pg_temp.refused(format('UPDATE quota_sched.job SET %I = %I WHERE name = %L',
+                                   col, col, 'jug_user_job'))
+  FROM unnest(ARRAY['name', 'job_queue', 'quota_share', 'capacity_unit', 'instance_count',
+                    'payload', 'max_attempts', 'preemption_retries', 'timeout', 'client_token',
+                    'tags', 'max_lease_losses']) AS col;
+-- what the user sees with it: the hint
+DO $$
+DECLARE
+	hint text;
+BEGIN
+	UPDATE quota_sched.job SET instance_count = 2 WHERE name = 'jug_user_job';
+EXCEPTION WHEN insufficient_privilege THEN
+	GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+	RAISE NOTICE 'HINT: %', hint;
+END
+$$;
 SELECT name, priority, instance_count, state FROM quota_sched.job WHERE name = 'jug_user_job';
+-- Another's job is hidden from the user's UPDATE by row-level security:
+-- "UPDATE 0", nothing said.  set_priority() says why: 42501 for a job
+-- that is not theirs or their team's, P0002 for no such job (no more than
+-- terminate() and explain() reveal); on their own job it returns the
+-- priority it had, and the update guard's rules hold (range, ended jobs).
+WITH u AS (UPDATE quota_sched.job SET priority = 3 WHERE name = 'jug_job' RETURNING 1)
+SELECT count(*) AS rows_updated FROM u;
+SELECT pg_temp.refused(format('SELECT quota_sched.set_priority(%s, 3)',
+                              (SELECT id FROM quota_sched.job WHERE name = 'jug_user_job') + 1000000));
 RESET ROLE;
+SELECT id AS jug_job_id FROM quota_sched.job WHERE name = 'jug_job' \gset
+SET ROLE regress_jug_user;
+SELECT pg_temp.refused(format('SELECT quota_sched.set_priority(%s, 3)', :jug_job_id)) AS another_users_job;
+SELECT quota_sched.set_priority(id, 78) AS priority_before FROM quota_sched.job WHERE name = 'jug_user_job';
+SELECT pg_temp.refused(format('SELECT quota_sched.set_priority(%s, -1)',
+                              (SELECT id FROM quota_sched.job WHERE name = 'jug_user_job')));
+SELECT name, priority FROM quota_sched.job WHERE name = 'jug_user_job';
+SELECT e.kind, e.old_priority, e.priority, e.actor = 'regress_jug_user' AS by_the_user
+  FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id
+ WHERE j.name = 'jug_user_job' AND e.kind = 'PRIORITY' ORDER BY e.id;
+RESET ROLE;
+SELECT name, priority FROM quota_sched.job WHERE name = 'jug_job';
 
 -- The counters of held capacity must match the jobs: no drift rows.
 SELECT * FROM quota_sched.held_capacity_drift();

@@ -64,6 +64,12 @@ RESET ROLE;
 -- ended more than a day ago: pr_old and its history.
 SELECT pg_temp.refused($$CALL quota_sched.prune('0 days')$$);
 SELECT pg_temp.refused($$CALL quota_sched.prune('1 day', 0)$$);
+-- Inside a transaction block it refuses to start, saying why (25001), not
+-- "invalid transaction termination" at its first COMMIT; nothing is done.
+BEGIN;
+SET LOCAL ROLE regress_pr_admin;
+CALL quota_sched.prune('1 day', 1);
+ROLLBACK;
 SET ROLE regress_pr_admin;
 CALL quota_sched.prune('1 day', 1);
 RESET ROLE;

@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "common/int.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
@@ -34,6 +35,7 @@ PG_FUNCTION_INFO_V1(qs_check_capacity_map);
 PG_FUNCTION_INFO_V1(qs_check_state);
 PG_FUNCTION_INFO_V1(qs_check_strategy);
 PG_FUNCTION_INFO_V1(qs_check_runnable_timeout);
+PG_FUNCTION_INFO_V1(qs_in_transaction_block);
 
 /*
  * QsValidName tells whether a name of an environment, queue, share or job
@@ -441,4 +443,17 @@ qs_check_weight(PG_FUNCTION_ARGS)
 					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)))),
 			   "weight is an integer from 1 to " CppAsString2(QS_MAX_WEIGHT) ".");
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * qs_in_transaction_block() tells whether the statement runs inside a
+ * transaction block (BEGIN ... COMMIT, or several statements sent in one
+ * query string), where a CALLed procedure may not COMMIT: prune() asks
+ * before it starts, to say so (25001) rather than fail at its first COMMIT
+ * with "invalid transaction termination".
+ */
+Datum
+qs_in_transaction_block(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(IsTransactionBlock());
 }

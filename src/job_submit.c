@@ -17,9 +17,11 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/plannodes.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -31,6 +33,8 @@
 #include "config_cache.h"
 #include "identity.h"
 #include "job_columns.h"
+#include "job_fit.h"
+#include "job_submit.h"
 #include "jsonb_util.h"
 #include "query.h"
 #include "quota_sched.h"
@@ -213,6 +217,77 @@ CheckPayloadSize(JobValues *row)
 }
 
 /*
+ * JsonTypeName names the JSON type of a value as jsonb_typeof() does, for
+ * the messages about a payload's command.
+ */
+static const char *
+JsonTypeName(JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvString:
+			return "string";
+		case jbvNumeric:
+			return "number";
+		case jbvBool:
+			return "boolean";
+		case jbvBinary:
+			return JsonContainerIsArray(v->val.binary.data) ? "array" : "object";
+		default:
+			return "object";
+	}
+}
+
+/*
+ * CheckCommand refuses (check_violation) a payload whose "command" is not
+ * a non-empty JSON array of strings: the agent runs it as an argv, and
+ * would otherwise fail the job only once it has claimed it (agent/db.c
+ * gives the same reasons).  A payload without "command" is allowed: an
+ * external launcher may need none.  It reads only the command's elements.
+ */
+static void
+CheckCommand(JobValues *row)
+{
+	JsonbValue *cmd;
+	JsonbContainer *argv;
+	uint32		n;
+
+	if (row->nulls[JC_PAYLOAD])
+		return;
+	cmd = QsJsonbField(&DatumGetJsonbP(row->values[JC_PAYLOAD])->root, "command");
+	if (cmd == NULL)
+		return;
+	if (cmd->type != jbvBinary || !JsonContainerIsArray(cmd->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("payload command of a job is a JSON %s, not an array of strings",
+						JsonTypeName(cmd)),
+				 errhint("Give the command as an argv, e.g. {\"command\": [\"python\", \"train.py\"]}.")));
+	argv = cmd->val.binary.data;
+	n = JsonContainerSize(argv);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("payload command of a job is an empty array"),
+				 errhint("Give the program and its arguments, e.g. [\"python\", \"train.py\"], "
+						 "or leave \"command\" out.")));
+	for (uint32 i = 0; i < n; i++)
+	{
+		JsonbValue *v = getIthJsonbValueFromContainer(argv, i);
+
+		if (v->type != jbvString)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("payload command[%u] of a job is a JSON %s, not a string",
+							i, JsonTypeName(v)),
+					 errdetail("The command is an array of strings, an argv: command[0] is the program.")));
+		pfree(v);
+	}
+}
+
+/*
  * CheckCapacity checks the capacity a job asks for, as given or taken from
  * its payload's ResourceConfig (ApplyResourceConfig): a valid capacity
  * unit and a positive instance count.  That the unit is in the queue's
@@ -286,6 +361,7 @@ CheckSubmitterValues(JobValues *row)
 	}
 
 	CheckPayloadSize(row);
+	CheckCommand(row);
 	ApplyResourceConfig(row);
 	CheckCapacity(row);
 }
@@ -432,6 +508,123 @@ CheckSubmitTarget(JobValues *row, Relation rel, Oid caller)
 }
 
 /*
+ * The statement the executor runs now (innermost), kept by an ExecutorRun
+ * hook, so that the INSERT trigger can tell whether its INSERT has an ON
+ * CONFLICT clause (CheckClientToken).  NULL when not known: the hook was
+ * installed after the statement started (the library loaded on its first
+ * use, not preloaded).
+ */
+static ExecutorRun_hook_type prev_executor_run = NULL;
+static QueryDesc *running_query = NULL;
+
+/*
+ * QsExecutorRun is the ExecutorRun hook: it keeps running_query for the
+ * run, restoring the outer statement's after it, also on error.
+ */
+static void
+QsExecutorRun(QueryDesc *desc, ScanDirection direction, uint64 count, bool execute_once)
+{
+	QueryDesc  *outer = running_query;
+
+	running_query = desc;
+	PG_TRY();
+	{
+		if (prev_executor_run)
+			prev_executor_run(desc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(desc, direction, count, execute_once);
+	}
+	PG_FINALLY();
+	{
+		running_query = outer;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * QsInstallExecutorHook installs the ExecutorRun hook (_PG_init).
+ */
+void
+QsInstallExecutorHook(void)
+{
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = QsExecutorRun;
+}
+
+/*
+ * HasOnConflict tells whether a plan is a ModifyTable with an ON CONFLICT
+ * clause: a ModifyTable is the top of its plan, or of a CTE's subplan.
+ */
+static bool
+HasOnConflict(Plan *plan)
+{
+	return plan != NULL && IsA(plan, ModifyTable) &&
+		((ModifyTable *) plan)->onConflictAction != ONCONFLICT_NONE;
+}
+
+/*
+ * InsertWithoutOnConflict tells whether the running statement is known to
+ * have no ON CONFLICT clause anywhere (false when it is not known).
+ */
+static bool
+InsertWithoutOnConflict(void)
+{
+	PlannedStmt *stmt;
+	ListCell   *lc;
+
+	if (running_query == NULL || running_query->plannedstmt == NULL)
+		return false;
+	stmt = running_query->plannedstmt;
+	if (HasOnConflict(stmt->planTree))
+		return false;
+	foreach(lc, stmt->subplans)
+		if (HasOnConflict((Plan *) lfirst(lc)))
+			return false;
+	return true;
+}
+
+/*
+ * CheckClientToken refuses (unique_violation) a client_token that a job has
+ * already, with a message that names neither the job nor its team, where
+ * the unique index says 'duplicate key value violates unique constraint
+ * "job_client_token_key"'.  It reads as the tables' owner, past row-level
+ * security: the token is unique over every team's jobs.  An INSERT with
+ * ON CONFLICT (the idempotent submit) is left to the index, which does
+ * nothing or updates as asked; so is one whose statement is not known.
+ * The index stays the guard when two submissions of one token race.
+ */
+static QsQuery TokenTakenQuery = {
+	"SELECT 1 FROM quota_sched.job WHERE client_token = $1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+static void
+CheckClientToken(JobValues *row, Relation rel)
+{
+	QsSavedUser saved;
+	bool		taken;
+
+	if (row->nulls[JC_CLIENT_TOKEN] || !InsertWithoutOnConflict())
+		return;
+	QsBecomeOwner(rel->rd_rel->relowner, &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	taken = QsQueryRun(&TokenTakenQuery, &row->values[JC_CLIENT_TOKEN], NULL, true, 1) > 0;
+	SPI_finish();
+	QsRestoreUser(&saved);
+	if (taken)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("client_token \"%s\" is taken: a job has it already",
+						QsShortValue(TextDatumGetCString(row->values[JC_CLIENT_TOKEN]))),
+				 errdetail("A client_token is unique over the jobs of every team."),
+				 errhint("If the job is yours, SELECT id FROM quota_sched.job WHERE "
+						 "client_token = '...' finds it; INSERT ... ON CONFLICT "
+						 "(client_token) DO NOTHING submits once. Otherwise choose "
+						 "another token, e.g. prefixed with your team's name.")));
+}
+
+/*
  * CheckNoSystemColumns refuses a submission that sets a column the system
  * keeps.  Those columns have no defaults, so any value came from the caller.
  */
@@ -504,7 +697,9 @@ BuildJobTuple(HeapTuple old, TupleDesc desc, JobValues *row)
 
 /*
  * qs_job_before_insert validates a submission and fills the system columns
- * (BEFORE INSERT, for each row).  Nothing is stored when it raises.
+ * (BEFORE INSERT, for each row).  Nothing is stored when it raises.  A job
+ * the configuration as it is cannot run is stored, with a NOTICE saying
+ * why (job_fit.c).
  */
 Datum
 qs_job_before_insert(PG_FUNCTION_ARGS)
@@ -518,6 +713,11 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	CheckNoSystemColumns(&row);
 	CheckSubmitterValues(&row);
 	CheckSubmitTarget(&row, td->tg_relation, caller);
+	CheckClientToken(&row, td->tg_relation);
 	FillSystemColumns(&row, caller);
+	QsNoticeMisfit(TextDatumGetCString(row.values[JC_NAME]), TextDatumGetCString(row.values[JC_JOB_QUEUE]),
+				   TextDatumGetCString(row.values[JC_QUOTA_SHARE]),
+				   TextDatumGetCString(row.values[JC_CAPACITY_UNIT]),
+				   DatumGetInt32(row.values[JC_INSTANCE_COUNT]), td->tg_relation->rd_rel->relowner);
 	return PointerGetDatum(BuildJobTuple(td->tg_trigtuple, desc, &row));
 }

@@ -17,6 +17,7 @@
 
 #include "config_cache.h"
 #include "identity.h"
+#include "job_submit.h"
 #include "launcher.h"
 #include "quota_sched.h"
 #include "stats.h"
@@ -115,8 +116,9 @@ DefineSettings(void)
 }
 
 /*
- * _PG_init declares the settings, registers the transaction callbacks and,
- * when the library is preloaded, the background worker's launcher and the
+ * _PG_init declares the settings, registers the transaction callbacks and
+ * the executor hook of the submission trigger (job_submit.c) and, when the
+ * library is preloaded, the background worker's launcher and the
  * shared memory of the activity counters.
  */
 void
@@ -129,4 +131,5 @@ _PG_init(void)
 	RegisterXactCallback(QsXactCallback, NULL);
 	RegisterSubXactCallback(QsSubXactCallback, NULL);
 	QsRegisterConfigCache();
+	QsInstallExecutorHook();
 }

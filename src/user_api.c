@@ -39,6 +39,7 @@
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(qs_terminate);
+PG_FUNCTION_INFO_V1(qs_set_priority);
 PG_FUNCTION_INFO_V1(qs_explain);
 PG_FUNCTION_INFO_V1(qs_queue_snapshot);
 
@@ -150,6 +151,58 @@ qs_terminate(PG_FUNCTION_ARGS)
 	QsEndSystemWrite(&saved);
 	QsUnlockQueue(row.job_queue);
 	return result;
+}
+
+/*
+ * qs_set_priority(job_id, priority) RETURNS integer (the priority before):
+ * the UPDATE of a job's priority, with messages where a bare UPDATE says
+ * "UPDATE 0": no_data_found when no job has that id, insufficient_privilege
+ * naming the rule when the job is another team's (row-level security hides
+ * it from the UPDATE).  It reveals no more than terminate() and explain():
+ * that a job of that id exists.  The UPDATE itself runs as the caller,
+ * through the policies and the update guard (range, ended jobs), and is
+ * recorded as the caller's PRIORITY event.
+ */
+static QsQuery SetPriorityQuery = {
+	"UPDATE quota_sched.job j SET priority = $2 FROM quota_sched.job o"
+	" WHERE j.id = $1 AND o.id = j.id RETURNING o.priority",
+	2, {INT8OID, INT4OID}, SPI_OK_UPDATE_RETURNING
+};
+
+Datum
+qs_set_priority(PG_FUNCTION_ARGS)
+{
+	Oid			caller = GetUserId();
+	QsSavedUser saved;
+	QsJobRow	row;
+	Datum		args[2];
+	bool		isnull;
+	int32		old;
+
+	for (int a = 0; a < 2; a++)
+		if (PG_ARGISNULL(a))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must not be null", a == 0 ? "job_id" : "priority")));
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+
+	QsBecomeOwner(QsExtensionOwner(), &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	FindJob(DatumGetInt64(args[0]), &row);
+	RequireJobAccess(caller, &row, "reprioritise");
+	SPI_finish();
+	QsRestoreUser(&saved);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	if (QsQueryRun(&SetPriorityQuery, args, NULL, false, 0) != 1)
+		elog(ERROR, "quota_sched: job " INT64_FORMAT " is not visible to its UPDATE",
+			 DatumGetInt64(args[0]));
+	old = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_INT32(old);
 }
 
 /* The facts of a job that explain() reports. */

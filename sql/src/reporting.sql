@@ -694,7 +694,9 @@ GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz
  * (job_before_delete), so its figures stay in usage_hourly.
  *
  * (No SET search_path: a procedure with one cannot commit.  It runs with
- * the caller's rights, and names everything with its schema.)
+ * the caller's rights, and names everything with its schema.)  Inside a
+ * transaction block it refuses to start (25001); called from a function
+ * (an atomic context) its first COMMIT still fails (2D000).
  */
 CREATE OR REPLACE PROCEDURE quota_sched.prune(older_than interval, batch integer DEFAULT 10000)
 LANGUAGE plpgsql
@@ -714,6 +716,14 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'batch is at least 1.';
 	END IF;
 	horizon := pg_catalog.now() - older_than;
+	-- it commits: inside BEGIN ... COMMIT its first COMMIT would fail with
+	-- "invalid transaction termination", which says nothing of why
+	IF quota_sched.in_transaction_block() THEN
+		RAISE EXCEPTION 'quota_sched.prune() cannot run inside a transaction block'
+			USING ERRCODE = 'active_sql_transaction',
+				  DETAIL = 'It deletes in batches, each committed on its own.',
+				  HINT = 'CALL it on its own, outside BEGIN ... COMMIT (in psql with AUTOCOMMIT on).';
+	END IF;
 	PERFORM quota_sched.rollup();
 	COMMIT;
 	LOOP

@@ -563,16 +563,22 @@ GRANT INSERT, UPDATE, DELETE ON quota_sched.service_environment, quota_sched.job
  * Jobs.  Submitters may name any column in INSERT so that the job
  * triggers, not a bare "permission denied", tell them which column they
  * may not set: the triggers refuse every system column on INSERT and every
- * change but priority on UPDATE, for every role.  Users and admins may
- * UPDATE a job's priority only: the privilege is the column's, not the
- * table's.  With UPDATE on the table, any team member could LOCK TABLE
+ * change but priority on UPDATE, for every role.  For the same reason
+ * users and admins have UPDATE on the submitter's columns (0.3): an UPDATE
+ * of instance_count reaches job_before_update, which refuses it (42501)
+ * saying that only priority may change, where "permission denied for
+ * table job" said nothing of it.  Only priority ever changes; the system's
+ * columns keep no UPDATE privilege at all.  The privileges are the
+ * columns', not the table's.  With UPDATE on the table, any team member could LOCK TABLE
  * quota_sched.job IN ACCESS EXCLUSIVE MODE and stall every queue; LOCK
  * TABLE beyond ROW EXCLUSIVE needs a table privilege.  Admins may delete
  * jobs that have ended (job_before_delete) and old passes (prune).
  */
 GRANT SELECT, INSERT ON quota_sched.job TO quota_sched_admin, quota_sched_user;
 GRANT SELECT ON quota_sched.job TO quota_sched_agent;
-GRANT UPDATE (priority) ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+GRANT UPDATE (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload,
+	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses)
+	ON quota_sched.job TO quota_sched_admin, quota_sched_user;
 GRANT SELECT ON quota_sched.job_event, quota_sched.pass_log
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 GRANT DELETE ON quota_sched.job, quota_sched.pass_log TO quota_sched_admin;

@@ -18,8 +18,21 @@ AS 'MODULE_PATHNAME', 'qs_explain'
 LANGUAGE C STABLE CALLED ON NULL INPUT
 SET jit = off;
 
-REVOKE ALL ON FUNCTION quota_sched.terminate(bigint, text), quota_sched.explain(bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION quota_sched.terminate(bigint, text), quota_sched.explain(bigint)
+/*
+ * set_priority(job_id, priority): the UPDATE of a job's priority that says
+ * why it changed nothing (src/user_api.c): P0002 when the job does not
+ * exist, 42501 when it is not the caller's or their team's; returns the
+ * priority the job had.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.set_priority(job_id bigint, priority integer)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'qs_set_priority'
+LANGUAGE C CALLED ON NULL INPUT;
+
+REVOKE ALL ON FUNCTION quota_sched.terminate(bigint, text), quota_sched.explain(bigint),
+	quota_sched.set_priority(bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.terminate(bigint, text), quota_sched.explain(bigint),
+	quota_sched.set_priority(bigint, integer)
 	TO quota_sched_admin, quota_sched_user;
 
 /*

@@ -87,6 +87,19 @@ GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_weight(integer, text) TO quota_sched_admin;
 
 /*
+ * in_transaction_block: whether the statement runs inside a transaction
+ * block, where a procedure cannot COMMIT (prune() refuses to start there,
+ * 25001, src/checks.c).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.in_transaction_block()
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_in_transaction_block'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION quota_sched.in_transaction_block() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.in_transaction_block() TO quota_sched_admin;
+
+/*
  * The end of an attempt with a timeout: started_at + timeout, days and
  * months counted in UTC (so that it can be indexed: job_deadline).  Index
  * maintenance evaluates it as whoever writes the job.

@@ -97,3 +97,11 @@ DROP FUNCTION quota_sched.report(bigint, text, text, text, integer, integer);
 DROP FUNCTION quota_sched.release(bigint, text, text);
 /* queue_snapshot's rows have the job's unit, size and (where the caller sees it) name */
 DROP FUNCTION quota_sched.queue_snapshot(text, integer);
+
+/*
+ * UPDATE on the submitter's columns (tables.sql says why): job_before_update
+ * refuses every change but priority, with a message saying so.
+ */
+GRANT UPDATE (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload,
+	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses)
+	ON quota_sched.job TO quota_sched_admin, quota_sched_user;

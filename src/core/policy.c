@@ -788,6 +788,21 @@ CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out)
 }
 
 /*
+ * QsComputeFitLimits computes only the fit limits of a queue
+ * (CoreComputeFitLimits, scheduling.md 3.7), the rule of the pass's
+ * MISCONFIGURATION reasons, for the notice a submission gets when it
+ * cannot run as configured (src/job_fit.c): one rule for both.
+ */
+void
+QsComputeFitLimits(const QsInput *in, QsOutput *out)
+{
+	CorePlan	plan;
+
+	CoreInitPlan(&plan, in, out);
+	CoreComputeFitLimits(&plan);
+}
+
+/*
  * QsRunPass decides one pass over one job queue.  A DISABLED environment
  * neither dispatches nor preempts for waiting jobs; stops, leases,
  * timeouts and repairs still happen.

@@ -350,6 +350,7 @@ extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);
 extern QsHold QsHeldBack(const QsInput *in, const QsJob *job);
 extern QsTime QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues);
 extern void QsRunPass(const QsInput *in, QsOutput *out);
+extern void QsComputeFitLimits(const QsInput *in, QsOutput *out);
 extern QsWhy QsExplainWait(const QsInput *in, const QsJob *job);
 extern int	QsQueueOrder(const QsInput *in, int front, int horizon,
 						 QsQueueEntry *entries);

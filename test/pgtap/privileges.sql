@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(81);
+SELECT plan(83);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
@@ -26,6 +26,13 @@ SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_user',
 	ARRAY['SELECT', 'INSERT', 'UPDATE']);
 SELECT column_privs_are('quota_sched', 'job', 'priority', 'quota_sched_admin',
 	ARRAY['SELECT', 'INSERT', 'UPDATE']);
+-- UPDATE on the other columns a submitter sets (0.3), so that the update
+-- guard refuses a change of them saying that only priority may change
+-- (job_update_guard.sql); the system's columns have none.
+SELECT column_privs_are('quota_sched', 'job', 'instance_count', 'quota_sched_user',
+	ARRAY['SELECT', 'INSERT', 'UPDATE']);
+SELECT column_privs_are('quota_sched', 'job', 'state', 'quota_sched_user',
+	ARRAY['SELECT', 'INSERT']);
 SELECT table_privs_are('quota_sched', 'job', 'quota_sched_agent', ARRAY['SELECT']);
 -- agent_role (0.2), the login that claimed a job: written by claim() only;
 -- nobody may UPDATE it (the triggers refuse it in an INSERT).

@@ -96,8 +96,24 @@ my $nocmd = submit('nocmd', 'lo', undef);
 ok(wait_for_job($nocmd, "state = 'FAILED'"), 'a job without a command: FAILED');
 like(job_field($nocmd, 'status_reason'), qr/no command/, 'with a reason saying so');
 
-my $notarray = submit('notarray', 'lo', 'sh -c true');
-ok(wait_for_job($notarray, "state = 'FAILED'"), 'a command that is a string, not an array: FAILED');
+# A command that is not an array of strings is refused at INSERT (23514,
+# job_submit_validation.sql); a job stored before that check (0.2) still
+# meets the agent's own: made here by changing a valid job's payload with
+# the triggers off, before the agent can see it.
+my ($rc, $out, $err) = $node->psql('postgres',
+	q{INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
+	  VALUES ('notarray', 'a_queue', 'lo', 'gpu', '{"command": "sh -c true"}')});
+like($err, qr/payload command of a job is a JSON string, not an array of strings/,
+	'a command that is a string is refused at INSERT');
+my $notarray = $node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload)
+	VALUES ('notarray', 'a_queue', 'lo', 'gpu', '{"command": ["true"]}') RETURNING id \gset
+	SET LOCAL session_replication_role = replica;
+	UPDATE quota_sched.job SET payload = '{"command": "sh -c true"}' WHERE id = :id;
+	COMMIT;
+	SELECT :id;});
+ok(wait_for_job($notarray, "state = 'FAILED'"), 'a stored command that is a string, not an array: FAILED');
 like(job_field($notarray, 'status_reason'), qr/is a JSON string, not an array of strings/, 'with a reason saying so');
 
 my $badexec = submit('badexec', 'lo', ['/nonexistent/program']);
