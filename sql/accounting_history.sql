@@ -102,12 +102,29 @@ SELECT name, state FROM quota_sched.report(pg_temp.id('ah_lender'), 'ah_agent', 
 SELECT * FROM pg_temp.events('ah_borrower') WHERE kind = 'PRIORITY';
 SELECT * FROM pg_temp.events('ah_lender');
 
--- job_accounting, as the user sees it (row-level security): attempts (those
--- dispatched: ah_borrower, preempted and waiting, made one), preemptions,
--- the last exit code; the times held are those of the
--- history (compared, not printed: they depend on when the test runs).
+-- The user terminates ah_borrower, waiting (RUNNABLE, no agent): it fails
+-- at once, and its history has a TERMINATE row before the end, as
+-- ah_lender's has (issue 22, item 2: reports count both as terminated).
+-- ah_broken, a job of one attempt, fails by itself: a failure.
 SET ROLE regress_ah_user;
-SELECT a.name, a.state, a.attempts, a.failed_attempts, a.preemptions, a.last_exit_code,
+SELECT name, state, status_reason FROM quota_sched.terminate(pg_temp.id('ah_borrower'), 'too late');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('ah_broken', 'ah_queue', 'A', 'gpu');
+RESET ROLE;
+SELECT * FROM pg_temp.events('ah_borrower') WHERE kind = 'TERMINATE' OR to_state = 'FAILED';
+SELECT * FROM pg_temp.pass('ah_queue');
+SELECT name, state FROM quota_sched.claim('ah_agent', 'ah_queue', start => true);
+SELECT name, state, status_reason FROM quota_sched.report(pg_temp.id('ah_broken'), 'ah_agent',
+														   'FAILED', 'exit 1', exit_code => 1);
+
+-- job_accounting, as the user sees it (row-level security): whether a
+-- user terminated it, attempts (those dispatched: ah_borrower, preempted
+-- once, then terminated while waiting, made one), preemptions, the last
+-- exit code; the
+-- times held are those of the history (compared, not printed: they depend
+-- on when the test runs).
+SET ROLE regress_ah_user;
+SELECT a.name, a.state, a.terminated, a.attempts, a.failed_attempts, a.preemptions, a.last_exit_code,
 	   a.waited IS NOT NULL AS waited_known, a.first_dispatched_at IS NOT NULL AS dispatched,
 	   a.ended_at IS NOT NULL AS ended,
 	   a.held_seconds = (SELECT coalesce(sum(extract(epoch FROM l.at - e.at)), 0)

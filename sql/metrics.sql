@@ -96,6 +96,20 @@ SELECT pg_temp.sample('quota_sched_passes_total', '{job_queue="m_queue"}') AS pa
 -- another): it is down, and nothing else of it is shown.
 SELECT metric, labels, value FROM pg_temp.samples() WHERE metric LIKE 'quota_sched_worker%';
 
+-- Cancellations apart from failures (issue 22, item 2): a3 is terminated
+-- while it runs (its agent reports it stopped), a5 while it waits (it
+-- fails at once): A's jobs_terminated_total is 2, its jobs_failed_total
+-- stays 1 (a2), and a stop TERMINATED is counted for a3 only.
+SELECT name, (quota_sched.terminate(id, 'not needed')).stop_reason FROM quota_sched.job WHERE name = 'a3';
+SELECT name, (quota_sched.report(id, 'm_agent', 'STOPPED')).state FROM quota_sched.job WHERE name = 'a3';
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES ('a5', 'm_queue', 'A', 'gpu');
+SELECT name, (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'a5';
+SELECT metric, labels, value FROM pg_temp.samples()
+ WHERE labels LIKE '%"m_queue"%'
+   AND metric IN ('quota_sched_jobs_failed_total', 'quota_sched_jobs_terminated_total',
+				  'quota_sched_stop_requests_total')
+ ORDER BY 1, 2;
+
 -- The counters stay what they were after a rollup and after a prune.  A
 -- history written directly, in hours long past (jobs 9101 and 9102 exist
 -- only in it): a dispatch, a cross-share stop, a preemption, a success, a
@@ -128,7 +142,8 @@ SELECT pg_temp.ev(9101, 'A', '00:00', 'STATE', NULL, 'RUNNABLE'),
 	   pg_temp.ev(9102, 'B', '01:35', 'STATE', 'SCHEDULED', 'FAILED');
 CREATE TEMP TABLE counters_before AS SELECT * FROM pg_temp.job_counters();
 -- What the old history added: A 2 dispatches, 1 preempted, 1 success, 1
--- cross-share stop; B 1 dispatch, 1 failure, 1 terminate.
+-- cross-share stop; B 1 dispatch, 1 termination (not a failure), 1 stop
+-- TERMINATED.
 SELECT b.metric, b.labels, b.value - coalesce(l.value, 0) AS added
   FROM counters_before b LEFT JOIN counters_live l USING (metric, labels)
  WHERE b.value IS DISTINCT FROM l.value ORDER BY 1, 2;

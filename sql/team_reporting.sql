@@ -75,6 +75,49 @@ SELECT quota_share, count(*) AS jobs, count(*) FILTER (WHERE state = 'SUCCEEDED'
   FROM quota_sched.job_accounting WHERE job_queue = 'tr_queue' GROUP BY 1 ORDER BY 1;
 RESET ROLE;
 
+-- Cancellations apart from failures (issue 22, item 2): ben terminates
+-- ben_b while it runs (its agent reports it stopped) and ben_wait,
+-- dispatched but not claimed (it fails at once); amy_a fails by itself.  A
+-- team's report counts tr_a's failure as failed, tr_b's cancellations as
+-- terminated (utilization(), job_accounting), as each team reads it.
+SET ROLE regress_tr_ben;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES
+	('ben_wait', 'tr_queue', 'tr_b', 'gpu');
+RESET ROLE;
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('tr_queue');
+SET ROLE regress_tr_ben;
+SELECT name, state, agent IS NULL AS unclaimed, stop_reason
+  FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'ben_wait'), 'not needed');
+SELECT name, state, stop_reason
+  FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'ben_b'), 'wrong data');
+RESET ROLE;
+SELECT name, state, status_reason
+  FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'ben_b'), 'tr_agent', 'STOPPED');
+SELECT name, state, status_reason
+  FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'amy_a'), 'tr_agent', 'FAILED',
+						  exit_code => 1);
+CREATE FUNCTION pg_temp.ended_as(who text)
+RETURNS TABLE (report text, share text, failed numeric, terminated numeric)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format('SET ROLE %I', who);
+	RETURN QUERY
+	SELECT 'utilization', coalesce(u.quota_share, 'env'), sum(u.failed), sum(u.terminated)
+	  FROM quota_sched.utilization('tr_queue', date_trunc('hour', now()) - interval '1 day',
+								   date_trunc('hour', now()) + interval '1 hour', '25 hours') u
+	 GROUP BY 2;
+	RETURN QUERY
+	SELECT 'job_accounting', a.quota_share,
+		   count(*) FILTER (WHERE a.state = 'FAILED' AND NOT a.terminated)::numeric,
+		   count(*) FILTER (WHERE a.terminated)::numeric
+	  FROM quota_sched.job_accounting a WHERE a.job_queue = 'tr_queue' GROUP BY 2;
+	RESET ROLE;
+END
+$$;
+SELECT who, r.* FROM unnest(ARRAY['regress_tr_amy', 'regress_tr_ben', 'regress_tr_admin']) AS who,
+	   pg_temp.ended_as(who) AS r ORDER BY 1, 2, 3;
+SELECT * FROM quota_sched.held_capacity_drift();
+
 -- Clean up.
 DELETE FROM quota_sched.job WHERE job_queue = 'tr_queue';
 DELETE FROM quota_sched.job_queue WHERE name = 'tr_queue';

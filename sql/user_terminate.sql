@@ -156,8 +156,10 @@ SELECT quota_share, capacity_unit, in_use, active_jobs, runnable_jobs
   FROM quota_sched.share_usage WHERE job_queue = 'utm_queue';
 
 ------------------------------------------------------------------------
--- The history: a job that failed at once has the role that terminated as
--- the actor; a claimed one fails by its agent's STOPPED.
+-- The history: every terminated job has a TERMINATE row, the role that
+-- terminated it the actor (issue 22, item 2: reports count it apart from
+-- failures); one that failed at once has that role as the end's actor
+-- too; a claimed one fails by its agent's STOPPED.
 ------------------------------------------------------------------------
 SELECT j.name, e.kind, e.from_state, e.to_state, e.reason, e.actor
   FROM quota_sched.job_event e JOIN quota_sched.job j ON j.id = e.job_id

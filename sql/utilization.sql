@@ -226,6 +226,57 @@ SELECT count(*) AS rows, sum(used_instance_seconds) FILTER (WHERE quota_share = 
 							   '1000000 days');
 RESET temp_file_limit;
 
+-- Cancellations apart from failures (issue 22, item 2).  In hour 7, three
+-- jobs of B (1 gpu), each dispatched at 07:05 after 5 minutes: 9005 is
+-- terminated unclaimed at 07:10 (terminate() writes its TERMINATE event
+-- and fails it at once), 9006 is terminated while it runs (its TERMINATE
+-- event at 07:20, its agent reports it stopped at 07:30, it fails), and
+-- 9007 fails by itself at 07:40.  By hand: three dispatches, one failure,
+-- two terminations; used 300 + 1500 + 2100 = 3900 instance-seconds.  The
+-- same after the rollup, which keeps them apart (usage_hourly, and the
+-- totals metrics() counts from: there one stop TERMINATED, 9006's; 9005
+-- was failed at once, in the transaction of its TERMINATE event).
+CREATE FUNCTION pg_temp.terminate_ev(job bigint, t text, s text) RETURNS void LANGUAGE sql AS $$
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, reason, actor, kind,
+									   job_queue, quota_share, capacity_unit, instance_count,
+									   attempt, priority)
+	VALUES (job, ('2026-01-01 ' || t || '+00')::timestamptz, s, s, 'not needed', 'x', 'TERMINATE',
+			'u_queue', 'B', 'gpu', 1, 1, 0)
+$$;
+SELECT pg_temp.ev(9005, 'B', 1, '07:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9005, 'B', 1, '07:05', 'RUNNABLE', 'SCHEDULED', '5 min'),
+	   pg_temp.terminate_ev(9005, '07:10', 'SCHEDULED'),
+	   pg_temp.ev(9005, 'B', 1, '07:10', 'SCHEDULED', 'FAILED'),
+	   pg_temp.ev(9006, 'B', 1, '07:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9006, 'B', 1, '07:05', 'RUNNABLE', 'SCHEDULED', '5 min'),
+	   pg_temp.ev(9006, 'B', 1, '07:06', 'SCHEDULED', 'RUNNING'),
+	   pg_temp.terminate_ev(9006, '07:20', 'RUNNING'),
+	   pg_temp.ev(9006, 'B', 1, '07:30', 'RUNNING', 'FAILED'),
+	   pg_temp.ev(9007, 'B', 1, '07:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9007, 'B', 1, '07:05', 'RUNNABLE', 'SCHEDULED', '5 min'),
+	   pg_temp.ev(9007, 'B', 1, '07:06', 'SCHEDULED', 'RUNNING'),
+	   pg_temp.ev(9007, 'B', 1, '07:40', 'RUNNING', 'FAILED');
+CREATE TEMP TABLE cancel_before AS
+SELECT bucket_start, quota_share AS share, used_instance_seconds AS used, dispatched, succeeded,
+	   failed, terminated
+  FROM quota_sched.utilization('u_queue', '2026-01-01 07:00+00', '2026-01-01 08:00+00');
+TABLE cancel_before ORDER BY share NULLS FIRST;
+SELECT quota_sched.rollup('2026-01-01 09:00+00') > 0 AS rolled_up;
+SELECT quota_share AS share, hour, used, dispatched, succeeded, failed, terminated
+  FROM quota_sched.usage_hourly
+ WHERE job_queue = 'u_queue' AND hour = '2026-01-01 07:00+00' ORDER BY quota_share NULLS FIRST;
+SELECT counter, value FROM quota_sched.usage_totals
+ WHERE job_queue = 'u_queue' AND quota_share = 'B' AND counter IN ('failed', 'terminated', 'stop:TERMINATED')
+ ORDER BY 1;
+SELECT count(*) AS differing FROM (
+	(TABLE cancel_before EXCEPT
+	 SELECT bucket_start, quota_share, used_instance_seconds, dispatched, succeeded, failed, terminated
+	   FROM quota_sched.utilization('u_queue', '2026-01-01 07:00+00', '2026-01-01 08:00+00'))) d;
+-- in one bucket of a day, from the rollup
+SELECT quota_share AS share, failed, terminated
+  FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-02 00:00+00', '1 day')
+ ORDER BY 1 NULLS FIRST;
+
 -- Bad arguments: 22023.
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('no_such_queue', '2026-01-01', '2026-01-02')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-02', '2026-01-01')$$);

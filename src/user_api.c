@@ -98,7 +98,9 @@ FindJob(int64 job_id, QsJobRow *row)
 /*
  * qs_terminate(job_id, reason) RETURNS quota_sched.job: a RUNNABLE or
  * unclaimed job fails at once; a claimed one gets a stop (TERMINATED) and
- * fails when it stops.  It holds the queue's lock while it runs, not
+ * fails when it stops.  Either way its history has a TERMINATE event
+ * before it fails, by which reports count terminations apart from
+ * failures (usage_counts, reporting.sql).  It holds the queue's lock while it runs, not
  * after: a user who leaves the transaction open holds only the job's row,
  * which passes pass over (QsLockJobs), and keeps no pass of the queue
  * waiting.
@@ -134,7 +136,11 @@ qs_terminate(PG_FUNCTION_ARGS)
 				 errmsg("job " INT64_FORMAT " has already ended (%s)", job_id,
 						QsJobStateName(row.state))));
 	if (row.agent == NULL)
+	{
+		/* its TERMINATE event first: reports tell it from a failure */
+		QsChangeJob(job_id, QS_CHANGE_TERMINATE, reason);
 		QsEndAttempt(job_id, QS_FAIL, QS_COUNT_NONE, reason);
+	}
 	else if (row.job.stop != QS_STOP_TERMINATED)
 	{
 		StringInfoData payload;

@@ -63,7 +63,8 @@ BEGIN ATOMIC
 		('quota_sched_environment_capacity_instances', 'gauge', 'The capacity of the service environment.'),
 		('quota_sched_dispatches_total', 'counter', 'Jobs dispatched (RUNNABLE to SCHEDULED).'),
 		('quota_sched_jobs_succeeded_total', 'counter', 'Jobs that ended SUCCEEDED.'),
-		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED.'),
+		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED, but for those terminated.'),
+		('quota_sched_jobs_terminated_total', 'counter', 'Jobs that ended FAILED after a terminate() (cancelled by a user or admin).'),
 		('quota_sched_preempted_attempts_total', 'counter', 'Attempts ended by preemption.'),
 		('quota_sched_stop_requests_total', 'counter', 'Stops requested of held jobs, by reason.'),
 		('quota_sched_passes_total', 'counter', 'Passes run since the server started.'),
@@ -99,7 +100,7 @@ BEGIN ATOMIC
 				UNION ALL
 				SELECT s.job_queue, s.quota_share, s.capacity_unit, k.counter, 0
 				  FROM shares s,
-					   unnest(ARRAY['dispatched', 'succeeded', 'failed', 'preempted']) AS k(counter)) t
+					   unnest(ARRAY['dispatched', 'succeeded', 'failed', 'terminated', 'preempted']) AS k(counter)) t
 		 GROUP BY 1, 2, 3, 4),
 	passes AS (SELECT p.*, quota_sched.metric_labels('job_queue', q.name) AS labels
 				 FROM queues q LEFT JOIN quota_sched.pass_stats() p ON p.job_queue = q.name
@@ -123,6 +124,7 @@ BEGIN ATOMIC
 		SELECT CASE c.counter WHEN 'dispatched' THEN 'quota_sched_dispatches_total'
 							  WHEN 'succeeded' THEN 'quota_sched_jobs_succeeded_total'
 							  WHEN 'failed' THEN 'quota_sched_jobs_failed_total'
+							  WHEN 'terminated' THEN 'quota_sched_jobs_terminated_total'
 							  WHEN 'preempted' THEN 'quota_sched_preempted_attempts_total'
 							  ELSE 'quota_sched_stop_requests_total' END,
 			   CASE WHEN c.counter LIKE 'stop:%'

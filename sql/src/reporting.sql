@@ -310,27 +310,35 @@ END;
 
 /*
  * The events of a queue's jobs in the buckets of width step from t0 up to
- * t1, by (share, unit): jobs dispatched, succeeded, failed; attempts ended
+ * t1, by (share, unit): jobs dispatched, succeeded, failed, terminated
+ * (ended FAILED after a terminate(): a TERMINATE event before it, which
+ * terminate() writes also of a job it fails at once; such a job is not
+ * counted failed); attempts ended
  * by preemption (preempted) and attempts of other jobs this share's jobs
  * preempted (preempting); and the waits of the jobs dispatched, in
  * seconds, since they last became RUNNABLE (job_event.waited), in order.
  */
 CREATE OR REPLACE FUNCTION quota_sched.usage_counts(q text, t0 timestamptz, t1 timestamptz, step interval)
 RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
-			   dispatched bigint, succeeded bigint, failed bigint, preempted bigint,
-			   preempting bigint, waits real[])
+			   dispatched bigint, succeeded bigint, failed bigint, terminated bigint,
+			   preempted bigint, preempting bigint, waits real[])
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
 	WITH ev AS (
-		SELECT e.*, date_bin(step, e.at, t0) AS bucket
+		SELECT e.*, date_bin(step, e.at, t0) AS bucket,
+			   e.to_state = 'FAILED'
+			   AND EXISTS (SELECT FROM quota_sched.job_event t
+							WHERE t.job_id = e.job_id AND t.kind = 'TERMINATE' AND t.id < e.id)
+				 AS by_user
 		  FROM quota_sched.job_event e
 		 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1),
 	own AS (
 		SELECT ev.quota_share, ev.capacity_unit, ev.bucket,
 			   count(*) FILTER (WHERE ev.to_state = 'SCHEDULED') AS dispatched,
 			   count(*) FILTER (WHERE ev.to_state = 'SUCCEEDED') AS succeeded,
-			   count(*) FILTER (WHERE ev.to_state = 'FAILED') AS failed,
+			   count(*) FILTER (WHERE ev.to_state = 'FAILED' AND NOT ev.by_user) AS failed,
+			   count(*) FILTER (WHERE ev.by_user) AS terminated,
 			   count(*) FILTER (WHERE ev.preempted_for IS NOT NULL) AS preempted,
 			   coalesce(array_agg(extract(epoch FROM ev.waited)::real ORDER BY ev.waited)
 						FILTER (WHERE ev.waited IS NOT NULL), '{}') AS waits
@@ -345,7 +353,8 @@ BEGIN ATOMIC
 		 GROUP BY 1, 2, 3)
 	SELECT coalesce(o.quota_share, c.quota_share), coalesce(o.capacity_unit, c.capacity_unit),
 		   coalesce(o.bucket, c.bucket), coalesce(o.dispatched, 0), coalesce(o.succeeded, 0),
-		   coalesce(o.failed, 0), coalesce(o.preempted, 0), coalesce(c.preempting, 0),
+		   coalesce(o.failed, 0), coalesce(o.terminated, 0), coalesce(o.preempted, 0),
+		   coalesce(c.preempting, 0),
 		   coalesce(o.waits, '{}')
 	  FROM own o FULL JOIN caused c
 		ON c.quota_share = o.quota_share AND c.capacity_unit = o.capacity_unit
@@ -361,7 +370,8 @@ RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
 			   capacity double precision, used double precision, own double precision,
 			   borrowed double precision, idle double precision,
 			   usage_end bigint, capacity_end bigint, dispatched bigint, succeeded bigint,
-			   failed bigint, preempted bigint, preempting bigint, waits real[])
+			   failed bigint, terminated bigint, preempted bigint, preempting bigint,
+			   waits real[])
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
@@ -370,7 +380,8 @@ BEGIN ATOMIC
 		   coalesce(b.own, 0), coalesce(b.borrowed, 0), coalesce(b.idle, 0),
 		   coalesce(b.usage_end, 0), coalesce(b.capacity_end, 0),
 		   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
-		   coalesce(c.preempted, 0), coalesce(c.preempting, 0), coalesce(c.waits, '{}')
+		   coalesce(c.terminated, 0), coalesce(c.preempted, 0), coalesce(c.preempting, 0),
+		   coalesce(c.waits, '{}')
 	  FROM quota_sched.usage_buckets(q, t0, t1, step) b
 	  FULL JOIN quota_sched.usage_counts(q, t0, t1, step) c
 		ON c.quota_share IS NOT DISTINCT FROM b.quota_share
@@ -379,10 +390,13 @@ END;
 
 /*
  * The counts of a queue's events in [t0, t1) by (share, unit) and counter:
- * 'dispatched', 'succeeded', 'failed' (jobs), 'preempted' (attempts ended
+ * 'dispatched', 'succeeded', 'failed', 'terminated' (jobs, as
+ * usage_counts counts them), 'preempted' (attempts ended
  * by preemption), and 'stop:' and the reason of each stop requested of a
- * held job (a user's terminate: 'stop:TERMINATED').  metrics() adds those
- * after the rollup to usage_totals.
+ * held job (a user's terminate: 'stop:TERMINATED'; not the TERMINATE
+ * event of a job terminate() failed at once, in the same transaction: no
+ * agent was asked to stop it).  metrics() adds those after the rollup to
+ * usage_totals.
  */
 CREATE OR REPLACE FUNCTION quota_sched.usage_counters(q text, t0 timestamptz, t1 timestamptz)
 RETURNS TABLE (quota_share text, capacity_unit text, counter text, value bigint)
@@ -393,11 +407,19 @@ BEGIN ATOMIC
 	  FROM quota_sched.job_event e
 	 CROSS JOIN LATERAL unnest(ARRAY[
 		   CASE WHEN e.kind = 'STATE' AND e.to_state = 'SCHEDULED' THEN 'dispatched' END,
-		   CASE WHEN e.kind = 'STATE' AND e.to_state IN ('SUCCEEDED', 'FAILED')
-				THEN lower(e.to_state) END,
+		   CASE WHEN e.kind <> 'STATE' OR e.to_state NOT IN ('SUCCEEDED', 'FAILED') THEN NULL
+				WHEN e.to_state = 'FAILED'
+				 AND EXISTS (SELECT FROM quota_sched.job_event t
+							  WHERE t.job_id = e.job_id AND t.kind = 'TERMINATE' AND t.id < e.id)
+				THEN 'terminated'
+				ELSE lower(e.to_state) END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL THEN 'preempted' END,
 		   CASE WHEN e.kind = 'STOP' THEN 'stop:' || e.reason
-				WHEN e.kind = 'TERMINATE' THEN 'stop:TERMINATED' END]) AS c(counter)
+				WHEN e.kind = 'TERMINATE'
+				 AND NOT EXISTS (SELECT FROM quota_sched.job_event f
+								  WHERE f.job_id = e.job_id AND f.id > e.id AND f.at = e.at
+									AND f.kind = 'STATE' AND f.to_state = 'FAILED')
+				THEN 'stop:TERMINATED' END]) AS c(counter)
 	 WHERE e.job_queue = q AND e.at >= t0 AND e.at < t1
 	   AND e.quota_share IS NOT NULL AND c.counter IS NOT NULL
 	 GROUP BY 1, 2, 3;
@@ -458,6 +480,9 @@ BEGIN
 		WHILE t0 < horizon LOOP
 			t1 := least(horizon, t0 + interval '7 days');
 			INSERT INTO quota_sched.usage_hourly
+				(job_queue, quota_share, capacity_unit, hour, capacity, used, own, borrowed, idle,
+				 usage_end, capacity_end, dispatched, succeeded, failed, terminated, preempted,
+				 preempting, waits)
 			SELECT q, p.* FROM quota_sched.usage_parts(q, t0, t1, interval '1 hour') p;
 			INSERT INTO quota_sched.usage_totals AS u
 			SELECT q, c.* FROM quota_sched.usage_counters(q, t0, t1) c
@@ -494,7 +519,7 @@ RETURNS TABLE (bucket_start timestamptz, quota_share text, capacity_unit text,
 			   capacity double precision, used_instance_seconds double precision,
 			   own_instance_seconds double precision, borrowed_instance_seconds double precision,
 			   idle_instance_seconds double precision, dispatched bigint, succeeded bigint,
-			   failed bigint, preempted bigint, preempting bigint,
+			   failed bigint, terminated bigint, preempted bigint, preempting bigint,
 			   wait_p50_seconds real, wait_p95_seconds real)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -581,18 +606,20 @@ BEGIN
 	RETURN QUERY
 	WITH parts AS (
 		SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
-			   h.borrowed, h.idle, h.dispatched, h.succeeded, h.failed, h.preempted,
-			   h.preempting, h.waits
+			   h.borrowed, h.idle, h.dispatched, h.succeeded, h.failed, h.terminated,
+			   h.preempted, h.preempting, h.waits
 		  FROM quota_sched.usage_hourly h
 		 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
 		UNION ALL
 		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
-			   p.idle, p.dispatched, p.succeeded, p.failed, p.preempted, p.preempting, p.waits
+			   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
+			   p.preempting, p.waits
 		  FROM quota_sched.usage_parts(q, rolled, edge, edge - rolled) p
 		 WHERE rolled < edge
 		UNION ALL
 		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
-			   p.idle, p.dispatched, p.succeeded, p.failed, p.preempted, p.preempting, p.waits
+			   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
+			   p.preempting, p.waits
 		  FROM quota_sched.usage_parts(q, edge, cut, w) p
 		 WHERE edge < cut
 ),
@@ -601,18 +628,19 @@ BEGIN
 	-- bucket are over all the waits of its parts), grouped in one pass
 	cells AS (
 		SELECT f.b, f.quota_share, f.capacity_unit, f.capacity, f.used, f.own, f.borrowed,
-			   f.idle, f.dispatched, f.succeeded, f.failed, f.preempted, f.preempting,
-			   NULL::real AS wait
+			   f.idle, f.dispatched, f.succeeded, f.failed, f.terminated, f.preempted,
+			   f.preempting, NULL::real AS wait
 		  FROM flat f
 		UNION ALL
 		SELECT f.b, f.quota_share, f.capacity_unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			   NULL, NULL, NULL, x.wait
+			   NULL, NULL, NULL, NULL, x.wait
 		  FROM flat f, unnest(f.waits) AS x(wait)),
 	sums AS (
 		SELECT c.b, c.quota_share, c.capacity_unit, sum(c.capacity) AS capacity,
 			   sum(c.used) AS used, sum(c.own) AS own, sum(c.borrowed) AS borrowed,
 			   sum(c.idle) AS idle, sum(c.dispatched)::bigint AS dispatched,
 			   sum(c.succeeded)::bigint AS succeeded, sum(c.failed)::bigint AS failed,
+			   sum(c.terminated)::bigint AS terminated,
 			   sum(c.preempted)::bigint AS preempted, sum(c.preempting)::bigint AS preempting,
 			   percentile_disc(0.5) WITHIN GROUP (ORDER BY c.wait)
 				 FILTER (WHERE c.wait IS NOT NULL) AS p50,
@@ -638,7 +666,7 @@ BEGIN
 	SELECT s.b, s.quota_share, s.capacity_unit,
 		   s.capacity / extract(epoch FROM least(s.b + w, "to") - s.b)::double precision,
 		   s.used, s.own, s.borrowed, s.idle, s.dispatched, s.succeeded, s.failed,
-		   s.preempted, s.preempting, s.p50, s.p95
+		   s.terminated, s.preempted, s.preempting, s.p50, s.p95
 	  FROM sums s
 	 WHERE s.quota_share = ANY (visible)
 	UNION ALL
@@ -652,6 +680,7 @@ BEGIN
 		   sum(s.dispatched) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
 		   sum(s.succeeded) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
 		   sum(s.failed) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
+		   sum(s.terminated) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
 		   sum(s.preempted) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
 		   sum(s.preempting) FILTER (WHERE s.quota_share IS NOT NULL)::bigint, NULL, NULL
 	  FROM sums s
@@ -660,13 +689,13 @@ BEGIN
 	UNION ALL
 	SELECT t.b, h.quota_share, h.capacity_unit, h.c * t.secs / t.secs, h.u * t.secs,
 		   least(h.u, h.c) * t.secs, greatest(h.u - h.c, 0) * t.secs,
-		   greatest(h.c - h.u, 0) * t.secs, 0, 0, 0, 0, 0, NULL, NULL
+		   greatest(h.c - h.u, 0) * t.secs, 0, 0, 0, 0, 0, 0, NULL, NULL
 	  FROM held h, tail t
 	 WHERE h.quota_share = ANY (visible)
 	UNION ALL
 	SELECT t.b, NULL, e.capacity_unit, e.c * t.secs / t.secs, e.u * t.secs, NULL, NULL,
 		   e.c * t.secs - coalesce(e.u * t.secs, 0), e.u * 0, e.u * 0, e.u * 0, e.u * 0,
-		   e.u * 0, NULL, NULL
+		   e.u * 0, e.u * 0, NULL, NULL
 	  FROM env_held e, tail t
 	 ORDER BY 1, 2 NULLS FIRST, 3;
 END
@@ -768,6 +797,8 @@ GRANT EXECUTE ON PROCEDURE quota_sched.prune(interval, integer) TO quota_sched_a
  * held, the attempt that ended it (its STATE row's attempt) if no counter
  * counted it (terminated); a job that is RUNNABLE, or failed while
  * RUNNABLE, made only those counted (0 if never dispatched).
+ * terminated: it ended FAILED after a terminate() (its history has a
+ * TERMINATE event), a cancellation rather than a failure.
  * ------------------------------------------------------------------- */
 CREATE OR REPLACE VIEW quota_sched.job_accounting WITH (security_invoker = true) AS
 SELECT j.id AS job_id, j.name, j.job_queue, j.quota_share, j.capacity_unit, j.instance_count,
@@ -781,7 +812,8 @@ SELECT j.id AS job_id, j.name, j.job_queue, j.quota_share, j.capacity_unit, j.in
 				ELSE 0 END AS attempts,
 	   j.failed_attempts,
 	   j.preemption_count AS preemptions, a.waited, a.held_seconds,
-	   a.held_seconds * j.instance_count AS instance_seconds, a.last_exit_code
+	   a.held_seconds * j.instance_count AS instance_seconds, a.last_exit_code,
+	   j.state = 'FAILED' AND a.terminated AS terminated
   FROM quota_sched.job j
   LEFT JOIN LATERAL (
 	SELECT min(e.at) FILTER (WHERE e.kind = 'STATE' AND e.to_state = 'SCHEDULED') AS first_dispatched_at,
@@ -792,7 +824,8 @@ SELECT j.id AS job_id, j.name, j.job_queue, j.quota_share, j.capacity_unit, j.in
 		   (array_agg(e.exit_code ORDER BY e.id DESC)
 			  FILTER (WHERE e.exit_code IS NOT NULL))[1] AS last_exit_code,
 		   max(e.attempt) FILTER (WHERE e.kind = 'STATE' AND e.to_state = 'FAILED'
-								  AND quota_sched.holds(e.from_state) = 1) AS ended_attempt
+								  AND quota_sched.holds(e.from_state) = 1) AS ended_attempt,
+		   coalesce(bool_or(e.kind = 'TERMINATE'), false) AS terminated
 	  FROM quota_sched.job_event e WHERE e.job_id = j.id) a ON true;
 REVOKE ALL ON quota_sched.job_accounting FROM PUBLIC;
 GRANT SELECT ON quota_sched.job_accounting TO quota_sched_admin, quota_sched_agent, quota_sched_user;

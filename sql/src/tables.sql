@@ -335,7 +335,9 @@ CREATE INDEX config_event_object ON quota_sched.config_event (object, job_queue,
  * levels at its end; usage_rollup says until when each queue is rolled up
  * (an hour's edge); usage_totals keeps the counts of usage_counters over
  * the hours rolled up, so that metrics() never goes back, however the
- * history is pruned.  Written by rollup() only.
+ * history is pruned.  Written by rollup() only.  (terminated is last: the
+ * update to 0.3 adds it, and keeps 0 in the rows rolled up before, whose
+ * failed counted terminations too.)
  * ------------------------------------------------------------------- */
 
 CREATE TABLE quota_sched.usage_hourly (
@@ -355,7 +357,8 @@ CREATE TABLE quota_sched.usage_hourly (
 	failed			bigint NOT NULL,
 	preempted		bigint NOT NULL,
 	preempting		bigint NOT NULL,
-	waits			real[] NOT NULL
+	waits			real[] NOT NULL,
+	terminated		bigint NOT NULL		/* FAILED by a terminate(), not in failed */
 );
 CREATE UNIQUE INDEX usage_hourly_key ON quota_sched.usage_hourly
 	(job_queue, hour, coalesce(quota_share, ''), capacity_unit);

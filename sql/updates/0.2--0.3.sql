@@ -16,7 +16,11 @@
  * tables.sql has their comments) and the table of the jobs' attempts
  * (job_attempt: where each ran, how it ended, its output's last lines).
  * The jobs' system columns have no defaults in a fresh install: the
- * update fills the rows it has with 0 and drops the default.
+ * update fills the rows it has with 0 and drops the default.  The hourly
+ * rollup gains a count of jobs terminated (usage_hourly.terminated, kept
+ * apart from failed from 0.3 on; rows rolled up before keep their counts,
+ * terminated 0: the history they came from may be pruned), and so do the
+ * functions that compute it and utilization(), which go first.
  */
 
 /* the CHECK of claim_timeout needs it before the function sources run */
@@ -105,3 +109,9 @@ DROP FUNCTION quota_sched.queue_snapshot(text, integer);
 GRANT UPDATE (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload,
 	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses)
 	ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+
+ALTER TABLE quota_sched.usage_hourly ADD COLUMN terminated bigint NOT NULL DEFAULT 0;
+ALTER TABLE quota_sched.usage_hourly ALTER COLUMN terminated DROP DEFAULT;
+DROP FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval);
+DROP FUNCTION quota_sched.usage_parts(text, timestamptz, timestamptz, interval);
+DROP FUNCTION quota_sched.usage_counts(text, timestamptz, timestamptz, interval);

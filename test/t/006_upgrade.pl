@@ -1093,7 +1093,7 @@ sub without_03_columns
 {
 	my ($data) = @_;
 	my %added = map { $_ => 1 } qw(claim_timeout max_lease_losses lease_losses claim_requeues
-	  claim_backoff_until);
+	  claim_backoff_until terminated);
 	my (@out, @keep);
 	my $in_copy = 0;
 	foreach my $line (split /\n/, $data, -1)
@@ -1139,6 +1139,31 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 	  or die "pg_dump --data-only source: $stderr";
 	$node->safe_psql('two', "SET session_replication_role = replica;\n" . without_03_columns($data));
 }
+# The hourly rollup of 0.2, three hours ago, of a queue of its own (its
+# history written as 0.2 writes it): od_run was terminated while it ran
+# (its TERMINATE event, then its end), od_bad failed by itself.  0.2 counted
+# both failed; the rows it rolled up keep that after the update (0.3 does
+# not recompute them), and terminations after it count apart.
+my $old_hour = sql('two', q{SELECT date_trunc('hour', now()) - interval '3 hours'});
+sql('two', qq{
+	INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('od_env', '{"gpu": 2}');
+	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('od_queue', 'od_env');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('od_queue', 'od', '{"gpu": 2}', 'RESERVE');
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, reason, actor, kind, job_queue,
+									   quota_share, capacity_unit, instance_count, attempt, priority)
+	SELECT e.job_id, '$old_hour'::timestamptz + e.m * interval '1 minute', e.f, e.t, e.reason, 'x', e.kind,
+		   'od_queue', 'od', 'gpu', 1, 1, 0
+	  FROM (VALUES (9901, 0, NULL, 'RUNNABLE', NULL, 'STATE'), (9901, 5, 'RUNNABLE', 'SCHEDULED', NULL, 'STATE'),
+				   (9901, 6, 'SCHEDULED', 'RUNNING', NULL, 'STATE'),
+				   (9901, 10, 'RUNNING', 'RUNNING', 'not needed', 'TERMINATE'),
+				   (9901, 15, 'RUNNING', 'FAILED', 'not needed', 'STATE'),
+				   (9902, 0, NULL, 'RUNNABLE', NULL, 'STATE'), (9902, 5, 'RUNNABLE', 'SCHEDULED', NULL, 'STATE'),
+				   (9902, 20, 'SCHEDULED', 'FAILED', 'exit 1', 'STATE')) AS e(job_id, m, f, t, reason, kind);
+	SELECT quota_sched.rollup();
+});
+is(sql('two', qq{SELECT failed FROM quota_sched.usage_hourly WHERE job_queue = 'od_queue' AND quota_share = 'od'
+				  AND hour = '$old_hour'}), '2', 'two, 0.2: its rollup counts the termination as a failure');
 my $two_columns = table_columns('two');
 my $two_rows_before = table_rows('two', $two_columns);
 is(sql('two', 'SELECT count(*) FROM quota_sched.job'), sql('source', 'SELECT count(*) FROM quota_sched.job'),
@@ -1158,6 +1183,30 @@ member_dumps_agree('two', 'the database updated from 0.2');
 counters_consistent('two', 'after the update');
 ok(defined(run_pass_of('two', 'up_queue')), 'two, updated: a pass runs on the old rows');
 counters_consistent('two', 'after a pass');
+
+# The rollup of 0.2 kept as it was: failed 2, terminated 0 (the update
+# added the column with 0); terminations after the update count apart
+# (od_new, terminated while it waits), in utilization() and metrics().
+is(sql('two', qq{SELECT failed || ' ' || terminated FROM quota_sched.usage_hourly
+				  WHERE job_queue = 'od_queue' AND quota_share = 'od' AND hour = '$old_hour'}),
+	'2 0', 'two, updated: the rollup of 0.2 keeps its counts (terminations in failed)');
+is(sql('two', q{INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+				VALUES ('od_new', 'od_queue', 'od', 'gpu');
+			  SELECT name || ' ' || state FROM quota_sched.terminate(
+				(SELECT id FROM quota_sched.job WHERE name = 'od_new'), 'not needed')}),
+	'od_new FAILED', 'two, updated: a job waiting is terminated');
+my $od_span = qq{'$old_hour'::timestamptz, date_trunc('hour', now()) + interval '1 hour',
+	date_trunc('hour', now()) + interval '1 hour' - '$old_hour'::timestamptz};
+is(sql('two', qq{SELECT string_agg(coalesce(quota_share, 'env') || ' ' || failed || ' ' || terminated, ', '
+						ORDER BY quota_share NULLS FIRST)
+				   FROM quota_sched.utilization('od_queue', $od_span)}),
+	'env 2 1, od 2 1', 'two, updated: utilization() counts the old rollup\'s failures and the new termination apart');
+is(sql('two', q{SELECT string_agg(l, ', ' ORDER BY l)
+				  FROM regexp_split_to_table(quota_sched.metrics(), E'\n') AS l
+				 WHERE l ~ '^quota_sched_jobs_(failed|terminated)_total\{job_queue="od_queue"'}),
+	'quota_sched_jobs_failed_total{job_queue="od_queue",quota_share="od",capacity_unit="gpu"} 2, '
+	  . 'quota_sched_jobs_terminated_total{job_queue="od_queue",quota_share="od",capacity_unit="gpu"} 1',
+	'two, updated: metrics() keeps the old failures and counts the new termination apart');
 
 $node->stop;
 done_testing();
