@@ -1,9 +1,9 @@
--- Team reporting (issue 11, item 7): what each role sees of the reports.
--- A team's members see their team's shares in utilization() and their
--- team's jobs in job_accounting; a share without a submit_role is seen by
--- all in utilization(), but in job_accounting each user sees only their
--- own jobs of it; admins and agents see everything; metrics() is for
--- admins and monitoring only.  Shares:
+-- Team reporting (issue 11, item 7; issue 22, item 4): what each role
+-- sees of the reports.  Every role sees every share in utilization(), as
+-- in share_usage (reference.md, "What a team sees of another"); a team's
+-- members see their team's jobs in job_accounting; of a share without a
+-- submit_role each user sees only their own jobs; admins and agents see
+-- everything; metrics() is for admins and monitoring only.  Shares:
 --   tr_a     submit_role regress_tr_team_a (ann, amy)
 --   tr_b     submit_role regress_tr_team_b (ben)
 --   tr_open  no submit_role

@@ -152,9 +152,9 @@ SELECT array_agg(x.share ORDER BY x.share) AS legend
 					   '//s:g[@class="legend"]/s:rect[@class="legend-share"]' PASSING (svg::xml)
 					   COLUMNS share text PATH '@data-share') x;
 
--- A member of team A sees share A and the environment, not B (whose
--- cpu panel keeps only the environment's line); a member of no team sees
--- the environment alone.
+-- A member of team A, and a member of no team, see every share, as
+-- everyone sees every share's figures (reference.md, "What a team sees of
+-- another"; 0.2 showed them only their teams' shares).
 SET ROLE regress_us_ann;
 SELECT 'bars' AS what, count(*), string_agg(DISTINCT b.share, ' ') AS shares
   FROM pg_temp.bars(quota_sched.utilization_svg('us_queue', '2026-01-01 00:00+00', '2026-01-01 02:40+00')) b

@@ -527,8 +527,6 @@ SET jit = off
 AS $$
 DECLARE
 	q text := utilization.job_queue;
-	caller name := CASE current_setting('role') WHEN 'none' THEN session_user
-					   ELSE current_setting('role')::name END;
 	secs double precision := extract(epoch FROM utilization.bucket);
 	hourly boolean := secs >= 3600 AND secs::bigint % 3600 = 0
 					  AND date_trunc('hour', "from") = "from";
@@ -594,15 +592,9 @@ BEGIN
 	IF cut < least(greatest(last, edge), "to") THEN
 		cut := least(cut + w, "to");
 	END IF;
-	visible := ARRAY(
-		SELECT s.name FROM quota_sched.quota_share s
-		 WHERE s.job_queue = q
-		   AND (pg_has_role(caller, 'quota_sched_admin', 'USAGE')
-				OR pg_has_role(caller, 'quota_sched_agent', 'USAGE')
-				OR s.submit_role IS NULL
-				OR EXISTS (SELECT FROM pg_catalog.pg_roles r
-							WHERE r.rolname = s.submit_role
-							  AND pg_has_role(caller, r.oid, 'USAGE'))));
+	-- every share's figures, for every role (reference.md, "What a team
+	-- sees of another"), as share_usage shows them now
+	visible := ARRAY(SELECT s.name FROM quota_sched.quota_share s WHERE s.job_queue = q);
 	RETURN QUERY
 	WITH parts AS (
 		SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
