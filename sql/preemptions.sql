@@ -95,5 +95,24 @@ RESET ROLE;
 SELECT pg_temp.report('a1', 'STOPPED');
 SELECT count(*) AS rows FROM quota_sched.preemptions WHERE job_queue = 'pq_queue';
 
+-- A job terminated while a preemption stops it (issue 22, item 2): its
+-- history has a TERMINATE row, without the preemptor, and reports count
+-- it as terminated.  pa's capacity is free again: b1 borrows it, a2 takes
+-- it back, and ben terminates b1 before its agent stops it.
+SELECT name, action FROM pg_temp.pass('pq_queue');
+SELECT * FROM pg_temp.run_all();
+SET ROLE regress_pq_ann;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES
+	('a2', 'pq_queue', 'pa', 'gpu');
+RESET ROLE;
+SELECT name, action, reason FROM pg_temp.pass('pq_queue');
+SET ROLE regress_pq_ben;
+SELECT name, state, stop_reason FROM quota_sched.terminate(pg_temp.id('b1'), 'not needed');
+RESET ROLE;
+SELECT pg_temp.report('b1', 'STOPPED');
+SELECT e.kind, e.to_state, e.reason, e.preempted_for IS NOT NULL AS has_preemptor
+  FROM quota_sched.job_event e WHERE e.job_id = pg_temp.id('b1') ORDER BY e.id;
+SELECT name, state, terminated FROM quota_sched.job_accounting WHERE name = 'b1';
+
 DELETE FROM quota_sched.job WHERE job_queue = 'pq_queue';
 DROP ROLE regress_pq_ann, regress_pq_ben, regress_pq_out, regress_pq_team_a, regress_pq_team_b;

@@ -353,6 +353,20 @@ WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 }
 
 /*
+ * StopRequested tells whether an UPDATE of a job requested a stop: its
+ * stop_reason became set, or changed (a terminate() of a job that was
+ * stopping for another reason: reports must still tell it from a failure).
+ */
+static bool
+StopRequested(HeapTuple old, HeapTuple job, TupleDesc jdesc)
+{
+	if (JobIsNull(job, jdesc, JC_STOP_REASON))
+		return false;
+	return JobIsNull(old, jdesc, JC_STOP_REASON) ||
+		strcmp(JobText(old, jdesc, JC_STOP_REASON), JobText(job, jdesc, JC_STOP_REASON)) != 0;
+}
+
+/*
  * qs_job_history appends the job_event rows of an INSERT or an UPDATE of a
  * job (AFTER, for each row; the UPDATE trigger fires only when one of the
  * columns below changed).  This is the only place history is written, so
@@ -397,8 +411,7 @@ qs_job_history(PG_FUNCTION_ARGS)
 		table_close(ev.rel, NoLock);
 		return PointerGetDatum(NULL);
 	}
-	if (JobIsNull(old, jdesc, JC_STOP_REASON) && !JobIsNull(job, jdesc, JC_STOP_REASON) &&
-		strcmp(state, old_state) == 0)
+	if (StopRequested(old, job, jdesc) && strcmp(state, old_state) == 0)
 	{
 		char	   *stop = JobText(job, jdesc, JC_STOP_REASON);
 		bool		terminate = strcmp(stop, "TERMINATED") == 0;
@@ -407,8 +420,10 @@ qs_job_history(PG_FUNCTION_ARGS)
 		if (terminate)
 			EventCopy(&ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
 		else
+		{
 			EventSet(&ev, EF_REASON, CStringGetTextDatum(stop), false);
-		EventCopy(&ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
+			EventCopy(&ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
+		}
 		EventInsert(&ev);
 	}
 	if (JobInt(old, jdesc, JC_PRIORITY) != JobInt(job, jdesc, JC_PRIORITY))

@@ -457,7 +457,8 @@ CREATE TRIGGER job_history_insert AFTER INSERT ON quota_sched.job
 CREATE TRIGGER job_history_update
 	AFTER UPDATE OF state, stop_reason, priority, promised_at ON quota_sched.job
 	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
-					   OR (OLD.stop_reason IS NULL AND NEW.stop_reason IS NOT NULL)
+					   OR (NEW.stop_reason IS NOT NULL
+						   AND OLD.stop_reason IS DISTINCT FROM NEW.stop_reason)
 					   OR OLD.priority IS DISTINCT FROM NEW.priority
 					   OR (OLD.promised_at IS NULL) <> (NEW.promised_at IS NULL))
 	EXECUTE FUNCTION quota_sched.job_history();

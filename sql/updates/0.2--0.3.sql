@@ -115,3 +115,18 @@ ALTER TABLE quota_sched.usage_hourly ALTER COLUMN terminated DROP DEFAULT;
 DROP FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval);
 DROP FUNCTION quota_sched.usage_parts(text, timestamptz, timestamptz, interval);
 DROP FUNCTION quota_sched.usage_counts(text, timestamptz, timestamptz, interval);
+
+/*
+ * job_history_update also fires when a stop's reason changes (a
+ * terminate() of a job stopping for another reason), so that every
+ * terminated job has its TERMINATE event (tables.sql has the same).
+ */
+DROP TRIGGER job_history_update ON quota_sched.job;
+CREATE TRIGGER job_history_update
+	AFTER UPDATE OF state, stop_reason, priority, promised_at ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+					   OR (NEW.stop_reason IS NOT NULL
+						   AND OLD.stop_reason IS DISTINCT FROM NEW.stop_reason)
+					   OR OLD.priority IS DISTINCT FROM NEW.priority
+					   OR (OLD.promised_at IS NULL) <> (NEW.promised_at IS NULL))
+	EXECUTE FUNCTION quota_sched.job_history();
