@@ -113,7 +113,7 @@ SELECT metric, labels, value FROM pg_temp.samples()
 -- The counters stay what they were after a rollup and after a prune.  A
 -- history written directly, in hours long past (jobs 9101 and 9102 exist
 -- only in it): a dispatch, a cross-share stop, a preemption, a success, a
--- failure, a user's terminate.
+-- failure, a user's terminate, a preemption 30 s after a dispatch.
 -- The counters of m_queue's jobs (not of its passes).
 CREATE FUNCTION pg_temp.job_counters() RETURNS TABLE (metric text, labels text, value numeric)
 LANGUAGE sql AS $$
@@ -139,11 +139,15 @@ SELECT pg_temp.ev(9101, 'A', '00:00', 'STATE', NULL, 'RUNNABLE'),
 	   pg_temp.ev(9102, 'B', '00:15', 'STATE', NULL, 'RUNNABLE'),
 	   pg_temp.ev(9102, 'B', '00:25', 'STATE', 'RUNNABLE', 'SCHEDULED'),
 	   pg_temp.ev(9102, 'B', '01:30', 'TERMINATE', 'SCHEDULED', 'SCHEDULED', 'no longer needed'),
-	   pg_temp.ev(9102, 'B', '01:35', 'STATE', 'SCHEDULED', 'FAILED');
+	   pg_temp.ev(9102, 'B', '01:35', 'STATE', 'SCHEDULED', 'FAILED'),
+	   pg_temp.ev(9103, 'B', '00:30', 'STATE', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9103, 'B', '00:40', 'STATE', 'RUNNABLE', 'SCHEDULED'),
+	   pg_temp.ev(9103, 'B', '00:40:30', 'STATE', 'SCHEDULED', 'RUNNABLE', NULL, 9101);
 CREATE TEMP TABLE counters_before AS SELECT * FROM pg_temp.job_counters();
--- What the old history added: A 2 dispatches, 1 preempted, 1 success, 1
--- cross-share stop; B 1 dispatch, 1 termination (not a failure), 1 stop
--- TERMINATED.
+-- What the old history added: A 2 dispatches, 1 preempted (after 15
+-- minutes), 1 success, 1 cross-share stop; B 2 dispatches, 1 termination
+-- (not a failure), 1 stop TERMINATED, 1 preempted 30 s after its dispatch
+-- (9103, by 9101: churn, preempted_early).
 SELECT b.metric, b.labels, b.value - coalesce(l.value, 0) AS added
   FROM counters_before b LEFT JOIN counters_live l USING (metric, labels)
  WHERE b.value IS DISTINCT FROM l.value ORDER BY 1, 2;

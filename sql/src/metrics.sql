@@ -66,6 +66,7 @@ BEGIN ATOMIC
 		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED, but for those terminated.'),
 		('quota_sched_jobs_terminated_total', 'counter', 'Jobs that ended FAILED after a terminate() (cancelled by a user or admin).'),
 		('quota_sched_preempted_attempts_total', 'counter', 'Attempts ended by preemption.'),
+		('quota_sched_preempted_early_attempts_total', 'counter', 'Attempts ended by preemption less than a minute after their dispatch (churn).'),
 		('quota_sched_stop_requests_total', 'counter', 'Stops requested of held jobs, by reason.'),
 		('quota_sched_passes_total', 'counter', 'Passes run since the server started.'),
 		('quota_sched_last_pass_duration_seconds', 'gauge', 'How long the queue''s last pass took.'),
@@ -100,7 +101,8 @@ BEGIN ATOMIC
 				UNION ALL
 				SELECT s.job_queue, s.quota_share, s.capacity_unit, k.counter, 0
 				  FROM shares s,
-					   unnest(ARRAY['dispatched', 'succeeded', 'failed', 'terminated', 'preempted']) AS k(counter)) t
+					   unnest(ARRAY['dispatched', 'succeeded', 'failed', 'terminated', 'preempted',
+									 'preempted_early']) AS k(counter)) t
 		 GROUP BY 1, 2, 3, 4),
 	passes AS (SELECT p.*, quota_sched.metric_labels('job_queue', q.name) AS labels
 				 FROM queues q LEFT JOIN quota_sched.pass_stats() p ON p.job_queue = q.name
@@ -126,6 +128,7 @@ BEGIN ATOMIC
 							  WHEN 'failed' THEN 'quota_sched_jobs_failed_total'
 							  WHEN 'terminated' THEN 'quota_sched_jobs_terminated_total'
 							  WHEN 'preempted' THEN 'quota_sched_preempted_attempts_total'
+							  WHEN 'preempted_early' THEN 'quota_sched_preempted_early_attempts_total'
 							  ELSE 'quota_sched_stop_requests_total' END,
 			   CASE WHEN c.counter LIKE 'stop:%'
 					THEN quota_sched.metric_labels('job_queue', c.job_queue, 'quota_share', c.quota_share,

@@ -392,7 +392,8 @@ END;
  * The counts of a queue's events in [t0, t1) by (share, unit) and counter:
  * 'dispatched', 'succeeded', 'failed', 'terminated' (jobs, as
  * usage_counts counts them), 'preempted' (attempts ended
- * by preemption), and 'stop:' and the reason of each stop requested of a
+ * by preemption), 'preempted_early' (those of them that had run less than
+ * a minute since their dispatch: churn), and 'stop:' and the reason of each stop requested of a
  * held job (a user's terminate: 'stop:TERMINATED'; not the TERMINATE
  * event of a job terminate() failed at once, in the same transaction: no
  * agent was asked to stop it).  metrics() adds those after the rollup to
@@ -414,6 +415,12 @@ BEGIN ATOMIC
 				THEN 'terminated'
 				ELSE lower(e.to_state) END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL THEN 'preempted' END,
+		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL
+				 AND e.at - (SELECT d.at FROM quota_sched.job_event d
+							  WHERE d.job_id = e.job_id AND d.id < e.id AND d.kind = 'STATE'
+								AND d.to_state = 'SCHEDULED'
+							  ORDER BY d.id DESC LIMIT 1) < interval '1 minute'
+				THEN 'preempted_early' END,
 		   CASE WHEN e.kind = 'STOP' THEN 'stop:' || e.reason
 				WHEN e.kind = 'TERMINATE'
 				 AND NOT EXISTS (SELECT FROM quota_sched.job_event f
