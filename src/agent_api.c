@@ -321,19 +321,6 @@ RequireReporter(const QsJobRow *row, int64 job_id, QsReport report, Oid caller,
 }
 
 /*
- * LockHeldJob locks the job an agent reports on into row; one that does
- * not exist raises no_data_found.
- */
-static void
-LockHeldJob(int64 job_id, QsJobRow *row)
-{
-	if (!QsLockJob(job_id, row))
-		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
-				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
-}
-
-/*
  * RequireHeld raises object_not_in_prerequisite_state unless the agent
  * holds the job (IsHeldBy).
  */
@@ -418,7 +405,7 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	QsWrite.exit_code = exit_code ? *exit_code : 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	LockHeldJob(job_id, &row);
+	QsLockJob(job_id, &row);
 	/* about an attempt that is over: nothing to do */
 	current = QsJobAttempt(&row.job);
 	over = attempt > 0 && attempt != current;
@@ -613,7 +600,7 @@ qs_attempt_started(PG_FUNCTION_ARGS)
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	LockHeldJob(job_id, &row);
+	QsLockJob(job_id, &row);
 	if (attempt == QsJobAttempt(&row.job))
 	{
 		RequireReporter(&row, job_id, QS_REPORT_RUNNING, caller, role);

@@ -238,10 +238,20 @@ static QsQuery LockJobQuery[3] = {
 	LOCK_JOB_QUERY("agent_role", ", lease_losses")
 };
 
+/* NoSuchJob raises no_data_found for a job id that names no job. */
+static void
+pg_attribute_noreturn()
+NoSuchJob(int64 job_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NO_DATA_FOUND),
+			 errmsg("job " INT64_FORMAT " does not exist", job_id)));
+}
+
 /*
  * QsLockJob takes the lock of a job's queue in shared mode, then the job's
- * row, and reads it into the caller's memory.  Returns false when there is
- * no such job.
+ * row, and reads it into the caller's memory.  A job that does not exist
+ * (or was deleted meanwhile) raises no_data_found.
  *
  * It never waits for the row while it holds the queue's lock: a user, who
  * takes no queue lock, may hold the row of a job of their own for as long
@@ -250,7 +260,7 @@ static QsQuery LockJobQuery[3] = {
  * 20 ms (another report or a terminate holds the row that long at most)
  * and then fails with 55P03: the caller may retry.
  */
-bool
+void
 QsLockJob(int64 job_id, QsJobRow *row)
 {
 	Datum		arg = Int64GetDatum(job_id);
@@ -258,14 +268,17 @@ QsLockJob(int64 job_id, QsJobRow *row)
 	long		pause_us = 100;
 
 	if (QsQueryRun(&JobQueueQuery, &arg, NULL, true, 1) == 0)
-		return false;
+		NoSuchJob(job_id);
 	QsLockQueue(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
 	for (long waited_us = 0;; waited_us += pause_us)
 	{
 		if (QsQueryRun(&LockJobQuery[QsJobSchemaLevel()], &arg, NULL, false, 1) > 0)
-			return DecodeFirst(row, outer);
+		{
+			DecodeFirst(row, outer);
+			return;
+		}
 		if (QsQueryRun(&JobQueueQuery, &arg, NULL, false, 1) == 0)
-			return false;		/* deleted meanwhile */
+			NoSuchJob(job_id);	/* deleted meanwhile */
 		if (waited_us >= 20000)
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),

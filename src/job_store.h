@@ -65,7 +65,7 @@ extern void QsJobDecode(const QsJobDecoder *decoder, HeapTuple tuple, QsJobRow *
 /* Single jobs, and the agents' set operations. */
 extern bool QsJobHasAgentRole(void);
 extern int	QsJobSchemaLevel(void);
-extern bool QsLockJob(int64 job_id, QsJobRow *row);
+extern void QsLockJob(int64 job_id, QsJobRow *row);
 extern bool QsReadJobPosition(int64 job_id, QsJobRow *row, int64 *position_in_share);
 typedef enum QsJobChange
 {

@@ -84,18 +84,6 @@ RequireJobAccess(Oid caller, const QsJobRow *row, const char *verb)
 }
 
 /*
- * FindJob locks and reads a job, or raises no_data_found.
- */
-static void
-FindJob(int64 job_id, QsJobRow *row)
-{
-	if (!QsLockJob(job_id, row))
-		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
-				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
-}
-
-/*
  * qs_terminate(job_id, reason) RETURNS quota_sched.job: a RUNNABLE or
  * unclaimed job fails at once; a claimed one gets a stop (TERMINATED) and
  * fails when it stops.  Either way its history has a TERMINATE event
@@ -128,7 +116,7 @@ qs_terminate(PG_FUNCTION_ARGS)
 	QsBeginSystemWrite(GetUserNameFromId(caller, false), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	FindJob(job_id, &row);
+	QsLockJob(job_id, &row);
 	RequireJobAccess(caller, &row, "terminate");
 	if (row.state == QS_SUCCEEDED || row.state == QS_FAILED)
 		ereport(ERROR,
@@ -196,7 +184,7 @@ qs_set_priority(PG_FUNCTION_ARGS)
 	QsBecomeOwner(QsExtensionOwner(), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	FindJob(DatumGetInt64(args[0]), &row);
+	QsLockJob(DatumGetInt64(args[0]), &row);
 	RequireJobAccess(caller, &row, "reprioritise");
 	SPI_finish();
 	QsRestoreUser(&saved);
