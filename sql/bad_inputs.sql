@@ -148,6 +148,9 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	('quota_sched.utilization(text, timestamp with time zone, timestamp with time zone, interval)',
 	 'regress_bi_user', ARRAY[$$'bi_queue'$$, $$now() - interval '2 hours'$$, 'now()', $$'1 hour'$$], NULL,
 	 $${"from": [["a century back", "now() - interval '100 years'"]]}$$),
+	('quota_sched.lending(text, timestamp with time zone, timestamp with time zone, interval)',
+	 'regress_bi_user', ARRAY[$$'bi_queue'$$, $$now() - interval '2 hours'$$, 'now()', $$'1 hour'$$], NULL,
+	 $${"from": [["a century back", "now() - interval '100 years'"]]}$$),
 	('quota_sched.utilization_svg(text, timestamp with time zone, timestamp with time zone, interval)',
 	 'regress_bi_user', ARRAY[$$'bi_queue'$$, $$now() - interval '2 hours'$$, 'now()', $$'1 hour'$$], NULL,
 	 $${"from": [["a century back", "now() - interval '100 years'"]]}$$),
@@ -499,6 +502,9 @@ SELECT s.fn, 'what', NULL, 'the label of the message, any text'
 
 INSERT INTO bi_justified VALUES
 	('quota_sched.utilization(text, timestamp with time zone, timestamp with time zone, interval)',
+	 'bucket', 'max microseconds',
+	 'one bucket as long as the range: the work is bounded by the range and the rollup, not the bucket'),
+	('quota_sched.lending(text, timestamp with time zone, timestamp with time zone, interval)',
 	 'bucket', 'max microseconds',
 	 'one bucket as long as the range: the work is bounded by the range and the rollup, not the bucket'),
 	('quota_sched.rollup(timestamp with time zone)', 'up_to', NULL,

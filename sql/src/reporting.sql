@@ -389,6 +389,118 @@ BEGIN ATOMIC
 END;
 
 /*
+ * lendable(S,u) of a share's row as config_event keeps it (scheduling.md
+ * 3.1): what its idle capacity of u may lend; 0 for a RESERVE or DISABLED
+ * share, and for no row.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.lendable_of(share jsonb, unit text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN share ->> 'strategy' IN ('LEND', 'LEND_AND_BORROW')
+			 AND coalesce(share ->> 'state', 'ENABLED') = 'ENABLED'
+			THEN quota_sched.capacity_of(share -> 'capacity_limits', unit)
+				 * CASE WHEN coalesce((share ->> 'lend_limit')::integer, -1) >= 0
+						THEN (share ->> 'lend_limit')::integer ELSE 100 END / 100
+			ELSE 0 END;
+
+/*
+ * Who lent the capacity a queue's shares borrowed, in the buckets of width
+ * step from t0 up to t1, by unit, lender (null: the environment's
+ * unassigned capacity) and borrower, in instance-seconds (reporting.md,
+ * "Who lent to whom").  At each moment, what the borrowers of a unit
+ * borrow (usage beyond own capacity) comes first from the unassigned
+ * capacity, then from the lenders in proportion to the idle capacity each
+ * may lend (min(idle, lendable)); each borrower has of each source its
+ * part of all that was borrowed.  Borrowed capacity beyond both (a limit
+ * lowered under running jobs, until the pass repairs it) is lent by no
+ * one.  The levels are usage_buckets' (instances held, own and
+ * environment capacity) and the lendable capacity of each share, a step
+ * function of the configuration's history (config_event, never pruned);
+ * the moments are every change of any level of the unit and the buckets'
+ * edges, so the work is the unit's changes times its shares.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.lending_parts(q text, t0 timestamptz, t1 timestamptz, step interval)
+RETURNS TABLE (capacity_unit text, bucket timestamptz, lender text, borrower text,
+			   instance_seconds double precision)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	WITH deltas AS (
+		SELECT s.quota_share, s.capacity_unit, t0 AS at, s.u AS du, s.c AS dc, 0::bigint AS dl
+		  FROM quota_sched.usage_start(q, t0) s
+		UNION ALL
+		SELECT ch.quota_share, ch.capacity_unit, ch.at, ch.du, ch.dc, 0
+		  FROM quota_sched.usage_changes(q, t0, t1) ch
+		UNION ALL
+		SELECT c.name, u.unit, greatest(c.at, t0), 0, 0,
+			   quota_sched.lendable_of(c.new, u.unit) - quota_sched.lendable_of(c.old, u.unit)
+		  FROM quota_sched.config_event c
+		 CROSS JOIN LATERAL (SELECT jsonb_object_keys(coalesce(c.old -> 'capacity_limits', '{}')
+												   || coalesce(c.new -> 'capacity_limits', '{}'))) AS u(unit)
+		 WHERE c.object = 'quota_share' AND c.job_queue = q AND c.at < t1),
+	pairs AS (SELECT DISTINCT d.quota_share, d.capacity_unit FROM deltas d),
+	times AS (
+		SELECT d.capacity_unit, d.at FROM deltas d
+		UNION
+		SELECT u.capacity_unit, e.edge
+		  FROM (SELECT DISTINCT p.capacity_unit FROM pairs p) u, generate_series(t0, t1, step) AS e(edge)
+		 WHERE e.edge < t1),
+	spans AS (
+		SELECT t.capacity_unit, t.at,
+			   coalesce(lead(t.at) OVER (PARTITION BY t.capacity_unit ORDER BY t.at), t1) AS next_at
+		  FROM times t),
+	-- every pair's levels on every span of its unit (the rows with next_at)
+	levels AS (
+		SELECT pt.quota_share, pt.capacity_unit, pt.at, pt.next_at,
+			   sum(pt.du) OVER w AS u, sum(pt.dc) OVER w AS c, sum(pt.dl) OVER w AS l
+		  FROM (SELECT d.quota_share, d.capacity_unit, d.at, d.du, d.dc, d.dl,
+					   NULL::timestamptz AS next_at
+				  FROM deltas d
+				UNION ALL
+				SELECT p.quota_share, p.capacity_unit, sp.at, 0, 0, 0, sp.next_at
+				  FROM pairs p JOIN spans sp ON sp.capacity_unit = p.capacity_unit) pt
+		WINDOW w AS (PARTITION BY pt.quota_share, pt.capacity_unit ORDER BY pt.at
+					 RANGE UNBOUNDED PRECEDING)),
+	shares AS (
+		SELECT lv.quota_share, lv.capacity_unit, lv.at,
+			   extract(epoch FROM lv.next_at - lv.at)::double precision AS secs,
+			   greatest(lv.u - lv.c, 0) AS b, least(greatest(lv.c - lv.u, 0), lv.l) AS supply
+		  FROM levels lv
+		 WHERE lv.next_at IS NOT NULL AND lv.quota_share IS NOT NULL),
+	totals AS (
+		SELECT lv.capacity_unit, lv.at,
+			   sum(greatest(lv.u - lv.c, 0)) FILTER (WHERE lv.quota_share IS NOT NULL) AS borrowed,
+			   sum(least(greatest(lv.c - lv.u, 0), lv.l))
+				 FILTER (WHERE lv.quota_share IS NOT NULL) AS supply,
+			   greatest(coalesce(sum(lv.c) FILTER (WHERE lv.quota_share IS NULL), 0)
+						- coalesce(sum(lv.c) FILTER (WHERE lv.quota_share IS NOT NULL), 0),
+						0) AS unassigned
+		  FROM levels lv
+		 WHERE lv.next_at IS NOT NULL
+		 GROUP BY 1, 2
+		HAVING sum(greatest(lv.u - lv.c, 0)) FILTER (WHERE lv.quota_share IS NOT NULL) > 0),
+	lent AS (
+		-- the unassigned capacity first
+		SELECT br.capacity_unit, br.at, NULL::text AS lender, br.quota_share AS borrower,
+			   br.secs * br.b * least(t.borrowed, t.unassigned)::double precision / t.borrowed AS secs
+		  FROM shares br
+		  JOIN totals t ON t.capacity_unit = br.capacity_unit AND t.at = br.at
+		 WHERE br.b > 0 AND t.unassigned > 0
+		UNION ALL
+		-- then each lender's part of the rest, in proportion to what it may lend
+		SELECT br.capacity_unit, br.at, ln.quota_share, br.quota_share,
+			   br.secs * br.b * ln.supply::double precision / t.supply
+			   * least(t.borrowed - least(t.borrowed, t.unassigned), t.supply) / t.borrowed
+		  FROM shares br
+		  JOIN totals t ON t.capacity_unit = br.capacity_unit AND t.at = br.at
+		  JOIN shares ln ON ln.capacity_unit = br.capacity_unit AND ln.at = br.at
+		 WHERE br.b > 0 AND ln.supply > 0 AND t.borrowed > t.unassigned)
+	SELECT l.capacity_unit, date_bin(step, l.at, t0), l.lender, l.borrower, sum(l.secs)
+	  FROM lent l
+	 GROUP BY 1, 2, 3, 4
+	HAVING sum(l.secs) > 0;
+END;
+
+/*
  * The counts of a queue's events in [t0, t1) by (share, unit) and counter:
  * 'dispatched', 'succeeded', 'failed', 'terminated' (jobs, as
  * usage_counts counts them), 'preempted' (attempts ended
@@ -462,6 +574,9 @@ DECLARE
 	q text;
 	t0 timestamptz;
 	t1 timestamptz;
+	l0 timestamptz;
+	l1 timestamptz;
+	origin timestamptz;
 	hours bigint := 0;
 BEGIN
 	IF up_to IS NULL OR NOT isfinite(up_to) THEN
@@ -472,18 +587,20 @@ BEGIN
 	SELECT date_trunc('hour', least(up_to, now(), min(a.xact_start))) INTO horizon
 	  FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid();
 	FOR q IN SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE "C" LOOP
-		SELECT r.rolled_until INTO t0 FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
-		IF t0 IS NULL THEN
+		SELECT r.rolled_until, r.lent_until INTO t0, l0
+		  FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+		IF t0 IS NULL OR l0 IS NULL THEN
 			SELECT date_trunc('hour', least(
 					   (SELECT min(e.at) FROM quota_sched.job_event e WHERE e.job_queue = q),
 					   (SELECT min(c.at) FROM quota_sched.config_event c
 						 WHERE c.object = 'quota_share' AND c.job_queue = q)))
-			  INTO t0;
+			  INTO origin;
+			-- a queue with no history at all: its first rollup is the last
+			-- whole hour, so that it has a rollup row and its next rollup
+			-- does not look through the whole history again
+			origin := coalesce(origin, horizon - interval '1 hour');
 		END IF;
-		-- a queue with no history at all: its first rollup is the last
-		-- whole hour, so that it has a rollup row and its next rollup does
-		-- not look through the whole history again
-		t0 := coalesce(t0, horizon - interval '1 hour');
+		t0 := coalesce(t0, origin);
 		WHILE t0 < horizon LOOP
 			t1 := least(horizon, t0 + interval '7 days');
 			INSERT INTO quota_sched.usage_hourly
@@ -500,8 +617,96 @@ BEGIN
 			hours := hours + extract(epoch FROM t1 - t0)::bigint / 3600;
 			t0 := t1;
 		END LOOP;
+		-- who lent to whom, up to the same hour, a day at a time (its work
+		-- is a unit's changes times its shares): the first time from the
+		-- queue's first hour (after an update from 0.2, also the hours 0.2
+		-- rolled up, from the history that is left of them)
+		l0 := coalesce(l0, origin);
+		WHILE l0 < t0 LOOP
+			l1 := least(t0, l0 + interval '1 day');
+			INSERT INTO quota_sched.lending_hourly
+				(job_queue, capacity_unit, hour, lender, borrower, instance_seconds)
+			SELECT q, p.* FROM quota_sched.lending_parts(q, l0, l1, interval '1 hour') p;
+			UPDATE quota_sched.usage_rollup r SET lent_until = l1 WHERE r.job_queue = q;
+			l0 := l1;
+		END LOOP;
 	END LOOP;
 	RETURN hours;
+END
+$$;
+
+/*
+ * The plan of a report over [from, to) in buckets of width bucket, from a
+ * rollup kept until rolled (null: none), shared by utilization() and
+ * lending(), which refuse what it refuses (22023, with a detail): the
+ * bucket as date_bin() counts it, a day 24 hours (w; one longer than the
+ * range is the range); how far the rollup's hours are read (rolled_to: not
+ * at all for a bucket that is not a whole number of hours, or a from not
+ * on an hour); the first edge of a bucket at or after it (first_edge: the
+ * history from the one to the other is one part, of the bucket the rollup
+ * ends in, and after it one part a bucket); and the first edge after which
+ * nothing changes (levels_from: an event is stamped with its transaction's
+ * start, so nothing changes after now but for history written by hand;
+ * from there the levels hold, and each bucket's figures are those levels
+ * times its length, without a step through the history).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.report_plan(report text, q text, "from" timestamptz,
+												   "to" timestamptz, bucket interval,
+												   rolled timestamptz,
+												   OUT w interval, OUT rolled_to timestamptz,
+												   OUT first_edge timestamptz, OUT levels_from timestamptz)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	secs double precision := extract(epoch FROM bucket);
+	hourly boolean := secs >= 3600 AND secs::bigint % 3600 = 0
+					  AND date_trunc('hour', "from") = "from";
+	span numeric;
+	last timestamptz;
+BEGIN
+	IF q IS NULL OR "from" IS NULL OR "to" IS NULL OR bucket IS NULL THEN
+		RAISE EXCEPTION '%() needs a job queue, from, to and a bucket', report
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT EXISTS (SELECT FROM quota_sched.job_queue jq WHERE jq.name = q) THEN
+		RAISE EXCEPTION 'job queue "%" does not exist', left(q, 64)
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- A second at least: the cost is the number of buckets (at most 100,000
+	-- below), not their width; short buckets show a short run step by step.
+	IF secs < 1 OR date_part('month', bucket) <> 0 OR date_part('year', bucket) <> 0 THEN
+		RAISE EXCEPTION 'invalid bucket %', bucket
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A bucket is at least a second, in days, hours, minutes or seconds.';
+	END IF;
+	-- The range's length in seconds, exactly (to - from, an interval,
+	-- would wrap around beyond 292,000 years and let any range through).
+	span := extract(epoch FROM "to") - extract(epoch FROM "from");
+	IF NOT isfinite("from") OR NOT isfinite("to") OR NOT ("from" < "to")
+	   OR span / secs::numeric > 100000 OR span >= 9223372036854 THEN
+		RAISE EXCEPTION 'invalid range from % to % in buckets of %', "from", "to", bucket
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'from and to are finite, from comes before to, the range is shorter '
+						   'than 292,000 years and has at most 100,000 buckets.';
+	END IF;
+	w := CASE WHEN secs::numeric >= span THEN "to" - "from" ELSE bucket END;
+	w := w - make_interval(days => date_part('day', w)::integer)
+		 + date_part('day', w) * interval '24 hours';
+	rolled_to := CASE WHEN hourly THEN greatest(least(coalesce(rolled, "from"), "to"), "from")
+					  ELSE "from" END;
+	first_edge := date_bin(w, rolled_to, "from");
+	IF first_edge < rolled_to THEN
+		first_edge := least(first_edge + w, "to");
+	END IF;
+	last := greatest(now(),
+					 (SELECT max(e.at) FROM quota_sched.job_event e
+					   WHERE e.at > now() AND e.job_queue = q),
+					 (SELECT max(c.at) FROM quota_sched.config_event c WHERE c.at > now()));
+	levels_from := date_bin(w, least(greatest(last, first_edge), "to"), "from");
+	IF levels_from < least(greatest(last, first_edge), "to") THEN
+		levels_from := least(levels_from + w, "to");
+	END IF;
 END
 $$;
 
@@ -534,71 +739,16 @@ SET jit = off
 AS $$
 DECLARE
 	q text := utilization.job_queue;
-	secs double precision := extract(epoch FROM utilization.bucket);
-	hourly boolean := secs >= 3600 AND secs::bigint % 3600 = 0
-					  AND date_trunc('hour', "from") = "from";
-	width interval := utilization.bucket;
-	span numeric;
 	w interval;
 	rolled timestamptz;
 	edge timestamptz;
-	last timestamptz;
 	cut timestamptz;
 	visible text[];
 BEGIN
-	IF q IS NULL OR "from" IS NULL OR "to" IS NULL OR utilization.bucket IS NULL THEN
-		RAISE EXCEPTION 'utilization() needs a job queue, from, to and a bucket'
-			USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-	IF NOT EXISTS (SELECT FROM quota_sched.job_queue jq WHERE jq.name = q) THEN
-		RAISE EXCEPTION 'job queue "%" does not exist', left(q, 64)
-			USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-	-- A second at least: the cost is the number of buckets (at most 100,000
-	-- below), not their width; short buckets show a short run step by step.
-	IF secs < 1 OR date_part('month', width) <> 0 OR date_part('year', width) <> 0 THEN
-		RAISE EXCEPTION 'invalid bucket %', width
-			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'A bucket is at least a second, in days, hours, minutes or seconds.';
-	END IF;
-	-- The range's length in seconds, exactly (to - from, an interval,
-	-- would wrap around beyond 292,000 years and let any range through).
-	span := extract(epoch FROM "to") - extract(epoch FROM "from");
-	IF NOT isfinite("from") OR NOT isfinite("to") OR NOT ("from" < "to")
-	   OR span / secs::numeric > 100000 OR span >= 9223372036854 THEN
-		RAISE EXCEPTION 'invalid range from % to % in buckets of %', "from", "to", width
-			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'from and to are finite, from comes before to, the range is shorter '
-						   'than 292,000 years and has at most 100,000 buckets.';
-	END IF;
-	-- the bucket as date_bin() counts it, a day 24 hours (the edges are
-	-- generated so too, whatever the caller's TimeZone); one longer than
-	-- the range is the range
-	w := CASE WHEN secs::numeric >= span THEN "to" - "from" ELSE width END;
-	w := w - make_interval(days => date_part('day', w)::integer)
-		 + date_part('day', w) * interval '24 hours';
-	SELECT r.rolled_until INTO rolled FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
-	rolled := CASE WHEN hourly THEN greatest(least(coalesce(rolled, "from"), "to"), "from")
-				   ELSE "from" END;
-	-- the first edge of a bucket at or after the rollup's end: the history
-	-- from the one to the other is one part (of the bucket the rollup ends
-	-- in), and after it one part a bucket
-	edge := date_bin(w, rolled, "from");
-	IF edge < rolled THEN
-		edge := least(edge + w, "to");
-	END IF;
-	-- Nothing changes after now (an event is stamped with its transaction's
-	-- start) but for history written by hand: from the first edge of a
-	-- bucket after both, the levels hold, and each bucket's figures are
-	-- those levels times its length, without a step through the history.
-	last := greatest(now(),
-					 (SELECT max(e.at) FROM quota_sched.job_event e
-					   WHERE e.at > now() AND e.job_queue = q),
-					 (SELECT max(c.at) FROM quota_sched.config_event c WHERE c.at > now()));
-	cut := date_bin(w, least(greatest(last, edge), "to"), "from");
-	IF cut < least(greatest(last, edge), "to") THEN
-		cut := least(cut + w, "to");
-	END IF;
+	SELECT p.w, p.rolled_to, p.first_edge, p.levels_from INTO w, rolled, edge, cut
+	  FROM quota_sched.report_plan('utilization', q, "from", "to", utilization.bucket,
+								   (SELECT r.rolled_until FROM quota_sched.usage_rollup r
+									 WHERE r.job_queue = utilization.job_queue)) p;
 	-- every share's figures, for every role (reference.md, "What a team
 	-- sees of another"), as share_usage shows them now
 	visible := ARRAY(SELECT s.name FROM quota_sched.quota_share s WHERE s.job_queue = q);
@@ -700,18 +850,82 @@ BEGIN
 END
 $$;
 
+/*
+ * lending(job_queue, from, to, bucket): per bucket (from from, of width
+ * bucket), unit, lender (null: the environment's unassigned capacity) and
+ * borrower, the instance-seconds the borrower held of the lender's
+ * capacity, by the rule of lending_parts (reporting.md, "Who lent to
+ * whom"); for every role, as utilization() (reference.md, "What a team
+ * sees of another").  Hours the lending rollup covers (usage_rollup.
+ * lent_until) are summed from lending_hourly, the rest computed from the
+ * history, and after the last change the levels hold, as utilization()
+ * reads them (report_plan); it refuses what utilization() refuses.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.lending(job_queue text, "from" timestamptz, "to" timestamptz,
+									bucket interval DEFAULT '1 hour')
+RETURNS TABLE (bucket_start timestamptz, capacity_unit text, lender_share text,
+			   borrower_share text, instance_seconds double precision)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	q text := lending.job_queue;
+	w interval;
+	rolled timestamptz;
+	edge timestamptz;
+	cut timestamptz;
+BEGIN
+	SELECT p.w, p.rolled_to, p.first_edge, p.levels_from INTO w, rolled, edge, cut
+	  FROM quota_sched.report_plan('lending', q, "from", "to", lending.bucket,
+								   (SELECT r.lent_until FROM quota_sched.usage_rollup r
+									 WHERE r.job_queue = lending.job_queue)) p;
+	RETURN QUERY
+	WITH parts AS (
+		SELECT h.capacity_unit, h.hour AS at, h.lender, h.borrower, h.instance_seconds AS secs
+		  FROM quota_sched.lending_hourly h
+		 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
+		UNION ALL
+		SELECT p.capacity_unit, p.bucket, p.lender, p.borrower, p.instance_seconds
+		  FROM quota_sched.lending_parts(q, rolled, edge, edge - rolled) p
+		 WHERE rolled < edge
+		UNION ALL
+		SELECT p.capacity_unit, p.bucket, p.lender, p.borrower, p.instance_seconds
+		  FROM quota_sched.lending_parts(q, edge, cut, w) p
+		 WHERE edge < cut
+		UNION ALL
+		-- after cut the levels hold: what was lent from cut to the end, in
+		-- proportion to each bucket's length
+		SELECT p.capacity_unit, g.b, p.lender, p.borrower,
+			   p.instance_seconds * extract(epoch FROM least(g.b + w, "to") - g.b)::double precision
+			   / extract(epoch FROM "to" - cut)::double precision
+		  FROM quota_sched.lending_parts(q, cut, "to", "to" - cut) p,
+			   generate_series(cut, "to", w) AS g(b)
+		 WHERE cut < "to" AND g.b < "to")
+	SELECT date_bin(w, p.at, "from"), p.capacity_unit, p.lender, p.borrower, sum(p.secs)
+	  FROM parts p
+	 GROUP BY 1, 2, 3, 4
+	 ORDER BY 1, 2, 3 NULLS FIRST, 4;
+END
+$$;
+
 REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, text),
 	quota_sched.usage_changes(text, timestamptz, timestamptz),
 	quota_sched.usage_start(text, timestamptz),
 	quota_sched.usage_buckets(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_parts(text, timestamptz, timestamptz, interval),
+	quota_sched.lendable_of(jsonb, text),
+	quota_sched.lending_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counters(text, timestamptz, timestamptz),
+	quota_sched.report_plan(text, text, timestamptz, timestamptz, interval, timestamptz),
+	quota_sched.lending(text, timestamptz, timestamptz, interval),
 	quota_sched.rollup(timestamptz),
 	quota_sched.utilization(text, timestamptz, timestamptz, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.holds(text) TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 GRANT EXECUTE ON FUNCTION quota_sched.rollup(timestamptz) TO quota_sched_admin;
-GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval)
+GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval),
+	quota_sched.lending(text, timestamptz, timestamptz, interval)
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 
 /*
@@ -719,7 +933,8 @@ GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz
  * transactions, the ended jobs (with their history, job_history_delete)
  * and the pass_log rows older than the horizon, after bringing the rollup
  * up to date; an ended job goes only once the rollup covers it
- * (job_before_delete), so its figures stay in usage_hourly.
+ * (job_before_delete), so its figures stay in usage_hourly and
+ * lending_hourly.
  *
  * (No SET search_path: a procedure with one cannot commit.  It runs with
  * the caller's rights, and names everything with its schema.)  Inside a
@@ -760,7 +975,8 @@ BEGIN
 			SELECT e.id FROM quota_sched.job e
 			  JOIN quota_sched.usage_rollup r ON r.job_queue = e.job_queue
 			 WHERE e.state IN ('SUCCEEDED', 'FAILED')
-			   AND e.status_reason_at < least(horizon, r.rolled_until)
+			   AND e.status_reason_at < least(horizon, r.rolled_until,
+											  coalesce(r.lent_until, '-infinity'))
 			 LIMIT batch);
 		GET DIAGNOSTICS n = ROW_COUNT;
 		jobs := jobs + n;

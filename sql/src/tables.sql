@@ -365,7 +365,8 @@ CREATE UNIQUE INDEX usage_hourly_key ON quota_sched.usage_hourly
 
 CREATE TABLE quota_sched.usage_rollup (
 	job_queue		text PRIMARY KEY,
-	rolled_until	timestamptz NOT NULL
+	rolled_until	timestamptz NOT NULL,
+	lent_until		timestamptz		/* lending_hourly's end (null: none yet) */
 );
 
 CREATE TABLE quota_sched.usage_totals (
@@ -376,6 +377,23 @@ CREATE TABLE quota_sched.usage_totals (
 	value			bigint NOT NULL,
 	PRIMARY KEY (job_queue, quota_share, capacity_unit, counter)
 );
+
+/*
+ * Who lent to whom (lending_parts in reporting.sql): per queue, unit, hour,
+ * lender (null: the environment's unassigned capacity) and borrower, the
+ * instance-seconds the borrower held of the lender's capacity, for the
+ * hours up to usage_rollup.lent_until.  Written by rollup() only.
+ */
+CREATE TABLE quota_sched.lending_hourly (
+	job_queue		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	hour			timestamptz NOT NULL,
+	lender			text,
+	borrower		text NOT NULL,
+	instance_seconds double precision NOT NULL
+);
+CREATE UNIQUE INDEX lending_hourly_key ON quota_sched.lending_hourly
+	(job_queue, hour, capacity_unit, coalesce(lender, ''), borrower);
 
 /* ---------------------------------------------------------------------
  * The agents the scheduler knows (scheduling.md 3.10, doc/agents.md): one row per
@@ -542,6 +560,7 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', ''
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_hourly', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_rollup', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.usage_totals', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.lending_hourly', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent', '');
 /* job_attempt (issue 21, a job's own output) */
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_attempt', '');
@@ -553,7 +572,8 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_attempt', '');
 REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share,
 	quota_sched.job, quota_sched.job_event, quota_sched.pass_log, quota_sched.held_capacity,
 	quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
-	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.agent FROM PUBLIC;
+	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
+	quota_sched.agent FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
 	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq FROM PUBLIC;
 
@@ -589,7 +609,8 @@ GRANT DELETE ON quota_sched.job, quota_sched.pass_log TO quota_sched_admin;
 
 /* What only the system writes, admins read. */
 GRANT SELECT ON quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
-	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.agent TO quota_sched_admin;
+	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
+	quota_sched.agent TO quota_sched_admin;
 
 /*
  * job_attempt (issue 21, a job's own output): admins and users read it

@@ -197,7 +197,8 @@ $$;
 
 /*
  * job_before_delete: an admin may delete a job that has ended once the
- * hourly rollup covers its history (its figures stay in usage_hourly); a
+ * hourly rollup covers its history (its figures stay in usage_hourly and
+ * lending_hourly: the earlier of rolled_until and lent_until); a
  * live job, or one that ended after the rollup of its queue, is refused
  * (55000).  The deletion of a queue or share still takes its ended jobs
  * with it, whatever the rollup, and superusers are not checked.
@@ -220,8 +221,8 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = 'quota_sched.terminate() ends a job.';
 	END IF;
-	SELECT r.rolled_until INTO rolled FROM quota_sched.usage_rollup r
-	 WHERE r.job_queue = OLD.job_queue;
+	SELECT least(r.rolled_until, coalesce(r.lent_until, '-infinity')) INTO rolled
+	  FROM quota_sched.usage_rollup r WHERE r.job_queue = OLD.job_queue;
 	IF rolled IS NULL OR OLD.status_reason_at IS NULL OR OLD.status_reason_at >= rolled THEN
 		RAISE EXCEPTION 'job % ended after the hourly rollup of job queue "%"%: its history is still needed',
 			OLD.id, OLD.job_queue, coalesce(' (until ' || rolled || ')', '')

@@ -117,6 +117,27 @@ DROP FUNCTION quota_sched.usage_parts(text, timestamptz, timestamptz, interval);
 DROP FUNCTION quota_sched.usage_counts(text, timestamptz, timestamptz, interval);
 
 /*
+ * Who lent to whom (lending_hourly; tables.sql has its comment), rolled up
+ * by rollup() up to usage_rollup.lent_until.  Nothing is computed here:
+ * the next rollup() computes the hours 0.2 rolled up from the history that
+ * is left of them (the jobs pruned before lack from them).
+ */
+ALTER TABLE quota_sched.usage_rollup ADD COLUMN lent_until timestamptz;
+CREATE TABLE quota_sched.lending_hourly (
+	job_queue		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	hour			timestamptz NOT NULL,
+	lender			text,
+	borrower		text NOT NULL,
+	instance_seconds double precision NOT NULL
+);
+CREATE UNIQUE INDEX lending_hourly_key ON quota_sched.lending_hourly
+	(job_queue, hour, capacity_unit, coalesce(lender, ''), borrower);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.lending_hourly', '');
+REVOKE ALL ON quota_sched.lending_hourly FROM PUBLIC;
+GRANT SELECT ON quota_sched.lending_hourly TO quota_sched_admin;
+
+/*
  * job_history_update also fires when a stop's reason changes (a
  * terminate() of a job stopping for another reason), so that every
  * terminated job has its TERMINATE event (tables.sql has the same).

@@ -210,6 +210,12 @@ SELECT 'dr_queue', ARRAY[id], now() - interval '1 min', 4 FROM quota_sched.job W
 -- The hourly rollup of the hours before this one (the jobs' history began
 -- three hours ago).
 SELECT quota_sched.rollup();
+-- Who lent to whom in an hour before, as rollup() writes it (the history's
+-- configuration is of now: nothing was lent in it): team_b lent team_a,
+-- and the unassigned capacity did.
+INSERT INTO quota_sched.lending_hourly
+VALUES ('dr_queue', 'ml.g5.xlarge', date_trunc('hour', now()) - interval '5 hours', 'team_b', 'team_a', 1800.5),
+	('dr_queue', 'ml.g5.xlarge', date_trunc('hour', now()) - interval '5 hours', NULL, 'team_a', 0.25);
 -- The agents (0.3): agent-1 registered by its login, draining, with the
 -- lease of its last heartbeat; an external launcher with no bound that
 -- took no lease yet.
@@ -298,7 +304,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 14, 'src: 14 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 15, 'src: 15 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -320,7 +326,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 14, "$db: 14 tables compared");
+	is(scalar(keys %$rows), 15, "$db: 15 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

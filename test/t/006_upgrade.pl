@@ -1093,7 +1093,7 @@ sub without_03_columns
 {
 	my ($data) = @_;
 	my %added = map { $_ => 1 } qw(claim_timeout max_lease_losses lease_losses claim_requeues
-	  claim_backoff_until terminated);
+	  claim_backoff_until terminated lent_until);
 	my (@out, @keep);
 	my $in_copy = 0;
 	foreach my $line (split /\n/, $data, -1)
@@ -1123,7 +1123,8 @@ sub without_03_columns
 # 9. A populated 0.2 database updated to 0.3.  "two" is created at 0.2 (the
 # 0.1 script and the 0.1--0.2 update), then given every row of "source",
 # which the real API filled at 0.3, whose tables are 0.2's but for the
-# agents' and the jobs' attempts (0.3, empty or left out of the data) and
+# agents', the jobs' attempts and the lending rollup (0.3, empty or left
+# out of the data) and
 # the columns 0.3 added (left out: without_03_columns): its jobs in every
 # state, their history and counters, the history of the configuration, and
 # the sequences' positions, restored as pg_restore would (the data of the
@@ -1134,7 +1135,8 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 {
 	my ($data, $stderr) = ('', '');
 	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent',
-			'--exclude-table-data=quota_sched.job_attempt', '-h', $node->host, '-p', $node->port, '-d', 'source' ],
+			'--exclude-table-data=quota_sched.job_attempt',
+			'--exclude-table-data=quota_sched.lending_hourly', '-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
 	$node->safe_psql('two', "SET session_replication_role = replica;\n" . without_03_columns($data));
@@ -1146,10 +1148,13 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 # not recompute them), and terminations after it count apart.
 my $old_hour = sql('two', q{SELECT date_trunc('hour', now()) - interval '3 hours'});
 sql('two', qq{
-	INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('od_env', '{"gpu": 2}');
+	INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('od_env', '{"gpu": 3}');
 	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('od_queue', 'od_env');
 	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-	VALUES ('od_queue', 'od', '{"gpu": 2}', 'RESERVE');
+	VALUES ('od_queue', 'od', '{"gpu": 2}', 'LEND'), ('od_queue', 'ob', '{"gpu": 1}', 'LEND_AND_BORROW');
+	-- the configuration as it was before that hour
+	UPDATE quota_sched.config_event SET at = '$old_hour'::timestamptz - interval '1 hour'
+	 WHERE job_queue = 'od_queue' OR name = 'od_env';
 	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, reason, actor, kind, job_queue,
 									   quota_share, capacity_unit, instance_count, attempt, priority)
 	SELECT e.job_id, '$old_hour'::timestamptz + e.m * interval '1 minute', e.f, e.t, e.reason, 'x', e.kind,
@@ -1160,6 +1165,13 @@ sql('two', qq{
 				   (9901, 15, 'RUNNING', 'FAILED', 'not needed', 'STATE'),
 				   (9902, 0, NULL, 'RUNNABLE', NULL, 'STATE'), (9902, 5, 'RUNNABLE', 'SCHEDULED', NULL, 'STATE'),
 				   (9902, 20, 'SCHEDULED', 'FAILED', 'exit 1', 'STATE')) AS e(job_id, m, f, t, reason, kind);
+	-- ob_run (ob, 2 gpu) borrows 1 of od's idle gpus for 10 minutes
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
+									   quota_share, capacity_unit, instance_count, attempt, priority)
+	SELECT 9903, '$old_hour'::timestamptz + e.m * interval '1 minute', e.f, e.t, 'x', 'STATE',
+		   'od_queue', 'ob', 'gpu', 2, 1, 0
+	  FROM (VALUES (0, NULL, 'RUNNABLE'), (30, 'RUNNABLE', 'SCHEDULED'),
+				   (40, 'SCHEDULED', 'SUCCEEDED')) AS e(m, f, t);
 	SELECT quota_sched.rollup();
 });
 is(sql('two', qq{SELECT failed FROM quota_sched.usage_hourly WHERE job_queue = 'od_queue' AND quota_share = 'od'
@@ -1200,10 +1212,26 @@ my $od_span = qq{'$old_hour'::timestamptz, date_trunc('hour', now()) + interval 
 is(sql('two', qq{SELECT string_agg(coalesce(quota_share, 'env') || ' ' || failed || ' ' || terminated, ', '
 						ORDER BY quota_share NULLS FIRST)
 				   FROM quota_sched.utilization('od_queue', $od_span)}),
-	'env 2 1, od 2 1', 'two, updated: utilization() counts the old rollup\'s failures and the new termination apart');
+	'env 2 1, ob 0 0, od 2 1', 'two, updated: utilization() counts the old rollup\'s failures and the new termination apart');
+# Who lent to whom: nothing computed by the update; the next rollup()
+# computes the hours 0.2 rolled up from their history (od lent ob 1 gpu
+# for 10 minutes), and lending() reads them.
+is(sql('two', q{SELECT count(*) FROM quota_sched.lending_hourly}), '0',
+	'two, updated: the update computes no lending');
+sql('two', 'SELECT quota_sched.rollup()');
+is(sql('two', qq{SELECT string_agg(capacity_unit || ' ' || coalesce(lender, 'unassigned') || ' ' || borrower
+						|| ' ' || instance_seconds, ', ')
+				   FROM quota_sched.lending_hourly WHERE job_queue = 'od_queue' AND hour = '$old_hour'}),
+	'gpu od ob 600', 'two, updated: the next rollup computes the lending of the hours 0.2 rolled up');
+is(sql('two', qq{SELECT (SELECT lent_until FROM quota_sched.usage_rollup WHERE job_queue = 'od_queue')
+						= (SELECT rolled_until FROM quota_sched.usage_rollup WHERE job_queue = 'od_queue')}),
+	't', 'two, updated: lending rolled up as far as the rest');
+is(sql('two', qq{SELECT string_agg(lender_share || ' ' || borrower_share || ' ' || instance_seconds, ', ')
+				   FROM quota_sched.lending('od_queue', $od_span)}),
+	'od ob 600', 'two, updated: lending() reads it');
 is(sql('two', q{SELECT string_agg(l, ', ' ORDER BY l)
 				  FROM regexp_split_to_table(quota_sched.metrics(), E'\n') AS l
-				 WHERE l ~ '^quota_sched_jobs_(failed|terminated)_total\{job_queue="od_queue"'}),
+				 WHERE l ~ '^quota_sched_jobs_(failed|terminated)_total\{job_queue="od_queue",quota_share="od"'}),
 	'quota_sched_jobs_failed_total{job_queue="od_queue",quota_share="od",capacity_unit="gpu"} 2, '
 	  . 'quota_sched_jobs_terminated_total{job_queue="od_queue",quota_share="od",capacity_unit="gpu"} 1',
 	'two, updated: metrics() keeps the old failures and counts the new termination apart');
