@@ -277,6 +277,30 @@ SELECT quota_share AS share, failed, terminated
   FROM quota_sched.utilization('u_queue', '2026-01-01 00:00+00', '2026-01-02 00:00+00', '1 day')
  ORDER BY 1 NULLS FIRST;
 
+-- Churn (issue 22, item 5): of the attempts preemption ended, those that
+-- had run less than a minute since their dispatch.  In hour 9, 9008 (A,
+-- 1 gpu) is dispatched at 09:00:00 and preempted for 9003 at 09:00:40;
+-- 9009 (A, 1 gpu) is dispatched at 09:10 and preempted at 09:15.  By
+-- hand: A preempted 2, of them early 1; B (9003's) preempting 2.  The
+-- same after the rollup (usage_hourly.preempted_early).
+SELECT pg_temp.ev(9008, 'A', 1, '09:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9008, 'A', 1, '09:00:00', 'RUNNABLE', 'SCHEDULED', '0 s'),
+	   pg_temp.ev(9008, 'A', 1, '09:00:40', 'SCHEDULED', 'RUNNABLE', NULL, 9003),
+	   pg_temp.ev(9009, 'A', 1, '09:00', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9009, 'A', 1, '09:10', 'RUNNABLE', 'SCHEDULED', '10 min'),
+	   pg_temp.ev(9009, 'A', 1, '09:15', 'SCHEDULED', 'RUNNABLE', NULL, 9003);
+CREATE TEMP TABLE churn_before AS
+SELECT bucket_start, quota_share AS share, preempted, preempting, preempted_early
+  FROM quota_sched.utilization('u_queue', '2026-01-01 09:00+00', '2026-01-01 10:00+00');
+TABLE churn_before ORDER BY share NULLS FIRST;
+SELECT quota_sched.rollup('2026-01-01 10:00+00') > 0 AS rolled_up;
+SELECT quota_share AS share, preempted, preempting, preempted_early FROM quota_sched.usage_hourly
+ WHERE job_queue = 'u_queue' AND hour = '2026-01-01 09:00+00' ORDER BY quota_share NULLS FIRST;
+SELECT count(*) AS differing FROM (
+	(TABLE churn_before EXCEPT
+	 SELECT bucket_start, quota_share, preempted, preempting, preempted_early
+	   FROM quota_sched.utilization('u_queue', '2026-01-01 09:00+00', '2026-01-01 10:00+00'))) d;
+
 -- Bad arguments: 22023.
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('no_such_queue', '2026-01-01', '2026-01-02')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-02', '2026-01-01')$$);

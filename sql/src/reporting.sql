@@ -309,19 +309,38 @@ BEGIN ATOMIC
 END;
 
 /*
+ * How long the attempt that a job's event at (id event) ended had run:
+ * since the job's last dispatch before it.  A preemption after less than
+ * a minute is churn (utilization()'s preempted_early, metrics()'
+ * quota_sched_preempted_early_attempts_total).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.attempt_ran(job bigint, event bigint, at timestamptz)
+RETURNS interval
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT at - (SELECT d.at FROM quota_sched.job_event d
+				  WHERE d.job_id = job AND d.id < event AND d.kind = 'STATE'
+					AND d.to_state = 'SCHEDULED'
+				  ORDER BY d.id DESC LIMIT 1);
+END;
+
+/*
  * The events of a queue's jobs in the buckets of width step from t0 up to
  * t1, by (share, unit): jobs dispatched, succeeded, failed, terminated
  * (ended FAILED after a terminate(): a TERMINATE event before it, which
  * terminate() writes also of a job it fails at once; such a job is not
  * counted failed); attempts ended
  * by preemption (preempted) and attempts of other jobs this share's jobs
- * preempted (preempting); and the waits of the jobs dispatched, in
- * seconds, since they last became RUNNABLE (job_event.waited), in order.
+ * preempted (preempting), and of the attempts ended by preemption those
+ * that had run less than a minute (preempted_early: churn); and the waits
+ * of the jobs dispatched, in seconds, since they last became RUNNABLE
+ * (job_event.waited), in order.
  */
 CREATE OR REPLACE FUNCTION quota_sched.usage_counts(q text, t0 timestamptz, t1 timestamptz, step interval)
 RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
 			   dispatched bigint, succeeded bigint, failed bigint, terminated bigint,
-			   preempted bigint, preempting bigint, waits real[])
+			   preempted bigint, preempting bigint, waits real[], preempted_early bigint)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
@@ -330,7 +349,9 @@ BEGIN ATOMIC
 			   e.to_state = 'FAILED'
 			   AND EXISTS (SELECT FROM quota_sched.job_event t
 							WHERE t.job_id = e.job_id AND t.kind = 'TERMINATE' AND t.id < e.id)
-				 AS by_user
+				 AS by_user,
+			   e.preempted_for IS NOT NULL
+			   AND quota_sched.attempt_ran(e.job_id, e.id, e.at) < interval '1 minute' AS early
 		  FROM quota_sched.job_event e
 		 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1),
 	own AS (
@@ -341,7 +362,8 @@ BEGIN ATOMIC
 			   count(*) FILTER (WHERE ev.by_user) AS terminated,
 			   count(*) FILTER (WHERE ev.preempted_for IS NOT NULL) AS preempted,
 			   coalesce(array_agg(extract(epoch FROM ev.waited)::real ORDER BY ev.waited)
-						FILTER (WHERE ev.waited IS NOT NULL), '{}') AS waits
+						FILTER (WHERE ev.waited IS NOT NULL), '{}') AS waits,
+			   count(*) FILTER (WHERE ev.early) AS preempted_early
 		  FROM ev
 		 GROUP BY 1, 2, 3),
 	caused AS (
@@ -355,7 +377,7 @@ BEGIN ATOMIC
 		   coalesce(o.bucket, c.bucket), coalesce(o.dispatched, 0), coalesce(o.succeeded, 0),
 		   coalesce(o.failed, 0), coalesce(o.terminated, 0), coalesce(o.preempted, 0),
 		   coalesce(c.preempting, 0),
-		   coalesce(o.waits, '{}')
+		   coalesce(o.waits, '{}'), coalesce(o.preempted_early, 0)
 	  FROM own o FULL JOIN caused c
 		ON c.quota_share = o.quota_share AND c.capacity_unit = o.capacity_unit
 	   AND c.bucket = o.bucket;
@@ -371,7 +393,7 @@ RETURNS TABLE (quota_share text, capacity_unit text, bucket timestamptz,
 			   borrowed double precision, idle double precision,
 			   usage_end bigint, capacity_end bigint, dispatched bigint, succeeded bigint,
 			   failed bigint, terminated bigint, preempted bigint, preempting bigint,
-			   waits real[])
+			   waits real[], preempted_early bigint)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
@@ -381,7 +403,7 @@ BEGIN ATOMIC
 		   coalesce(b.usage_end, 0), coalesce(b.capacity_end, 0),
 		   coalesce(c.dispatched, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
 		   coalesce(c.terminated, 0), coalesce(c.preempted, 0), coalesce(c.preempting, 0),
-		   coalesce(c.waits, '{}')
+		   coalesce(c.waits, '{}'), coalesce(c.preempted_early, 0)
 	  FROM quota_sched.usage_buckets(q, t0, t1, step) b
 	  FULL JOIN quota_sched.usage_counts(q, t0, t1, step) c
 		ON c.quota_share IS NOT DISTINCT FROM b.quota_share
@@ -528,10 +550,7 @@ BEGIN ATOMIC
 				ELSE lower(e.to_state) END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL THEN 'preempted' END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL
-				 AND e.at - (SELECT d.at FROM quota_sched.job_event d
-							  WHERE d.job_id = e.job_id AND d.id < e.id AND d.kind = 'STATE'
-								AND d.to_state = 'SCHEDULED'
-							  ORDER BY d.id DESC LIMIT 1) < interval '1 minute'
+				 AND quota_sched.attempt_ran(e.job_id, e.id, e.at) < interval '1 minute'
 				THEN 'preempted_early' END,
 		   CASE WHEN e.kind = 'STOP' THEN 'stop:' || e.reason
 				WHEN e.kind = 'TERMINATE'
@@ -606,7 +625,7 @@ BEGIN
 			INSERT INTO quota_sched.usage_hourly
 				(job_queue, quota_share, capacity_unit, hour, capacity, used, own, borrowed, idle,
 				 usage_end, capacity_end, dispatched, succeeded, failed, terminated, preempted,
-				 preempting, waits)
+				 preempting, waits, preempted_early)
 			SELECT q, p.* FROM quota_sched.usage_parts(q, t0, t1, interval '1 hour') p;
 			INSERT INTO quota_sched.usage_totals AS u
 			SELECT q, c.* FROM quota_sched.usage_counters(q, t0, t1) c
@@ -732,7 +751,7 @@ RETURNS TABLE (bucket_start timestamptz, quota_share text, capacity_unit text,
 			   own_instance_seconds double precision, borrowed_instance_seconds double precision,
 			   idle_instance_seconds double precision, dispatched bigint, succeeded bigint,
 			   failed bigint, terminated bigint, preempted bigint, preempting bigint,
-			   wait_p50_seconds real, wait_p95_seconds real)
+			   preempted_early bigint, wait_p50_seconds real, wait_p95_seconds real)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -756,19 +775,19 @@ BEGIN
 	WITH parts AS (
 		SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
 			   h.borrowed, h.idle, h.dispatched, h.succeeded, h.failed, h.terminated,
-			   h.preempted, h.preempting, h.waits
+			   h.preempted, h.preempting, h.preempted_early, h.waits
 		  FROM quota_sched.usage_hourly h
 		 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
 		UNION ALL
 		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
 			   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
-			   p.preempting, p.waits
+			   p.preempting, p.preempted_early, p.waits
 		  FROM quota_sched.usage_parts(q, rolled, edge, edge - rolled) p
 		 WHERE rolled < edge
 		UNION ALL
 		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
 			   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
-			   p.preempting, p.waits
+			   p.preempting, p.preempted_early, p.waits
 		  FROM quota_sched.usage_parts(q, edge, cut, w) p
 		 WHERE edge < cut
 ),
@@ -778,11 +797,11 @@ BEGIN
 	cells AS (
 		SELECT f.b, f.quota_share, f.capacity_unit, f.capacity, f.used, f.own, f.borrowed,
 			   f.idle, f.dispatched, f.succeeded, f.failed, f.terminated, f.preempted,
-			   f.preempting, NULL::real AS wait
+			   f.preempting, f.preempted_early, NULL::real AS wait
 		  FROM flat f
 		UNION ALL
 		SELECT f.b, f.quota_share, f.capacity_unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			   NULL, NULL, NULL, NULL, x.wait
+			   NULL, NULL, NULL, NULL, NULL, x.wait
 		  FROM flat f, unnest(f.waits) AS x(wait)),
 	sums AS (
 		SELECT c.b, c.quota_share, c.capacity_unit, sum(c.capacity) AS capacity,
@@ -791,6 +810,7 @@ BEGIN
 			   sum(c.succeeded)::bigint AS succeeded, sum(c.failed)::bigint AS failed,
 			   sum(c.terminated)::bigint AS terminated,
 			   sum(c.preempted)::bigint AS preempted, sum(c.preempting)::bigint AS preempting,
+			   sum(c.preempted_early)::bigint AS preempted_early,
 			   percentile_disc(0.5) WITHIN GROUP (ORDER BY c.wait)
 				 FILTER (WHERE c.wait IS NOT NULL) AS p50,
 			   percentile_disc(0.95) WITHIN GROUP (ORDER BY c.wait)
@@ -815,7 +835,7 @@ BEGIN
 	SELECT s.b, s.quota_share, s.capacity_unit,
 		   s.capacity / extract(epoch FROM least(s.b + w, "to") - s.b)::double precision,
 		   s.used, s.own, s.borrowed, s.idle, s.dispatched, s.succeeded, s.failed,
-		   s.terminated, s.preempted, s.preempting, s.p50, s.p95
+		   s.terminated, s.preempted, s.preempting, s.preempted_early, s.p50, s.p95
 	  FROM sums s
 	 WHERE s.quota_share = ANY (visible)
 	UNION ALL
@@ -831,20 +851,21 @@ BEGIN
 		   sum(s.failed) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
 		   sum(s.terminated) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
 		   sum(s.preempted) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
-		   sum(s.preempting) FILTER (WHERE s.quota_share IS NOT NULL)::bigint, NULL, NULL
+		   sum(s.preempting) FILTER (WHERE s.quota_share IS NOT NULL)::bigint,
+		   sum(s.preempted_early) FILTER (WHERE s.quota_share IS NOT NULL)::bigint, NULL, NULL
 	  FROM sums s
 	 GROUP BY s.b, s.capacity_unit
 	HAVING count(*) FILTER (WHERE s.quota_share IS NULL) > 0
 	UNION ALL
 	SELECT t.b, h.quota_share, h.capacity_unit, h.c * t.secs / t.secs, h.u * t.secs,
 		   least(h.u, h.c) * t.secs, greatest(h.u - h.c, 0) * t.secs,
-		   greatest(h.c - h.u, 0) * t.secs, 0, 0, 0, 0, 0, 0, NULL, NULL
+		   greatest(h.c - h.u, 0) * t.secs, 0, 0, 0, 0, 0, 0, 0, NULL, NULL
 	  FROM held h, tail t
 	 WHERE h.quota_share = ANY (visible)
 	UNION ALL
 	SELECT t.b, NULL, e.capacity_unit, e.c * t.secs / t.secs, e.u * t.secs, NULL, NULL,
 		   e.c * t.secs - coalesce(e.u * t.secs, 0), e.u * 0, e.u * 0, e.u * 0, e.u * 0,
-		   e.u * 0, e.u * 0, NULL, NULL
+		   e.u * 0, e.u * 0, e.u * 0, NULL, NULL
 	  FROM env_held e, tail t
 	 ORDER BY 1, 2 NULLS FIRST, 3;
 END
@@ -918,6 +939,7 @@ REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, t
 	quota_sched.lendable_of(jsonb, text),
 	quota_sched.lending_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counters(text, timestamptz, timestamptz),
+	quota_sched.attempt_ran(bigint, bigint, timestamptz),
 	quota_sched.report_plan(text, text, timestamptz, timestamptz, interval, timestamptz),
 	quota_sched.lending(text, timestamptz, timestamptz, interval),
 	quota_sched.rollup(timestamptz),

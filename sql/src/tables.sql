@@ -335,9 +335,9 @@ CREATE INDEX config_event_object ON quota_sched.config_event (object, job_queue,
  * levels at its end; usage_rollup says until when each queue is rolled up
  * (an hour's edge); usage_totals keeps the counts of usage_counters over
  * the hours rolled up, so that metrics() never goes back, however the
- * history is pruned.  Written by rollup() only.  (terminated is last: the
- * update to 0.3 adds it, and keeps 0 in the rows rolled up before, whose
- * failed counted terminations too.)
+ * history is pruned.  Written by rollup() only.  (terminated and
+ * preempted_early are last: the update to 0.3 adds them, and keeps 0 in
+ * the rows rolled up before, whose failed counted terminations too.)
  * ------------------------------------------------------------------- */
 
 CREATE TABLE quota_sched.usage_hourly (
@@ -358,7 +358,8 @@ CREATE TABLE quota_sched.usage_hourly (
 	preempted		bigint NOT NULL,
 	preempting		bigint NOT NULL,
 	waits			real[] NOT NULL,
-	terminated		bigint NOT NULL		/* FAILED by a terminate(), not in failed */
+	terminated		bigint NOT NULL,	/* FAILED by a terminate(), not in failed */
+	preempted_early	bigint NOT NULL		/* of preempted, after less than a minute */
 );
 CREATE UNIQUE INDEX usage_hourly_key ON quota_sched.usage_hourly
 	(job_queue, hour, coalesce(quota_share, ''), capacity_unit);

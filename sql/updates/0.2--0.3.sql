@@ -18,8 +18,9 @@
  * The jobs' system columns have no defaults in a fresh install: the
  * update fills the rows it has with 0 and drops the default.  The hourly
  * rollup gains a count of jobs terminated (usage_hourly.terminated, kept
- * apart from failed from 0.3 on; rows rolled up before keep their counts,
- * terminated 0: the history they came from may be pruned), and so do the
+ * apart from failed from 0.3 on) and of attempts preempted after less
+ * than a minute (preempted_early; rows rolled up before keep their
+ * counts, both 0: the history they came from may be pruned), and so do the
  * functions that compute it and utilization(), which go first.
  */
 
@@ -110,8 +111,10 @@ GRANT UPDATE (name, job_queue, quota_share, priority, capacity_unit, instance_co
 	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses)
 	ON quota_sched.job TO quota_sched_admin, quota_sched_user;
 
-ALTER TABLE quota_sched.usage_hourly ADD COLUMN terminated bigint NOT NULL DEFAULT 0;
-ALTER TABLE quota_sched.usage_hourly ALTER COLUMN terminated DROP DEFAULT;
+ALTER TABLE quota_sched.usage_hourly ADD COLUMN terminated bigint NOT NULL DEFAULT 0,
+	ADD COLUMN preempted_early bigint NOT NULL DEFAULT 0;
+ALTER TABLE quota_sched.usage_hourly ALTER COLUMN terminated DROP DEFAULT,
+	ALTER COLUMN preempted_early DROP DEFAULT;
 DROP FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval);
 DROP FUNCTION quota_sched.usage_parts(text, timestamptz, timestamptz, interval);
 DROP FUNCTION quota_sched.usage_counts(text, timestamptz, timestamptz, interval);

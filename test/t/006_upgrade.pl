@@ -1093,7 +1093,7 @@ sub without_03_columns
 {
 	my ($data) = @_;
 	my %added = map { $_ => 1 } qw(claim_timeout max_lease_losses lease_losses claim_requeues
-	  claim_backoff_until terminated lent_until);
+	  claim_backoff_until terminated preempted_early lent_until);
 	my (@out, @keep);
 	my $in_copy = 0;
 	foreach my $line (split /\n/, $data, -1)
