@@ -2,12 +2,13 @@
 # throwaway clusters (see test/run, which also does it as root).
 EXTENSION = quota_sched
 MODULE_big = quota_sched
-CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_order.o
+CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_order.o \
+	src/core/lending.o
 OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config_cache.o \
 	src/job_columns.o src/jsonb_util.o \
 	src/job_submit.o src/job_fit.o src/job_update_guard.o src/job_history.o \
 	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
-	src/usage.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/stats.o src/launcher.o src/worker.o $(CORE)
+	src/usage.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/stats.o src/launcher.o src/worker.o $(CORE)
 
 # The SQL of the current version has one home per object, in sql/src (by
 # area); the build makes of it the install script and the update from the
@@ -109,10 +110,11 @@ stylecheck:
 	@bash test/style_check.sh
 
 unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.bin \
-		test/unit/test_fleet.bin test/unit/sim.bin
+		test/unit/test_fleet.bin test/unit/test_lending.bin test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	test/unit/test_fleet.bin
+	test/unit/test_lending.bin
 	$(MAKE) -C agent unitcheck PG_CONFIG=$(PG_CONFIG)
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
 		out=$$(test/unit/sim.bin $${run%%:*} $${run##*:}) || { echo "$$out" | tail -40; exit 1; }; \

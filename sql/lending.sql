@@ -109,7 +109,22 @@ SELECT bucket_start - date_trunc('hour', now()) AS bucket, lender_share AS lende
 CREATE TEMP TABLE before_rollup AS
 SELECT * FROM quota_sched.lending('l_queue', '2026-02-01 09:00+00', '2026-02-01 13:00+00');
 SELECT quota_sched.rollup() > 0 AS rolled_up;
-SELECT lent_until = rolled_until AS lent_as_rolled FROM quota_sched.usage_rollup WHERE job_queue = 'l_queue';
+-- a week of lending a call: 9108 has held since February, and the rollup
+-- catches up on its lending over calls
+SELECT lent_until = '2026-02-08 09:00+00' AS a_week, rolled_until > lent_until AS behind
+  FROM quota_sched.usage_rollup WHERE job_queue = 'l_queue';
+DO $$
+DECLARE
+	calls integer := 1;
+BEGIN
+	WHILE (SELECT lent_until < rolled_until FROM quota_sched.usage_rollup WHERE job_queue = 'l_queue') LOOP
+		PERFORM quota_sched.rollup();
+		calls := calls + 1;
+	END LOOP;
+	RAISE NOTICE 'caught up in % calls: %', CASE WHEN calls > 40 THEN 'over 40' ELSE calls::text END,
+		(SELECT lent_until = rolled_until FROM quota_sched.usage_rollup WHERE job_queue = 'l_queue');
+END
+$$;
 SELECT hour, lender, borrower, round(instance_seconds::numeric, 6) AS seconds
   FROM quota_sched.lending_hourly
  WHERE job_queue = 'l_queue' AND hour < '2026-02-01 13:00+00' ORDER BY 1, 2 NULLS FIRST, 3;
@@ -142,6 +157,34 @@ SELECT lender_share, borrower_share, round(sum(instance_seconds)::numeric, 6) AS
 -- the rollup's table itself stays the admins'
 SELECT pg_temp.refused('SELECT * FROM quota_sched.lending_hourly');
 RESET ROLE;
+
+-- Many lenders (more than the sweep's first allocation of 16 shares):
+-- l2_big (1 gpu of its own) holds 3 for 1000 s while the 20 shares of one
+-- gpu each are idle, all 21 gpus assigned: each lends 2/20 of a gpu, 100
+-- instance-seconds.
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('l2_env', '{"gpu": 21}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('l2_queue', 'l2_env');
+DELETE FROM quota_sched.config_event WHERE name = 'l2_env';
+INSERT INTO quota_sched.config_event (at, actor, object, job_queue, name, action, old, new)
+SELECT '2026-02-01 09:00+00'::timestamptz, 'x', 'quota_share', 'l2_queue', n, 'INSERT', NULL::jsonb,
+	   jsonb_build_object('strategy', 'LEND_AND_BORROW', 'capacity_limits', '{"gpu": 1}'::jsonb,
+						  'lend_limit', -1, 'state', 'ENABLED')
+  FROM (SELECT 'l2_' || lpad(i::text, 2, '0') FROM generate_series(1, 20) i UNION ALL SELECT 'l2_big') AS x(n)
+UNION ALL
+SELECT '2026-02-01 09:00+00', 'x', 'service_environment', NULL, 'l2_env', 'INSERT', NULL,
+	   '{"capacity_limits": {"gpu": 21}}';
+INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
+								   quota_share, capacity_unit, instance_count, attempt, priority)
+VALUES (9201, '2026-02-01 10:00+00', 'RUNNABLE', 'SCHEDULED', 'x', 'STATE', 'l2_queue', 'l2_big', 'gpu', 3, 1, 0),
+	   (9201, '2026-02-01 10:16:40+00', 'SCHEDULED', 'SUCCEEDED', 'x', 'STATE', 'l2_queue', 'l2_big', 'gpu', 3, 1, 0);
+SELECT count(*) AS lenders, min(round(instance_seconds::numeric, 6)) AS least,
+	   max(round(instance_seconds::numeric, 6)) AS most,
+	   count(*) FILTER (WHERE lender_share IS NULL) AS unassigned
+  FROM quota_sched.lending('l2_queue', '2026-02-01 10:00+00', '2026-02-01 11:00+00');
+DELETE FROM quota_sched.job_event WHERE job_queue = 'l2_queue';
+DELETE FROM quota_sched.config_event WHERE job_queue = 'l2_queue' OR name = 'l2_env';
+DELETE FROM quota_sched.job_queue WHERE name = 'l2_queue';
+DELETE FROM quota_sched.service_environment WHERE name = 'l2_env';
 
 -- Bad input: utilization()'s rules, with lending()'s name.
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.lending('no_such_queue', '2026-01-01', '2026-01-02')$$);

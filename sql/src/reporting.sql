@@ -129,6 +129,22 @@ GRANT SELECT ON quota_sched.config_review
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 
 /*
+ * How long the attempt that a job's event at (id event) ended had run:
+ * since the job's last dispatch before it.  A preemption after less than
+ * a minute is churn (utilization()'s preempted_early, metrics()'
+ * quota_sched_preempted_early_attempts_total).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.attempt_ran(job bigint, event bigint, at timestamptz)
+RETURNS interval
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+	SELECT at - (SELECT d.at FROM quota_sched.job_event d
+				  WHERE d.job_id = job AND d.id < event AND d.kind = 'STATE'
+					AND d.to_state = 'SCHEDULED'
+				  ORDER BY d.id DESC LIMIT 1);
+END;
+
+/*
  * preemptions: every attempt that a preemption ended (its STATE event with
  * a preempted_for), from the history: when, the victim's share, job, size
  * and how long its attempt had run since its dispatch, the preemptor's
@@ -160,6 +176,8 @@ SELECT e.at, e.job_queue, e.capacity_unit, e.instance_count,
 	   CROSS JOIN caller c
 	   LEFT JOIN quota_sched.job v ON v.id = e.job_id
 	   LEFT JOIN quota_sched.job pj ON pj.id = e.preempted_for
+	   -- attempt_ran()'s rule, as a join: a view's rows are read many at a
+	   -- time, where the function is called once per row
 	   LEFT JOIN LATERAL (
 		SELECT s.at FROM quota_sched.job_event s
 		 WHERE s.job_id = e.job_id AND s.id < e.id AND s.kind = 'STATE' AND s.to_state = 'SCHEDULED'
@@ -309,23 +327,6 @@ BEGIN ATOMIC
 END;
 
 /*
- * How long the attempt that a job's event at (id event) ended had run:
- * since the job's last dispatch before it.  A preemption after less than
- * a minute is churn (utilization()'s preempted_early, metrics()'
- * quota_sched_preempted_early_attempts_total).
- */
-CREATE OR REPLACE FUNCTION quota_sched.attempt_ran(job bigint, event bigint, at timestamptz)
-RETURNS interval
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-	SELECT at - (SELECT d.at FROM quota_sched.job_event d
-				  WHERE d.job_id = job AND d.id < event AND d.kind = 'STATE'
-					AND d.to_state = 'SCHEDULED'
-				  ORDER BY d.id DESC LIMIT 1);
-END;
-
-/*
  * The events of a queue's jobs in the buckets of width step from t0 up to
  * t1, by (share, unit): jobs dispatched, succeeded, failed, terminated
  * (ended FAILED after a terminate(): a TERMINATE event before it, which
@@ -425,102 +426,44 @@ RETURN CASE WHEN share ->> 'strategy' IN ('LEND', 'LEND_AND_BORROW')
 			ELSE 0 END;
 
 /*
+ * The changes of level that lending_parts sweeps, in [t0, t1) (at t0 the
+ * levels then), by (unit, share; share null: the environment): du
+ * instances held and dc own capacity, as usage_buckets counts them, and dl
+ * the share's lendable capacity, from the configuration's history
+ * (config_event, never pruned).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.lending_deltas(q text, t0 timestamptz, t1 timestamptz)
+RETURNS TABLE (capacity_unit text, quota_share text, at timestamptz, du bigint, dc bigint, dl bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT s.capacity_unit, s.quota_share, t0, s.u, s.c, 0::bigint
+	  FROM quota_sched.usage_start(q, t0) s
+	UNION ALL
+	SELECT ch.capacity_unit, ch.quota_share, ch.at, ch.du, ch.dc, 0
+	  FROM quota_sched.usage_changes(q, t0, t1) ch
+	UNION ALL
+	SELECT u.unit, c.name, greatest(c.at, t0), 0, 0,
+		   quota_sched.lendable_of(c.new, u.unit) - quota_sched.lendable_of(c.old, u.unit)
+	  FROM quota_sched.config_event c
+	 CROSS JOIN LATERAL (SELECT jsonb_object_keys(coalesce(c.old -> 'capacity_limits', '{}')
+											   || coalesce(c.new -> 'capacity_limits', '{}'))) AS u(unit)
+	 WHERE c.object = 'quota_share' AND c.job_queue = q AND c.at < t1;
+END;
+
+/*
  * Who lent the capacity a queue's shares borrowed, in the buckets of width
  * step from t0 up to t1, by unit, lender (null: the environment's
  * unassigned capacity) and borrower, in instance-seconds (reporting.md,
- * "Who lent to whom").  At each moment, what the borrowers of a unit
- * borrow (usage beyond own capacity) comes first from the unassigned
- * capacity, then from the lenders in proportion to the idle capacity each
- * may lend (min(idle, lendable)); each borrower has of each source its
- * part of all that was borrowed.  Borrowed capacity beyond both (a limit
- * lowered under running jobs, until the pass repairs it) is lent by no
- * one.  The levels are usage_buckets' (instances held, own and
- * environment capacity) and the lendable capacity of each share, a step
- * function of the configuration's history (config_event, never pruned);
- * the moments are every change of any level of the unit and the buckets'
- * edges, so the work is the unit's changes times its shares.
+ * "Who lent to whom"; the rule is src/core/lending.c's).  src/lending.c
+ * sweeps lending_deltas once, unit by unit, in order of time: the work is
+ * the changes times the unit's shares.
  */
 CREATE OR REPLACE FUNCTION quota_sched.lending_parts(q text, t0 timestamptz, t1 timestamptz, step interval)
 RETURNS TABLE (capacity_unit text, bucket timestamptz, lender text, borrower text,
 			   instance_seconds double precision)
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-	WITH deltas AS (
-		SELECT s.quota_share, s.capacity_unit, t0 AS at, s.u AS du, s.c AS dc, 0::bigint AS dl
-		  FROM quota_sched.usage_start(q, t0) s
-		UNION ALL
-		SELECT ch.quota_share, ch.capacity_unit, ch.at, ch.du, ch.dc, 0
-		  FROM quota_sched.usage_changes(q, t0, t1) ch
-		UNION ALL
-		SELECT c.name, u.unit, greatest(c.at, t0), 0, 0,
-			   quota_sched.lendable_of(c.new, u.unit) - quota_sched.lendable_of(c.old, u.unit)
-		  FROM quota_sched.config_event c
-		 CROSS JOIN LATERAL (SELECT jsonb_object_keys(coalesce(c.old -> 'capacity_limits', '{}')
-												   || coalesce(c.new -> 'capacity_limits', '{}'))) AS u(unit)
-		 WHERE c.object = 'quota_share' AND c.job_queue = q AND c.at < t1),
-	pairs AS (SELECT DISTINCT d.quota_share, d.capacity_unit FROM deltas d),
-	times AS (
-		SELECT d.capacity_unit, d.at FROM deltas d
-		UNION
-		SELECT u.capacity_unit, e.edge
-		  FROM (SELECT DISTINCT p.capacity_unit FROM pairs p) u, generate_series(t0, t1, step) AS e(edge)
-		 WHERE e.edge < t1),
-	spans AS (
-		SELECT t.capacity_unit, t.at,
-			   coalesce(lead(t.at) OVER (PARTITION BY t.capacity_unit ORDER BY t.at), t1) AS next_at
-		  FROM times t),
-	-- every pair's levels on every span of its unit (the rows with next_at)
-	levels AS (
-		SELECT pt.quota_share, pt.capacity_unit, pt.at, pt.next_at,
-			   sum(pt.du) OVER w AS u, sum(pt.dc) OVER w AS c, sum(pt.dl) OVER w AS l
-		  FROM (SELECT d.quota_share, d.capacity_unit, d.at, d.du, d.dc, d.dl,
-					   NULL::timestamptz AS next_at
-				  FROM deltas d
-				UNION ALL
-				SELECT p.quota_share, p.capacity_unit, sp.at, 0, 0, 0, sp.next_at
-				  FROM pairs p JOIN spans sp ON sp.capacity_unit = p.capacity_unit) pt
-		WINDOW w AS (PARTITION BY pt.quota_share, pt.capacity_unit ORDER BY pt.at
-					 RANGE UNBOUNDED PRECEDING)),
-	shares AS (
-		SELECT lv.quota_share, lv.capacity_unit, lv.at,
-			   extract(epoch FROM lv.next_at - lv.at)::double precision AS secs,
-			   greatest(lv.u - lv.c, 0) AS b, least(greatest(lv.c - lv.u, 0), lv.l) AS supply
-		  FROM levels lv
-		 WHERE lv.next_at IS NOT NULL AND lv.quota_share IS NOT NULL),
-	totals AS (
-		SELECT lv.capacity_unit, lv.at,
-			   sum(greatest(lv.u - lv.c, 0)) FILTER (WHERE lv.quota_share IS NOT NULL) AS borrowed,
-			   sum(least(greatest(lv.c - lv.u, 0), lv.l))
-				 FILTER (WHERE lv.quota_share IS NOT NULL) AS supply,
-			   greatest(coalesce(sum(lv.c) FILTER (WHERE lv.quota_share IS NULL), 0)
-						- coalesce(sum(lv.c) FILTER (WHERE lv.quota_share IS NOT NULL), 0),
-						0) AS unassigned
-		  FROM levels lv
-		 WHERE lv.next_at IS NOT NULL
-		 GROUP BY 1, 2
-		HAVING sum(greatest(lv.u - lv.c, 0)) FILTER (WHERE lv.quota_share IS NOT NULL) > 0),
-	lent AS (
-		-- the unassigned capacity first
-		SELECT br.capacity_unit, br.at, NULL::text AS lender, br.quota_share AS borrower,
-			   br.secs * br.b * least(t.borrowed, t.unassigned)::double precision / t.borrowed AS secs
-		  FROM shares br
-		  JOIN totals t ON t.capacity_unit = br.capacity_unit AND t.at = br.at
-		 WHERE br.b > 0 AND t.unassigned > 0
-		UNION ALL
-		-- then each lender's part of the rest, in proportion to what it may lend
-		SELECT br.capacity_unit, br.at, ln.quota_share, br.quota_share,
-			   br.secs * br.b * ln.supply::double precision / t.supply
-			   * least(t.borrowed - least(t.borrowed, t.unassigned), t.supply) / t.borrowed
-		  FROM shares br
-		  JOIN totals t ON t.capacity_unit = br.capacity_unit AND t.at = br.at
-		  JOIN shares ln ON ln.capacity_unit = br.capacity_unit AND ln.at = br.at
-		 WHERE br.b > 0 AND ln.supply > 0 AND t.borrowed > t.unassigned)
-	SELECT l.capacity_unit, date_bin(step, l.at, t0), l.lender, l.borrower, sum(l.secs)
-	  FROM lent l
-	 GROUP BY 1, 2, 3, 4
-	HAVING sum(l.secs) > 0;
-END;
+AS 'MODULE_PATHNAME', 'qs_lending_parts'
+LANGUAGE C STABLE;
 
 /*
  * The counts of a queue's events in [t0, t1) by (share, unit) and counter:
@@ -595,6 +538,7 @@ DECLARE
 	t1 timestamptz;
 	l0 timestamptz;
 	l1 timestamptz;
+	lent_to timestamptz;
 	origin timestamptz;
 	hours bigint := 0;
 BEGIN
@@ -636,13 +580,15 @@ BEGIN
 			hours := hours + extract(epoch FROM t1 - t0)::bigint / 3600;
 			t0 := t1;
 		END LOOP;
-		-- who lent to whom, up to the same hour, a day at a time (its work
-		-- is a unit's changes times its shares): the first time from the
-		-- queue's first hour (after an update from 0.2, also the hours 0.2
-		-- rolled up, from the history that is left of them)
+		-- who lent to whom, up to the same hour, a day at a time: the first
+		-- time from the queue's first hour (after an update from 0.2, also
+		-- the hours 0.2 rolled up, from the history that is left of them),
+		-- at most a week of it a call, so that catching up on a long
+		-- history never holds up the worker's round for long
 		l0 := coalesce(l0, origin);
-		WHILE l0 < t0 LOOP
-			l1 := least(t0, l0 + interval '1 day');
+		lent_to := least(t0, l0 + interval '7 days');
+		WHILE l0 < lent_to LOOP
+			l1 := least(lent_to, l0 + interval '1 day');
 			INSERT INTO quota_sched.lending_hourly
 				(job_queue, capacity_unit, hour, lender, borrower, instance_seconds)
 			SELECT q, p.* FROM quota_sched.lending_parts(q, l0, l1, interval '1 hour') p;
@@ -937,6 +883,7 @@ REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, t
 	quota_sched.usage_counts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.lendable_of(jsonb, text),
+	quota_sched.lending_deltas(text, timestamptz, timestamptz),
 	quota_sched.lending_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counters(text, timestamptz, timestamptz),
 	quota_sched.attempt_ran(bigint, bigint, timestamptz),
