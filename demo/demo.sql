@@ -123,6 +123,11 @@ SELECT coalesce(u.quota_share, '(all)') AS share,
   FROM quota_sched.utilization('ml-queue', date_trunc('second', current_setting('demo.started')::timestamptz),
 							   now(), ceil(extract(epoch FROM now() - current_setting('demo.started')::timestamptz)) * interval '1 second' + interval '1 second') u
  ORDER BY u.quota_share NULLS LAST;
+\echo '== who lent to whom (quota_sched.lending()): QS3 is RESERVE and lends nothing'
+SELECT l.lender_share AS lender, l.borrower_share AS borrower, round(l.instance_seconds) AS lent_s
+  FROM quota_sched.lending('ml-queue', date_trunc('second', current_setting('demo.started')::timestamptz),
+						   now(), ceil(extract(epoch FROM now() - current_setting('demo.started')::timestamptz)) * interval '1 second' + interval '1 second') l
+ ORDER BY 1 NULLS FIRST, 2;
 \echo '== each job''s accounting (quota_sched.job_accounting)'
 SELECT name AS job, quota_share AS share, attempts, preemptions, round(extract(epoch FROM waited)) AS waited_s,
 	   round(held_seconds) AS held_s, last_exit_code

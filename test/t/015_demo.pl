@@ -72,6 +72,8 @@ like($out, qr/qs1_job_med\s+\|\s+1 \| attempt 1 started at step 0; attempt 2 sta
 is($node->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY id) FROM quota_sched.job"),
 	'SUCCEEDED,SUCCEEDED,SUCCEEDED,SUCCEEDED', 'every job succeeded');
 like($out, qr/^ QS1\s+\|\s+\d+ \|\s+\d+ \|\s+[1-9]\d* \|/m, 'the summary shows QS1 borrowed');
+like($out, qr/^ QS2\s+\| QS1\s+\|\s+[1-9]\d*$/m, 'who lent to whom: QS2 lent QS1');
+unlike($out, qr/^ QS3\s+\| QS1/m, 'QS3, RESERVE, lent nothing');
 
 $_->signal('TERM') foreach @agents;
 $_->finish foreach @agents;
