@@ -1,10 +1,10 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(83);
+SELECT plan(88);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
-	'agent', 'job_attempt']);
+	'agent', 'job_attempt', 'lending_hourly']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -51,7 +51,7 @@ SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_admin', ARRA
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'held_capacity', 'quota_sched_user', ARRAY[]::text[]);
 -- The hourly rollup of utilization: admins read it, rollup() writes it;
--- everyone reads utilization() (shares by team).
+-- everyone reads utilization() (every share, for every role).
 SELECT table_privs_are('quota_sched', 'usage_hourly', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'usage_hourly', 'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'rollup', ARRAY['timestamptz'], 'quota_sched_user', ARRAY[]::text[]);
@@ -59,6 +59,14 @@ SELECT function_privs_are('quota_sched', 'utilization', ARRAY['text', 'timestamp
 	'quota_sched_user', ARRAY['EXECUTE']);
 SELECT table_privs_are('quota_sched', 'usage_totals', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'usage_totals', 'quota_sched_user', ARRAY[]::text[]);
+-- Who lent to whom (0.3): the same; everyone reads lending().
+SELECT table_privs_are('quota_sched', 'lending_hourly', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'lending_hourly', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'lending_hourly', 'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'lending', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],
+	'quota_sched_user', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'lending_parts', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],
+	'quota_sched_user', ARRAY[]::text[]);
 -- metrics(): admins and monitoring (pg_monitor), not users or agents.
 SELECT function_privs_are('quota_sched', 'metrics', ARRAY[]::text[], 'pg_monitor', ARRAY['EXECUTE']);
 SELECT function_privs_are('quota_sched', 'metrics', ARRAY[]::text[], 'quota_sched_user', ARRAY[]::text[]);
