@@ -469,6 +469,20 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 	{
 		case QS_HOLD_NONE:
 			return false;
+		case QS_HOLD_BUDGET_EXHAUSTED:
+			{
+				const QsShare *share = &qs->in.shares[job->share];
+
+				ej->blocked_by = "BUDGET_EXHAUSTED";
+				appendStringInfo(&ej->keys, ", \"budget_hours\": %lld, \"spent_hours\": %.3f",
+								 (long long) share->budget[job->unit],
+								 (share->spent ? share->spent[job->unit] : 0) / 3600);
+				appendStringInfo(&ej->detail, "Share \"%s\" has spent its budget of %lld "
+								 "instance-hours of %s this period: it is not dispatched until "
+								 "the next period.", share->name,
+								 (long long) share->budget[job->unit], ej->row.capacity_unit);
+				return true;
+			}
 		case QS_HOLD_NO_AGENT_FITS:
 			ej->blocked_by = "NO_AGENT_FITS";
 			appendStringInfo(&ej->keys, ", \"instance_count\": %d, \"largest_agent\": %lld",

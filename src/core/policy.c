@@ -205,16 +205,34 @@ QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues)
 }
 
 /*
+ * QsOverBudget tells whether a share has spent its budget of a unit this
+ * period (scheduling.md 3.11): it has one, and spent(S,u) >= budget(S,u) *
+ * 3600.  A budget of 0 forbids the unit.
+ */
+bool
+QsOverBudget(const QsShare *share, int unit)
+{
+	if (share->budget == NULL || share->budget[unit] < 0)
+		return false;
+	return (share->spent == NULL ? 0 : share->spent[unit]) >= (double) share->budget[unit] * 3600;
+}
+
+/*
  * QsHeldBack tells whether a RUNNABLE job is held back from dispatch
- * whatever the capacity (scheduling.md 3.10): it needs more instances than
- * the largest live, active agent of its unit has, when the queue's live
- * agents of the unit bound it; or it is in its backoff after a claim
- * timeout.
+ * whatever the capacity (scheduling.md 3.10, 3.11): its share has spent
+ * its budget of the unit; it needs more instances than the largest live,
+ * active agent of its unit has, when the queue's live agents of the unit
+ * bound it; or it is in its backoff after a claim timeout.
  */
 QsHold
 QsHeldBack(const QsInput *in, const QsJob *job)
 {
 	const QsUnit *unit = &in->units[job->unit];
+
+#ifndef QS_MUTANT_BUDGET
+	if (QsOverBudget(&in->shares[job->share], job->unit))
+		return QS_HOLD_BUDGET_EXHAUSTED;
+#endif
 
 #ifndef QS_MUTANT_NO_AGENT_FITS
 	if (unit->agent_bound && job->count > unit->agent_max)

@@ -88,6 +88,10 @@ typedef struct QsShare
 	bool		strict;			/* queueing STRICT (else BEST_EFFORT) */
 	QsTime		min_runtime;	/* claimed jobs are no victims before; 0: none */
 	int32_t		weight;			/* FAIR borrow order, 1 to 10000 */
+	const int64_t *budget;		/* instance-hours a period, one per unit; -1 (or
+								 * no array): no budget (scheduling.md 3.11) */
+	const double *spent;		/* instance-seconds held this period up to now,
+								 * one per unit (no array: none) */
 } QsShare;
 
 /* A job as the policy sees it. */
@@ -259,12 +263,13 @@ typedef struct QsOutput
 
 /*
  * Why a RUNNABLE job is held back whatever the capacity (scheduling.md
- * 3.10): it is not dispatched, gets no victims, wants nothing of its
+ * 3.10, 3.11): it is not dispatched, gets no victims, wants nothing of its
  * share's idle capacity and loses its promise at the re-check.
  */
 typedef enum QsHold
 {
 	QS_HOLD_NONE,
+	QS_HOLD_BUDGET_EXHAUSTED,	/* its share spent its budget of the unit */
 	QS_HOLD_NO_AGENT_FITS,		/* larger than the largest live, active agent */
 	QS_HOLD_CLAIM_BACKOFF		/* in its backoff after a claim timeout */
 } QsHold;
@@ -348,6 +353,7 @@ extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);
 extern QsHold QsHeldBack(const QsInput *in, const QsJob *job);
+extern bool QsOverBudget(const QsShare *share, int unit);
 extern QsTime QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues);
 extern void QsRunPass(const QsInput *in, QsOutput *out);
 extern void QsComputeFitLimits(const QsInput *in, QsOutput *out);

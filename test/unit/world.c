@@ -76,6 +76,10 @@ WAddShare(World *w, const char *name, QsStrategy strategy, int32_t borrow_limit,
 	share->capacity = w->capacity[s];
 	share->lend_limit = -1;
 	share->weight = 1;
+	share->budget = w->budget[s];
+	share->spent = w->spent[s];
+	for (int u = 0; u < W_MAX_UNITS; u++)
+		w->budget[s][u] = -1;
 	w->capacity[s][0] = capacity_unit0;
 	return s;
 }
