@@ -659,7 +659,8 @@ CoreShareHead(CorePlan *p, int s)
 
 /*
  * FairBefore: with borrow_order FAIR, whether job a comes before job b among
- * jobs that do not fit in their own capacity: the least
+ * jobs that do not fit in their own capacity: with a half-life, the least
+ * recent_borrow(S,u) / weight(S) first (scheduling.md 3.12); then the least
  * max(0, usage(S,u) + n - C(S,u)) / weight(S) in the state planned so far,
  * compared as fractions (exactly), then the least (queued_at, id)
  * (scheduling.md 3.2).
@@ -669,9 +670,22 @@ FairBefore(const CorePlan *p, const QsJob *a, const QsJob *b)
 {
 	const QsShare *sa = &p->in->shares[a->share];
 	const QsShare *sb = &p->in->shares[b->share];
-	int64_t		ka = p->usage[CORE_AT(p, a->share, a->unit)] + a->count -
+	int64_t		ka;
+	int64_t		kb;
+
+#ifndef QS_MUTANT_FAIR_MEMORY
+	if (p->in->recent_borrow != NULL)
+	{
+		double		ra = p->in->recent_borrow[CORE_AT(p, a->share, a->unit)] / sa->weight;
+		double		rb = p->in->recent_borrow[CORE_AT(p, b->share, b->unit)] / sb->weight;
+
+		if (ra != rb)
+			return ra < rb;
+	}
+#endif
+	ka = p->usage[CORE_AT(p, a->share, a->unit)] + a->count -
 		sa->capacity[a->unit];
-	int64_t		kb = p->usage[CORE_AT(p, b->share, b->unit)] + b->count -
+	kb = p->usage[CORE_AT(p, b->share, b->unit)] + b->count -
 		sb->capacity[b->unit];
 
 	/* usage and capacity are below 2^33, weights at most 10000: no overflow */

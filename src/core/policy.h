@@ -172,6 +172,11 @@ typedef struct QsInput
 	QsTime		now;
 	bool		env_enabled;
 	bool		fair;			/* borrow_order FAIR (else FIFO) */
+	/*
+	 * [share * nunits + unit]: recent_borrow(S,u) now, in instance-seconds,
+	 * when the queue has a fair_half_life (scheduling.md 3.12); NULL: none
+	 */
+	const double *recent_borrow;
 	int			nunits;
 	const QsUnit *units;
 	int			nshares;

@@ -289,6 +289,15 @@ Snapshot(World *w, QsInput *out)
 	in.now = w->now;
 	in.env_enabled = w->env_enabled;
 	in.fair = w->fair;
+	if (w->memory)
+	{
+		double	   *recent = WAlloc(NULL, sizeof(double) * cells);
+
+		for (int s = 0; s < w->nshares; s++)
+			for (int u = 0; u < w->nunits; u++)
+				recent[s * w->nunits + u] = w->recent_borrow[s][u];
+		in.recent_borrow = recent;
+	}
 	in.nunits = w->nunits;
 	in.units = w->units;
 	in.nshares = w->nshares;

@@ -40,6 +40,8 @@ typedef struct World
 	QsTime		now;
 	bool		env_enabled;
 	bool		fair;			/* borrow_order FAIR */
+	bool		memory;			/* a fair_half_life: recent_borrow is read */
+	double		recent_borrow[W_MAX_SHARES][W_MAX_UNITS];
 	int			nunits;
 	QsUnit		units[W_MAX_UNITS];
 	int			nshares;

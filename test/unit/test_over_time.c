@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * test_budget.c
- *		Unit tests of budgets in the policy core (scheduling.md 3.11, new in
- *		0.3): a share that spent its budget of a unit gets nothing more of
- *		it, gives up its promise, wants none of its idle capacity and stops
- *		no job; what it holds runs on.  Prints TAP; exits non-zero when a
- *		test fails.
+ * test_over_time.c
+ *		Unit tests of the policy core's rules over time (new in 0.3):
+ *		budgets (scheduling.md 3.11: a share that spent its budget of a
+ *		unit gets nothing more of it, gives up its promise, wants none of
+ *		its idle capacity and stops no job; what it holds runs on), and
+ *		fair share with memory (3.12: the FAIR second choice by what each
+ *		share borrowed lately).  Prints TAP; exits non-zero when a test
+ *		fails.
  *
  *-------------------------------------------------------------------------
  */
@@ -158,9 +160,66 @@ test_never_stops(void)
 		  "over budget: the running job runs on, the higher-priority job preempts nothing");
 }
 
+/*
+ * Two shares must borrow for their next job; with a half-life the one that
+ * borrowed less lately per unit of weight goes first, whatever the queue
+ * order and the 0.2 FAIR key; equal memories fall back to that key.
+ */
+static void
+test_fair_memory(void)
+{
+	for (int round = 0; round < 3; round++)
+	{
+		World		w;
+		int			a, b;
+		WJob	   *early, *late;
+		const QsOutput *out;
+
+		WInit(&w, 3);
+		w.fair = true;
+		w.memory = true;
+		a = WAddShare(&w, "A", QS_LEND_AND_BORROW, -1, false, 1);
+		b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 1);
+		WAddShare(&w, "L", QS_LEND, -1, false, 1);
+		WSubmit(&w, NULL, a, 0, 1);
+		WSubmit(&w, NULL, b, 0, 1);
+		WSubmit(&w, NULL, b, 0, 1);	/* B borrows 1 now: its 0.2 key is the larger */
+		WPassApply(&w);
+		w.units[0].env_limit = 4;
+		w.capacity[2][0] = 2;	/* L lends one more instance only */
+		early = WSubmit(&w, "early", a, 0, 1);
+		late = WSubmit(&w, "late", b, 0, 1);
+		if (round == 0)
+		{
+			w.recent_borrow[a][0] = 7200;	/* A borrowed two instance-hours lately */
+			w.recent_borrow[b][0] = 3600;
+			out = WPassApply(&w);
+			CHECK(Dispatched(out, late) && !Dispatched(out, early),
+				  "memory: B borrowed less lately, its later job gets the idle instance");
+		}
+		else if (round == 1)
+		{
+			w.recent_borrow[a][0] = 7200;
+			w.recent_borrow[b][0] = 3600;
+			w.shares[a].weight = 4;	/* 7200 / 4 < 3600 / 1 */
+			out = WPassApply(&w);
+			CHECK(Dispatched(out, early) && !Dispatched(out, late),
+				  "memory: per unit of weight, A's 1800 comes before B's 3600");
+		}
+		else
+		{
+			w.recent_borrow[a][0] = w.recent_borrow[b][0] = 3600;
+			out = WPassApply(&w);
+			CHECK(Dispatched(out, early) && !Dispatched(out, late),
+				  "equal memories: the 0.2 FAIR key (A would borrow 1, B 2)");
+		}
+	}
+}
+
 int
 main(void)
 {
+	test_fair_memory();
 	test_spent_budget();
 	test_budget_per_unit();
 	test_not_wanted_no_victims();
