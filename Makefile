@@ -3,7 +3,7 @@
 EXTENSION = quota_sched
 MODULE_big = quota_sched
 CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_order.o \
-	src/core/lending.o
+	src/core/lending.o src/core/over_time.o
 OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config_cache.o \
 	src/job_columns.o src/jsonb_util.o \
 	src/job_submit.o src/job_fit.o src/job_update_guard.o src/job_history.o \
@@ -83,7 +83,7 @@ UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -Isrc/core -Ite
 UNIT_SRCS = test/unit/world.c $(CORE:.o=.c)
 
 test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/core/*.h test/unit/*.h)
-	$(CC) $(UNIT_CFLAGS) $(MUTANT) -o $@ $< $(UNIT_SRCS)
+	$(CC) $(UNIT_CFLAGS) $(MUTANT) -o $@ $< $(UNIT_SRCS) -lm
 
 # The simulator: a short run here; long runs on demand (SIM_STEPS, SIM_SEEDS).
 # SIM_REPLAYS are STEPS:SEED of runs that once found a defect of the core
@@ -98,7 +98,7 @@ SIM_REPLAYS = 2372:3 44074:151 38071:229 52699:120 10153:122 26466:128 14904:1 6
 # even compile there; this names the offender.)
 corecheck:
 	@bad=$$(grep -nE '^[[:space:]]*#[[:space:]]*include' src/core/*.[ch] | \
-		grep -vE '#[[:space:]]*include[[:space:]]+(<(std[a-z]+|string|limits|inttypes)\.h>|"[a-z_]+\.h")' ; \
+		grep -vE '#[[:space:]]*include[[:space:]]+(<(std[a-z]+|string|limits|inttypes|math)\.h>|"[a-z_]+\.h")' ; \
 		for h in $$(grep -ohE '#[[:space:]]*include[[:space:]]+"[^"]+"' src/core/*.[ch] | sed 's/.*"\(.*\)"/\1/' | sort -u); do \
 			[ -f src/core/$$h ] || echo "src/core includes \"$$h\", which is not in src/core"; done); \
 	if [ -n "$$bad" ]; then echo "$$bad"; echo "corecheck: the policy core must not include PostgreSQL headers" >&2; exit 1; fi; \

@@ -11,8 +11,10 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <math.h>
 #include <string.h>
 
+#include "over_time.h"
 #include "tap.h"
 
 #define HOUR 3600.0
@@ -216,9 +218,76 @@ test_fair_memory(void)
 	}
 }
 
+#define DAY ((QsTime) 86400 * 1000000)
+#define AT_HOUR(day, h) ((QsTime) (day) * DAY + (QsTime) (h) * 3600 * 1000000)
+
+/*
+ * Calendar periods in UTC, by days counted from 2000-01-01 (a Saturday):
+ * 2026-02-14 is day 9541, a Saturday; 2026-02-09, a Monday, 9536;
+ * 2026-02-01 9528; 2026-03-01 9556; 2027-01-01 9862; 2028-03-01 10287
+ * (2028 is a leap year); 1999-12-01 -31; 1999-12-27, a Monday, -5.
+ */
+static void
+test_periods(void)
+{
+	QsTime		t = AT_HOUR(9541, 12);
+
+	CHECK(QsPeriodStart(t, QS_PERIOD_DAY) == AT_HOUR(9541, 0) &&
+		  QsPeriodEnd(t, QS_PERIOD_DAY) == AT_HOUR(9542, 0), "a day: midnight to midnight, UTC");
+	CHECK(QsPeriodStart(t, QS_PERIOD_WEEK) == AT_HOUR(9536, 0) &&
+		  QsPeriodEnd(t, QS_PERIOD_WEEK) == AT_HOUR(9543, 0), "a week: from Monday");
+	CHECK(QsPeriodStart(AT_HOUR(9536, 0), QS_PERIOD_WEEK) == AT_HOUR(9536, 0),
+		  "Monday midnight starts its own week");
+	CHECK(QsPeriodStart(t, QS_PERIOD_MONTH) == AT_HOUR(9528, 0) &&
+		  QsPeriodEnd(t, QS_PERIOD_MONTH) == AT_HOUR(9556, 0), "a month: February 2026, 28 days");
+	CHECK(QsPeriodEnd(AT_HOUR(9848, 5), QS_PERIOD_MONTH) == AT_HOUR(9862, 0),
+		  "December ends at the next year's first of January");
+	CHECK(QsPeriodEnd(AT_HOUR(10267, 0), QS_PERIOD_MONTH) == AT_HOUR(10287, 0),
+		  "February 2028 has 29 days");
+	CHECK(QsPeriodStart(AT_HOUR(-1, 23), QS_PERIOD_MONTH) == AT_HOUR(-31, 0) &&
+		  QsPeriodStart(AT_HOUR(-1, 23), QS_PERIOD_WEEK) == AT_HOUR(-5, 0),
+		  "before 2000: December 1999, and the week from Monday 1999-12-27");
+}
+
+/* spent: held x time, starting again with each period. */
+static void
+test_spent(void)
+{
+	QsTime		since = AT_HOUR(9541, 10);
+
+	CHECK(QsSpentAt(100, since, 2, AT_HOUR(9541, 11), QS_PERIOD_DAY) == 100 + 7200,
+		  "2 instances held for an hour: 7200 instance-seconds more");
+	CHECK(QsSpentAt(100, since, 2, since, QS_PERIOD_DAY) == 100, "no time: nothing more");
+	CHECK(QsSpentAt(5000, AT_HOUR(9555, 23), 1, AT_HOUR(9556, 1), QS_PERIOD_MONTH) == 3600,
+		  "across the end of February: March counts from its first instant only");
+	CHECK(QsSpentAt(5000, AT_HOUR(9555, 23), 1, AT_HOUR(9556, 1), QS_PERIOD_WEEK) == 5000 + 7200,
+		  "the same two hours within one week: no restart");
+}
+
+/* recent_borrow: decays by half each half-life, and accrues the integral. */
+static void
+test_recent_borrow(void)
+{
+	QsTime		h = (QsTime) 3600 * 1000000;
+	double		hs = 3600;
+
+	CHECK(fabs(QsRecentBorrowAt(100, 0, 0, 2 * h, h) - 25) < 1e-9,
+		  "nothing borrowed for two half-lives: a quarter is left");
+	CHECK(fabs(QsRecentBorrowAt(0, 0, 1, h, h) - hs / log(2) * 0.5) < 1e-6,
+		  "1 borrowed for one half-life: H / ln 2 x (1 - 1/2) instance-seconds");
+	CHECK(fabs(QsRecentBorrowAt(QsRecentBorrowAt(0, 0, 3, h / 3, h), h / 3, 3, h, h)
+			   - QsRecentBorrowAt(0, 0, 3, h, h)) < 1e-6,
+		  "advanced in two steps or one: the same (closed form, no sampling)");
+	CHECK(fabs(QsRecentBorrowAt(0, 0, 1, 1000 * h, h) - hs / log(2)) < 1e-6,
+		  "borrowing 1 for ever tends to H / ln 2");
+}
+
 int
 main(void)
 {
+	test_periods();
+	test_spent();
+	test_recent_borrow();
 	test_fair_memory();
 	test_spent_budget();
 	test_budget_per_unit();

@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * over_time.h
+ *		The figures the rules over time keep (scheduling.md 3.11, 3.12):
+ *		the calendar periods of budgets, what a share spent in the current
+ *		one, and recent_borrow, the borrowing decayed by a half-life, each
+ *		advanced in closed form from the last change of its level.  Pure C.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_OVER_TIME_H
+#define QS_OVER_TIME_H
+
+#include "policy.h"
+
+typedef enum QsPeriod
+{
+	QS_PERIOD_DAY,
+	QS_PERIOD_WEEK,				/* from Monday */
+	QS_PERIOD_MONTH
+} QsPeriod;
+
+extern QsTime QsPeriodStart(QsTime t, QsPeriod period);
+extern QsTime QsPeriodEnd(QsTime t, QsPeriod period);
+extern double QsSpentAt(double spent, QsTime since, int64_t held, QsTime now, QsPeriod period);
+extern double QsRecentBorrowAt(double recent, QsTime since, int64_t borrowed, QsTime now,
+							   QsTime half_life);
+
+#endif							/* QS_OVER_TIME_H */
