@@ -69,6 +69,16 @@
  *	no candidates for a preemptor (PreemptionPossible), none is preempted
  *	but by a repair [min-runtime], and the pass's wake_at is the end of
  *	such an exemption (WakeCheck [wake]).
+ *	The rules over time of 0.3 (3.11, 3.12; OverTimeSync): budgets of a day
+ *	on a minority of (share, unit) pairs and, on some FAIR queues, a
+ *	half-life.  The sim keeps its own spent (held x time, from 0 at each
+ *	midnight; episodes start within an hour of one) and recent_borrow
+ *	(integrated numerically), and the shell's way (the value at the last
+ *	change of level, advanced by the core's closed forms); before each pass
+ *	they must agree [over-time], and the latter is what the core reads.  A
+ *	share over its budget of a unit holds its jobs back (HeldBack, reason
+ *	BUDGET_EXHAUSTED after the misconfigurations), and with a half-life the
+ *	model of the cursors orders borrowers by recent_borrow / weight first.
  *	The fleet of 0.3 (3.10), written here too: a lease that runs out with
  *	no stop pending is a lease loss, not a failed attempt: REQUEUE with
  *	lease_losses + 1, FAIL once that exceeds max_lease_losses (drawn 0..3 a
@@ -97,6 +107,7 @@
  *-------------------------------------------------------------------------
  */
 #include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -105,6 +116,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "over_time.h"
 #include "world.h"
 
 #define MAXS W_MAX_SHARES
@@ -133,7 +145,7 @@ static struct
 	long		passes, dispatches, preemptions, repairs, promises, lapses,
 				fixed_points, episodes, failures, submitted, checks, max_rounds;
 	long		strict_stops, exempt_waits, wakes, fair_picks;
-	long		lease_losses, claim_requeues, held_back, no_agent_fits;
+	long		lease_losses, claim_requeues, held_back, no_agent_fits, over_budget;
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
@@ -382,6 +394,157 @@ TakeCfg(void)
 	}
 }
 
+/*
+ * The rules over time (3.11, 3.12): budgets of a day on some (share,
+ * unit) pairs, drawn an episode, and sometimes a half-life.  The sim keeps
+ * two accounts of each pair: its own, advanced with every step of time
+ * (spent: held x dt, from 0 at each midnight; recent_borrow: decayed, and
+ * accrued by a numerical integral), and the shell's way: the value at the
+ * last change of level and the level since, advanced by the core's closed
+ * forms (QsSpentAt, QsRecentBorrowAt).  Before each pass the latter is what
+ * the core reads, and the two must agree ([over-time]).
+ */
+#define DAYUS ((QsTime) 86400 * SEC)
+
+typedef struct OverTime
+{
+	double		spent;			/* the sim's own */
+	double		recent;
+	double		kept_spent;		/* the shell's way: at since, */
+	double		kept_recent;
+	QsTime		since;
+	int64_t		held;			/* with these levels since */
+	int64_t		borrowed;
+} OverTime;
+
+static OverTime Ot[MAXS][MAXU];
+static QsTime HalfLife;			/* 0: none */
+
+static int64_t
+HeldOf(int s, int u)
+{
+	int64_t		n = 0;
+
+	for (int i = 0; i < W.njobs; i++)
+		if (IsHeld(W.jobs[i].state) && W.jobs[i].j.share == s && W.jobs[i].j.unit == u)
+			n += W.jobs[i].j.count;
+	return n;
+}
+
+static bool
+OverBudget(int s, int u)
+{
+	return W.budget[s][u] >= 0 && W.spent[s][u] >= (double) W.budget[s][u] * 3600;
+}
+
+static QsTime OtNow;				/* how far the accounts are advanced */
+
+/*
+ * OverTimeSync: time has moved from OtNow to W.now with the levels of the
+ * last sync (levels change only while time stands still: syncing at every
+ * step and around every move of time is exact); the shell's account folds
+ * its value at a change of level.
+ */
+static void
+OverTimeSync(void)
+{
+	double		dt = (double) (W.now - OtNow) / SEC;
+
+	for (int s = 0; s < W.nshares; s++)
+		for (int u = 0; u < W.nunits; u++)
+		{
+			OverTime   *o = &Ot[s][u];
+			int64_t		held = HeldOf(s, u);
+			int64_t		borrowed = held > W.capacity[s][u] ? held - W.capacity[s][u] : 0;
+
+			if (W.now / DAYUS != OtNow / DAYUS)
+				o->spent = (double) o->held * (double) (W.now - W.now / DAYUS * DAYUS) / SEC;
+			else
+				o->spent += (double) o->held * dt;
+			if (HalfLife > 0 && dt > 0)
+			{
+				double		h = (double) HalfLife / SEC;
+				double		gain = 0;
+
+				for (int k = 0; k < 64; k++)
+					gain += pow(2, -(dt - (k + 0.5) * dt / 64) / h) * dt / 64;
+				o->recent = o->recent * pow(2, -dt / h) + (double) o->borrowed * gain;
+			}
+			if (held != o->held || borrowed != o->borrowed)
+			{
+				o->kept_spent = QsSpentAt(o->kept_spent, o->since, o->held, W.now, QS_PERIOD_DAY);
+				if (HalfLife > 0)
+					o->kept_recent = QsRecentBorrowAt(o->kept_recent, o->since, o->borrowed,
+													  W.now, HalfLife);
+				o->since = W.now;
+				o->held = held;
+				o->borrowed = borrowed;
+			}
+		}
+	OtNow = W.now;
+}
+
+/* Time moves from W.now to `to` (the levels hold in between). */
+static void
+OverTimeAdvance(QsTime to)
+{
+	OverTimeSync();
+	W.now = to;
+	OverTimeSync();
+}
+
+/* Before a pass: what the core reads, checked against the sim's own. */
+static void
+OverTimeFeed(void)
+{
+	OverTimeSync();
+	for (int s = 0; s < W.nshares; s++)
+		for (int u = 0; u < W.nunits; u++)
+		{
+			OverTime   *o = &Ot[s][u];
+			double		spent = QsSpentAt(o->kept_spent, o->since, o->held, W.now, QS_PERIOD_DAY);
+
+			if (fabs(spent - o->spent) > 1e-6 * (1 + fabs(o->spent)))
+				Fail("over-time", "share %d unit %d: spent %.6f from the last change, %.6f held x time",
+					 s, u, spent, o->spent);
+			W.spent[s][u] = spent;
+			if (HalfLife > 0)
+			{
+				double		r = QsRecentBorrowAt(o->kept_recent, o->since, o->borrowed, W.now,
+												 HalfLife);
+
+				if (fabs(r - o->recent) > 1e-4 * (1 + fabs(o->recent)))
+					Fail("over-time", "share %d unit %d: recent_borrow %.6f in closed form, %.6f integrated",
+						 s, u, r, o->recent);
+				W.recent_borrow[s][u] = r;
+			}
+		}
+}
+
+/* A new episode's budgets (a minority of pairs) and half-life (FAIR queues, sometimes). */
+static void
+RandomOverTime(void)
+{
+	memset(Ot, 0, sizeof(Ot));
+	/* the episode starts within an hour before a midnight, so that days end */
+	W.now = DAYUS * Rand(1, 3) - (QsTime) Rand(0, 3600) * SEC;
+	OtNow = W.now;
+	HalfLife = W.fair && Chance(50) ? (QsTime) Rand(60, 7200) * SEC : 0;
+	W.memory = HalfLife > 0;
+	for (int s = 0; s < W.nshares; s++)
+		for (int u = 0; u < W.nunits; u++)
+		{
+			OverTime   *o = &Ot[s][u];
+
+			W.budget[s][u] = Chance(20) ? Rand(0, 2) : -1;
+			o->spent = o->kept_spent = W.budget[s][u] >= 0 ? Rand(0, 4) * 1200.0 : 0;
+			o->recent = o->kept_recent = HalfLife > 0 ? Rand(0, 5) * 600.0 : 0;
+			o->since = W.now;
+			W.spent[s][u] = o->spent;
+			W.recent_borrow[s][u] = o->recent;
+		}
+}
+
 /* allowed(S,u) */
 static int64_t
 Allowed(int s, int u)
@@ -553,9 +716,13 @@ FutureUse(int u, bool with_prom, int64_t *use)
  * (but blocks a STRICT stream like any job not dispatched), wants nothing
  * of its share's idle capacity and loses its promise at the re-check.
  */
+static bool OverBudget(int s, int u);
+
 static const char *
 HeldBack(const QsJob *j)
 {
+	if (OverBudget(j->share, j->unit))
+		return "held back: its share spent its budget of the unit (3.11)";
 	if (Cf.agent_bound[j->unit] && j->count > Cf.agent_max[j->unit])
 		return "held back: no live, active agent of its unit fits it (3.10)";
 	if (j->claim_backoff_until != QS_NO_TIME && Cf.now < j->claim_backoff_until)
@@ -799,6 +966,8 @@ ExpectedReason(const QsJob *j)
 		if (j->count > reach)
 			return "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
 	}
+	if (OverBudget(s, u))
+		return "BUDGET_EXHAUSTED";
 	if (Cf.agent_bound[u] && j->count > Cf.agent_max[u])
 		return "NO_AGENT_FITS";
 	return NULL;
@@ -1099,7 +1268,8 @@ QueueBefore(const QsJob *a, const QsJob *b)
 
 /*
  * FairBefore (3.2, borrow_order FAIR): does job a come before job b when
- * none under the cursors fits in its own capacity?  The least
+ * none under the cursors fits in its own capacity?  With a half-life, the
+ * least recent_borrow / weight (3.12); then the least
  * max(0, usage(S,u) + n - C(S,u)) / weight(S) in the planned state,
  * compared exactly (cross-multiplied), then the least (queued_at, id).
  */
@@ -1108,6 +1278,16 @@ FairBefore(const QsJob *a, const QsJob *b)
 {
 	int64_t		ka = RUse[a->share][a->unit] + a->count - Cf.C[a->share][a->unit];
 	int64_t		kb = RUse[b->share][b->unit] + b->count - Cf.C[b->share][b->unit];
+
+	/* with a half-life, what each borrowed lately per unit of weight first (3.12) */
+	if (W.memory)
+	{
+		double		ra = W.recent_borrow[a->share][a->unit] / Cf.weight[a->share];
+		double		rb = W.recent_borrow[b->share][b->unit] / Cf.weight[b->share];
+
+		if (ra != rb)
+			return ra < rb;
+	}
 
 	ka = ka > 0 ? ka : 0;
 	kb = kb > 0 ? kb : 0;
@@ -1432,6 +1612,7 @@ CheckedPass(void)
 	int64_t		WakeHiJob = 0;
 	static char WakeHint[512];
 
+	OverTimeFeed();
 	TakeCfg();
 	memcpy(B, W.jobs, sizeof(WJob) * n);
 	LastN = n;
@@ -2071,6 +2252,8 @@ CheckedPass(void)
 
 			if (r != NULL && strcmp(r, "NO_AGENT_FITS") == 0)
 				St.no_agent_fits++;
+			if (r != NULL && strcmp(r, "BUDGET_EXHAUSTED") == 0)
+				St.over_budget++;
 
 			if ((r == NULL) != (a->status_reason == NULL) ||
 				(r != NULL && strcmp(r, a->status_reason) != 0))
@@ -2455,6 +2638,7 @@ NewEpisode(void)
 	W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
 	W.fair = Chance(35);
 	W.claim_timeout = RandomClaimTimeout();
+	RandomOverTime();
 	Fleet = Chance(30);
 	ClaimOutage = false;
 	for (int u = 0; u < nunits && Fleet; u++)
@@ -2700,7 +2884,7 @@ RandomStep(void)
 			QsTime		lease = W.jobs[k].j.lease_until;
 
 			if (W.now <= lease)
-				W.now = lease + 1;
+				OverTimeAdvance(lease + 1);
 			Heartbeat(100);		/* the other agents are alive */
 			W.jobs[k].j.lease_until = lease;
 			Trace("job %d loses its lease", k + 1);
@@ -2727,12 +2911,12 @@ RandomStep(void)
 		{
 			QsTime		edge = FleetEdge(&W.jobs[k]) + Rand(-1, 1);
 
-			W.now = edge > W.now ? edge : W.now;
+			OverTimeAdvance(edge > W.now ? edge : W.now);
 		}
 		else if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
-			W.now += W.claim_timeout * Rand(1, 3) / 2;
+			OverTimeAdvance(W.now + W.claim_timeout * Rand(1, 3) / 2);
 		else
-			W.now += (QsTime) Rand(1, 20) * SEC;
+			OverTimeAdvance(W.now + (QsTime) Rand(1, 20) * SEC);
 		Heartbeat(85);
 		Trace("time +");
 	}
@@ -2796,16 +2980,17 @@ main(int argc, char **argv)
 			NewEpisode();
 			episode_cap = Rand(150, 900);
 		}
+		OverTimeSync();
 		RandomStep();
 		if (Step % LIVENESS_EVERY == 0)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld over_budget=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
 		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
 		   St.exempt_waits, St.wakes, St.fair_picks, St.lease_losses, St.claim_requeues,
-		   St.held_back, St.no_agent_fits, Fingerprint,
+		   St.held_back, St.no_agent_fits, St.over_budget, Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);

@@ -451,6 +451,8 @@ WApply(World *w)
 			reason = "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE";
 		else if (job->j.count > limit->quota_max)
 			reason = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
+		else if (QsOverBudget(&w->shares[job->j.share], job->j.unit))
+			reason = "BUDGET_EXHAUSTED";
 		else if (job->j.count > limit->agent_max)
 			reason = "NO_AGENT_FITS";
 		if (reason != job->status_reason)
