@@ -134,8 +134,11 @@ VALUES ('m', 'soak', 'lab', :p, 'gpu');
 SQL
 	'member_hold.sql' => <<'SQL',
 BEGIN;
+-- SKIP LOCKED: the member's two clients never wait for each other (one
+-- waiting for the other's rows, the other left open in its transaction
+-- once pgbench's time was up, hung the whole run under load)
 SELECT count(*) FROM (SELECT id FROM quota_sched.job WHERE state = 'RUNNABLE'
-					   ORDER BY random() LIMIT 2 FOR UPDATE) l;
+					   ORDER BY random() LIMIT 2 FOR UPDATE SKIP LOCKED) l;
 UPDATE quota_sched.job SET priority = priority WHERE false;
 LOCK TABLE quota_sched.job IN ROW EXCLUSIVE MODE;
 -- the workload: the locks are held a while (not a wait for the system)
