@@ -153,30 +153,38 @@ foreach my $f (keys %scripts)
 	close($fh);
 }
 
-my ($stdout, $stderr, $member_out, $member_err, $impostor_out, $impostor_err);
+# The member's and the impostor's pgbench write to files: a harness that
+# is started is not read while another runs, and a full pipe would stop
+# its pgbench.  Each has a timeout, so that a run that hangs fails.
+my ($stdout, $stderr);
+my $limit = $seconds + 180;
 my $member = IPC::Run::start(
 	[ 'pgbench', '-n', '-c', '2', '-j', '1', '-T', $seconds,
 	  '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-U', 'soak_member',
 	  '-f', "$tmp/member_submit.sql\@1", '-f', "$tmp/member_hold.sql\@2" ],
-	'>', \$member_out, '2>', \$member_err);
+	'>', "$tmp/member.out", '2>', "$tmp/member.err", IPC::Run::timeout($limit));
 my $impostor = IPC::Run::start(
 	[ 'pgbench', '-n', '-c', '1', '-j', '1', '-T', $seconds, '-R', '20',
 	  '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-U', 'soak_impostor',
 	  '-f', "$tmp/impostor.sql" ],
-	'>', \$impostor_out, '2>', \$impostor_err);
+	'>', "$tmp/impostor.out", '2>', "$tmp/impostor.err", IPC::Run::timeout($limit));
 my $ok = IPC::Run::run(
 	[ 'pgbench', '-n', '-c', '6', '-j', '2', '-T', $seconds,
 	  '-h', $node->host, '-p', $node->port, '-d', 'postgres',
 	  '-f', "$tmp/submit.sql\@2", '-f', "$tmp/reprioritise.sql\@1", '-f', "$tmp/agent.sql\@4",
 	  '-f', "$tmp/calm.sql\@1" ],
-	'>', \$stdout, '2>', \$stderr);
+	'>', \$stdout, '2>', \$stderr, IPC::Run::timeout($limit));
 ok($ok, 'pgbench ran without a failed transaction') or diag($stderr);
 like($stdout, qr/number of failed transactions: 0/, 'no transaction failed')
   or diag($stdout);
-ok($member->finish, "the team member's pgbench ran without a failed transaction") or diag($member_err);
+ok($member->finish, "the team member's pgbench ran without a failed transaction")
+  or diag(slurp_file("$tmp/member.err"));
+my $member_out = slurp_file("$tmp/member.out");
 like($member_out, qr/number of failed transactions: 0/, "none of the member's transactions failed")
   or diag($member_out);
-ok($impostor->finish, 'the impostor was refused every time') or diag($impostor_err);
+ok($impostor->finish, 'the impostor was refused every time')
+  or diag(slurp_file("$tmp/impostor.err"));
+my $impostor_out = slurp_file("$tmp/impostor.out");
 like($impostor_out, qr/number of transactions actually processed: [1-9]/, 'the impostor tried')
   or diag($impostor_out);
 
