@@ -83,25 +83,17 @@ QsPeriodStart(QsTime t, QsPeriod period)
 	return days * USECS_PER_DAY;
 }
 
-/* QsPeriodEnd: the start of the next period. */
+/*
+ * QsPeriodEnd: the start of the next period: of the period a day, a week
+ * or 31 days after this one's start (a month has 28 to 31 days, so that is
+ * always in the next month).
+ */
 QsTime
 QsPeriodEnd(QsTime t, QsPeriod period)
 {
-	QsTime		start = QsPeriodStart(t, period);
-	int64_t		y;
-	int			m;
+	int64_t		days = period == QS_PERIOD_DAY ? 1 : period == QS_PERIOD_WEEK ? 7 : 31;
 
-	switch (period)
-	{
-		case QS_PERIOD_DAY:
-			return start + USECS_PER_DAY;
-		case QS_PERIOD_WEEK:
-			return start + 7 * USECS_PER_DAY;
-		case QS_PERIOD_MONTH:
-			break;
-	}
-	CivilFromDays(FloorDiv(start, USECS_PER_DAY), &y, &m);
-	return DaysFromCivil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1) * USECS_PER_DAY;
+	return QsPeriodStart(QsPeriodStart(t, period) + days * USECS_PER_DAY, period);
 }
 
 /*

@@ -48,6 +48,30 @@ ActionFor(const QsOutput *out, const WJob *job)
 	return d == NULL ? (QsAction) -1 : d->action;
 }
 
+/* An agent claims every SCHEDULED job and reports it RUNNING. */
+static inline void
+ClaimAll(World *w)
+{
+	for (int i = 0; i < w->njobs; i++)
+		if (w->jobs[i].state == W_SCHEDULED)
+		{
+			WClaim(w, &w->jobs[i], 1000000);
+			w->jobs[i].state = W_RUNNING;
+			w->jobs[i].j.state = QS_RUNNING;
+		}
+}
+
+/* How many decisions of the pass have this action. */
+static inline int
+CountAction(const QsOutput *out, QsAction action)
+{
+	int			n = 0;
+
+	for (int i = 0; i < out->ndecisions; i++)
+		n += out->decisions[i].action == action;
+	return n;
+}
+
 static inline int
 TapDone(void)
 {

@@ -129,6 +129,5 @@ main(void)
 	QsLendSpan(s, 4, 10, 0, Collect, &lent);
 	CHECK(lent.calls == 0, "nothing borrowed, or no time: nothing lent");
 
-	printf("1..%d\n", tests_run);
-	return tests_failed == 0 ? 0 : 1;
+	return TapDone();
 }

@@ -19,28 +19,6 @@
 
 #define HOUR 3600.0
 
-static void
-ClaimAll(World *w)
-{
-	for (int i = 0; i < w->njobs; i++)
-		if (w->jobs[i].state == W_SCHEDULED)
-		{
-			WClaim(w, &w->jobs[i], 1000000);
-			w->jobs[i].state = W_RUNNING;
-			w->jobs[i].j.state = QS_RUNNING;
-		}
-}
-
-static int
-CountAction(const QsOutput *out, QsAction action)
-{
-	int			n = 0;
-
-	for (int i = 0; i < out->ndecisions; i++)
-		n += out->decisions[i].action == action;
-	return n;
-}
-
 /* Spent up to the budget: nothing more; a second less: dispatched. */
 static void
 test_spent_budget(void)
@@ -294,7 +272,5 @@ main(void)
 	test_not_wanted_no_victims();
 	test_promise_lapses();
 	test_never_stops();
-	printf("1..%d\n", tests_run);
-	WFreeAll();
-	return tests_failed == 0 ? 0 : 1;
+	return TapDone();
 }

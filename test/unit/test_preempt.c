@@ -12,19 +12,6 @@
 
 #include "tap.h"
 
-/* An agent claims every SCHEDULED job and reports it RUNNING. */
-static void
-ClaimAll(World *w)
-{
-	for (int i = 0; i < w->njobs; i++)
-		if (w->jobs[i].state == W_SCHEDULED)
-		{
-			WClaim(w, &w->jobs[i], 1000000);
-			w->jobs[i].state = W_RUNNING;
-			w->jobs[i].j.state = QS_RUNNING;
-		}
-}
-
 static const QsDecision *
 PreemptionOf(const QsOutput *out, const WJob *job)
 {
@@ -32,16 +19,6 @@ PreemptionOf(const QsOutput *out, const WJob *job)
 		if (out->decisions[i].job_id == job->j.id && out->decisions[i].action == QS_PREEMPT)
 			return &out->decisions[i];
 	return NULL;
-}
-
-static int
-CountAction(const QsOutput *out, QsAction action)
-{
-	int			n = 0;
-
-	for (int i = 0; i < out->ndecisions; i++)
-		n += out->decisions[i].action == action;
-	return n;
 }
 
 /* The seed example ("Worked example"), steps 1 to 3 (scheduling.md 3.2-3.6). */
