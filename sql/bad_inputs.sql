@@ -179,7 +179,17 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	 ARRAY[$$'LEND'$$, '50', $$'quota share bi_x'$$], NULL, '{}'),
 	('quota_sched.check_min_runtime(interval, text)', 'regress_bi_admin',
 	 ARRAY[$$'1 hour'$$, $$'quota share bi_x'$$], NULL, '{}'),
-	('quota_sched.check_weight(integer, text)', 'regress_bi_admin', ARRAY['3', $$'quota share bi_x'$$], NULL, '{}');
+	('quota_sched.check_weight(integer, text)', 'regress_bi_admin', ARRAY['3', $$'quota share bi_x'$$], NULL, '{}'),
+	('quota_sched.check_fair_half_life(interval, text, text)', 'regress_bi_admin',
+	 ARRAY[$$'1 day'$$, $$'FAIR'$$, $$'job queue bi_x'$$], NULL,
+	 $${"borrow_order": [["FIFO", "'FIFO'"]], "value": [["30 seconds", "'30 seconds'"]]}$$),
+	('quota_sched.spent_at(double precision, timestamp with time zone, bigint, timestamp with time zone, text)',
+	 'regress_bi_user', ARRAY['3600', $$now() - interval '1 hour'$$, '2', 'now()', $$'MONTH'$$], NULL,
+	 $${"period": [["lowercase", "'month'"]]}$$),
+	('quota_sched.period_start(timestamp with time zone, text)', 'regress_bi_user',
+	 ARRAY['now()', $$'WEEK'$$], NULL, $${"period": [["lowercase", "'week'"]]}$$),
+	('quota_sched.period_end(timestamp with time zone, text)', 'regress_bi_user',
+	 ARRAY['now()', $$'DAY'$$], NULL, $${"period": [["lowercase", "'day'"]]}$$);
 
 -- Every callable function has a sample, and every sample a callable
 -- function, of as many arguments: none listed here.
@@ -489,6 +499,27 @@ INSERT INTO bi_justified VALUES
 	('quota_sched.check_min_runtime(interval, text)', 'value', NULL, 'valid: positive, at most 365 days'),
 	('quota_sched.check_runnable_timeout(interval, text)', 'value', NULL, 'valid: positive, at most 365 days'),
 	('quota_sched.check_claim_timeout(interval, text)', 'value', NULL, 'valid: 1 second to 365 days'),
+	('quota_sched.check_fair_half_life(interval, text, text)', 'value', 'NULL', 'null: the queue has no half-life'),
+	('quota_sched.check_fair_half_life(interval, text, text)', 'value', NULL,
+	 'valid: 1 minute to 365 days'),
+	('quota_sched.spent_at(double precision, timestamp with time zone, bigint, timestamp with time zone, text)',
+	 NULL, 'NULL', 'STRICT arithmetic of share_budget: null in, null out'),
+	('quota_sched.period_start(timestamp with time zone, text)', NULL, 'NULL',
+	 'STRICT arithmetic of share_budget: null in, null out'),
+	('quota_sched.period_end(timestamp with time zone, text)', NULL, 'NULL',
+	 'STRICT arithmetic of share_budget: null in, null out'),
+	('quota_sched.period_start(timestamp with time zone, text)', 'at', NULL,
+	 'any finite time has its period (infinite ones, and one whose period starts before the range, are refused, 22008)'),
+	('quota_sched.period_end(timestamp with time zone, text)', 'at', NULL,
+	 'any finite time has its period (infinite ones, and one whose period ends past the range, are refused, 22008)'),
+	('quota_sched.spent_at(double precision, timestamp with time zone, bigint, timestamp with time zone, text)',
+	 'at', NULL, 'any finite time: the figure carried on to it (infinite ones are refused, 22008)'),
+	('quota_sched.spent_at(double precision, timestamp with time zone, bigint, timestamp with time zone, text)',
+	 'changed_at', NULL, 'any finite time: the figure carried on from it (infinite ones are refused, 22008)'),
+	('quota_sched.spent_at(double precision, timestamp with time zone, bigint, timestamp with time zone, text)',
+	 'spent', NULL, 'any figure: the counters keep it, this only carries it on in time'),
+	('quota_sched.spent_at(double precision, timestamp with time zone, bigint, timestamp with time zone, text)',
+	 'instances', NULL, 'any count: the counters keep it, this only carries it on in time'),
 	('quota_sched.check_name(text, text)', 'value', 'a name of nothing', 'a valid name');
 -- The check functions of the CHECK constraints of the configuration: null
 -- passes (STRICT; NOT NULL is the column's), and what (and check_choice's

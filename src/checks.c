@@ -347,16 +347,19 @@ QsShortValue(const char *value)
 static const struct
 {
 	const char *column;
-	const char *words[3];
+	const char *words[4];
+	const char *hint;
 }			Choices[] = {
-	{"borrow_order", {"FIFO", "FAIR", NULL}},
-	{"queueing", {"BEST_EFFORT", "STRICT", NULL}},
+	{"borrow_order", {"FIFO", "FAIR", NULL}, "borrow_order is FIFO or FAIR."},
+	{"queueing", {"BEST_EFFORT", "STRICT", NULL}, "queueing is BEST_EFFORT or STRICT."},
+	{"budget_period", {"DAY", "WEEK", "MONTH", NULL},
+	"budget_period is DAY, WEEK (from Monday) or MONTH, calendar periods in UTC."},
 };
 
 /*
  * qs_check_choice(value text, column text, what text) is the CHECK of a
  * column that takes one of a few words (a queue's borrow_order, a share's
- * queueing).
+ * queueing and budget_period).
  */
 Datum
 qs_check_choice(PG_FUNCTION_ARGS)
@@ -373,12 +376,12 @@ qs_check_choice(PG_FUNCTION_ARGS)
 				PG_RETURN_BOOL(true);
 		REFUSE(errmsg("invalid %s \"%s\" of %s", column, QsShortValue(value),
 					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(2)))),
-			   psprintf("%s is %s or %s.", column, Choices[i].words[0], Choices[i].words[1]));
+			   Choices[i].hint);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("check_choice has no column \"%s\"", QsShortValue(column)),
-			 errdetail("The columns it checks are borrow_order and queueing.")));
+			 errdetail("The columns it checks are borrow_order, queueing and budget_period.")));
 	PG_RETURN_BOOL(false);
 }
 
@@ -410,6 +413,36 @@ Datum
 qs_check_min_runtime(PG_FUNCTION_ARGS)
 {
 	return CheckIntervalColumn(fcinfo, "min_runtime");
+}
+
+PG_FUNCTION_INFO_V1(qs_check_fair_half_life);
+
+/*
+ * qs_check_fair_half_life(value interval, borrow_order text, what text) is
+ * the CHECK of a queue's fair_half_life (scheduling.md 3.12): null, or from
+ * 1 minute to 365 days on a queue whose borrow_order is FAIR.
+ */
+Datum
+qs_check_fair_half_life(PG_FUNCTION_ARGS)
+{
+	const char *what;
+	const char *shown;
+	int64		usecs;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_BOOL(true);
+	what = PG_ARGISNULL(2) ? "a job queue" : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	shown = DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(0)));
+	usecs = QsIntervalUsecs(PG_GETARG_INTERVAL_P(0));
+	if (usecs < 60 * USECS_PER_SEC || usecs > (int64) QS_MAX_HALF_LIFE_DAYS * USECS_PER_DAY)
+		REFUSE(errmsg("invalid fair_half_life %s of %s", shown, what),
+			   "fair_half_life is an interval from 1 minute to "
+			   CppAsString2(QS_MAX_HALF_LIFE_DAYS) " days, or null for none.");
+	if (PG_ARGISNULL(1) || strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "FAIR") != 0)
+		REFUSE(errmsg("fair_half_life %s of %s: the queue's borrow_order is not FAIR", shown, what),
+			   "A half-life weighs the FAIR borrow order by what each share borrowed lately; "
+			   "set borrow_order = 'FAIR' with it.");
+	PG_RETURN_BOOL(true);
 }
 
 /*

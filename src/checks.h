@@ -13,6 +13,7 @@
 
 /* the longest timeout, runnable_timeout, lease or min_runtime */
 #define QS_MAX_INTERVAL_DAYS 365
+#define QS_MAX_HALF_LIFE_DAYS 365	/* fair_half_life (scheduling.md 3.12) */
 /* the largest weight of a share */
 #define QS_MAX_WEIGHT 10000
 

@@ -822,35 +822,47 @@ QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now)
 }
 
 static QsQuery MisconfiguredQuery = {
-	"WITH l AS (SELECT * FROM unnest($2, $3, $4, $5, $6)"
-	"             AS l(quota_share, capacity_unit, env_max, quota_max, agent_max)),"
+	"WITH l AS (SELECT * FROM unnest($2, $3, $4, $5, $6, $7)"
+	"             AS l(quota_share, capacity_unit, env_max, quota_max, agent_max, budget_reason)),"
 	" changes AS ("
 	"   SELECT c.* FROM l CROSS JOIN LATERAL ("
 	"     SELECT j.id, CASE WHEN j.instance_count > l.env_max"
 	"         THEN 'MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE'"
 	"         WHEN j.instance_count > l.quota_max"
 	"         THEN 'MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED'"
+	"         WHEN l.budget_reason IS NOT NULL THEN l.budget_reason"
 	"         ELSE 'NO_AGENT_FITS' END AS reason,"
 	"       j.status_reason AS old_reason"
 	"       FROM quota_sched.job j"
 	"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
-	"        AND j.instance_count > least(l.env_max, l.quota_max, l.agent_max)"
+	"        AND j.instance_count > least(l.env_max, l.quota_max, l.agent_max,"
+	"                                     CASE WHEN l.budget_reason IS NOT NULL THEN 0 END)"
 	"     OFFSET 0) c"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
 	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"      AND j.status_reason LIKE 'MISCONFIGURATION:%'"
+	"      AND l.budget_reason IS NULL"
 	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max)"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
 	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"      AND j.status_reason = 'NO_AGENT_FITS'"
+	"      AND l.budget_reason IS NULL"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max)"
+	"   UNION ALL"
+	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
+	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
+	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
+	"      AND j.status_reason LIKE 'BUDGET_EXHAUSTED%'"
+	"      AND l.budget_reason IS NULL"
 	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max))"
 	" SELECT id, reason FROM changes WHERE reason IS DISTINCT FROM old_reason",
-	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID},
+	7, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+		TEXTARRAYOID},
 	SPI_OK_SELECT
 };
 
@@ -867,12 +879,13 @@ static QsQuery SetMisconfiguredQuery = {
 
 /*
  * QsWriteMisconfiguration sets and clears the MISCONFIGURATION reasons of
- * RUNNABLE jobs (scheduling.md 3.7), and NO_AGENT_FITS (3.10, where no
- * misconfiguration is), given each (share, unit)'s limits.  It reads
- * only jobs above a limit of their share and unit (an index range per pair)
- * and jobs that have such a reason now (partial indexes), so its cost
- * follows the number of misconfigured jobs, not the backlog; it writes only
- * the reasons that change.
+ * RUNNABLE jobs (scheduling.md 3.7), BUDGET_EXHAUSTED (3.11) and
+ * NO_AGENT_FITS (3.10), each where none before it in that order is, given
+ * each (share, unit)'s limits and budget reason.  It reads only jobs above
+ * a limit of their share and unit (an index range per pair; every job of a
+ * pair whose budget is spent) and jobs that have such a reason now
+ * (partial indexes), so its cost follows the number of jobs that cannot
+ * run, not the backlog; it writes only the reasons that change.
  */
 void
 QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlimits,
@@ -883,9 +896,10 @@ QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlim
 				env_max,
 				quota_max,
 				agent_max,
+				budget,
 				ids,
 				reasons;
-	Datum		args[6];
+	Datum		args[7];
 	uint64		n;
 
 	QsArrayInit(&shares, TEXTOID, nlimits);
@@ -893,6 +907,7 @@ QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlim
 	QsArrayInit(&env_max, INT8OID, nlimits);
 	QsArrayInit(&quota_max, INT8OID, nlimits);
 	QsArrayInit(&agent_max, INT8OID, nlimits);
+	QsArrayInit(&budget, TEXTOID, nlimits);
 	for (int i = 0; i < nlimits; i++)
 	{
 		QsArrayPush(&shares, CStringGetTextDatum(limits[i].quota_share), false);
@@ -900,6 +915,9 @@ QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlim
 		QsArrayPush(&env_max, Int64GetDatum(limits[i].env_max), false);
 		QsArrayPush(&quota_max, Int64GetDatum(limits[i].quota_max), false);
 		QsArrayPush(&agent_max, Int64GetDatum(limits[i].agent_max), false);
+		QsArrayPush(&budget, limits[i].budget_reason ?
+					CStringGetTextDatum(limits[i].budget_reason) : (Datum) 0,
+					limits[i].budget_reason == NULL);
 	}
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = QsArrayDatum(&shares);
@@ -907,6 +925,7 @@ QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlim
 	args[3] = QsArrayDatum(&env_max);
 	args[4] = QsArrayDatum(&quota_max);
 	args[5] = QsArrayDatum(&agent_max);
+	args[6] = QsArrayDatum(&budget);
 	if ((n = QsQueryRun(&MisconfiguredQuery, args, NULL, false, 0)) == 0)
 		return;
 

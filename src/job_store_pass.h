@@ -74,6 +74,7 @@ typedef struct QsMisfitLimit
 	int64		env_max;
 	int64		quota_max;
 	int64		agent_max;
+	const char *budget_reason;	/* BUDGET_EXHAUSTED ...; NULL: within budget */
 } QsMisfitLimit;
 
 extern void QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits,

@@ -32,8 +32,25 @@
 #include "quota_sched.h"
 
 /*
- * ApplyMisconfiguration writes the MISCONFIGURATION reasons (scheduling.md 3.7)
- * and NO_AGENT_FITS (3.10) of
+ * BudgetReason is the status_reason of the RUNNABLE jobs of a share and
+ * unit whose budget is spent (scheduling.md 3.11), or NULL.
+ */
+static const char *
+BudgetReason(const QsQueueState *qs, int share, int unit)
+{
+	const QsShare *sh = &qs->in.shares[share];
+
+	if (!QsOverBudget(sh, unit))
+		return NULL;
+	return psprintf("BUDGET_EXHAUSTED: its %lld instance-hours of %s per %s are spent until %s",
+					(long long) sh->budget[unit], qs->in.units[unit].name,
+					QsPeriodName(qs->periods[share]),
+					timestamptz_to_str(QsPeriodEnd(qs->in.now, qs->periods[share])));
+}
+
+/*
+ * ApplyMisconfiguration writes the MISCONFIGURATION reasons (scheduling.md 3.7),
+ * BUDGET_EXHAUSTED (3.11) and NO_AGENT_FITS (3.10) of
  * the jobs of every share and unit that has RUNNABLE jobs, from the limits
  * the policy computed.
  */
@@ -55,6 +72,7 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 			limits[n].env_max = l->env_max;
 			limits[n].quota_max = l->quota_max;
 			limits[n].agent_max = l->agent_max;
+			limits[n].budget_reason = BudgetReason(qs, s, u);
 			n++;
 		}
 	QsWriteMisconfiguration(qs->queue, limits, n, now);

@@ -146,7 +146,8 @@ static QsQuery QueueQuery = {
 static QsQuery SharesQuery = {
 	"SELECT name, strategy, borrow_limit, in_share_preemption,"
 	"       state = 'ENABLED', capacity_limits, lend_limit,"
-	"       queueing = 'STRICT', min_runtime, weight"
+	"       queueing = 'STRICT', min_runtime, weight,"
+	"       CASE WHEN budget <> '{}' THEN budget END, budget_period"
 	"  FROM quota_sched.quota_share WHERE job_queue = $1"
 	" ORDER BY name COLLATE \"C\"",
 	1, {TEXTOID}, SPI_OK_SELECT
@@ -236,7 +237,8 @@ LoadAgentBounds(QsQueueState *qs)
 
 /*
  * LoadShares reads the queue's shares, in the C order of their names, and
- * returns their capacity maps.  Units are the environment's, the shares',
+ * returns their capacity maps; their budgets (scheduling.md 3.11) go to
+ * qs->budget_maps (NULL: none) and their periods to qs->periods.  Units are the environment's, the shares',
  * and (added later) those of RUNNABLE and held jobs, so that a job of a
  * unit the environment lost is still seen (E(u) = 0).
  */
@@ -248,12 +250,16 @@ LoadShares(QsQueueState *qs)
 	QsShare    *shares = palloc0(sizeof(QsShare) * (n + 1));
 	Jsonb	  **maps = palloc0(sizeof(Jsonb *) * (n + 1));
 
+	qs->budget_maps = palloc0(sizeof(Jsonb *) * (n + 1));
+	qs->periods = palloc0(sizeof(QsPeriod) * (n + 1));
+
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		Datum		min_runtime;
+		Datum		budget;
 
 		shares[i].name = pstrdup(SPI_getvalue(tup, desc, 1));
 		shares[i].strategy = StrategyFromName(SPI_getvalue(tup, desc, 2));
@@ -267,6 +273,14 @@ LoadShares(QsQueueState *qs)
 		min_runtime = SPI_getbinval(tup, desc, 9, &isnull);
 		shares[i].min_runtime = isnull ? 0 : QsIntervalUsecs(DatumGetIntervalP(min_runtime));
 		shares[i].weight = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
+		budget = SPI_getbinval(tup, desc, 11, &isnull);
+		if (!isnull)
+		{
+			qs->budget_maps[i] = DatumGetJsonbPCopy(budget);
+			qs->any_budget = true;
+		}
+		if (!QsPeriodFromName(SPI_getvalue(tup, desc, 12), &qs->periods[i]))
+			qs->periods[i] = QS_PERIOD_MONTH;	/* its CHECK allows no other */
 	}
 	qs->in.nshares = n;
 	qs->in.shares = shares;
@@ -688,6 +702,9 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 			continue;
 		}
 		at = s * qs->in.nunits + QsUnitIndex(qs, usage.rows[i].capacity_unit);
+		if (qs->in.shares[s].spent != NULL)
+			((double *) qs->in.shares[s].spent)[at % qs->in.nunits] =
+				usage.rows[i].spent[qs->periods[s]];
 		held[at] = usage.rows[i].instances;
 		stopping[at] = usage.rows[i].stopping_instances;
 		qs->held[at].has_jobs = usage.rows[i].jobs > 0;
@@ -760,6 +777,31 @@ ReadRunnableHeads(QsQueueState *qs)
 }
 
 /*
+ * SetUpBudget sets a share's budget of every unit (-1: none) from its
+ * budget map, now that every unit is known, and what it spent this period
+ * starts at 0 (SetUpCounters adds the counters').
+ */
+static void
+SetUpBudget(QsQueueState *qs, int s)
+{
+	QsShare    *share = (QsShare *) &qs->in.shares[s];
+	Jsonb	   *map = qs->budget_maps[s];
+	int64	   *budget;
+
+	if (map == NULL)
+		return;
+	budget = palloc(sizeof(int64) * qs->in.nunits);
+	for (int u = 0; u < qs->in.nunits; u++)
+	{
+		const char *unit = qs->in.units[u].name;
+
+		budget[u] = QsJsonbField(&map->root, unit) ? CapacityOf(map, unit) : -1;
+	}
+	share->budget = budget;
+	share->spent = palloc0(sizeof(double) * qs->in.nunits);
+}
+
+/*
  * SetUpReaders sets the capacities of the shares, now that every unit is
  * known, and a RUNNABLE reader per share and unit, marking those that have
  * jobs.
@@ -774,6 +816,7 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 		for (int u = 0; u < qs->in.nunits; u++)
 			caps[u] = CapacityOf(share_maps[s], qs->in.units[u].name);
 		((QsShare *) qs->in.shares)[s].capacity = caps;
+		SetUpBudget(qs, s);
 	}
 	qs->runnable = palloc0(sizeof(QsJobReader) * (qs->in.nshares * qs->in.nunits + 1));
 	for (int i = 0; i + 1 < list_length(pairs); i += 2)
@@ -830,7 +873,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	pairs = QsReadRunnablePairs(qs->queue);
 	for (int i = 1; i < list_length(pairs); i += 2)
 		AddUnit(qs, list_nth(pairs, i));
-	usage = QsReadUsage(qs->queue);
+	usage = QsReadUsage(qs->queue, qs->any_budget, now);
 	for (int i = 0; i < usage.n; i++)
 		AddUnit(qs, usage.rows[i].capacity_unit);
 	FindOrphans(qs, pairs, usage, !lock_rows);

@@ -14,6 +14,7 @@
 #include "utils/jsonb.h"
 #include "utils/snapshot.h"
 
+#include "over_time.h"
 #include "policy.h"
 
 /*
@@ -63,6 +64,9 @@ typedef struct QsQueueState
 	int			passed_over_passes;	/* queue_status.passed_over_passes */
 	List	   *orphans;		/* names of the shares, not in the queue, that
 								 * its live jobs name (FindOrphans) */
+	Jsonb	  **budget_maps;	/* [share]: its budget; NULL: none */
+	QsPeriod   *periods;		/* [share]: its budget_period */
+	bool		any_budget;		/* a share has a budget */
 } QsQueueState;
 
 extern bool QsLoadQueueState(QsQueueState *state, const char *queue, TimestampTz now,

@@ -41,6 +41,7 @@
 
 #include "identity.h"
 #include "job_columns.h"
+#include "over_time.h"
 #include "policy.h"
 #include "query.h"
 #include "usage.h"
@@ -226,15 +227,22 @@ qs_job_usage(PG_FUNCTION_ARGS)
  */
 static QsQuery AddQuery = {
 	"INSERT INTO quota_sched.held_capacity AS h"
-	" SELECT q, s, u, $7, i, st, j"
+	" SELECT q, s, u, $7, i, st, j, $8, 0, 0, 0"
 	"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
 	"        AS t(q, s, u, i, st, j)"
 	" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
 	"   SET instances = h.instances + excluded.instances,"
 	"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
-	"       jobs = h.jobs + excluded.jobs",
-	7, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-		INT2OID},
+	"       jobs = h.jobs + excluded.jobs,"
+	"       changed_at = greatest(h.changed_at, excluded.changed_at),"
+	"       spent_day = quota_sched.spent_after(h.spent_day, h.changed_at, h.instances,"
+	"                     excluded.instances, excluded.changed_at, 'DAY'),"
+	"       spent_week = quota_sched.spent_after(h.spent_week, h.changed_at, h.instances,"
+	"                     excluded.instances, excluded.changed_at, 'WEEK'),"
+	"       spent_month = quota_sched.spent_after(h.spent_month, h.changed_at, h.instances,"
+	"                     excluded.instances, excluded.changed_at, 'MONTH')",
+	8, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+		INT2OID, TIMESTAMPTZOID},
 	SPI_OK_INSERT
 };
 
@@ -274,7 +282,7 @@ WriteTally(int level)
 {
 	QsArray		cols[6];
 	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID, INT8OID};
-	Datum		args[7];
+	Datum		args[8];
 	const UsageCell *last = NULL;
 
 	for (int c = 0; c < 6; c++)
@@ -309,6 +317,7 @@ WriteTally(int level)
 	for (int c = 0; c < 6; c++)
 		args[c] = QsArrayDatum(&cols[c]);
 	args[6] = Int16GetDatum(QsWrite.pass ? 0 : 1 + MyProc->pgprocno % (QS_USAGE_STRIPES - 1));
+	args[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	QsQueryRun(&AddQuery, args, NULL, false, 0);
 }
 
@@ -355,26 +364,40 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-static QsQuery ReadQuery = {
-	"SELECT quota_share, capacity_unit, sum(instances)::int8, sum(stopping_instances)::int8,"
-	"       sum(jobs)::int8"
-	"  FROM quota_sched.held_capacity WHERE job_queue = $1"
-	" GROUP BY quota_share, capacity_unit",
-	1, {TEXTOID}, SPI_OK_SELECT
+static QsQuery ReadQuery[2] = {
+	{
+		"SELECT quota_share, capacity_unit, sum(instances)::int8,"
+		"       sum(stopping_instances)::int8, sum(jobs)::int8"
+		"  FROM quota_sched.held_capacity WHERE job_queue = $1"
+		" GROUP BY quota_share, capacity_unit",
+		1, {TEXTOID}, SPI_OK_SELECT
+	},
+	{
+		"SELECT quota_share, capacity_unit, sum(instances)::int8,"
+		"       sum(stopping_instances)::int8, sum(jobs)::int8,"
+		"       sum(quota_sched.spent_at(spent_day, changed_at, instances, $2, 'DAY')),"
+		"       sum(quota_sched.spent_at(spent_week, changed_at, instances, $2, 'WEEK')),"
+		"       sum(quota_sched.spent_at(spent_month, changed_at, instances, $2, 'MONTH'))"
+		"  FROM quota_sched.held_capacity WHERE job_queue = $1"
+		" GROUP BY quota_share, capacity_unit",
+		2, {TEXTOID, TIMESTAMPTZOID}, SPI_OK_SELECT
+	},
 };
 
 /*
- * QsReadUsage reads the counters of a queue, in the caller's memory.  The
- * caller is connected to SPI and runs as the owner.
+ * QsReadUsage reads the counters of a queue, in the caller's memory, and,
+ * with spent, what each share and unit held in the current day, week and
+ * month at time now.  The caller is connected to SPI and runs as the
+ * owner.
  */
 QsUsageRows
-QsReadUsage(const char *queue)
+QsReadUsage(const char *queue, bool spent, TimestampTz now)
 {
 	MemoryContext outer = CurrentMemoryContext;
-	Datum		arg = CStringGetTextDatum(queue);
+	Datum		args[2] = {CStringGetTextDatum(queue), TimestampTzGetDatum(now)};
 	QsUsageRows result;
 
-	result.n = QsQueryRun(&ReadQuery, &arg, NULL, false, 0);
+	result.n = QsQueryRun(&ReadQuery[spent], args, NULL, false, 0);
 	result.rows = palloc0(sizeof(QsUsageRow) * (result.n + 1));
 	for (int i = 0; i < result.n; i++)
 	{
@@ -390,6 +413,8 @@ QsReadUsage(const char *queue)
 		row->instances = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		row->stopping_instances = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 		row->jobs = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		for (int p = 0; spent && p < QS_NPERIODS; p++)
+			row->spent[p] = DatumGetFloat8(SPI_getbinval(tup, desc, 6 + p, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return result;

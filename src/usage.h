@@ -9,6 +9,9 @@
 #define QS_USAGE_H
 
 #include "access/xact.h"
+#include "datatype/timestamp.h"
+
+#include "over_time.h"
 
 /* The counters of one share and unit. */
 typedef struct QsUsageRow
@@ -18,6 +21,8 @@ typedef struct QsUsageRow
 	int64		instances;		/* held by SCHEDULED, STARTING, RUNNING jobs */
 	int64		stopping_instances; /* of those, of jobs whose stop is pending */
 	int64		jobs;			/* jobs holding them */
+	double		spent[QS_NPERIODS];	/* instance-seconds held this day, week,
+									 * month (QsPeriod order), when read */
 } QsUsageRow;
 
 typedef struct QsUsageRows
@@ -26,7 +31,7 @@ typedef struct QsUsageRows
 	QsUsageRow *rows;
 } QsUsageRows;
 
-extern QsUsageRows QsReadUsage(const char *queue);
+extern QsUsageRows QsReadUsage(const char *queue, bool spent, TimestampTz now);
 extern void QsUsageReset(void);
 extern void QsUsageSubXactAbort(void);
 extern void QsUsageXactEvent(XactEvent event);

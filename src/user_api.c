@@ -472,15 +472,20 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 		case QS_HOLD_BUDGET_EXHAUSTED:
 			{
 				const QsShare *share = &qs->in.shares[job->share];
+				const char *ends = timestamptz_to_str(QsPeriodEnd(qs->in.now,
+																  qs->periods[job->share]));
 
 				ej->blocked_by = "BUDGET_EXHAUSTED";
-				appendStringInfo(&ej->keys, ", \"budget_hours\": %lld, \"spent_hours\": %.3f",
-								 (long long) share->budget[job->unit],
-								 (share->spent ? share->spent[job->unit] : 0) / 3600);
+				appendStringInfo(&ej->keys, ", \"budget_hours\": %lld, \"spent_hours\": %.3f,"
+								 " \"budget_period\": \"%s\", \"period_end\": ",
+								 (long long) share->budget[job->unit], share->spent[job->unit] / 3600,
+								 QsPeriodName(qs->periods[job->share]));
+				escape_json(&ej->keys, ends);
 				appendStringInfo(&ej->detail, "Share \"%s\" has spent its budget of %lld "
-								 "instance-hours of %s this period: it is not dispatched until "
-								 "the next period.", share->name,
-								 (long long) share->budget[job->unit], ej->row.capacity_unit);
+								 "instance-hours of %s this period (%s): it is not dispatched until "
+								 "the period ends at %s.", share->name,
+								 (long long) share->budget[job->unit], ej->row.capacity_unit,
+								 QsPeriodName(qs->periods[job->share]), ends);
 				return true;
 			}
 		case QS_HOLD_NO_AGENT_FITS:

@@ -60,6 +60,8 @@ BEGIN ATOMIC
 		('quota_sched_share_idle_instances', 'gauge', 'Own capacity the share does not use (lent or unused).'),
 		('quota_sched_share_lendable_instances', 'gauge', 'Own capacity the share may lend.'),
 		('quota_sched_share_runnable_jobs', 'gauge', 'Jobs of the share waiting for capacity (RUNNABLE).'),
+		('quota_sched_share_budget_instance_hours', 'gauge', 'The share''s budget of the unit for its budget_period.'),
+		('quota_sched_share_budget_spent_instance_hours', 'gauge', 'Instance-hours the share''s jobs held in the current budget period.'),
 		('quota_sched_environment_capacity_instances', 'gauge', 'The capacity of the service environment.'),
 		('quota_sched_dispatches_total', 'counter', 'Jobs dispatched (RUNNABLE to SCHEDULED).'),
 		('quota_sched_jobs_succeeded_total', 'counter', 'Jobs that ended SUCCEEDED.'),
@@ -88,6 +90,9 @@ BEGIN ATOMIC
 	shares AS (SELECT u.*, quota_sched.metric_labels('job_queue', u.job_queue, 'quota_share', u.quota_share,
 													 'capacity_unit', u.capacity_unit) AS labels
 				 FROM quota_sched.share_usage u),
+	budgets AS (SELECT b.*, quota_sched.metric_labels('job_queue', b.job_queue, 'quota_share', b.quota_share,
+													  'capacity_unit', b.capacity_unit) AS labels
+				  FROM quota_sched.share_budget b),
 	counts AS (
 		SELECT t.job_queue, t.quota_share, t.capacity_unit, t.counter, sum(t.value) AS value
 		  FROM (SELECT u.job_queue, u.quota_share, u.capacity_unit, u.counter, u.value
@@ -117,6 +122,11 @@ BEGIN ATOMIC
 		UNION ALL SELECT 'quota_sched_share_idle_instances', s.labels, s.idle::text FROM shares s
 		UNION ALL SELECT 'quota_sched_share_lendable_instances', s.labels, s.lendable::text FROM shares s
 		UNION ALL SELECT 'quota_sched_share_runnable_jobs', s.labels, s.runnable_jobs::text FROM shares s
+		UNION ALL
+		SELECT 'quota_sched_share_budget_instance_hours', b.labels, b.budget_hours::text FROM budgets b
+		UNION ALL
+		SELECT 'quota_sched_share_budget_spent_instance_hours', b.labels, round(b.spent_hours::numeric, 6)::text
+		  FROM budgets b
 		UNION ALL
 		SELECT 'quota_sched_environment_capacity_instances',
 			   quota_sched.metric_labels('service_environment', e.name, 'capacity_unit', k.key),

@@ -58,6 +58,33 @@ SELECT u.job_queue, u.quota_share, u.capacity_unit,
 REVOKE ALL ON quota_sched.share_usage FROM PUBLIC;
 GRANT SELECT ON quota_sched.share_usage TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 
+/*
+ * share_budget: per share and unit of its budget (scheduling.md 3.11), the
+ * budget, what the share spent in the current period (from the counters of
+ * held capacity, up to now: the rule of the pass), the period, and whether
+ * the budget is spent.  Read as its owner, by every role, as share_usage.
+ */
+CREATE OR REPLACE VIEW quota_sched.share_budget AS
+SELECT s.job_queue, s.name AS quota_share, b.capacity_unit, b.budget_hours,
+	   coalesce(x.spent, 0) / 3600 AS spent_hours,
+	   quota_sched.period_start(now(), s.budget_period) AS period_start,
+	   quota_sched.period_end(now(), s.budget_period) AS period_end,
+	   coalesce(x.spent, 0) >= b.budget_hours * 3600.0 AS exhausted
+  FROM quota_sched.quota_share s
+ CROSS JOIN LATERAL (SELECT k.key AS capacity_unit, (s.budget ->> k.key)::numeric::bigint AS budget_hours
+					   FROM jsonb_object_keys(s.budget) AS k(key)) b
+  LEFT JOIN LATERAL (
+	SELECT sum(quota_sched.spent_at(CASE s.budget_period WHEN 'DAY' THEN h.spent_day
+															WHEN 'WEEK' THEN h.spent_week
+															ELSE h.spent_month END,
+									h.changed_at, h.instances, now(), s.budget_period)) AS spent
+	  FROM quota_sched.held_capacity h
+	 WHERE h.job_queue = s.job_queue AND h.quota_share = s.name
+	   AND h.capacity_unit = b.capacity_unit) x ON true;
+
+REVOKE ALL ON quota_sched.share_budget FROM PUBLIC;
+GRANT SELECT ON quota_sched.share_budget TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
 /* ---------------------------------------------------------------------
  * The capacity plan: per queue and unit, what the environment has and what
  * its shares are promised.  A share may name a unit the environment lacks,

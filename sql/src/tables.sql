@@ -35,7 +35,10 @@ CREATE TABLE quota_sched.job_queue (
 	borrow_order	text NOT NULL DEFAULT 'FIFO'
 		CHECK (quota_sched.check_choice(borrow_order, 'borrow_order', 'job queue ' || name)),
 	claim_timeout	interval DEFAULT '5 minutes'
-		CHECK (quota_sched.check_claim_timeout(claim_timeout, 'job queue ' || name))
+		CHECK (quota_sched.check_claim_timeout(claim_timeout, 'job queue ' || name)),
+	fair_half_life	interval,
+	CONSTRAINT job_queue_fair_half_life_check
+		CHECK (quota_sched.check_fair_half_life(fair_half_life, borrow_order, 'job queue ' || name))
 );
 
 /*
@@ -58,6 +61,8 @@ CREATE TABLE quota_sched.quota_share (
 	queueing		text NOT NULL DEFAULT 'BEST_EFFORT',
 	min_runtime		interval,
 	weight			integer NOT NULL DEFAULT 1,
+	budget			jsonb NOT NULL DEFAULT '{}',
+	budget_period	text NOT NULL DEFAULT 'MONTH',
 	PRIMARY KEY (job_queue, name),
 	CONSTRAINT quota_share_check
 		CHECK (quota_sched.check_capacity_map(capacity_limits, 'quota share ' || name)),
@@ -70,7 +75,11 @@ CREATE TABLE quota_sched.quota_share (
 		CHECK (quota_sched.check_min_runtime(min_runtime, 'quota share ' || name)),
 	CONSTRAINT quota_share_check5 CHECK (quota_sched.check_weight(weight, 'quota share ' || name)),
 	CONSTRAINT quota_share_check6
-		CHECK (quota_sched.check_lend_limit(strategy, lend_limit, 'quota share ' || name))
+		CHECK (quota_sched.check_lend_limit(strategy, lend_limit, 'quota share ' || name)),
+	CONSTRAINT quota_share_budget_check
+		CHECK (quota_sched.check_capacity_map(budget, 'the budget of quota share ' || name)),
+	CONSTRAINT quota_share_budget_period_check
+		CHECK (quota_sched.check_choice(budget_period, 'budget_period', 'quota share ' || name))
 );
 
 /* ---------------------------------------------------------------------
@@ -147,6 +156,9 @@ CREATE INDEX job_misconfigured ON quota_sched.job (job_queue, status_reason_at)
 /* Jobs larger than every live agent (3.10), for clearing their reason. */
 CREATE INDEX job_no_agent_fits ON quota_sched.job (job_queue, quota_share, capacity_unit)
 	WHERE state = 'RUNNABLE' AND status_reason = 'NO_AGENT_FITS';
+/* RUNNABLE jobs of a share whose budget of the unit is spent (3.11) */
+CREATE INDEX job_budget_exhausted ON quota_sched.job (job_queue, quota_share, capacity_unit)
+	WHERE state = 'RUNNABLE' AND status_reason LIKE 'BUDGET_EXHAUSTED%';
 /* Unclaimed jobs, oldest first (claim). */
 CREATE INDEX job_claimable ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NULL;
@@ -193,6 +205,15 @@ CREATE INDEX job_ended ON quota_sched.job (status_reason_at)
  * ever updated in place (no index column changes, room left on each page),
  * so they leave no dead index entries behind however fast jobs churn.
  * Nobody else writes them.
+ *
+ * Each stripe also keeps what its instances were held for (spent(S,u) of
+ * scheduling.md 3.11, in instance-seconds): changed_at is the time of its
+ * last change (the transaction's start, as job_event.at), and spent_day,
+ * spent_week and spent_month what it held from the start of the calendar
+ * day, week and month (UTC) of changed_at up to changed_at; it has held
+ * `instances` since.  So spent is known at any time in closed form
+ * (quota_sched.spent_at) for every budget_period, and changing a share's
+ * budget or period needs no history.
  * ------------------------------------------------------------------- */
 
 CREATE TABLE quota_sched.held_capacity (
@@ -203,6 +224,10 @@ CREATE TABLE quota_sched.held_capacity (
 	instances		bigint NOT NULL,
 	stopping_instances bigint NOT NULL,
 	jobs			bigint NOT NULL,
+	changed_at		timestamptz NOT NULL,
+	spent_day		double precision NOT NULL,
+	spent_week		double precision NOT NULL,
+	spent_month		double precision NOT NULL,
 	PRIMARY KEY (job_queue, quota_share, capacity_unit, stripe)
 ) WITH (fillfactor = 50);
 

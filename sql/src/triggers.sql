@@ -58,6 +58,43 @@ AS 'MODULE_PATHNAME', 'qs_job_usage_flush'
 LANGUAGE C;
 
 /*
+ * What a stripe of the counters held in the current day, week or month
+ * (held_capacity, tables.sql): spent_after gives it after a change (the
+ * flush writes it), spent_at at a time (the pass and share_budget read it).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.spent_after(spent double precision,
+	changed_at timestamptz, instances bigint, delta bigint, at timestamptz, period text)
+RETURNS double precision
+AS 'MODULE_PATHNAME', 'qs_spent_after'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.spent_at(spent double precision,
+	changed_at timestamptz, instances bigint, at timestamptz, period text)
+RETURNS double precision
+AS 'MODULE_PATHNAME', 'qs_spent_at'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+/* the calendar period (UTC) of a budget_period that holds a time, and its end */
+CREATE OR REPLACE FUNCTION quota_sched.period_start(at timestamptz, period text)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'qs_period_start'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.period_end(at timestamptz, period text)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'qs_period_end'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION
+	quota_sched.period_start(timestamptz, text), quota_sched.period_end(timestamptz, text),
+	quota_sched.spent_after(double precision, timestamptz, bigint, bigint, timestamptz, text),
+	quota_sched.spent_at(double precision, timestamptz, bigint, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	quota_sched.period_start(timestamptz, text), quota_sched.period_end(timestamptz, text),
+	quota_sched.spent_at(double precision, timestamptz, bigint, timestamptz, text)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/*
  * Configuration changes invalidate the backends' cached configuration (and
  * take effect at the next pass).
  */

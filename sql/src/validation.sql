@@ -65,6 +65,13 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'qs_check_weight'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+/* a queue's fair_half_life, with its borrow_order: not STRICT (null is none) */
+CREATE OR REPLACE FUNCTION quota_sched.check_fair_half_life(value interval, borrow_order text,
+	what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_fair_half_life'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
 REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_capacity_map(jsonb, text),
 	quota_sched.check_state(text, text),
@@ -74,7 +81,8 @@ REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_choice(text, text, text),
 	quota_sched.check_lend_limit(text, integer, text),
 	quota_sched.check_min_runtime(interval, text),
-	quota_sched.check_weight(integer, text) FROM PUBLIC;
+	quota_sched.check_weight(integer, text),
+	quota_sched.check_fair_half_life(interval, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_capacity_map(jsonb, text),
 	quota_sched.check_state(text, text),
@@ -84,7 +92,8 @@ GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_choice(text, text, text),
 	quota_sched.check_lend_limit(text, integer, text),
 	quota_sched.check_min_runtime(interval, text),
-	quota_sched.check_weight(integer, text) TO quota_sched_admin;
+	quota_sched.check_weight(integer, text),
+	quota_sched.check_fair_half_life(interval, text, text) TO quota_sched_admin;
 
 /*
  * in_transaction_block: whether the statement runs inside a transaction

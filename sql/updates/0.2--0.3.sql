@@ -22,6 +22,13 @@
  * than a minute (preempted_early; rows rolled up before keep their
  * counts, both 0: the history they came from may be pruned), and so do the
  * functions that compute it and utilization(), which go first.
+ *
+ * Budgets and fair share with memory (scheduling.md 3.11, 3.12): a share's
+ * budget and budget_period, a queue's fair_half_life, and what each stripe
+ * of the counters of held capacity held this day, week and month
+ * (held_capacity, tables.sql), filled from the history by 0.2's
+ * utilization(); until an admin sets a budget or a half-life, nothing
+ * schedules differently.
  */
 
 /* the CHECK of claim_timeout needs it before the function sources run */
@@ -29,6 +36,11 @@ CREATE OR REPLACE FUNCTION quota_sched.check_claim_timeout(value interval, what 
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'qs_check_claim_timeout'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION quota_sched.check_fair_half_life(value interval, borrow_order text,
+	what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_fair_half_life'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 ALTER TABLE quota_sched.job_queue ADD COLUMN claim_timeout interval DEFAULT '5 minutes'
 	CHECK (quota_sched.check_claim_timeout(claim_timeout, 'job queue ' || name));
@@ -110,6 +122,62 @@ DROP FUNCTION quota_sched.queue_snapshot(text, integer);
 GRANT UPDATE (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload,
 	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses)
 	ON quota_sched.job TO quota_sched_admin, quota_sched_user;
+
+ALTER TABLE quota_sched.job_queue ADD COLUMN fair_half_life interval,
+	ADD CONSTRAINT job_queue_fair_half_life_check
+		CHECK (quota_sched.check_fair_half_life(fair_half_life, borrow_order, 'job queue ' || name));
+ALTER TABLE quota_sched.quota_share ADD COLUMN budget jsonb NOT NULL DEFAULT '{}',
+	ADD COLUMN budget_period text NOT NULL DEFAULT 'MONTH',
+	ADD CONSTRAINT quota_share_budget_check
+		CHECK (quota_sched.check_capacity_map(budget, 'the budget of quota share ' || name)),
+	ADD CONSTRAINT quota_share_budget_period_check
+		CHECK (quota_sched.check_choice(budget_period, 'budget_period', 'quota share ' || name));
+
+CREATE INDEX job_budget_exhausted ON quota_sched.job (job_queue, quota_share, capacity_unit)
+	WHERE state = 'RUNNABLE' AND status_reason LIKE 'BUDGET_EXHAUSTED%';
+
+ALTER TABLE quota_sched.held_capacity ADD COLUMN changed_at timestamptz NOT NULL DEFAULT now(),
+	ADD COLUMN spent_day double precision NOT NULL DEFAULT 0,
+	ADD COLUMN spent_week double precision NOT NULL DEFAULT 0,
+	ADD COLUMN spent_month double precision NOT NULL DEFAULT 0;
+ALTER TABLE quota_sched.held_capacity ALTER COLUMN changed_at DROP DEFAULT,
+	ALTER COLUMN spent_day DROP DEFAULT, ALTER COLUMN spent_week DROP DEFAULT,
+	ALTER COLUMN spent_month DROP DEFAULT;
+/*
+ * Every stripe changed now, its spent figures 0; the first stripe of each
+ * share and unit (a new stripe 0 when it has none) then takes what the
+ * history says they held since the start of this day, week and month.
+ */
+WITH hist AS (
+	SELECT q.name AS job_queue, x.quota_share, x.capacity_unit,
+		   coalesce(sum(x.used) FILTER (WHERE x.period = 'day'), 0) AS d,
+		   coalesce(sum(x.used) FILTER (WHERE x.period = 'week'), 0) AS w,
+		   coalesce(sum(x.used) FILTER (WHERE x.period = 'month'), 0) AS m
+	  FROM quota_sched.job_queue q
+	 CROSS JOIN (VALUES ('day'), ('week'), ('month')) AS p(period)
+	 CROSS JOIN LATERAL (
+		SELECT (date_trunc(p.period, now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AS since) AS s
+	 CROSS JOIN LATERAL (
+		SELECT p.period, u.quota_share, u.capacity_unit, u.used_instance_seconds AS used
+		  FROM quota_sched.utilization(q.name, s.since, now(),
+									   greatest(now() - s.since, interval '1 second')) u
+		 WHERE u.quota_share IS NOT NULL AND u.used_instance_seconds > 0
+		   AND now() > s.since) AS x
+	 GROUP BY q.name, x.quota_share, x.capacity_unit),
+first_stripe AS (
+	SELECT job_queue, quota_share, capacity_unit, min(stripe) AS stripe
+	  FROM quota_sched.held_capacity GROUP BY 1, 2, 3),
+filled AS (
+	UPDATE quota_sched.held_capacity h SET spent_day = hist.d, spent_week = hist.w, spent_month = hist.m
+	  FROM hist JOIN first_stripe f USING (job_queue, quota_share, capacity_unit)
+	 WHERE h.job_queue = hist.job_queue AND h.quota_share = hist.quota_share
+	   AND h.capacity_unit = hist.capacity_unit AND h.stripe = f.stripe)
+INSERT INTO quota_sched.held_capacity
+SELECT hist.job_queue, hist.quota_share, hist.capacity_unit, 0, 0, 0, 0, now(), hist.d, hist.w, hist.m
+  FROM hist
+ WHERE NOT EXISTS (SELECT FROM first_stripe f
+					WHERE (f.job_queue, f.quota_share, f.capacity_unit)
+						  = (hist.job_queue, hist.quota_share, hist.capacity_unit));
 
 ALTER TABLE quota_sched.usage_hourly ADD COLUMN terminated bigint NOT NULL DEFAULT 0,
 	ADD COLUMN preempted_early bigint NOT NULL DEFAULT 0;

@@ -20,6 +20,10 @@ typedef enum QsPeriod
 	QS_PERIOD_MONTH
 } QsPeriod;
 
+#define QS_NPERIODS 3
+
+extern bool QsPeriodFromName(const char *name, QsPeriod *period);
+extern const char *QsPeriodName(QsPeriod period);
 extern QsTime QsPeriodStart(QsTime t, QsPeriod period);
 extern QsTime QsPeriodEnd(QsTime t, QsPeriod period);
 extern double QsSpentAt(double spent, QsTime since, int64_t held, QsTime now, QsPeriod period);

@@ -194,15 +194,17 @@ BEGIN
 END
 $$;
 -- The counters of held capacity, as the job triggers would have kept them,
--- spread over two stripes: dr_c1's in stripe 3, the others' in stripe 0.
+-- spread over two stripes: dr_c1's in stripe 3, the others' in stripe 0,
+-- with what each held this day, week and month (scheduling.md 3.11).
 INSERT INTO quota_sched.held_capacity
 SELECT job_queue, quota_share, capacity_unit, 0, sum(instance_count),
-	   coalesce(sum(instance_count) FILTER (WHERE stop_reason IS NOT NULL), 0), count(*)
+	   coalesce(sum(instance_count) FILTER (WHERE stop_reason IS NOT NULL), 0), count(*),
+	   now() - interval '5 min', 600, 1200.5, 86400
   FROM quota_sched.job
  WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND name <> 'dr_c1'
  GROUP BY 1, 2, 3;
 INSERT INTO quota_sched.held_capacity
-SELECT job_queue, quota_share, capacity_unit, 3, instance_count, 0, 1
+SELECT job_queue, quota_share, capacity_unit, 3, instance_count, 0, 1, now() - interval '1 min', 60, 60, 60
   FROM quota_sched.job WHERE name = 'dr_c1';
 -- The passes of dr_queue passed over dr_a2, whose row a user held locked.
 INSERT INTO quota_sched.queue_status (job_queue, passed_over, passed_over_since, passed_over_passes)

@@ -199,9 +199,13 @@ sub table_rows
 	my %rows;
 	foreach my $t (sort keys %$columns)
 	{
+		# the update adds counters' rows holding nothing (stripe 0 of a
+		# share and unit that held capacity this month and had none)
+		my $where = $t eq 'held_capacity'
+		  ? 'WHERE (instances, stopping_instances, jobs) <> (0, 0, 0)' : '';
 		$rows{$t} = sql($db, qq{
 			SELECT coalesce(string_agg(to_jsonb(x)::text, E'\\n' ORDER BY to_jsonb(x)::text), '')
-			  FROM (SELECT $columns->{$t} FROM quota_sched.$t) x});
+			  FROM (SELECT $columns->{$t} FROM quota_sched.$t $where) x});
 	}
 	return \%rows;
 }
@@ -706,8 +710,10 @@ is(sql('old', qq{
 				(SELECT to_jsonb(e) FROM quota_sched.service_environment e WHERE e.name = c.name)
 			WHEN 'job_queue' THEN
 				-- the 0.1 to 0.2 step wrote the baseline; 0.3 then added claim_timeout
-				(SELECT to_jsonb(q) - 'claim_timeout' FROM quota_sched.job_queue q WHERE q.name = c.name)
-			ELSE (SELECT to_jsonb(s) FROM quota_sched.quota_share s
+				-- and fair_half_life, and the shares' budget and budget_period
+				(SELECT to_jsonb(q) - 'claim_timeout' - 'fair_half_life'
+				   FROM quota_sched.job_queue q WHERE q.name = c.name)
+			ELSE (SELECT to_jsonb(s) - 'budget' - 'budget_period' FROM quota_sched.quota_share s
 				   WHERE s.job_queue = c.job_queue AND s.name = c.name) END}),
 	'8', 'old, upgraded: each BASELINE row holds its whole row, at the upgrade\'s time, by its role');
 is(sql('old', 'SELECT count(DISTINCT at) FROM quota_sched.config_event'), '1',
@@ -717,7 +723,7 @@ as_role('old', 'regress_up_admin', q{
 	UPDATE quota_sched.quota_share SET weight = 2 WHERE job_queue = 'up_q2' AND name = 'solo'});
 is(as_role('old', 'regress_up_admin', q{
 	SELECT concat_ws(' ', object, job_queue, name, action, actor, old ->> 'weight', new ->> 'weight',
-					 old = (SELECT b.new FROM quota_sched.config_event b
+					 old - 'budget' - 'budget_period' = (SELECT b.new FROM quota_sched.config_event b
 							 WHERE b.action = 'BASELINE' AND b.name = 'solo'),
 					 at > (SELECT max(b.at) FROM quota_sched.config_event b
 						   WHERE b.action = 'BASELINE'))
@@ -1093,7 +1099,8 @@ sub without_03_columns
 {
 	my ($data) = @_;
 	my %added = map { $_ => 1 } qw(claim_timeout max_lease_losses lease_losses claim_requeues
-	  claim_backoff_until terminated preempted_early lent_until);
+	  claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
+	  changed_at spent_day spent_week spent_month);
 	my (@out, @keep);
 	my $in_copy = 0;
 	foreach my $line (split /\n/, $data, -1)
@@ -1236,5 +1243,31 @@ is(sql('two', q{SELECT string_agg(l, ', ' ORDER BY l)
 	  . 'quota_sched_jobs_terminated_total{job_queue="od_queue",quota_share="od",capacity_unit="gpu"} 1',
 	'two, updated: metrics() keeps the old failures and counts the new termination apart');
 
+# Budgets (scheduling.md 3.11): the update filled what each share held this
+# day, week and month from the history (utilization() of 0.2), so that a
+# budget set after the update counts the whole period; nothing else
+# changed: no share has a budget, no queue a half-life.
+is(sql('two', q{SELECT count(*) FROM quota_sched.quota_share WHERE budget <> '{}' OR budget_period <> 'MONTH'})
+	  . ' ' . sql('two', q{SELECT count(*) FROM quota_sched.job_queue WHERE fair_half_life IS NOT NULL}),
+	'0 0', 'two, updated: no budget, no half-life');
+sql('two', q{UPDATE quota_sched.quota_share SET budget = '{"gpu": 1000}', budget_period = p.period
+			   FROM (VALUES ('od', 'DAY'), ('ob', 'MONTH')) AS p(share, period)
+			  WHERE job_queue = 'od_queue' AND name = p.share});
+my $spent_vs_used = q{
+	SELECT string_agg(b.quota_share || ' ' || (abs(b.spent_hours * 3600 - coalesce(u.used, 0)) < 0.01), ', '
+					  ORDER BY b.quota_share)
+	  FROM quota_sched.share_budget b
+	  LEFT JOIN LATERAL (SELECT sum(x.used_instance_seconds) AS used
+						   FROM quota_sched.utilization(b.job_queue, b.period_start, now(),
+														now() - b.period_start) x
+						  WHERE x.quota_share = b.quota_share AND x.capacity_unit = b.capacity_unit) u ON true
+	 WHERE b.job_queue = 'od_queue'};
+is(sql('two', $spent_vs_used), 'ob true, od true',
+	'two, updated: what a budget counts as spent this period is what the history says was held');
+is(sql('two', qq{SELECT ((SELECT spent_hours FROM quota_sched.share_budget WHERE quota_share = 'ob'
+						   AND job_queue = 'od_queue') > 0)
+						= ('$old_hour'::timestamptz + interval '30 minutes'
+						   >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')}),
+	't', 'two, updated: ob\'s 10 minutes of 2 gpus count in its month when they were in it');
 $node->stop;
 done_testing();
