@@ -8,7 +8,7 @@ OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config
 	src/job_columns.o src/jsonb_util.o \
 	src/job_submit.o src/job_fit.o src/job_update_guard.o src/job_history.o \
 	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
-	src/usage.o src/over_time_sql.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/stats.o src/launcher.o src/worker.o $(CORE)
+	src/usage.o src/over_time_sql.o src/borrow_memory.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/stats.o src/launcher.o src/worker.o $(CORE)
 
 # The SQL of the current version has one home per object, in sql/src (by
 # area); the build makes of it the install script and the update from the

@@ -189,7 +189,10 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	('quota_sched.period_start(timestamp with time zone, text)', 'regress_bi_user',
 	 ARRAY['now()', $$'WEEK'$$], NULL, $${"period": [["lowercase", "'week'"]]}$$),
 	('quota_sched.period_end(timestamp with time zone, text)', 'regress_bi_user',
-	 ARRAY['now()', $$'DAY'$$], NULL, $${"period": [["lowercase", "'day'"]]}$$);
+	 ARRAY['now()', $$'DAY'$$], NULL, $${"period": [["lowercase", "'day'"]]}$$),
+	('quota_sched.recent_borrow_at(double precision, timestamp with time zone, bigint, timestamp with time zone, interval)',
+	 'regress_bi_user', ARRAY['7200', $$now() - interval '1 hour'$$, '2', 'now()', $$'6 hours'$$], NULL,
+	 $${"half_life": [["30 seconds", "'30 seconds'"], ["400 days", "'400 days'"]]}$$);
 
 -- Every callable function has a sample, and every sample a callable
 -- function, of as many arguments: none listed here.
@@ -506,6 +509,18 @@ INSERT INTO bi_justified VALUES
 	 NULL, 'NULL', 'STRICT arithmetic of share_budget: null in, null out'),
 	('quota_sched.period_start(timestamp with time zone, text)', NULL, 'NULL',
 	 'STRICT arithmetic of share_budget: null in, null out'),
+	('quota_sched.recent_borrow_at(double precision, timestamp with time zone, bigint, timestamp with time zone, interval)',
+	 NULL, 'NULL', 'STRICT arithmetic of share_usage: null in, null out'),
+	('quota_sched.recent_borrow_at(double precision, timestamp with time zone, bigint, timestamp with time zone, interval)',
+	 'recent', NULL, 'any figure: the passes keep it, this only carries it on in time'),
+	('quota_sched.recent_borrow_at(double precision, timestamp with time zone, bigint, timestamp with time zone, interval)',
+	 'borrowed', NULL, 'any count: the passes keep it, this only carries it on in time'),
+	('quota_sched.recent_borrow_at(double precision, timestamp with time zone, bigint, timestamp with time zone, interval)',
+	 'at', NULL, 'any finite time: the figure carried on from it (infinite ones are refused, 22008)'),
+	('quota_sched.recent_borrow_at(double precision, timestamp with time zone, bigint, timestamp with time zone, interval)',
+	 't', NULL, 'any finite time: the figure carried on to it (infinite ones are refused, 22008)'),
+	('quota_sched.recent_borrow_at(double precision, timestamp with time zone, bigint, timestamp with time zone, interval)',
+	 'half_life', NULL, 'a half-life of 1 minute to 365 days: valid'),
 	('quota_sched.period_end(timestamp with time zone, text)', NULL, 'NULL',
 	 'STRICT arithmetic of share_budget: null in, null out'),
 	('quota_sched.period_start(timestamp with time zone, text)', 'at', NULL,

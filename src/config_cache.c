@@ -125,7 +125,8 @@ QsRememberConfigTables(void)
 /* The configuration a submission to (queue $1, share $2) is checked against. */
 static QsQuery SubmitTargetQuery = {
 	"SELECT q.state = 'ENABLED', s.name IS NOT NULL,"
-	"       s.state = 'ENABLED', s.submit_role, e.capacity_limits"
+	"       s.state = 'ENABLED', s.submit_role, e.capacity_limits,"
+	"       to_jsonb(q) ->> 'fair_half_life' IS NOT NULL"
 	"  FROM quota_sched.job_queue q"
 	"  JOIN quota_sched.service_environment e"
 	"    ON e.name = q.service_environment"
@@ -161,6 +162,7 @@ LoadTarget(const char *queue, const char *share, QsSubmitTarget *target)
 	role = SPI_getvalue(tup, desc, 4);
 	target->submit_role = role;
 	target->env_limits = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 5, &isnull));
+	target->remembers_borrowing = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	MemoryContextSwitchTo(old);
 	return true;
 }

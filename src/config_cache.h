@@ -18,6 +18,7 @@ typedef struct QsSubmitTarget
 	bool		share_enabled;
 	char	   *submit_role;	/* NULL: anyone with the user role */
 	Jsonb	   *env_limits;		/* the environment's capacity map */
+	bool		remembers_borrowing;	/* the queue has a fair_half_life */
 } QsSubmitTarget;
 
 extern void QsRegisterConfigCache(void);

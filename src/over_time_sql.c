@@ -4,7 +4,8 @@
  *		The rules over time of the policy core (src/core/over_time.c) as
  *		SQL functions: the calendar periods of budgets and what a stripe of
  *		the counters of held capacity spent in one (scheduling.md 3.11), so
- *		that the counters, the pass, share_budget and explain share one rule.
+ *		that the counters, the pass, share_budget and explain share one rule;
+ *		and recent_borrow carried on in time (3.12), for share_usage.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +22,7 @@ PG_FUNCTION_INFO_V1(qs_spent_after);
 PG_FUNCTION_INFO_V1(qs_spent_at);
 PG_FUNCTION_INFO_V1(qs_period_start);
 PG_FUNCTION_INFO_V1(qs_period_end);
+PG_FUNCTION_INFO_V1(qs_recent_borrow_at);
 
 /*
  * PeriodArg reads a budget_period argument.
@@ -122,4 +124,23 @@ qs_period_end(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("the budget period ends after the last time a timestamp can hold")));
 	PG_RETURN_TIMESTAMPTZ(end);
+}
+
+/*
+ * qs_recent_borrow_at(recent float8, at timestamptz, borrowed int8, t
+ * timestamptz, half_life interval): recent_borrow at t from its value at
+ * `at` with `borrowed` instances borrowed since (QsRecentBorrowAt;
+ * scheduling.md 3.12).
+ */
+Datum
+qs_recent_borrow_at(PG_FUNCTION_ARGS)
+{
+	int64		half_life = QsIntervalUsecs(PG_GETARG_INTERVAL_P(4));
+
+	if (half_life < 60 * USECS_PER_SEC || half_life > (int64) QS_MAX_HALF_LIFE_DAYS * USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a half-life is from 1 minute to %d days", QS_MAX_HALF_LIFE_DAYS)));
+	PG_RETURN_FLOAT8(QsRecentBorrowAt(PG_GETARG_FLOAT8(0), TimeArg(fcinfo, 1), PG_GETARG_INT64(2),
+									  TimeArg(fcinfo, 3), half_life));
 }

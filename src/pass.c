@@ -22,6 +22,7 @@
 #include "identity.h"
 #include "job_store_pass.h"
 #include "pass.h"
+#include "borrow_memory.h"
 #include "pass_apply.h"
 #include "pass_load.h"
 #include "policy.h"
@@ -162,6 +163,7 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 			{
 				QsApplyDecisions(&qs, &out, started);
 				QsWritePassedOver(&qs, passed_over, npassed_over);
+				QsWriteBorrowMemory(&qs);
 			}
 			if (store != NULL)
 				EmitDecisions(&qs, &out, store, desc);

@@ -27,6 +27,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "borrow_memory.h"
 #include "checks.h"
 #include "job_store_pass.h"
 #include "jsonb_util.h"
@@ -135,7 +136,8 @@ StrategyFromName(const char *name)
 
 static QsQuery QueueQuery = {
 	"SELECT e.state = 'ENABLED', e.capacity_limits, q.runnable_timeout,"
-	"       q.borrow_order = 'FAIR', s.passed_over, s.passed_over_passes, q.claim_timeout"
+	"       q.borrow_order = 'FAIR', s.passed_over, s.passed_over_passes, q.claim_timeout,"
+	"       q.fair_half_life"
 	"  FROM quota_sched.job_queue q"
 	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
 	"  LEFT JOIN quota_sched.queue_status s ON s.job_queue = q.name"
@@ -193,6 +195,8 @@ LoadQueue(QsQueueState *qs)
 	qs->claim_timeout = isnull ? NULL :
 		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
 	qs->in.claim_timeout = isnull ? QS_NO_TIME : QsIntervalUsecs(qs->claim_timeout);
+	timeout = SPI_getbinval(tup, desc, 8, &isnull);
+	qs->half_life = isnull ? 0 : QsIntervalUsecs(DatumGetIntervalP(timeout));
 	AddMapUnits(qs, qs->env_limits);
 	return true;
 }
@@ -881,6 +885,8 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	LoadJobs(qs);
 	SetUpReaders(qs, share_maps, pairs);
 	SetUpCounters(qs, usage);
+	if (qs->half_life > 0 && qs->in.fair)
+		QsLoadBorrowMemory(qs);
 	MemoryContextSwitchTo(old);
 	return true;
 }

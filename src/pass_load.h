@@ -16,6 +16,7 @@
 
 #include "over_time.h"
 #include "policy.h"
+#include "query.h"
 
 /*
  * A reader of the jobs of one share and unit, in batches of growing size,
@@ -67,6 +68,10 @@ typedef struct QsQueueState
 	Jsonb	  **budget_maps;	/* [share]: its budget; NULL: none */
 	QsPeriod   *periods;		/* [share]: its budget_period */
 	bool		any_budget;		/* a share has a budget */
+	int64		half_life;		/* fair_half_life in microseconds; 0: none */
+	struct BorrowCell *borrow_cells;	/* [share * nunits + unit], with a
+										 * half-life (borrow_memory.c) */
+	QsArray		borrow_changes_read;	/* held_change rows read (tids) */
 } QsQueueState;
 
 extern bool QsLoadQueueState(QsQueueState *state, const char *queue, TimestampTz now,

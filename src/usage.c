@@ -31,19 +31,23 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "config_cache.h"
 #include "identity.h"
 #include "job_columns.h"
 #include "over_time.h"
 #include "policy.h"
 #include "query.h"
+#include "quota_sched.h"
 #include "usage.h"
 
 PG_FUNCTION_INFO_V1(qs_job_usage);
@@ -225,26 +229,108 @@ qs_job_usage(PG_FUNCTION_ARGS)
  * keys (the tally is sorted), so that two writers of the same stripe lock
  * its rows in one order.
  */
-static QsQuery AddQuery = {
-	"INSERT INTO quota_sched.held_capacity AS h"
-	" SELECT q, s, u, $7, i, st, j, $8, 0, 0, 0"
-	"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
-	"        AS t(q, s, u, i, st, j)"
-	" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
-	"   SET instances = h.instances + excluded.instances,"
-	"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
-	"       jobs = h.jobs + excluded.jobs,"
-	"       changed_at = greatest(h.changed_at, excluded.changed_at),"
-	"       spent_day = quota_sched.spent_after(h.spent_day, h.changed_at, h.instances,"
-	"                     excluded.instances, excluded.changed_at, 'DAY'),"
-	"       spent_week = quota_sched.spent_after(h.spent_week, h.changed_at, h.instances,"
-	"                     excluded.instances, excluded.changed_at, 'WEEK'),"
-	"       spent_month = quota_sched.spent_after(h.spent_month, h.changed_at, h.instances,"
-	"                     excluded.instances, excluded.changed_at, 'MONTH')",
-	8, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-		INT2OID, TIMESTAMPTZOID},
+/*
+ * [1]: with what each stripe held this day, week and month (0.3); [0]:
+ * without, for the schema of 0.2 (before ALTER EXTENSION UPDATE, reports
+ * go on).
+ */
+static QsQuery AddQuery[2] = {
+	{
+		"INSERT INTO quota_sched.held_capacity AS h"
+		" SELECT q, s, u, $7, i, st, j"
+		"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
+		"        AS t(q, s, u, i, st, j)"
+		" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
+		"   SET instances = h.instances + excluded.instances,"
+		"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
+		"       jobs = h.jobs + excluded.jobs",
+		7, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+			INT2OID},
+		SPI_OK_INSERT
+	},
+	{
+		"INSERT INTO quota_sched.held_capacity AS h"
+		" SELECT q, s, u, $7, i, st, j, $8, 0, 0, 0"
+		"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
+		"        AS t(q, s, u, i, st, j)"
+		" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
+		"   SET instances = h.instances + excluded.instances,"
+		"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
+		"       jobs = h.jobs + excluded.jobs,"
+		"       changed_at = greatest(h.changed_at, excluded.changed_at),"
+		"       spent_day = quota_sched.spent_after(h.spent_day, h.changed_at, h.instances,"
+		"                     excluded.instances, excluded.changed_at, 'DAY'),"
+		"       spent_week = quota_sched.spent_after(h.spent_week, h.changed_at, h.instances,"
+		"                     excluded.instances, excluded.changed_at, 'WEEK'),"
+		"       spent_month = quota_sched.spent_after(h.spent_month, h.changed_at, h.instances,"
+		"                     excluded.instances, excluded.changed_at, 'MONTH')",
+		8, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+			INT2OID, TIMESTAMPTZOID},
+		SPI_OK_INSERT
+	},
+};
+
+/*
+ * CountersKeepSpent tells whether the counters have the columns of what
+ * they held (0.3), from the catalog caches.
+ */
+static bool
+CountersKeepSpent(void)
+{
+	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
+	Oid			relid = get_relname_relid("held_capacity", nsp);
+
+	return OidIsValid(relid) && get_attnum(relid, "changed_at") != InvalidAttrNumber;
+}
+
+/*
+ * The changes of held instances of queues with a fair_half_life, for the
+ * pass's memory of borrowing (held_change, tables.sql).
+ */
+static QsQuery LogQuery = {
+	"INSERT INTO quota_sched.held_change"
+	" SELECT q, s, u, $4, d FROM unnest($1::text[], $2::text[], $3::text[], $5::int8[])"
+	"        AS t(q, s, u, d)",
+	5, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID},
 	SPI_OK_INSERT
 };
+
+/*
+ * LogChanges writes the changes of held instances of the counters given
+ * (cols: queue, share, unit, instances, ...) whose queue has a
+ * fair_half_life to held_change.
+ */
+static void
+LogChanges(QsArray *cols, Datum at)
+{
+	QsArray		log[4];
+	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT8OID};
+	Datum		args[5];
+
+	for (int c = 0; c < 4; c++)
+		QsArrayInit(&log[c], types[c], cols[0].n);
+	for (int i = 0; i < cols[0].n; i++)
+	{
+		const QsSubmitTarget *target;
+
+		if (DatumGetInt64(cols[3].values[i]) == 0)
+			continue;
+		target = QsLookupSubmitTarget(TextDatumGetCString(cols[0].values[i]),
+									  TextDatumGetCString(cols[1].values[i]));
+		if (target == NULL || !target->remembers_borrowing)
+			continue;
+		for (int c = 0; c < 4; c++)
+			QsArrayPush(&log[c], cols[c].values[i], false);
+	}
+	if (log[0].n == 0)
+		return;
+	args[0] = QsArrayDatum(&log[0]);
+	args[1] = QsArrayDatum(&log[1]);
+	args[2] = QsArrayDatum(&log[2]);
+	args[3] = at;
+	args[4] = QsArrayDatum(&log[3]);
+	QsQueryRun(&LogQuery, args, NULL, false, 0);
+}
 
 /*
  * TRUNCATE, not DELETE: under REPEATABLE READ a DELETE would keep a row
@@ -318,7 +404,8 @@ WriteTally(int level)
 		args[c] = QsArrayDatum(&cols[c]);
 	args[6] = Int16GetDatum(QsWrite.pass ? 0 : 1 + MyProc->pgprocno % (QS_USAGE_STRIPES - 1));
 	args[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	QsQueryRun(&AddQuery, args, NULL, false, 0);
+	QsQueryRun(&AddQuery[CountersKeepSpent()], args, NULL, false, 0);
+	LogChanges(cols, args[7]);
 }
 
 /*

@@ -17,7 +17,9 @@
  * row-level security does not narrow the counts).  A capacity written 5.0
  * (an integral number, accepted) is read through numeric, and allowed is
  * computed in bigint, so that no value a share may hold breaks the view
- * for everyone.
+ * for everyone.  recent_borrow_hours (0.3, scheduling.md 3.12; null when
+ * the queue has no fair_half_life): recent_borrow as the last pass left
+ * it, carried on to now with what the share borrowed then.
  */
 
 CREATE OR REPLACE VIEW quota_sched.share_usage AS
@@ -47,9 +49,16 @@ SELECT u.job_queue, u.quota_share, u.capacity_unit,
 	   coalesce(h.active_jobs, 0) AS active_jobs,
 	   CASE WHEN s.strategy = 'RESERVE' OR s.state <> 'ENABLED' THEN 0
 			WHEN s.lend_limit = -1 THEN c.capacity
-			ELSE (c.capacity * s.lend_limit) / 100 END AS lendable
+			ELSE (c.capacity * s.lend_limit) / 100 END AS lendable,
+	   CASE WHEN q.fair_half_life IS NOT NULL
+			THEN coalesce(quota_sched.recent_borrow_at(m.recent, m.at, greatest(0, m.held - m.capacity),
+													   greatest(now(), m.at), m.half_life), 0) / 3600
+			END AS recent_borrow_hours
   FROM units u
   JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share
+  JOIN quota_sched.job_queue q ON q.name = u.job_queue
+  LEFT JOIN quota_sched.borrow_memory m ON m.job_queue = u.job_queue AND m.quota_share = u.quota_share
+				  AND m.capacity_unit = u.capacity_unit AND m.half_life = q.fair_half_life
   CROSS JOIN LATERAL (SELECT coalesce((s.capacity_limits ->> u.capacity_unit)::numeric::bigint, 0)
 						  AS capacity) c
   LEFT JOIN held h ON h.job_queue = u.job_queue AND h.quota_share = u.quota_share

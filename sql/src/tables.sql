@@ -567,6 +567,44 @@ CREATE TRIGGER quota_share_history_truncate
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_history();
 
 /* ---------------------------------------------------------------------
+ * Fair share with memory (scheduling.md 3.12), for queues with a
+ * fair_half_life.  held_change: every change of held capacity of such a
+ * queue (the transaction's start, the share, the unit, the instances added
+ * or taken), written by the job_usage_flush trigger (src/usage.c) in the
+ * transaction of the change, inserted only, so that no writer waits for
+ * another; the next pass reads the rows committed and deletes them.
+ * borrow_memory: per share and unit, recent_borrow (instance-seconds) at
+ * `at`, with the instances held then, after every change read, and the
+ * capacity limit in force since: between two changes borrowed(S,u) is
+ * constant, so the pass carries recent_borrow on in closed form from one
+ * change to the next (src/borrow_memory.c).  Only the pass writes it, the
+ * rows of the cells that changed.  half_life is the queue's when the
+ * memory began: another one starts it again from 0.
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.held_change (
+	job_queue		text NOT NULL,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	at				timestamptz NOT NULL,
+	delta			bigint NOT NULL
+);
+CREATE INDEX held_change_queue ON quota_sched.held_change (job_queue);
+
+CREATE TABLE quota_sched.borrow_memory (
+	job_queue		text NOT NULL
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	half_life		interval NOT NULL,
+	at				timestamptz NOT NULL,
+	held			bigint NOT NULL,
+	capacity		bigint NOT NULL,
+	recent			double precision NOT NULL,
+	PRIMARY KEY (job_queue, quota_share, capacity_unit)
+);
+
+/* ---------------------------------------------------------------------
  * Dump and restore: every table and sequence holding user data.
  * ------------------------------------------------------------------- */
 
@@ -590,6 +628,9 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.lending_hourly', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent', '');
 /* job_attempt (issue 21, a job's own output) */
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_attempt', '');
+/* fair share with memory (scheduling.md 3.12) */
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.borrow_memory', '');
 
 /* ---------------------------------------------------------------------
  * Privileges (scheduling.md 8).  Nothing for PUBLIC.
@@ -599,7 +640,7 @@ REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sche
 	quota_sched.job, quota_sched.job_event, quota_sched.pass_log, quota_sched.held_capacity,
 	quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
-	quota_sched.agent FROM PUBLIC;
+	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
 	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq FROM PUBLIC;
 
@@ -636,7 +677,7 @@ GRANT DELETE ON quota_sched.job, quota_sched.pass_log TO quota_sched_admin;
 /* What only the system writes, admins read. */
 GRANT SELECT ON quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
-	quota_sched.agent TO quota_sched_admin;
+	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory TO quota_sched_admin;
 
 /*
  * job_attempt (issue 21, a job's own output): admins and users read it

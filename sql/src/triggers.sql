@@ -85,11 +85,20 @@ RETURNS timestamptz
 AS 'MODULE_PATHNAME', 'qs_period_end'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+/* recent_borrow (scheduling.md 3.12) at a time, from its value at another */
+CREATE OR REPLACE FUNCTION quota_sched.recent_borrow_at(recent double precision, at timestamptz,
+	borrowed bigint, t timestamptz, half_life interval)
+RETURNS double precision
+AS 'MODULE_PATHNAME', 'qs_recent_borrow_at'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 REVOKE ALL ON FUNCTION
+	quota_sched.recent_borrow_at(double precision, timestamptz, bigint, timestamptz, interval),
 	quota_sched.period_start(timestamptz, text), quota_sched.period_end(timestamptz, text),
 	quota_sched.spent_after(double precision, timestamptz, bigint, bigint, timestamptz, text),
 	quota_sched.spent_at(double precision, timestamptz, bigint, timestamptz, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
+	quota_sched.recent_borrow_at(double precision, timestamptz, bigint, timestamptz, interval),
 	quota_sched.period_start(timestamptz, text), quota_sched.period_end(timestamptz, text),
 	quota_sched.spent_at(double precision, timestamptz, bigint, timestamptz, text)
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
@@ -106,7 +115,7 @@ LANGUAGE C;
 /*
  * Deleting a queue or share: refused while it has a job that has not ended;
  * otherwise its jobs and their history go with it (ON DELETE CASCADE), and
- * a share's counters of held capacity with it.
+ * a share's counters of held capacity and memory of borrowing with it.
  */
 CREATE OR REPLACE FUNCTION quota_sched.refuse_delete_with_live_jobs()
 RETURNS trigger
@@ -134,6 +143,8 @@ BEGIN
 	END IF;
 	IF TG_TABLE_NAME = 'quota_share' THEN
 		DELETE FROM quota_sched.held_capacity
+		 WHERE job_queue = OLD.job_queue AND quota_share = OLD.name;
+		DELETE FROM quota_sched.borrow_memory
 		 WHERE job_queue = OLD.job_queue AND quota_share = OLD.name;
 	END IF;
 	RETURN OLD;

@@ -179,6 +179,32 @@ SELECT hist.job_queue, hist.quota_share, hist.capacity_unit, 0, 0, 0, 0, now(), 
 					WHERE (f.job_queue, f.quota_share, f.capacity_unit)
 						  = (hist.job_queue, hist.quota_share, hist.capacity_unit));
 
+/* fair share with memory (tables.sql has their comment): empty */
+CREATE TABLE quota_sched.held_change (
+	job_queue		text NOT NULL,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	at				timestamptz NOT NULL,
+	delta			bigint NOT NULL
+);
+CREATE INDEX held_change_queue ON quota_sched.held_change (job_queue);
+CREATE TABLE quota_sched.borrow_memory (
+	job_queue		text NOT NULL
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	quota_share		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	half_life		interval NOT NULL,
+	at				timestamptz NOT NULL,
+	held			bigint NOT NULL,
+	capacity		bigint NOT NULL,
+	recent			double precision NOT NULL,
+	PRIMARY KEY (job_queue, quota_share, capacity_unit)
+);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.borrow_memory', '');
+REVOKE ALL ON quota_sched.held_change, quota_sched.borrow_memory FROM PUBLIC;
+GRANT SELECT ON quota_sched.held_change, quota_sched.borrow_memory TO quota_sched_admin;
+
 ALTER TABLE quota_sched.usage_hourly ADD COLUMN terminated bigint NOT NULL DEFAULT 0,
 	ADD COLUMN preempted_early bigint NOT NULL DEFAULT 0;
 ALTER TABLE quota_sched.usage_hourly ALTER COLUMN terminated DROP DEFAULT,

@@ -1,10 +1,10 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(88);
+SELECT plan(94);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
-	'agent', 'job_attempt', 'lending_hourly']);
+	'agent', 'job_attempt', 'lending_hourly', 'held_change', 'borrow_memory']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -63,6 +63,10 @@ SELECT table_privs_are('quota_sched', 'usage_totals', 'quota_sched_user', ARRAY[
 SELECT table_privs_are('quota_sched', 'lending_hourly', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'lending_hourly', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'lending_hourly', 'quota_sched_user', ARRAY[]::text[]);
+-- fair share with memory (0.3): only the system writes them, admins read
+SELECT table_privs_are('quota_sched', t, r, CASE WHEN r = 'quota_sched_admin' THEN ARRAY['SELECT'] ELSE ARRAY[]::text[] END)
+  FROM unnest(ARRAY['held_change', 'borrow_memory']) AS t,
+	   unnest(ARRAY['quota_sched_admin', 'quota_sched_agent', 'quota_sched_user']) AS r;
 SELECT function_privs_are('quota_sched', 'lending', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],
 	'quota_sched_user', ARRAY['EXECUTE']);
 SELECT function_privs_are('quota_sched', 'lending_parts', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],

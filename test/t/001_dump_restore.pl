@@ -218,6 +218,12 @@ SELECT quota_sched.rollup();
 INSERT INTO quota_sched.lending_hourly
 VALUES ('dr_queue', 'ml.g5.xlarge', date_trunc('hour', now()) - interval '5 hours', 'team_b', 'team_a', 1800.5),
 	('dr_queue', 'ml.g5.xlarge', date_trunc('hour', now()) - interval '5 hours', NULL, 'team_a', 0.25);
+-- The memory of borrowing (0.3, scheduling.md 3.12) a pass of a half-life
+-- of 6 hours left, and a change not read yet.
+INSERT INTO quota_sched.borrow_memory
+VALUES ('dr_queue', 'team_a', 'ml.g5.xlarge', '6 hours', now() - interval '10 min', 3, 2, 5400.125);
+INSERT INTO quota_sched.held_change
+VALUES ('dr_queue', 'team_a', 'ml.g5.xlarge', now() - interval '2 min', -1);
 -- The agents (0.3): agent-1 registered by its login, draining, with the
 -- lease of its last heartbeat; an external launcher with no bound that
 -- took no lease yet.
@@ -306,7 +312,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 15, 'src: 15 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 17, 'src: 17 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -328,7 +334,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 15, "$db: 15 tables compared");
+	is(scalar(keys %$rows), 17, "$db: 17 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");
