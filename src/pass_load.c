@@ -60,13 +60,27 @@ QsUnitIndex(const QsQueueState *qs, const char *unit)
 
 /*
  * QsShareIndex returns the index of a share in the queue's state, or -1.
+ * The shares are in the C order of their names (LoadShares), which is
+ * strcmp's: a binary search, as every row a pass reads names its share.
  */
 int
 QsShareIndex(const QsQueueState *qs, const char *share)
 {
-	for (int s = 0; s < qs->in.nshares; s++)
-		if (strcmp(qs->in.shares[s].name, share) == 0)
-			return s;
+	int			lo = 0,
+				hi = qs->in.nshares - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			c = strcmp(qs->in.shares[mid].name, share);
+
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
 	return -1;
 }
 
