@@ -3,7 +3,7 @@
 EXTENSION = quota_sched
 MODULE_big = quota_sched
 CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_order.o \
-	src/core/lending.o src/core/over_time.o
+	src/core/lending.o src/core/over_time.o src/core/replay.o
 OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config_cache.o \
 	src/job_columns.o src/jsonb_util.o \
 	src/job_submit.o src/job_fit.o src/job_update_guard.o src/job_history.o \
@@ -111,12 +111,13 @@ stylecheck:
 
 unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.bin \
 		test/unit/test_fleet.bin test/unit/test_lending.bin test/unit/test_over_time.bin \
-		test/unit/sim.bin
+		test/unit/test_replay.bin test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	test/unit/test_fleet.bin
 	test/unit/test_lending.bin
 	test/unit/test_over_time.bin
+	test/unit/test_replay.bin
 	$(MAKE) -C agent unitcheck PG_CONFIG=$(PG_CONFIG)
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
 		out=$$(test/unit/sim.bin $${run%%:*} $${run##*:}) || { echo "$$out" | tail -40; exit 1; }; \
