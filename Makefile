@@ -8,7 +8,7 @@ OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config
 	src/job_columns.o src/jsonb_util.o \
 	src/job_submit.o src/job_fit.o src/job_update_guard.o src/job_history.o \
 	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
-	src/usage.o src/over_time_sql.o src/borrow_memory.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/stats.o src/launcher.o src/worker.o $(CORE)
+	src/usage.o src/over_time_sql.o src/borrow_memory.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/replay_sql.o src/stats.o src/launcher.o src/worker.o $(CORE)
 
 # The SQL of the current version has one home per object, in sql/src (by
 # area); the build makes of it the install script and the update from the
@@ -16,9 +16,9 @@ OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config
 # scripts of 0.1 and 0.1--0.2 stay, for updates.  The function sources
 # (CREATE OR REPLACE) are run again by every update after its own
 # changes of tables and data (sql/updates/).
-SQL_FUNCTIONS = validation triggers pass_api agent_api user_api reporting metrics chart
+SQL_FUNCTIONS = validation triggers pass_api agent_api user_api reporting whatif metrics chart
 SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api reporting \
-	metrics chart policies
+	whatif metrics chart policies
 DATA = sql/quota_sched--0.1.sql sql/quota_sched--0.1--0.2.sql
 DATA_built = sql/quota_sched--0.3.sql sql/quota_sched--0.2--0.3.sql
 PG_CONFIG ?= pg_config

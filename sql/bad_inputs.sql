@@ -158,6 +158,13 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	 $${"up_to": [["tomorrow", "now() + interval '1 day'"]]}$$),
 	('quota_sched.prune(interval, integer)', 'regress_bi_admin', ARRAY[$$'30 days'$$, '100'], '25001', '{}'),
 	('quota_sched.metrics()', 'regress_bi_monitor', '{}', NULL, '{}'),
+	('quota_sched.replay(text, timestamp with time zone, timestamp with time zone, jsonb)',
+	 'regress_bi_admin', ARRAY[$$'bi_queue'$$, $$now() - interval '2 hours'$$, 'now()', $$'{}'$$], NULL,
+	 $${"changes": [["a bad capacity", "'{\"quota_share\": {\"bi_a\": {\"capacity_limits\": {\"gpu\": -1}}}}'"],
+					["an unknown column", "'{\"job_queue\": {\"colour\": 1}}'"]]}$$),
+	('quota_sched.replay_jobs(text, timestamp with time zone, timestamp with time zone, jsonb, text, integer)',
+	 'regress_bi_admin', ARRAY[$$'bi_queue'$$, $$now() - interval '2 hours'$$, 'now()', $$'{}'$$, 'NULL', '20'],
+	 NULL, $${"max_jobs": [["above the most", "10001"]]}$$),
 	('quota_sched.in_transaction_block()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.pass_stats()', 'regress_bi_monitor', '{}', NULL, '{}'),
 	('quota_sched.worker_stats()', 'regress_bi_monitor', '{}', NULL, '{}'),
@@ -535,7 +542,13 @@ INSERT INTO bi_justified VALUES
 	 'spent', NULL, 'any figure: the counters keep it, this only carries it on in time'),
 	('quota_sched.spent_at(double precision, timestamp with time zone, bigint, timestamp with time zone, text)',
 	 'instances', NULL, 'any count: the counters keep it, this only carries it on in time'),
-	('quota_sched.check_name(text, text)', 'value', 'a name of nothing', 'a valid name');
+	('quota_sched.check_name(text, text)', 'value', 'a name of nothing', 'a valid name'),
+	('quota_sched.replay(text, timestamp with time zone, timestamp with time zone, jsonb)',
+	 'changes', 'empty object', 'no change: the candidate is the baseline'),
+	('quota_sched.replay_jobs(text, timestamp with time zone, timestamp with time zone, jsonb, text, integer)',
+	 'changes', 'empty object', 'no change: the candidate is the baseline'),
+	('quota_sched.replay_jobs(text, timestamp with time zone, timestamp with time zone, jsonb, text, integer)',
+	 'share', NULL, 'a filter of the rows: null keeps every share, a name no share has keeps none');
 -- The check functions of the CHECK constraints of the configuration: null
 -- passes (STRICT; NOT NULL is the column's), and what (and check_choice's
 -- column_name) is the label of the message.

@@ -30,7 +30,8 @@ typedef enum EventKind
 	EV_END,						/* the attempt's work is done */
 	EV_DEADLINE,				/* the attempt reached its timeout */
 	EV_CHANGE,					/* the job's next priority change */
-	EV_TIMER					/* a pass, nothing else (runnable_timeout) */
+	EV_TIMER,					/* a pass, nothing else (runnable_timeout) */
+	EV_LEAVE					/* the job is terminated */
 } EventKind;
 
 typedef struct Event
@@ -539,6 +540,8 @@ Arrive(Replay *r, int job)
 		Push(r, r->now + r->cfg->runnable_timeout + 1, job, 0, EV_TIMER);
 	if (in->nchanges > 0)
 		Push(r, in->change_at[0] > r->now ? in->change_at[0] : r->now, job, 0, EV_CHANGE);
+	if (in->leave_at != QS_NO_TIME)
+		Push(r, in->leave_at > r->now ? in->leave_at : r->now, job, 0, EV_LEAVE);
 }
 
 static void
@@ -571,6 +574,14 @@ ApplyEvent(Replay *r, const Event *e)
 		case EV_TIMER:
 			if (rj->state == QS_RUNNABLE && rj->misconfigured)
 				r->expired[r->nexpired++] = e->job;
+			return;
+		case EV_LEAVE:
+			if (rj->state == QS_RUNNING)
+				EndAttempt(r, e->job, false);
+			else if (rj->state == QS_RUNNABLE)
+				RemoveRunnable(r, e->job);
+			if (rj->state == QS_RUNNING || rj->state == QS_RUNNABLE)
+				Finish(r, e->job, QS_FAILED);
 			return;
 	}
 }

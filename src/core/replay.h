@@ -29,6 +29,8 @@ typedef struct QsReplayJob
 	QsTime		work;			/* running time its last attempt needs;
 								 * QS_UNBOUNDED: it runs past the end */
 	bool		fails;			/* its last attempt ended FAILED */
+	QsTime		leave_at;		/* ends FAILED then if it has not ended
+								 * (terminated); QS_NO_TIME: never */
 	QsTime		timeout;		/* QS_NO_TIME: none */
 	int32_t		max_attempts;
 	int32_t		failed_attempts;	/* at its arrival */

@@ -20,7 +20,7 @@
 #define SEC ((QsTime) 1000000)
 #define MIN (60 * SEC)
 #define HOUR (60 * MIN)
-#define T0 ((QsTime) 86400 * 365 * 20 * SEC)	/* a time in 2020 */
+#define T0 ((QsTime) 86400 * 365 * 50 * SEC)	/* a time in 2020 */
 
 /* Memory for the replay: the world's allocator, never freed until TapDone. */
 static void *
@@ -102,6 +102,7 @@ Job(int64_t id, int share, int32_t count, int32_t priority, QsTime arrival, QsTi
 	j.queued_at = arrival;
 	j.work = work;
 	j.timeout = QS_NO_TIME;
+	j.leave_at = QS_NO_TIME;
 	j.max_attempts = 1;
 	j.preemption_retries = -1;
 	return j;
@@ -333,9 +334,34 @@ test_arrive_at_start(void)
 		  "both arrive at the start; the one queued first goes first");
 }
 
+/* A job the history terminated leaves the replay then, waiting or running. */
+static void
+test_leave(void)
+{
+	Config		cf;
+	QsReplayJob j[3];
+	QsReplayOutput o;
+	int			s;
+
+	ConfigInit(&cf, 1);
+	s = AddShare(&cf, QS_RESERVE, 1, false);
+	j[0] = Job(1, s, 1, 0, T0, QS_UNBOUNDED);
+	j[0].leave_at = T0 + HOUR;
+	j[1] = Job(2, s, 1, 0, T0 + MIN, QS_UNBOUNDED);
+	j[1].leave_at = T0 + 30 * MIN;
+	j[2] = Job(3, s, 1, 0, T0 + 2 * MIN, HOUR);
+	o = Run(&cf, 3, j, T0 + 10 * HOUR);
+	CHECK(o.jobs[0].state == QS_FAILED && o.jobs[0].ended_at == T0 + HOUR &&
+		  Near(o.jobs[0].held, 3600), "the running job ends FAILED when it was terminated");
+	CHECK(o.jobs[1].state == QS_FAILED && o.jobs[1].first_dispatch == QS_NO_TIME &&
+		  o.jobs[1].ended_at == T0 + 30 * MIN, "the waiting one leaves, never dispatched");
+	CHECK(o.jobs[2].first_dispatch == T0 + HOUR, "the third starts when the first leaves");
+}
+
 int
 main(void)
 {
+	test_leave();
 	test_fifo_one_instance();
 	test_until_the_end();
 	test_reclaim();
