@@ -296,6 +296,39 @@ test_budget(void)
 	CHECK(o.jobs[1].first_dispatch == day + 3 * HOUR, "without a budget it runs at once");
 }
 
+/*
+ * Fair share with memory: A borrowed the lender's instance for 4 hours; when
+ * it is free again, B's job goes before A's older one, A's recent borrowing
+ * being the larger.  Without a half-life neither borrows then: A's job, the
+ * older, goes first.
+ */
+static void
+test_half_life(void)
+{
+	Config		cf;
+	QsReplayJob j[3];
+	QsReplayOutput o;
+	int			a,
+				b;
+
+	ConfigInit(&cf, 1);
+	cf.c.fair = true;
+	cf.c.half_life = HOUR;
+	(void) AddShare(&cf, QS_LEND, 1, false);
+	a = AddShare(&cf, QS_LEND_AND_BORROW, 0, false);
+	b = AddShare(&cf, QS_LEND_AND_BORROW, 0, false);
+	j[0] = Job(1, a, 1, 0, T0, 4 * HOUR);
+	j[1] = Job(2, a, 1, 0, T0 + MIN, HOUR);
+	j[2] = Job(3, b, 1, 0, T0 + 2 * MIN, HOUR);
+	o = Run(&cf, 3, j, T0 + 10 * HOUR);
+	CHECK(o.jobs[2].first_dispatch == T0 + 4 * HOUR && o.jobs[1].first_dispatch == T0 + 5 * HOUR,
+		  "with a half-life B's job goes first: A borrowed recently");
+	cf.c.half_life = 0;
+	o = Run(&cf, 3, j, T0 + 10 * HOUR);
+	CHECK(o.jobs[1].first_dispatch == T0 + 4 * HOUR && o.jobs[2].first_dispatch == T0 + 5 * HOUR,
+		  "without one A's older job goes first");
+}
+
 /* A misconfigured job fails at its queue's runnable_timeout. */
 static void
 test_runnable_timeout(void)
@@ -369,6 +402,7 @@ main(void)
 	test_timeout();
 	test_priority_change();
 	test_budget();
+	test_half_life();
 	test_runnable_timeout();
 	test_arrive_at_start();
 	return TapDone();
