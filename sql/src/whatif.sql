@@ -229,23 +229,30 @@ AS $$
 			 WHERE x.job_id = s.job_id AND x.id > s.id AND x.kind = 'STATE'
 			   AND x.to_state NOT IN ('SCHEDULED', 'STARTING', 'RUNNING')
 			 ORDER BY x.id LIMIT 1) e ON true
-		 WHERE coalesce(e.at, "to") > "from")
+		 WHERE coalesce(e.at, "to") > "from"),
+	h AS (
+		SELECT held.job_id, min(held.a) AS a, bool_or(held.b = "to") AS holding,
+			   count(*) FILTER (WHERE held.lost AND held.b < "to")::int AS lost_n,
+			   sum(extract(epoch FROM held.b - held.a)) AS held_s,
+			   sum(extract(epoch FROM held.b - held.a)) FILTER (WHERE held.lost AND held.b < "to") AS lost_s
+		  FROM held GROUP BY held.job_id),
+	p AS (
+		SELECT x.preempted_for AS job_id, count(*) AS n
+		  FROM quota_sched.job_event x
+		 WHERE x.preempted_for IS NOT NULL AND x.job_queue = replay_recorded.job_queue
+		   AND x.kind = 'STATE' AND x.at >= "from" AND x.at < "to"
+		   AND x.from_state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+		   AND x.to_state NOT IN ('SCHEDULED', 'STARTING', 'RUNNING')
+		 GROUP BY x.preempted_for)
 	SELECT 'recorded', w.job_id, w.quota_share, w.capacity_unit, w.arrival,
-		   (SELECT min(greatest(h.a, w.arrival)) FROM held h WHERE h.job_id = w.job_id),
-		   f.at, coalesce(f.to_state, CASE WHEN EXISTS (SELECT 1 FROM held h WHERE h.job_id = w.job_id
-																 AND h.b = "to")
-										   THEN 'RUNNING' ELSE 'RUNNABLE' END),
-		   (SELECT count(*)::int FROM held h WHERE h.job_id = w.job_id AND h.lost AND h.b < "to"),
-		   (SELECT count(*) FROM quota_sched.job_event x
-			 WHERE x.preempted_for = w.job_id AND x.kind = 'STATE' AND x.at >= "from" AND x.at < "to"
-			   AND x.from_state IN ('SCHEDULED', 'STARTING', 'RUNNING')
-			   AND x.to_state NOT IN ('SCHEDULED', 'STARTING', 'RUNNING')),
-		   (SELECT coalesce(sum(extract(epoch FROM h.b - h.a)), 0) * w.instance_count
-			  FROM held h WHERE h.job_id = w.job_id),
-		   (SELECT coalesce(sum(extract(epoch FROM h.b - h.a)), 0) * w.instance_count
-			  FROM held h WHERE h.job_id = w.job_id AND h.lost AND h.b < "to"),
+		   greatest(h.a, w.arrival), f.at,
+		   coalesce(f.to_state, CASE WHEN h.holding THEN 'RUNNING' ELSE 'RUNNABLE' END),
+		   coalesce(h.lost_n, 0), coalesce(p.n, 0),
+		   coalesce(h.held_s, 0) * w.instance_count, coalesce(h.lost_s, 0) * w.instance_count,
 		   NULL::double precision
 	  FROM w
+	  LEFT JOIN h ON h.job_id = w.job_id
+	  LEFT JOIN p ON p.job_id = w.job_id
 	  LEFT JOIN LATERAL (
 		SELECT x.at, x.to_state FROM quota_sched.job_event x
 		 WHERE x.job_id = w.job_id AND x.kind = 'STATE' AND x.to_state IN ('SUCCEEDED', 'FAILED')
