@@ -419,6 +419,8 @@ RunScenario(ReturnSetInfo *rsinfo, const char *scenario, const Scenario *sc,
 									ALLOCSET_DEFAULT_SIZES);
 	cx.pass = AllocSetContextCreate(cx.keep, "quota_sched replay pass", ALLOCSET_DEFAULT_SIZES);
 	QsReplay(&sc->cfg, sc->njobs, sc->jobs, from, to, &mem, &out);
+	elog(DEBUG1, "quota_sched replay %s: %d jobs, " INT64_FORMAT " passes, " INT64_FORMAT
+		 " dispatches", scenario, sc->njobs, out.passes, out.dispatches);
 	for (int i = 0; i < sc->njobs; i++)
 		EmitJob(rsinfo, scenario, sc, i, &out.jobs[i]);
 	EmitCells(rsinfo, scenario, sc, &out);

@@ -451,6 +451,27 @@ Promise(CorePlan *p, const QsJob *job)
 }
 
 /*
+ * ReclaimMayFit tells whether a reclaim could ever make the job fit in its
+ * share's own capacity in the future state: always when the share's own
+ * jobs are candidates too; otherwise the victims, all of other shares,
+ * leave its usage as it is, and a job that does not fit now never will.
+ * Then the reclaim is not tried: walking every borrower to find no room
+ * would change nothing (it was most of a replay's time).
+ */
+static bool
+ReclaimMayFit(const CorePlan *p, const QsJob *job)
+{
+	int			at = CORE_AT(p, job->share, job->unit);
+
+#ifndef QS_MUTANT_RECLAIM_NOT_TO_BORROW
+	if (!p->in->shares[job->share].in_share_preemption)
+		return !CoreBorrowing(p, job->share, job->unit,
+							  p->usage[at] - p->pending[at] + p->promised[at] + job->count);
+#endif
+	return true;
+}
+
+/*
  * Attempts makes the two attempts of scheduling.md 3.3 for a RUNNABLE job
  * that may not be dispatched, in order, and takes the first that makes
  * room: reclaim (only while the share holds less than its own capacity),
@@ -471,6 +492,7 @@ Attempts(CorePlan *p, const QsJob *job, bool exemptions, JobList *victims,
 #ifndef QS_MUTANT_RECLAIM_ONLY_UNDER_CAPACITY
 	if (p->usage[CORE_AT(p, job->share, job->unit)] < share->capacity[job->unit])
 #endif
+	if (ReclaimMayFit(p, job))
 	{
 		ReclaimCandidates(p, job, &candidates);
 		candidates.exemptions = exemptions;
