@@ -132,3 +132,25 @@ SELECT l.lender_share AS lender, l.borrower_share AS borrower, round(l.instance_
 SELECT name AS job, quota_share AS share, attempts, preemptions, round(extract(epoch FROM waited)) AS waited_s,
 	   round(held_seconds) AS held_s, last_exit_code
   FROM quota_sched.job_accounting ORDER BY job_id;
+
+\echo '== what-if (quota_sched.replay()): this run replayed as it is, and had QS2 reserved its'
+\echo '   instance instead of lending it (nothing is changed: the replay runs in memory), to a'
+\echo '   minute from now so that the work the candidate delays can finish'
+SELECT r.scenario, r.quota_share AS share, r.jobs, r.finished, r.preemptions,
+	   round(extract(epoch FROM r.wait_p50)::numeric, 1) AS wait_p50_s,
+	   round(extract(epoch FROM r.wait_p95)::numeric, 1) AS wait_p95_s,
+	   round((r.used_hours * 3600)::numeric) AS used_s,
+	   round((r.borrowed_hours * 3600)::numeric) AS borrowed_s,
+	   round((r.lost_hours * 3600)::numeric) AS lost_s
+  FROM quota_sched.replay('ml-queue', current_setting('demo.started')::timestamptz,
+						  now() + interval '1 minute', '{"quota_share": {"QS2": {"strategy": "RESERVE"}}}') r;
+\echo '== why (quota_sched.replay_jobs()): the jobs whose wait changed most'
+SELECT j.name AS job, r.quota_share AS share,
+	   round(extract(epoch FROM r.wait_recorded)::numeric, 1) AS wait_recorded_s,
+	   round(extract(epoch FROM r.wait_baseline)::numeric, 1) AS wait_baseline_s,
+	   round(extract(epoch FROM r.wait_candidate)::numeric, 1) AS wait_candidate_s,
+	   r.preemptions_baseline AS preempted_b, r.preemptions_candidate AS preempted_c,
+	   r.preempted_baseline AS preempting_b, r.preempted_candidate AS preempting_c
+  FROM quota_sched.replay_jobs('ml-queue', current_setting('demo.started')::timestamptz,
+							   now() + interval '1 minute', '{"quota_share": {"QS2": {"strategy": "RESERVE"}}}') r
+  JOIN quota_sched.job j ON j.id = r.job_id;
