@@ -142,6 +142,52 @@ SELECT scenario, quota_share, jobs, preemptions
  WHERE scenario = 'candidate';
 
 ------------------------------------------------------------------------
+-- Fair share with memory (3.12) in the replay.  rp_queue3: rp_x and rp_y
+-- each own one gpu, rp_l lends one.  x2 borrowed rp_l's gpu for a while;
+-- then x3 and y2 came together (one INSERT: the same queued_at), both to
+-- borrow it, and FIFO gave it to x3.  FAIR alone ties (both would borrow
+-- 1) and x3 still goes first; with a half-life rp_x has borrowed lately
+-- and rp_y not, so y2 goes first.
+------------------------------------------------------------------------
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('rp_env3', '{"gpu": 3}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('rp_queue3', 'rp_env3');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('rp_queue3', 'rp_l', '{"gpu": 1}', 'LEND'),
+       ('rp_queue3', 'rp_x', '{"gpu": 1}', 'LEND_AND_BORROW'),
+       ('rp_queue3', 'rp_y', '{"gpu": 1}', 'LEND_AND_BORROW');
+CREATE TEMP TABLE rp_t3 AS SELECT clock_timestamp() - interval '1 second' AS t0, NULL::timestamptz AS t1;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('x1', 'rp_queue3', 'rp_x', 'gpu', 1), ('x2', 'rp_queue3', 'rp_x', 'gpu', 1);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('y1', 'rp_queue3', 'rp_y', 'gpu', 1);
+SELECT * FROM pg_temp.pass('rp_queue3');
+SELECT pg_temp.agent('rp_queue3');
+SELECT pg_sleep(0.1);
+SELECT pg_temp.report('x2', 'SUCCEEDED');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('x3', 'rp_queue3', 'rp_x', 'gpu', 1), ('y2', 'rp_queue3', 'rp_y', 'gpu', 1);
+SELECT * FROM pg_temp.pass('rp_queue3');
+SELECT pg_temp.agent('rp_queue3');
+-- (x1 and y1 work in the replay for longer than x3 and y2 came after them)
+SELECT pg_sleep(0.3);
+SELECT pg_temp.report('x1', 'SUCCEEDED'), pg_temp.report('y1', 'SUCCEEDED'), pg_temp.report('x3', 'SUCCEEDED');
+SELECT * FROM pg_temp.pass('rp_queue3');
+SELECT pg_temp.agent('rp_queue3');
+SELECT pg_temp.report('y2', 'SUCCEEDED');
+UPDATE rp_t3 SET t1 = clock_timestamp() + interval '1 second';
+SELECT c.label, string_agg(j.name, ' ' ORDER BY r.first_dispatch, j.name) AS dispatch_order
+  FROM rp_t3,
+	   (VALUES ('recorded', 'recorded', '{}'), ('baseline', 'baseline', '{}'),
+			   ('FAIR', 'candidate', '{"job_queue": {"borrow_order": "FAIR"}}'),
+			   ('FAIR, half-life', 'candidate', '{"job_queue": {"borrow_order": "FAIR", "fair_half_life": "1 hour"}}'))
+		AS c(label, scenario, changes),
+	   LATERAL (SELECT * FROM quota_sched.replay_recorded('rp_queue3', t0, t1)
+				UNION ALL SELECT * FROM quota_sched.replay_run('rp_queue3', t0, t1, c.changes::jsonb)) r
+  JOIN quota_sched.job j ON j.id = r.job_id
+ WHERE r.scenario = c.scenario AND j.name IN ('x3', 'y2')
+ GROUP BY c.label ORDER BY min(array_position(ARRAY['recorded', 'baseline', 'FAIR', 'FAIR, half-life'], c.label));
+
+------------------------------------------------------------------------
 -- Changes are validated as the tables validate them (the same SQLSTATE
 -- and message), and nothing is kept: the configuration and its history
 -- are as they were.
