@@ -37,7 +37,20 @@ SELECT name, (quota_sched.report(id, 'm_agent', 'RUNNING')).state FROM quota_sch
 -- The gauges of m_queue's shares (A borrows one of B's instances),
 -- against share_usage.
 SELECT metric, labels, value FROM pg_temp.samples()
- WHERE labels LIKE '%"m_queue"%' AND metric LIKE 'quota_sched_share_%' ORDER BY 1, 2;
+ WHERE labels LIKE '%"m_queue"%' AND metric LIKE 'quota_sched_share_%'
+   AND metric <> 'quota_sched_share_longest_wait_seconds' ORDER BY 1, 2;
+-- the longest wait (0.3): A's waiting job was preempted, so it has waited
+-- since its stop, not since it was queued (its queued_at is kept); now()
+-- is the transaction's, in metrics() as here.  B has none waiting: 0.
+SELECT u.quota_share, pg_temp.sample('quota_sched_share_longest_wait_seconds',
+		format('{job_queue="m_queue",quota_share="%s",capacity_unit="gpu"}', u.quota_share))
+	   = coalesce(round(extract(epoch FROM now() - u.waiting_since), 3), 0) AS longest_wait_right,
+	   u.waiting_since = w.stopped AS since_its_stop, u.waiting_since > w.queued AS not_since_queued,
+	   u.waiting_since IS NULL AS none_waits
+  FROM quota_sched.share_usage u,
+	   LATERAL (SELECT min(stopped_at) AS stopped, min(queued_at) AS queued FROM quota_sched.job
+				 WHERE state = 'RUNNABLE' AND job_queue = u.job_queue AND quota_share = u.quota_share) w
+ WHERE u.job_queue = 'm_queue' ORDER BY 1;
 SELECT count(*) AS differing
   FROM quota_sched.share_usage u,
 	   LATERAL (VALUES ('capacity', u.max_capacity), ('in_use', u.in_use), ('borrowed', u.borrowed),

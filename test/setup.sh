@@ -32,26 +32,34 @@ qs_private_copy() {
 	echo "$dir"
 }
 
+# qs_unpacked PACKAGE BINARY: print the path of BINARY of a Debian package
+# that the tests run but that must not be installed (installing prometheus
+# or prometheus-node-exporter would start their services): the package is
+# downloaded and unpacked into /var/cache/quota_sched/PACKAGE; empty when
+# it cannot be had.
+qs_unpacked() {
+	local pkg=$1 bin=$2 dir=/var/cache/quota_sched/$1 tmp
+	if [ ! -x "$dir/usr/bin/$bin" ]; then
+		tmp=$(mktemp -d)
+		# apt-get download writes into the current folder, as the _apt user if it can
+		chmod 755 "$tmp"
+		if (cd "$tmp" && { apt-get download "$pkg" >/dev/null 2>&1 ||
+				{ apt-get update >/dev/null && apt-get download "$pkg" >/dev/null 2>&1; }; }); then
+			mkdir -p "$dir"
+			dpkg-deb -x "$tmp/$pkg"_*.deb "$dir"
+		fi
+		rm -rf "$tmp"
+	fi
+	[ -x "$dir/usr/bin/$bin" ] && echo "$dir/usr/bin/$bin"
+}
+
 # qs_promtool: print the path of promtool, which checks the output of
-# metrics() (test/t/012_metrics.pl).  It comes from Debian's prometheus
-# package, unpacked (not installed: that would start a Prometheus server)
-# into /var/cache/quota_sched; empty when it cannot be had.
+# metrics() (test/t/012_metrics.pl) and tests the alert rules
+# (test/t/021_prometheus.pl): the one installed, else Debian's, unpacked.
 qs_promtool() {
-	local dir=/var/cache/quota_sched/prometheus tmp
 	if command -v promtool >/dev/null 2>&1; then
 		command -v promtool
 		return
 	fi
-	if [ ! -x "$dir/usr/bin/promtool" ]; then
-		tmp=$(mktemp -d)
-		# apt-get download writes into the current folder, as the _apt user if it can
-		chmod 755 "$tmp"
-		if (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 ||
-				{ apt-get update >/dev/null && apt-get download prometheus >/dev/null 2>&1; }; }); then
-			mkdir -p "$dir"
-			dpkg-deb -x "$tmp"/prometheus_*.deb "$dir"
-		fi
-		rm -rf "$tmp"
-	fi
-	[ -x "$dir/usr/bin/promtool" ] && echo "$dir/usr/bin/promtool"
+	qs_unpacked prometheus promtool
 }

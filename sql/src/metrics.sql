@@ -60,6 +60,7 @@ BEGIN ATOMIC
 		('quota_sched_share_idle_instances', 'gauge', 'Own capacity the share does not use (lent or unused).'),
 		('quota_sched_share_lendable_instances', 'gauge', 'Own capacity the share may lend.'),
 		('quota_sched_share_runnable_jobs', 'gauge', 'Jobs of the share waiting for capacity (RUNNABLE).'),
+		('quota_sched_share_longest_wait_seconds', 'gauge', 'How long the share''s longest-waiting RUNNABLE job has waited since it last became RUNNABLE (0: none waits).'),
 		('quota_sched_share_recent_borrow_instance_hours', 'gauge', 'The share''s recent borrowing, decayed by the queue''s fair_half_life (FAIR order).'),
 		('quota_sched_share_budget_instance_hours', 'gauge', 'The share''s budget of the unit for its budget_period.'),
 		('quota_sched_share_budget_spent_instance_hours', 'gauge', 'Instance-hours the share''s jobs held in the current budget period.'),
@@ -123,6 +124,9 @@ BEGIN ATOMIC
 		UNION ALL SELECT 'quota_sched_share_idle_instances', s.labels, s.idle::text FROM shares s
 		UNION ALL SELECT 'quota_sched_share_lendable_instances', s.labels, s.lendable::text FROM shares s
 		UNION ALL SELECT 'quota_sched_share_runnable_jobs', s.labels, s.runnable_jobs::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_longest_wait_seconds', s.labels,
+						 coalesce(round(greatest(extract(epoch FROM now() - s.waiting_since), 0), 3)::text, '0')
+					FROM shares s
 		UNION ALL
 		SELECT 'quota_sched_share_recent_borrow_instance_hours', s.labels,
 			   round(s.recent_borrow_hours::numeric, 6)::text

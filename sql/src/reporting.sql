@@ -20,6 +20,9 @@
  * for everyone.  recent_borrow_hours (0.3, scheduling.md 3.12; null when
  * the queue has no fair_half_life): recent_borrow as the last pass left
  * it, carried on to now with what the share borrowed then.
+ * waiting_since (0.3): when the share's RUNNABLE job of the unit that has
+ * waited longest began to wait (its last attempt's stop, or its queueing
+ * if it never ran; null: none waits), for the alert on long waits.
  */
 
 CREATE OR REPLACE VIEW quota_sched.share_usage AS
@@ -27,7 +30,8 @@ WITH held AS (
 	SELECT job_queue, quota_share, capacity_unit,
 		   coalesce(sum(instance_count) FILTER (WHERE state <> 'RUNNABLE'), 0) AS in_use,
 		   count(*) FILTER (WHERE state = 'RUNNABLE') AS runnable_jobs,
-		   count(*) FILTER (WHERE state <> 'RUNNABLE') AS active_jobs
+		   count(*) FILTER (WHERE state <> 'RUNNABLE') AS active_jobs,
+		   min(coalesce(stopped_at, queued_at)) FILTER (WHERE state = 'RUNNABLE') AS waiting_since
 	  FROM quota_sched.job
 	 WHERE state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')
 	 GROUP BY job_queue, quota_share, capacity_unit),
@@ -53,7 +57,8 @@ SELECT u.job_queue, u.quota_share, u.capacity_unit,
 	   CASE WHEN q.fair_half_life IS NOT NULL
 			THEN coalesce(quota_sched.recent_borrow_at(m.recent, m.at, greatest(0, m.held - m.capacity),
 													   greatest(now(), m.at), m.half_life), 0) / 3600
-			END AS recent_borrow_hours
+			END AS recent_borrow_hours,
+	   h.waiting_since
   FROM units u
   JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share
   JOIN quota_sched.job_queue q ON q.name = u.job_queue

@@ -123,7 +123,7 @@ my @families = ($text =~ /^# TYPE (\S+)/mg);
 my $rolled = $node->safe_psql('postgres', 'SELECT count(*) > 0 FROM quota_sched.usage_rollup') eq 't';
 is(scalar(grep { /rollup/ } @families), $rolled ? 1 : 0,
 	$rolled ? 'an hour is rolled up: its family is there' : 'no rollup yet');
-is(scalar(@families), $rolled ? 27 : 26, 'every other metric family is there');
+is(scalar(@families), $rolled ? 28 : 27, 'every other metric family is there');
 is(sample('quota_sched_stats_available', ''), '1', 'preloaded: the counters of passes are kept');
 SKIP:
 {
