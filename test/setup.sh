@@ -63,3 +63,34 @@ qs_promtool() {
 	fi
 	qs_unpacked prometheus promtool
 }
+
+# qs_ha_packages: install what test/ha/patroni.pl runs: Patroni (with the
+# etcd client its etcd3 support imports) and etcd.  Their services are not
+# wanted: the test starts its own etcd and Patroni nodes, on ports of their
+# own.
+QS_HA_PACKAGES="patroni python3-etcd etcd-server"
+qs_ha_packages() {
+	# shellcheck disable=SC2086
+	dpkg -s $QS_HA_PACKAGES >/dev/null 2>&1 && return 0
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get install -y $QS_HA_PACKAGES ||
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $QS_HA_PACKAGES; }
+}
+
+# qs_ha_prove WORK: run test/ha/patroni.pl as the postgres user in WORK (a
+# private copy of the tree), with PostgreSQL's Perl test modules; on
+# failure print its logs; print the figures it wrote.
+qs_ha_prove() {
+	local work=$1 pgxs status f
+	pgxs=$(dirname "$(/usr/lib/postgresql/15/bin/pg_config --pgxs)")/..
+	(cd "$work" && runuser -u postgres -- env TESTDIR="$work" PATH="/usr/lib/postgresql/15/bin:/usr/bin:/bin" \
+		PG_REGRESS="$pgxs/test/regress/pg_regress" prove -I "$pgxs/test/perl" test/ha/patroni.pl)
+	status=$?
+	if [ "$status" -ne 0 ]; then
+		for f in "$work"/tmp_check/log/{regress_log_patroni,patroni_n?.log,etcd.log,agent_a?.log}; do
+			[ -f "$f" ] && { echo "=== $f"; tail -n 60 "$f"; }
+		done
+	fi
+	[ -f "$work/tmp_check/ha_figures.txt" ] && { echo "== test/ha/patroni.pl figures"; cat "$work/tmp_check/ha_figures.txt"; }
+	return "$status"
+}

@@ -371,6 +371,9 @@ foreach (split /\n/, slurp_file($samples))
 	$at{ int($t * 5) }{$name} = 1 if $recovery eq 'f' && $workers > 0;
 }
 push @bad, map { "two primaries' workers at sample $_" } grep { keys %{ $at{$_} } > 1 } sort keys %at;
+my %primaries = map { %{ $at{$_} } } keys %at;
+ok(keys %at > 50 && keys %primaries >= 2,
+	'the monitor saw the worker on ' . join(', ', sort keys %primaries) . ' in ' . scalar(keys %at) . ' samples');
 is(scalar(@bad), 0, 'the worker ran only on the leader: no pass in recovery, never two at once') or diag("@bad[0..9]");
 
 # how long dispatch stopped at each event: the longest time without a
@@ -393,5 +396,48 @@ my $figures = join("\n", @figures, scalar(@acked) . " jobs acknowledged, $retrie
 note($figures);
 PostgreSQL::Test::Utils::append_to_file("$log/../ha_figures.txt", $figures);
 is(scalar(@figures), 4, 'a figure for each event');
+
+# ---------------------------------------------------------------------------
+# What asynchronous replication loses: synchronous_mode off, the leader's
+# WAL senders held (SIGSTOP) as a network partition or a slow link would
+# hold them, five submissions acknowledged meanwhile (to a queue no agent
+# serves), then the leader's node crashes.  The replica promoted has none
+# of the five: each was acknowledged and is lost.  (Phase 3 above, the
+# same crash with synchronous_mode on, lost none.)
+# ---------------------------------------------------------------------------
+primary_sql("INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('ha_env2', '{\"gpu\": 1}');"
+	  . " INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('ha_async', 'ha_env2');"
+	  . " INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)"
+	  . " VALUES ('ha_async', 'ha_async_share', '{\"gpu\": 1}', 'RESERVE')");
+$l = node_named(leader());
+($out, $err) = ('', '');
+ok(IPC::Run::run([ 'patronictl', '-c', "$tmp/$l->{name}.yml", 'edit-config', '--set', 'synchronous_mode=false', '--force' ],
+		'>', \$out, '2>', \$err), 'patronictl edit-config: synchronous_mode off') or diag("$out$err");
+my $leader_conn = "host=127.0.0.1 port=$l->{pg} dbname=postgres user=postgres";
+ok(wait_until(sub { (psql($leader_conn, 'SHOW synchronous_standby_names'))[1] eq '' }),
+	'the leader no longer waits for a standby');
+my @senders = split /\n/, (psql($leader_conn, 'SELECT pid FROM pg_stat_replication'))[1];
+is(scalar(@senders), 2, 'two WAL senders');
+kill 'STOP', @senders;
+my $acked_async = 0;
+foreach my $i (1 .. 5)
+{
+	$acked_async++ if (psql($leader_conn,
+		"INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, client_token)"
+		  . " VALUES ('async$i', 'ha_async', 'ha_async_share', 'gpu', 'async-$i')"))[0];
+}
+is($acked_async, 5, 'five submissions acknowledged by the leader');
+($pid) = split /\n/, slurp_file("$l->{dir}/postmaster.pid");
+$events{async_failover} = time();
+$l->{patroni}->signal('KILL');
+kill 'KILL', $pid;
+ok(wait_until(sub { my $x = leader(); defined $x && $x ne $l->{name} }, 3 * $timeout),
+	'a replica takes over');
+ok(wait_until(sub { (psql("$multi user=postgres", 'SELECT 1'))[0] }), 'it takes writes');
+my $kept = primary_sql("SELECT count(*) FROM quota_sched.job WHERE job_queue = 'ha_async'");
+is($kept, '0', 'asynchronous replication: the five acknowledged submissions are lost');
+PostgreSQL::Test::Utils::append_to_file("$log/../ha_figures.txt",
+	sprintf("asynchronous, WAL senders held: %d of %d acknowledged submissions lost; the failover took %.1f s\n",
+		5 - $kept, $acked_async, time() - $events{async_failover}));
 
 done_testing();
