@@ -6,7 +6,12 @@
  *		own (prepared once a connection where it can be).
  *
  * A connection found lost is closed here, and the loop (main.c) connects
- * again: at once, then after 1 s doubling to 30 s.
+ * again: at once, then after 1 s doubling to 5 s, each wait stretched by up
+ * to a fifth at random.  The short ceiling bounds how long an agent stays
+ * away after the database comes back (a failover under Patroni takes about
+ * the leader key's ttl: a 30 s ceiling doubled a 15 s failover); the random
+ * part keeps a fleet that lost the database at one moment from coming back
+ * at one moment.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RECONNECT_MAX_SECONDS 30.0
+#define RECONNECT_MAX_SECONDS 5.0
 
 /* A statement the agent runs: its name in the log, its text, its arguments. */
 typedef struct Statement
@@ -317,7 +322,7 @@ probe_output(void)
 
 /*
  * try_connect connects (conn), or logs why not and sets when to try again
- * (the backoff doubles from 1 s to 30 s).  Connected, it asks for a
+ * (the backoff doubles from 1 s to 5 s, see the top of the file).  Connected, it asks for a
  * heartbeat (to reconcile) and a claim at once.
  */
 void
@@ -349,7 +354,7 @@ try_connect(void)
 		backoff = backoff == 0 ? 1 : backoff * 2;
 		if (backoff > RECONNECT_MAX_SECONDS)
 			backoff = RECONNECT_MAX_SECONDS;
-		reconnect_at = now_mono() + backoff;
+		reconnect_at = now_mono() + backoff * (1 + 0.2 * drand48());
 		log_event("warning", "connect_failed", NULL, "%s; next try in %.0f s",
 				  trimmed(PQerrorMessage(conn), msg, sizeof(msg)), backoff);
 		PQfinish(conn);

@@ -18,7 +18,7 @@
  *
  * One thread: poll() on the connection's socket and on a self-pipe written
  * by the handlers of SIGCHLD, SIGTERM and SIGINT.  A lost connection is
- * retried with exponential backoff (1 s doubling to 30 s) while the jobs go
+ * retried with exponential backoff (1 s doubling to 5 s) while the jobs go
  * on running; what could not be told to the database meanwhile (a job's end)
  * is told after the reconnection, and the first heartbeat reconciles.  A job
  * whose lease ran out while the database could not be reached is killed
@@ -350,6 +350,7 @@ int
 main(int argc, char **argv)
 {
 	agent_pid = getpid();
+	srand48((long) agent_pid ^ (long) now_mono());	/* the reconnection's jitter */
 	guard_secrets();
 	parse_options(argc, argv);
 	launcher = opts.start_cmd ? &remote_launch_ops : &local_launch_ops;

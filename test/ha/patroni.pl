@@ -5,8 +5,9 @@
 # running short real commands, all on a multi-host connection string with
 # target_session_attrs=read-write.  Meanwhile: a `patronictl switchover`;
 # a SIGKILL of the leader's postmaster (Patroni restarts it in place: no
-# failover); a crash of the leader's node (its Patroni and its postmaster
-# SIGKILLed: a real failover to the synchronous standby); the old leader
+# failover); a crash of the leader's node (its Patroni, its postmaster and
+# the postmaster's processes SIGKILLed: a real failover to the synchronous
+# standby); the old leader
 # started again, rejoining as a replica.  A monitor samples every node
 # all along.  Checked after: every acknowledged submission exists once;
 # each job ran once per attempt and its end was reported once; nothing is
@@ -33,8 +34,9 @@ my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $log = $PostgreSQL::Test::Utils::log_path;
 my $http = HTTP::Tiny->new(timeout => 2);
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
-my @procs;    # every process started, stopped at the end
-END { eval { $_->kill_kill(grace => 5) } foreach @procs; }
+my @procs;    # every process started, stopped at the end (by the test, not its forks)
+my $test_pid = $$;
+END { if ($$ == $test_pid) { eval { $_->kill_kill(grace => 5) } foreach @procs; } }
 
 sub port { return PostgreSQL::Test::Cluster::get_free_port(); }
 
@@ -64,7 +66,7 @@ push @procs, IPC::Run::start(
 		'--initial-advertise-peer-urls', "http://127.0.0.1:$peer_port",
 		'--initial-cluster', "e1=http://127.0.0.1:$peer_port"
 	],
-	'<', \undef, '>', "$log/etcd.log", '2>&1');
+	'<', '/dev/null', '>', "$log/etcd.log", '2>&1');
 ok(wait_until(sub { ($http->get("http://127.0.0.1:$etcd_port/health")->{content} // '') =~ /"health":"true"/ }),
 	'etcd is up');
 
@@ -124,8 +126,14 @@ YML
 sub start_patroni
 {
 	my ($n) = @_;
+	# standard input from /dev/null, as systemd gives it: PostgreSQL
+	# inherits it, and a backend that outlives its SIGKILLed postmaster
+	# while it waits for synchronous replication may read it (the prompt
+	# "backend>" in the log).  On a pipe nobody writes it would wait there
+	# for ever, its client unanswered; on /dev/null it reads the end and
+	# exits.
 	$n->{patroni} = IPC::Run::start([ 'patroni', "$tmp/$n->{name}.yml" ],
-		'<', \undef, '>>', "$log/patroni_$n->{name}.log", '2>&1');
+		'<', '/dev/null', '>>', "$log/patroni_$n->{name}.log", '2>&1');
 	push @procs, $n->{patroni};
 }
 
@@ -169,12 +177,18 @@ my $ports = join ',', map { $_->{pg} } @nodes;
 my $multi = "host=$hosts port=$ports dbname=postgres target_session_attrs=read-write connect_timeout=2";
 
 # psql(CONNINFO, SQL): (ok, output)
+# psql(CONN, SQL[, SECONDS]): (whether it succeeded, its output or error);
+# a psql still running after SECONDS (30) is killed and has failed, as a
+# client with a timeout gives up on a node that does not answer
 sub psql
 {
-	my ($conn, $sql) = @_;
+	my ($conn, $sql, $seconds) = @_;
 	my ($out, $err) = ('', '');
-	my $ok = IPC::Run::run([ "$bindir/psql", '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $conn, '-c', $sql ],
-		'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(30));
+	my $ok = eval {
+		IPC::Run::run([ "$bindir/psql", '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $conn, '-c', $sql ],
+			'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout($seconds // 30));
+	};
+	return (0, "no answer in time: $@") if $@;
 	chomp $out;
 	return ($ok, $ok ? $out : $err);
 }
@@ -213,7 +227,7 @@ if ($monitor == 0)
 		{
 			my ($ok, $row) = psql("host=127.0.0.1 port=$n->{pg} dbname=postgres user=postgres connect_timeout=1",
 				"SELECT pg_is_in_recovery(), (SELECT coalesce(sum(passes), 0) FROM quota_sched.pass_stats()),"
-				  . " (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quota_sched worker')");
+				  . " (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quota_sched worker')", 5);
 			printf $out "%.3f %s %s\n", time(), $n->{name}, $ok && $row =~ /^[tf]\|/ ? $row : 'down';
 		}
 		usleep(200_000);
@@ -256,7 +270,7 @@ if ($submitter == 0)
 		until ((psql("$multi user=postgres",
 			"INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, payload, client_token)"
 			  . " VALUES ('s$i', 'ha_queue', 'ha_share', 'gpu', '$payload', 'ha-$i')"
-			  . " ON CONFLICT (client_token) DO NOTHING"))[0])
+			  . " ON CONFLICT (client_token) DO NOTHING", 5))[0])
 		{
 			usleep(200_000);
 		}
@@ -277,6 +291,24 @@ sub more_dispatches
 	return wait_until(sub { my $d = dispatched(); $d =~ /^\d+$/ && $d >= $now + $n }, 3 * $timeout);
 }
 ok(more_dispatches(20), 'jobs are submitted, dispatched and run');
+
+# crash_node(NODE): what a crash of NODE's machine does to its processes:
+# its Patroni, its postmaster and every process of that postmaster
+# SIGKILLed at once (none left to answer a client or to hold a WAL sender)
+sub crash_node
+{
+	my ($n) = @_;
+	my ($pm) = split /\n/, slurp_file("$n->{dir}/postmaster.pid");
+	my @pids = ($pm);
+	foreach my $stat (glob '/proc/[0-9]*/stat')
+	{
+		open my $fh, '<', $stat or next;
+		my $line = <$fh> // '';
+		push @pids, $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $pm;
+	}
+	$n->{patroni}->signal('KILL');
+	kill 'KILL', @pids;
+}
 
 my %events;
 # ---- 1. switchover to the synchronous standby
@@ -306,10 +338,8 @@ ok(wait_until(sub { healthy(2) }, 3 * $timeout), 'the replicas stream from it ag
 $l = node_named(leader());
 $m = members();
 ($sync) = grep { $m->{$_}{role} eq 'sync_standby' } keys %$m;
-($pid) = split /\n/, slurp_file("$l->{dir}/postmaster.pid");
 $events{failover} = time();
-$l->{patroni}->signal('KILL');
-kill 'KILL', $pid;
+crash_node($l);
 ok(wait_until(sub { my $x = leader(); defined $x && $x ne $l->{name} }, 3 * $timeout),
 	"a failover: the leader is no longer $l->{name}");
 is(leader(), $sync, "the synchronous standby ($sync) took over");
@@ -427,10 +457,8 @@ foreach my $i (1 .. 5)
 		  . " VALUES ('async$i', 'ha_async', 'ha_async_share', 'gpu', 'async-$i')"))[0];
 }
 is($acked_async, 5, 'five submissions acknowledged by the leader');
-($pid) = split /\n/, slurp_file("$l->{dir}/postmaster.pid");
 $events{async_failover} = time();
-$l->{patroni}->signal('KILL');
-kill 'KILL', $pid;
+crash_node($l);
 ok(wait_until(sub { my $x = leader(); defined $x && $x ne $l->{name} }, 3 * $timeout),
 	'a replica takes over');
 ok(wait_until(sub { (psql("$multi user=postgres", 'SELECT 1'))[0] }), 'it takes writes');

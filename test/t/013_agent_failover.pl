@@ -151,6 +151,12 @@ open(my $fh, '>', $gate1) or die;
 close $fh;
 ok(wait_until(sub { (grep { runs_of($_) =~ /^end 1$/m } @running) == 4 }), 'the four jobs end during the outage');
 ok(wait_for_log($_, qr/ connect_failed: /), "agent $_ cannot connect meanwhile") foreach ('f1', 'f2');
+# the backoff doubles from 1 s to a ceiling of 5 s: an agent is back within
+# about 5 s of a promotion (with a ceiling of 30 s, a 15 s failover under
+# Patroni stopped dispatch for 31 s)
+my $tries = qr/ connect_failed: .*; next try in (\d+) s$/m;
+ok(wait_until(sub { (() = agent_log('f1') =~ /$tries/g) >= 4 }), 'agent f1 tries four times');
+is(join(' ', (agent_log('f1') =~ /$tries/g)[0 .. 3]), '1 2 4 5', 'its waits: 1, 2 and 4 s, then the ceiling, 5 s');
 unlike(agent_log('f1') . agent_log('f2'), qr/ job_reported /, 'nothing is reported before the promotion');
 
 $standby->promote;
