@@ -210,9 +210,13 @@ Before(const Replay *r, Order order, int a, int b)
 	return false;
 }
 
-/* The first position whose job does not come before job (lower bound). */
+/*
+ * Bound returns the first position whose job does not come before job
+ * (upper false: the lower bound) or comes after it (upper true: the upper
+ * bound).
+ */
 static int
-LowerBound(const Replay *r, const Sorted *s, Order order, int job)
+Bound(const Replay *r, const Sorted *s, Order order, int job, bool upper)
 {
 	int			lo = 0,
 				hi = s->n;
@@ -220,27 +224,10 @@ LowerBound(const Replay *r, const Sorted *s, Order order, int job)
 	while (lo < hi)
 	{
 		int			mid = lo + (hi - lo) / 2;
+		bool		past = upper ? Before(r, order, job, s->at[mid])
+			: !Before(r, order, s->at[mid], job);
 
-		if (Before(r, order, s->at[mid], job))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* The first position whose job comes after job (upper bound). */
-static int
-UpperBound(const Replay *r, const Sorted *s, Order order, int job)
-{
-	int			lo = 0,
-				hi = s->n;
-
-	while (lo < hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-
-		if (Before(r, order, job, s->at[mid]))
+		if (past)
 			hi = mid;
 		else
 			lo = mid + 1;
@@ -251,7 +238,7 @@ UpperBound(const Replay *r, const Sorted *s, Order order, int job)
 static void
 Insert(Replay *r, Sorted *s, Order order, int job)
 {
-	int			i = LowerBound(r, s, order, job);
+	int			i = Bound(r, s, order, job, false);
 
 	if (s->n == s->cap)
 	{
@@ -271,7 +258,7 @@ Insert(Replay *r, Sorted *s, Order order, int job)
 static void
 Remove(Replay *r, Sorted *s, Order order, int job)
 {
-	int			i = LowerBound(r, s, order, job);
+	int			i = Bound(r, s, order, job, false);
 
 	if (i < s->n && s->at[i] == job)
 	{
@@ -305,7 +292,7 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below, Qs
 	/* none of the cell's jobs is small enough (the skip rule's bound) */
 	if (by_size->n == 0 || r->jobs[by_size->at[0]].j.count >= below)
 		return false;
-	for (int i = after == NULL ? 0 : UpperBound(r, s, BY_SHARE_ORDER, IndexOf(after));
+	for (int i = after == NULL ? 0 : Bound(r, s, BY_SHARE_ORDER, IndexOf(after), true);
 		 i < s->n; i++)
 		if (r->jobs[s->at[i]].j.count < below)
 		{
@@ -332,7 +319,7 @@ SourceHeld(void *arg, int share, int unit, const QsJob *after, int64_t below, Qs
 {
 	Replay	   *r = arg;
 	const Sorted *s = &r->held_jobs[share * r->cfg->nunits + unit];
-	int			i = after == NULL ? 0 : UpperBound(r, s, BY_VICTIM_ORDER, IndexOf(after));
+	int			i = after == NULL ? 0 : Bound(r, s, BY_VICTIM_ORDER, IndexOf(after), true);
 
 	/* no stop is pending between passes; victim order has priority first */
 	if (i < s->n && r->jobs[s->at[i]].j.priority < below)
