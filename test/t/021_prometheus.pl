@@ -21,6 +21,9 @@ use HTTP::Tiny;
 use JSON::PP;
 use Cwd qw(abs_path);
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use QsAgents qw(agents_node);
 
 my ($promtool, $prometheus, $exporter) =
   map { $ENV{$_} // '' } qw(QS_PROMTOOL QS_PROMETHEUS QS_NODE_EXPORTER);
@@ -46,13 +49,7 @@ ok(IPC::Run::run([ $promtool, 'test', 'rules', abs_path('monitoring/quota_sched-
 	'promtool test rules: each rule fires on its series and not on the others') or diag("$out$err");
 
 # 2. A database with the worker, a queue, and jobs the worker dispatches
-my $node = PostgreSQL::Test::Cluster->new('prometheus');
-$node->init;
-$node->append_conf('postgresql.conf', <<'CONF');
-shared_preload_libraries = 'quota_sched'
-quota_sched.database = 'postgres'
-quota_sched.naptime = '200ms'
-CONF
+my $node = agents_node('prometheus');
 $node->start;
 $node->safe_psql('postgres', <<'SQL');
 CREATE EXTENSION quota_sched;
