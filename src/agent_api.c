@@ -32,13 +32,13 @@
 #include "queue_lock.h"
 #include "quota_sched.h"
 
-PG_FUNCTION_INFO_V1(qs_claim);
-PG_FUNCTION_INFO_V1(qs_heartbeat);
-PG_FUNCTION_INFO_V1(qs_report);
-PG_FUNCTION_INFO_V1(qs_release);
-PG_FUNCTION_INFO_V1(qs_agent_ready);
-PG_FUNCTION_INFO_V1(qs_drain_agent);
-PG_FUNCTION_INFO_V1(qs_attempt_started);
+QS_UNLOCKED_FUNCTION(qs_claim, DoClaim)
+QS_UNLOCKED_FUNCTION(qs_heartbeat, DoHeartbeat)
+QS_UNLOCKED_FUNCTION(qs_report, DoReport)
+QS_UNLOCKED_FUNCTION(qs_release, DoRelease)
+QS_UNLOCKED_FUNCTION(qs_agent_ready, DoAgentReady)
+QS_UNLOCKED_FUNCTION(qs_drain_agent, DoDrainAgent)
+QS_UNLOCKED_FUNCTION(qs_attempt_started, DoAttemptStarted)
 
 /*
  * PrintableName tells whether an agent's name is fit to be shown: neither
@@ -161,8 +161,8 @@ StopTimeout(void)
  * agent had reported RUNNING.  A registered agent's last_seen and lease are
  * refreshed (QsAgentSeen); a DRAINING one claims nothing.
  */
-Datum
-qs_claim(PG_FUNCTION_ARGS)
+static Datum
+DoClaim(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *role = GetUserNameFromId(GetUserId(), false);	/* the caller */
@@ -217,8 +217,8 @@ qs_claim(PG_FUNCTION_ARGS)
  * agent.  A registered agent's last_seen and lease are refreshed
  * (QsAgentSeen), draining or not.
  */
-Datum
-qs_heartbeat(PG_FUNCTION_ARGS)
+static Datum
+DoHeartbeat(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			caller = GetUserId();
@@ -448,8 +448,8 @@ ReportedState(const char *state)
  * The exit code is recorded in the history with the attempt's end, and
  * with the output (the last of it, QsAttemptOutputArg) in job_attempt.
  */
-Datum
-qs_report(PG_FUNCTION_ARGS)
+static Datum
+DoReport(PG_FUNCTION_ARGS)
 {
 	int64		job_id;
 	char	   *agent = AgentArg(fcinfo, 1);
@@ -489,8 +489,8 @@ qs_report(PG_FUNCTION_ARGS)
  * stop is pending, the job has stopped, as if the agent had reported
  * STOPPED.  The output of the run ends in job_attempt, as report's.
  */
-Datum
-qs_release(PG_FUNCTION_ARGS)
+static Datum
+DoRelease(PG_FUNCTION_ARGS)
 {
 	char	   *agent = AgentArg(fcinfo, 1);
 	char	   *reason = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -514,8 +514,8 @@ qs_release(PG_FUNCTION_ARGS)
  * (QsAgentReady: another login's agent is refused unless the caller is an
  * admin).  The queue and unit are checked as claim checks them.
  */
-Datum
-qs_agent_ready(PG_FUNCTION_ARGS)
+static Datum
+DoAgentReady(PG_FUNCTION_ARGS)
 {
 	Oid			caller = GetUserId();
 	char	   *role = GetUserNameFromId(caller, false);
@@ -547,8 +547,8 @@ qs_agent_ready(PG_FUNCTION_ARGS)
  * a registered agent DRAINING (claim gives it nothing new; the jobs it
  * holds run on to their end), or ACTIVE again with draining false.
  */
-Datum
-qs_drain_agent(PG_FUNCTION_ARGS)
+static Datum
+DoDrainAgent(PG_FUNCTION_ARGS)
 {
 	char	   *agent = AgentArg(fcinfo, 0);
 	bool		draining = DatumGetBool(NotNullArg(fcinfo, 1, "draining", true));
@@ -577,8 +577,8 @@ qs_drain_agent(PG_FUNCTION_ARGS)
  * unless the caller is an admin (RequireReporter, 42501), a job the agent
  * does not hold too (55000); an attempt that is over is a no-op (null).
  */
-Datum
-qs_attempt_started(PG_FUNCTION_ARGS)
+static Datum
+DoAttemptStarted(PG_FUNCTION_ARGS)
 {
 	Oid			caller = GetUserId();
 	char	   *role = GetUserNameFromId(caller, false);

@@ -140,11 +140,8 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	QsOutput	out;
 	TimestampTz started = GetCurrentTimestamp();
 	int			ndecisions = -1;
+	int			mark = dry_run ? QsBeginCallLocks() : 0;
 
-	if (dry_run)
-		QsLockQueueForRead(queue);
-	else
-		QsLockQueue(queue, true);
 	QsBeginSystemWrite("pass", &saved);
 	QsWrite.pass = true;
 	PG_TRY();
@@ -152,6 +149,7 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 		int64		passed_over[QS_PASSED_OVER_MAX];
 		int			npassed_over;
 
+		QsLockQueue(queue, !dry_run);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "quota_sched: SPI_connect failed");
 		if (DecideLocked(&qs, &out, queue, dry_run, passed_over, &npassed_over))
@@ -176,7 +174,7 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 	{
 		QsEndSystemWrite(&saved);
 		if (dry_run)
-			QsUnlockQueueForRead(queue);
+			QsEndCallLocks(mark);
 	}
 	PG_END_TRY();
 	if (!dry_run && ndecisions >= 0)

@@ -15,6 +15,7 @@
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/sinvaladt.h"
+#include "utils/memutils.h"
 
 #include "queue_lock.h"
 
@@ -41,10 +42,25 @@ QueueLockTag(LOCKTAG *tag, const char *job_queue)
 }
 
 /*
- * QsLockQueue takes the lock of a job queue until the transaction ends.  A
- * pass takes it exclusively; claims, reports, priority changes and
- * terminations take it shared, so none of them interleaves with a pass.
- * The lock assigns no transaction id.
+ * The queues' locks taken in shared mode by the call under way
+ * (QsBeginCallLocks): session locks, released when the call ends, on an
+ * error too (QsEndCallLocks).  In TopMemoryContext.
+ */
+static LOCKTAG *call_locks;
+static int	ncall_locks;
+static int	maxcall_locks;
+static int	call_depth;
+
+/*
+ * QsLockQueue takes the lock of a job queue.  A pass takes it exclusively,
+ * until its transaction ends.  Claims, reports, heartbeats, releases,
+ * priority changes and terminations take it shared, only within a call
+ * (QsBeginCallLocks), which releases it when it returns: no function a
+ * user or an agent calls holds a queue's lock past its own return, so that
+ * a transaction left open after it keeps no pass waiting.  The rows such a
+ * call wrote stay locked until its transaction ends; a pass passes over
+ * them, and decides again on those that changed since its snapshot
+ * (QsLockJobs).  The lock assigns no transaction id.
  *
  * A pass first tries the lock without waiting, a few times over about
  * 20 ms, backing off from 0.1 ms, and only then waits in the lock's queue.
@@ -60,36 +76,80 @@ QsLockQueue(const char *job_queue, bool exclusive)
 	LOCKTAG		tag;
 
 	QueueLockTag(&tag, job_queue);
-	if (exclusive)
+	if (!exclusive)
 	{
-		long		pause_us = 100;
-
-		for (long waited_us = 0; waited_us < 20000; waited_us += pause_us)
+		if (call_depth == 0)
+			elog(ERROR, "quota_sched: the lock of job queue \"%s\" taken in shared mode outside a call",
+				 job_queue);
+		if (ncall_locks == maxcall_locks)
 		{
-			if (LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
-				return;
-			pg_usleep(pause_us);
-			CHECK_FOR_INTERRUPTS();
-			pause_us = Min(pause_us * 2, 2000);
+			maxcall_locks = Max(8, maxcall_locks * 2);
+			call_locks = call_locks == NULL ?
+				MemoryContextAlloc(TopMemoryContext, sizeof(LOCKTAG) * maxcall_locks) :
+				repalloc(call_locks, sizeof(LOCKTAG) * maxcall_locks);
 		}
+		(void) LockAcquire(&tag, ShareLock, true, false);
+		call_locks[ncall_locks++] = tag;
+		return;
 	}
-	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
+	for (long pause_us = 100, waited_us = 0; waited_us < 20000; waited_us += pause_us)
+	{
+		if (LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+			return;
+		pg_usleep(pause_us);
+		CHECK_FOR_INTERRUPTS();
+		pause_us = Min(pause_us * 2, 2000);
+	}
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /*
- * QsLockQueueForRead takes a queue's lock in shared mode for the session,
- * so that the caller can release it (QsUnlockQueueForRead) before its
- * transaction ends: a dry run reads the queue with no pass interleaving,
- * and holds nobody up once it has read.  The caller releases it on error
- * too: a session lock outlives an aborted transaction.
+ * QsBeginCallLocks opens a call within which queues' locks may be taken in
+ * shared mode, and returns the mark QsEndCallLocks takes.  Calls may nest.
+ */
+int
+QsBeginCallLocks(void)
+{
+	call_depth++;
+	return ncall_locks;
+}
+
+/*
+ * QsEndCallLocks ends the call QsBeginCallLocks opened: it releases the
+ * queues' locks taken since (session locks outlive an aborted
+ * transaction, so the caller calls it on an error too).
  */
 void
-QsLockQueueForRead(const char *job_queue)
+QsEndCallLocks(int mark)
 {
-	LOCKTAG		tag;
+	while (ncall_locks > mark)
+		LockRelease(&call_locks[--ncall_locks], ShareLock, true);
+	call_depth--;
+}
 
-	QueueLockTag(&tag, job_queue);
-	(void) LockAcquire(&tag, ShareLock, true, false);
+/*
+ * QsCallUnlocked runs an SQL-callable function's body within a call
+ * (QsBeginCallLocks): every function that a user or an agent may call and
+ * that takes a queue's lock is such a body, so that none keeps the lock
+ * past its return (test/t/022_open_calls.pl calls each one in a
+ * transaction left open).
+ */
+Datum
+QsCallUnlocked(PGFunction body, FunctionCallInfo fcinfo)
+{
+	int			mark = QsBeginCallLocks();
+	volatile Datum result = (Datum) 0;
+
+	PG_TRY();
+	{
+		result = body(fcinfo);
+	}
+	PG_FINALLY();
+	{
+		QsEndCallLocks(mark);
+	}
+	PG_END_TRY();
+	return result;
 }
 
 /*
@@ -115,33 +175,4 @@ QsQueueLockHolders(const char *job_queue)
 			appendStringInfo(&pids, "%s%d", pids.len > 0 ? ", " : "", proc->pid);
 	}
 	return pids.data;
-}
-
-/*
- * QsUnlockQueue releases, before the transaction ends, the shared lock of a
- * job queue that QsLockQueue took: a user's function does not hold a
- * queue's lock past its own return, so that a transaction a user leaves
- * open keeps no pass waiting (the rows it wrote stay locked until it ends;
- * a pass passes over them, QsLockJobs).  Taken twice in a transaction (a
- * report, then a terminate), the lock stays held once.
- */
-void
-QsUnlockQueue(const char *job_queue)
-{
-	LOCKTAG		tag;
-
-	QueueLockTag(&tag, job_queue);
-	LockRelease(&tag, ShareLock, false);
-}
-
-/*
- * QsUnlockQueueForRead releases the session lock QsLockQueueForRead took.
- */
-void
-QsUnlockQueueForRead(const char *job_queue)
-{
-	LOCKTAG		tag;
-
-	QueueLockTag(&tag, job_queue);
-	LockRelease(&tag, ShareLock, true);
 }

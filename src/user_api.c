@@ -38,9 +38,9 @@
 #include "quota_sched.h"
 #include "stats.h"
 
-PG_FUNCTION_INFO_V1(qs_terminate);
-PG_FUNCTION_INFO_V1(qs_set_priority);
-PG_FUNCTION_INFO_V1(qs_explain);
+QS_UNLOCKED_FUNCTION(qs_terminate, DoTerminate)
+QS_UNLOCKED_FUNCTION(qs_set_priority, DoSetPriority)
+QS_UNLOCKED_FUNCTION(qs_explain, DoExplain)
 PG_FUNCTION_INFO_V1(qs_queue_snapshot);
 
 /* How far explain and queue_snapshot follow the dispatch order. */
@@ -88,13 +88,13 @@ RequireJobAccess(Oid caller, const QsJobRow *row, const char *verb)
  * unclaimed job fails at once; a claimed one gets a stop (TERMINATED) and
  * fails when it stops.  Either way its history has a TERMINATE event
  * before it fails, by which reports count terminations apart from
- * failures (usage_counts, reporting.sql).  It holds the queue's lock while it runs, not
- * after: a user who leaves the transaction open holds only the job's row,
- * which passes pass over (QsLockJobs), and keeps no pass of the queue
- * waiting.
+ * failures (usage_counts, reporting.sql).  Like every function a user
+ * calls, it holds the queue's lock while it runs, not after
+ * (QS_UNLOCKED_FUNCTION): a user who leaves the transaction open holds
+ * only the job's row, which passes pass over (QsLockJobs).
  */
-Datum
-qs_terminate(PG_FUNCTION_ARGS)
+static Datum
+DoTerminate(PG_FUNCTION_ARGS)
 {
 	Oid			caller = GetUserId();
 	char	   *reason;
@@ -143,7 +143,6 @@ qs_terminate(PG_FUNCTION_ARGS)
 	result = QsReturnJob(job_id);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
-	QsUnlockQueue(row.job_queue);
 	return result;
 }
 
@@ -163,8 +162,8 @@ static QsQuery SetPriorityQuery = {
 	2, {INT8OID, INT4OID}, SPI_OK_UPDATE_RETURNING
 };
 
-Datum
-qs_set_priority(PG_FUNCTION_ARGS)
+static Datum
+DoSetPriority(PG_FUNCTION_ARGS)
 {
 	Oid			caller = GetUserId();
 	QsSavedUser saved;
@@ -231,9 +230,9 @@ KeptFromQueue(ExplainJob *ej)
 	ej->blocked_by = "QUEUE_LOCKED";
 	appendStringInfo(&ej->detail, "The scheduler gave up the last %d pass%s of job queue "
 					 "\"%s\": another session held the queue's lock for longer than "
-					 "quota_sched.naptime (a transaction that called run_pass(), claim(), "
-					 "report(), release() or heartbeat() and has not ended); nothing in the "
-					 "queue is dispatched until it ends.", given_up, given_up == 1 ? "" : "es",
+					 "quota_sched.naptime (an admin's run_pass() in a transaction that has "
+					 "not ended, or a pass that runs that long; no other call holds the lock "
+					 "past its return); nothing in the queue is dispatched until it ends.", given_up, given_up == 1 ? "" : "es",
 					 ej->row.job_queue);
 	if (ej->admin)
 	{
@@ -756,8 +755,8 @@ ExplainJson(const ExplainJob *ej)
  * the job (without locking it, in a new snapshot, as a pass reads) and its
  * queue as the extension's owner, and writes nothing.
  */
-Datum
-qs_explain(PG_FUNCTION_ARGS)
+static Datum
+DoExplain(PG_FUNCTION_ARGS)
 {
 	Oid			caller = GetUserId();
 	int64		job_id;

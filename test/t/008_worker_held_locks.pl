@@ -97,6 +97,9 @@ my $detail = $node->safe_psql('postgres', sprintf("SET ROLE hl_member; $explain"
 like($detail, qr/^The scheduler gave up the last \d+ passes of job queue "hl_queue": another session held the queue's lock/,
 	'explain: the passes are given up');
 unlike($detail, qr/process/, 'explain: a member is not told the holder');
+like($detail, qr/an admin's run_pass\(\) in a transaction that has not ended/,
+	'explain: the detail names what can hold the lock');
+unlike($detail, qr/claim|report|heartbeat/, 'explain: and no call that holds it only while it runs');
 like($node->safe_psql('postgres', sprintf($explain, 'detail')), qr/ Held now by process \Q$pid\E\.$/,
 	'explain: an admin is told the holder');
 $admin->query_safe("COMMIT;");
