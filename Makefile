@@ -10,17 +10,24 @@ OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config
 	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
 	src/usage.o src/over_time_sql.o src/borrow_memory.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/replay_sql.o src/stats.o src/launcher.o src/worker.o $(CORE)
 
-# The SQL of the current version has one home per object, in sql/src (by
-# area); the build makes of it the install script and the update from the
-# version before.  A fresh install runs the one script; the released
-# scripts of 0.1 and 0.1--0.2 stay, for updates.  The function sources
-# (CREATE OR REPLACE) are run again by every update after its own
-# changes of tables and data (sql/updates/).
+# The version the sources make (QS_VERSION) and the release before it
+# (QS_PREVIOUS).  The SQL of the current version has one home per object, in
+# sql/src (by area); the build makes of it the install script and the
+# update from the release before.  A fresh install runs the one script.
+# The scripts of released versions are kept as they were released
+# (sql/quota_sched--0.1.sql, and each update to a released version), so
+# that a database of any release updates through them; doc/releasing.md
+# says how a release freezes its scripts.  The function sources
+# (CREATE OR REPLACE) are run again by the update after its own changes
+# of tables and data (sql/updates/QS_PREVIOUS--QS_VERSION.sql).
+QS_VERSION = 0.4
+QS_PREVIOUS = 0.3
 SQL_FUNCTIONS = validation triggers pass_api agent_api user_api reporting whatif metrics chart
 SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api reporting \
 	whatif metrics chart policies
-DATA = sql/quota_sched--0.1.sql sql/quota_sched--0.1--0.2.sql
-DATA_built = sql/quota_sched--0.3.sql sql/quota_sched--0.2--0.3.sql
+DATA = sql/quota_sched--0.1.sql sql/quota_sched--0.1--0.2.sql sql/quota_sched--0.2--0.3.sql \
+	sql/quota_sched--0.3.sql
+DATA_built = sql/quota_sched--$(QS_VERSION).sql sql/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -Isrc -Isrc/core
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
@@ -60,19 +67,20 @@ agent-all agent-install agent-uninstall agent-clean:
 	$(MAKE) -C agent PG_CONFIG=$(PG_CONFIG) $(patsubst agent-%,%,$@)
 .PHONY: agent-all agent-install agent-uninstall agent-clean
 
-# sql/quota_sched--0.3.sql: the install script, the sources in order.
-# sql/quota_sched--0.2--0.3.sql: the update's own changes, then the
+# sql/quota_sched--QS_VERSION.sql: the install script, the sources in order.
+# sql/quota_sched--QS_PREVIOUS--QS_VERSION.sql: the update's own changes, then the
 # function sources.  Each part is named in a comment; make_sql is the one
 # recipe for both (its arguments: the \echo guard's command, the parts).
 make_sql = { printf '%s\n' '/* Made by the Makefile from the files named below: edit those. */' \
 		"\\echo Use \"$(1)\" to load this file. \\quit"; \
 	for f in $(2); do printf '\n/* ===== %s ===== */\n\n' "$$f"; cat "$$f"; done; } > $@
 
-sql/quota_sched--0.3.sql: $(patsubst %,sql/src/%.sql,$(SQL_INSTALL))
+sql/quota_sched--$(QS_VERSION).sql: $(patsubst %,sql/src/%.sql,$(SQL_INSTALL))
 	$(call make_sql,CREATE EXTENSION quota_sched,$^)
 
-sql/quota_sched--0.2--0.3.sql: sql/updates/0.2--0.3.sql $(patsubst %,sql/src/%.sql,$(SQL_FUNCTIONS))
-	$(call make_sql,ALTER EXTENSION quota_sched UPDATE TO '0.3',$^)
+sql/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql: sql/updates/$(QS_PREVIOUS)--$(QS_VERSION).sql \
+		$(patsubst %,sql/src/%.sql,$(SQL_FUNCTIONS))
+	$(call make_sql,ALTER EXTENSION quota_sched UPDATE TO '$(QS_VERSION)',$^)
 
 # every object depends on every header (PGXS tracks none)
 $(OBJS): $(wildcard src/*.h src/core/*.h)

@@ -19,3 +19,4 @@ CREATE ROLE team_qs1 IN ROLE quota_sched_user;
 CREATE ROLE team_qs2 IN ROLE quota_sched_user;
 -- the login of the launcher agents (trust authentication in this cluster)
 CREATE ROLE launcher LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('launcher', NULL);

@@ -9,6 +9,8 @@
 \i sql/include/helpers.sql
 
 CREATE ROLE regress_acl_agent NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_acl_agent', NULL);
 
 -- The share may use one ml.g5.xlarge at first, so that a 2-instance job
 -- submitted first is dispatched in a later pass than a 1-instance job

@@ -31,6 +31,9 @@ VALUES ('af_env', '{"gpu": 8, "cpu": 4}');
 INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('af_queue', 'af_env');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('af_queue', 'af_share', '{"gpu": 8, "cpu": 4}', 'RESERVE');
+-- both hosts serve the queue (agent_access: sql/agent_access.sql)
+INSERT INTO quota_sched.agent_access (login, job_queue)
+VALUES ('regress_af_host_a', 'af_queue'), ('regress_af_host_b', 'af_queue');
 
 -- Registration: the row is the caller's, ACTIVE, with no lease yet; the
 -- result is the row.

@@ -31,6 +31,8 @@ $$;
 -- and may call the agents' functions; a user who submits.
 CREATE ROLE regress_aid_host_a NOLOGIN IN ROLE quota_sched_agent;
 CREATE ROLE regress_aid_host_b NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_aid_host_a', NULL), ('regress_aid_host_b', NULL);
 CREATE ROLE regress_aid_ops NOLOGIN IN ROLE quota_sched_admin, quota_sched_agent;
 CREATE ROLE regress_aid_alice NOLOGIN IN ROLE quota_sched_user;
 

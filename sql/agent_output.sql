@@ -16,6 +16,8 @@ CREATE ROLE regress_ao_ben NOLOGIN IN ROLE quota_sched_user, regress_ao_team_b;
 CREATE ROLE regress_ao_admin NOLOGIN IN ROLE quota_sched_admin;
 CREATE ROLE regress_ao_agent NOLOGIN IN ROLE quota_sched_agent;
 CREATE ROLE regress_ao_other NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_ao_agent', NULL), ('regress_ao_other', NULL);
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('ao_env', '{"gpu": 4}');
 INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('ao_queue', 'ao_env');

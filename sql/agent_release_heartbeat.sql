@@ -19,6 +19,8 @@ CREATE FUNCTION pg_temp.arh_facts() RETURNS text LANGUAGE sql AS $$
 $$;
 
 CREATE ROLE regress_arh_agent NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_arh_agent', NULL);
 CREATE ROLE regress_arh_admin NOLOGIN IN ROLE quota_sched_admin;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)

@@ -20,6 +20,8 @@ CREATE FUNCTION pg_temp.arp_facts() RETURNS text LANGUAGE sql AS $$
 $$;
 
 CREATE ROLE regress_arp_agent NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_arp_agent', NULL);
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('arp_env', '{"ml.g5.xlarge": 10, "ml.p4d.24xlarge": 1}');

@@ -26,6 +26,8 @@ SET TimeZone = 'UTC';
 -- The fixture: a queue with two shares, a team and its user, an agent.
 CREATE ROLE regress_bi_admin IN ROLE quota_sched_admin;
 CREATE ROLE regress_bi_agent IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_bi_agent', NULL);
 CREATE ROLE regress_bi_user IN ROLE quota_sched_user;
 CREATE ROLE regress_bi_monitor IN ROLE pg_monitor;
 CREATE ROLE regress_bi_team;
@@ -106,6 +108,7 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 		"agent": [["another login's agent", "'bi_other_agent'"]]}$$),
 	('quota_sched.drain_agent(text, boolean)', 'regress_bi_admin',
 	 ARRAY[$$'bi_agent'$$, 'true'], NULL, '{}'),
+	('quota_sched.forget_agent(text)', 'regress_bi_admin', ARRAY[$$'bi_agent'$$], NULL, '{}'),
 	('quota_sched.report(bigint, text, text, text, integer, integer, text)', 'regress_bi_agent',
 	 ARRAY[:'held_id', $$'bi_agent'$$, $$'SUCCEEDED'$$, $$'done'$$, '1', '0', $$E'the last\nlines'$$], NULL,
 	 jsonb_build_object(

@@ -17,6 +17,8 @@ CREATE ROLE regress_ch_agent;
 GRANT quota_sched_admin TO regress_ch_admin, regress_ch_admin2;
 GRANT quota_sched_user TO regress_ch_user;
 GRANT quota_sched_agent TO regress_ch_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_ch_agent', NULL);
 
 -- pg_temp.new_events(): the rows of this file's objects (names starting
 -- "ch_") written since the last call, in order.  "now" tells that the row's

@@ -185,6 +185,8 @@ SELECT quota_sched.metric_labels('a', E'x\\y"z\nw', 'b', '') AS labels;
 -- Who may read it: admins and pg_monitor, not users or agents.
 CREATE ROLE regress_m_user IN ROLE quota_sched_user;
 CREATE ROLE regress_m_agent IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_m_agent', NULL);
 CREATE ROLE regress_m_admin IN ROLE quota_sched_admin;
 CREATE ROLE regress_m_monitor IN ROLE pg_monitor;
 CREATE FUNCTION pg_temp.as_role(who text) RETURNS text LANGUAGE plpgsql AS $$

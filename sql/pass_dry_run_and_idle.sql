@@ -124,6 +124,8 @@ SELECT pg_temp.refused($$SELECT * FROM quota_sched.run_pass('pdr_no_such_queue',
 ------------------------------------------------------------------------
 CREATE ROLE regress_pdr_user NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_pdr_agent NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_pdr_agent', NULL);
 CREATE ROLE regress_pdr_admin NOLOGIN IN ROLE quota_sched_admin;
 SELECT name, state FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'pdr_j2'));
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)

@@ -12,6 +12,8 @@
 
 CREATE ROLE regress_pf_host_a NOLOGIN IN ROLE quota_sched_agent;
 CREATE ROLE regress_pf_host_b NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_pf_host_a', NULL), ('regress_pf_host_b', NULL);
 CREATE ROLE regress_pf_ops NOLOGIN IN ROLE quota_sched_admin;
 
 CREATE FUNCTION pg_temp.id(job_name text) RETURNS bigint LANGUAGE sql AS $$

@@ -16,6 +16,8 @@ CREATE ROLE regress_nobody;
 CREATE ROLE regress_team_a;
 GRANT quota_sched_user TO regress_alice, regress_bob;
 GRANT quota_sched_agent TO regress_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_agent', NULL);
 GRANT quota_sched_admin TO regress_admin;
 GRANT regress_team_a TO regress_alice;
 

@@ -5,6 +5,8 @@
 \i sql/include/helpers.sql
 
 CREATE ROLE regress_ssp_agent IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_ssp_agent', NULL);
 CREATE ROLE regress_ssp_user IN ROLE quota_sched_user;
 CREATE SCHEMA regress_ssp_evil AUTHORIZATION regress_ssp_user;
 GRANT TEMPORARY ON DATABASE contrib_regression TO regress_ssp_agent, regress_ssp_user;

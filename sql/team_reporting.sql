@@ -17,6 +17,8 @@ CREATE ROLE regress_tr_ben NOLOGIN IN ROLE quota_sched_user, regress_tr_team_b;
 CREATE ROLE regress_tr_out NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_tr_admin NOLOGIN IN ROLE quota_sched_admin;
 CREATE ROLE regress_tr_agent NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_tr_agent', NULL);
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('tr_env', '{"gpu": 6}');
 INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('tr_queue', 'tr_env');

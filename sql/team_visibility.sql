@@ -64,6 +64,8 @@ CREATE ROLE regress_tv_bea NOLOGIN IN ROLE quota_sched_user, regress_tv_team_b;
 CREATE ROLE regress_tv_out NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_tv_admin NOLOGIN IN ROLE quota_sched_admin;
 CREATE ROLE regress_tv_agent NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_tv_agent', NULL);
 
 SET ROLE regress_tv_admin;
 INSERT INTO quota_sched.service_environment (name, capacity_limits)

@@ -19,6 +19,8 @@ LANGUAGE sql AS $$ SELECT id FROM quota_sched.job WHERE name = job_name $$;
 CREATE ROLE regress_uex_alice NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_uex_bob NOLOGIN IN ROLE quota_sched_user;
 CREATE ROLE regress_uex_agent NOLOGIN IN ROLE quota_sched_agent;
+-- the agent logins serve every queue (agent_access, doc/agents.md)
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_uex_agent', NULL);
 CREATE ROLE regress_uex_admin NOLOGIN IN ROLE quota_sched_admin;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)

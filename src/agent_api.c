@@ -38,6 +38,7 @@ QS_UNLOCKED_FUNCTION(qs_report, DoReport)
 QS_UNLOCKED_FUNCTION(qs_release, DoRelease)
 QS_UNLOCKED_FUNCTION(qs_agent_ready, DoAgentReady)
 QS_UNLOCKED_FUNCTION(qs_drain_agent, DoDrainAgent)
+QS_UNLOCKED_FUNCTION(qs_forget_agent, DoForgetAgent)
 QS_UNLOCKED_FUNCTION(qs_attempt_started, DoAttemptStarted)
 
 /*
@@ -159,14 +160,16 @@ StopTimeout(void)
  * which become STARTING, held by the agent until lease_until and claimed
  * by the calling role (agent_role); with start, RUNNING at once, as if the
  * agent had reported RUNNING.  A registered agent's last_seen and lease are
- * refreshed (QsAgentSeen); a DRAINING one claims nothing.
+ * refreshed (QsAgentSeen); a DRAINING one claims nothing.  A login that
+ * may not serve the queue is refused (QsRequireAgentAccess, 42501).
  */
 static Datum
 DoClaim(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *role = GetUserNameFromId(GetUserId(), false);	/* the caller */
-	bool		admin = QsIsAdmin(GetUserId());
+	Oid			caller = GetUserId();
+	char	   *role = GetUserNameFromId(caller, false);
+	bool		admin = QsIsAdmin(caller);
 	char	   *agent = AgentArg(fcinfo, 0);
 	char	   *queue = TextDatumGetCString(NotNullArg(fcinfo, 1, "job_queue", false));
 	char	   *unit = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -194,6 +197,7 @@ DoClaim(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
+	QsRequireAgentAccess(caller, queue);
 	if (QsAgentSeen(agent, admin ? NULL : role, lease))
 		claimed = (Datum) 0;	/* draining: nothing new */
 	else
@@ -512,7 +516,8 @@ DoRelease(PG_FUNCTION_ARGS)
  * queue, its unit and how many instances it has in all (null: no bound).
  * It registers the agent for the calling login, or refreshes it
  * (QsAgentReady: another login's agent is refused unless the caller is an
- * admin).  The queue and unit are checked as claim checks them.
+ * admin).  The queue and unit are checked as claim checks them, and so is
+ * the login's access to the queue (QsRequireAgentAccess).
  */
 static Datum
 DoAgentReady(PG_FUNCTION_ARGS)
@@ -535,6 +540,7 @@ DoAgentReady(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
+	QsRequireAgentAccess(caller, queue);
 	result = QsAgentReady(agent, role, QsIsAdmin(caller), queue, unit,
 						  PG_ARGISNULL(3) ? NULL : &instances);
 	SPI_finish();
@@ -563,6 +569,30 @@ DoDrainAgent(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	result = QsDrainAgent(agent, draining);
+	SPI_finish();
+	QsEndSystemWrite(&saved);
+	return result;
+}
+
+/*
+ * qs_forget_agent(agent) RETURNS quota_sched.agent: an admin removes an
+ * agent's registration (QsForgetAgent); the jobs it holds run on.
+ */
+static Datum
+DoForgetAgent(PG_FUNCTION_ARGS)
+{
+	char	   *agent = AgentArg(fcinfo, 0);
+	QsSavedUser saved;
+	Datum		result;
+
+	if (!QsIsAdmin(GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only an admin may forget an agent")));
+	QsBeginSystemWrite(GetUserNameFromId(GetUserId(), false), &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	result = QsForgetAgent(agent);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return result;

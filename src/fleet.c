@@ -8,7 +8,10 @@
  * An agent's row is bound to the login that registered it, as a claimed
  * job is to the login that claimed it (agent_role): another login may not
  * refresh it, unless it is an admin's.  Claim and heartbeat of an agent
- * that never registered change nothing here.
+ * that never registered change nothing here.  A login registers and
+ * claims only in the queues admins allowed it (agent_access,
+ * QsRequireAgentAccess), and a registration counts as live for at most
+ * quota_sched.max_agent_lease after its last claim or heartbeat.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,10 +20,13 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 #include "fleet.h"
+#include "identity.h"
+#include "checks.h"
 #include "launcher.h"
 #include "query.h"
 #include "quota_sched.h"
@@ -81,7 +87,47 @@ CheckAgentsOfLogin(Name login, const char *agent)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("login \"%s\" has registered %lld agents, the most one login may",
 						NameStr(*login), (long long) n),
-				 errhint("An admin removes agents no longer used: DELETE FROM quota_sched.agent.")));
+				 errhint("An admin removes agents no longer used with quota_sched.forget_agent(name).")));
+}
+
+/* Whether a role may serve a queue: a row of its own or of a role it is a member of. */
+static QsQuery AgentAccessQuery = {
+	"SELECT 1 FROM quota_sched.agent_access a"
+	"  JOIN pg_catalog.pg_roles r ON r.rolname = a.login"
+	" WHERE (a.job_queue = $2 OR a.job_queue IS NULL)"
+	"   AND pg_catalog.pg_has_role($1, r.oid, 'USAGE')"
+	" LIMIT 1",
+	2, {OIDOID, TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsRequireAgentAccess raises insufficient_privilege unless the calling
+ * role may serve a job queue as an agent: an admin, or a login that
+ * agent_access allows the queue (itself or a role it is a member of).
+ * Before the update to 0.4 (no agent_access) every agent login serves
+ * every queue, as in 0.3.
+ */
+void
+QsRequireAgentAccess(Oid caller, const char *queue)
+{
+	Datum		args[2];
+
+	if (QsIsAdmin(caller) ||
+		!OidIsValid(get_relname_relid("agent_access", get_namespace_oid(QS_SCHEMA, false))))
+		return;
+	args[0] = ObjectIdGetDatum(caller);
+	args[1] = CStringGetTextDatum(queue);
+	if (QsQueryRun(&AgentAccessQuery, args, NULL, true, 1) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("login \"%s\" may not serve job queue \"%s\"",
+						GetUserNameFromId(caller, false), QsShortValue(queue)),
+				 errdetail("An agent login registers and claims only in the job queues an "
+						   "admin allowed it."),
+				 errhint("An admin allows it: INSERT INTO quota_sched.agent_access (login, "
+						 "job_queue) VALUES (%s, %s).",
+						 quote_literal_cstr(GetUserNameFromId(caller, false)),
+						 quote_literal_cstr(QsShortValue(queue)))));
 }
 
 /*
@@ -119,8 +165,9 @@ QsAgentReady(const char *agent, const char *login, bool admin,
 }
 
 /*
- * Refreshes a registered agent's last_seen and lease when the login ($2;
- * null: an admin, any) is its own, and returns its state whether refreshed
+ * Refreshes a registered agent's last_seen and lease (at most $4,
+ * quota_sched.max_agent_lease) when the login ($2; null: an admin, any)
+ * is its own, and returns its state whether refreshed
  * or not (none: not registered).  It never waits for the agent's row: the
  * caller holds a queue's lock, and whoever holds one never waits for a row
  * lock (an admin's drain_agent() in a transaction left open would stall
@@ -133,12 +180,12 @@ static QsQuery AgentSeenQuery = {
 	"   WHERE name = $1 AND ($2::name IS NULL OR login = $2)"
 	"     FOR NO KEY UPDATE SKIP LOCKED),"
 	" seen AS ("
-	"  UPDATE quota_sched.agent a SET last_seen = now(), lease = $3"
+	"  UPDATE quota_sched.agent a SET last_seen = now(), lease = LEAST($3, $4)"
 	"    FROM mine WHERE a.name = mine.name"
 	"  RETURNING a.state)"
 	" SELECT coalesce((SELECT state FROM seen),"
 	"                 (SELECT state FROM quota_sched.agent WHERE name = $1)) AS state",
-	3, {TEXTOID, NAMEOID, INTERVALOID}, SPI_OK_SELECT
+	4, {TEXTOID, NAMEOID, INTERVALOID, INTERVALOID}, SPI_OK_SELECT
 };
 
 /* Whether an agent is registered: most agents of a claim's hot path are not. */
@@ -157,9 +204,10 @@ static QsQuery AgentKnownQuery = {
 bool
 QsAgentSeen(const char *agent, const char *login, Interval *lease)
 {
-	Datum		args[3];
-	char		nulls[4] = "   ";
+	Datum		args[4];
+	char		nulls[5] = "    ";
 	Name		role = palloc0(NAMEDATALEN);
+	Interval   *most = palloc0(sizeof(Interval));
 	bool		isnull;
 	Datum		state;
 
@@ -174,6 +222,8 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 	args[1] = NameGetDatum(role);
 	nulls[1] = login ? ' ' : 'n';
 	args[2] = IntervalPGetDatum(lease);
+	most->time = (int64) QsMaxAgentLeaseSeconds * USECS_PER_SEC;
+	args[3] = IntervalPGetDatum(most);
 	QsQueryRun(&AgentSeenQuery, args, nulls, false, 0);
 	state = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return !isnull && strcmp(TextDatumGetCString(state), "DRAINING") == 0;
@@ -204,5 +254,28 @@ QsDrainAgent(const char *agent, bool draining)
 				 errmsg("agent \"%s\" is not registered", agent),
 				 errhint("An agent registers with agent_ready().")));
 	QsWakeWorkerAtCommit();
+	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
+}
+
+static QsQuery ForgetAgentQuery = {
+	"DELETE FROM quota_sched.agent WHERE name = $1 RETURNING *",
+	1, {TEXTOID}, SPI_OK_DELETE_RETURNING
+};
+
+/*
+ * QsForgetAgent removes an agent's registration and returns the row it
+ * had, copied out of SPI's memory; an unknown agent raises no_data_found
+ * (P0002).  The jobs it holds are not touched.
+ */
+Datum
+QsForgetAgent(const char *agent)
+{
+	Datum		arg = CStringGetTextDatum(agent);
+
+	if (QsQueryRun(&ForgetAgentQuery, &arg, NULL, false, 0) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("agent \"%s\" is not registered", agent)));
+	QsWakeWorkerAtCommit();		/* what the queue's agents can take changed */
 	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
 }

@@ -2,8 +2,9 @@
  *
  * fleet.h
  *		The agents the scheduler knows (scheduling.md 3.10, doc/agents.md): the rows
- *		of quota_sched.agent, written by agent_ready, claim, heartbeat and
- *		drain_agent (src/agent_api.c) through these functions only.
+ *		of quota_sched.agent, written by agent_ready, claim, heartbeat,
+ *		drain_agent and forget_agent (src/agent_api.c) through these
+ *		functions only, and which queues a login may serve (agent_access).
  *
  * Callers are connected to SPI and run as the extension's owner
  * (QsBeginSystemWrite).  A database whose extension is not updated to 0.3
@@ -22,5 +23,7 @@ extern Datum QsAgentReady(const char *agent, const char *login, bool admin,
 						  const char *queue, const char *unit, const int32 *instances);
 extern bool QsAgentSeen(const char *agent, const char *login, Interval *lease);
 extern Datum QsDrainAgent(const char *agent, bool draining);
+extern Datum QsForgetAgent(const char *agent);
+extern void QsRequireAgentAccess(Oid caller, const char *queue);
 
 #endif							/* QS_FLEET_H */

@@ -29,6 +29,7 @@ bool		QsEnabled = true;
 bool		QsWakeOnCommit = true;
 int			QsNaptimeMs = 1000;
 int			QsStopTimeoutSeconds = 600;
+int			QsMaxAgentLeaseSeconds = 3600;
 char	   *QsDatabase = NULL;
 
 void		_PG_init(void);
@@ -111,6 +112,10 @@ DefineSettings(void)
 	DefineCustomIntVariable("quota_sched.stop_timeout",
 							"Longest time a job whose stop was requested keeps its lease.",
 							NULL, &QsStopTimeoutSeconds, 600, 1, 7 * 24 * 3600, PGC_SIGHUP,
+							GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("quota_sched.max_agent_lease",
+							"Longest time an agent's registration counts as live after its last claim or heartbeat.",
+							NULL, &QsMaxAgentLeaseSeconds, 3600, 1, 7 * 24 * 3600, PGC_SIGHUP,
 							GUC_UNIT_S, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("quota_sched");
 }

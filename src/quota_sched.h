@@ -16,7 +16,7 @@
 #define QS_SCHEMA "quota_sched"
 
 /* The extension version whose schema this library works with. */
-#define QS_LIBRARY_VERSION "0.3"
+#define QS_LIBRARY_VERSION "0.4"
 
 /*
  * The longest name of an environment, queue, share, job, capacity unit or
@@ -35,6 +35,7 @@ extern bool QsEnabled;
 extern bool QsWakeOnCommit;
 extern int	QsNaptimeMs;
 extern int	QsStopTimeoutSeconds;
+extern int	QsMaxAgentLeaseSeconds;
 extern char *QsDatabase;
 
 #endif							/* QUOTA_SCHED_H */

@@ -103,11 +103,74 @@ RETURNS quota_sched.agent
 AS 'MODULE_PATHNAME', 'qs_drain_agent'
 LANGUAGE C CALLED ON NULL INPUT;
 
+/*
+ * forget_agent() (admins): removes an agent's registration and returns
+ * the row it had; an unknown agent raises no_data_found (P0002).  The
+ * jobs it holds are not touched: they run on, or lose their lease when
+ * no heartbeat renews it.  An agent that calls agent_ready() again is
+ * registered anew (if its login may still serve the queue).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.forget_agent(agent text)
+RETURNS quota_sched.agent
+AS 'MODULE_PATHNAME', 'qs_forget_agent'
+LANGUAGE C CALLED ON NULL INPUT;
+
 REVOKE ALL ON FUNCTION quota_sched.agent_ready(text, text, text, integer),
-	quota_sched.drain_agent(text, boolean) FROM PUBLIC;
+	quota_sched.drain_agent(text, boolean), quota_sched.forget_agent(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.agent_ready(text, text, text, integer)
 	TO quota_sched_admin, quota_sched_agent;
-GRANT EXECUTE ON FUNCTION quota_sched.drain_agent(text, boolean) TO quota_sched_admin;
+GRANT EXECUTE ON FUNCTION quota_sched.drain_agent(text, boolean), quota_sched.forget_agent(text)
+	TO quota_sched_admin;
+
+/*
+ * agent_access (tables.sql): a row names a role that exists (42704
+ * otherwise, rather than a row that allows nobody), and a row deleted
+ * forgets the agents whose login it allowed their queue and no other row
+ * still allows (a login that no longer exists is allowed nothing; an
+ * admin's agents stay: admins act for any agent).  The
+ * triggers are made here, after the table and the functions: CREATE OR
+ * REPLACE TRIGGER, so that every update may run this file again.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.agent_access_check()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = NEW.login) THEN
+		RAISE EXCEPTION 'role "%" does not exist', NEW.login
+			USING ERRCODE = 'undefined_object',
+				  HINT = 'agent_access names the login of an agent (or a role its logins are members of).';
+	END IF;
+	RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION quota_sched.agent_access_revoke()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	DELETE FROM quota_sched.agent a
+	 WHERE NOT coalesce((
+			SELECT l.rolsuper OR pg_catalog.pg_has_role(l.oid, 'quota_sched_admin', 'USAGE')
+				   OR EXISTS (SELECT FROM quota_sched.agent_access x
+								JOIN pg_catalog.pg_roles r ON r.rolname = x.login
+							   WHERE (x.job_queue = a.job_queue OR x.job_queue IS NULL)
+								 AND pg_catalog.pg_has_role(l.oid, r.oid, 'USAGE'))
+			  FROM pg_catalog.pg_roles l WHERE l.rolname = a.login), false);
+	RETURN NULL;
+END
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.agent_access_check(), quota_sched.agent_access_revoke()
+	FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER agent_access_check BEFORE INSERT OR UPDATE ON quota_sched.agent_access
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.agent_access_check();
+CREATE OR REPLACE TRIGGER agent_access_revoke AFTER DELETE OR UPDATE ON quota_sched.agent_access
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.agent_access_revoke();
 
 /*
  * agents: each agent, whether it is live (its last agent_ready, claim or

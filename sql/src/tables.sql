@@ -452,6 +452,29 @@ CREATE TABLE quota_sched.agent (
 CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);
 
 /* ---------------------------------------------------------------------
+ * agent_access (issue 37, item 2): the job queues an agent login may
+ * serve, which admins write (INSERT, DELETE).  A login serves no queue
+ * until an admin allows it one; a row with a null job_queue allows it
+ * every queue.  A login also serves what a role it is a member of (with
+ * INHERIT) is allowed, so that a fleet's logins may share one group
+ * role's rows.  agent_ready() and claim() elsewhere are refused (42501);
+ * a job claimed before access was taken away runs on to its end.  A row
+ * deleted forgets the agents it no longer lets register
+ * (agent_access_revoke, agent_api.sql).  Admins act for any agent.
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.agent_access (
+	login			name NOT NULL,
+	job_queue		text
+		REFERENCES quota_sched.job_queue (name) ON DELETE CASCADE,
+	granted_at		timestamptz NOT NULL DEFAULT now(),
+	CONSTRAINT agent_access_unique UNIQUE NULLS NOT DISTINCT (login, job_queue)
+);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_access', '');
+REVOKE ALL ON quota_sched.agent_access FROM PUBLIC;
+GRANT SELECT, INSERT, DELETE ON quota_sched.agent_access TO quota_sched_admin;
+
+/* ---------------------------------------------------------------------
  * job_attempt (issue 21, "a job's own output"): what the agent that ran an
  * attempt of a job says of it, for "why did my job fail" without access to
  * the host: where it ran (host), where the agent keeps its output there

@@ -108,7 +108,8 @@ q "CREATE EXTENSION quota_sched;
    INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('r_queue', 'r_env');
    INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
    VALUES ('r_queue', 'team', '{\"gpu\": 2}', 'LEND_AND_BORROW');
-   CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;" || exit 1
+   CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
+   INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_host', NULL);" || exit 1
 
 # the first job: who it is, its directory, and what it tries
 cat > "$d/jobs/first.sh" << 'SH'

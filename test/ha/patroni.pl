@@ -207,6 +207,7 @@ INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('ha_queue'
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('ha_queue', 'ha_share', '{"gpu": 4}', 'RESERVE');
 CREATE ROLE launcher LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('launcher', NULL);
 SQL
 ok(wait_until(sub { (psql("$multi user=postgres",
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"))[1] eq '1' }),

@@ -1,10 +1,10 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(94);
+SELECT plan(100);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
-	'agent', 'job_attempt', 'lending_hourly', 'held_change', 'borrow_memory']);
+	'agent', 'agent_access', 'job_attempt', 'lending_hourly', 'held_change', 'borrow_memory']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -85,6 +85,14 @@ SELECT table_privs_are('quota_sched', 'queue_status', 'quota_sched_user', ARRAY[
 SELECT table_privs_are('quota_sched', 'agent', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agent', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'agent', 'quota_sched_user', ARRAY[]::text[]);
+-- agent_access (0.4): admins say which queues each agent login serves;
+-- agents and users neither read nor write it; forget_agent() is the admins'.
+SELECT table_privs_are('quota_sched', 'agent_access', 'quota_sched_admin', ARRAY['SELECT', 'INSERT', 'DELETE']);
+SELECT table_privs_are('quota_sched', 'agent_access', 'quota_sched_agent', ARRAY[]::text[]);
+SELECT table_privs_are('quota_sched', 'agent_access', 'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'forget_agent', ARRAY['text'], 'quota_sched_admin', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'forget_agent', ARRAY['text'], 'quota_sched_agent', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'forget_agent', ARRAY['text'], 'quota_sched_user', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_user', ARRAY[]::text[]);

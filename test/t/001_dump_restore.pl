@@ -38,6 +38,7 @@ CREATE ROLE regress_dr_carol;
 CREATE ROLE regress_dr_team;
 GRANT quota_sched_admin TO regress_dr_admin;
 GRANT quota_sched_agent TO regress_dr_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_dr_agent', NULL);
 GRANT quota_sched_user TO regress_dr_alice, regress_dr_bob, regress_dr_carol;
 GRANT regress_dr_team TO regress_dr_alice;
 });
@@ -312,7 +313,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 17, 'src: 17 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 18, 'src: 18 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -334,7 +335,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 17, "$db: 17 tables compared");
+	is(scalar(keys %$rows), 18, "$db: 18 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

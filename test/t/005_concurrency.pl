@@ -49,6 +49,7 @@ INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('calm', 'team', '{"gpu": 2}', 'RESERVE');
 CREATE ROLE soak_member LOGIN IN ROLE quota_sched_user;
 CREATE ROLE soak_impostor LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('soak_impostor', NULL);
 -- An agent's report of a job whose row a user holds locked fails with
 -- 55P03: the agent tries again later (here: at its next round).
 CREATE FUNCTION public.agent_report(job bigint, agent text, state text)

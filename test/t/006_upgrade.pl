@@ -1,18 +1,19 @@
-# Upgrade of a populated database from 0.1 to 0.3 (quota_sched--0.1--0.2.sql,
-# then quota_sched--0.2--0.3.sql), compared with a fresh install of 0.3,
-# which runs one script (quota_sched--0.3.sql, made from sql/src):
+# Upgrade of a populated database from 0.1 to the current version
+# ($current: quota_sched--0.1--0.2.sql, quota_sched--0.2--0.3.sql, then
+# quota_sched--0.3--0.4.sql), compared with a fresh install, which runs one
+# script (quota_sched--$current.sql, made from sql/src):
 #
 #   1. a database at 0.1 holds jobs in every interesting state: RUNNABLE
 #      (waiting, and one misconfigured), SCHEDULED (unclaimed), STARTING,
 #      RUNNING, RUNNING with a pending preemption stop (its preemptor
 #      promised), RUNNING with a pending TIMEOUT stop, SUCCEEDED, FAILED,
 #      over two queues and two capacity units, with their history and passes;
-#   2. ALTER EXTENSION quota_sched UPDATE TO '0.3' (through 0.2);
+#   2. ALTER EXTENSION quota_sched UPDATE (through 0.2 and 0.3);
 #   3. the counters of held capacity it creates match the jobs, and it
 #      changed no row of any 0.1 table; the history of the configuration
 #      starts with one BASELINE row per environment, queue and share, and
 #      records the changes made after the update;
-#   4. the upgraded schema is the schema of a fresh install of 0.3, by the
+#   4. the upgraded schema is the schema of a fresh install, by the
 #      catalogs and by a normalised pg_dump --schema-only of the members;
 #   5. the scheduler goes on with the old data: the agent's reports, a pass
 #      that dispatches the waiting and the promised jobs, a new submission,
@@ -28,7 +29,7 @@
 #      submissions, claims, heartbeats, reports and releases go on with the
 #      0.1 schema (no agent_role: none recorded, none checked);
 #   9. a populated 0.2 database (the rows of "source", restored into a
-#      database created at 0.2) updated to 0.3 keeps every row and has the
+#      database created at 0.2) updated keeps every row and has the
 #      schema of a fresh install.
 #
 # Where the 0.1 data come from.  The module installed is the 0.3 one, and it
@@ -51,6 +52,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes;
+
+# the version the sources make (the Makefile's QS_VERSION)
+my $current = '0.4';
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
@@ -260,6 +264,8 @@ GRANT quota_sched_admin TO regress_up_admin;
 GRANT quota_sched_agent TO regress_up_agent, regress_up_agent2;
 GRANT quota_sched_user TO regress_up_alice, regress_up_bob, regress_up_carol;
 GRANT regress_up_team_res TO regress_up_carol, regress_up_bob;
+INSERT INTO quota_sched.agent_access (login, job_queue)
+VALUES ('regress_up_agent', NULL), ('regress_up_agent2', NULL);
 });
 
 # up_queue: 6 gpu and 4 cpu, all assigned to shares.  lab may borrow up to
@@ -589,7 +595,7 @@ my $old_schema_before = describe_schema('old');
 {
 	my ($ret, $stdout, $stderr) = $node->psql('old', q{SELECT * FROM quota_sched.run_pass()});
 	isnt($ret, 0, 'old: run_pass is refused before the update');
-	like($stderr, qr/quota_sched 0\.1 is installed in this database, but its library is version 0\.3/,
+	like($stderr, qr/quota_sched 0\.1 is installed in this database, but its library is version \Q$current\E/,
 		'old: the error names both versions');
 	like($stderr, qr/ALTER EXTENSION quota_sched UPDATE/, 'old: the hint says what to run');
 }
@@ -602,10 +608,10 @@ my $old_schema_before = describe_schema('old');
 # session's style is left as it was, also in the rest of its transaction.
 my $before_upgrade = sql('old', 'SELECT clock_timestamp()');
 is(sql('old', q{SET IntervalStyle = 'sql_standard';
-	BEGIN; ALTER EXTENSION quota_sched UPDATE TO '0.3'; SHOW IntervalStyle; COMMIT;}),
+	BEGIN; ALTER EXTENSION quota_sched UPDATE; SHOW IntervalStyle; COMMIT;}),
 	'sql_standard', 'old: the update leaves the session\'s IntervalStyle alone');
-is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.3',
-	'old: quota_sched is at 0.3 after ALTER EXTENSION UPDATE');
+is(sql('old', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
+	"old: quota_sched is at $current after ALTER EXTENSION UPDATE");
 # The scheduling options of 0.2 take their defaults, which behave as 0.1.
 is(sql('old', q{SELECT string_agg(DISTINCT borrow_order, ',') FROM quota_sched.job_queue}),
 	'FIFO', 'old, upgraded: every queue borrows FIFO');
@@ -738,28 +744,28 @@ note('columns the upgrade added to 0.1 tables: ' . join(', ', map {
 } sort keys %$old_columns));
 
 #
-# 4. The upgraded schema is that of a fresh install of 0.3.
+# 4. The upgraded schema is that of a fresh install.
 #
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 sql('fresh', 'CREATE EXTENSION quota_sched');
-is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.3',
-	'fresh: CREATE EXTENSION installs 0.3');
+is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
+	"fresh: CREATE EXTENSION installs $current");
 # It runs one script, the full one made from sql/src: PostgreSQL takes an
 # install script of the version asked for over a chain of updates, and
 # this one creates each table whole (no ALTER TABLE, no data to move).
 {
 	my $script = `pg_config --sharedir`;
 	chomp $script;
-	$script .= '/extension/quota_sched--0.3.sql';
-	ok(-f $script, 'quota_sched--0.3.sql is installed');
+	$script .= "/extension/quota_sched--$current.sql";
+	ok(-f $script, "quota_sched--$current.sql is installed");
 	my $text = slurp_file($script);
 	like($text, qr/^CREATE TABLE quota_sched\.job \(/m, 'the install script creates the tables');
 	unlike($text, qr/^(ALTER TABLE \S+\s+ADD|UPDATE |INSERT INTO quota_sched)/m,
 		'the install script adds no column and moves no data');
 }
-is(sql('fresh', q{SELECT path FROM pg_extension_update_paths('quota_sched')
-				   WHERE source = '0.1' AND target = '0.3'}),
-	'0.1--0.2--0.3', 'an update from 0.1 runs the two deltas');
+is(sql('fresh', qq{SELECT path FROM pg_extension_update_paths('quota_sched')
+				   WHERE source = '0.1' AND target = '$current'}),
+	"0.1--0.2--0.3--$current", 'an update from 0.1 runs the deltas of each release');
 is(sql('fresh', 'SELECT count(*) FROM quota_sched.config_event'), '0',
 	'fresh: the history of the configuration starts empty');
 
@@ -777,7 +783,7 @@ foreach my $section (sort { ($a =~ /^(\d+)/)[0] <=> ($b =~ /^(\d+)/)[0] } keys %
 # The comparison sees a difference where there is one: the 0.1 schema is
 # not the fresh 0.3 one.
 my @differing = grep { $old_schema_before->{$_} ne $fresh_schema->{$_} } sort keys %catalog;
-ok(scalar(@differing) > 0, 'the 0.1 schema differs from a fresh 0.3 install')
+ok(scalar(@differing) > 0, 'the 0.1 schema differs from a fresh install')
   and note('sections the upgrade changed: ' . join(', ', @differing));
 
 # The objects of the extension by identity, on their own: in particular
@@ -991,7 +997,7 @@ sql('long', q{
 	VALUES (nextval('quota_sched.job_id_seq'), 'long_job', 'long_queue', 'long_share', 0, 'gpu', 1,
 		'{}', '300000 years', 'postgres', 'RUNNING', 'long_agent', now() + interval '1 hour', 0, 0,
 		now(), now(), now(), now())});
-sql('long', q{ALTER EXTENSION quota_sched UPDATE TO '0.3'});
+sql('long', q{ALTER EXTENSION quota_sched UPDATE});
 is(sql('long', q{SELECT timeout FROM quota_sched.job WHERE name = 'long_job'}), '365 days',
 	'long, upgraded: a timeout of 300,000 years becomes 365 days');
 is(sql('long', q{SELECT runnable_timeout FROM quota_sched.job_queue WHERE name = 'long_queue'}),
@@ -1073,7 +1079,7 @@ is(sql('live', q{SELECT string_agg(concat_ws(' ', name, state, coalesce(agent, '
 				   FROM quota_sched.job}),
 	'live_1 RUNNING agent-1, live_2 RUNNABLE -', 'live, 0.1 schema: the jobs');
 
-sql('live', q{ALTER EXTENSION quota_sched UPDATE TO '0.3'});
+sql('live', q{ALTER EXTENSION quota_sched UPDATE});
 is(agent_roles('live', 'live_1,live_2'), "live_1 -\nlive_2 -",
 	'live, upgraded: no agent_role for the job claimed before the update');
 is(report_as('live', 'regress_up_agent2', 'live_1', 'SUCCEEDED'), 'SUCCEEDED',
@@ -1114,7 +1120,7 @@ is(claim('live2', 'live_queue'), 'live_1 STARTING', 'live2, 0.2 schema: the agen
 is(report('live2', 'live_1', 'SUCCEEDED'), 'SUCCEEDED', 'live2, 0.2 schema: and reports its end');
 is(sql('live2', q{SELECT sum(instances) || ' ' || sum(jobs) FROM quota_sched.held_capacity}), '0 0',
 	'live2, 0.2 schema: the counters moved');
-sql('live2', q{ALTER EXTENSION quota_sched UPDATE TO '0.3'});
+sql('live2', q{ALTER EXTENSION quota_sched UPDATE});
 counters_consistent('live2', 'upgraded');
 
 # without_03_columns($data): a pg_dump --data-only script without the
@@ -1167,6 +1173,7 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 {
 	my ($data, $stderr) = ('', '');
 	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent',
+			'--exclude-table-data=quota_sched.agent_access',
 			'--exclude-table-data=quota_sched.job_attempt',
 			'--exclude-table-data=quota_sched.lending_hourly',
 			'--exclude-table-data=quota_sched.held_change', '--exclude-table-data=quota_sched.borrow_memory',
@@ -1215,8 +1222,8 @@ my $two_rows_before = table_rows('two', $two_columns);
 is(sql('two', 'SELECT count(*) FROM quota_sched.job'), sql('source', 'SELECT count(*) FROM quota_sched.job'),
 	'two, 0.2: holds the jobs of source');
 sql('two', 'ALTER EXTENSION quota_sched UPDATE');
-is(sql('two', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), '0.3',
-	'two: updated to 0.3');
+is(sql('two', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
+	"two: updated to $current");
 is_deeply(table_rows('two', $two_columns), $two_rows_before, 'two, updated: every row as it was');
 my $two_schema = describe_schema('two');
 foreach my $section (sort keys %catalog)
@@ -1296,5 +1303,74 @@ is(sql('two', qq{SELECT ((SELECT spent_hours FROM quota_sched.share_budget WHERE
 						= ('$old_hour'::timestamptz + interval '30 minutes'
 						   >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')}),
 	't', 'two, updated: ob\'s 10 minutes of 2 gpus count in its month when they were in it');
+#
+# 10. A populated 0.3 database updated to 0.4.  "three" is created at 0.3
+# (the install script as 0.3 released it), then given every row of
+# "source" but agent_access's (0.4), restored as pg_restore would, and two
+# registrations of 0.3: regress_up_agent2's agent of up_q2 with a lease of
+# two days, and an agent of a login that no longer exists.  The update
+# keeps every row (the lease cut to an hour), allows each login the queues
+# it served (those of its agents and of the jobs it claimed), no more, and
+# leaves the schema of a fresh install; then each login registers and
+# claims where it served, and is refused elsewhere (issue 37, item 2).
+#
+$node->safe_psql('postgres', 'CREATE DATABASE three');
+sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
+{
+	my ($data, $stderr) = ('', '');
+	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent_access',
+			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
+		'>', \$data, '2>', \$stderr)
+	  or die "pg_dump --data-only source: $stderr";
+	$node->safe_psql('three', "SET session_replication_role = replica;\n" . $data);
+}
+sql('three', q{
+	CREATE ROLE regress_up_gone;
+	INSERT INTO quota_sched.agent (name, login, job_queue, capacity_unit, instances,
+								   registered_at, last_seen, lease)
+	VALUES ('three-long', 'regress_up_agent2', 'up_q2', 'gpu', 4, now(), now(), '2 days'),
+		   ('three-gone', 'regress_up_gone', 'up_queue', 'gpu', 1, now(), now(), '1 minute');
+	DROP ROLE regress_up_gone});
+my $three_columns = table_columns('three');
+is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('fresh') } ], ['agent_access'],
+	'three, 0.3: the tables of 0.4 but agent_access');
+my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
+									 FROM quota_sched.agent});
+delete $three_columns->{agent};
+my $three_rows_before = table_rows('three', $three_columns);
+sql('three', 'ALTER EXTENSION quota_sched UPDATE');
+is(sql('three', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
+	"three: updated to $current");
+is_deeply(table_rows('three', $three_columns), $three_rows_before, 'three, updated: every other row as it was');
+is($agents_before, 'three-gone regress_up_gone @ 1 min, three-long regress_up_agent2 @ 2 days',
+	'three, 0.3: its agents');
+is(sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
+					FROM quota_sched.agent}),
+	'three-gone regress_up_gone @ 1 min, three-long regress_up_agent2 @ 1 hour',
+	'three, updated: the agents kept, a registration\'s lease cut to an hour');
+is(sql('three', q{SELECT string_agg(login || ' ' || coalesce(job_queue, 'every queue'), ', '
+									ORDER BY login, job_queue) FROM quota_sched.agent_access}),
+	'regress_up_agent up_q2, regress_up_agent up_queue, regress_up_agent2 up_q2',
+	'three, updated: each login that exists is allowed the queues it served');
+my $three_schema = describe_schema('three');
+foreach my $section (sort keys %catalog)
+{
+	ok($three_schema->{$section} eq $fresh_schema->{$section},
+		"schema updated from 0.3 as a fresh install: $section")
+	  or diag(line_diff($three_schema->{$section}, $fresh_schema->{$section}));
+}
+member_dumps_agree('three', 'the database updated from 0.3');
+counters_consistent('three', 'after the update');
+ok(defined(run_pass_of('three', 'up_queue')), 'three, updated: a pass runs on the old rows');
+counters_consistent('three', 'after a pass');
+is(as_role('three', 'regress_up_agent2', q{
+		SELECT name || ' ' || job_queue FROM quota_sched.agent_ready('three-long', 'up_q2', 'gpu', 4)}),
+	'three-long up_q2', 'three, updated: a login registers where it served');
+ok(defined(claim('three', 'up_queue')), 'three, updated: and claims where it claimed');
+my ($ret, $stdout, $stderr) = $node->psql('three', q{SET ROLE regress_up_agent2;
+	SELECT quota_sched.agent_ready('three-new', 'up_queue', 'gpu', 4)});
+like($stderr, qr/login "regress_up_agent2" may not serve job queue "up_queue"/,
+	'three, updated: and is refused where it did not');
+
 $node->stop;
 done_testing();

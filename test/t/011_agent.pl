@@ -35,6 +35,7 @@ INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('a_queue', 'lo', '{"gpu": 1}', 'LEND_AND_BORROW'),
 	   ('a_queue', 'hi', '{"gpu": 1}', 'LEND_AND_BORROW');
 CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_host', NULL);
 SQL
 
 ok($node->poll_query_until('postgres',

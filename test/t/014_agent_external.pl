@@ -57,6 +57,7 @@ INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('x_queue',
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('x_queue', 'team', '{"gpu": 4}', 'LEND_AND_BORROW');
 CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_host', NULL);
 SQL
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),

@@ -42,6 +42,7 @@ VALUES ('i_queue', 'team', '{"gpu": 4}', 'LEND_AND_BORROW'),
 	   ('x_queue', 'team', '{"gpu": 4}', 'LEND_AND_BORROW');
 SET password_encryption = 'scram-sha-256';
 CREATE ROLE agent_pw LOGIN PASSWORD 'agent-secret' IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_pw', NULL);
 SQL
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'quota_sched worker'"),

@@ -22,6 +22,7 @@ INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('f_queue',
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('f_queue', 'f_share', '{"gpu": 4}', 'RESERVE');
 CREATE ROLE f_host LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('f_host', NULL);
 SQL
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $connstr = $node->connstr('postgres') . ' user=f_host';

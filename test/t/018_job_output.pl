@@ -35,6 +35,7 @@ CREATE ROLE ann LOGIN IN ROLE quota_sched_user, team_a;
 CREATE ROLE amy LOGIN IN ROLE quota_sched_user, team_a;
 CREATE ROLE ben LOGIN IN ROLE quota_sched_user, team_b;
 CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_host', NULL);
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, submit_role)
 VALUES ('o_queue', 'a', '{"gpu": 2}', 'LEND_AND_BORROW', 'team_a'),
 	   ('o_queue', 'b', '{"gpu": 2}', 'LEND_AND_BORROW', 'team_b');

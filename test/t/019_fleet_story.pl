@@ -30,6 +30,7 @@ CREATE ROLE team_b NOLOGIN;
 CREATE ROLE ann LOGIN IN ROLE quota_sched_user, team_a;
 CREATE ROLE ben LOGIN IN ROLE quota_sched_user, team_b;
 CREATE ROLE s_host LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('s_host', NULL);
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, submit_role)
 VALUES ('s_queue', 'a', '{"gpu": 6}', 'LEND_AND_BORROW', 'team_a'),
 	   ('s_queue', 'b', '{"gpu": 2}', 'LEND_AND_BORROW', 'team_b');
