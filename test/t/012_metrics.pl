@@ -3,9 +3,11 @@
 # a row and in all; a job whose row a user holds is shown passed over; the
 # output passes `promtool check metrics` (Debian's prometheus package,
 # which test/setup.sh unpacks: QS_PROMTOOL); after a restart the counters of
-# passes start again from zero while those of jobs keep their values; in a
-# cluster without the preload, metrics() says the counters of passes and
-# of the worker are not kept, and shows none.
+# passes start again from zero while those of jobs keep their values; a
+# restored copy of the database in the same cluster shows neither the
+# worker nor the passes of the original; in a cluster without the preload,
+# metrics() says the counters of passes and of the worker are not kept,
+# and shows none.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -149,9 +151,42 @@ ok(sample('quota_sched_passes_total', $q) < $passes, 'the count of passes starts
 ok($node->poll_query_until('postgres', q{
 		SELECT running AND rounds > 0 FROM quota_sched.worker_stats()}), 'the worker runs again');
 
+# 6. A restored copy of the database, in the same cluster (issue 37, item
+# 5): shared memory is the server's, but the worker runs in postgres
+# (quota_sched.database) and its passes are those of postgres's mt_queue.
+# In the copy, which has a queue of the same name, worker_stats() says no
+# worker runs, pass_stats() has no passes, and metrics() says the same;
+# postgres still has them all.
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+$node->command_ok([ 'pg_dump', '-Fc', '-f', "$tmp/postgres.dump", '-d', 'postgres' ],
+	'pg_dump -Fc postgres');
+$node->safe_psql('postgres', 'CREATE DATABASE mt_copy');
+{
+	local $ENV{PGOPTIONS} = '-c session_replication_role=replica';
+	$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'mt_copy', "$tmp/postgres.dump" ],
+		'restored as mt_copy');
+}
+ok($node->poll_query_until('postgres', q{
+		SELECT passes > 0 FROM quota_sched.pass_stats() WHERE job_queue = 'mt_queue'}),
+	'postgres: the worker passes mt_queue');
+is($node->safe_psql('mt_copy', q{
+		SELECT concat_ws(' ', running, started_at IS NULL, last_round_at IS NULL, rounds)
+		  FROM quota_sched.worker_stats()}),
+	'f t t 0', 'mt_copy: worker_stats() says no worker runs there, with no times and no rounds');
+is($node->safe_psql('postgres', 'SELECT running AND rounds > 0 FROM quota_sched.worker_stats()'),
+	't', 'postgres: the worker runs, with its rounds');
+is($node->safe_psql('mt_copy', 'SELECT count(*) FROM quota_sched.pass_stats()'), '0',
+	'mt_copy: pass_stats() has none of the passes of postgres\'s mt_queue');
+my $copy_text = $node->safe_psql('mt_copy', 'SELECT quota_sched.metrics()');
+like($copy_text, qr/^quota_sched_worker_up 0$/m, 'mt_copy: metrics() says the worker is not up');
+unlike($copy_text, qr/^quota_sched_worker_(start|last_round|rounds)/m, 'nor shows its figures');
+like($copy_text, qr/^quota_sched_passes_total\Q$q\E 0$/m, 'nor the passes of postgres');
+is(sample('quota_sched_worker_up', ''), '1', 'postgres: metrics() says the worker is up');
+ok(sample('quota_sched_passes_total', $q) > 0, 'and counts its passes');
+
 $node->stop;
 
-# 6. Without the preload there are no counters of passes or of the worker
+# 7. Without the preload there are no counters of passes or of the worker
 # (issue 20, item 9): metrics() says so, with quota_sched_stats_available
 # 0, and shows none of their figures, even after a pass (zeros would read
 # as "no pass ran"); the other figures are there, and promtool takes it.
