@@ -72,7 +72,7 @@ BEGIN ATOMIC
 		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED, but for those terminated.'),
 		('quota_sched_jobs_terminated_total', 'counter', 'Jobs that ended FAILED after a terminate() (cancelled by a user or admin).'),
 		('quota_sched_preempted_attempts_total', 'counter', 'Attempts ended by preemption.'),
-		('quota_sched_preempted_early_attempts_total', 'counter', 'Attempts ended by preemption less than a minute after their dispatch (churn).'),
+		('quota_sched_preempted_early_attempts_total', 'counter', 'Attempts ended by preemption before their share''s min_runtime (a minute where it had none) had run since their dispatch (churn).'),
 		('quota_sched_stop_requests_total', 'counter', 'Stops requested of held jobs, by reason.'),
 		('quota_sched_passes_total', 'counter', 'Passes run since the server started.'),
 		('quota_sched_last_pass_duration_seconds', 'gauge', 'How long the queue''s last pass took.'),

@@ -171,9 +171,7 @@ GRANT SELECT ON quota_sched.config_review
 
 /*
  * How long the attempt that a job's event at (id event) ended had run:
- * since the job's last dispatch before it.  A preemption after less than
- * a minute is churn (utilization()'s preempted_early, metrics()'
- * quota_sched_preempted_early_attempts_total).
+ * since the job's last dispatch before it.
  */
 CREATE OR REPLACE FUNCTION quota_sched.attempt_ran(job bigint, event bigint, at timestamptz)
 RETURNS interval
@@ -183,6 +181,31 @@ BEGIN ATOMIC
 				  WHERE d.job_id = job AND d.id < event AND d.kind = 'STATE'
 					AND d.to_state = 'SCHEDULED'
 				  ORDER BY d.id DESC LIMIT 1);
+END;
+
+/*
+ * Whether the preemption of a job's event at (id event), of share s of
+ * queue q, ended its attempt early: before the share's min_runtime had
+ * run since the dispatch (attempt_ran), the min_runtime in force then, as
+ * the configuration's history has it (config_event: the share's last row
+ * at or before at); a minute where the share had none, or the history has
+ * no row of the share then (before the update to 0.2, which began it and
+ * brought min_runtime).  Churn: utilization()'s preempted_early, metrics()'
+ * quota_sched_preempted_early_attempts_total.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.preempted_early(job bigint, event bigint, at timestamptz,
+													   q text, s text)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT quota_sched.attempt_ran(job, event, at)
+		   < coalesce((SELECT (c.new ->> 'min_runtime')::interval
+						 FROM quota_sched.config_event c
+						WHERE c.object = 'quota_share' AND c.job_queue = preempted_early.q
+						  AND c.name = preempted_early.s AND c.at <= preempted_early.at
+						ORDER BY c.at DESC, c.id DESC LIMIT 1),
+					  interval '1 minute');
 END;
 
 /*
@@ -375,7 +398,8 @@ END;
  * counted failed); attempts ended
  * by preemption (preempted) and attempts of other jobs this share's jobs
  * preempted (preempting), and of the attempts ended by preemption those
- * that had run less than a minute (preempted_early: churn); and the waits
+ * that had not run their share's min_runtime, or a minute where it had
+ * none (preempted_early: churn); and the waits
  * of the jobs dispatched, in seconds, since they last became RUNNABLE
  * (job_event.waited), in order.
  */
@@ -393,7 +417,8 @@ BEGIN ATOMIC
 							WHERE t.job_id = e.job_id AND t.kind = 'TERMINATE' AND t.id < e.id)
 				 AS by_user,
 			   e.preempted_for IS NOT NULL
-			   AND quota_sched.attempt_ran(e.job_id, e.id, e.at) < interval '1 minute' AS early
+			   AND quota_sched.preempted_early(e.job_id, e.id, e.at, e.job_queue, e.quota_share)
+				 AS early
 		  FROM quota_sched.job_event e
 		 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1),
 	own AS (
@@ -510,8 +535,9 @@ LANGUAGE C STABLE;
  * The counts of a queue's events in [t0, t1) by (share, unit) and counter:
  * 'dispatched', 'succeeded', 'failed', 'terminated' (jobs, as
  * usage_counts counts them), 'preempted' (attempts ended
- * by preemption), 'preempted_early' (those of them that had run less than
- * a minute since their dispatch: churn), and 'stop:' and the reason of each stop requested of a
+ * by preemption), 'preempted_early' (those of them that had not run their
+ * share's min_runtime since their dispatch, or a minute where it had none:
+ * churn), and 'stop:' and the reason of each stop requested of a
  * held job (a user's terminate: 'stop:TERMINATED'; not the TERMINATE
  * event of a job terminate() failed at once, in the same transaction: no
  * agent was asked to stop it).  metrics() adds those after the rollup to
@@ -534,7 +560,7 @@ BEGIN ATOMIC
 				ELSE lower(e.to_state) END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL THEN 'preempted' END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL
-				 AND quota_sched.attempt_ran(e.job_id, e.id, e.at) < interval '1 minute'
+				 AND quota_sched.preempted_early(e.job_id, e.id, e.at, e.job_queue, e.quota_share)
 				THEN 'preempted_early' END,
 		   CASE WHEN e.kind = 'STOP' THEN 'stop:' || e.reason
 				WHEN e.kind = 'TERMINATE'
@@ -928,6 +954,7 @@ REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, t
 	quota_sched.lending_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counters(text, timestamptz, timestamptz),
 	quota_sched.attempt_ran(bigint, bigint, timestamptz),
+	quota_sched.preempted_early(bigint, bigint, timestamptz, text, text),
 	quota_sched.report_plan(text, text, timestamptz, timestamptz, interval, timestamptz),
 	quota_sched.lending(text, timestamptz, timestamptz, interval),
 	quota_sched.rollup(timestamptz),
