@@ -139,11 +139,31 @@ GRANT SELECT ON quota_sched.capacity_plan
  * config_review: what in the configuration as it is now is allowed but
  * likely to hurt, one row per finding: a unit the shares name and the
  * environment lacks, shares promised more than the environment has (both
- * from capacity_plan), and churn a share invites (doc/reporting.md):
+ * from capacity_plan), churn a share invites (doc/reporting.md):
  * in-share preemption, or borrowing, without min_runtime, so that a job
- * may be preempted at once after its dispatch.
+ * may be preempted at once after its dispatch; and, with the jobs as they
+ * are now, a share whose budget of a unit is spent (share_budget), so
+ * that its jobs of it wait, while its lend_limit keeps idle instances of
+ * its own from shares that may borrow them and have jobs of the unit
+ * waiting: of its idle capacity beyond lendable (share_usage; what the
+ * supply of scheduling.md 3.1 leaves out), what the environment really
+ * has free (its capacity less what all the queue's jobs hold,
+ * capacity_plan), so that capacity it lends beyond the limit, until the
+ * next pass takes it back, is not called idle; the borrowers:
+ * LEND_AND_BORROW shares below their allowed.
  */
 CREATE OR REPLACE VIEW quota_sched.config_review AS
+WITH usage AS (
+	SELECT u.*, s.strategy, s.state, s.lend_limit
+	  FROM quota_sched.share_usage u
+	  JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share),
+free AS (
+	SELECT p.job_queue, p.capacity_unit,
+		   p.environment_capacity - coalesce((SELECT sum(o.in_use) FROM usage o
+											   WHERE o.job_queue = p.job_queue
+												 AND o.capacity_unit = p.capacity_unit), 0)
+			 AS instances
+	  FROM quota_sched.capacity_plan p)
 SELECT p.job_queue, NULL::text AS quota_share, p.capacity_unit,
 	   CASE WHEN NOT p.in_environment THEN 'UNIT_NOT_IN_ENVIRONMENT' ELSE 'OVERCOMMITTED' END
 		 AS finding,
@@ -164,7 +184,28 @@ UNION ALL
 SELECT s.job_queue, s.name, NULL, 'BORROWING_WITHOUT_MIN_RUNTIME',
 	   'a job of the share that runs on borrowed capacity may be preempted when a lender takes its capacity back, at once after its dispatch: set min_runtime to the time a job needs to do useful work and checkpoint'
   FROM quota_sched.quota_share s
- WHERE s.strategy = 'LEND_AND_BORROW' AND s.borrow_limit <> 0 AND s.min_runtime IS NULL;
+ WHERE s.strategy = 'LEND_AND_BORROW' AND s.borrow_limit <> 0 AND s.min_runtime IS NULL
+UNION ALL
+SELECT u.job_queue, u.quota_share, u.capacity_unit, 'BUDGET_SPENT_LEND_LIMIT_KEEPS_IDLE',
+	   format('the budget of share %s (%s instance-hours of %s per %s) is spent until %s, and its lend_limit of %s%% lends %s of its %s idle %s: %s stay idle while %s jobs of %s wait for %s: raise the lend_limit (-1 lends all its idle capacity), or the budget',
+			  u.quota_share, b.budget_hours, u.capacity_unit, b.period, b.period_end,
+			  u.lend_limit, u.lendable, u.idle, u.capacity_unit, k.kept, w.jobs,
+			  w.shares, u.capacity_unit)
+  FROM usage u
+  JOIN (SELECT sb.*, s.budget_period AS period FROM quota_sched.share_budget sb
+		  JOIN quota_sched.quota_share s ON s.job_queue = sb.job_queue AND s.name = sb.quota_share) b
+	ON b.job_queue = u.job_queue AND b.quota_share = u.quota_share AND b.capacity_unit = u.capacity_unit
+  JOIN free f ON f.job_queue = u.job_queue AND f.capacity_unit = u.capacity_unit
+ CROSS JOIN LATERAL (SELECT least(u.idle - u.lendable, f.instances) AS kept) k
+ CROSS JOIN LATERAL (
+	SELECT sum(o.runnable_jobs) AS jobs,
+		   string_agg(o.quota_share, ', ' ORDER BY o.quota_share COLLATE "C") AS shares
+	  FROM usage o
+	 WHERE o.job_queue = u.job_queue AND o.capacity_unit = u.capacity_unit
+	   AND o.quota_share <> u.quota_share AND o.runnable_jobs > 0
+	   AND o.strategy = 'LEND_AND_BORROW' AND (o.allowed IS NULL OR o.in_use < o.allowed)) w
+ WHERE b.exhausted AND u.strategy <> 'RESERVE' AND u.state = 'ENABLED' AND k.kept > 0
+   AND w.jobs > 0;
 
 GRANT SELECT ON quota_sched.config_review
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
