@@ -101,13 +101,13 @@ opt_conninfo(const OptionDef *opt, const char *arg)
 		memset((char *) arg, '*', strlen(arg));
 }
 
-/* opt_agent_name: --agent, 1 to 128 characters (the server's limit) */
+/* opt_agent_name: --agent, 1 to 128 bytes (the server's limit, octet_length) */
 static void
 opt_agent_name(const OptionDef *opt, const char *arg)
 {
 	(void) opt;
 	if (strlen(arg) < 1 || strlen(arg) > 128)
-		bad_usage("--agent must have 1 to 128 characters");
+		bad_usage("--agent must have 1 to 128 bytes");
 	snprintf(opts.agent, sizeof(opts.agent), "%s", arg);
 }
 
@@ -231,7 +231,7 @@ static const OptionDef options[] = {
 	"The login must have the role quota_sched_agent.\n"
 	"One with a password is hidden from ps once read."},
 	{"agent", 'a', "NAME", opt_agent_name, NULL, 0, 0,
-	"agent name, 1 to 128 characters (default: HOST/QUEUE,\n"
+	"agent name, 1 to 128 bytes (default: HOST/QUEUE,\n"
 	"the host's name and the queue's); unique among\n"
 	"running agents"},
 	{"queue", 'q', "QUEUE", opt_string, &opts.queue, 0, 0,

@@ -109,6 +109,16 @@ SELECT regexp_replace(l, ' [0-9.]+$', '') AS metric,
 	   (regexp_match(l, ' ([0-9.]+)$'))[1]::float8 > 0 AS positive
   FROM regexp_split_to_table(quota_sched.metrics(), E'\n') AS l
  WHERE l LIKE 'quota_sched_share_budget%' AND l LIKE '%bu_queue%';
+-- in instance-seconds, Prometheus's base unit: share_budget's hours times
+-- 3600 (one statement: the same now() for both)
+UPDATE quota_sched.quota_share SET budget = '{"gpu": 2}' WHERE job_queue = 'bu_queue' AND name = 'vision';
+SELECT (regexp_match(m.text, 'quota_sched_share_budget_instance_seconds\{job_queue="bu_queue"[^}]*\} (\S+)'))[1]
+		 AS budget_seconds,
+	   (regexp_match(m.text, 'quota_sched_share_budget_spent_instance_seconds\{job_queue="bu_queue"[^}]*\} (\S+)'))[1]::numeric
+		 = round((b.spent_hours * 3600)::numeric, 3) AS spent_in_seconds
+  FROM quota_sched.metrics() AS m(text), quota_sched.share_budget b
+ WHERE b.job_queue = 'bu_queue' AND b.quota_share = 'vision';
+UPDATE quota_sched.quota_share SET budget = '{"gpu": 0}' WHERE job_queue = 'bu_queue' AND name = 'vision';
 
 ------------------------------------------------------------------------
 -- The closed forms, at fixed times (UTC): what a stripe spent carries on

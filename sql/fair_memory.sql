@@ -79,10 +79,17 @@ SELECT * FROM pg_temp.pass('fm_queue');
 -- without, the tie of the 0.2 key (10 per weight each) goes to A's older job
 SELECT * FROM pg_temp.pass('fm_queue0');
 
--- metrics(): the gauge, for the queue with a half-life only
+-- metrics(): the gauge, for the queue with a half-life only, in
+-- instance-seconds (Prometheus's base unit): share_usage's hours times 3600
 SELECT regexp_replace(l, ' [0-9.e+-]+$', '') AS metric
   FROM regexp_split_to_table(quota_sched.metrics(), E'\n') AS l
  WHERE l LIKE 'quota_sched_share_recent_borrow%' AND l LIKE '%fm_queue%' ORDER BY 1;
+SELECT u.quota_share,
+	   (regexp_match(m.text, 'quota_sched_share_recent_borrow_instance_seconds\{job_queue="fm_queue",quota_share="'
+						   || u.quota_share || '"[^}]*\} (\S+)'))[1]::numeric
+		 = round((u.recent_borrow_hours * 3600)::numeric, 3) AS in_seconds
+  FROM quota_sched.metrics() AS m(text), quota_sched.share_usage u
+ WHERE u.job_queue = 'fm_queue' ORDER BY 1;
 
 -- Another half-life starts the memory again from 0, at the next pass.
 UPDATE quota_sched.job_queue SET fair_half_life = '2 hours' WHERE name = 'fm_queue';

@@ -301,6 +301,45 @@ SELECT count(*) AS differing FROM (
 	 SELECT bucket_start, quota_share, preempted, preempting, preempted_early
 	   FROM quota_sched.utilization('u_queue', '2026-01-01 09:00+00', '2026-01-01 10:00+00'))) d;
 
+-- Early is before the victim's share's min_runtime (issue 37, item 5), as
+-- the configuration's history has it at the preemption; a minute where
+-- the share has none.  At 10:00 A's min_runtime becomes 10 minutes and B's
+-- 30 seconds; at 11:30 A's is unset again (the shares' rows now have none
+-- at all).  In hour 11: 9010 (A) is dispatched at 11:00 and preempted at
+-- 11:05 for 9011: early (5 minutes, short of A's 10), though it ran more
+-- than a minute; 9011 (B) is dispatched at 11:05 and preempted at 11:05:45
+-- for 9010: not early (45 s, past B's 30), though it ran less than a
+-- minute; 9012 (A) is dispatched at 11:40 and preempted at 11:42 for 9011:
+-- not early (A has no min_runtime then: 2 minutes, past a minute).  By hand: A
+-- preempted 2, early 1, preempting 1; B preempted 1, early 0, preempting
+-- 2.  The same after the rollup.
+INSERT INTO quota_sched.config_event (at, actor, object, job_queue, name, action, old, new) VALUES
+ ('2026-01-01 10:00+00', 'x', 'quota_share', 'u_queue', 'A', 'UPDATE', '{"capacity_limits": {"gpu": 1}}',
+  '{"capacity_limits": {"gpu": 1}, "min_runtime": "00:10:00"}'),
+ ('2026-01-01 10:00+00', 'x', 'quota_share', 'u_queue', 'B', 'UPDATE', '{"capacity_limits": {"gpu": 2}}',
+  '{"capacity_limits": {"gpu": 2}, "min_runtime": "00:00:30"}'),
+ ('2026-01-01 11:30+00', 'x', 'quota_share', 'u_queue', 'A', 'UPDATE',
+  '{"capacity_limits": {"gpu": 1}, "min_runtime": "00:10:00"}',
+  '{"capacity_limits": {"gpu": 1}, "min_runtime": null}');
+SELECT pg_temp.ev(9010, 'A', 1, '10:50', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9010, 'A', 1, '11:00', 'RUNNABLE', 'SCHEDULED', '10 min'),
+	   pg_temp.ev(9010, 'A', 1, '11:05', 'SCHEDULED', 'RUNNABLE', NULL, 9011),
+	   pg_temp.ev(9011, 'B', 1, '10:50', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9011, 'B', 1, '11:05', 'RUNNABLE', 'SCHEDULED', '15 min'),
+	   pg_temp.ev(9011, 'B', 1, '11:05:45', 'SCHEDULED', 'RUNNABLE', NULL, 9010),
+	   pg_temp.ev(9012, 'A', 1, '11:30', NULL, 'RUNNABLE'),
+	   pg_temp.ev(9012, 'A', 1, '11:40', 'RUNNABLE', 'SCHEDULED', '10 min'),
+	   pg_temp.ev(9012, 'A', 1, '11:42', 'SCHEDULED', 'RUNNABLE', NULL, 9011);
+CREATE TEMP TABLE early_before AS
+SELECT bucket_start, quota_share AS share, preempted, preempting, preempted_early
+  FROM quota_sched.utilization('u_queue', '2026-01-01 11:00+00', '2026-01-01 12:00+00');
+TABLE early_before ORDER BY share NULLS FIRST;
+SELECT quota_sched.rollup('2026-01-01 12:00+00') > 0 AS rolled_up;
+SELECT quota_share AS share, preempted, preempting, preempted_early FROM quota_sched.usage_hourly
+ WHERE job_queue = 'u_queue' AND hour = '2026-01-01 11:00+00' ORDER BY quota_share NULLS FIRST;
+SELECT quota_share AS share, value AS preempted_early FROM quota_sched.usage_totals
+ WHERE job_queue = 'u_queue' AND counter = 'preempted_early' ORDER BY 1;
+
 -- Bad arguments: 22023.
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('no_such_queue', '2026-01-01', '2026-01-02')$$);
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.utilization('u_queue', '2026-01-02', '2026-01-01')$$);

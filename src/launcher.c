@@ -34,6 +34,7 @@
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -65,6 +66,7 @@ PGDLLEXPORT void QsLauncherMain(Datum arg);
 typedef struct QsWorkerShared
 {
 	int			pgprocno;		/* the worker's; -1: no worker running */
+	Oid			dboid;			/* the worker's database, while it runs */
 	int			launcher_pgprocno;	/* the launcher's; -1: none */
 	bool		stop_requested; /* the worker's database is being dropped */
 } QsWorkerShared;
@@ -102,6 +104,7 @@ SlotShmemStartup(void)
 	if (!found)
 	{
 		worker_shared->pgprocno = -1;
+		worker_shared->dboid = InvalidOid;
 		worker_shared->launcher_pgprocno = -1;
 		worker_shared->stop_requested = false;
 	}
@@ -109,13 +112,18 @@ SlotShmemStartup(void)
 }
 
 /*
- * QsWorkerRunning tells whether the worker is running (in this server's
- * shared memory; false when the library is not preloaded).
+ * QsWorkerRunning tells whether the worker is running in this session's
+ * database: false when the library is not preloaded, and in any other
+ * database of the server (a restored copy of the worker's, say), whose
+ * jobs no worker schedules.
  */
 bool
 QsWorkerRunning(void)
 {
-	return worker_shared != NULL && worker_shared->pgprocno >= 0;
+	if (worker_shared == NULL || worker_shared->pgprocno < 0)
+		return false;
+	pg_read_barrier();			/* dboid is written before pgprocno */
+	return worker_shared->dboid == MyDatabaseId;
 }
 
 /*
@@ -129,13 +137,16 @@ WorkerExit(int code, Datum arg)
 
 /*
  * QsClaimWorkerSlot records the calling process, the worker as it starts,
- * in the slot until it exits, so that commits wake it; and stops its own
+ * and its database in the slot until it exits, so that commits wake it
+ * (and QsWorkerRunning knows where it runs); and stops its own
  * passes from asking that it be woken (QsWakeWorkerAtCommit).
  */
 void
 QsClaimWorkerSlot(void)
 {
 	am_worker = true;
+	worker_shared->dboid = MyDatabaseId;
+	pg_write_barrier();
 	worker_shared->pgprocno = MyProc->pgprocno;
 	before_shmem_exit(WorkerExit, (Datum) 0);
 }

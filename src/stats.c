@@ -13,11 +13,20 @@
  * PostgreSQL's own activity counters, and start again from zero when the
  * server restarts (a Prometheus counter may reset; rate() allows for it).
  *
+ * Shared memory is the server's, and the extension may be in several of
+ * its databases (a restored copy of the worker's, say), where queues may
+ * have the same names: a queue is known by its database and its name, and
+ * the worker's figures are those of its database.  pass_stats() and
+ * worker_stats() answer for the caller's database only; in one where the
+ * worker does not run, worker_stats() says so (running false, no times,
+ * 0 rounds), as when the library is not preloaded.
+ *
  * Queues are kept in a fixed-size shared hash table of QS_STATS_QUEUES
- * entries, the first QS_STATS_QUEUES queues to run a pass since the server
- * started; the passes of others are counted in "untracked" only.  The
- * entries of dropped queues stay until the server restarts; pass_stats()
- * returns them all, and metrics() shows those of queues that exist.  One
+ * entries, the first QS_STATS_QUEUES queues (of all databases) to run a
+ * pass since the server started; the passes of others are counted in
+ * "untracked" only, one count for the server.  The entries of dropped
+ * queues stay until the server restarts; pass_stats() returns those of
+ * the caller's database, and metrics() those of queues that exist.  One
  * LWLock guards it all: it is taken once per pass, for a few stores.
  *
  *-------------------------------------------------------------------------
@@ -44,9 +53,16 @@ PG_FUNCTION_INFO_V1(qs_worker_stats);
 /* longer than any valid name (128 bytes) */
 #define QS_STATS_NAME 136
 
+/* A queue's key: its database and its name (zero-padded: compared whole). */
+typedef struct QsQueueKey
+{
+	Oid			database;
+	char		queue[QS_STATS_NAME];
+} QsQueueKey;
+
 typedef struct QsQueueStats
 {
-	char		queue[QS_STATS_NAME];	/* the key */
+	QsQueueKey	key;			/* the key */
 	int64		passes;
 	TimestampTz last_pass_at;	/* when the last pass ended */
 	int64		last_pass_us;	/* how long it took */
@@ -58,6 +74,7 @@ typedef struct QsStatsShared
 {
 	LWLock	   *lock;
 	int64		untracked;		/* passes of queues that found no entry */
+	Oid			worker_database;	/* where the worker last started */
 	TimestampTz worker_started_at;	/* 0: never */
 	TimestampTz worker_round_at;	/* when its last round ended; 0: none */
 	int64		worker_rounds;
@@ -101,10 +118,10 @@ StatsShmemStartup(void)
 		memset(stats, 0, sizeof(QsStatsShared));
 		stats->lock = &(GetNamedLWLockTranche("quota_sched stats"))->lock;
 	}
-	ctl.keysize = QS_STATS_NAME;
+	ctl.keysize = sizeof(QsQueueKey);
 	ctl.entrysize = sizeof(QsQueueStats);
 	queue_stats = ShmemInitHash("quota_sched queue stats", QS_STATS_QUEUES, QS_STATS_QUEUES,
-								&ctl, HASH_ELEM | HASH_STRINGS | HASH_FIXED_SIZE);
+								&ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -125,19 +142,46 @@ QsStatsRegister(void)
 }
 
 /*
- * QueueEntry returns the queue's entry, made if need be; NULL when the
- * table is full or the name too long.  The caller holds the lock
- * exclusively.
+ * QueueKey fills *key with the queue of this session's database; false
+ * when the name is too long to be one.
+ */
+static bool
+QueueKey(const char *queue, QsQueueKey *key)
+{
+	memset(key, 0, sizeof(QsQueueKey));
+	key->database = MyDatabaseId;
+	return strlcpy(key->queue, queue, QS_STATS_NAME) < QS_STATS_NAME;
+}
+
+/*
+ * FindQueue returns the entry of the queue of this session's database;
+ * NULL when it has none.  The caller holds the lock.
+ */
+static QsQueueStats *
+FindQueue(const char *queue)
+{
+	QsQueueKey	key;
+
+	if (!QueueKey(queue, &key))
+		return NULL;
+	return hash_search(queue_stats, &key, HASH_FIND, NULL);
+}
+
+/*
+ * QueueEntry returns the entry of the queue of this session's database,
+ * made if need be; NULL when the table is full or the name too long.  The
+ * caller holds the lock exclusively.
  */
 static QsQueueStats *
 QueueEntry(const char *queue)
 {
+	QsQueueKey	key;
 	QsQueueStats *e;
 	bool		found;
 
-	if (strlen(queue) >= QS_STATS_NAME)
+	if (!QueueKey(queue, &key))
 		return NULL;
-	e = hash_search(queue_stats, queue, HASH_ENTER_NULL, &found);
+	e = hash_search(queue_stats, &key, HASH_ENTER_NULL, &found);
 	if (e != NULL && !found)
 	{
 		e->passes = 0;
@@ -185,7 +229,7 @@ QsStatsNoteGivenUp(const char *queue, bool given_up)
 	if (stats == NULL)
 		return;
 	LWLockAcquire(stats->lock, LW_EXCLUSIVE);
-	e = given_up ? QueueEntry(queue) : hash_search(queue_stats, queue, HASH_FIND, NULL);
+	e = given_up ? QueueEntry(queue) : FindQueue(queue);
 	if (e != NULL)
 	{
 		e->given_up_in_a_row = given_up ? e->given_up_in_a_row + 1 : 0;
@@ -208,7 +252,7 @@ QsStatsGivenUpInARow(const char *queue)
 	if (stats == NULL)
 		return 0;
 	LWLockAcquire(stats->lock, LW_SHARED);
-	e = hash_search(queue_stats, queue, HASH_FIND, NULL);
+	e = FindQueue(queue);
 	if (e != NULL)
 		n = e->given_up_in_a_row;
 	LWLockRelease(stats->lock);
@@ -217,7 +261,9 @@ QsStatsGivenUpInARow(const char *queue)
 
 /*
  * QsStatsNoteWorker records that the worker started (started) or ended a
- * round.
+ * round.  A worker that starts in another database than the last one
+ * (quota_sched.database changed) counts its rounds from 0: those counted
+ * were of the other database's worker.
  */
 void
 QsStatsNoteWorker(bool started)
@@ -226,7 +272,15 @@ QsStatsNoteWorker(bool started)
 		return;
 	LWLockAcquire(stats->lock, LW_EXCLUSIVE);
 	if (started)
+	{
+		if (stats->worker_database != MyDatabaseId)
+		{
+			stats->worker_database = MyDatabaseId;
+			stats->worker_round_at = 0;
+			stats->worker_rounds = 0;
+		}
 		stats->worker_started_at = GetCurrentTimestamp();
+	}
 	else
 	{
 		stats->worker_round_at = GetCurrentTimestamp();
@@ -245,9 +299,10 @@ TimeOrNull(TimestampTz t, bool *isnull)
 /*
  * qs_pass_stats() RETURNS TABLE (job_queue text, passes bigint,
  * last_pass_at timestamptz, last_pass_seconds double precision,
- * given_up_in_a_row integer, given_up bigint): the entries, copied out
- * under the lock (nothing that may fail runs while it is held).  A row
- * with job_queue null counts the passes of untracked queues.
+ * given_up_in_a_row integer, given_up bigint): the entries of this
+ * session's database, copied out under the lock (nothing that may fail
+ * runs while it is held).  A row with job_queue null counts the passes of
+ * untracked queues (of all databases).
  */
 Datum
 qs_pass_stats(PG_FUNCTION_ARGS)
@@ -268,7 +323,7 @@ qs_pass_stats(PG_FUNCTION_ARGS)
 	hash_seq_init(&seq, queue_stats);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
-		if (n < QS_STATS_QUEUES)
+		if (n < QS_STATS_QUEUES && e->key.database == MyDatabaseId)
 			copy[n++] = *e;
 	}
 	LWLockRelease(stats->lock);
@@ -287,7 +342,7 @@ qs_pass_stats(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			values[0] = CStringGetTextDatum(copy[i].queue);
+			values[0] = CStringGetTextDatum(copy[i].key.queue);
 			values[1] = Int64GetDatum(copy[i].passes);
 			values[2] = TimeOrNull(copy[i].last_pass_at, &nulls[2]);
 			values[3] = Float8GetDatum(copy[i].last_pass_us / 1e6);
@@ -302,7 +357,9 @@ qs_pass_stats(PG_FUNCTION_ARGS)
 
 /*
  * qs_worker_stats(OUT running boolean, OUT started_at timestamptz,
- * OUT last_round_at timestamptz, OUT rounds bigint): the worker's.
+ * OUT last_round_at timestamptz, OUT rounds bigint): the worker's, in its
+ * database.  In another, the worker does not run there: running false,
+ * no times and 0 rounds, as without the preload.
  */
 Datum
 qs_worker_stats(PG_FUNCTION_ARGS)
@@ -319,9 +376,12 @@ qs_worker_stats(PG_FUNCTION_ARGS)
 	if (stats != NULL)
 	{
 		LWLockAcquire(stats->lock, LW_SHARED);
-		started = stats->worker_started_at;
-		round = stats->worker_round_at;
-		rounds = stats->worker_rounds;
+		if (stats->worker_database == MyDatabaseId)
+		{
+			started = stats->worker_started_at;
+			round = stats->worker_round_at;
+			rounds = stats->worker_rounds;
+		}
 		LWLockRelease(stats->lock);
 	}
 	values[0] = BoolGetDatum(QsWorkerRunning());

@@ -9,12 +9,17 @@
 /* ---------------------------------------------------------------------
  * Metrics (Prometheus).  pass_stats() and worker_stats() read the
  * activity counters the passes and the worker keep in shared memory
- * (stats.c); metrics() returns every metric in the Prometheus text format
+ * (stats.c), those of the caller's database: in another database than the
+ * worker's (a restored copy of it in the same server) no worker runs and
+ * no pass of the worker's queues is shown.  metrics() returns every metric in the Prometheus text format
  * (doc/reporting.md, "Metrics").  Its counters of jobs come from
  * usage_totals and the history after the rollup, read in one statement
  * (one snapshot), so a rollup or a prune never makes them go back.  JIT
  * is off: the planner's estimates for the functions it reads would have it
- * compile, for 100 ms, a statement that runs in a few.
+ * compile, for 100 ms, a statement that runs in a few.  Times are in
+ * seconds, Prometheus's base unit (promtool check metrics warns of any
+ * other): budgets, what was spent and recent borrowing in
+ * instance-seconds, where share_budget and share_usage have them in hours.
  *
  * Without shared_preload_libraries = 'quota_sched' there are no such
  * counters (stats.c sets them up only when the library is preloaded):
@@ -61,16 +66,16 @@ BEGIN ATOMIC
 		('quota_sched_share_lendable_instances', 'gauge', 'Own capacity the share may lend.'),
 		('quota_sched_share_runnable_jobs', 'gauge', 'Jobs of the share waiting for capacity (RUNNABLE).'),
 		('quota_sched_share_longest_wait_seconds', 'gauge', 'How long the share''s longest-waiting RUNNABLE job has waited since it last became RUNNABLE (0: none waits).'),
-		('quota_sched_share_recent_borrow_instance_hours', 'gauge', 'The share''s recent borrowing, decayed by the queue''s fair_half_life (FAIR order).'),
-		('quota_sched_share_budget_instance_hours', 'gauge', 'The share''s budget of the unit for its budget_period.'),
-		('quota_sched_share_budget_spent_instance_hours', 'gauge', 'Instance-hours the share''s jobs held in the current budget period.'),
+		('quota_sched_share_recent_borrow_instance_seconds', 'gauge', 'The share''s recent borrowing in instance-seconds, decayed by the queue''s fair_half_life (FAIR order).'),
+		('quota_sched_share_budget_instance_seconds', 'gauge', 'The share''s budget of the unit for its budget_period, in instance-seconds (its budget in instance-hours times 3600).'),
+		('quota_sched_share_budget_spent_instance_seconds', 'gauge', 'Instance-seconds the share''s jobs held in the current budget period.'),
 		('quota_sched_environment_capacity_instances', 'gauge', 'The capacity of the service environment.'),
 		('quota_sched_dispatches_total', 'counter', 'Jobs dispatched (RUNNABLE to SCHEDULED).'),
 		('quota_sched_jobs_succeeded_total', 'counter', 'Jobs that ended SUCCEEDED.'),
 		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED, but for those terminated.'),
 		('quota_sched_jobs_terminated_total', 'counter', 'Jobs that ended FAILED after a terminate() (cancelled by a user or admin).'),
 		('quota_sched_preempted_attempts_total', 'counter', 'Attempts ended by preemption.'),
-		('quota_sched_preempted_early_attempts_total', 'counter', 'Attempts ended by preemption less than a minute after their dispatch (churn).'),
+		('quota_sched_preempted_early_attempts_total', 'counter', 'Attempts ended by preemption before their share''s min_runtime (a minute where it had none) had run since their dispatch (churn).'),
 		('quota_sched_stop_requests_total', 'counter', 'Stops requested of held jobs, by reason.'),
 		('quota_sched_passes_total', 'counter', 'Passes run since the server started.'),
 		('quota_sched_last_pass_duration_seconds', 'gauge', 'How long the queue''s last pass took.'),
@@ -128,13 +133,15 @@ BEGIN ATOMIC
 						 coalesce(round(greatest(extract(epoch FROM now() - s.waiting_since), 0), 3)::text, '0')
 					FROM shares s
 		UNION ALL
-		SELECT 'quota_sched_share_recent_borrow_instance_hours', s.labels,
-			   round(s.recent_borrow_hours::numeric, 6)::text
+		SELECT 'quota_sched_share_recent_borrow_instance_seconds', s.labels,
+			   round((s.recent_borrow_hours * 3600)::numeric, 3)::text
 		  FROM shares s WHERE s.recent_borrow_hours IS NOT NULL
 		UNION ALL
-		SELECT 'quota_sched_share_budget_instance_hours', b.labels, b.budget_hours::text FROM budgets b
+		SELECT 'quota_sched_share_budget_instance_seconds', b.labels, (b.budget_hours * 3600)::text
+		  FROM budgets b
 		UNION ALL
-		SELECT 'quota_sched_share_budget_spent_instance_hours', b.labels, round(b.spent_hours::numeric, 6)::text
+		SELECT 'quota_sched_share_budget_spent_instance_seconds', b.labels,
+			   round((b.spent_hours * 3600)::numeric, 3)::text
 		  FROM budgets b
 		UNION ALL
 		SELECT 'quota_sched_environment_capacity_instances',

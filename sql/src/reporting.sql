@@ -139,11 +139,31 @@ GRANT SELECT ON quota_sched.capacity_plan
  * config_review: what in the configuration as it is now is allowed but
  * likely to hurt, one row per finding: a unit the shares name and the
  * environment lacks, shares promised more than the environment has (both
- * from capacity_plan), and churn a share invites (doc/reporting.md):
+ * from capacity_plan), churn a share invites (doc/reporting.md):
  * in-share preemption, or borrowing, without min_runtime, so that a job
- * may be preempted at once after its dispatch.
+ * may be preempted at once after its dispatch; and, with the jobs as they
+ * are now, a share whose budget of a unit is spent (share_budget), so
+ * that its jobs of it wait, while its lend_limit keeps idle instances of
+ * its own from shares that may borrow them and have jobs of the unit
+ * waiting: of its idle capacity beyond lendable (share_usage; what the
+ * supply of scheduling.md 3.1 leaves out), what the environment really
+ * has free (its capacity less what all the queue's jobs hold,
+ * capacity_plan), so that capacity it lends beyond the limit, until the
+ * next pass takes it back, is not called idle; the borrowers:
+ * LEND_AND_BORROW shares below their allowed.
  */
 CREATE OR REPLACE VIEW quota_sched.config_review AS
+WITH usage AS (
+	SELECT u.*, s.strategy, s.state, s.lend_limit
+	  FROM quota_sched.share_usage u
+	  JOIN quota_sched.quota_share s ON s.job_queue = u.job_queue AND s.name = u.quota_share),
+free AS (
+	SELECT p.job_queue, p.capacity_unit,
+		   p.environment_capacity - coalesce((SELECT sum(o.in_use) FROM usage o
+											   WHERE o.job_queue = p.job_queue
+												 AND o.capacity_unit = p.capacity_unit), 0)
+			 AS instances
+	  FROM quota_sched.capacity_plan p)
 SELECT p.job_queue, NULL::text AS quota_share, p.capacity_unit,
 	   CASE WHEN NOT p.in_environment THEN 'UNIT_NOT_IN_ENVIRONMENT' ELSE 'OVERCOMMITTED' END
 		 AS finding,
@@ -164,16 +184,35 @@ UNION ALL
 SELECT s.job_queue, s.name, NULL, 'BORROWING_WITHOUT_MIN_RUNTIME',
 	   'a job of the share that runs on borrowed capacity may be preempted when a lender takes its capacity back, at once after its dispatch: set min_runtime to the time a job needs to do useful work and checkpoint'
   FROM quota_sched.quota_share s
- WHERE s.strategy = 'LEND_AND_BORROW' AND s.borrow_limit <> 0 AND s.min_runtime IS NULL;
+ WHERE s.strategy = 'LEND_AND_BORROW' AND s.borrow_limit <> 0 AND s.min_runtime IS NULL
+UNION ALL
+SELECT u.job_queue, u.quota_share, u.capacity_unit, 'BUDGET_SPENT_LEND_LIMIT_KEEPS_IDLE',
+	   format('the budget of share %s (%s instance-hours of %s per %s) is spent until %s, and its lend_limit of %s%% lends %s of its %s idle %s: %s stay idle while %s jobs of %s wait for %s: raise the lend_limit (-1 lends all its idle capacity), or the budget',
+			  u.quota_share, b.budget_hours, u.capacity_unit, b.period, b.period_end,
+			  u.lend_limit, u.lendable, u.idle, u.capacity_unit, k.kept, w.jobs,
+			  w.shares, u.capacity_unit)
+  FROM usage u
+  JOIN (SELECT sb.*, s.budget_period AS period FROM quota_sched.share_budget sb
+		  JOIN quota_sched.quota_share s ON s.job_queue = sb.job_queue AND s.name = sb.quota_share) b
+	ON b.job_queue = u.job_queue AND b.quota_share = u.quota_share AND b.capacity_unit = u.capacity_unit
+  JOIN free f ON f.job_queue = u.job_queue AND f.capacity_unit = u.capacity_unit
+ CROSS JOIN LATERAL (SELECT least(u.idle - u.lendable, f.instances) AS kept) k
+ CROSS JOIN LATERAL (
+	SELECT sum(o.runnable_jobs) AS jobs,
+		   string_agg(o.quota_share, ', ' ORDER BY o.quota_share COLLATE "C") AS shares
+	  FROM usage o
+	 WHERE o.job_queue = u.job_queue AND o.capacity_unit = u.capacity_unit
+	   AND o.quota_share <> u.quota_share AND o.runnable_jobs > 0
+	   AND o.strategy = 'LEND_AND_BORROW' AND (o.allowed IS NULL OR o.in_use < o.allowed)) w
+ WHERE b.exhausted AND u.strategy <> 'RESERVE' AND u.state = 'ENABLED' AND k.kept > 0
+   AND w.jobs > 0;
 
 GRANT SELECT ON quota_sched.config_review
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 
 /*
  * How long the attempt that a job's event at (id event) ended had run:
- * since the job's last dispatch before it.  A preemption after less than
- * a minute is churn (utilization()'s preempted_early, metrics()'
- * quota_sched_preempted_early_attempts_total).
+ * since the job's last dispatch before it.
  */
 CREATE OR REPLACE FUNCTION quota_sched.attempt_ran(job bigint, event bigint, at timestamptz)
 RETURNS interval
@@ -183,6 +222,31 @@ BEGIN ATOMIC
 				  WHERE d.job_id = job AND d.id < event AND d.kind = 'STATE'
 					AND d.to_state = 'SCHEDULED'
 				  ORDER BY d.id DESC LIMIT 1);
+END;
+
+/*
+ * Whether the preemption of a job's event at (id event), of share s of
+ * queue q, ended its attempt early: before the share's min_runtime had
+ * run since the dispatch (attempt_ran), the min_runtime in force then, as
+ * the configuration's history has it (config_event: the share's last row
+ * at or before at); a minute where the share had none, or the history has
+ * no row of the share then (before the update to 0.2, which began it and
+ * brought min_runtime).  Churn: utilization()'s preempted_early, metrics()'
+ * quota_sched_preempted_early_attempts_total.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.preempted_early(job bigint, event bigint, at timestamptz,
+													   q text, s text)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT quota_sched.attempt_ran(job, event, at)
+		   < coalesce((SELECT (c.new ->> 'min_runtime')::interval
+						 FROM quota_sched.config_event c
+						WHERE c.object = 'quota_share' AND c.job_queue = preempted_early.q
+						  AND c.name = preempted_early.s AND c.at <= preempted_early.at
+						ORDER BY c.at DESC, c.id DESC LIMIT 1),
+					  interval '1 minute');
 END;
 
 /*
@@ -375,7 +439,8 @@ END;
  * counted failed); attempts ended
  * by preemption (preempted) and attempts of other jobs this share's jobs
  * preempted (preempting), and of the attempts ended by preemption those
- * that had run less than a minute (preempted_early: churn); and the waits
+ * that had not run their share's min_runtime, or a minute where it had
+ * none (preempted_early: churn); and the waits
  * of the jobs dispatched, in seconds, since they last became RUNNABLE
  * (job_event.waited), in order.
  */
@@ -393,7 +458,8 @@ BEGIN ATOMIC
 							WHERE t.job_id = e.job_id AND t.kind = 'TERMINATE' AND t.id < e.id)
 				 AS by_user,
 			   e.preempted_for IS NOT NULL
-			   AND quota_sched.attempt_ran(e.job_id, e.id, e.at) < interval '1 minute' AS early
+			   AND quota_sched.preempted_early(e.job_id, e.id, e.at, e.job_queue, e.quota_share)
+				 AS early
 		  FROM quota_sched.job_event e
 		 WHERE e.job_queue = q AND e.kind = 'STATE' AND e.at >= t0 AND e.at < t1),
 	own AS (
@@ -510,8 +576,9 @@ LANGUAGE C STABLE;
  * The counts of a queue's events in [t0, t1) by (share, unit) and counter:
  * 'dispatched', 'succeeded', 'failed', 'terminated' (jobs, as
  * usage_counts counts them), 'preempted' (attempts ended
- * by preemption), 'preempted_early' (those of them that had run less than
- * a minute since their dispatch: churn), and 'stop:' and the reason of each stop requested of a
+ * by preemption), 'preempted_early' (those of them that had not run their
+ * share's min_runtime since their dispatch, or a minute where it had none:
+ * churn), and 'stop:' and the reason of each stop requested of a
  * held job (a user's terminate: 'stop:TERMINATED'; not the TERMINATE
  * event of a job terminate() failed at once, in the same transaction: no
  * agent was asked to stop it).  metrics() adds those after the rollup to
@@ -534,7 +601,7 @@ BEGIN ATOMIC
 				ELSE lower(e.to_state) END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL THEN 'preempted' END,
 		   CASE WHEN e.kind = 'STATE' AND e.preempted_for IS NOT NULL
-				 AND quota_sched.attempt_ran(e.job_id, e.id, e.at) < interval '1 minute'
+				 AND quota_sched.preempted_early(e.job_id, e.id, e.at, e.job_queue, e.quota_share)
 				THEN 'preempted_early' END,
 		   CASE WHEN e.kind = 'STOP' THEN 'stop:' || e.reason
 				WHEN e.kind = 'TERMINATE'
@@ -928,6 +995,7 @@ REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, t
 	quota_sched.lending_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counters(text, timestamptz, timestamptz),
 	quota_sched.attempt_ran(bigint, bigint, timestamptz),
+	quota_sched.preempted_early(bigint, bigint, timestamptz, text, text),
 	quota_sched.report_plan(text, text, timestamptz, timestamptz, interval, timestamptz),
 	quota_sched.lending(text, timestamptz, timestamptz, interval),
 	quota_sched.rollup(timestamptz),

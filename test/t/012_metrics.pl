@@ -3,9 +3,11 @@
 # a row and in all; a job whose row a user holds is shown passed over; the
 # output passes `promtool check metrics` (Debian's prometheus package,
 # which test/setup.sh unpacks: QS_PROMTOOL); after a restart the counters of
-# passes start again from zero while those of jobs keep their values; in a
-# cluster without the preload, metrics() says the counters of passes and
-# of the worker are not kept, and shows none.
+# passes start again from zero while those of jobs keep their values; a
+# restored copy of the database in the same cluster shows neither the
+# worker nor the passes of the original; in a cluster without the preload,
+# metrics() says the counters of passes and of the worker are not kept,
+# and shows none.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -22,16 +24,18 @@ $node->start;
 # The queue and its share in one transaction: a rollup (the worker's, after
 # its first full round) that found the queue without its share, with no
 # history at all, would roll it up to the start of the hour at once, and
-# metrics() would show a rollup (4. below).
+# metrics() would show a rollup (4. below).  The queue has a fair_half_life
+# and the share a budget (far from spent), so that every metric is there.
 $node->safe_psql('postgres', <<'SQL');
 CREATE EXTENSION quota_sched;
 CREATE ROLE mt_member LOGIN IN ROLE quota_sched_user;
 CREATE ROLE mt_monitor LOGIN IN ROLE pg_monitor;
 BEGIN;
 INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('mt_env', '{"gpu": 4}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('mt_queue', 'mt_env');
-INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-VALUES ('mt_queue', 'mt_share', '{"gpu": 4}', 'RESERVE');
+INSERT INTO quota_sched.job_queue (name, service_environment, borrow_order, fair_half_life)
+VALUES ('mt_queue', 'mt_env', 'FAIR', '1 hour');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, budget)
+VALUES ('mt_queue', 'mt_share', '{"gpu": 4}', 'RESERVE', '{"gpu": 1000}');
 COMMIT;
 SQL
 
@@ -107,7 +111,9 @@ ok(sample('quota_sched_passed_over_passes', $q) >= 1, 'and for how many passes')
 
 # 4. The whole output, through promtool: every metric is there (a
 # terminate for the stop requests) but the rollup's, which appears once an
-# hour has been rolled up (sql/metrics.sql).
+# hour has been rolled up (sql/metrics.sql).  promtool must say nothing:
+# its lint (a unit other than Prometheus's base units, seconds and bytes;
+# a counter without _total) is a failure here, whatever its exit code.
 $node->safe_psql('postgres', q{
 	SELECT count(*) FROM quota_sched.claim('mt_agent', 'mt_queue');
 	SELECT quota_sched.terminate(id) FROM quota_sched.job WHERE name = 'first';});
@@ -123,7 +129,7 @@ my @families = ($text =~ /^# TYPE (\S+)/mg);
 my $rolled = $node->safe_psql('postgres', 'SELECT count(*) > 0 FROM quota_sched.usage_rollup') eq 't';
 is(scalar(grep { /rollup/ } @families), $rolled ? 1 : 0,
 	$rolled ? 'an hour is rolled up: its family is there' : 'no rollup yet');
-is(scalar(@families), $rolled ? 28 : 27, 'every other metric family is there');
+is(scalar(@families), $rolled ? 31 : 30, 'every other metric family is there');
 is(sample('quota_sched_stats_available', ''), '1', 'preloaded: the counters of passes are kept');
 SKIP:
 {
@@ -132,7 +138,8 @@ SKIP:
 	  if $promtool eq '' && !$ENV{QS_REQUIRE_PROMTOOL};
 	my ($out, $err) = ('', '');
 	my $ok = IPC::Run::run([ $promtool, 'check', 'metrics' ], '<', $file, '>', \$out, '2>', \$err);
-	ok($ok, 'promtool check metrics accepts it') or diag("promtool: $out $err");
+	ok($ok && "$out$err" eq '', 'promtool check metrics accepts it, with no lint')
+	  or diag("promtool: $out $err");
 }
 $member->query_safe("COMMIT;");
 $member->quit;
@@ -149,9 +156,42 @@ ok(sample('quota_sched_passes_total', $q) < $passes, 'the count of passes starts
 ok($node->poll_query_until('postgres', q{
 		SELECT running AND rounds > 0 FROM quota_sched.worker_stats()}), 'the worker runs again');
 
+# 6. A restored copy of the database, in the same cluster (issue 37, item
+# 5): shared memory is the server's, but the worker runs in postgres
+# (quota_sched.database) and its passes are those of postgres's mt_queue.
+# In the copy, which has a queue of the same name, worker_stats() says no
+# worker runs, pass_stats() has no passes, and metrics() says the same;
+# postgres still has them all.
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+$node->command_ok([ 'pg_dump', '-Fc', '-f', "$tmp/postgres.dump", '-d', 'postgres' ],
+	'pg_dump -Fc postgres');
+$node->safe_psql('postgres', 'CREATE DATABASE mt_copy');
+{
+	local $ENV{PGOPTIONS} = '-c session_replication_role=replica';
+	$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'mt_copy', "$tmp/postgres.dump" ],
+		'restored as mt_copy');
+}
+ok($node->poll_query_until('postgres', q{
+		SELECT passes > 0 FROM quota_sched.pass_stats() WHERE job_queue = 'mt_queue'}),
+	'postgres: the worker passes mt_queue');
+is($node->safe_psql('mt_copy', q{
+		SELECT concat_ws(' ', running, started_at IS NULL, last_round_at IS NULL, rounds)
+		  FROM quota_sched.worker_stats()}),
+	'f t t 0', 'mt_copy: worker_stats() says no worker runs there, with no times and no rounds');
+is($node->safe_psql('postgres', 'SELECT running AND rounds > 0 FROM quota_sched.worker_stats()'),
+	't', 'postgres: the worker runs, with its rounds');
+is($node->safe_psql('mt_copy', 'SELECT count(*) FROM quota_sched.pass_stats()'), '0',
+	'mt_copy: pass_stats() has none of the passes of postgres\'s mt_queue');
+my $copy_text = $node->safe_psql('mt_copy', 'SELECT quota_sched.metrics()');
+like($copy_text, qr/^quota_sched_worker_up 0$/m, 'mt_copy: metrics() says the worker is not up');
+unlike($copy_text, qr/^quota_sched_worker_(start|last_round|rounds)/m, 'nor shows its figures');
+like($copy_text, qr/^quota_sched_passes_total\Q$q\E 0$/m, 'nor the passes of postgres');
+is(sample('quota_sched_worker_up', ''), '1', 'postgres: metrics() says the worker is up');
+ok(sample('quota_sched_passes_total', $q) > 0, 'and counts its passes');
+
 $node->stop;
 
-# 6. Without the preload there are no counters of passes or of the worker
+# 7. Without the preload there are no counters of passes or of the worker
 # (issue 20, item 9): metrics() says so, with quota_sched_stats_available
 # 0, and shows none of their figures, even after a pass (zeros would read
 # as "no pass ran"); the other figures are there, and promtool takes it.
@@ -185,7 +225,8 @@ SKIP:
 	PostgreSQL::Test::Utils::append_to_file($plain_file, $plain_text);
 	my ($out, $err) = ('', '');
 	my $ok = IPC::Run::run([ $promtool, 'check', 'metrics' ], '<', $plain_file, '>', \$out, '2>', \$err);
-	ok($ok, 'promtool check metrics accepts it without the preload') or diag("promtool: $out $err");
+	ok($ok && "$out$err" eq '', 'promtool check metrics accepts it without the preload, with no lint')
+	  or diag("promtool: $out $err");
 }
 $plain->stop;
 done_testing();

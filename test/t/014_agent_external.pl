@@ -46,6 +46,18 @@ foreach my $opts ([ '--start-cmd', 'x' ], [ '--start-cmd', 'x', '--status-cmd', 
 	my $help = `$agent_bin --help`;
 	like($help, qr/--start-cmd=CMD.*--status-cmd=CMD.*--stop-cmd=CMD.*--status-interval.*--cmd-timeout/s,
 		'--help documents the commands');
+	like($help, qr/agent name, 1 to 128 bytes/, '--help gives the limit of --agent in bytes');
+}
+# --agent: 1 to 128 bytes, as the server's CHECK (octet_length) counts them
+# (issue 37, item 5): 65 characters of two bytes each are refused, and the
+# message says bytes, not characters.
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $agent_bin, '--queue', 'q', '--checkpoint-root', PostgreSQL::Test::Utils::tempdir,
+			'--agent', "\xc3\xa9" x 65 ],
+		'<', \undef, '>', \$out, '2>', \$err);
+	is($? >> 8, 2, '--agent of 65 two-byte characters (130 bytes): exit code 2');
+	like($err, qr/--agent must have 1 to 128 bytes/, 'says the limit is 128 bytes');
 }
 
 my $node = agents_node('external');
