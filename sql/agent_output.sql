@@ -128,9 +128,21 @@ SELECT attempt, agent, host, output, ended_at
   FROM quota_sched.attempt_started(:job_id, 'ao_agent2', 2, 'gpu-host-3', '/l/2b');
 -- an agent of 0.2 reports without output: the exit code is kept
 SELECT state FROM quota_sched.report(:job_id, 'ao_agent2', 'SUCCEEDED', NULL, 2, 0);
+-- ao_b_job's output tries to take over its reader's terminal (issue 37,
+-- item 4): a window title, a clipboard write, a clear screen, a carriage
+-- return that draws a fake prompt over its line, a C1 CSI and a
+-- right-to-left override, after 1400 ESC.  The text, newlines and tabs
+-- are kept; each C0 control shows as its picture (ESC as U+241B, three
+-- bytes), a carriage return as a newline, the C1 control and the override
+-- as U+FFFD; what is kept is at most 4096 bytes, cut at a character.
 SELECT state FROM quota_sched.report(:b_id, 'ao_agent', 'SUCCEEDED', attempt => 1, exit_code => 0,
-									 output => E'b done\n');
+	output => repeat(E'\x1b', 1400)
+			  || E'b done\n\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\x1b[2J\x1b[Hstep\t1\r\n'
+			  || E'loss 0.5\r$ sudo rm -rf / ' || U&'\009B31m \202Esdrawkcab' || E'\x7f\n');
 RESET ROLE;
+SELECT substr(output, strpos(output, 'b done')) AS output, octet_length(output) AS bytes,
+	   left(output, 1) AS head, output !~ E'[\\x01-\\x08\\x0b-\\x1f\\x7f]' AS no_c0_but_newline_and_tab
+  FROM quota_sched.job_attempt WHERE job_id = :b_id;
 
 -- Who sees what: the owner and her team see their job's attempts; the
 -- other team sees nothing of them (and its own); an admin sees all; an

@@ -382,10 +382,37 @@ ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repor
 }
 
 /*
+ * LateSuccess takes an agent's SUCCEEDED report of an attempt that is
+ * over because its lease ran out (issue 37, item 5), when the job has not
+ * started anew (waiting, or dispatched and not claimed) and the attempt
+ * ran on that agent, for a login that may serve the queue (a caller of
+ * 0.3's signature, whose schema has job_attempt): the work is
+ * done, so the job succeeds rather than run again.  The history says so
+ * (status_reason, the event's reason).  Returns whether it took it.
+ */
+static bool
+LateSuccess(const QsJobRow *row, int64 job_id, const char *agent, int32 attempt, Oid caller)
+{
+	char	   *why;
+
+	if (attempt != QsJobAttempt(&row->job) - 1 || row->job.lease_losses == 0 ||
+		row->agent != NULL || (row->state != QS_RUNNABLE && row->state != QS_SCHEDULED) ||
+		!QsAttemptLostBy(job_id, attempt, agent))
+		return false;
+	QsRequireAgentAccess(caller, row->job_queue);
+	why = psprintf("SUCCEEDED: attempt %d, whose lease had run out, reported success late "
+				   "(agent %s)", attempt, agent);
+	QsChangeJob(job_id, QS_CHANGE_LATE_SUCCEEDED, why);
+	return true;
+}
+
+/*
  * AgentReport applies an agent's report on a job it holds, as that agent,
  * and returns the job.  A report about an attempt (attempt > 0) other than
  * the job's current one changes nothing: a retry that comes after the
- * attempt ended (its reply was lost) must not land on the next one.  A
+ * attempt ended (its reply was lost) must not land on the next one; but
+ * the late success of an attempt whose lease ran out ends the job
+ * (LateSuccess).  A
  * report on a job another role claimed is refused unless the caller is an
  * admin (RequireReporter).  A repeat of the job's current state changes
  * nothing (IsRepeat); any other report goes to ApplyReport, and one that
@@ -410,9 +437,12 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	QsLockJob(job_id, &row);
-	/* about an attempt that is over: nothing to do */
+	/* about an attempt that is over: nothing to do, but a late success */
 	current = QsJobAttempt(&row.job);
 	over = attempt > 0 && attempt != current;
+	if (over && record && report == QS_REPORT_SUCCEEDED &&
+		LateSuccess(&row, job_id, agent, attempt, caller))
+		QsRecordAttemptEnd(job_id, attempt, agent, exit_code, output);
 	if (!over)
 		RequireReporter(&row, job_id, report, caller, role);
 	/* a retry: nothing to do */

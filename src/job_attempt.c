@@ -10,7 +10,8 @@
  * counted) and runs again under the same number, by this agent or
  * another, starts the row anew.  The output kept is the last
  * QS_MAX_OUTPUT_BYTES of what the agent sent, cut at a character
- * boundary; more than QS_MAX_OUTPUT_ARG_BYTES is refused.
+ * boundary, made safe to show (QsSafeOutput); more than
+ * QS_MAX_OUTPUT_ARG_BYTES is refused.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,28 +55,109 @@ QsAttemptTextArg(FunctionCallInfo fcinfo, int argno, const char *what, size_t li
 	return value;
 }
 
+/* LastBytes returns the end of s of at most max bytes, from a character's first byte on. */
+static const char *
+LastBytes(const char *s, size_t max)
+{
+	size_t		len = strlen(s);
+	const char *p = s;
+
+	/* the server's encoding: walked from the start, whatever it is */
+	while (len - (p - s) > max)
+		p += pg_mblen(p);
+	return p;
+}
+
+/*
+ * SafeChar appends to out what a reader is shown of the character of len
+ * bytes at p (UTF-8 when utf8): itself when it is text, a newline or a
+ * tab; a carriage return as a newline (after a newline's, or before one,
+ * nothing); another C0 control or DEL as its picture (U+2400 + code,
+ * U+2421: ESC shows as U+241B), '?' where the encoding has none; a C1
+ * control (U+0080 to U+009F) or a bidirectional override or isolate (text
+ * shown in another order than it is) as U+FFFD.
+ */
+static void
+SafeChar(StringInfo out, const unsigned char *p, int len, bool utf8)
+{
+	unsigned char c = p[0];
+
+	if (len == 1 && (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)))
+		appendStringInfoChar(out, c);
+	else if (len == 1 && c == '\r')
+	{
+		if (p[1] != '\n')
+			appendStringInfoChar(out, '\n');
+	}
+	else if (len == 1 && !utf8)
+		appendStringInfoChar(out, (c < 0x20 || c == 0x7f) ? '?' : c);
+	else if (len == 1)
+	{
+		int			picture = c == 0x7f ? 0x2421 : 0x2400 + c;
+
+		appendStringInfoChar(out, (char) (0xe0 | (picture >> 12)));
+		appendStringInfoChar(out, (char) (0x80 | ((picture >> 6) & 0x3f)));
+		appendStringInfoChar(out, (char) (0x80 | (picture & 0x3f)));
+	}
+	else if (utf8 && ((len == 2 && c == 0xc2 && p[1] < 0xa0) ||
+					  (len == 3 && c == 0xe2 && p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
+					  (len == 3 && c == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)))
+		appendStringInfoString(out, "\xef\xbf\xbd");
+	else
+		appendBinaryStringInfo(out, (const char *) p, len);
+}
+
+/*
+ * QsSafeOutput returns, in the caller's memory, a job's output as it may
+ * be shown to whoever reads it in a terminal (issue 37, item 4): the text
+ * a reader needs (printable characters, newlines, tabs) as it is, and
+ * every other control character neutralised (SafeChar), so that no job
+ * can set a reader's window title, write their clipboard, clear their
+ * screen or draw a fake prompt.  The result is at most as long as the
+ * input, but for the pictures of controls (three bytes for one).
+ */
+char *
+QsSafeOutput(const char *s)
+{
+	StringInfoData out;
+	bool		utf8 = GetDatabaseEncoding() == PG_UTF8;
+
+	initStringInfo(&out);
+	for (const char *p = s; *p != '\0'; p += pg_mblen(p))
+		SafeChar(&out, (const unsigned char *) p, pg_mblen(p), utf8);
+	return out.data;
+}
+
 /*
  * QsAttemptOutputArg returns the output argument of report or release
  * (NULL for a null), refused over QS_MAX_OUTPUT_ARG_BYTES (54000), else
- * its last QS_MAX_OUTPUT_BYTES at most, from a character's first byte on
- * (the server's encoding: walked from the start, whatever it is).
+ * made safe to show (QsSafeOutput) and cut to its last
+ * QS_MAX_OUTPUT_BYTES at most, from a character's first byte on.
  */
 char *
 QsAttemptOutputArg(FunctionCallInfo fcinfo, int argno)
 {
 	char	   *value;
-	const char *p;
-	size_t		len;
 
 	if (argno >= PG_NARGS() || PG_ARGISNULL(argno))
 		return NULL;
 	value = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	len = strlen(value);
-	QsCheckSize("output", len, QS_MAX_OUTPUT_ARG_BYTES);
-	p = value;
-	while (len - (p - value) > QS_MAX_OUTPUT_BYTES)
-		p += pg_mblen(p);
-	return (char *) p;
+	QsCheckSize("output", strlen(value), QS_MAX_OUTPUT_ARG_BYTES);
+	/* the last bytes first: at most 64 KiB would be made safe for 4 */
+	value = QsSafeOutput(LastBytes(value, QS_MAX_OUTPUT_BYTES));
+	return (char *) LastBytes(value, QS_MAX_OUTPUT_BYTES);
+}
+
+PG_FUNCTION_INFO_V1(qs_safe_output);
+
+/*
+ * qs_safe_output(output text) RETURNS text: QsSafeOutput, for the update
+ * that makes the output kept before 0.4 safe to show.
+ */
+Datum
+qs_safe_output(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(QsSafeOutput(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
 }
 
 /*
@@ -135,20 +217,21 @@ QsRecordAttemptStart(int64 job_id, int32 attempt, const char *agent, const char 
 
 /*
  * An attempt's run ends: its exit code and output.  What the row says of
- * where it ran stays if this agent's run wrote it and has not ended;
+ * where it ran stays if this agent's run wrote it and has not ended, or a
+ * pass ended it (its lease ran out: no exit code, no output), THIS_RUN;
  * else (no attempt_started: an agent of 0.2; another agent's row) none.
  */
+#define THIS_RUN "a.agent = excluded.agent AND" \
+	" (a.ended_at IS NULL OR (a.exit_code IS NULL AND a.output IS NULL))"
 static QsQuery AttemptEndQuery = {
 	"INSERT INTO quota_sched.job_attempt AS a"
 	"       (job_id, attempt, agent, exit_code, output, ended_at)"
 	" VALUES ($1, $2, $3, $4, $5, now())"
 	" ON CONFLICT (job_id, attempt) DO UPDATE"
-	"   SET host = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL THEN a.host END,"
-	"       log_path = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                       THEN a.log_path END,"
-	"       handle = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL THEN a.handle END,"
-	"       started_at = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                         THEN a.started_at END,"
+	"   SET host = CASE WHEN " THIS_RUN " THEN a.host END,"
+	"       log_path = CASE WHEN " THIS_RUN " THEN a.log_path END,"
+	"       handle = CASE WHEN " THIS_RUN " THEN a.handle END,"
+	"       started_at = CASE WHEN " THIS_RUN " THEN a.started_at END,"
 	"       agent = excluded.agent, exit_code = excluded.exit_code,"
 	"       output = excluded.output, ended_at = excluded.ended_at",
 	5, {INT8OID, INT4OID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
@@ -174,4 +257,31 @@ QsRecordAttemptEnd(int64 job_id, int32 attempt, const char *agent, const int32 *
 	nulls[3] = exit_code ? ' ' : 'n';
 	nulls[4] = output ? ' ' : 'n';
 	QsQueryRun(&AttemptEndQuery, args, nulls, false, 0);
+}
+
+/*
+ * Whether the attempt $2 of job $1 ran on agent $3 and was the last the
+ * job lost: its last requeue is a lease that ran out (LEASE_EXPIRED).
+ */
+static QsQuery AttemptLostQuery = {
+	"SELECT 1 FROM quota_sched.job_attempt a"
+	" WHERE a.job_id = $1 AND a.attempt = $2 AND a.agent = $3"
+	"   AND (SELECT e.reason FROM quota_sched.job_event e"
+	"         WHERE e.job_id = $1 AND e.to_state = 'RUNNABLE'"
+	"         ORDER BY e.id DESC LIMIT 1) = 'LEASE_EXPIRED'",
+	3, {INT8OID, INT4OID, TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsAttemptLostBy tells whether an attempt of a job ran on the agent
+ * given and ended because its lease ran out, the last end of the job's
+ * attempts (the late SUCCEEDED of such an attempt is taken: agent_api.c).
+ */
+bool
+QsAttemptLostBy(int64 job_id, int32 attempt, const char *agent)
+{
+	Datum		args[3] = {Int64GetDatum(job_id), Int32GetDatum(attempt),
+	CStringGetTextDatum(agent)};
+
+	return QsQueryRun(&AttemptLostQuery, args, NULL, false, 1) == 1;
 }

@@ -26,6 +26,8 @@
 extern char *QsAttemptTextArg(FunctionCallInfo fcinfo, int argno, const char *what,
 							  size_t limit);
 extern char *QsAttemptOutputArg(FunctionCallInfo fcinfo, int argno);
+extern char *QsSafeOutput(const char *s);
+extern bool QsAttemptLostBy(int64 job_id, int32 attempt, const char *agent);
 extern Datum QsRecordAttemptStart(int64 job_id, int32 attempt, const char *agent,
 								  const char *host, const char *log_path, const char *handle);
 extern void QsRecordAttemptEnd(int64 job_id, int32 attempt, const char *agent,

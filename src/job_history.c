@@ -342,13 +342,13 @@ WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 		EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
 	if (old != NULL && !IsHeldState(old_state) && IsHeldState(state))
 		EventSet(ev, EF_WAITED, Waited(old, jdesc), false);
-	if (old != NULL && IsHeldState(old_state) && !IsHeldState(state))
-	{
+	/* an attempt's end, or the late success of a lost one (agent_api.c) */
+	if (old != NULL && !IsHeldState(state) && (IsHeldState(old_state) || QsWrite.has_exit_code))
 		EventSet(ev, EF_EXIT_CODE, Int32GetDatum(QsWrite.exit_code),
 				 !QsWrite.has_exit_code);
-		if (JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
-			EventCopy(ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
-	}
+	if (old != NULL && IsHeldState(old_state) && !IsHeldState(state) &&
+		JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
+		EventCopy(ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
 	EventInsert(ev);
 }
 

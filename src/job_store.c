@@ -340,6 +340,13 @@ static QsQuery JobChangeQueries[] = {
 		" WHERE id = $1",
 		2, {INT8OID, TEXTOID}, SPI_OK_UPDATE
 	},
+	/* not started anew since: waiting, or dispatched and not claimed */
+	[QS_CHANGE_LATE_SUCCEEDED] = {
+		"UPDATE quota_sched.job SET state = 'SUCCEEDED', stopped_at = now(), promised_at = NULL,"
+		"       preempted_for = NULL, status_reason = $2, status_reason_at = now()"
+		" WHERE id = $1 AND state IN ('RUNNABLE', 'SCHEDULED') AND agent IS NULL",
+		2, {INT8OID, TEXTOID}, SPI_OK_UPDATE
+	},
 	[QS_CHANGE_TERMINATE] = {
 		"UPDATE quota_sched.job"
 		"   SET stop_reason = 'TERMINATED',"

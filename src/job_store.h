@@ -71,6 +71,7 @@ typedef enum QsJobChange
 {
 	QS_CHANGE_RUNNING,			/* its agent reports RUNNING */
 	QS_CHANGE_SUCCEEDED,		/* its agent reports SUCCEEDED */
+	QS_CHANGE_LATE_SUCCEEDED,	/* ... of the attempt whose lease ran out */
 	QS_CHANGE_TERMINATE			/* a user terminates a claimed job */
 } QsJobChange;
 

@@ -741,13 +741,36 @@ WriteEnds(QsQuery *query, const QsOutput *out, TimestampTz now)
 }
 
 /*
+ * Ends the open rows of job_attempt of the jobs of $1 at $2, passing over
+ * the rows another transaction holds (an agent's call left open): whoever
+ * holds a queue's lock never waits for a row lock.  Such a row stays open.
+ */
+static QsQuery CloseAttemptsQuery = {
+	"WITH open AS (SELECT job_id, attempt FROM quota_sched.job_attempt"
+	"               WHERE job_id = ANY ($1) AND ended_at IS NULL"
+	"                 FOR NO KEY UPDATE SKIP LOCKED)"
+	" UPDATE quota_sched.job_attempt a SET ended_at = $2"
+	"   FROM open WHERE a.job_id = open.job_id AND a.attempt = open.attempt",
+	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
+/*
  * QsWriteEnds writes the REQUEUE and FAIL decisions of a pass (which runs
- * on the current schema only).
+ * on the current schema only), and ends the attempt rows they leave open
+ * (issue 37, item 5): the attempt of a job whose lease ran out, or whose
+ * stop never came, is over, with no exit code known.
  */
 void
 QsWriteEnds(const QsOutput *out, TimestampTz now)
 {
+	QsArray		ids;
+	const QsDecision *d;
+
 	WriteEnds(&EndsQuery[2], out, now);
+	QsArrayInit(&ids, INT8OID, out->ndecisions);
+	for (int i = -1; (d = NextDecision(out, &i, QS_REQUEUE, QS_FAIL)) != NULL;)
+		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
+	RunForJobs(&CloseAttemptsQuery, &ids, 1, now);
 }
 
 /*

@@ -72,6 +72,19 @@ RETURNS quota_sched.job_attempt
 AS 'MODULE_PATHNAME', 'qs_attempt_started'
 LANGUAGE C CALLED ON NULL INPUT;
 
+/*
+ * safe_output(output): an attempt's output as it may be shown in a
+ * terminal (src/job_attempt.c, QsSafeOutput): text, newlines and tabs as
+ * they are, other control characters neutralised.  report() and release()
+ * keep output so; the update to 0.4 made the output kept before so.  Not
+ * granted: nobody needs to call it.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.safe_output(output text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'qs_safe_output'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+REVOKE ALL ON FUNCTION quota_sched.safe_output(text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
 	quota_sched.heartbeat(text, interval),
 	quota_sched.report(bigint, text, text, text, integer, integer, text),

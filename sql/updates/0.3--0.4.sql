@@ -15,12 +15,12 @@
 
 /*
  * agent_access (issue 37, item 2; tables.sql has its comment): in 0.3
- * every agent login served every queue.  The update allows each login the
- * queues it served: those of the agents it registered and of the jobs it
- * claimed (agent_role), so that no fleet stops at the update; logins that
- * no longer exist are left out.  A registration's lease is at most
- * quota_sched.max_agent_lease (an hour by default) from 0.4 on: longer
- * ones are cut to an hour here.
+ * every agent login served every queue, and so it does after the update:
+ * each role with the privileges of quota_sched_agent (but admins, who need
+ * none) gets a row for every queue, so that no fleet stops at the update.
+ * Admins then narrow them (doc/agents.md).  A registration's lease is at
+ * most quota_sched.max_agent_lease (an hour by default) from 0.4 on:
+ * longer ones are cut to an hour here.
  */
 CREATE TABLE quota_sched.agent_access (
 	login			name NOT NULL,
@@ -34,10 +34,23 @@ REVOKE ALL ON quota_sched.agent_access FROM PUBLIC;
 GRANT SELECT, INSERT, DELETE ON quota_sched.agent_access TO quota_sched_admin;
 
 INSERT INTO quota_sched.agent_access (login, job_queue)
-SELECT DISTINCT u.login, u.job_queue
-  FROM (SELECT a.login, a.job_queue FROM quota_sched.agent a
-		UNION
-		SELECT j.agent_role, j.job_queue FROM quota_sched.job j WHERE j.agent_role IS NOT NULL) u
- WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname = u.login);
+SELECT r.rolname, NULL
+  FROM pg_catalog.pg_roles r
+ WHERE pg_catalog.pg_has_role(r.oid, 'quota_sched_agent', 'MEMBER')
+   AND r.rolname <> 'quota_sched_agent' AND NOT r.rolsuper
+   AND NOT pg_catalog.pg_has_role(r.oid, 'quota_sched_admin', 'USAGE');
 
 UPDATE quota_sched.agent SET lease = interval '1 hour' WHERE lease > interval '1 hour';
+
+/*
+ * The output kept of attempts (job_attempt.output) is made safe to show
+ * in a terminal (issue 37, item 4; QsSafeOutput, src/job_attempt.c): 0.3
+ * kept a job's control sequences as it sent them.  The function source
+ * (agent_api.sql) makes the function again after this script.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.safe_output(output text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'qs_safe_output'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+UPDATE quota_sched.job_attempt SET output = quota_sched.safe_output(output)
+ WHERE output IS DISTINCT FROM quota_sched.safe_output(output);

@@ -1309,10 +1309,11 @@ is(sql('two', qq{SELECT ((SELECT spent_hours FROM quota_sched.share_budget WHERE
 # "source" but agent_access's (0.4), restored as pg_restore would, and two
 # registrations of 0.3: regress_up_agent2's agent of up_q2 with a lease of
 # two days, and an agent of a login that no longer exists.  The update
-# keeps every row (the lease cut to an hour), allows each login the queues
-# it served (those of its agents and of the jobs it claimed), no more, and
-# leaves the schema of a fresh install; then each login registers and
-# claims where it served, and is refused elsewhere (issue 37, item 2).
+# keeps every row (the lease cut to an hour), lets every agent login serve
+# every queue as 0.3 did (admins need no row), and leaves the schema of a
+# fresh install; then the logins register and claim as before, and once
+# an admin narrows a login's rows it is refused elsewhere, and its agents
+# of those queues are forgotten (issue 37, item 2).
 #
 $node->safe_psql('postgres', 'CREATE DATABASE three');
 sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
@@ -1330,28 +1331,43 @@ sql('three', q{
 								   registered_at, last_seen, lease)
 	VALUES ('three-long', 'regress_up_agent2', 'up_q2', 'gpu', 4, now(), now(), '2 days'),
 		   ('three-gone', 'regress_up_gone', 'up_queue', 'gpu', 1, now(), now(), '1 minute');
-	DROP ROLE regress_up_gone});
+	DROP ROLE regress_up_gone;
+	-- the output a job of 0.3 left, with its terminal's control sequences
+	INSERT INTO quota_sched.job_attempt (job_id, attempt, agent, exit_code, output, started_at, ended_at)
+	SELECT min(id), 1, 'three-out', 0, E'done\x1b]0;owned\x07\r\n', now(), now() FROM quota_sched.job
+	ON CONFLICT (job_id, attempt) DO UPDATE SET output = excluded.output});
 my $three_columns = table_columns('three');
 is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('fresh') } ], ['agent_access'],
 	'three, 0.3: the tables of 0.4 but agent_access');
 my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
 									 FROM quota_sched.agent});
 delete $three_columns->{agent};
+delete $three_columns->{job_attempt};
+my $outputs_before = sql('three', q{SELECT count(*) FROM quota_sched.job_attempt});
 my $three_rows_before = table_rows('three', $three_columns);
 sql('three', 'ALTER EXTENSION quota_sched UPDATE');
 is(sql('three', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
 	"three: updated to $current");
 is_deeply(table_rows('three', $three_columns), $three_rows_before, 'three, updated: every other row as it was');
-is($agents_before, 'three-gone regress_up_gone @ 1 min, three-long regress_up_agent2 @ 2 days',
+is($agents_before, 'three-gone regress_up_gone 00:01:00, three-long regress_up_agent2 2 days',
 	'three, 0.3: its agents');
 is(sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
 					FROM quota_sched.agent}),
-	'three-gone regress_up_gone @ 1 min, three-long regress_up_agent2 @ 1 hour',
+	'three-gone regress_up_gone 00:01:00, three-long regress_up_agent2 01:00:00',
 	'three, updated: the agents kept, a registration\'s lease cut to an hour');
+is(sql('three', q{SELECT count(*) FROM quota_sched.job_attempt}), $outputs_before,
+	'three, updated: the attempts kept');
+is(sql('three', q{SELECT output = quota_sched.safe_output(E'done\x1b]0;owned\x07\r\n')
+						AND strpos(output, chr(27)) = 0 AND strpos(output, chr(7)) = 0
+						AND strpos(output, chr(13)) = 0
+				   FROM quota_sched.job_attempt WHERE output LIKE 'done%'}),
+	't',
+	'three, updated: the output kept is made safe to show (its control characters as pictures)');
 is(sql('three', q{SELECT string_agg(login || ' ' || coalesce(job_queue, 'every queue'), ', '
-									ORDER BY login, job_queue) FROM quota_sched.agent_access}),
-	'regress_up_agent up_q2, regress_up_agent up_queue, regress_up_agent2 up_q2',
-	'three, updated: each login that exists is allowed the queues it served');
+									ORDER BY login, job_queue)
+					FROM quota_sched.agent_access WHERE login LIKE 'regress\_up\_%'}),
+	'regress_up_agent every queue, regress_up_agent2 every queue',
+	'three, updated: each agent login serves every queue, as in 0.3');
 my $three_schema = describe_schema('three');
 foreach my $section (sort keys %catalog)
 {
@@ -1365,12 +1381,17 @@ ok(defined(run_pass_of('three', 'up_queue')), 'three, updated: a pass runs on th
 counters_consistent('three', 'after a pass');
 is(as_role('three', 'regress_up_agent2', q{
 		SELECT name || ' ' || job_queue FROM quota_sched.agent_ready('three-long', 'up_q2', 'gpu', 4)}),
-	'three-long up_q2', 'three, updated: a login registers where it served');
-ok(defined(claim('three', 'up_queue')), 'three, updated: and claims where it claimed');
+	'three-long up_q2', 'three, updated: a login registers as before');
+ok(defined(claim('three', 'up_queue')), 'three, updated: and claims as before');
+sql('three', q{
+	INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_up_agent2', 'up_queue');
+	DELETE FROM quota_sched.agent_access WHERE login = 'regress_up_agent2' AND job_queue IS NULL});
 my ($ret, $stdout, $stderr) = $node->psql('three', q{SET ROLE regress_up_agent2;
-	SELECT quota_sched.agent_ready('three-new', 'up_queue', 'gpu', 4)});
-like($stderr, qr/login "regress_up_agent2" may not serve job queue "up_queue"/,
-	'three, updated: and is refused where it did not');
+	SELECT quota_sched.agent_ready('three-long', 'up_q2', 'gpu', 4)});
+like($stderr, qr/login "regress_up_agent2" may not serve job queue "up_q2"/,
+	'three, narrowed: a login is refused where it no longer serves');
+is(sql('three', q{SELECT count(*) FROM quota_sched.agent}), '0',
+	'three, narrowed: its agent of that queue is forgotten, and so is the agent of a login that no longer exists');
 
 $node->stop;
 done_testing();

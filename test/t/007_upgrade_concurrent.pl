@@ -1,4 +1,4 @@
-# The upgrade from 0.1 (to 0.3, through 0.2) against a job that changes at
+# The upgrade from 0.1 (to the current version, through 0.2 and 0.3) against a job that changes at
 # the same time: the 0.1--0.2 update
 # script counts the held jobs into the counters of held capacity before the
 # triggers that keep them exist, so it must keep jobs from changing until
@@ -12,6 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+# the version the sources make (the Makefile's QS_VERSION)
+my $current = '0.4';
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade_concurrent');
 $node->init;
@@ -41,8 +44,8 @@ VALUES (nextval('quota_sched.job_id_seq'), 'uc_job', 'uc_queue', 'uc_share', 0, 
 SQL
 my $id = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'uc_job'");
 
-my $waits = qr/quota_sched worker: quota_sched 0\.1 is installed, but the library is version 0\.3: no passes until the extension is updated/;
-my $resumes = qr/LOG:  quota_sched worker: quota_sched 0\.3 is installed, the library's version: passes resume/;
+my $waits = qr/quota_sched worker: quota_sched 0\.1 is installed, but the library is version \Q$current\E: no passes until the extension is updated/;
+my $resumes = qr/LOG:  quota_sched worker: quota_sched \Q$current\E is installed, the library's version: passes resume/;
 ok($node->wait_for_log($waits), 'the worker says that it waits for the update');
 
 # The agent's report, not committed yet.
@@ -64,7 +67,7 @@ $agent->quit;
 $upgrade->quit;
 
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'"),
-	'0.3', 'the upgrade is done');
+	$current, 'the upgrade is done');
 is($node->safe_psql('postgres', "SELECT state FROM quota_sched.job WHERE id = $id"),
 	'SUCCEEDED', 'the report committed');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'),

@@ -36,9 +36,8 @@ INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('oc_q', 'o
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, submit_role)
 VALUES ('oc_q', 'oc_sa', '{"gpu": 1}', 'RESERVE', 'oc_a'),
 	   ('oc_q', 'oc_sb', '{"gpu": 99}', 'RESERVE', 'oc_b');
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('oc_agent', 'oc_q');
 SQL
-$node->safe_psql('postgres', 'SELECT quota_sched.allow_agent(\'oc_agent\', \'oc_q\')')
-  if $node->safe_psql('postgres', "SELECT to_regproc('quota_sched.allow_agent') IS NOT NULL") eq 't';
 
 sub state_of
 {
