@@ -17,14 +17,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use QsAgents;
 
-my $node = PostgreSQL::Test::Cluster->new('open_calls');
-$node->init;
-$node->append_conf('postgresql.conf', <<'CONF');
-shared_preload_libraries = 'quota_sched'
-quota_sched.database = 'postgres'
-quota_sched.naptime = '200ms'
-CONF
+my $node = agents_node('open_calls');
 $node->start;
 $node->safe_psql('postgres', <<'SQL');
 CREATE EXTENSION quota_sched;
