@@ -485,3 +485,21 @@ long_argument(char **argv, size_t limit)
 			return i;
 	return -1;
 }
+
+/*
+ * jobs_user_problem: what is wrong with the choice of the jobs' OS user, or
+ * NULL if nothing is.  local: no --start-cmd (the agent runs the jobs'
+ * commands itself); run_as, same_user: the options given.  Both options are about local jobs: an external
+ * launcher's commands are the operator's, not the jobs'.
+ */
+const char *
+jobs_user_problem(bool local, bool run_as, bool same_user)
+{
+	if (run_as && same_user)
+		return "--run-as and --same-user together: give one (--run-as runs the jobs as another user, --same-user as the agent's own)";
+	if (run_as && !local)
+		return "--run-as is for local jobs: it goes with no --start-cmd";
+	if (same_user && !local)
+		return "--same-user is for local jobs: it goes with no --start-cmd";
+	return NULL;
+}

@@ -251,7 +251,7 @@ foreach my $a ('a1', 'a2')
 	push @procs, IPC::Run::start(
 		[
 			$agent_bin, '--dbname', "$multi user=launcher application_name=$a", '--agent', $a,
-			'--queue', 'ha_queue', '--instances', '2', '--lease', '60', '--heartbeat', '1',
+			'--queue', 'ha_queue', '--same-user', '--instances', '2', '--lease', '60', '--heartbeat', '1',
 			'--checkpoint-root', "$tmp/ckpt-$a"
 		],
 		'<', \undef, '>>', "$log/agent_$a.log", '2>&1');

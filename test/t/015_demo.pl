@@ -41,7 +41,7 @@ foreach my $spec ([ 'agent-a', 2 ], [ 'agent-b', 1 ])
 	push @agents, IPC::Run::start(
 		[
 			$agent_bin, '--dbname', $node->connstr('postgres') . ' user=launcher',
-			'--agent', $spec->[0], '--queue', 'ml-queue', '--instances', $spec->[1],
+			'--agent', $spec->[0], '--queue', 'ml-queue', '--instances', $spec->[1], '--same-user',
 			'--lease', '10', '--heartbeat', '1', '--grace', '5',
 			'--checkpoint-root', "$tmp/checkpoints", '--keep-checkpoints'
 		],
