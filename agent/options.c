@@ -276,7 +276,8 @@ static const OptionDef options[] = {
 	{"same-user", 0, NULL, opt_true, &opts.same_user, 0, 0,
 	"run the jobs as the agent's own user.  Unsafe: any\n"
 	"job can then stop or signal the agent, and so make\n"
-	"every other job of the host lose its lease"},
+	"every other job of the host lose its lease.  Local\n"
+	"jobs need this or --run-as"},
 	{"log-format", 0, "FORMAT", opt_log_format, NULL, 0, 0,
 	"plain (default) or json: one JSON object a line"},
 	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
@@ -322,7 +323,9 @@ static const char usage_intro[] =
 "scheduling passes dispatch to its queue, runs each job's payload->'command' (a\n"
 "JSON array of strings) as a child process, and reports how it ended.\n"
 "\n"
-"Usage: quota-sched-agent --queue=QUEUE [OPTION]...\n"
+"Usage: quota-sched-agent --queue=QUEUE --run-as=USER | --same-user [OPTION]...\n"
+"       quota-sched-agent --queue=QUEUE --start-cmd=CMD --status-cmd=CMD\n"
+"                         --stop-cmd=CMD [OPTION]...\n"
 "\n";
 
 static const char usage_end[] =
@@ -442,7 +445,7 @@ check_options(void)
 		bad_usage("--noop runs nothing: it goes with no --start-cmd");
 	if (opts.status_interval == 0)
 		opts.status_interval = opts.heartbeat;
-	if ((problem = jobs_user_problem(opts.start_cmd == NULL, opts.run_as != NULL,
+	if ((problem = jobs_user_problem(opts.start_cmd == NULL, opts.noop, opts.run_as != NULL,
 									 opts.same_user)) != NULL)
 		bad_usage("%s", problem);
 	if (opts.run_as && geteuid() != 0)

@@ -7,12 +7,18 @@
 # checkpoint directory that is nobody's while it runs and root's (closed)
 # after; it can neither list nor write the root, nor signal its shim; a
 # later job cannot read or list the finished job's directory, nor plant one
-# for the next job; what a job leaves running is gone with it; the agent
-# refuses --run-as when it is not root, for a user that does not exist, and
-# for a root the user cannot reach.  Prints TAP; exits 1 if a test failed.
+# for the next job; what a job leaves running is gone with it; a job that
+# sends SIGSTOP to its agent, again and again, stops nothing: the agent
+# heartbeats on past a lease, and no job loses its lease; the agent
+# refuses to start with neither --run-as nor --same-user, with both,
+# --run-as when it is not root, for a user that does not exist, and for a
+# root the user cannot reach.  The PostgreSQL is that of the first
+# pg_config in PATH, else Debian's.  Prints TAP; exits 1 if a test failed.
 # Everything it starts is stopped, and its folder removed, at its exit.
 set -uo pipefail
-export PATH=/usr/lib/postgresql/15/bin:$PATH
+command -v pg_config > /dev/null || export PATH=/usr/lib/postgresql/15/bin:$PATH
+PATH=$(pg_config --bindir):$PATH
+export PATH
 if [ "$(id -u)" -ne 0 ]; then
 	echo "1..0 # SKIP --run-as needs root"
 	exit 0
@@ -77,7 +83,18 @@ cannot_touch() { [ -d "$(dirname "$2")" ] && ! runuser -u "$1" -- touch "$2" 2> 
 # pid_file_gone FILE: FILE names a process, which is gone
 pid_file_gone() { [ -s "$1" ] && ! kill -0 "$(cat "$1")" 2> /dev/null; }
 
-# the options are refused before anything else happens
+# the options are refused before anything else happens (an agent that
+# starts after all is stopped after 10 s, and the check fails)
+out=$(timeout 10 "$agent" --queue q --checkpoint-root "$d/x" 2>&1)
+rc=$?
+check "neither --run-as nor --same-user: exit code 2" equals "$rc" 2
+check "neither: says to give --run-as=USER or --same-user" \
+	has <(echo "$out") "say which OS user runs the jobs: --run-as=USER .* or --same-user"
+check "neither: nothing was made" equals "$(ls -A "$d")" ""
+out=$(timeout 10 "$agent" --queue q --run-as "$user" --same-user --checkpoint-root "$d/x" 2>&1)
+rc=$?
+check "--run-as and --same-user together: exit code 2" equals "$rc" 2
+check "both: says so" has <(echo "$out") "--run-as and --same-user together: give one"
 out=$(runuser -u postgres -- "$agent" --queue q --run-as "$user" --checkpoint-root "$d/x" 2>&1)
 rc=$?
 check "--run-as by an agent that is not root: exit code 2" equals "$rc" 2

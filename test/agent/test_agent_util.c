@@ -303,25 +303,32 @@ names(const char *p, const char *a, const char *b)
 }
 
 /*
- * test_jobs_user: --run-as or --same-user, not both; an external launcher
- * takes neither
+ * test_jobs_user: local jobs need --run-as or --same-user, not both; an
+ * external launcher takes neither; --noop runs nothing and needs none
  */
 static void
 test_jobs_user(void)
 {
-	/* jobs_user_problem(local, run_as, same_user) */
-	CHECK(jobs_user_problem(true, true, false) == NULL, "jobs_user_problem: --run-as alone: taken");
-	CHECK(jobs_user_problem(true, false, true) == NULL, "jobs_user_problem: --same-user alone: taken");
-	CHECK(names(jobs_user_problem(true, true, true), "--run-as", "--same-user"),
+	/* jobs_user_problem(local, noop, run_as, same_user) */
+	CHECK(names(jobs_user_problem(true, false, false, false), "--run-as", "--same-user"),
+		  "jobs_user_problem: local jobs with neither option: refused, naming both");
+	CHECK(jobs_user_problem(true, false, true, false) == NULL, "jobs_user_problem: --run-as alone: taken");
+	CHECK(jobs_user_problem(true, false, false, true) == NULL, "jobs_user_problem: --same-user alone: taken");
+	CHECK(names(jobs_user_problem(true, false, true, true), "--run-as", "--same-user"),
 		  "jobs_user_problem: --run-as and --same-user together: refused");
-	CHECK(names(jobs_user_problem(false, true, true), "--run-as", "--same-user"),
+	CHECK(names(jobs_user_problem(false, false, true, true), "--run-as", "--same-user"),
 		  "jobs_user_problem: both with an external launcher: refused as both");
-	CHECK(jobs_user_problem(false, false, false) == NULL,
+	CHECK(jobs_user_problem(false, false, false, false) == NULL,
 		  "jobs_user_problem: an external launcher needs neither");
-	CHECK(names(jobs_user_problem(false, false, true), "--same-user", "--start-cmd"),
+	CHECK(names(jobs_user_problem(false, false, false, true), "--same-user", "--start-cmd"),
 		  "jobs_user_problem: --same-user with an external launcher: refused");
-	CHECK(names(jobs_user_problem(false, true, false), "--run-as", "--start-cmd"),
+	CHECK(names(jobs_user_problem(false, false, true, false), "--run-as", "--start-cmd"),
 		  "jobs_user_problem: --run-as with an external launcher: refused");
+	CHECK(jobs_user_problem(true, true, false, false) == NULL,
+		  "jobs_user_problem: --noop runs nothing: needs neither");
+	CHECK(jobs_user_problem(true, true, false, true) == NULL &&
+		  jobs_user_problem(true, true, true, false) == NULL,
+		  "jobs_user_problem: --noop takes either");
 }
 
 /* test_processes: /proc/PID/stat's parent, a process tree's descendants, argv's limit */
