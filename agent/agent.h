@@ -56,6 +56,7 @@ typedef struct AgentOptions
 	uid_t		run_as_uid;
 	gid_t		run_as_gid;
 	const char *run_as_home;
+	bool		same_user;		/* --same-user: the jobs run as the agent's user */
 } AgentOptions;
 
 extern AgentOptions opts;

@@ -359,10 +359,13 @@ main(int argc, char **argv)
 	setup_signals();
 	log_event("info", "agent_started", NULL,
 			  "queue %s, unit %s, %ld instance(s), lease %g s, heartbeat %g s, grace %g s, "
-			  "checkpoints in %s%s%s",
+			  "checkpoints in %s%s%s%s%s",
 			  opts.queue, opts.unit ? opts.unit : "(any)", opts.instances, opts.lease,
 			  opts.heartbeat, opts.grace, opts.checkpoint_root, opts.noop ? ", noop" : "",
-			  opts.start_cmd ? ", jobs run by the external launcher (--start-cmd)" : "");
+			  opts.start_cmd ? ", jobs run by the external launcher (--start-cmd)" : "",
+			  opts.run_as ? ", jobs run as " :
+			  opts.same_user ? ", jobs run as the agent's own user (--same-user)" : "",
+			  opts.run_as ? opts.run_as : "");
 
 	while (loop_step())
 		;

@@ -273,6 +273,11 @@ static const OptionDef options[] = {
 	"run the jobs as this OS user (the agent runs as\n"
 	"root); a job's checkpoint directory is the user's\n"
 	"while it runs, the agent's (closed) while it does not"},
+	{"same-user", 0, NULL, opt_true, &opts.same_user, 0, 0,
+	"run the jobs as the agent's own user.  Unsafe: any\n"
+	"job can then stop or signal the agent, and so make\n"
+	"every other job of the host lose its lease.  Local\n"
+	"jobs need this or --run-as"},
 	{"log-format", 0, "FORMAT", opt_log_format, NULL, 0, 0,
 	"plain (default) or json: one JSON object a line"},
 	{"exit-after", 0, "N", opt_count, &opts.exit_after, 1, LONG_MAX,
@@ -318,14 +323,18 @@ static const char usage_intro[] =
 "scheduling passes dispatch to its queue, runs each job's payload->'command' (a\n"
 "JSON array of strings) as a child process, and reports how it ended.\n"
 "\n"
-"Usage: quota-sched-agent --queue=QUEUE [OPTION]...\n"
+"Usage: quota-sched-agent --queue=QUEUE --run-as=USER | --same-user [OPTION]...\n"
+"       quota-sched-agent --queue=QUEUE --start-cmd=CMD --status-cmd=CMD\n"
+"                         --stop-cmd=CMD [OPTION]...\n"
 "\n";
 
 static const char usage_end[] =
 "\n"
-"A job's command runs under a shim of its own, in a process group of its own,\n"
-"with stdin from /dev/null, stdout and stderr to its attempt's file under\n"
-"--log-dir (read by the agent, which keeps their last 4 KiB), and in its\n"
+"A job's command runs as the user of --run-as, or with --same-user as the\n"
+"agent's own user (a job can then stop or signal the agent: for a host whose\n"
+"jobs are all one person's), under a shim of its own, in a process group of\n"
+"its own, with stdin from /dev/null, stdout and stderr to its attempt's file\n"
+"under --log-dir (read by the agent, which keeps their last 4 KiB), and in its\n"
 "environment QUOTA_SCHED_JOB_ID, QUOTA_SCHED_ATTEMPT (1 + failed attempts +\n"
 "preemptions), QUOTA_SCHED_INSTANCE_COUNT, QUOTA_SCHED_CHECKPOINT_DIR and\n"
 "QUOTA_SCHED_AGENT, not the agent's PGPASSWORD.  Exit code 0: SUCCEEDED; any\n"
@@ -419,6 +428,8 @@ default_agent_name(void)
 static void
 check_options(void)
 {
+	const char *problem;
+
 	if (opts.queue == NULL)
 		bad_usage("--queue is required (see --help)");
 	if (opts.agent[0] == '\0')
@@ -434,11 +445,12 @@ check_options(void)
 		bad_usage("--noop runs nothing: it goes with no --start-cmd");
 	if (opts.status_interval == 0)
 		opts.status_interval = opts.heartbeat;
+	if ((problem = jobs_user_problem(opts.start_cmd == NULL, opts.noop, opts.run_as != NULL,
+									 opts.same_user)) != NULL)
+		bad_usage("%s", problem);
 	if (opts.run_as && geteuid() != 0)
 		bad_usage("--run-as needs the agent to run as root, to set each job's user (it runs as uid %d)",
 				  (int) geteuid());
-	if (opts.run_as && opts.start_cmd)
-		bad_usage("--run-as is for local jobs: it goes with no --start-cmd");
 	if (gethostname(opts.host, sizeof(opts.host) - 1) != 0)
 		opts.host[0] = '\0';
 	opts.host[sizeof(opts.host) - 1] = '\0';

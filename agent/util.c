@@ -485,3 +485,29 @@ long_argument(char **argv, size_t limit)
 			return i;
 	return -1;
 }
+
+/*
+ * jobs_user_problem: what is wrong with the choice of the jobs' OS user, or
+ * NULL if nothing is.  local: no --start-cmd (the agent runs the jobs'
+ * commands itself); noop: --noop (it runs nothing); run_as, same_user: the
+ * options given.  Local jobs run as --run-as's user, or as the agent's own
+ * with --same-user, which must be asked for by name: a job of the agent's
+ * user can stop or signal the agent, and so every other job of its host.
+ * Both options are about local jobs: an external launcher's commands are
+ * the operator's, not the jobs'.
+ */
+const char *
+jobs_user_problem(bool local, bool noop, bool run_as, bool same_user)
+{
+	if (run_as && same_user)
+		return "--run-as and --same-user together: give one (--run-as runs the jobs as another user, --same-user as the agent's own)";
+	if (run_as && !local)
+		return "--run-as is for local jobs: it goes with no --start-cmd";
+	if (same_user && !local)
+		return "--same-user is for local jobs: it goes with no --start-cmd";
+	if (local && !noop && !run_as && !same_user)
+		return "say which OS user runs the jobs: --run-as=USER (the agent runs as root, the jobs "
+			"as USER) or --same-user (the jobs run as the agent's own user, so any of them can stop "
+			"or signal the agent, and with it every other job of this host; see doc/agents.md)";
+	return NULL;
+}

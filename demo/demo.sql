@@ -4,10 +4,10 @@
 -- second, a checkpoint after each.  After each of the seed's three steps:
 -- who runs on whose capacity, what was preempted and why.  At the end: the
 -- preempted jobs resumed from their checkpoints, and the utilization.
--- psql variables: train (the path of train.sh), ckroot (the agents'
--- checkpoint root).
+-- psql variables: train (the path of train.sh), progress (the folder
+-- where each job notes its steps and attempts, for all to read: train.sh).
 \pset footer off
-SET demo.ckroot = :'ckroot';
+SET demo.progress = :'progress';
 SELECT set_config('demo.started', clock_timestamp()::text, false) \g /dev/null
 
 -- pg_temp.wait_until(condition): waits until the SQL condition holds
@@ -29,10 +29,11 @@ BEGIN
 END
 $$;
 
--- pg_temp.step(job): the last step its checkpoint saved (0: none yet).
+-- pg_temp.step(job): the last step its checkpoint saved (0: none yet), the
+-- last line of PROGRESS/job-ID.step, to which train.sh appends each step.
 CREATE FUNCTION pg_temp.step(job_name text) RETURNS integer LANGUAGE sql AS $$
-	SELECT coalesce(trim(pg_read_file(current_setting('demo.ckroot') || '/job-' || j.id || '/step',
-									  0, 100, true))::integer, 0)
+	SELECT coalesce((regexp_match(pg_read_file(current_setting('demo.progress') || '/job-' || j.id || '.step',
+											   0, 100000, true), '(\d+)\n$'))[1]::integer, 0)
 	  FROM quota_sched.job j WHERE j.name = job_name
 $$;
 
@@ -78,7 +79,7 @@ $$;
 SET ROLE team_qs1;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, payload)
 SELECT n, 'ml-queue', 'QS1', p, 'ml.g5.xlarge',
-	   jsonb_build_object('command', jsonb_build_array('sh', :'train', '40'))
+	   jsonb_build_object('command', jsonb_build_array('sh', :'train', '40', :'progress'))
   FROM (VALUES ('qs1_job_high', 3), ('qs1_job_med', 2), ('qs1_job_low', 1)) AS v(n, p);
 RESET ROLE;
 SELECT pg_temp.wait_until($$(SELECT count(*) = 2 FROM quota_sched.job WHERE state = 'RUNNING')
@@ -93,7 +94,7 @@ SELECT pg_temp.preemptions() \g /dev/null
 SET ROLE team_qs2;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, priority, capacity_unit, payload)
 VALUES ('qs2_job_1', 'ml-queue', 'QS2', 1, 'ml.g5.xlarge',
-		jsonb_build_object('command', jsonb_build_array('sh', :'train', '40')));
+		jsonb_build_object('command', jsonb_build_array('sh', :'train', '40', :'progress')));
 RESET ROLE;
 SELECT pg_temp.wait_until($$(SELECT state = 'RUNNING' FROM quota_sched.job WHERE name = 'qs2_job_1')$$) \g /dev/null
 SELECT * FROM pg_temp.preemptions();
@@ -110,7 +111,7 @@ SELECT * FROM pg_temp.who_runs();
 \echo '== every job runs to its end; the preempted ones resume from their checkpoints'
 SELECT pg_temp.wait_until($$(SELECT bool_and(state = 'SUCCEEDED') FROM quota_sched.job)$$, 120) \g /dev/null
 SELECT j.name AS job, j.preemption_count AS preemptions,
-	   replace(rtrim(pg_read_file(current_setting('demo.ckroot') || '/job-' || j.id || '/attempts',
+	   replace(rtrim(pg_read_file(current_setting('demo.progress') || '/job-' || j.id || '.attempts',
 										0, 10000, true), E'\n'),
 			   E'\n', '; ') AS attempts
   FROM quota_sched.job j ORDER BY j.id;

@@ -1,9 +1,14 @@
 # test/setup.sh: sourced by test/run and demo/run.  Installs what quota_sched
 # needs on Debian 12 (as root), builds it with -Werror and installs it.
+# QS_PG_CONFIG, if set, names the pg_config of another PostgreSQL 15 (a
+# copy of Debian's elsewhere, say): qs_setup builds and installs into it,
+# and its bindir comes first in PATH, for demo/run (test/run's suites name
+# Debian's pg_config and do not follow it).
 
 QS_PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 libpq-dev postgresql-15-cron
 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libxml2-utils"
-export PATH=/usr/lib/postgresql/15/bin:$PATH
+QS_PG_CONFIG=${QS_PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+export PATH=${QS_PG_CONFIG%/*}:$PATH
 
 # qs_setup: install missing packages, then build and install the extension.
 qs_setup() {
@@ -18,8 +23,8 @@ qs_setup() {
 		DEBIAN_FRONTEND=noninteractive apt-get install -y $QS_PACKAGES
 	fi
 	make -C "$top" -s clean >/dev/null
-	make -C "$top" -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-	make -C "$top" -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
+	make -C "$top" -s PG_CONFIG="$QS_PG_CONFIG"
+	make -C "$top" -s PG_CONFIG="$QS_PG_CONFIG" install >/dev/null
 }
 
 # qs_private_copy: copy the tree (without .git) into a new folder that the

@@ -3,8 +3,9 @@
  * test_agent_util.c
  *		Unit tests of quota-sched-agent's pure helpers (agent/util.c), built
  *		without libpq: make_valid_utf8 (what the server takes as UTF-8),
- *		json_escape, split_argv, parse_seconds and parse_count, and the
- *		helpers on lines and a child's end.  Prints TAP.
+ *		json_escape, split_argv, parse_seconds and parse_count, the rule of
+ *		the jobs' OS user (jobs_user_problem), and the helpers on lines and
+ *		a child's end.  Prints TAP.
  *
  * Run by `make -C agent unitcheck` (and so by the top Makefile's
  * unitcheck).
@@ -294,6 +295,42 @@ test_conninfo_password(void)
 	CHECK(!conninfo_has_password(""), "none in an empty string");
 }
 
+/* names: whether the problem p names each of the options a and b */
+static bool
+names(const char *p, const char *a, const char *b)
+{
+	return p != NULL && strstr(p, a) != NULL && strstr(p, b) != NULL;
+}
+
+/*
+ * test_jobs_user: local jobs need --run-as or --same-user, not both; an
+ * external launcher takes neither; --noop runs nothing and needs none
+ */
+static void
+test_jobs_user(void)
+{
+	/* jobs_user_problem(local, noop, run_as, same_user) */
+	CHECK(names(jobs_user_problem(true, false, false, false), "--run-as", "--same-user"),
+		  "jobs_user_problem: local jobs with neither option: refused, naming both");
+	CHECK(jobs_user_problem(true, false, true, false) == NULL, "jobs_user_problem: --run-as alone: taken");
+	CHECK(jobs_user_problem(true, false, false, true) == NULL, "jobs_user_problem: --same-user alone: taken");
+	CHECK(names(jobs_user_problem(true, false, true, true), "--run-as", "--same-user"),
+		  "jobs_user_problem: --run-as and --same-user together: refused");
+	CHECK(names(jobs_user_problem(false, false, true, true), "--run-as", "--same-user"),
+		  "jobs_user_problem: both with an external launcher: refused as both");
+	CHECK(jobs_user_problem(false, false, false, false) == NULL,
+		  "jobs_user_problem: an external launcher needs neither");
+	CHECK(names(jobs_user_problem(false, false, false, true), "--same-user", "--start-cmd"),
+		  "jobs_user_problem: --same-user with an external launcher: refused");
+	CHECK(names(jobs_user_problem(false, false, true, false), "--run-as", "--start-cmd"),
+		  "jobs_user_problem: --run-as with an external launcher: refused");
+	CHECK(jobs_user_problem(true, true, false, false) == NULL,
+		  "jobs_user_problem: --noop runs nothing: needs neither");
+	CHECK(jobs_user_problem(true, true, false, true) == NULL &&
+		  jobs_user_problem(true, true, true, false) == NULL,
+		  "jobs_user_problem: --noop takes either");
+}
+
 /* test_processes: /proc/PID/stat's parent, a process tree's descendants, argv's limit */
 static void
 test_processes(void)
@@ -367,6 +404,7 @@ main(void)
 	test_parse_count();
 	test_lines();
 	test_conninfo_password();
+	test_jobs_user();
 	test_processes();
 	test_output_tail();
 	printf("1..%d\n", tests_run);

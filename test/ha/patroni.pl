@@ -28,7 +28,9 @@ use JSON::PP;
 use Time::HiRes qw(usleep time);
 use POSIX ();
 
-my $bindir = '/usr/lib/postgresql/15/bin';
+# the PostgreSQL of the first pg_config in PATH (test/run's: Debian's)
+my $bindir = qx(pg_config --bindir 2>/dev/null) || '/usr/lib/postgresql/15/bin';
+chomp $bindir;
 my $agent_bin = -x "$bindir/quota-sched-agent" ? "$bindir/quota-sched-agent" : 'agent/quota-sched-agent';
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $log = $PostgreSQL::Test::Utils::log_path;
@@ -252,7 +254,7 @@ foreach my $a ('a1', 'a2')
 	push @procs, IPC::Run::start(
 		[
 			$agent_bin, '--dbname', "$multi user=launcher application_name=$a", '--agent', $a,
-			'--queue', 'ha_queue', '--instances', '2', '--lease', '60', '--heartbeat', '1',
+			'--queue', 'ha_queue', '--same-user', '--instances', '2', '--lease', '60', '--heartbeat', '1',
 			'--checkpoint-root', "$tmp/ckpt-$a"
 		],
 		'<', \undef, '>>', "$log/agent_$a.log", '2>&1');

@@ -55,7 +55,7 @@ sub start_agent
 	return launch_agent($name,
 		[
 			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 'a_queue',
-			'--checkpoint-root', "$tmp/ckpt-$name", @opts
+			'--same-user', '--checkpoint-root', "$tmp/ckpt-$name", @opts
 		]);
 }
 
@@ -319,7 +319,7 @@ is(stop_agent('quiet'), 0, 'quiet stops');
 # ---------------------------------------------------------------------------
 {
 	my $log = "$logdir/011_agent_default.log";
-	my $h = IPC::Run::start([ $agent_bin, '--dbname', $connstr, '--queue', 'a_queue',
+	my $h = IPC::Run::start([ $agent_bin, '--dbname', $connstr, '--queue', 'a_queue', '--same-user',
 			'--log-format', 'json', '--checkpoint-root', "$tmp/ckpt-default" ],
 		'<', \undef, '>>', $log, '2>>', $log);
 	my $host = Sys::Hostname::hostname();

@@ -78,7 +78,7 @@ sub start_agent
 	launch_agent($name,
 		[
 			$agent_bin, '--dbname', "$multi application_name=$name", '--agent', $name,
-			'--queue', 'f_queue', '--checkpoint-root', "$tmp/ckpt-$name", @opts
+			'--queue', 'f_queue', '--same-user', '--checkpoint-root', "$tmp/ckpt-$name", @opts
 		]);
 }
 

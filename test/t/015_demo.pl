@@ -3,7 +3,9 @@
 # prints says what the seed example should: in step 1 med borrows, in step
 # 2 QS2 takes its instance back from med, in step 3 low preempts high in
 # its share, the preempted jobs resume from a step above 0, every job
-# succeeds.  So the README's first command cannot rot unnoticed.
+# succeeds.  So the README's first command cannot rot unnoticed.  The test
+# runs as postgres, so its agents run their jobs as their own user
+# (--same-user); demo/run's run as root, their jobs as nobody (--run-as).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -27,6 +29,7 @@ $node->start;
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 copy("demo/train.sh", "$tmp/train.sh") or die "copy: $!";
 mkdir "$tmp/checkpoints" or die "mkdir: $!";
+mkdir "$tmp/progress" or die "mkdir: $!";
 
 my ($out, $err) = ('', '');
 ok(IPC::Run::run([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
@@ -41,7 +44,7 @@ foreach my $spec ([ 'agent-a', 2 ], [ 'agent-b', 1 ])
 	push @agents, IPC::Run::start(
 		[
 			$agent_bin, '--dbname', $node->connstr('postgres') . ' user=launcher',
-			'--agent', $spec->[0], '--queue', 'ml-queue', '--instances', $spec->[1],
+			'--agent', $spec->[0], '--queue', 'ml-queue', '--instances', $spec->[1], '--same-user',
 			'--lease', '10', '--heartbeat', '1', '--grace', '5',
 			'--checkpoint-root', "$tmp/checkpoints", '--keep-checkpoints'
 		],
@@ -50,7 +53,7 @@ foreach my $spec ([ 'agent-a', 2 ], [ 'agent-b', 1 ])
 
 ($out, $err) = ('', '');
 my $ok = IPC::Run::run([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', "train=$tmp/train.sh",
-		'-v', "ckroot=$tmp/checkpoints", '-d', $node->connstr('postgres'), '-f', 'demo/demo.sql' ],
+		'-v', "progress=$tmp/progress", '-d', $node->connstr('postgres'), '-f', 'demo/demo.sql' ],
 	'>', \$out, '2>', \$err, IPC::Run::timeout(150));
 ok($ok, 'demo/demo.sql runs to its end') or diag("$err\n$out");
 note($out);

@@ -1,14 +1,14 @@
 # quota-sched-agent keeps its jobs apart from itself and from each other
 # (issue 20), tested with real jobs that try to escape, as the agent's own
-# OS user: a job that reads the environment and memory of its parent (the
-# shim) and of the agent, with PGPASSWORD set for the agent; a password in
-# --dbname, looked for in ps; a job that plants files, a symlink and a FIFO
-# as the next jobs' checkpoint directories (repaired: they run, no attempt
-# lost), and one that breaks the checkpoint root (the next job released, not
-# failed); jobs that leave processes behind in other sessions, that end by
-# themselves, are terminated, time out, ignore SIGTERM, kill their shim, or
-# whose agent is killed: none of those processes outlives its job; an
-# argument over Linux's limit; a 1 MiB payload handed to an external
+# OS user (--same-user): a job that reads the environment and memory of its
+# parent (the shim) and of the agent, with PGPASSWORD set for the agent; a
+# password in --dbname, looked for in ps; a job that plants files, a symlink
+# and a FIFO as the next jobs' checkpoint directories (repaired: they run,
+# no attempt lost), and one that breaks the checkpoint root (the next job
+# released, not failed); jobs that leave processes behind in other sessions,
+# that end by themselves, are terminated, time out, ignore SIGTERM, kill
+# their shim, or whose agent is killed: none of those processes outlives its
+# job; an argument over Linux's limit; a 1 MiB payload handed to an external
 # launcher's start command.  --run-as (as root) is test/agent/run_as.sh.
 use strict;
 use warnings;
@@ -98,7 +98,7 @@ sub process_ends
 	local $ENV{PGPASSWORD} = 'agent-secret';
 	launch_agent('iso',
 		[
-			$agent_bin, '--dbname', $connstr, '--agent', 'iso', '--queue', 'i_queue',
+			$agent_bin, '--dbname', $connstr, '--agent', 'iso', '--queue', 'i_queue', '--same-user',
 			'--checkpoint-root', $root, '--instances', '4', '--lease', '20',
 			'--heartbeat', '1', '--grace', '2'
 		]);
@@ -128,7 +128,7 @@ ok(wait_for_log('iso', qr/ connected: (?s:.*) connected: /), 'the agent connects
 launch_agent('cmdline',
 	[
 		$agent_bin, '--dbname', "$connstr password=agent-secret", '--agent', 'cmdline',
-		'--queue', 'x_queue', '--checkpoint-root', "$tmp/ckpt-cmdline"
+		'--queue', 'x_queue', '--same-user', '--checkpoint-root', "$tmp/ckpt-cmdline"
 	]);
 my $cmdline = slurp_file('/proc/' . agent_pid('cmdline') . '/cmdline');
 unlike($cmdline, qr/agent-secret/, 'a password in --dbname is not in /proc/PID/cmdline');

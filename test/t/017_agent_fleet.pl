@@ -55,7 +55,7 @@ sub agent_row
 }
 
 # a local agent registers with its instances
-start_agent('f1', '--instances', '2', '--drain');
+start_agent('f1', '--same-user', '--instances', '2', '--drain');
 ok(wait_for_log('f1', qr/"event":"agent_ready"|agent_ready.*registered/), 'f1 says it registered');
 is(agent_row('f1'), 'f_host f_queue gpu 2 ACTIVE true', 'f1 is known: its login, queue, unit, 2 instances, live');
 

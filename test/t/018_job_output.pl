@@ -72,7 +72,7 @@ sub as
 # ---------------------------------------------------------------------------
 launch_agent('l1',
 	[
-		$agent_bin, '--dbname', $connstr, '--agent', 'l1', '--queue', 'o_queue',
+		$agent_bin, '--dbname', $connstr, '--agent', 'l1', '--queue', 'o_queue', '--same-user',
 		'--checkpoint-root', "$tmp/ckpt-l1", '--log-dir', $logs, '--log-max-bytes', '8192',
 		'--heartbeat', '1'
 	]);

@@ -50,7 +50,7 @@ sub start_host
 	my ($name) = @_;
 	launch_agent($name,
 		[
-			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 's_queue',
+			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 's_queue', '--same-user',
 			'--capacity-unit', 'gpu', '--instances', '4', '--lease', '5', '--heartbeat', '1',
 			'--grace', '2', '--checkpoint-root', "$tmp/ckpt", '--keep-checkpoints',
 			'--log-dir', "$tmp/logs"
