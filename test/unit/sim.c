@@ -40,7 +40,9 @@
  *		REQUEUE/FAIL), so it is never dispatched and preempted in one pass;
  *		each job ends the pass in the state its decisions say and state
  *		counts add up; promised jobs are RUNNABLE; time-based work (leases,
- *		claim timeouts, timeouts, runnable timeouts) is done and counted as
+ *		claim timeouts, timeouts, runnable timeouts: of a misconfigured job,
+ *		and of one whose NO_AGENT_FITS reason is older than runnable_timeout
+ *		and that no agent fits still, RunnableExpired) is done and counted as
  *		3.6/3.8/3.9/3.10 say; misconfiguration reasons are those of 3.7, then
  *		NO_AGENT_FITS (3.10); counters, claim_backoff_until and queued_at
  *		as the decisions say.
@@ -146,6 +148,7 @@ static struct
 				fixed_points, episodes, failures, submitted, checks, max_rounds;
 	long		strict_stops, exempt_waits, wakes, fair_picks;
 	long		lease_losses, claim_requeues, held_back, no_agent_fits, over_budget;
+	long		no_agent_timeouts;
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
@@ -944,13 +947,26 @@ LeaseExpired(const WJob *b)
 		b->j.lease_until < Cf.now;
 }
 
-static bool
+/*
+ * RunnableExpired (3.9): the reason, if any, with which the pass must fail
+ * a RUNNABLE job that could not run for longer than the runnable timeout:
+ * RUNNABLE_TIMEOUT for a job whose MISCONFIGURATION reason (as an earlier
+ * pass recorded it) dates from before; RUNNABLE_TIMEOUT:NO_AGENT_FITS for
+ * one whose NO_AGENT_FITS reason does, and that no live, active agent of
+ * its unit fits still (3.10).  NULL: none.
+ */
+static const char *
 RunnableExpired(const WJob *b)
 {
-	return b->state == W_RUNNABLE && W.runnable_timeout != QS_NO_TIME &&
-		b->status_reason != NULL &&
-		strncmp(b->status_reason, "MISCONFIGURATION:", 17) == 0 &&
-		b->status_reason_at + W.runnable_timeout < Cf.now;
+	if (b->state != W_RUNNABLE || W.runnable_timeout == QS_NO_TIME ||
+		b->status_reason == NULL || b->status_reason_at + W.runnable_timeout >= Cf.now)
+		return NULL;
+	if (strncmp(b->status_reason, "MISCONFIGURATION:", 17) == 0)
+		return "RUNNABLE_TIMEOUT";
+	if (strcmp(b->status_reason, "NO_AGENT_FITS") == 0 && Cf.agent_bound[b->j.unit] &&
+		b->j.count > Cf.agent_max[b->j.unit])
+		return "RUNNABLE_TIMEOUT:NO_AGENT_FITS";
+	return NULL;
 }
 
 /*
@@ -1837,9 +1853,17 @@ CheckedPass(void)
 				}
 				else if (b->state == W_RUNNABLE)
 				{
-					if (d->action != QS_FAIL || !RunnableExpired(b))
-						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " got %s but its runnable timeout has not passed",
-							 d->job_id, ActionName(d->action));
+					const char *expired = RunnableExpired(b);
+
+					if (d->action != QS_FAIL || expired == NULL)
+						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s, n=%d) got %s but 3.9 does not fail it (no MISCONFIGURATION or NO_AGENT_FITS reason older than runnable_timeout, or an agent fits it now, 3.10)",
+							 d->job_id, b->status_reason ? b->status_reason : "none", b->j.count,
+							 ActionName(d->action));
+					if (d->reason == NULL || strcmp(d->reason, expired) != 0)
+						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s) failed with reason %s, 3.9 says %s",
+							 d->job_id, b->status_reason, d->reason ? d->reason : "none", expired);
+					if (strcmp(expired, "RUNNABLE_TIMEOUT") != 0)
+						St.no_agent_timeouts++;
 					Ex[k].state = W_FAILED;
 					Ex[k].promised = false;
 				}
@@ -1865,7 +1889,9 @@ CheckedPass(void)
 			b->j.deadline <= Cf.now && !LeaseExpired(b) && !TimeDec[k])
 			Fail("timeout", "job %" PRId64 " ran past its timeout but no stop was requested", b->j.id);
 		if (RunnableExpired(b) && !TimeDec[k])
-			Fail("runnable-timeout", "job %" PRId64 " misconfigured past the runnable timeout did not fail", b->j.id);
+			Fail("runnable-timeout", "job %" PRId64 " (reason %s since %" PRId64 ", runnable_timeout %" PRId64 ", now %" PRId64 ") did not fail: 3.9 fails it with %s",
+				 b->j.id, b->status_reason, b->status_reason_at, W.runnable_timeout, Cf.now,
+				 RunnableExpired(b));
 		if (ClaimExpired(b) && !TimeDec[k])
 			Fail("claim-timeout", "job %" PRId64 " SCHEDULED at %" PRId64 " was not claimed within the claim timeout %" PRId64 " (now %" PRId64 ") but the pass did not requeue it (3.10)",
 				 b->j.id, b->j.scheduled_at, Cf.claim_timeout, Cf.now);
@@ -2997,11 +3023,11 @@ main(int argc, char **argv)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld over_budget=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld over_budget=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
 		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
 		   St.exempt_waits, St.wakes, St.fair_picks, St.lease_losses, St.claim_requeues,
-		   St.held_back, St.no_agent_fits, St.over_budget, Fingerprint,
+		   St.held_back, St.no_agent_fits, St.no_agent_timeouts, St.over_budget, Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);

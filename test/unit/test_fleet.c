@@ -2,8 +2,8 @@
  *
  * test_fleet.c
  *		Unit tests of the policy core's fleet rules (scheduling.md 3.10):
- *		jobs larger than every live, active agent held back, the claim
- *		timeout and its backoff.  (Lease losses: test_policy.c, with the
+ *		jobs larger than every live, active agent held back (and failed by
+ *		the runnable timeout, 3.9), the claim timeout and its backoff.  (Lease losses: test_policy.c, with the
  *		other lease rules.)  Prints TAP; exits non-zero when a test fails.
  *
  *-------------------------------------------------------------------------
@@ -96,6 +96,59 @@ test_held_back_strict(void)
 	second = WSubmit(&w, "second", a, 0, 1);
 	out = WPassApply(&w);
 	CHECK(WDecisionFor(out, second) == NULL, "strict: a held-back job blocks the share's unit");
+}
+
+/*
+ * Runnable timeout of a job no agent fits (scheduling.md 3.9, 3.10): once
+ * its NO_AGENT_FITS reason is older than the queue's runnable_timeout, and
+ * no agent fits it still, it fails (RUNNABLE_TIMEOUT:NO_AGENT_FITS), and
+ * the STRICT share's later jobs it held back start in the same pass.  The
+ * time counts from the reason (when it was first held so), not from its
+ * submission; a job an agent fits again is not failed; without a
+ * runnable_timeout nothing fails.
+ */
+static void
+test_no_agent_fits_timeout(void)
+{
+	World		w;
+	int			a;
+	WJob	   *big, *small, *late;
+	const QsOutput *out;
+	const QsDecision *d;
+
+	WInit(&w, 8);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 8);
+	w.shares[a].strict = true;
+	big = WSubmit(&w, "big", a, 5, 8);
+	small = WSubmit(&w, "small", a, 0, 1);
+	BoundAgents(&w, 4);
+	w.now += 100 * SECOND;		/* submitted long before it was held */
+	WPassApply(&w);
+	CHECK(big->status_reason != NULL && strcmp(big->status_reason, "NO_AGENT_FITS") == 0 &&
+		  small->state == W_RUNNABLE, "no-agent timeout: held, and the share's unit with it");
+	w.now += 1000 * SECOND;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "no-agent timeout: none without a runnable_timeout");
+	w.runnable_timeout = 1000 * SECOND;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "no-agent timeout: not before runnable_timeout has passed since the reason");
+	w.now += 1;
+	out = WPassApply(&w);
+	d = WDecisionFor(out, big);
+	CHECK(d != NULL && d->action == QS_FAIL && strcmp(d->reason, QS_REASON_NO_AGENT_TIMEOUT) == 0 &&
+		  strcmp(d->reason, "RUNNABLE_TIMEOUT:NO_AGENT_FITS") == 0 && big->state == W_FAILED,
+		  "no-agent timeout: FAIL RUNNABLE_TIMEOUT:NO_AGENT_FITS");
+	CHECK(Dispatched(out, small), "no-agent timeout: the later job it held back starts at once");
+
+	WEnd(&w, small, W_SUCCEEDED);
+	late = WSubmit(&w, "late", a, 9, 7);
+	WPassApply(&w);
+	small = WSubmit(&w, "small2", a, 0, 1);
+	w.now += 1001 * SECOND;
+	BoundAgents(&w, 8);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, late) && Dispatched(out, small) && late->status_reason == NULL,
+		  "no-agent timeout: a job an agent fits again is dispatched, not failed");
 }
 
 /*
@@ -196,6 +249,7 @@ main(void)
 	test_no_agent_fits();
 	test_held_back_not_tried();
 	test_held_back_strict();
+	test_no_agent_fits_timeout();
 	test_held_back_wants_nothing();
 	test_held_back_promise_lapses();
 	test_claim_timeout();
