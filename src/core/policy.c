@@ -462,15 +462,15 @@ RunnableTimeouts(CorePlan *p)
 }
 
 /*
- * TimeBasedWork is step 1: leases that expired (a pending preemption stop
+ * CoreTimeBasedWork is step 1: leases that expired (a pending preemption stop
  * counts as done, scheduling.md 3.8), SCHEDULED jobs no agent claimed in
  * time (3.10), attempts that ran past their timeout (a stop
  * is requested) and RUNNABLE jobs that could not run for longer than the
  * queue's runnable_timeout (scheduling.md 3.9).  The due jobs the shell read are
  * checked here again: the rule lives in the core.
  */
-static void
-TimeBasedWork(CorePlan *p)
+void
+CoreTimeBasedWork(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
@@ -881,7 +881,7 @@ QsRunPass(const QsInput *in, QsOutput *out)
 	CorePlan	plan;
 
 	CoreInitPlan(&plan, in, out);
-	TimeBasedWork(&plan);
+	CoreTimeBasedWork(&plan);
 #ifndef QS_MUTANT_REPAIR
 	CoreRepairLimits(&plan);
 #endif

@@ -381,5 +381,7 @@ extern QsWhy QsExplainWait(const QsInput *in, const QsJob *job);
 extern int	QsQueueOrder(const QsInput *in, int front, int horizon,
 						 QsQueueEntry *entries);
 extern int	QsQueuePosition(const QsInput *in, int64_t job_id, int horizon);
+extern QsHold QsStrictHeadHeld(const QsInput *in, const QsJob *job, int horizon,
+							   QsJob *head);
 
 #endif							/* QS_POLICY_H */

@@ -384,6 +384,19 @@ WExplain(World *w, const WJob *job)
 	return QsExplainWait(&in, &job->j);
 }
 
+/*
+ * WStrictHead tells which held-back job keeps a RUNNABLE job of a STRICT
+ * share waiting (explain), writing it to *head.
+ */
+QsHold
+WStrictHead(World *w, const WJob *job, QsJob *head)
+{
+	QsInput		in;
+
+	Snapshot(w, &in);
+	return QsStrictHeadHeld(&in, &job->j, 10000, head);
+}
+
 static WJob *
 ById(World *w, int64_t id)
 {
