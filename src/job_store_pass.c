@@ -165,11 +165,19 @@ ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 	"   AND status_reason_at + $2 < now()" lock, \
 	2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT }
 
+#define NO_AGENT_EXPIRED_JOBS_QUERY(lock) { \
+	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND state = 'RUNNABLE' AND status_reason = 'NO_AGENT_FITS'" \
+	"   AND status_reason_at + $2 < now()" lock, \
+	2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT }
+
 static QsQuery JobSetQueries[][2] = {
 	[QS_DUE_JOBS] = {DUE_JOBS_QUERY(""), DUE_JOBS_QUERY(LOCKING)},
 	[QS_VICTIM_JOBS] = {VICTIM_JOBS_QUERY(""), VICTIM_JOBS_QUERY(LOCKING)},
 	[QS_PROMISED_JOBS] = {PROMISED_JOBS_QUERY(""), PROMISED_JOBS_QUERY(LOCKING)},
 	[QS_EXPIRED_JOBS] = {EXPIRED_JOBS_QUERY(""), EXPIRED_JOBS_QUERY(LOCKING)},
+	[QS_NO_AGENT_EXPIRED_JOBS] = {NO_AGENT_EXPIRED_JOBS_QUERY(""),
+	NO_AGENT_EXPIRED_JOBS_QUERY(LOCKING)},
 };
 
 /*
@@ -177,9 +185,10 @@ static QsQuery JobSetQueries[][2] = {
  * attempt passed its deadline or that no agent claimed within the queue's
  * claim_timeout (scheduling.md 3.10; the interval given, NULL: none), or
  * those stopping for a promised job, or the RUNNABLE jobs that hold a
- * promise, or those misconfigured for longer than the queue's
- * runnable_timeout (scheduling.md 3.9; the interval given).  Each through
- * an index of its own.
+ * promise, or those misconfigured, or held back NO_AGENT_FITS (3.10), for
+ * longer than the queue's runnable_timeout (scheduling.md 3.9; the
+ * interval given: by the time of their reason).  Each through an index of
+ * its own.
  */
 QsJobRows
 QsReadJobSet(const char *queue, QsJobSet set, Interval *interval)

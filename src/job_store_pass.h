@@ -32,7 +32,9 @@ typedef enum QsJobSet
 	QS_DUE_JOBS,				/* held, lease expired or past the deadline */
 	QS_VICTIM_JOBS,				/* held, stopping for a promised job */
 	QS_PROMISED_JOBS,			/* RUNNABLE with a promise */
-	QS_EXPIRED_JOBS				/* RUNNABLE, past the runnable timeout */
+	QS_EXPIRED_JOBS,			/* RUNNABLE, misconfigured past the runnable
+								 * timeout */
+	QS_NO_AGENT_EXPIRED_JOBS	/* RUNNABLE, NO_AGENT_FITS past it */
 } QsJobSet;
 
 /* At most this many held jobs of each kind are due in one pass. */

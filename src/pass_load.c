@@ -672,7 +672,7 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *
 /*
  * LoadJobs reads the jobs a pass always needs: the held jobs due for
  * time-based work or stopping for a promised job, the promised ones, and
- * those past the runnable timeout.
+ * those past the runnable timeout (misconfigured, or NO_AGENT_FITS).
  */
 static void
 LoadJobs(QsQueueState *qs)
@@ -685,10 +685,14 @@ LoadJobs(QsQueueState *qs)
 	if (qs->in.npromised > 0)
 		qs->in.victims = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_VICTIM_JOBS, NULL),
 									&qs->in.nvictims);
-	if (qs->runnable_timeout != NULL)
-		qs->in.expired = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_EXPIRED_JOBS,
-													 qs->runnable_timeout),
-									&qs->in.nexpired);
+	if (qs->runnable_timeout == NULL)
+		return;
+	qs->in.expired = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_EXPIRED_JOBS,
+												 qs->runnable_timeout),
+								&qs->in.nexpired);
+	qs->in.no_agent_expired =
+		PolicyJobs(qs, QsReadJobSet(qs->queue, QS_NO_AGENT_EXPIRED_JOBS, qs->runnable_timeout),
+				   &qs->in.nno_agent_expired);
 }
 
 /*

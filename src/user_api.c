@@ -211,7 +211,10 @@ typedef struct ExplainJob
 	TimestampTz exempt_until;	/* VICTIMS_EXEMPT: when the earliest
 								 * exemption ends; 0: not blocked so */
 	bool		admin;			/* the caller may see other sessions' pids */
+	Oid			caller;			/* the role that asks */
 } ExplainJob;
+
+static Datum *SnapshotNames(Oid caller, const QsQueueEntry *entries, int n, bool *nulls);
 
 /*
  * KeptFromQueue fills blocked_by and detail when the worker gave up the
@@ -513,6 +516,56 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 }
 
 /*
+ * StrictHeadHeld fills blocked_by (STRICT_HEAD_HELD), keys and detail when
+ * the job's share is STRICT and a job of its unit ahead of it is held back
+ * (scheduling.md 3.2): the pass skips every later job of the unit, this
+ * one included, until that job starts or ends.  The policy core finds it
+ * (QsStrictHeadHeld); it is named by its id, and by its name only when the
+ * caller may see it in quota_sched.job (SnapshotNames: a share without a
+ * submit_role keeps each user to their own jobs), and its own reason is
+ * told as explain tells it (HeldBack), in the object "strict_head".
+ */
+static bool
+StrictHeadHeld(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
+{
+	ExplainJob	head;
+	QsQueueEntry entry;
+	bool		name_null;
+	Datum		name;
+
+	memset(&head, 0, sizeof(head));
+	if (QsStrictHeadHeld(&qs->in, job, QS_QUEUE_HORIZON, &entry.job) == QS_HOLD_NONE)
+		return false;
+	head.row = ej->row;			/* the same queue and unit */
+	head.row.job = entry.job;
+	initStringInfo(&head.detail);
+	initStringInfo(&head.keys);
+	HeldBack(qs, &head, &entry.job);
+	name = SnapshotNames(ej->caller, &entry, 1, &name_null)[0];
+
+	ej->blocked_by = "STRICT_HEAD_HELD";
+	appendStringInfo(&ej->keys, ", \"strict_head\": {\"job_id\": " INT64_FORMAT ", \"name\": ",
+					 entry.job.id);
+	if (name_null)
+		appendStringInfoString(&ej->keys, "null");
+	else
+		escape_json(&ej->keys, TextDatumGetCString(name));
+	appendStringInfo(&ej->keys, ", \"blocked_by\": \"%s\"%s, \"detail\": ",
+					 head.blocked_by, head.keys.data);
+	escape_json(&ej->keys, head.detail.data);
+	appendStringInfoChar(&ej->keys, '}');
+	appendStringInfo(&ej->detail, "Quota share \"%s\" queues STRICT: its jobs of %s start in "
+					 "share order, and job " INT64_FORMAT, ej->row.quota_share,
+					 ej->row.capacity_unit, entry.job.id);
+	if (!name_null)
+		appendStringInfo(&ej->detail, " (%s)", TextDatumGetCString(name));
+	appendStringInfo(&ej->detail, ", ahead of this one, is held back (%s): no later job of "
+					 "the unit starts before it does. Job " INT64_FORMAT ": %s",
+					 head.blocked_by, entry.job.id, head.detail.data);
+	return true;
+}
+
+/*
  * ExplainRunnable explains why a RUNNABLE job waits, from its queue's
  * state as a pass would read it now, and finds its position in the queue.
  */
@@ -539,7 +592,7 @@ ExplainRunnable(ExplainJob *ej)
 	}
 	else if (job.unit < 0)
 		appendStringInfoString(&ej->detail, "It changed while being explained; ask again.");
-	else if (!HeldBack(&qs, ej, &job))
+	else if (!HeldBack(&qs, ej, &job) && !StrictHeadHeld(&qs, ej, &job))
 	{
 		QsWhy		why = QsExplainWait(&qs.in, &job);
 
@@ -781,6 +834,7 @@ DoExplain(PG_FUNCTION_ARGS)
 				 errmsg("job " INT64_FORMAT " does not exist", job_id)));
 	RequireJobAccess(caller, &ej.row, "explain");
 	ej.admin = QsIsAdmin(caller);
+	ej.caller = caller;
 	if (ej.row.state == QS_RUNNABLE)
 		ExplainRunnable(&ej);
 	else

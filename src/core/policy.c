@@ -227,15 +227,13 @@ QsOverBudget(const QsShare *share, int unit)
 QsHold
 QsHeldBack(const QsInput *in, const QsJob *job)
 {
-	const QsUnit *unit = &in->units[job->unit];
-
 #ifndef QS_MUTANT_BUDGET
 	if (QsOverBudget(&in->shares[job->share], job->unit))
 		return QS_HOLD_BUDGET_EXHAUSTED;
 #endif
 
 #ifndef QS_MUTANT_NO_AGENT_FITS
-	if (unit->agent_bound && job->count > unit->agent_max)
+	if (QsNoAgentFits(in, job))
 		return QS_HOLD_NO_AGENT_FITS;
 #endif
 #ifndef QS_MUTANT_CLAIM_BACKOFF
@@ -243,6 +241,19 @@ QsHeldBack(const QsInput *in, const QsJob *job)
 		return QS_HOLD_CLAIM_BACKOFF;
 #endif
 	return QS_HOLD_NONE;
+}
+
+/*
+ * QsNoAgentFits tells whether a job needs more instances than the largest
+ * live, active agent of its unit has, when the queue's live agents of the
+ * unit bound it (scheduling.md 3.10).
+ */
+bool
+QsNoAgentFits(const QsInput *in, const QsJob *job)
+{
+	const QsUnit *unit = &in->units[job->unit];
+
+	return unit->agent_bound && job->count > unit->agent_max;
 }
 
 /*
@@ -423,15 +434,43 @@ NotClaimed(CorePlan *p, const QsJob *job)
 }
 
 /*
- * TimeBasedWork is step 1: leases that expired (a pending preemption stop
- * counts as done, scheduling.md 3.8), SCHEDULED jobs no agent claimed in
- * time (3.10), attempts that ran past their timeout (a stop
- * is requested) and jobs misconfigured for longer than the queue's
- * runnable_timeout (scheduling.md 3.9).  The due jobs the shell read are
- * checked here again: the rule lives in the core.
+ * RunnableTimeouts fails the RUNNABLE jobs that could not run for longer
+ * than the queue's runnable_timeout (scheduling.md 3.9): those whose
+ * MISCONFIGURATION reason dates from before (the reason an earlier pass
+ * recorded, 3.7), and those whose NO_AGENT_FITS reason does and that no
+ * live, active agent fits still (3.10): the shell read them by the time
+ * of their reason; whether an agent fits now is checked here.
  */
 static void
-TimeBasedWork(CorePlan *p)
+RunnableTimeouts(CorePlan *p)
+{
+	const QsInput *in = p->in;
+
+#ifndef QS_MUTANT_RUNNABLE_TIMEOUT
+	for (int i = 0; i < in->nexpired; i++)
+		CoreAddDecision(p, QS_FAIL, &in->expired[i], "RUNNABLE_TIMEOUT");
+#endif
+#ifndef QS_MUTANT_NO_AGENT_FITS_TIMEOUT
+	for (int i = 0; i < in->nno_agent_expired; i++)
+	{
+		const QsJob *job = &in->no_agent_expired[i];
+
+		if (!CoreIdSetHas(&p->handled, job->id) && QsNoAgentFits(in, job))
+			CoreAddDecision(p, QS_FAIL, job, QS_REASON_NO_AGENT_TIMEOUT);
+	}
+#endif
+}
+
+/*
+ * CoreTimeBasedWork is step 1: leases that expired (a pending preemption stop
+ * counts as done, scheduling.md 3.8), SCHEDULED jobs no agent claimed in
+ * time (3.10), attempts that ran past their timeout (a stop
+ * is requested) and RUNNABLE jobs that could not run for longer than the
+ * queue's runnable_timeout (scheduling.md 3.9).  The due jobs the shell read are
+ * checked here again: the rule lives in the core.
+ */
+void
+CoreTimeBasedWork(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
@@ -469,10 +508,7 @@ TimeBasedWork(CorePlan *p)
 		}
 #endif
 	}
-#ifndef QS_MUTANT_RUNNABLE_TIMEOUT
-	for (int i = 0; i < in->nexpired; i++)
-		CoreAddDecision(p, QS_FAIL, &in->expired[i], "RUNNABLE_TIMEOUT");
-#endif
+	RunnableTimeouts(p);
 }
 
 /*
@@ -845,7 +881,7 @@ QsRunPass(const QsInput *in, QsOutput *out)
 	CorePlan	plan;
 
 	CoreInitPlan(&plan, in, out);
-	TimeBasedWork(&plan);
+	CoreTimeBasedWork(&plan);
 #ifndef QS_MUTANT_REPAIR
 	CoreRepairLimits(&plan);
 #endif

@@ -197,6 +197,13 @@ typedef struct QsInput
 	const QsJob *promised;
 	int			nexpired;		/* RUNNABLE misconfigured past runnable_timeout */
 	const QsJob *expired;
+	/*
+	 * RUNNABLE jobs whose NO_AGENT_FITS reason (scheduling.md 3.10) an
+	 * earlier pass recorded more than runnable_timeout ago (at least those):
+	 * each fails if no agent fits it still (3.9)
+	 */
+	int			nno_agent_expired;
+	const QsJob *no_agent_expired;
 	QsTime		claim_timeout;	/* SCHEDULED jobs unclaimed for longer go back
 								 * to RUNNABLE; QS_NO_TIME: none */
 	QsJobSource source;
@@ -222,6 +229,13 @@ typedef enum QsCounter
 	QS_COUNT_LEASE_LOSS,		/* lease_losses */
 	QS_COUNT_NOT_CLAIMED		/* claim_requeues; and claim_backoff_until */
 } QsCounter;
+
+/*
+ * The status_reason of a job that the runnable timeout failed while no agent
+ * fitted it (scheduling.md 3.9, 3.10); a misconfigured one gets
+ * RUNNABLE_TIMEOUT.
+ */
+#define QS_REASON_NO_AGENT_TIMEOUT "RUNNABLE_TIMEOUT:NO_AGENT_FITS"
 
 /* The longest a job is held back after a claim timeout (scheduling.md 3.10). */
 #define QS_CLAIM_BACKOFF_MAX ((QsTime) 3600 * 1000000)
@@ -358,6 +372,7 @@ extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);
 extern QsHold QsHeldBack(const QsInput *in, const QsJob *job);
+extern bool QsNoAgentFits(const QsInput *in, const QsJob *job);
 extern bool QsOverBudget(const QsShare *share, int unit);
 extern QsTime QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues);
 extern void QsRunPass(const QsInput *in, QsOutput *out);
@@ -366,5 +381,7 @@ extern QsWhy QsExplainWait(const QsInput *in, const QsJob *job);
 extern int	QsQueueOrder(const QsInput *in, int front, int horizon,
 						 QsQueueEntry *entries);
 extern int	QsQueuePosition(const QsInput *in, int64_t job_id, int horizon);
+extern QsHold QsStrictHeadHeld(const QsInput *in, const QsJob *job, int horizon,
+							   QsJob *head);
 
 #endif							/* QS_POLICY_H */

@@ -82,6 +82,7 @@ typedef bool (*CoreJobOrder) (const QsJob *a, const QsJob *b);
 
 /* policy.c */
 extern void CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out);
+extern void CoreTimeBasedWork(CorePlan *p);
 extern void CoreRecheckPromises(CorePlan *p);
 extern void CoreCursorStart(CorePlan *p, int32_t below);
 extern void CoreCursorAdvance(CorePlan *p, int s, int u);

@@ -2,7 +2,8 @@
  *
  * queue_order.c
  *		Reporting from the policy core: the queue's dispatch order (scheduling.md 7,
- *		queue_snapshot) and why a RUNNABLE job waits (explain).
+ *		queue_snapshot) and why a RUNNABLE job waits (explain), the held-back
+ *		job that keeps it waiting in a STRICT share included.
  *
  * The dispatch order is the order in which the dispatch loop of scheduling.md 3.2
  * would try the jobs if none could start: among the jobs under the
@@ -106,6 +107,46 @@ QsQueuePosition(const QsInput *in, int64_t job_id, int horizon)
 		CoreCursorAdvance(&plan, cand->share, cand->unit);
 	}
 	return 0;
+}
+
+/*
+ * QsStrictHeadHeld tells what keeps a RUNNABLE job of a STRICT share from
+ * ever coming under the pass's cursor (scheduling.md 3.2): the first job of
+ * its share and unit ahead of it in share order, within `horizon` jobs,
+ * that is held back (3.10, 3.11), written to *head with its hold.  The
+ * cursor meets that job, does not dispatch it, and the pass skips every
+ * later job of the unit.  Jobs that step 1 fails (the runnable timeout,
+ * 3.9) do not come under the cursor and hold nothing back.  QS_HOLD_NONE:
+ * none (or a BEST_EFFORT share; or the job itself comes first).
+ */
+QsHold
+QsStrictHeadHeld(const QsInput *in, const QsJob *job, int horizon, QsJob *head)
+{
+	CorePlan	plan;
+	QsOutput	out;
+	CoreCursor *cur;
+
+#ifndef QS_MUTANT_STRICT
+	if (!in->shares[job->share].strict)
+#endif
+		return QS_HOLD_NONE;
+	CoreInitPlan(&plan, in, &out);
+	CoreTimeBasedWork(&plan);
+	cur = &plan.cursors[CORE_AT(&plan, job->share, job->unit)];
+	cur->below = INT32_MAX;
+	CoreCursorAdvance(&plan, job->share, job->unit);
+	for (int n = 0; n < horizon && cur->has_head && QsShareOrderBefore(&cur->head, job); n++)
+	{
+		QsHold		hold = QsHeldBack(in, &cur->head);
+
+		if (hold != QS_HOLD_NONE)
+		{
+			*head = cur->head;
+			return hold;
+		}
+		CoreCursorAdvance(&plan, job->share, job->unit);
+	}
+	return QS_HOLD_NONE;
 }
 
 /*

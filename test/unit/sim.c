@@ -5,8 +5,9 @@
  *		configurations and random steps (submissions, passes, agents, lease
  *		losses, the fleet, priority and limit changes, time) on a World, with every
  *		pass checked by an accounting of its own, written here from doc/scheduling.md
- *		(it calls nothing of the core but QsRunPass, through WPass, and
- *		QsStoppedOutcome, through WStopped).
+ *		(it calls nothing of the core but QsRunPass, through WPass,
+ *		QsStoppedOutcome, through WStopped, and explain's QsStrictHeadHeld,
+ *		through WStrictHead, whose answer it checks).
  *
  *	  sim [steps] [seed]	   defaults: 100000 steps, seed from the clock
  *
@@ -40,7 +41,9 @@
  *		REQUEUE/FAIL), so it is never dispatched and preempted in one pass;
  *		each job ends the pass in the state its decisions say and state
  *		counts add up; promised jobs are RUNNABLE; time-based work (leases,
- *		claim timeouts, timeouts, runnable timeouts) is done and counted as
+ *		claim timeouts, timeouts, runnable timeouts: of a misconfigured job,
+ *		and of one whose NO_AGENT_FITS reason is older than runnable_timeout
+ *		and that no agent fits still, RunnableExpired) is done and counted as
  *		3.6/3.8/3.9/3.10 say; misconfiguration reasons are those of 3.7, then
  *		NO_AGENT_FITS (3.10); counters, claim_backoff_until and queued_at
  *		as the decisions say.
@@ -96,7 +99,11 @@
  *	lender's idle capacity (Wanted), does not count as tried for the skip
  *	rule (the cursors, OrderCheck) but blocks a STRICT stream (StrictCheck),
  *	and loses its promise at the re-check [recheck]; fit_limits' agent_max
- *	is the bound [no-agent-fits].  The summary line (steps=...)
+ *	is the bound [no-agent-fits].  Explain's account of a STRICT share's
+ *	wait (QsStrictHeadHeld, through WStrictHead), for one RUNNABLE job of a
+ *	STRICT share a pass: the first held-back job ahead of it of its unit
+ *	that step 1 does not fail, and then the job is not dispatched
+ *	(StrictHeadCheck [strict-head]).  The summary line (steps=...)
  *	gives a fingerprint of every decision of the run, to compare runs.
  *
  * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
@@ -146,6 +153,7 @@ static struct
 				fixed_points, episodes, failures, submitted, checks, max_rounds;
 	long		strict_stops, exempt_waits, wakes, fair_picks;
 	long		lease_losses, claim_requeues, held_back, no_agent_fits, over_budget;
+	long		no_agent_timeouts, strict_heads;
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
@@ -944,13 +952,26 @@ LeaseExpired(const WJob *b)
 		b->j.lease_until < Cf.now;
 }
 
-static bool
+/*
+ * RunnableExpired (3.9): the reason, if any, with which the pass must fail
+ * a RUNNABLE job that could not run for longer than the runnable timeout:
+ * RUNNABLE_TIMEOUT for a job whose MISCONFIGURATION reason (as an earlier
+ * pass recorded it) dates from before; RUNNABLE_TIMEOUT:NO_AGENT_FITS for
+ * one whose NO_AGENT_FITS reason does, and that no live, active agent of
+ * its unit fits still (3.10).  NULL: none.
+ */
+static const char *
 RunnableExpired(const WJob *b)
 {
-	return b->state == W_RUNNABLE && W.runnable_timeout != QS_NO_TIME &&
-		b->status_reason != NULL &&
-		strncmp(b->status_reason, "MISCONFIGURATION:", 17) == 0 &&
-		b->status_reason_at + W.runnable_timeout < Cf.now;
+	if (b->state != W_RUNNABLE || W.runnable_timeout == QS_NO_TIME ||
+		b->status_reason == NULL || b->status_reason_at + W.runnable_timeout >= Cf.now)
+		return NULL;
+	if (strncmp(b->status_reason, "MISCONFIGURATION:", 17) == 0)
+		return "RUNNABLE_TIMEOUT";
+	if (strcmp(b->status_reason, "NO_AGENT_FITS") == 0 && Cf.agent_bound[b->j.unit] &&
+		b->j.count > Cf.agent_max[b->j.unit])
+		return "RUNNABLE_TIMEOUT:NO_AGENT_FITS";
+	return NULL;
 }
 
 /*
@@ -1513,6 +1534,69 @@ StrictCheck(const QsDecision *D, int nd)
 }
 
 /*
+ * MyHold: HeldBack as the core's kind of hold, in the same precedence.
+ */
+static QsHold
+MyHold(const QsJob *j)
+{
+	if (OverBudget(j->share, j->unit))
+		return QS_HOLD_BUDGET_EXHAUSTED;
+	if (Cf.agent_bound[j->unit] && j->count > Cf.agent_max[j->unit])
+		return QS_HOLD_NO_AGENT_FITS;
+	if (j->claim_backoff_until != QS_NO_TIME && Cf.now < j->claim_backoff_until)
+		return QS_HOLD_CLAIM_BACKOFF;
+	return QS_HOLD_NONE;
+}
+
+/*
+ * StrictHeadCheck (explain, 3.2): for one RUNNABLE job J of a STRICT share
+ * a pass (the passes take turns over them, drawing no random number), the
+ * job the core names as the held-back one that keeps J waiting
+ * (QsStrictHeadHeld, on the world the pass read) must be the first job of
+ * J's share and unit ahead of J in share order that step 1 does not fail
+ * (3.9) and that is held back (3.10, 3.11), with that hold; and when there
+ * is one, the pass did not dispatch J.
+ */
+static void
+StrictHeadCheck(int n)
+{
+	int			nstrict = 0, pick, jk = -1, want_k = -1;
+	QsHold		want = QS_HOLD_NONE, got;
+	QsJob		head;
+
+	for (int k = 0; k < n; k++)
+		nstrict += B[k].state == W_RUNNABLE && Cf.strict[B[k].j.share];
+	if (nstrict == 0)
+		return;
+	pick = (int) (St.passes % nstrict);
+	for (int k = 0; k < n && jk < 0; k++)
+		if (B[k].state == W_RUNNABLE && Cf.strict[B[k].j.share] && pick-- == 0)
+			jk = k;
+	for (int i = RunFrom[B[jk].j.share][B[jk].j.unit]; i < RunTo[B[jk].j.share][B[jk].j.unit]; i++)
+	{
+		int			k = RunIdx[i];
+
+		if (k == jk)
+			break;
+		if (RunnableExpired(&B[k]) == NULL && (want = MyHold(&B[k].j)) != QS_HOLD_NONE)
+		{
+			want_k = k;
+			break;
+		}
+	}
+	memset(&head, 0, sizeof(head));
+	got = WStrictHead(&W, &B[jk], &head);
+	if (got != want || (want != QS_HOLD_NONE && head.id != B[want_k].j.id))
+		Fail("strict-head", "explain of job %" PRId64 " (STRICT share %d, unit %d): the core names job %" PRId64 " held back (%d), 3.2 says job %" PRId64 " (%d)",
+			 B[jk].j.id, B[jk].j.share, B[jk].j.unit, got != QS_HOLD_NONE ? head.id : 0,
+			 got, want_k >= 0 ? B[want_k].j.id : 0, want);
+	if (want != QS_HOLD_NONE && Dispatched[jk])
+		Fail("strict-head", "job %" PRId64 " of STRICT share %d was dispatched behind job %" PRId64 ", which is held back (3.2)",
+			 B[jk].j.id, B[jk].j.share, B[want_k].j.id);
+	St.strict_heads += want != QS_HOLD_NONE;
+}
+
+/*
  * WakeCheck (QsOutput.wake_at): when the pass reports when to run again
  * for a min_runtime exemption, that time is after the pass's time and is
  * scheduled_at + min_runtime of a claimed job holding capacity (of a share
@@ -1837,9 +1921,17 @@ CheckedPass(void)
 				}
 				else if (b->state == W_RUNNABLE)
 				{
-					if (d->action != QS_FAIL || !RunnableExpired(b))
-						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " got %s but its runnable timeout has not passed",
-							 d->job_id, ActionName(d->action));
+					const char *expired = RunnableExpired(b);
+
+					if (d->action != QS_FAIL || expired == NULL)
+						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s, n=%d) got %s but 3.9 does not fail it (no MISCONFIGURATION or NO_AGENT_FITS reason older than runnable_timeout, or an agent fits it now, 3.10)",
+							 d->job_id, b->status_reason ? b->status_reason : "none", b->j.count,
+							 ActionName(d->action));
+					if (d->reason == NULL || strcmp(d->reason, expired) != 0)
+						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s) failed with reason %s, 3.9 says %s",
+							 d->job_id, b->status_reason, d->reason ? d->reason : "none", expired);
+					if (strcmp(expired, "RUNNABLE_TIMEOUT") != 0)
+						St.no_agent_timeouts++;
 					Ex[k].state = W_FAILED;
 					Ex[k].promised = false;
 				}
@@ -1865,7 +1957,9 @@ CheckedPass(void)
 			b->j.deadline <= Cf.now && !LeaseExpired(b) && !TimeDec[k])
 			Fail("timeout", "job %" PRId64 " ran past its timeout but no stop was requested", b->j.id);
 		if (RunnableExpired(b) && !TimeDec[k])
-			Fail("runnable-timeout", "job %" PRId64 " misconfigured past the runnable timeout did not fail", b->j.id);
+			Fail("runnable-timeout", "job %" PRId64 " (reason %s since %" PRId64 ", runnable_timeout %" PRId64 ", now %" PRId64 ") did not fail: 3.9 fails it with %s",
+				 b->j.id, b->status_reason, b->status_reason_at, W.runnable_timeout, Cf.now,
+				 RunnableExpired(b));
 		if (ClaimExpired(b) && !TimeDec[k])
 			Fail("claim-timeout", "job %" PRId64 " SCHEDULED at %" PRId64 " was not claimed within the claim timeout %" PRId64 " (now %" PRId64 ") but the pass did not requeue it (3.10)",
 				 b->j.id, b->j.scheduled_at, Cf.claim_timeout, Cf.now);
@@ -2232,6 +2326,9 @@ CheckedPass(void)
 			Fail("no-agent-fits", "fit_limits of share %d unit %d: agent_max %" PRId64 ", the agents say %" PRId64 " (3.10: the largest live, active agent when they bound the unit, else unbounded)",
 				 x / Cf.nunits, u, out->fit_limits[x].agent_max, want);
 	}
+
+	/* (b) explain of a STRICT share's job names the held-back job ahead */
+	StrictHeadCheck(n);
 
 	/* apply, and (c) every job where its decisions put it */
 	WApply(&W);
@@ -2997,11 +3094,11 @@ main(int argc, char **argv)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld over_budget=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld strict_heads=%ld over_budget=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
 		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
 		   St.exempt_waits, St.wakes, St.fair_picks, St.lease_losses, St.claim_requeues,
-		   St.held_back, St.no_agent_fits, St.over_budget, Fingerprint,
+		   St.held_back, St.no_agent_fits, St.no_agent_timeouts, St.strict_heads, St.over_budget, Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);

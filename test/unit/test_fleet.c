@@ -2,8 +2,10 @@
  *
  * test_fleet.c
  *		Unit tests of the policy core's fleet rules (scheduling.md 3.10):
- *		jobs larger than every live, active agent held back, the claim
- *		timeout and its backoff.  (Lease losses: test_policy.c, with the
+ *		jobs larger than every live, active agent held back (and failed by
+ *		the runnable timeout, 3.9; in a STRICT share, the held-back job
+ *		that keeps the later ones waiting), the claim timeout and its
+ *		backoff.  (Lease losses: test_policy.c, with the
  *		other lease rules.)  Prints TAP; exits non-zero when a test fails.
  *
  *-------------------------------------------------------------------------
@@ -96,6 +98,136 @@ test_held_back_strict(void)
 	second = WSubmit(&w, "second", a, 0, 1);
 	out = WPassApply(&w);
 	CHECK(WDecisionFor(out, second) == NULL, "strict: a held-back job blocks the share's unit");
+}
+
+/*
+ * In a STRICT share, the first held-back job ahead of a job of its unit is
+ * what keeps it waiting (explain: QsStrictHeadHeld), whatever holds that
+ * job back: no agent fits it, its share's budget, its claim backoff.  Not
+ * in a BEST_EFFORT share, not for the held-back job itself, not across
+ * units, and not behind a job that only waits for capacity.
+ */
+static void
+test_strict_head_held(void)
+{
+	World		w;
+	int			a, b, gpu;
+	WJob	   *big, *small, *other_unit, *be_big, *be_small, *first;
+	QsJob		head;
+	const QsOutput *out;
+
+	WInit(&w, 8);
+	gpu = WAddUnit(&w, "gpu", 8);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 8);
+	w.capacity[a][gpu] = 8;
+	w.shares[a].strict = true;
+	b = WAddShare(&w, "B", QS_RESERVE, -1, false, 0);
+	BoundAgents(&w, 4);
+	big = WSubmit(&w, "big", a, 5, 8);
+	small = WSubmit(&w, "small", a, 0, 1);
+	other_unit = WSubmitUnit(&w, "other_unit", a, gpu, 0, 1);
+	be_big = WSubmit(&w, "be_big", b, 5, 8);
+	be_small = WSubmit(&w, "be_small", b, 0, 1);
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, small) == NULL && Dispatched(out, other_unit),
+		  "strict head: the held-back head blocks its unit only");
+	memset(&head, 0, sizeof(head));
+	CHECK(WStrictHead(&w, small, &head) == QS_HOLD_NO_AGENT_FITS && head.id == big->j.id,
+		  "strict head: a later job is held by the head that no agent fits");
+	CHECK(WStrictHead(&w, big, &head) == QS_HOLD_NONE, "strict head: not the head itself");
+	CHECK(WStrictHead(&w, be_small, &head) == QS_HOLD_NONE && be_big->state == W_RUNNABLE,
+		  "strict head: none in a BEST_EFFORT share");
+
+	w.units[0].agent_bound = false;
+	w.budget[a][0] = 1;
+	w.spent[a][0] = 3600;
+	CHECK(WStrictHead(&w, small, &head) == QS_HOLD_BUDGET_EXHAUSTED && head.id == big->j.id,
+		  "strict head: held by a head over its share's budget");
+	w.budget[a][0] = -1;
+	big->j.claim_backoff_until = w.now + 60 * SECOND;
+	CHECK(WStrictHead(&w, small, &head) == QS_HOLD_CLAIM_BACKOFF && head.id == big->j.id,
+		  "strict head: held by a head in its claim backoff");
+	big->j.claim_backoff_until = QS_NO_TIME;
+
+	WInit(&w, 4);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
+	w.shares[a].strict = true;
+	first = WSubmit(&w, "first", a, 0, 4);
+	WPassApply(&w);
+	WSubmit(&w, "waits", a, 5, 2);
+	small = WSubmit(&w, "small", a, 0, 1);
+	out = WPassApply(&w);
+	CHECK(first->state == W_SCHEDULED && WDecisionFor(out, small) == NULL &&
+		  WStrictHead(&w, small, &head) == QS_HOLD_NONE,
+		  "strict head: a head that waits for capacity is not held back");
+
+	/* a job that step 1 fails is held by nothing behind it */
+	WInit(&w, 4);
+	w.runnable_timeout = 10 * SECOND;
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
+	w.shares[a].strict = true;
+	first = WSubmit(&w, "misconfigured", a, 5, 5);
+	WSubmit(&w, "held", a, 0, 1)->j.claim_backoff_until = w.now + 100 * SECOND;
+	WPassApply(&w);
+	w.now += 11 * SECOND;
+	CHECK(first->status_reason != NULL && WStrictHead(&w, first, &head) == QS_HOLD_NONE,
+		  "strict head: none behind a job the runnable timeout fails");
+}
+
+/*
+ * Runnable timeout of a job no agent fits (scheduling.md 3.9, 3.10): once
+ * its NO_AGENT_FITS reason is older than the queue's runnable_timeout, and
+ * no agent fits it still, it fails (RUNNABLE_TIMEOUT:NO_AGENT_FITS), and
+ * the STRICT share's later jobs it held back start in the same pass.  The
+ * time counts from the reason (when it was first held so), not from its
+ * submission; a job an agent fits again is not failed; without a
+ * runnable_timeout nothing fails.
+ */
+static void
+test_no_agent_fits_timeout(void)
+{
+	World		w;
+	int			a;
+	WJob	   *big, *small, *late;
+	const QsOutput *out;
+	const QsDecision *d;
+	QsJob		head;
+
+	WInit(&w, 8);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 8);
+	w.shares[a].strict = true;
+	big = WSubmit(&w, "big", a, 5, 8);
+	small = WSubmit(&w, "small", a, 0, 1);
+	BoundAgents(&w, 4);
+	w.now += 100 * SECOND;		/* submitted long before it was held */
+	WPassApply(&w);
+	CHECK(big->status_reason != NULL && strcmp(big->status_reason, "NO_AGENT_FITS") == 0 &&
+		  small->state == W_RUNNABLE, "no-agent timeout: held, and the share's unit with it");
+	w.now += 1000 * SECOND;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "no-agent timeout: none without a runnable_timeout");
+	w.runnable_timeout = 1000 * SECOND;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0, "no-agent timeout: not before runnable_timeout has passed since the reason");
+	w.now += 1;
+	out = WPassApply(&w);
+	d = WDecisionFor(out, big);
+	CHECK(d != NULL && d->action == QS_FAIL && strcmp(d->reason, QS_REASON_NO_AGENT_TIMEOUT) == 0 &&
+		  strcmp(d->reason, "RUNNABLE_TIMEOUT:NO_AGENT_FITS") == 0 && big->state == W_FAILED,
+		  "no-agent timeout: FAIL RUNNABLE_TIMEOUT:NO_AGENT_FITS");
+	CHECK(Dispatched(out, small), "no-agent timeout: the later job it held back starts at once");
+
+	WEnd(&w, small, W_SUCCEEDED);
+	late = WSubmit(&w, "late", a, 9, 7);
+	WPassApply(&w);
+	small = WSubmit(&w, "small2", a, 0, 1);
+	w.now += 1001 * SECOND;
+	CHECK(WStrictHead(&w, small, &head) == QS_HOLD_NONE,
+		  "no-agent timeout: explain names no head that the pass fails first");
+	BoundAgents(&w, 8);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, late) && Dispatched(out, small) && late->status_reason == NULL,
+		  "no-agent timeout: a job an agent fits again is dispatched, not failed");
 }
 
 /*
@@ -196,6 +328,8 @@ main(void)
 	test_no_agent_fits();
 	test_held_back_not_tried();
 	test_held_back_strict();
+	test_strict_head_held();
+	test_no_agent_fits_timeout();
 	test_held_back_wants_nothing();
 	test_held_back_promise_lapses();
 	test_claim_timeout();

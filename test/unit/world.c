@@ -268,6 +268,17 @@ Due(const World *w, const QsJob *j)
 }
 
 /*
+ * ReasonExpired tells whether a RUNNABLE job's reason dates from more than
+ * the runnable timeout ago, as the shell selects them (scheduling.md 3.9).
+ */
+static bool
+ReasonExpired(const World *w, const WJob *job)
+{
+	return w->runnable_timeout != QS_NO_TIME && job->status_reason != NULL &&
+		job->status_reason_at + w->runnable_timeout < w->now;
+}
+
+/*
  * Snapshot builds the snapshot of the world a pass reads: counters of held
  * capacity, the held jobs due for time-based work or stopping for a
  * promised job, the promised and expired RUNNABLE jobs, and sources for
@@ -284,6 +295,7 @@ Snapshot(World *w, QsInput *out)
 	QsJob	   *victims = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 	QsJob	   *promised = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 	QsJob	   *expired = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
+	QsJob	   *no_agent = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 
 	memset(&in, 0, sizeof(in));
 	in.now = w->now;
@@ -308,6 +320,7 @@ Snapshot(World *w, QsInput *out)
 	in.victims = victims;
 	in.promised = promised;
 	in.expired = expired;
+	in.no_agent_expired = no_agent;
 	in.claim_timeout = w->claim_timeout;
 	for (int i = 0; i < w->njobs; i++)
 	{
@@ -329,10 +342,12 @@ Snapshot(World *w, QsInput *out)
 		{
 			if (job->j.promised_at != QS_NO_TIME)
 				promised[in.npromised++] = job->j;
-			if (w->runnable_timeout != QS_NO_TIME && job->status_reason != NULL &&
-				strncmp(job->status_reason, "MISCONFIGURATION:", 17) == 0 &&
-				job->status_reason_at + w->runnable_timeout < w->now)
+			if (!ReasonExpired(w, job))
+				continue;
+			if (strncmp(job->status_reason, "MISCONFIGURATION:", 17) == 0)
 				expired[in.nexpired++] = job->j;
+			else if (strcmp(job->status_reason, "NO_AGENT_FITS") == 0)
+				no_agent[in.nno_agent_expired++] = job->j;
 		}
 	}
 	in.source.next = SourceNext;
@@ -367,6 +382,19 @@ WExplain(World *w, const WJob *job)
 
 	Snapshot(w, &in);
 	return QsExplainWait(&in, &job->j);
+}
+
+/*
+ * WStrictHead tells which held-back job keeps a RUNNABLE job of a STRICT
+ * share waiting (explain), writing it to *head.
+ */
+QsHold
+WStrictHead(World *w, const WJob *job, QsJob *head)
+{
+	QsInput		in;
+
+	Snapshot(w, &in);
+	return QsStrictHeadHeld(&in, &job->j, 10000, head);
 }
 
 static WJob *

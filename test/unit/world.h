@@ -71,6 +71,7 @@ extern WJob *WSubmitUnit(World *w, const char *name, int share, int unit,
 extern WJob *WFind(World *w, const char *name);
 extern const QsOutput *WPass(World *w);
 extern QsWhy WExplain(World *w, const WJob *job);
+extern QsHold WStrictHead(World *w, const WJob *job, QsJob *head);
 extern void WApply(World *w);
 extern const QsOutput *WPassApply(World *w);
 extern void WClaim(World *w, WJob *job, QsTime lease);
