@@ -10,17 +10,19 @@ OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config
 	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
 	src/usage.o src/over_time_sql.o src/borrow_memory.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/replay_sql.o src/stats.o src/launcher.o src/worker.o $(CORE)
 
-# The version the sources make (QS_VERSION) and the release before it
-# (QS_PREVIOUS).  The SQL of the current version has one home per object, in
-# sql/src (by area); the build makes of it the install script and the
-# update from the release before.  A fresh install runs the one script.
-# The scripts of released versions are kept as they were released
-# (sql/quota_sched--0.1.sql, and each update to a released version), so
-# that a database of any release updates through them; doc/releasing.md
-# says how a release freezes its scripts.  The function sources
-# (CREATE OR REPLACE) are run again by the update after its own changes
-# of tables and data (sql/updates/QS_PREVIOUS--QS_VERSION.sql).
-QS_VERSION = 0.4
+# The version the sources make (QS_VERSION: quota_sched.control's
+# default_version, its one home, which the C code and the agent are given
+# as QS_VERSION_STRING) and the release before it (QS_PREVIOUS).  The SQL
+# of the current version has one home per object, in sql/src (by area);
+# the build makes of it the install script and the update from the
+# release before.  A fresh install runs the one script.  The scripts of
+# released versions are kept as they were released (sql/quota_sched--0.1.sql,
+# and each update to a released version), so that a database of any
+# release updates through them; doc/releasing.md says how a release
+# freezes its scripts.  The function sources (CREATE OR REPLACE) are run
+# again by the update after its own changes of tables and data
+# (sql/updates/QS_PREVIOUS--QS_VERSION.sql).
+QS_VERSION := $(shell sed -n "s/^default_version = '\([^']*\)'$$/\1/p" quota_sched.control)
 QS_PREVIOUS = 0.3
 SQL_FUNCTIONS = validation triggers pass_api agent_api user_api reporting whatif metrics chart
 SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api reporting \
@@ -29,7 +31,7 @@ DATA = sql/quota_sched--0.1.sql sql/quota_sched--0.1--0.2.sql sql/quota_sched--0
 	sql/quota_sched--0.3.sql
 DATA_built = sql/quota_sched--$(QS_VERSION).sql sql/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql
 PG_CONFIG ?= pg_config
-PG_CPPFLAGS = -Isrc -Isrc/core
+PG_CPPFLAGS = -Isrc -Isrc/core -DQS_VERSION_STRING='"$(QS_VERSION)"'
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-sign-compare -Wno-cast-function-type
 

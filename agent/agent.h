@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define AGENT_VERSION "0.4"
+#define AGENT_VERSION QS_VERSION_STRING	/* the Makefile's, from quota_sched.control */
 
 /* The agent's options (see usage()), as parse_options() leaves them. */
 typedef struct AgentOptions

@@ -16,7 +16,7 @@
 #define QS_SCHEMA "quota_sched"
 
 /* The extension version whose schema this library works with. */
-#define QS_LIBRARY_VERSION "0.4"
+#define QS_LIBRARY_VERSION QS_VERSION_STRING	/* the Makefile's, from quota_sched.control */
 
 /*
  * The longest name of an environment, queue, share, job, capacity unit or

@@ -53,8 +53,8 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes;
 
-# the version the sources make (the Makefile's QS_VERSION)
-my $current = '0.4';
+# the version the sources make: quota_sched.control's default_version
+my ($current) = slurp_file('quota_sched.control') =~ /^default_version = '([^']+)'$/m;
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;

@@ -13,8 +13,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-# the version the sources make (the Makefile's QS_VERSION)
-my $current = '0.4';
+# the version the sources make: quota_sched.control's default_version
+my ($current) = slurp_file('quota_sched.control') =~ /^default_version = '([^']+)'$/m;
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade_concurrent');
 $node->init;
