@@ -1555,7 +1555,9 @@ MyHold(const QsJob *j)
  * (QsStrictHeadHeld, on the world the pass read) must be the first job of
  * J's share and unit ahead of J in share order that step 1 does not fail
  * (3.9) and that is held back (3.10, 3.11), with that hold; and when there
- * is one, the pass did not dispatch J.
+ * is one, the pass did not dispatch J, unless as a freed promise in step 4,
+ * before any cursor starts (3.6; as in StrictCheck).  (explain says
+ * WAITING_FOR_VICTIMS of a promised job before it looks at the share.)
  */
 static void
 StrictHeadCheck(int n)
@@ -1590,7 +1592,7 @@ StrictHeadCheck(int n)
 		Fail("strict-head", "explain of job %" PRId64 " (STRICT share %d, unit %d): the core names job %" PRId64 " held back (%d), 3.2 says job %" PRId64 " (%d)",
 			 B[jk].j.id, B[jk].j.share, B[jk].j.unit, got != QS_HOLD_NONE ? head.id : 0,
 			 got, want_k >= 0 ? B[want_k].j.id : 0, want);
-	if (want != QS_HOLD_NONE && Dispatched[jk])
+	if (want != QS_HOLD_NONE && Dispatched[jk] && !Step4[jk])
 		Fail("strict-head", "job %" PRId64 " of STRICT share %d was dispatched behind job %" PRId64 ", which is held back (3.2)",
 			 B[jk].j.id, B[jk].j.share, B[want_k].j.id);
 	St.strict_heads += want != QS_HOLD_NONE;
