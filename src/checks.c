@@ -96,16 +96,19 @@ qs_check_name(PG_FUNCTION_ARGS)
 }
 
 /*
- * CapacityFromNumeric returns a JSON number as a capacity, or -1 when it is
- * not an integer from 0 to PG_INT32_MAX.  numeric_out never uses exponents,
- * so the text has only digits, a sign and a point.
+ * DecimalFromNumeric returns a JSON number times 10^decimals, or -1 when it
+ * is not from 0 to PG_INT32_MAX with at most `decimals` digits after the
+ * point (zeros after them are allowed: 1.500 is 1.5).  numeric_out never
+ * uses exponents, so the text has only digits, a sign and a point; NaN and
+ * infinity (which jsonb does not hold) and 1e400 are refused alike.
  */
 static int64
-CapacityFromNumeric(Numeric num)
+DecimalFromNumeric(Numeric num, int decimals)
 {
 	char	   *s = DatumGetCString(DirectFunctionCall1(numeric_out,
 														NumericGetDatum(num)));
 	int64		v = 0;
+	int64		max = PG_INT32_MAX;
 	char	   *p = s;
 
 	if (*p == '-' || *p == '\0' || numeric_is_nan(num) || numeric_is_inf(num))
@@ -117,9 +120,51 @@ CapacityFromNumeric(Numeric num)
 			return -1;
 	}
 	if (*p == '.')
-		for (p++; *p == '0'; p++)
-			;
-	return *p == '\0' ? v : -1;
+		p++;
+	for (int d = 0; d < decimals; d++)
+	{
+		v = v * 10;
+		max = max * 10;
+		if (*p >= '0' && *p <= '9')
+			v += *p++ - '0';
+	}
+	while (*p == '0')
+		p++;
+	if (*p != '\0' || v > max)
+		return -1;
+	return v;
+}
+
+/*
+ * QsBudgetThousandths returns a budget (scheduling.md 3.11) in thousandths
+ * of an instance-hour, or -1 when the JSON value is not one: a number of
+ * instance-hours from 0 to 2147483647 with at most QS_BUDGET_DECIMALS
+ * decimals.
+ */
+int64
+QsBudgetThousandths(const JsonbValue *v)
+{
+	if (v->type != jbvNumeric)
+		return -1;
+	return DecimalFromNumeric(v->val.numeric, QS_BUDGET_DECIMALS);
+}
+
+/*
+ * QsBudgetText is a budget in instance-hours as the messages and explain
+ * write it: 2000, 0.5, 0.125 (budgets have at most QS_BUDGET_DECIMALS
+ * decimals, which %.3f of the nearest double gives back exactly).
+ */
+char *
+QsBudgetText(double hours)
+{
+	char	   *s = psprintf("%.*f", QS_BUDGET_DECIMALS, hours);
+	char	   *end = s + strlen(s);
+
+	while (end > s && end[-1] == '0')
+		*--end = '\0';
+	if (end > s && end[-1] == '.')
+		end[-1] = '\0';
+	return s;
 }
 
 /*
@@ -154,7 +199,7 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 		}
 		else if (tok == WJB_VALUE)
 		{
-			if (v.type != jbvNumeric || CapacityFromNumeric(v.val.numeric) < 0)
+			if (v.type != jbvNumeric || DecimalFromNumeric(v.val.numeric, 0) < 0)
 			{
 				JsonbValue *copy = palloc(sizeof(JsonbValue));
 				Jsonb	   *jb;
