@@ -167,15 +167,47 @@ QsBudgetText(double hours)
 	return s;
 }
 
+/* The label of the budget's CHECK: "the budget of quota share NAME". */
+#define BUDGET_LABEL "the budget of "
+
+/*
+ * RefuseMapValue raises check_violation for the value of a unit in a
+ * capacity map, or in a budget (see qs_check_capacity_map).
+ */
+static void
+RefuseMapValue(JsonbValue *v, const char *unit, const char *what, bool budget)
+{
+	JsonbValue *copy = palloc(sizeof(JsonbValue));
+	Jsonb	   *jb;
+	const char *value;
+
+	*copy = *v;
+	jb = JsonbValueToJsonb(copy);
+	value = QsShortValue(JsonbToCString(NULL, &jb->root, VARSIZE(jb)));
+	if (budget)
+		REFUSE(errmsg("invalid budget %s for unit \"%s\" of %s",
+					  value, unit, what + strlen(BUDGET_LABEL)),
+			   "A budget is a JSON number of instance-hours from 0 to 2147483647 with at most "
+			   CppAsString2(QS_BUDGET_DECIMALS) " decimals, such as 0.5 (0 forbids the unit).");
+	REFUSE(errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
+				  value, unit, what),
+		   "A capacity is an integral JSON number from 0 to 2147483647.");
+}
+
 /*
  * qs_check_capacity_map(value jsonb, what text) is the CHECK of a capacity
  * map: an object from unit name to an integral number in 0..2147483647.
+ * It is also the CHECK of quota_share.budget (0.3 named its constraint so,
+ * when budgets were whole instance-hours), whose label starts with "the
+ * budget of ": there a unit's value is a budget (QsBudgetThousandths), so
+ * that budgets take fractions without a change to the table's constraint.
  */
 Datum
 qs_check_capacity_map(PG_FUNCTION_ARGS)
 {
 	Jsonb	   *map = PG_GETARG_JSONB_P(0);
 	const char *what = QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	bool		budget = strncmp(what, BUDGET_LABEL, strlen(BUDGET_LABEL)) == 0;
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -197,20 +229,10 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 							  QsShortValue(unit), what),
 					   "Capacity units are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".");
 		}
-		else if (tok == WJB_VALUE)
-		{
-			if (v.type != jbvNumeric || DecimalFromNumeric(v.val.numeric, 0) < 0)
-			{
-				JsonbValue *copy = palloc(sizeof(JsonbValue));
-				Jsonb	   *jb;
-
-				*copy = v;
-				jb = JsonbValueToJsonb(copy);
-				REFUSE(errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
-							  QsShortValue(JsonbToCString(NULL, &jb->root, VARSIZE(jb))), unit, what),
-					   "A capacity is an integral JSON number from 0 to 2147483647.");
-			}
-		}
+		else if (tok == WJB_VALUE &&
+				 (budget ? QsBudgetThousandths(&v) < 0 :
+				  v.type != jbvNumeric || DecimalFromNumeric(v.val.numeric, 0) < 0))
+			RefuseMapValue(&v, unit, what, budget);
 	}
 	PG_RETURN_BOOL(true);
 }
