@@ -121,6 +121,45 @@ SELECT (regexp_match(m.text, 'quota_sched_share_budget_instance_seconds\{job_que
 UPDATE quota_sched.quota_share SET budget = '{"gpu": 0}' WHERE job_queue = 'bu_queue' AND name = 'vision';
 
 ------------------------------------------------------------------------
+-- A fraction of an instance-hour (0.4): a budget of 0.5 a DAY is 1800
+-- instance-seconds.  h30 and h29 each run a job of 1 gpu; their counters
+-- are then moved on by hand to what the job held in 30 and 29 minutes
+-- (spent_day, with changed_at now: the pass of the same transaction reads
+-- exactly that).  h30 spent its budget: its next job waits
+-- BUDGET_EXHAUSTED; h29 has a minute left: its next job runs.
+------------------------------------------------------------------------
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('bu_frac_env', '{"gpu": 8}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('bu_frac', 'bu_frac_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, budget, budget_period)
+VALUES ('bu_frac', 'h30', '{"gpu": 4}', 'RESERVE', '{"gpu": 0.5}', 'DAY'),
+       ('bu_frac', 'h29', '{"gpu": 4}', 'RESERVE', '{"gpu": 0.5}', 'DAY');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('bu_h30_first', 'bu_frac', 'h30', 'gpu'), ('bu_h29_first', 'bu_frac', 'h29', 'gpu');
+SELECT * FROM pg_temp.pass('bu_frac');
+BEGIN;
+UPDATE quota_sched.held_capacity
+   SET spent_day = instances * CASE quota_share WHEN 'h30' THEN 30 ELSE 29 END * 60,
+	   spent_week = instances * CASE quota_share WHEN 'h30' THEN 30 ELSE 29 END * 60,
+	   spent_month = instances * CASE quota_share WHEN 'h30' THEN 30 ELSE 29 END * 60,
+	   changed_at = now()
+ WHERE job_queue = 'bu_frac';
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+VALUES ('bu_h30_next', 'bu_frac', 'h30', 'gpu'), ('bu_h29_next', 'bu_frac', 'h29', 'gpu');
+SELECT * FROM pg_temp.pass('bu_frac');
+SELECT name, state, regexp_replace(status_reason, ' until .*', '') AS status_reason
+  FROM quota_sched.job WHERE job_queue = 'bu_frac' ORDER BY id;
+SELECT quota_share, budget_hours, spent_hours * 3600 AS spent_seconds, exhausted
+  FROM quota_sched.share_budget WHERE job_queue = 'bu_frac' ORDER BY quota_share;
+SELECT e ->> 'blocked_by' AS blocked_by, e -> 'budget_hours' AS budget_hours,
+	   e -> 'spent_hours' AS spent_hours, e ->> 'budget_period' AS budget_period, e ->> 'detail' ~ 'budget of 0.5 instance-hours' AS detail
+  FROM quota_sched.job j, quota_sched.explain(j.id) e WHERE j.name = 'bu_h30_next';
+-- metrics(): 0.5 instance-hours are 1800 instance-seconds
+SELECT regexp_replace(l, '^(\S+)\{.*quota_share="([^"]+)".*\} ', '\1 \2 ') AS sample
+  FROM regexp_split_to_table(quota_sched.metrics(), E'\n') AS l
+ WHERE l LIKE 'quota_sched_share_budget%' AND l LIKE '%bu_frac%' ORDER BY 1;
+COMMIT;
+
+------------------------------------------------------------------------
 -- The closed forms, at fixed times (UTC): what a stripe spent carries on
 -- within its period and starts again with the next; a change committed
 -- out of order gives the same figure.
@@ -147,11 +186,30 @@ SELECT quota_sched.spent_after(0, '2026-03-04 01:00+00', 1, 2, '2026-03-03 23:00
 RESET TimeZone;
 
 ------------------------------------------------------------------------
--- Bad input: the CHECKs refuse it (23514), naming the share.
+-- Bad input: the CHECKs refuse it (23514), naming the share and the
+-- value.  A budget is a number of instance-hours from 0 to 2147483647 with
+-- at most 3 decimals: not negative, not a string, not 1e400 nor a
+-- ten-thousandth.  JSON has no NaN: the parser refuses the literal
+-- (22P02), and a NaN made jsonb is the string "NaN".
 ------------------------------------------------------------------------
 SELECT v AS budget, pg_temp.refused(format(
 	$$UPDATE quota_sched.quota_share SET budget = %L WHERE job_queue = 'bu_queue' AND name = 'nlp'$$, v))
-  FROM unnest(ARRAY['{"gpu": -1}', '[1]', '{"gpu": 1.5}', '{"bad unit": 1}', '{"gpu": 3000000000}']) AS v;
+  FROM unnest(ARRAY['{"gpu": -1}', '[1]', '{"bad unit": 1}', '{"gpu": 3000000000}',
+					'{"gpu": -0.5}', '{"gpu": "0.5"}', '{"gpu": 1e400}', '{"gpu": 0.0005}',
+					'{"gpu": 2147483647.5}', '{"gpu": NaN}', '{"gpu": Infinity}']) AS v;
+SELECT v AS budget, pg_temp.refused(format(
+	$$UPDATE quota_sched.quota_share SET budget = jsonb_build_object('gpu', %L::float8)
+	   WHERE job_queue = 'bu_queue' AND name = 'nlp'$$, v))
+  FROM unnest(ARRAY['NaN', 'Infinity']) AS v;
+-- accepted: a fraction, trailing zeros, a thousandth, the bound
+BEGIN;
+SELECT v AS budget, pg_temp.refused(format(
+	$$UPDATE quota_sched.quota_share SET budget = %L WHERE job_queue = 'bu_queue' AND name = 'nlp'$$, v))
+  FROM unnest(ARRAY['{"gpu": 0.5}', '{"gpu": 1.500}', '{"gpu": 0.001}', '{"gpu": 2147483647.000}']) AS v;
+SELECT budget, budget_hours FROM quota_sched.quota_share s
+  JOIN quota_sched.share_budget b ON b.job_queue = s.job_queue AND b.quota_share = s.name
+ WHERE s.job_queue = 'bu_queue' AND s.name = 'nlp';
+ROLLBACK;
 SELECT v AS budget_period, pg_temp.refused(format(
 	$$UPDATE quota_sched.quota_share SET budget_period = %L WHERE job_queue = 'bu_queue' AND name = 'nlp'$$, v))
   FROM unnest(ARRAY['YEAR', 'month', '', NULL]) AS v;

@@ -126,6 +126,12 @@ SELECT quota_share, preemptions, wait_p95, borrowed_hours
 SELECT quota_share, jobs, finished, preemptions, wait_p50 >= interval '1 second' AS waits_to_the_end
   FROM rp_t, quota_sched.replay('rp_queue', t0, t1, '{"quota_share": {"rp_b": {"budget": {"gpu": 0}}}}')
  WHERE scenario = 'candidate';
+-- half a gpu-hour on rp_b (a budget with a fraction, 0.4): the history's
+-- second spends little of it, so b1 runs and reclaims its gpu from a2, as
+-- in the baseline
+SELECT quota_share, jobs, finished, preemptions, wait_p50 >= interval '1 second' AS waits_to_the_end
+  FROM rp_t, quota_sched.replay('rp_queue', t0, t1, '{"quota_share": {"rp_b": {"budget": {"gpu": 0.5}}}}')
+ WHERE scenario = 'candidate';
 -- rp_queue2 with in-share preemption: c_high's wait falls to nothing and
 -- c_low is its victim
 SELECT j.name, wait_baseline > interval '0' AS waited_before, wait_candidate = interval '0' AS waits_not,
@@ -208,6 +214,8 @@ SELECT v AS changes, pg_temp.refused(format(
 	'{"job_queue": {"borrow_order": "RANDOM"}}',
 	'{"job_queue": {"fair_half_life": "1 day"}}',
 	'{"service_environment": {"capacity_limits": {"gpu": 1.5}}}',
+	'{"quota_share": {"rp_b": {"budget": {"gpu": 0.0005}}}}',
+	'{"quota_share": {"rp_b": {"budget": {"gpu": "0.5"}}}}',
 	'{"quota_share": {"rp_x": {"strategy": "LEND"}}}',
 	'{"quota_shares": {}}',
 	'[]',

@@ -96,16 +96,19 @@ qs_check_name(PG_FUNCTION_ARGS)
 }
 
 /*
- * CapacityFromNumeric returns a JSON number as a capacity, or -1 when it is
- * not an integer from 0 to PG_INT32_MAX.  numeric_out never uses exponents,
- * so the text has only digits, a sign and a point.
+ * DecimalFromNumeric returns a JSON number times 10^decimals, or -1 when it
+ * is not from 0 to PG_INT32_MAX with at most `decimals` digits after the
+ * point (zeros after them are allowed: 1.500 is 1.5).  numeric_out never
+ * uses exponents, so the text has only digits, a sign and a point; NaN and
+ * infinity (which jsonb does not hold) and 1e400 are refused alike.
  */
 static int64
-CapacityFromNumeric(Numeric num)
+DecimalFromNumeric(Numeric num, int decimals)
 {
 	char	   *s = DatumGetCString(DirectFunctionCall1(numeric_out,
 														NumericGetDatum(num)));
 	int64		v = 0;
+	int64		max = PG_INT32_MAX;
 	char	   *p = s;
 
 	if (*p == '-' || *p == '\0' || numeric_is_nan(num) || numeric_is_inf(num))
@@ -117,20 +120,94 @@ CapacityFromNumeric(Numeric num)
 			return -1;
 	}
 	if (*p == '.')
-		for (p++; *p == '0'; p++)
-			;
-	return *p == '\0' ? v : -1;
+		p++;
+	for (int d = 0; d < decimals; d++)
+	{
+		v = v * 10;
+		max = max * 10;
+		if (*p >= '0' && *p <= '9')
+			v += *p++ - '0';
+	}
+	while (*p == '0')
+		p++;
+	if (*p != '\0' || v > max)
+		return -1;
+	return v;
+}
+
+/*
+ * QsBudgetThousandths returns a budget (scheduling.md 3.11) in thousandths
+ * of an instance-hour, or -1 when the JSON value is not one: a number of
+ * instance-hours from 0 to 2147483647 with at most QS_BUDGET_DECIMALS
+ * decimals.
+ */
+int64
+QsBudgetThousandths(const JsonbValue *v)
+{
+	if (v->type != jbvNumeric)
+		return -1;
+	return DecimalFromNumeric(v->val.numeric, QS_BUDGET_DECIMALS);
+}
+
+/*
+ * QsBudgetText is a budget in instance-hours as the messages and explain
+ * write it: 2000, 0.5, 0.125 (budgets have at most QS_BUDGET_DECIMALS
+ * decimals, which %.3f of the nearest double gives back exactly).
+ */
+char *
+QsBudgetText(double hours)
+{
+	char	   *s = psprintf("%.*f", QS_BUDGET_DECIMALS, hours);
+	char	   *end = s + strlen(s);
+
+	while (end > s && end[-1] == '0')
+		*--end = '\0';
+	if (end > s && end[-1] == '.')
+		end[-1] = '\0';
+	return s;
+}
+
+/* The label of the budget's CHECK: "the budget of quota share NAME". */
+#define BUDGET_LABEL "the budget of "
+
+/*
+ * RefuseMapValue raises check_violation for the value of a unit in a
+ * capacity map, or in a budget (see qs_check_capacity_map).
+ */
+static void
+RefuseMapValue(JsonbValue *v, const char *unit, const char *what, bool budget)
+{
+	JsonbValue *copy = palloc(sizeof(JsonbValue));
+	Jsonb	   *jb;
+	const char *value;
+
+	*copy = *v;
+	jb = JsonbValueToJsonb(copy);
+	value = QsShortValue(JsonbToCString(NULL, &jb->root, VARSIZE(jb)));
+	if (budget)
+		REFUSE(errmsg("invalid budget %s for unit \"%s\" of %s",
+					  value, unit, what + strlen(BUDGET_LABEL)),
+			   "A budget is a JSON number of instance-hours from 0 to 2147483647 with at most "
+			   CppAsString2(QS_BUDGET_DECIMALS) " decimals, such as 0.5 (0 forbids the unit).");
+	REFUSE(errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
+				  value, unit, what),
+		   "A capacity is an integral JSON number from 0 to 2147483647.");
 }
 
 /*
  * qs_check_capacity_map(value jsonb, what text) is the CHECK of a capacity
  * map: an object from unit name to an integral number in 0..2147483647.
+ * It is also the CHECK of quota_share.budget (0.3 named its constraint so,
+ * when budgets were whole instance-hours), whose label starts with "the
+ * budget of ": there a unit's value is a budget (QsBudgetThousandths), so
+ * that budgets take fractions without a change to the table's constraint.
  */
 Datum
 qs_check_capacity_map(PG_FUNCTION_ARGS)
 {
 	Jsonb	   *map = PG_GETARG_JSONB_P(0);
 	const char *what = QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	bool		budget = strncmp(what, BUDGET_LABEL, strlen(BUDGET_LABEL)) == 0;
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -152,20 +229,10 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 							  QsShortValue(unit), what),
 					   "Capacity units are 1 to " CppAsString2(QS_MAX_NAME_LEN) " characters of A-Z, a-z, 0-9, \".\", \"_\" and \"-\".");
 		}
-		else if (tok == WJB_VALUE)
-		{
-			if (v.type != jbvNumeric || CapacityFromNumeric(v.val.numeric) < 0)
-			{
-				JsonbValue *copy = palloc(sizeof(JsonbValue));
-				Jsonb	   *jb;
-
-				*copy = v;
-				jb = JsonbValueToJsonb(copy);
-				REFUSE(errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
-							  QsShortValue(JsonbToCString(NULL, &jb->root, VARSIZE(jb))), unit, what),
-					   "A capacity is an integral JSON number from 0 to 2147483647.");
-			}
-		}
+		else if (tok == WJB_VALUE &&
+				 (budget ? QsBudgetThousandths(&v) < 0 :
+				  v.type != jbvNumeric || DecimalFromNumeric(v.val.numeric, 0) < 0))
+			RefuseMapValue(&v, unit, what, budget);
 	}
 	PG_RETURN_BOOL(true);
 }

@@ -10,18 +10,23 @@
 #define QS_CHECKS_H
 
 #include "datatype/timestamp.h"
+#include "utils/jsonb.h"
 
 /* the longest timeout, runnable_timeout, lease or min_runtime */
 #define QS_MAX_INTERVAL_DAYS 365
 #define QS_MAX_HALF_LIFE_DAYS 365	/* fair_half_life (scheduling.md 3.12) */
 /* the largest weight of a share */
 #define QS_MAX_WEIGHT 10000
+/* the decimals of a budget's instance-hours (scheduling.md 3.11) */
+#define QS_BUDGET_DECIMALS 3
 
 extern bool QsValidName(const char *name, int len);
 extern bool QsValidUnitName(const char *name, int len);
 extern void QsCheckName(text *value, const char *what);
 extern int64 QsIntervalUsecs(const Interval *value);
 extern const char *QsShortValue(const char *value);
+extern int64 QsBudgetThousandths(const JsonbValue *v);
+extern char *QsBudgetText(double hours);
 extern void QsCheckSize(const char *what, size_t len, size_t limit);
 extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,
 							const char *of, const char *detail);

@@ -23,6 +23,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "checks.h"
 #include "identity.h"
 #include "job_store_pass.h"
 #include "pass_apply.h"
@@ -42,8 +43,8 @@ BudgetReason(const QsQueueState *qs, int share, int unit)
 
 	if (!QsOverBudget(sh, unit))
 		return NULL;
-	return psprintf("BUDGET_EXHAUSTED: its %lld instance-hours of %s per %s are spent until %s",
-					(long long) sh->budget[unit], qs->in.units[unit].name,
+	return psprintf("BUDGET_EXHAUSTED: its %s instance-hours of %s per %s are spent until %s",
+					QsBudgetText(sh->budget[unit]), qs->in.units[unit].name,
 					QsPeriodName(qs->periods[share]),
 					timestamptz_to_str(QsPeriodEnd(qs->in.now, qs->periods[share])));
 }

@@ -799,25 +799,29 @@ ReadRunnableHeads(QsQueueState *qs)
 }
 
 /*
- * SetUpBudget sets a share's budget of every unit (-1: none) from its
- * budget map, now that every unit is known, and what it spent this period
- * starts at 0 (SetUpCounters adds the counters').
+ * SetUpBudget sets a share's budget of every unit in instance-hours (-1:
+ * none) from its budget map, now that every unit is known, and what it
+ * spent this period starts at 0 (SetUpCounters adds the counters').  The
+ * CHECK allows budgets of at most QS_BUDGET_DECIMALS decimals: thousandths
+ * / 1000.0 is the double nearest to the decimal, as numeric to float8 gives
+ * share_budget.
  */
 static void
 SetUpBudget(QsQueueState *qs, int s)
 {
 	QsShare    *share = (QsShare *) &qs->in.shares[s];
 	Jsonb	   *map = qs->budget_maps[s];
-	int64	   *budget;
+	double	   *budget;
 
 	if (map == NULL)
 		return;
-	budget = palloc(sizeof(int64) * qs->in.nunits);
+	budget = palloc(sizeof(double) * qs->in.nunits);
 	for (int u = 0; u < qs->in.nunits; u++)
 	{
-		const char *unit = qs->in.units[u].name;
+		JsonbValue *v = QsJsonbField(&map->root, qs->in.units[u].name);
+		int64		thousandths = v != NULL ? QsBudgetThousandths(v) : -1;
 
-		budget[u] = QsJsonbField(&map->root, unit) ? CapacityOf(map, unit) : -1;
+		budget[u] = thousandths >= 0 ? (double) thousandths / 1000.0 : -1;
 	}
 	share->budget = budget;
 	share->spent = palloc0(sizeof(double) * qs->in.nunits);

@@ -212,7 +212,7 @@ CopyShares(Scenario *sc, const QsQueueState *qs)
 	{
 		const QsShare *from = &qs->in.shares[s];
 		int64	   *capacity = palloc0(sizeof(int64) * nunits);
-		int64	   *budget = palloc(sizeof(int64) * nunits);
+		double	   *budget = palloc(sizeof(double) * nunits);
 
 		shares[s] = *from;
 		shares[s].name = pstrdup(from->name);

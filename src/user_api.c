@@ -478,15 +478,15 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 																  qs->periods[job->share]));
 
 				ej->blocked_by = "BUDGET_EXHAUSTED";
-				appendStringInfo(&ej->keys, ", \"budget_hours\": %lld, \"spent_hours\": %.3f,"
+				appendStringInfo(&ej->keys, ", \"budget_hours\": %s, \"spent_hours\": %.3f,"
 								 " \"budget_period\": \"%s\", \"period_end\": ",
-								 (long long) share->budget[job->unit], share->spent[job->unit] / 3600,
+								 QsBudgetText(share->budget[job->unit]), share->spent[job->unit] / 3600,
 								 QsPeriodName(qs->periods[job->share]));
 				escape_json(&ej->keys, ends);
-				appendStringInfo(&ej->detail, "Share \"%s\" has spent its budget of %lld "
+				appendStringInfo(&ej->detail, "Share \"%s\" has spent its budget of %s "
 								 "instance-hours of %s this period (%s): it is not dispatched until "
 								 "the period ends at %s.", share->name,
-								 (long long) share->budget[job->unit], ej->row.capacity_unit,
+								 QsBudgetText(share->budget[job->unit]), ej->row.capacity_unit,
 								 QsPeriodName(qs->periods[job->share]), ends);
 				return true;
 			}

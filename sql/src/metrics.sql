@@ -137,7 +137,7 @@ BEGIN ATOMIC
 			   round((s.recent_borrow_hours * 3600)::numeric, 3)::text
 		  FROM shares s WHERE s.recent_borrow_hours IS NOT NULL
 		UNION ALL
-		SELECT 'quota_sched_share_budget_instance_seconds', b.labels, (b.budget_hours * 3600)::text
+		SELECT 'quota_sched_share_budget_instance_seconds', b.labels, trim_scale(b.budget_hours * 3600)::text
 		  FROM budgets b
 		UNION ALL
 		SELECT 'quota_sched_share_budget_spent_instance_seconds', b.labels,

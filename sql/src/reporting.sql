@@ -77,15 +77,18 @@ GRANT SELECT ON quota_sched.share_usage TO quota_sched_admin, quota_sched_agent,
  * budget, what the share spent in the current period (from the counters of
  * held capacity, up to now: the rule of the pass), the period, and whether
  * the budget is spent.  Read as its owner, by every role, as share_usage.
+ * budget_hours is numeric, as the budget has it (0.5; trailing zeros
+ * dropped: 1.500 is 1.5); exhausted compares in float8, as the pass does
+ * (policy.c, QsOverBudget: the budget's nearest double times 3600).
  */
 CREATE OR REPLACE VIEW quota_sched.share_budget AS
 SELECT s.job_queue, s.name AS quota_share, b.capacity_unit, b.budget_hours,
 	   coalesce(x.spent, 0) / 3600 AS spent_hours,
 	   quota_sched.period_start(now(), s.budget_period) AS period_start,
 	   quota_sched.period_end(now(), s.budget_period) AS period_end,
-	   coalesce(x.spent, 0) >= b.budget_hours * 3600.0 AS exhausted
+	   coalesce(x.spent, 0) >= b.budget_hours::float8 * 3600 AS exhausted
   FROM quota_sched.quota_share s
- CROSS JOIN LATERAL (SELECT k.key AS capacity_unit, (s.budget ->> k.key)::numeric::bigint AS budget_hours
+ CROSS JOIN LATERAL (SELECT k.key AS capacity_unit, trim_scale((s.budget ->> k.key)::numeric) AS budget_hours
 					   FROM jsonb_object_keys(s.budget) AS k(key)) b
   LEFT JOIN LATERAL (
 	SELECT sum(quota_sched.spent_at(CASE s.budget_period WHEN 'DAY' THEN h.spent_day

@@ -8,7 +8,8 @@
  * (CREATE OR REPLACE).  So this file holds only what those cannot do:
  * ALTER TABLE and the data it needs, new tables (and the same change in
  * sql/src/tables.sql), DROP FUNCTION before a function's signature or
- * result type changes, ALTER POLICY.  test/t/006_upgrade.pl checks that an
+ * result type changes (and DROP VIEW before a view's column changes
+ * type), ALTER POLICY.  test/t/006_upgrade.pl checks that an
  * updated database has the catalog of a fresh install, and that a
  * populated 0.3 database keeps what it had.
  */
@@ -54,3 +55,16 @@ AS 'MODULE_PATHNAME', 'qs_safe_output'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 UPDATE quota_sched.job_attempt SET output = quota_sched.safe_output(output)
  WHERE output IS DISTINCT FROM quota_sched.safe_output(output);
+
+/*
+ * Budgets with a fraction of an instance-hour (issue 37, item 5;
+ * scheduling.md 3.11): share_budget.budget_hours is numeric (was bigint),
+ * a new column type, so the view goes, with config_review and metrics()
+ * (BEGIN ATOMIC), which read it; the sources recreate all three, with
+ * their privileges (to the extension's roles and pg_monitor: a privilege
+ * granted on them to another role is to be granted again).  The table
+ * keeps its CHECK: check_capacity_map admits fractions in a budget.
+ */
+DROP FUNCTION quota_sched.metrics();
+DROP VIEW quota_sched.config_review;
+DROP VIEW quota_sched.share_budget;

@@ -207,14 +207,22 @@ QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues)
 /*
  * QsOverBudget tells whether a share has spent its budget of a unit this
  * period (scheduling.md 3.11): it has one, and spent(S,u) >= budget(S,u) *
- * 3600.  A budget of 0 forbids the unit.
+ * 3600, in doubles (share_budget's exhausted computes it in float8 alike).
+ * A budget may have a fraction (0.5: 1800 instance-seconds); 0 forbids the
+ * unit.
  */
 bool
 QsOverBudget(const QsShare *share, int unit)
 {
+	double		budget;
+
 	if (share->budget == NULL || share->budget[unit] < 0)
 		return false;
-	return (share->spent == NULL ? 0 : share->spent[unit]) >= (double) share->budget[unit] * 3600;
+	budget = share->budget[unit];
+#ifdef QS_MUTANT_BUDGET_FRACTION
+	budget = (double) (int64_t) budget; /* whole instance-hours, as before 0.4 */
+#endif
+	return (share->spent == NULL ? 0 : share->spent[unit]) >= budget * 3600;
 }
 
 /*

@@ -88,8 +88,9 @@ typedef struct QsShare
 	bool		strict;			/* queueing STRICT (else BEST_EFFORT) */
 	QsTime		min_runtime;	/* claimed jobs are no victims before; 0: none */
 	int32_t		weight;			/* FAIR borrow order, 1 to 10000 */
-	const int64_t *budget;		/* instance-hours a period, one per unit; -1 (or
-								 * no array): no budget (scheduling.md 3.11) */
+	const double *budget;		/* instance-hours a period, one per unit, with
+								 * a fraction (0.5); negative (or no array): no
+								 * budget (scheduling.md 3.11) */
 	const double *spent;		/* instance-seconds held this period up to now,
 								 * one per unit (no array: none) */
 } QsShare;

@@ -73,6 +73,7 @@
  *	but by a repair [min-runtime], and the pass's wake_at is the end of
  *	such an exemption (WakeCheck [wake]).
  *	The rules over time of 0.3 (3.11, 3.12; OverTimeSync): budgets of a day
+ *	(whole instance-hours or, from 0.4, with a fraction: RandomBudget)
  *	on a minority of (share, unit) pairs and, on some FAIR queues, a
  *	half-life.  The sim keeps its own spent (held x time, from 0 at each
  *	midnight; episodes start within an hour of one) and recent_borrow
@@ -154,6 +155,7 @@ static struct
 	long		strict_stops, exempt_waits, wakes, fair_picks;
 	long		lease_losses, claim_requeues, held_back, no_agent_fits, over_budget;
 	long		no_agent_timeouts, strict_heads;
+	long		over_fraction;	/* over_budget on a budget with a fraction */
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
@@ -442,7 +444,7 @@ HeldOf(int s, int u)
 static bool
 OverBudget(int s, int u)
 {
-	return W.budget[s][u] >= 0 && W.spent[s][u] >= (double) W.budget[s][u] * 3600;
+	return W.budget[s][u] >= 0 && W.spent[s][u] >= W.budget[s][u] * 3600;
 }
 
 static QsTime OtNow;				/* how far the accounts are advanced */
@@ -540,6 +542,25 @@ OverTimeFeed(void)
 		}
 }
 
+/*
+ * A budget in instance-hours: whole (0 forbids the unit), or with a
+ * fraction as the CHECK admits (at most 3 decimals), decoded as the pass
+ * decodes it (thousandths / 1000.0): quarters of an hour (multiples of
+ * 900 instance-seconds, which spent can equal exactly), or any thousandth
+ * up to 2 hours (3.6 instance-seconds each).
+ */
+static double
+RandomBudget(void)
+{
+	int			r = Rand(0, 99);
+
+	if (r < 50)
+		return Rand(0, 2);
+	if (r < 80)
+		return (double) (Rand(1, 8) * 250) / 1000.0;
+	return (double) Rand(1, 2000) / 1000.0;
+}
+
 /* A new episode's budgets (a minority of pairs) and half-life (FAIR queues, sometimes). */
 static void
 RandomOverTime(void)
@@ -555,7 +576,7 @@ RandomOverTime(void)
 		{
 			OverTime   *o = &Ot[s][u];
 
-			W.budget[s][u] = Chance(20) ? Rand(0, 2) : -1;
+			W.budget[s][u] = Chance(20) ? RandomBudget() : -1;
 			o->spent = o->kept_spent = W.budget[s][u] >= 0 ? Rand(0, 4) * 1200.0 : 0;
 			o->recent = o->kept_recent = HalfLife > 0 ? Rand(0, 5) * 600.0 : 0;
 			o->since = W.now;
@@ -2364,6 +2385,9 @@ CheckedPass(void)
 				St.no_agent_fits++;
 			if (r != NULL && strcmp(r, "BUDGET_EXHAUSTED") == 0)
 				St.over_budget++;
+			if (r != NULL && strcmp(r, "BUDGET_EXHAUSTED") == 0 &&
+				W.budget[a->j.share][a->j.unit] != floor(W.budget[a->j.share][a->j.unit]))
+				St.over_fraction++;
 
 			if ((r == NULL) != (a->status_reason == NULL) ||
 				(r != NULL && strcmp(r, a->status_reason) != 0))
@@ -3096,11 +3120,12 @@ main(int argc, char **argv)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld strict_heads=%ld over_budget=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld strict_heads=%ld over_budget=%ld over_fraction=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
 		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
 		   St.exempt_waits, St.wakes, St.fair_picks, St.lease_losses, St.claim_requeues,
-		   St.held_back, St.no_agent_fits, St.no_agent_timeouts, St.strict_heads, St.over_budget, Fingerprint,
+		   St.held_back, St.no_agent_fits, St.no_agent_timeouts, St.strict_heads, St.over_budget,
+		   St.over_fraction, Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);

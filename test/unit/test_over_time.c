@@ -40,6 +40,41 @@ test_spent_budget(void)
 	CHECK(Dispatched(&w.out, j), "a second of budget left: it is dispatched");
 }
 
+/*
+ * A fraction of an instance-hour: half a gpu-hour a day is 1800
+ * instance-seconds.  1 gpu held 30 minutes spent it; 29 minutes did not,
+ * and neither did 1799 seconds (a budget rounded down to 0 would forbid
+ * the unit, one rounded up to 1 would allow an hour).
+ */
+static void
+test_fractional_budget(void)
+{
+	World		w;
+	int			a;
+	WJob	   *j;
+
+	WInit(&w, 4);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
+	w.budget[a][0] = 0.5;
+	w.spent[a][0] = 30 * 60;
+	j = WSubmit(&w, "a1", a, 0, 1);
+	WPass(&w);
+	CHECK(w.out.ndecisions == 0 && QsOverBudget(&w.shares[a], 0),
+		  "0.5 instance-hours, 30 minutes held: the job is not dispatched");
+	CHECK(QsHeldBack(&(QsInput) {.shares = w.shares, .units = w.units}, &j->j)
+		  == QS_HOLD_BUDGET_EXHAUSTED, "0.5 instance-hours, 30 minutes held: held back, BUDGET_EXHAUSTED");
+	w.spent[a][0] = 29 * 60;
+	CHECK(!QsOverBudget(&w.shares[a], 0), "0.5 instance-hours, 29 minutes held: not over budget");
+	w.spent[a][0] = 30 * 60 - 1;
+	WPass(&w);
+	CHECK(Dispatched(&w.out, j), "a second of the half hour left: it is dispatched");
+	w.budget[a][0] = 0.001;		/* the smallest budget: 3.6 instance-seconds */
+	w.spent[a][0] = 3.6;
+	CHECK(QsOverBudget(&w.shares[a], 0), "0.001 instance-hours: 3.6 instance-seconds spend it");
+	w.spent[a][0] = 3.5;
+	CHECK(!QsOverBudget(&w.shares[a], 0), "0.001 instance-hours: 3.5 instance-seconds do not");
+}
+
 /* A budget is per unit: another unit of the share is not held back. */
 static void
 test_budget_per_unit(void)
@@ -268,6 +303,7 @@ main(void)
 	test_recent_borrow();
 	test_fair_memory();
 	test_spent_budget();
+	test_fractional_budget();
 	test_budget_per_unit();
 	test_not_wanted_no_victims();
 	test_promise_lapses();

@@ -49,7 +49,7 @@ typedef struct Config
 	QsUnit		unit;
 	QsShare		shares[4];
 	int64_t		capacity[4];
-	int64_t		budget[4];
+	double		budget[4];		/* instance-hours; -1: none */
 	QsPeriod	periods[4];
 } Config;
 
@@ -297,6 +297,35 @@ test_budget(void)
 }
 
 /*
+ * Half an instance-hour a day: a job of 1 gpu for 29 minutes leaves a
+ * minute, and the next job runs (and overspends); one of 30 minutes spends
+ * it, and the next waits for the next day.
+ */
+static void
+test_fractional_budget(void)
+{
+	Config		cf;
+	QsReplayJob j[2];
+	QsReplayOutput o;
+	QsTime		day = QsPeriodStart(T0, QS_PERIOD_DAY);
+	int			s;
+
+	ConfigInit(&cf, 2);
+	s = AddShare(&cf, QS_RESERVE, 2, false);
+	cf.budget[s] = 0.5;
+	j[0] = Job(1, s, 1, 0, day + HOUR, 29 * MIN);
+	j[1] = Job(2, s, 1, 0, day + 3 * HOUR, HOUR);
+	j[0].queued_at = j[0].arrival;
+	o = Run(&cf, 2, j, day + 48 * HOUR);
+	CHECK(o.jobs[0].first_dispatch == day + HOUR && o.jobs[1].first_dispatch == day + 3 * HOUR,
+		  "0.5 instance-hours, 29 minutes spent: the second job runs at once");
+	j[0].work = 30 * MIN;
+	o = Run(&cf, 2, j, day + 48 * HOUR);
+	CHECK(o.jobs[1].first_dispatch == day + 24 * HOUR,
+		  "0.5 instance-hours, 30 minutes spent: the second waits until the next day");
+}
+
+/*
  * Fair share with memory: A borrowed the lender's instance for 4 hours; when
  * it is free again, B's job goes before A's older one, A's recent borrowing
  * being the larger.  Without a half-life neither borrows then: A's job, the
@@ -402,6 +431,7 @@ main(void)
 	test_timeout();
 	test_priority_change();
 	test_budget();
+	test_fractional_budget();
 	test_half_life();
 	test_runnable_timeout();
 	test_arrive_at_start();

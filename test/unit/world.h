@@ -47,7 +47,7 @@ typedef struct World
 	int			nshares;
 	QsShare		shares[W_MAX_SHARES];
 	int64_t		capacity[W_MAX_SHARES][W_MAX_UNITS];
-	int64_t		budget[W_MAX_SHARES][W_MAX_UNITS];	/* -1: none */
+	double		budget[W_MAX_SHARES][W_MAX_UNITS];	/* instance-hours; -1: none */
 	double		spent[W_MAX_SHARES][W_MAX_UNITS];
 	int			njobs;
 	WJob		jobs[W_MAX_JOBS];
