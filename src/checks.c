@@ -32,6 +32,7 @@
 
 PG_FUNCTION_INFO_V1(qs_check_name);
 PG_FUNCTION_INFO_V1(qs_check_capacity_map);
+PG_FUNCTION_INFO_V1(qs_check_budget);
 PG_FUNCTION_INFO_V1(qs_check_state);
 PG_FUNCTION_INFO_V1(qs_check_strategy);
 PG_FUNCTION_INFO_V1(qs_check_runnable_timeout);
@@ -167,12 +168,9 @@ QsBudgetText(double hours)
 	return s;
 }
 
-/* The label of the budget's CHECK: "the budget of quota share NAME". */
-#define BUDGET_LABEL "the budget of "
-
 /*
  * RefuseMapValue raises check_violation for the value of a unit in a
- * capacity map, or in a budget (see qs_check_capacity_map).
+ * capacity map, or in a budget (CheckMap), of the owner given.
  */
 static void
 RefuseMapValue(JsonbValue *v, const char *unit, const char *what, bool budget)
@@ -185,8 +183,7 @@ RefuseMapValue(JsonbValue *v, const char *unit, const char *what, bool budget)
 	jb = JsonbValueToJsonb(copy);
 	value = QsShortValue(JsonbToCString(NULL, &jb->root, VARSIZE(jb)));
 	if (budget)
-		REFUSE(errmsg("invalid budget %s for unit \"%s\" of %s",
-					  value, unit, what + strlen(BUDGET_LABEL)),
+		REFUSE(errmsg("invalid budget %s for unit \"%s\" of %s", value, unit, what),
 			   "A budget is a JSON number of instance-hours from 0 to 2147483647 with at most "
 			   CppAsString2(QS_BUDGET_DECIMALS) " decimals, such as 0.5 (0 forbids the unit).");
 	REFUSE(errmsg("invalid capacity %s for unit \"%s\" in the capacity map of %s",
@@ -195,19 +192,17 @@ RefuseMapValue(JsonbValue *v, const char *unit, const char *what, bool budget)
 }
 
 /*
- * qs_check_capacity_map(value jsonb, what text) is the CHECK of a capacity
- * map: an object from unit name to an integral number in 0..2147483647.
- * It is also the CHECK of quota_share.budget (0.3 named its constraint so,
- * when budgets were whole instance-hours), whose label starts with "the
- * budget of ": there a unit's value is a budget (QsBudgetThousandths), so
- * that budgets take fractions without a change to the table's constraint.
+ * CheckMap is the CHECK of a capacity map (budget false): an object from
+ * unit name to an integral number in 0..2147483647; or of a share's budget
+ * (budget true): the same object, whose values are budgets
+ * (QsBudgetThousandths: instance-hours with at most QS_BUDGET_DECIMALS
+ * decimals).  what names the map's owner ("quota share NAME"; a budget is
+ * "the budget of" it in messages of the map's shape).
  */
-Datum
-qs_check_capacity_map(PG_FUNCTION_ARGS)
+static void
+CheckMap(Jsonb *map, const char *owner, bool budget)
 {
-	Jsonb	   *map = PG_GETARG_JSONB_P(0);
-	const char *what = QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	bool		budget = strncmp(what, BUDGET_LABEL, strlen(BUDGET_LABEL)) == 0;
+	const char *what = budget ? psprintf("the budget of %s", owner) : owner;
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -232,8 +227,29 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 		else if (tok == WJB_VALUE &&
 				 (budget ? QsBudgetThousandths(&v) < 0 :
 				  v.type != jbvNumeric || DecimalFromNumeric(v.val.numeric, 0) < 0))
-			RefuseMapValue(&v, unit, what, budget);
+			RefuseMapValue(&v, unit, owner, budget);
 	}
+}
+
+/*
+ * qs_check_capacity_map(value jsonb, what text) is the CHECK of a capacity
+ * map (CheckMap).
+ */
+Datum
+qs_check_capacity_map(PG_FUNCTION_ARGS)
+{
+	CheckMap(PG_GETARG_JSONB_P(0), QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1))), false);
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * qs_check_budget(value jsonb, what text) is the CHECK of a share's budget
+ * (CheckMap): budgets take fractions of an instance-hour (0.4).
+ */
+Datum
+qs_check_budget(PG_FUNCTION_ARGS)
+{
+	CheckMap(PG_GETARG_JSONB_P(0), QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1))), true);
 	PG_RETURN_BOOL(true);
 }
 

@@ -77,7 +77,7 @@ CREATE TABLE quota_sched.quota_share (
 	CONSTRAINT quota_share_check6
 		CHECK (quota_sched.check_lend_limit(strategy, lend_limit, 'quota share ' || name)),
 	CONSTRAINT quota_share_budget_check
-		CHECK (quota_sched.check_capacity_map(budget, 'the budget of quota share ' || name)),
+		CHECK (quota_sched.check_budget(budget, 'quota share ' || name)),
 	CONSTRAINT quota_share_budget_period_check
 		CHECK (quota_sched.check_choice(budget_period, 'budget_period', 'quota share ' || name))
 );

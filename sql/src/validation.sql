@@ -24,6 +24,12 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'qs_check_capacity_map'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+/* a share's budget: a capacity map whose values take fractions (0.4) */
+CREATE OR REPLACE FUNCTION quota_sched.check_budget(value jsonb, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_budget'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE OR REPLACE FUNCTION quota_sched.check_state(value text, what text)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'qs_check_state'
@@ -74,6 +80,7 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_capacity_map(jsonb, text),
+	quota_sched.check_budget(jsonb, text),
 	quota_sched.check_state(text, text),
 	quota_sched.check_strategy(text, integer, text),
 	quota_sched.check_runnable_timeout(interval, text),
@@ -85,6 +92,7 @@ REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_fair_half_life(interval, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_capacity_map(jsonb, text),
+	quota_sched.check_budget(jsonb, text),
 	quota_sched.check_state(text, text),
 	quota_sched.check_strategy(text, integer, text),
 	quota_sched.check_runnable_timeout(interval, text),

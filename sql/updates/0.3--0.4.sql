@@ -62,9 +62,18 @@ UPDATE quota_sched.job_attempt SET output = quota_sched.safe_output(output)
  * a new column type, so the view goes, with config_review and metrics()
  * (BEGIN ATOMIC), which read it; the sources recreate all three, with
  * their privileges (to the extension's roles and pg_monitor: a privilege
- * granted on them to another role is to be granted again).  The table
- * keeps its CHECK: check_capacity_map admits fractions in a budget.
+ * granted on them to another role is to be granted again).  The budget's
+ * CHECK is check_budget() (validation.sql), made here before the
+ * constraint that calls it; the budgets of 0.3 are whole numbers, which
+ * it takes.
  */
+CREATE OR REPLACE FUNCTION quota_sched.check_budget(value jsonb, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_budget'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+ALTER TABLE quota_sched.quota_share DROP CONSTRAINT quota_share_budget_check,
+	ADD CONSTRAINT quota_share_budget_check
+		CHECK (quota_sched.check_budget(budget, 'quota share ' || name));
 DROP FUNCTION quota_sched.metrics();
 DROP VIEW quota_sched.config_review;
 DROP VIEW quota_sched.share_budget;
