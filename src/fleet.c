@@ -237,24 +237,33 @@ static QsQuery DrainAgentQuery = {
 };
 
 /*
- * QsDrainAgent sets a registered agent DRAINING (or ACTIVE again) and
- * returns its row, copied out of SPI's memory; an unknown agent raises
- * no_data_found (P0002).
+ * ChangeAgent runs an admin's change of a registered agent (a query that
+ * returns its row; $1 its name) and returns the row, copied out of SPI's
+ * memory; an unknown agent raises no_data_found (P0002).  What the queue's
+ * agents can take changed: the worker wakes at commit.
  */
-Datum
-QsDrainAgent(const char *agent, bool draining)
+static Datum
+ChangeAgent(QsQuery *query, Datum *args, const char *agent)
 {
-	Datum		args[2];
-
-	args[0] = CStringGetTextDatum(agent);
-	args[1] = BoolGetDatum(draining);
-	if (QsQueryRun(&DrainAgentQuery, args, NULL, false, 0) != 1)
+	if (QsQueryRun(query, args, NULL, false, 0) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("agent \"%s\" is not registered", agent),
 				 errhint("An agent registers with agent_ready().")));
 	QsWakeWorkerAtCommit();
 	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
+}
+
+/*
+ * QsDrainAgent sets a registered agent DRAINING (or ACTIVE again) and
+ * returns its row (ChangeAgent).
+ */
+Datum
+QsDrainAgent(const char *agent, bool draining)
+{
+	Datum		args[2] = {CStringGetTextDatum(agent), BoolGetDatum(draining)};
+
+	return ChangeAgent(&DrainAgentQuery, args, agent);
 }
 
 static QsQuery ForgetAgentQuery = {
@@ -264,18 +273,12 @@ static QsQuery ForgetAgentQuery = {
 
 /*
  * QsForgetAgent removes an agent's registration and returns the row it
- * had, copied out of SPI's memory; an unknown agent raises no_data_found
- * (P0002).  The jobs it holds are not touched.
+ * had (ChangeAgent).  The jobs it holds are not touched.
  */
 Datum
 QsForgetAgent(const char *agent)
 {
 	Datum		arg = CStringGetTextDatum(agent);
 
-	if (QsQueryRun(&ForgetAgentQuery, &arg, NULL, false, 0) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
-				 errmsg("agent \"%s\" is not registered", agent)));
-	QsWakeWorkerAtCommit();		/* what the queue's agents can take changed */
-	return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc));
+	return ChangeAgent(&ForgetAgentQuery, &arg, agent);
 }
