@@ -90,7 +90,14 @@ CheckAgentsOfLogin(Name login, const char *agent)
 				 errhint("An admin removes agents no longer used with quota_sched.forget_agent(name).")));
 }
 
-/* Whether a role may serve a queue: a row of its own or of a role it is a member of. */
+/* Whether a login has a row of its own for a queue (an index probe: most fleets). */
+static QsQuery OwnAccessQuery = {
+	"SELECT 1 FROM quota_sched.agent_access"
+	" WHERE login = $1 AND (job_queue = $2 OR job_queue IS NULL) LIMIT 1",
+	2, {NAMEOID, TEXTOID}, SPI_OK_SELECT
+};
+
+/* Whether a role may serve a queue through a role it is a member of. */
 static QsQuery AgentAccessQuery = {
 	"SELECT 1 FROM quota_sched.agent_access a"
 	"  JOIN pg_catalog.pg_roles r ON r.rolname = a.login"
@@ -111,12 +118,17 @@ void
 QsRequireAgentAccess(Oid caller, const char *queue)
 {
 	Datum		args[2];
+	Name		login = palloc0(NAMEDATALEN);
 
 	if (QsIsAdmin(caller) ||
 		!OidIsValid(get_relname_relid("agent_access", get_namespace_oid(QS_SCHEMA, false))))
 		return;
-	args[0] = ObjectIdGetDatum(caller);
+	namestrcpy(login, GetUserNameFromId(caller, false));
+	args[0] = NameGetDatum(login);
 	args[1] = CStringGetTextDatum(queue);
+	if (QsQueryRun(&OwnAccessQuery, args, NULL, true, 1) == 1)
+		return;
+	args[0] = ObjectIdGetDatum(caller);
 	if (QsQueryRun(&AgentAccessQuery, args, NULL, true, 1) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
