@@ -2,21 +2,18 @@
 # throwaway clusters (see test/run, which also does it as root).
 EXTENSION = quota_sched
 MODULE_big = quota_sched
-CORE = src/core/policy.o src/core/capacity.o src/core/preempt.o src/core/queue_order.o \
-	src/core/lending.o src/core/over_time.o src/core/replay.o
-OBJS = src/quota_sched.o src/identity.o src/queue_lock.o src/checks.o src/config_cache.o \
-	src/job_columns.o src/jsonb_util.o \
-	src/job_submit.o src/job_fit.o src/job_update_guard.o src/job_history.o \
-	src/query.o src/job_store.o src/job_store_pass.o src/pass.o src/pass_load.o src/pass_apply.o \
-	src/usage.o src/over_time_sql.o src/borrow_memory.o src/lending.o src/fleet.o src/job_attempt.o src/agent_api.o src/user_api.o src/replay_sql.o src/stats.o src/launcher.o src/worker.o $(CORE)
+# The policy core (src/core: pure C, no PostgreSQL header) and the shell
+# around it, one folder per concern (src/README.md).
+CORE = $(patsubst %.c,%.o,$(sort $(wildcard src/core/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(filter-out src/core/%,$(wildcard src/*/*.c)))) $(CORE)
 
 # The version the sources make (QS_VERSION: quota_sched.control's
 # default_version, its one home, which the C code and the agent are given
 # as QS_VERSION_STRING) and the release before it (QS_PREVIOUS).  The SQL
-# of the current version has one home per object, in sql/src (by area);
+# of the current version has one home per object, in sql/ (by area);
 # the build makes of it the install script and the update from the
 # release before.  A fresh install runs the one script.  The scripts of
-# released versions are kept as they were released (sql/quota_sched--0.1.sql,
+# released versions are kept as they were released (sql/released/,
 # and each update to a released version), so that a database of any
 # release updates through them; doc/releasing.md says how a release
 # freezes its scripts.  The function sources (CREATE OR REPLACE) are run
@@ -27,17 +24,18 @@ QS_PREVIOUS = 0.3
 SQL_FUNCTIONS = validation triggers pass_api agent_api user_api reporting whatif metrics chart
 SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api reporting \
 	whatif metrics chart policies
-DATA = sql/quota_sched--0.1.sql sql/quota_sched--0.1--0.2.sql sql/quota_sched--0.2--0.3.sql \
-	sql/quota_sched--0.3.sql
-DATA_built = sql/quota_sched--$(QS_VERSION).sql sql/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql
+DATA = sql/released/quota_sched--0.1.sql sql/released/quota_sched--0.1--0.2.sql \
+	sql/released/quota_sched--0.2--0.3.sql sql/released/quota_sched--0.3.sql
+DATA_built = sql/built/quota_sched--$(QS_VERSION).sql sql/built/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql
 PG_CONFIG ?= pg_config
-PG_CPPFLAGS = -Isrc -Isrc/core -DQS_VERSION_STRING='"$(QS_VERSION)"'
+PG_CPPFLAGS = $(patsubst %/,-I%,$(sort $(wildcard src/*/))) -DQS_VERSION_STRING='"$(QS_VERSION)"'
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-sign-compare -Wno-cast-function-type
 
-# pg_regress tests, one scenario per file (sql/NAME.sql, expected/NAME.out)
-REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/quota_sched--%,$(sort $(wildcard sql/*.sql))))
-REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/regress.conf \
+# pg_regress tests, one scenario per file (test/regress/sql/NAME.sql,
+# test/regress/expected/NAME.out)
+REGRESS = $(patsubst test/regress/sql/%.sql,%,$(sort $(wildcard test/regress/sql/*.sql)))
+REGRESS_OPTS = --inputdir=test/regress --temp-instance=tmp_check_regress --temp-config=test/regress.conf \
 	--load-extension=quota_sched
 
 # isolation tests: test/isolation/specs/NAME.spec, test/isolation/expected/NAME.out
@@ -69,23 +67,23 @@ agent-all agent-install agent-uninstall agent-clean:
 	$(MAKE) -C agent PG_CONFIG=$(PG_CONFIG) $(patsubst agent-%,%,$@)
 .PHONY: agent-all agent-install agent-uninstall agent-clean
 
-# sql/quota_sched--QS_VERSION.sql: the install script, the sources in order.
-# sql/quota_sched--QS_PREVIOUS--QS_VERSION.sql: the update's own changes, then the
+# sql/built/quota_sched--QS_VERSION.sql: the install script, the sources in order.
+# sql/built/quota_sched--QS_PREVIOUS--QS_VERSION.sql: the update's own changes, then the
 # function sources.  Each part is named in a comment; make_sql is the one
 # recipe for both (its arguments: the \echo guard's command, the parts).
-make_sql = { printf '%s\n' '/* Made by the Makefile from the files named below: edit those. */' \
+make_sql = mkdir -p $(@D) && { printf '%s\n' '/* Made by the Makefile from the files named below: edit those. */' \
 		"\\echo Use \"$(1)\" to load this file. \\quit"; \
 	for f in $(2); do printf '\n/* ===== %s ===== */\n\n' "$$f"; cat "$$f"; done; } > $@
 
-sql/quota_sched--$(QS_VERSION).sql: $(patsubst %,sql/src/%.sql,$(SQL_INSTALL))
+sql/built/quota_sched--$(QS_VERSION).sql: $(patsubst %,sql/%.sql,$(SQL_INSTALL))
 	$(call make_sql,CREATE EXTENSION quota_sched,$^)
 
-sql/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql: sql/updates/$(QS_PREVIOUS)--$(QS_VERSION).sql \
-		$(patsubst %,sql/src/%.sql,$(SQL_FUNCTIONS))
+sql/built/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql: sql/updates/$(QS_PREVIOUS)--$(QS_VERSION).sql \
+		$(patsubst %,sql/%.sql,$(SQL_FUNCTIONS))
 	$(call make_sql,ALTER EXTENSION quota_sched UPDATE TO '$(QS_VERSION)',$^)
 
 # every object depends on every header (PGXS tracks none)
-$(OBJS): $(wildcard src/*.h src/core/*.h)
+$(OBJS): $(wildcard src/*/*.h)
 
 # The policy core's unit tests, built without PostgreSQL.  MUTANT=-DQS_MUTANT_X
 # switches a rule off (test/mutants).

@@ -1,213 +1,212 @@
--- metrics() (issue 11, item 6): the Prometheus text format, line by line;
--- its gauges against share_usage; its counters against the history, the
--- same after a rollup and after the history is pruned; passes counted
--- (dry runs not); who may read it.
-SET TimeZone = 'UTC';
-\i sql/include/helpers.sql
--- The samples of metrics(), one row each: metric, labels, value.
-CREATE FUNCTION pg_temp.samples() RETURNS TABLE (metric text, labels text, value numeric)
-LANGUAGE sql AS $$
-	SELECT m[1], coalesce(m[2], ''), m[3]::numeric
-	  FROM regexp_split_to_table(quota_sched.metrics(), E'\n') AS l(line),
-		   regexp_match(l.line, '^([a-z_]+)(\{[^}]*\})? (\S+)$') AS m
-	 WHERE l.line !~ '^#' AND l.line <> ''
-$$;
-CREATE FUNCTION pg_temp.sample(name text, lbl text) RETURNS numeric LANGUAGE sql AS $$
-	SELECT value FROM pg_temp.samples() WHERE metric = name AND labels = lbl
-$$;
+/*
+ * metrics.sql
+ *		The activity counters of the passes and the worker, and metrics():
+ *		every metric in the Prometheus text format.
+ *
+ * A function source: the install script and every update script run it.
+ */
 
-INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('m_env', '{"gpu": 4}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('m_queue', 'm_env');
-INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, borrow_limit)
-VALUES ('m_queue', 'A', '{"gpu": 2}', 'LEND_AND_BORROW', -1);
-INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-VALUES ('m_queue', 'B', '{"gpu": 2}', 'LEND');
+/* ---------------------------------------------------------------------
+ * Metrics (Prometheus).  pass_stats() and worker_stats() read the
+ * activity counters the passes and the worker keep in shared memory
+ * (stats.c), those of the caller's database: in another database than the
+ * worker's (a restored copy of it in the same server) no worker runs and
+ * no pass of the worker's queues is shown.  metrics() returns every metric in the Prometheus text format
+ * (doc/reporting.md, "Metrics").  Its counters of jobs come from
+ * usage_totals and the history after the rollup, read in one statement
+ * (one snapshot), so a rollup or a prune never makes them go back.  JIT
+ * is off: the planner's estimates for the functions it reads would have it
+ * compile, for 100 ms, a statement that runs in a few.  Times are in
+ * seconds, Prometheus's base unit (promtool check metrics warns of any
+ * other): budgets, what was spent and recent borrowing in
+ * instance-seconds, where share_budget and share_usage have them in hours.
+ *
+ * Without shared_preload_libraries = 'quota_sched' there are no such
+ * counters (stats.c sets them up only when the library is preloaded):
+ * metrics() then says so, with quota_sched_stats_available 0 (1 when they
+ * are kept: the shared memory named "quota_sched stats" exists), and
+ * leaves out the figures of passes and of the worker rather than show
+ * zeros that would read as "no pass ran"; quota_sched_worker_up is 0.
+ * ------------------------------------------------------------------- */
+CREATE OR REPLACE FUNCTION quota_sched.pass_stats()
+RETURNS TABLE (job_queue text, passes bigint, last_pass_at timestamptz,
+			   last_pass_seconds double precision, given_up_in_a_row integer, given_up bigint)
+AS 'MODULE_PATHNAME', 'qs_pass_stats'
+LANGUAGE C VOLATILE;
 
--- A borrows one of B's instances; then B's job takes it back.
-INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
-SELECT 'a' || i, 'm_queue', 'A', 'gpu' FROM generate_series(1, 4) i;
-SELECT count(*) AS dispatched FROM quota_sched.run_pass('m_queue') WHERE action = 'DISPATCH';
-SELECT count(*) AS dry_run_decisions FROM quota_sched.run_pass('m_queue', dry_run => true);
-INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES ('b1', 'm_queue', 'B', 'gpu');
-SELECT action, quota_share, reason FROM quota_sched.run_pass('m_queue') ORDER BY action;
-SELECT count(*) AS claimed FROM quota_sched.claim('m_agent', 'm_queue', max_jobs => 10);
-SELECT name, (quota_sched.report(id, 'm_agent', 'RUNNING')).state FROM quota_sched.job
- WHERE job_queue = 'm_queue' AND state = 'STARTING' ORDER BY name;
+CREATE OR REPLACE FUNCTION quota_sched.worker_stats(OUT running boolean, OUT started_at timestamptz,
+										 OUT last_round_at timestamptz, OUT rounds bigint)
+AS 'MODULE_PATHNAME', 'qs_worker_stats'
+LANGUAGE C VOLATILE;
 
--- The gauges of m_queue's shares (A borrows one of B's instances),
--- against share_usage.
-SELECT metric, labels, value FROM pg_temp.samples()
- WHERE labels LIKE '%"m_queue"%' AND metric LIKE 'quota_sched_share_%'
-   AND metric <> 'quota_sched_share_longest_wait_seconds' ORDER BY 1, 2;
--- the longest wait (0.3): A's waiting job was preempted, so it has waited
--- since its stop, not since it was queued (its queued_at is kept); now()
--- is the transaction's, in metrics() as here.  B has none waiting: 0.
-SELECT u.quota_share, pg_temp.sample('quota_sched_share_longest_wait_seconds',
-		format('{job_queue="m_queue",quota_share="%s",capacity_unit="gpu"}', u.quota_share))
-	   = coalesce(round(extract(epoch FROM now() - u.waiting_since), 3), 0) AS longest_wait_right,
-	   u.waiting_since = w.stopped AS since_its_stop, u.waiting_since > w.queued AS not_since_queued,
-	   u.waiting_since IS NULL AS none_waits
-  FROM quota_sched.share_usage u,
-	   LATERAL (SELECT min(stopped_at) AS stopped, min(queued_at) AS queued FROM quota_sched.job
-				 WHERE state = 'RUNNABLE' AND job_queue = u.job_queue AND quota_share = u.quota_share) w
- WHERE u.job_queue = 'm_queue' ORDER BY 1;
-SELECT count(*) AS differing
-  FROM quota_sched.share_usage u,
-	   LATERAL (VALUES ('capacity', u.max_capacity), ('in_use', u.in_use), ('borrowed', u.borrowed),
-					   ('idle', u.idle), ('lendable', u.lendable),
-					   ('runnable_jobs', u.runnable_jobs)) AS g(k, v)
- WHERE u.job_queue = 'm_queue'
-   AND pg_temp.sample('quota_sched_share_' || g.k || CASE WHEN g.k = 'runnable_jobs' THEN '' ELSE '_instances' END,
-					  format('{job_queue="%s",quota_share="%s",capacity_unit="%s"}',
-							 u.job_queue, u.quota_share, u.capacity_unit)) IS DISTINCT FROM g.v;
-SELECT name, (quota_sched.report(id, 'm_agent', 'SUCCEEDED', exit_code => 0)).state
-  FROM quota_sched.job WHERE name = 'a1';
-SELECT name, (quota_sched.report(id, 'm_agent', 'FAILED', exit_code => 2)).state
-  FROM quota_sched.job WHERE name = 'a2';
+/* The label set {k1="v1",k2="v2",...} of the pairs, its values escaped. */
+CREATE OR REPLACE FUNCTION quota_sched.metric_labels(VARIADIC pairs text[]) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+	SELECT '{' || string_agg(pairs[i] || '="'
+							 || replace(replace(replace(coalesce(pairs[i + 1], ''),
+														E'\\', E'\\\\'), '"', E'\\"'),
+										E'\n', E'\\n')
+							 || '"', ',' ORDER BY i) || '}'
+	  FROM generate_subscripts(pairs, 1) AS g(i)
+	 WHERE i % 2 = 1;
+END;
 
--- Every line is a HELP, a TYPE or a sample; the samples of a metric follow
--- its HELP and TYPE; every counter's name ends in _total; no metric comes
--- twice.
-WITH lines AS (
-	SELECT n, line FROM regexp_split_to_table(quota_sched.metrics(), E'\n') WITH ORDINALITY AS l(line, n)),
-kinds AS (
-	SELECT n, line,
-		   CASE WHEN line ~ '^# HELP [a-z_]+ \S.*$' THEN 'help'
-				WHEN line ~ '^# TYPE [a-z_]+ (counter|gauge)$' THEN 'type'
-				WHEN line ~ '^[a-z_]+(\{[a-z_]+="([^"\\]|\\.)*"(,[a-z_]+="([^"\\]|\\.)*")*\})? -?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?$'
-					THEN 'sample'
-				WHEN line = '' THEN 'end' END AS kind,
-		   (regexp_match(line, '^(?:# (?:HELP|TYPE) )?([a-z_]+)'))[1] AS metric
-	  FROM lines)
-SELECT 'malformed' AS problem, line FROM kinds WHERE kind IS NULL
-UNION ALL
-SELECT 'not last', line FROM kinds WHERE kind = 'end' AND n <> (SELECT max(n) FROM kinds)
-UNION ALL
-SELECT 'sample before its TYPE', k.line FROM kinds k
- WHERE k.kind = 'sample'
-   AND NOT EXISTS (SELECT FROM kinds t WHERE t.kind = 'type' AND t.metric = k.metric AND t.n < k.n
-					  AND NOT EXISTS (SELECT FROM kinds o WHERE o.n > t.n AND o.n < k.n
-										 AND o.kind <> 'end' AND o.metric <> k.metric))
-UNION ALL
-SELECT 'counter without _total', line FROM kinds WHERE kind = 'type' AND line ~ 'counter$' AND metric !~ '_total$'
-UNION ALL
-SELECT 'TYPE twice', metric FROM kinds WHERE kind = 'type' GROUP BY metric HAVING count(*) > 1;
+CREATE OR REPLACE FUNCTION quota_sched.metrics() RETURNS text
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+BEGIN ATOMIC
+	WITH families(name, type, help) AS (VALUES
+		('quota_sched_share_capacity_instances', 'gauge', 'The own capacity of the share (capacity_limits).'),
+		('quota_sched_share_in_use_instances', 'gauge', 'Instances held by the share''s jobs (SCHEDULED, STARTING, RUNNING).'),
+		('quota_sched_share_borrowed_instances', 'gauge', 'Instances the share holds beyond its own capacity.'),
+		('quota_sched_share_idle_instances', 'gauge', 'Own capacity the share does not use (lent or unused).'),
+		('quota_sched_share_lendable_instances', 'gauge', 'Own capacity the share may lend.'),
+		('quota_sched_share_runnable_jobs', 'gauge', 'Jobs of the share waiting for capacity (RUNNABLE).'),
+		('quota_sched_share_longest_wait_seconds', 'gauge', 'How long the share''s longest-waiting RUNNABLE job has waited since it last became RUNNABLE (0: none waits).'),
+		('quota_sched_share_recent_borrow_instance_seconds', 'gauge', 'The share''s recent borrowing in instance-seconds, decayed by the queue''s fair_half_life (FAIR order).'),
+		('quota_sched_share_budget_instance_seconds', 'gauge', 'The share''s budget of the unit for its budget_period, in instance-seconds (its budget in instance-hours times 3600).'),
+		('quota_sched_share_budget_spent_instance_seconds', 'gauge', 'Instance-seconds the share''s jobs held in the current budget period.'),
+		('quota_sched_environment_capacity_instances', 'gauge', 'The capacity of the service environment.'),
+		('quota_sched_dispatches_total', 'counter', 'Jobs dispatched (RUNNABLE to SCHEDULED).'),
+		('quota_sched_jobs_succeeded_total', 'counter', 'Jobs that ended SUCCEEDED.'),
+		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED, but for those terminated.'),
+		('quota_sched_jobs_terminated_total', 'counter', 'Jobs that ended FAILED after a terminate() (cancelled by a user or admin).'),
+		('quota_sched_preempted_attempts_total', 'counter', 'Attempts ended by preemption.'),
+		('quota_sched_preempted_early_attempts_total', 'counter', 'Attempts ended by preemption before their share''s min_runtime (a minute where it had none) had run since their dispatch (churn).'),
+		('quota_sched_stop_requests_total', 'counter', 'Stops requested of held jobs, by reason.'),
+		('quota_sched_passes_total', 'counter', 'Passes run since the server started.'),
+		('quota_sched_last_pass_duration_seconds', 'gauge', 'How long the queue''s last pass took.'),
+		('quota_sched_last_pass_timestamp_seconds', 'gauge', 'When the queue''s last pass ended.'),
+		('quota_sched_passes_given_up_total', 'counter', 'Worker rounds that gave up the queue''s pass: its lock was held too long.'),
+		('quota_sched_passes_given_up_in_a_row', 'gauge', 'Worker rounds in a row, up to now, that gave up the queue''s pass.'),
+		('quota_sched_passed_over_jobs', 'gauge', 'Jobs the last pass passed over: another transaction held their rows.'),
+		('quota_sched_passed_over_passes', 'gauge', 'Passes in a row that passed over jobs.'),
+		('quota_sched_rollup_until_timestamp_seconds', 'gauge', 'Until when the queue''s hourly rollup is done.'),
+		('quota_sched_worker_up', 'gauge', '1 when the background worker runs in this database, enabled.'),
+		('quota_sched_worker_start_timestamp_seconds', 'gauge', 'When the background worker started.'),
+		('quota_sched_worker_last_round_timestamp_seconds', 'gauge', 'When the background worker''s last round ended.'),
+		('quota_sched_worker_rounds_total', 'counter', 'Rounds of the background worker since the server started.'),
+		('quota_sched_stats_available', 'gauge', '1 when the library is preloaded (shared_preload_libraries) and keeps the counters of passes and of the worker; 0: it is not, and their metrics are absent.')),
+	stats AS (SELECT EXISTS (SELECT FROM pg_catalog.pg_shmem_allocations a
+							  WHERE a.name = 'quota_sched stats') AS available),
+	queues AS (SELECT q.name, r.rolled_until FROM quota_sched.job_queue q
+				 LEFT JOIN quota_sched.usage_rollup r ON r.job_queue = q.name),
+	shares AS (SELECT u.*, quota_sched.metric_labels('job_queue', u.job_queue, 'quota_share', u.quota_share,
+													 'capacity_unit', u.capacity_unit) AS labels
+				 FROM quota_sched.share_usage u),
+	budgets AS (SELECT b.*, quota_sched.metric_labels('job_queue', b.job_queue, 'quota_share', b.quota_share,
+													  'capacity_unit', b.capacity_unit) AS labels
+				  FROM quota_sched.share_budget b),
+	counts AS (
+		SELECT t.job_queue, t.quota_share, t.capacity_unit, t.counter, sum(t.value) AS value
+		  FROM (SELECT u.job_queue, u.quota_share, u.capacity_unit, u.counter, u.value
+				  FROM quota_sched.usage_totals u
+				 WHERE u.job_queue IN (SELECT q.name FROM queues q)
+				UNION ALL
+				SELECT q.name, c.quota_share, c.capacity_unit, c.counter, c.value
+				  FROM queues q
+				 CROSS JOIN LATERAL quota_sched.usage_counters(q.name, coalesce(q.rolled_until, '-infinity'),
+																'infinity') c
+				UNION ALL
+				SELECT s.job_queue, s.quota_share, s.capacity_unit, k.counter, 0
+				  FROM shares s,
+					   unnest(ARRAY['dispatched', 'succeeded', 'failed', 'terminated', 'preempted',
+									 'preempted_early']) AS k(counter)) t
+		 GROUP BY 1, 2, 3, 4),
+	passes AS (SELECT p.*, quota_sched.metric_labels('job_queue', q.name) AS labels
+				 FROM queues q LEFT JOIN quota_sched.pass_stats() p ON p.job_queue = q.name
+				WHERE (SELECT st.available FROM stats st)),
+	worker AS (SELECT w.*, w.running AND current_database() = current_setting('quota_sched.database', true)
+						   AND current_setting('quota_sched.enabled', true)::boolean AS up
+				 FROM quota_sched.worker_stats() w),
+	samples(name, labels, value) AS (
+		SELECT 'quota_sched_share_capacity_instances', s.labels, s.max_capacity::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_in_use_instances', s.labels, s.in_use::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_borrowed_instances', s.labels, s.borrowed::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_idle_instances', s.labels, s.idle::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_lendable_instances', s.labels, s.lendable::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_runnable_jobs', s.labels, s.runnable_jobs::text FROM shares s
+		UNION ALL SELECT 'quota_sched_share_longest_wait_seconds', s.labels,
+						 coalesce(round(greatest(extract(epoch FROM now() - s.waiting_since), 0), 3)::text, '0')
+					FROM shares s
+		UNION ALL
+		SELECT 'quota_sched_share_recent_borrow_instance_seconds', s.labels,
+			   round((s.recent_borrow_hours * 3600)::numeric, 3)::text
+		  FROM shares s WHERE s.recent_borrow_hours IS NOT NULL
+		UNION ALL
+		SELECT 'quota_sched_share_budget_instance_seconds', b.labels, trim_scale(b.budget_hours * 3600)::text
+		  FROM budgets b
+		UNION ALL
+		SELECT 'quota_sched_share_budget_spent_instance_seconds', b.labels,
+			   round((b.spent_hours * 3600)::numeric, 3)::text
+		  FROM budgets b
+		UNION ALL
+		SELECT 'quota_sched_environment_capacity_instances',
+			   quota_sched.metric_labels('service_environment', e.name, 'capacity_unit', k.key),
+			   quota_sched.capacity_of(e.capacity_limits, k.key)::text
+		  FROM quota_sched.service_environment e, jsonb_object_keys(e.capacity_limits) AS k(key)
+		UNION ALL
+		SELECT CASE c.counter WHEN 'dispatched' THEN 'quota_sched_dispatches_total'
+							  WHEN 'succeeded' THEN 'quota_sched_jobs_succeeded_total'
+							  WHEN 'failed' THEN 'quota_sched_jobs_failed_total'
+							  WHEN 'terminated' THEN 'quota_sched_jobs_terminated_total'
+							  WHEN 'preempted' THEN 'quota_sched_preempted_attempts_total'
+							  WHEN 'preempted_early' THEN 'quota_sched_preempted_early_attempts_total'
+							  ELSE 'quota_sched_stop_requests_total' END,
+			   CASE WHEN c.counter LIKE 'stop:%'
+					THEN quota_sched.metric_labels('job_queue', c.job_queue, 'quota_share', c.quota_share,
+												   'capacity_unit', c.capacity_unit,
+												   'reason', substr(c.counter, 6))
+					ELSE quota_sched.metric_labels('job_queue', c.job_queue, 'quota_share', c.quota_share,
+												   'capacity_unit', c.capacity_unit) END,
+			   c.value::text
+		  FROM counts c
+		UNION ALL SELECT 'quota_sched_passes_total', p.labels, coalesce(p.passes, 0)::text FROM passes p
+		UNION ALL
+		SELECT 'quota_sched_last_pass_duration_seconds', p.labels, p.last_pass_seconds::text
+		  FROM passes p WHERE p.last_pass_at IS NOT NULL
+		UNION ALL
+		SELECT 'quota_sched_last_pass_timestamp_seconds', p.labels, extract(epoch FROM p.last_pass_at)::text
+		  FROM passes p WHERE p.last_pass_at IS NOT NULL
+		UNION ALL
+		SELECT 'quota_sched_passes_given_up_total', p.labels, coalesce(p.given_up, 0)::text FROM passes p
+		UNION ALL
+		SELECT 'quota_sched_passes_given_up_in_a_row', p.labels, coalesce(p.given_up_in_a_row, 0)::text
+		  FROM passes p
+		UNION ALL
+		SELECT 'quota_sched_passed_over_jobs', quota_sched.metric_labels('job_queue', q.name),
+			   coalesce(cardinality(st.passed_over), 0)::text
+		  FROM queues q LEFT JOIN quota_sched.queue_status st ON st.job_queue = q.name
+		UNION ALL
+		SELECT 'quota_sched_passed_over_passes', quota_sched.metric_labels('job_queue', q.name),
+			   coalesce(st.passed_over_passes, 0)::text
+		  FROM queues q LEFT JOIN quota_sched.queue_status st ON st.job_queue = q.name
+		UNION ALL
+		SELECT 'quota_sched_rollup_until_timestamp_seconds', quota_sched.metric_labels('job_queue', q.name),
+			   extract(epoch FROM q.rolled_until)::text
+		  FROM queues q WHERE q.rolled_until IS NOT NULL
+		UNION ALL SELECT 'quota_sched_worker_up', '', w.up::integer::text FROM worker w
+		UNION ALL
+		SELECT 'quota_sched_worker_start_timestamp_seconds', '', extract(epoch FROM w.started_at)::text
+		  FROM worker w WHERE w.up
+		UNION ALL
+		SELECT 'quota_sched_worker_last_round_timestamp_seconds', '', extract(epoch FROM w.last_round_at)::text
+		  FROM worker w WHERE w.up AND w.last_round_at IS NOT NULL
+		UNION ALL SELECT 'quota_sched_worker_rounds_total', '', w.rounds::text FROM worker w WHERE w.up
+		UNION ALL SELECT 'quota_sched_stats_available', '', st.available::integer::text FROM stats st)
+	SELECT coalesce(string_agg(b.block, '' ORDER BY b.name), '')
+	  FROM (SELECT f.name, '# HELP ' || f.name || ' ' || f.help || E'\n# TYPE ' || f.name || ' ' || f.type
+						   || E'\n' || string_agg(s.name || s.labels || ' ' || s.value || E'\n', ''
+												  ORDER BY s.labels COLLATE "C") AS block
+			  FROM families f JOIN samples s ON s.name = f.name
+			 GROUP BY f.name, f.type, f.help) b;
+END;
 
-SELECT metric, labels, value FROM pg_temp.samples()
- WHERE labels LIKE '%"m_env"%' OR (labels LIKE '%"m_queue"%' AND metric ~ '_total$') ORDER BY 1, 2;
-
--- Passes: the two passes of m_queue so far (not the dry run), then one more.
-SELECT pg_temp.sample('quota_sched_passes_total', '{job_queue="m_queue"}') AS passes;
-SELECT clock_timestamp() AS before_pass \gset
-SELECT count(*) AS decisions FROM quota_sched.run_pass('m_queue');
-SELECT pg_temp.sample('quota_sched_passes_total', '{job_queue="m_queue"}') AS passes,
-	   pg_temp.sample('quota_sched_last_pass_duration_seconds', '{job_queue="m_queue"}') BETWEEN 0 AND 10
-		   AS duration_plausible,
-	   to_timestamp(pg_temp.sample('quota_sched_last_pass_timestamp_seconds', '{job_queue="m_queue"}'))
-		   BETWEEN :'before_pass' AND clock_timestamp() AS ended_after_before_pass;
--- The worker is off here (quota_sched.enabled is off, and its database is
--- another): it is down, and nothing else of it is shown.
-SELECT metric, labels, value FROM pg_temp.samples() WHERE metric LIKE 'quota_sched_worker%';
-
--- Cancellations apart from failures (issue 22, item 2): a3 is terminated
--- while it runs (its agent reports it stopped), a5 while it waits (it
--- fails at once): A's jobs_terminated_total is 2, its jobs_failed_total
--- stays 1 (a2), and a stop TERMINATED is counted for a3 only.
-SELECT name, (quota_sched.terminate(id, 'not needed')).stop_reason FROM quota_sched.job WHERE name = 'a3';
-SELECT name, (quota_sched.report(id, 'm_agent', 'STOPPED')).state FROM quota_sched.job WHERE name = 'a3';
-INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit) VALUES ('a5', 'm_queue', 'A', 'gpu');
-SELECT name, (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'a5';
-SELECT metric, labels, value FROM pg_temp.samples()
- WHERE labels LIKE '%"m_queue"%'
-   AND metric IN ('quota_sched_jobs_failed_total', 'quota_sched_jobs_terminated_total',
-				  'quota_sched_stop_requests_total')
- ORDER BY 1, 2;
-
--- The counters stay what they were after a rollup and after a prune.  A
--- history written directly, in hours long past (jobs 9101 and 9102 exist
--- only in it): a dispatch, a cross-share stop, a preemption, a success, a
--- failure, a user's terminate, a preemption 30 s after a dispatch.
--- The counters of m_queue's jobs (not of its passes).
-CREATE FUNCTION pg_temp.job_counters() RETURNS TABLE (metric text, labels text, value numeric)
-LANGUAGE sql AS $$
-	SELECT * FROM pg_temp.samples()
-	 WHERE labels LIKE '%"m_queue"%' AND metric ~ '_total$' AND metric <> 'quota_sched_passes_total'
-$$;
-CREATE TEMP TABLE counters_live AS SELECT * FROM pg_temp.job_counters();
-CREATE FUNCTION pg_temp.ev(job bigint, share text, t text, kind text, f text, s text,
-						   reason text DEFAULT NULL, pf bigint DEFAULT NULL)
-RETURNS void LANGUAGE sql AS $$
-	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
-									   quota_share, capacity_unit, instance_count, attempt,
-									   priority, reason, preempted_for)
-	VALUES (job, ('2026-01-01 ' || t || '+00')::timestamptz, f, s, 'x', kind, 'm_queue', share,
-			'gpu', 1, 1, 0, reason, pf)
-$$;
-SELECT pg_temp.ev(9101, 'A', '00:00', 'STATE', NULL, 'RUNNABLE'),
-	   pg_temp.ev(9101, 'A', '00:10', 'STATE', 'RUNNABLE', 'SCHEDULED'),
-	   pg_temp.ev(9101, 'A', '00:20', 'STOP', 'SCHEDULED', 'SCHEDULED', 'CROSS_SHARE_PREEMPTION', 9102),
-	   pg_temp.ev(9101, 'A', '00:25', 'STATE', 'SCHEDULED', 'RUNNABLE', NULL, 9102),
-	   pg_temp.ev(9101, 'A', '01:10', 'STATE', 'RUNNABLE', 'SCHEDULED'),
-	   pg_temp.ev(9101, 'A', '01:40', 'STATE', 'SCHEDULED', 'SUCCEEDED'),
-	   pg_temp.ev(9102, 'B', '00:15', 'STATE', NULL, 'RUNNABLE'),
-	   pg_temp.ev(9102, 'B', '00:25', 'STATE', 'RUNNABLE', 'SCHEDULED'),
-	   pg_temp.ev(9102, 'B', '01:30', 'TERMINATE', 'SCHEDULED', 'SCHEDULED', 'no longer needed'),
-	   pg_temp.ev(9102, 'B', '01:35', 'STATE', 'SCHEDULED', 'FAILED'),
-	   pg_temp.ev(9103, 'B', '00:30', 'STATE', NULL, 'RUNNABLE'),
-	   pg_temp.ev(9103, 'B', '00:40', 'STATE', 'RUNNABLE', 'SCHEDULED'),
-	   pg_temp.ev(9103, 'B', '00:40:30', 'STATE', 'SCHEDULED', 'RUNNABLE', NULL, 9101);
-CREATE TEMP TABLE counters_before AS SELECT * FROM pg_temp.job_counters();
--- What the old history added: A 2 dispatches, 1 preempted (after 15
--- minutes), 1 success, 1 cross-share stop; B 2 dispatches, 1 termination
--- (not a failure), 1 stop TERMINATED, 1 preempted 30 s after its dispatch
--- (9103, by 9101: churn, preempted_early).
-SELECT b.metric, b.labels, b.value - coalesce(l.value, 0) AS added
-  FROM counters_before b LEFT JOIN counters_live l USING (metric, labels)
- WHERE b.value IS DISTINCT FROM l.value ORDER BY 1, 2;
-SELECT quota_sched.rollup('2026-01-01 02:00+00') > 0 AS rolled_up;
-SELECT counter, quota_share, value FROM quota_sched.usage_totals WHERE job_queue = 'm_queue' ORDER BY 1, 2;
-SELECT count(*) AS differing FROM (
-	(TABLE counters_before EXCEPT SELECT * FROM pg_temp.job_counters())
-	UNION ALL
-	(SELECT * FROM pg_temp.job_counters() EXCEPT TABLE counters_before)) d;
-DELETE FROM quota_sched.job_event WHERE job_queue = 'm_queue' AND at < '2026-01-01 02:00+00';
-SELECT count(*) AS differing FROM (
-	(TABLE counters_before EXCEPT SELECT * FROM pg_temp.job_counters())
-	UNION ALL
-	(SELECT * FROM pg_temp.job_counters() EXCEPT TABLE counters_before)) d;
-SELECT metric, labels, value FROM pg_temp.samples()
- WHERE metric = 'quota_sched_rollup_until_timestamp_seconds' AND labels LIKE '%"m_queue"%';
-
--- Label values are escaped as the format asks: a backslash, a double quote
--- and a newline.
-SELECT quota_sched.metric_labels('a', E'x\\y"z\nw', 'b', '') AS labels;
-
--- Who may read it: admins and pg_monitor, not users or agents.
-CREATE ROLE regress_m_user IN ROLE quota_sched_user;
-CREATE ROLE regress_m_agent IN ROLE quota_sched_agent;
--- the agent logins serve every queue (agent_access, doc/agents.md)
-INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_m_agent', NULL);
-CREATE ROLE regress_m_admin IN ROLE quota_sched_admin;
-CREATE ROLE regress_m_monitor IN ROLE pg_monitor;
-CREATE FUNCTION pg_temp.as_role(who text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	result text;
-BEGIN
-	EXECUTE format('SET ROLE %I', who);
-	result := pg_temp.refused('SELECT quota_sched.metrics()');
-	RESET ROLE;
-	RETURN result;
-END
-$$;
-SELECT who, pg_temp.as_role(who) FROM unnest(ARRAY['regress_m_user', 'regress_m_agent',
-												  'regress_m_admin', 'regress_m_monitor']) AS who;
-
--- Clean up.
-DROP ROLE regress_m_user, regress_m_agent, regress_m_admin, regress_m_monitor;
-DELETE FROM quota_sched.job WHERE job_queue = 'm_queue';
-DELETE FROM quota_sched.job_event WHERE job_queue = 'm_queue';
-DELETE FROM quota_sched.usage_hourly WHERE job_queue = 'm_queue';
-DELETE FROM quota_sched.usage_totals WHERE job_queue = 'm_queue';
-DELETE FROM quota_sched.usage_rollup WHERE job_queue = 'm_queue';
-DELETE FROM quota_sched.job_queue WHERE name = 'm_queue';
-DELETE FROM quota_sched.service_environment WHERE name = 'm_env';
+REVOKE ALL ON FUNCTION quota_sched.pass_stats(), quota_sched.worker_stats(),
+	quota_sched.metric_labels(text[]), quota_sched.metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.pass_stats(), quota_sched.worker_stats(),
+	quota_sched.metrics() TO quota_sched_admin, pg_monitor;
+GRANT USAGE ON SCHEMA quota_sched TO pg_monitor;

@@ -3,10 +3,11 @@
 # TAP lines, one per rule; exits non-zero when a rule is broken, naming each
 # offence on a "#" line before the rule's "not ok".
 #
-#   - no function longer than 60 lines in src/*.c, src/core/*.c and agent/*.c,
+#   - no function longer than 60 lines in src/*/*.c and agent/*.c,
 #     from the line of its name to its closing brace at column 0;
 #   - no header in src/ or agent/ includes postgres.h;
-#   - every src/*.c includes postgres.h, as its first include.
+#   - every .c of the shell (src/ but src/core) includes postgres.h first;
+#   - no include cycle between modules (a .c and the .h of its name).
 #
 # The files are whatever the globs find, so the rules judge the tree as it
 # is.  Run from the top of the tree (the Makefile does), or give it as $1.
@@ -100,13 +101,15 @@ rule_function_length() {
 	fi
 }
 
-rule_function_length "no function in src/*.c is longer than $MAX_LINES lines" src/*.c
+shell=()
+for f in src/*/*.c; do [[ $f == src/core/* ]] || shell+=("$f"); done
+rule_function_length "no function in the shell (src/*/*.c) is longer than $MAX_LINES lines" "${shell[@]}"
 rule_function_length "no function in src/core/*.c is longer than $MAX_LINES lines" src/core/*.c
 rule_function_length "no function in agent/*.c is longer than $MAX_LINES lines" agent/*.c
 
 # no header includes postgres.h: a .c file includes it first, once
 out=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]postgres\.h[">]' \
-	/dev/null src/*.h src/core/*.h agent/*.h)
+	/dev/null src/*/*.h agent/*.h)
 if [ -n "$out" ]; then
 	echo "$out" | sed 's/^/# /'
 	report "not ok" "no header in src/ or agent/ includes postgres.h"
@@ -116,7 +119,7 @@ fi
 
 # every file of the shell includes postgres.h before anything else
 out=
-for f in src/*.c; do
+for f in "${shell[@]}"; do
 	first=$(grep -m1 -E '^[[:space:]]*#[[:space:]]*include' "$f")
 	if ! echo "$first" | grep -qE '^#include "postgres\.h"[[:space:]]*$'; then
 		out+="$f: first include: ${first:-none}"$'\n'
@@ -124,9 +127,18 @@ for f in src/*.c; do
 done
 if [ -n "$out" ]; then
 	printf '%s' "$out" | sed 's/^/# /'
-	report "not ok" "every src/*.c includes postgres.h first"
+	report "not ok" "every file of the shell includes postgres.h first"
 else
-	report ok "every src/*.c includes postgres.h first"
+	report ok "every file of the shell includes postgres.h first"
+fi
+
+# no include cycle between modules (test/include_cycles.pl)
+out=$(perl test/include_cycles.pl src/*/*.[ch] agent/*.[ch])
+if [ -n "$out" ]; then
+	echo "$out" | sed 's/^/# include cycle: /'
+	report "not ok" "no include cycle between the modules of src/ and agent/"
+else
+	report ok "no include cycle between the modules of src/ and agent/"
 fi
 
 exit "$failed"

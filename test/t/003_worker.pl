@@ -273,7 +273,7 @@ ok($node->poll_query_until('postgres',
 # hours ago to two hours ago (written as history) is in the rollup after the
 # restart below.  The queue is created with that history, in one
 # transaction: a rollup that finds a queue with no history at all rolls it
-# up to the start of the hour at once (sql/quota_sched--0.1--0.2.sql,
+# up to the start of the hour at once (sql/released/quota_sched--0.1--0.2.sql,
 # rollup()), and history written afterwards for the hours before would
 # never be rolled up.  (w_queue, created before its share, may have been
 # rolled up so by the first round after CREATE EXTENSION.)  The hour is the

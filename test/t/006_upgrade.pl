@@ -1,7 +1,7 @@
 # Upgrade of a populated database from 0.1 to the current version
 # ($current: quota_sched--0.1--0.2.sql, quota_sched--0.2--0.3.sql, then
 # quota_sched--0.3--0.4.sql), compared with a fresh install, which runs one
-# script (quota_sched--$current.sql, made from sql/src):
+# script (quota_sched--$current.sql, made from sql/):
 #
 #   1. a database at 0.1 holds jobs in every interesting state: RUNNABLE
 #      (waiting, and one misconfigured), SCHEDULED (unclaimed), STARTING,
@@ -750,7 +750,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 sql('fresh', 'CREATE EXTENSION quota_sched');
 is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
 	"fresh: CREATE EXTENSION installs $current");
-# It runs one script, the full one made from sql/src: PostgreSQL takes an
+# It runs one script, the full one made from sql/: PostgreSQL takes an
 # install script of the version asked for over a chain of updates, and
 # this one creates each table whole (no ALTER TABLE, no data to move).
 {

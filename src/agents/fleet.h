@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * fleet.h
+ *		The agents the scheduler knows (scheduling.md 3.10, doc/agents.md): the rows
+ *		of quota_sched.agent, written by agent_ready, claim, heartbeat,
+ *		drain_agent and forget_agent (src/agent_api.c) through these
+ *		functions only, and which queues a login may serve (agent_access).
+ *
+ * Callers are connected to SPI and run as the extension's owner
+ * (QsBeginSystemWrite).  A database whose extension is not updated to 0.3
+ * yet has no agent table: then QsFleetKnown is false, QsAgentSeen does
+ * nothing, and the agents' functions work as before.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_FLEET_H
+#define QS_FLEET_H
+
+#include "datatype/timestamp.h"
+
+extern int	QsMaxAgentLeaseSeconds;
+
+extern void QsDefineFleetSettings(void);
+extern bool QsFleetKnown(void);
+extern Datum QsAgentReady(const char *agent, const char *login, bool admin,
+						  const char *queue, const char *unit, const int32 *instances);
+extern bool QsAgentSeen(const char *agent, const char *login, Interval *lease);
+extern Datum QsDrainAgent(const char *agent, bool draining);
+extern Datum QsForgetAgent(const char *agent);
+extern void QsRequireAgentAccess(Oid caller, const char *queue);
+
+#endif							/* QS_FLEET_H */

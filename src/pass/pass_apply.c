@@ -1,0 +1,275 @@
+/*-------------------------------------------------------------------------
+ *
+ * pass_apply.c
+ *		The applier: writes the decisions of a pass in the pass's
+ *		transaction: job rows through the job store (one set-based statement
+ *		per kind of change; their job_event rows follow from the history
+ *		trigger), one pass_log row, and the notifications, delivered at
+ *		commit.  The caller runs it as the extension's owner with system
+ *		writes on.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "catalog/namespace.h"
+#include "commands/async.h"
+#include "commands/sequence.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "checks.h"
+#include "identity.h"
+#include "job_store_pass.h"
+#include "pass_apply.h"
+#include "pass_load.h"
+#include "policy.h"
+#include "query.h"
+#include "constants.h"
+
+/*
+ * BudgetReason is the status_reason of the RUNNABLE jobs of a share and
+ * unit whose budget is spent (scheduling.md 3.11), or NULL.
+ */
+static const char *
+BudgetReason(const QsQueueState *qs, int share, int unit)
+{
+	const QsShare *sh = &qs->in.shares[share];
+
+	if (!QsOverBudget(sh, unit))
+		return NULL;
+	return psprintf("BUDGET_EXHAUSTED: its %s instance-hours of %s per %s are spent until %s",
+					QsBudgetText(sh->budget[unit]), qs->in.units[unit].name,
+					QsPeriodName(qs->periods[share]),
+					timestamptz_to_str(QsPeriodEnd(qs->in.now, qs->periods[share])));
+}
+
+/*
+ * ApplyMisconfiguration writes the MISCONFIGURATION reasons (scheduling.md 3.7),
+ * BUDGET_EXHAUSTED (3.11) and NO_AGENT_FITS (3.10) of
+ * the jobs of every share and unit that has RUNNABLE jobs, from the limits
+ * the policy computed.
+ */
+static void
+ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
+{
+	QsMisfitLimit *limits = palloc(sizeof(QsMisfitLimit) * (qs->in.nshares * qs->in.nunits + 1));
+	int			n = 0;
+
+	for (int s = 0; s < qs->in.nshares; s++)
+		for (int u = 0; u < qs->in.nunits; u++)
+		{
+			const QsFitLimit *l = &out->fit_limits[s * qs->in.nunits + u];
+
+			if (!qs->runnable[s * qs->in.nunits + u].has_jobs)
+				continue;
+			limits[n].quota_share = qs->in.shares[s].name;
+			limits[n].capacity_unit = qs->in.units[u].name;
+			limits[n].env_max = l->env_max;
+			limits[n].quota_max = l->quota_max;
+			limits[n].agent_max = l->agent_max;
+			limits[n].budget_reason = BudgetReason(qs, s, u);
+			n++;
+		}
+	QsWriteMisconfiguration(qs->queue, limits, n, now);
+}
+
+/*
+ * Notify sends the dispatch and stop notifications of the pass (scheduling.md 5.1):
+ * the job's id, queue, share, unit and size, or its agent and stop reason,
+ * never the payload; delivered when the pass commits.
+ */
+static void
+Notify(QsQueueState *qs, const QsOutput *out)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < out->ndecisions; i++)
+	{
+		const QsDecision *d = &out->decisions[i];
+		const char *agent = NULL;
+
+		if (d->action == QS_PREEMPT && d->immediate)
+			continue;
+		if (d->action != QS_DISPATCH && d->action != QS_STOP && d->action != QS_PREEMPT)
+			continue;
+		resetStringInfo(&buf);
+		if (d->action == QS_DISPATCH)
+		{
+			appendStringInfo(&buf, "{\"job_id\":" INT64_FORMAT ",\"job_queue\":", d->job_id);
+			escape_json(&buf, qs->queue);
+			appendStringInfoString(&buf, ",\"quota_share\":");
+			escape_json(&buf, qs->in.shares[d->share].name);
+			appendStringInfoString(&buf, ",\"capacity_unit\":");
+			escape_json(&buf, qs->in.units[d->unit].name);
+			appendStringInfo(&buf, ",\"instance_count\":%d}", d->count);
+			Async_Notify("quota_sched_dispatch", buf.data);
+			continue;
+		}
+		agent = QsAgentOf(qs, d->job_id);
+		appendStringInfo(&buf, "{\"job_id\":" INT64_FORMAT ",\"agent\":", d->job_id);
+		escape_json(&buf, agent ? agent : "");
+		appendStringInfoString(&buf, ",\"reason\":");
+		escape_json(&buf, QsStopName(d->stop));
+		appendStringInfoChar(&buf, '}');
+		Async_Notify("quota_sched_stop", buf.data);
+	}
+}
+
+/*
+ * WritePassLog writes the pass_log row of a pass, numbered beforehand.
+ */
+static QsQuery PassLogQuery = {
+	"INSERT INTO quota_sched.pass_log"
+	" (id, job_queue, started_at, finished_at, dispatched, preempted, requeued, failed)"
+	" VALUES ($1, $2, $3, clock_timestamp(), $4, $5, $6, $7)",
+	7, {INT8OID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID}, SPI_OK_INSERT
+};
+
+static void
+WritePassLog(QsQueueState *qs, const QsOutput *out, int64 pass_id, TimestampTz started)
+{
+	Datum		args[7];
+	int			counts[QS_FAIL + 1] = {0};
+
+	for (int i = 0; i < out->ndecisions; i++)
+		counts[out->decisions[i].action]++;
+	args[0] = Int64GetDatum(pass_id);
+	args[1] = CStringGetTextDatum(qs->queue);
+	args[2] = TimestampTzGetDatum(started);
+	args[3] = Int32GetDatum(counts[QS_DISPATCH]);
+	args[4] = Int32GetDatum(counts[QS_PREEMPT]);
+	args[5] = Int32GetDatum(counts[QS_REQUEUE]);
+	args[6] = Int32GetDatum(counts[QS_FAIL]);
+	QsQueryRun(&PassLogQuery, args, NULL, false, 0);
+}
+
+/*
+ * NextPassId numbers a pass that decided something, from pass_log_id_seq
+ * as the column's default would (directly, as the history trigger numbers
+ * job_event rows: no statement for it).
+ */
+static int64
+NextPassId(void)
+{
+	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
+
+	return nextval_internal(get_relname_relid("pass_log_id_seq", nsp), false);
+}
+
+/*
+ * QsApplyDecisions writes every decision of a pass and returns the pass id
+ * (0 when the pass decided nothing: then it writes no pass_log row and no
+ * job_event row; misconfiguration reasons and lapsed promises are still
+ * written).  Lapsed promises are cleared before new ones are set: the core
+ * may let a promise lapse and make it anew in the same pass.
+ */
+int64
+QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
+{
+	TimestampTz now = qs->in.now;
+	int64		pass_id = 0;
+
+	if (out->ndecisions > 0)
+	{
+		pass_id = NextPassId();
+		QsWrite.pass_id = pass_id;
+		QsWriteStops(out, now);
+		QsWriteEnds(out, now);
+	}
+	QsWritePromises(out->lapsed, out->nlapsed, false, now);
+	if (out->ndecisions > 0)
+	{
+		QsWritePromises(out->promised, out->npromised, true, now);
+		QsWriteDispatches(out, now);
+		Notify(qs, out);
+	}
+	ApplyMisconfiguration(qs, out, now);
+	if (out->ndecisions > 0)
+		WritePassLog(qs, out, pass_id, started);
+	return pass_id;
+}
+
+static QsQuery PassedOverQuery = {
+	"INSERT INTO quota_sched.queue_status AS s"
+	"  (job_queue, passed_over, passed_over_since, passed_over_passes)"
+	" VALUES ($1, $2, CASE WHEN $4 > 0 THEN $3 END, $4)"
+	" ON CONFLICT (job_queue) DO UPDATE"
+	"   SET passed_over = excluded.passed_over,"
+	"       passed_over_since = CASE WHEN excluded.passed_over_passes > 0"
+	"         THEN coalesce(s.passed_over_since, excluded.passed_over_since) END,"
+	"       passed_over_passes = excluded.passed_over_passes",
+	4, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID, INT4OID}, SPI_OK_INSERT
+};
+
+static int
+CompareIds(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* after this many passes in a row passing over jobs, a WARNING */
+#define QS_PASSED_OVER_WARN 3
+
+/*
+ * QsWritePassedOver records in queue_status the jobs a pass passed over
+ * because another transaction holds their rows locked (up to
+ * QS_PASSED_OVER_MAX of n, and for how many passes in a row jobs have
+ * been), or that none was.  Once the same jobs have been passed over for
+ * QS_PASSED_OVER_WARN passes it says so in a WARNING and stops writing
+ * until they change: a queue that keeps passing over jobs must be seen,
+ * and a pass every naptime must not write for nothing.
+ */
+void
+QsWritePassedOver(QsQueueState *qs, const int64 *passed_over, int n)
+{
+	int			stored = Min(n, QS_PASSED_OVER_MAX);
+	int64	   *ids = palloc(sizeof(int64) * (stored + 1));
+	int			passes = n == 0 ? 0 : qs->npassed_over > 0 ? qs->passed_over_passes + 1 : 1;
+	bool		same;
+	QsArray		arr;
+	Datum		args[4];
+
+	memcpy(ids, passed_over, sizeof(int64) * stored);
+	qsort(ids, stored, sizeof(int64), CompareIds);
+	same = stored == qs->npassed_over &&
+		memcmp(ids, qs->passed_over, sizeof(int64) * stored) == 0;
+	if (same && (n == 0 || qs->passed_over_passes >= QS_PASSED_OVER_WARN))
+		return;
+	QsArrayInit(&arr, INT8OID, stored);
+	for (int i = 0; i < stored; i++)
+		QsArrayPush(&arr, Int64GetDatum(ids[i]), false);
+	args[0] = CStringGetTextDatum(qs->queue);
+	args[1] = QsArrayDatum(&arr);
+	args[2] = TimestampTzGetDatum(qs->in.now);
+	args[3] = Int32GetDatum(passes);
+	QsQueryRun(&PassedOverQuery, args, NULL, false, 0);
+	if (passes == QS_PASSED_OVER_WARN)
+	{
+		StringInfoData list;
+
+		initStringInfo(&list);
+		for (int i = 0; i < stored && i < 10; i++)
+			appendStringInfo(&list, "%s" INT64_FORMAT, i > 0 ? ", " : "", ids[i]);
+		if (n > 10)
+			appendStringInfoString(&list, ", ...");
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("job queue \"%s\": %d passes in a row have passed over %d job%s "
+						"whose rows another transaction holds locked",
+						qs->queue, passes, n, n == 1 ? "" : "s"),
+				 errdetail("Jobs passed over: %s.", list.data),
+				 errhint("A session holds them with SELECT ... FOR UPDATE, or with an UPDATE "
+						 "it has not committed; pg_stat_activity shows it.  Passes leave "
+						 "these jobs alone until it ends; quota_sched.queue_status lists them.")));
+	}
+}

@@ -1,0 +1,888 @@
+/*-------------------------------------------------------------------------
+ *
+ * pass_load.c
+ *		The loader of a queue's state: reads what one pass of a queue needs
+ *		and nothing more — the configuration, the counters of held capacity
+ *		(usage.c), the held jobs due for time-based work or stopping for a
+ *		promised job, the promised and timed-out RUNNABLE jobs; then the
+ *		RUNNABLE jobs of each share and unit only as the dispatch loop
+ *		consumes them (scheduling.md 3.2's skip rule bounds how far), and
+ *		held jobs in victim order only as far as a preemption or repair
+ *		looks for victims, through the job store.  The caller is connected
+ *		to SPI.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "borrow_memory.h"
+#include "checks.h"
+#include "job_store_pass.h"
+#include "jsonb_util.h"
+#include "pass_load.h"
+#include "policy.h"
+#include "query.h"
+#include "usage.h"
+
+
+static int	AddUnit(QsQueueState *qs, const char *unit);
+static int64 CapacityOf(Jsonb *map, const char *unit);
+
+static void *
+StateAlloc(void *arg, size_t size)
+{
+	return MemoryContextAllocZero((MemoryContext) arg, size);
+}
+
+/*
+ * AddUnit adds a capacity unit to the queue's state if it is new, with the
+ * environment's limit (0 when the environment does not have it).
+ */
+static int
+AddUnit(QsQueueState *qs, const char *unit)
+{
+	QsUnit	   *units = (QsUnit *) qs->in.units;
+	int			u = QsUnitIndex(qs, unit);
+
+	if (u >= 0)
+		return u;
+	if (qs->in.nunits == qs->units_cap)
+	{
+		qs->units_cap *= 2;
+		units = repalloc(units, sizeof(QsUnit) * qs->units_cap);
+		qs->in.units = units;
+	}
+	units[qs->in.nunits].name = MemoryContextStrdup(qs->cxt, unit);
+	units[qs->in.nunits].env_limit = CapacityOf(qs->env_limits, unit);
+	units[qs->in.nunits].unowned_held = 0;
+	units[qs->in.nunits].agent_bound = false;
+	units[qs->in.nunits].agent_max = 0;
+	return qs->in.nunits++;
+}
+
+/*
+ * AddMapUnits adds every key of a capacity map as a unit.
+ */
+static void
+AddMapUnits(QsQueueState *qs, Jsonb *map)
+{
+	JsonbIterator *it = JsonbIteratorInit(&map->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		if (tok == WJB_KEY)
+			AddUnit(qs, pnstrdup(v.val.string.val, v.val.string.len));
+}
+
+/*
+ * CapacityOf returns the capacity of a unit in a capacity map (0: absent).
+ */
+static int64
+CapacityOf(Jsonb *map, const char *unit)
+{
+	JsonbValue *v = QsJsonbField(&map->root, unit);
+
+	if (v == NULL || v->type != jbvNumeric)
+		return 0;
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
+}
+
+static QsStrategy
+StrategyFromName(const char *name)
+{
+	if (strcmp(name, "LEND_AND_BORROW") == 0)
+		return QS_LEND_AND_BORROW;
+	if (strcmp(name, "LEND") == 0)
+		return QS_LEND;
+	return QS_RESERVE;
+}
+
+static QsQuery QueueQuery = {
+	"SELECT e.state = 'ENABLED', e.capacity_limits, q.runnable_timeout,"
+	"       q.borrow_order = 'FAIR', s.passed_over, s.passed_over_passes, q.claim_timeout,"
+	"       q.fair_half_life"
+	"  FROM quota_sched.job_queue q"
+	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
+	"  LEFT JOIN quota_sched.queue_status s ON s.job_queue = q.name"
+	" WHERE q.name = $1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+static QsQuery SharesQuery = {
+	"SELECT name, strategy, borrow_limit, in_share_preemption,"
+	"       state = 'ENABLED', capacity_limits, lend_limit,"
+	"       queueing = 'STRICT', min_runtime, weight,"
+	"       CASE WHEN budget <> '{}' THEN budget END, budget_period"
+	"  FROM quota_sched.quota_share WHERE job_queue = $1"
+	" ORDER BY name COLLATE \"C\"",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * LoadQueue reads the queue and its environment.  Returns false when the
+ * queue does not exist.
+ */
+static bool
+LoadQueue(QsQueueState *qs)
+{
+	Datum		queue = CStringGetTextDatum(qs->queue);
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		timeout;
+	Datum		passed_over;
+
+	if (QsQueryRunIn(&QueueQuery, &queue, NULL, qs->snapshot, 1) == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	qs->in.env_enabled = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
+	qs->env_limits = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 2, &isnull));
+	timeout = SPI_getbinval(tup, desc, 3, &isnull);
+	qs->runnable_timeout = isnull ? NULL :
+		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
+	qs->in.fair = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	passed_over = SPI_getbinval(tup, desc, 5, &isnull);
+	if (!isnull)
+	{
+		ArrayType  *a = DatumGetArrayTypePCopy(passed_over);
+
+		/* only the pass writes it: a one-dimensional array of non-null ids */
+		if (ARR_ELEMTYPE(a) != INT8OID || ARR_NDIM(a) > 1 || ARR_HASNULL(a))
+			elog(ERROR, "quota_sched: queue_status.passed_over of \"%s\" is malformed", qs->queue);
+		qs->npassed_over = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+		qs->passed_over = (int64 *) ARR_DATA_PTR(a);
+		qs->passed_over_passes = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+	}
+	timeout = SPI_getbinval(tup, desc, 7, &isnull);
+	qs->claim_timeout = isnull ? NULL :
+		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
+	qs->in.claim_timeout = isnull ? QS_NO_TIME : QsIntervalUsecs(qs->claim_timeout);
+	timeout = SPI_getbinval(tup, desc, 8, &isnull);
+	qs->half_life = isnull ? 0 : QsIntervalUsecs(DatumGetIntervalP(timeout));
+	AddMapUnits(qs, qs->env_limits);
+	return true;
+}
+
+static QsQuery AgentBoundsQuery = {
+	"SELECT capacity_unit, max(instances) FILTER (WHERE state = 'ACTIVE'),"
+	"       bool_or(state = 'ACTIVE' AND instances IS NULL)"
+	"  FROM quota_sched.agent"
+	" WHERE job_queue = $1 AND last_seen + coalesce(lease, interval '60 seconds') > now()"
+	" GROUP BY capacity_unit",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * LoadAgentBounds reads, per unit, the live agents of the queue
+ * (scheduling.md 3.10): a unit with live agents none of whose live, ACTIVE
+ * ones is unbounded gets the bound of the largest of those (0 when none is
+ * active).  Units no agent registered for have no bound; nor need units
+ * that no job, share or environment of the queue names.
+ */
+static void
+LoadAgentBounds(QsQueueState *qs)
+{
+	Datum		queue = CStringGetTextDatum(qs->queue);
+	uint64		n = QsQueryRunIn(&AgentBoundsQuery, &queue, NULL, qs->snapshot, 0);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		largest = SPI_getbinval(tup, desc, 2, &isnull);
+		int			u = QsUnitIndex(qs, SPI_getvalue(tup, desc, 1));
+		QsUnit	   *unit = (QsUnit *) &qs->in.units[u];
+
+		if (u < 0)
+			continue;			/* no job, share or environment has the unit */
+		unit->agent_max = isnull ? 0 : DatumGetInt32(largest);
+		unit->agent_bound = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	}
+}
+
+/*
+ * LoadShares reads the queue's shares, in the C order of their names, and
+ * returns their capacity maps; their budgets (scheduling.md 3.11) go to
+ * qs->budget_maps (NULL: none) and their periods to qs->periods.  Units are the environment's, the shares',
+ * and (added later) those of RUNNABLE and held jobs, so that a job of a
+ * unit the environment lost is still seen (E(u) = 0).
+ */
+static Jsonb **
+LoadShares(QsQueueState *qs)
+{
+	Datum		queue = CStringGetTextDatum(qs->queue);
+	uint64		n = QsQueryRun(&SharesQuery, &queue, NULL, false, 0);
+	QsShare    *shares = palloc0(sizeof(QsShare) * (n + 1));
+	Jsonb	  **maps = palloc0(sizeof(Jsonb *) * (n + 1));
+
+	qs->budget_maps = palloc0(sizeof(Jsonb *) * (n + 1));
+	qs->periods = palloc0(sizeof(QsPeriod) * (n + 1));
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		min_runtime;
+		Datum		budget;
+
+		shares[i].name = pstrdup(SPI_getvalue(tup, desc, 1));
+		shares[i].strategy = StrategyFromName(SPI_getvalue(tup, desc, 2));
+		shares[i].borrow_limit = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		shares[i].in_share_preemption = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		shares[i].enabled = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+		maps[i] = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 6, &isnull));
+		AddMapUnits(qs, maps[i]);
+		shares[i].lend_limit = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+		shares[i].strict = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+		min_runtime = SPI_getbinval(tup, desc, 9, &isnull);
+		shares[i].min_runtime = isnull ? 0 : QsIntervalUsecs(DatumGetIntervalP(min_runtime));
+		shares[i].weight = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
+		budget = SPI_getbinval(tup, desc, 11, &isnull);
+		if (!isnull)
+		{
+			qs->budget_maps[i] = DatumGetJsonbPCopy(budget);
+			qs->any_budget = true;
+		}
+		if (!QsPeriodFromName(SPI_getvalue(tup, desc, 12), &qs->periods[i]))
+			qs->periods[i] = QS_PERIOD_MONTH;	/* its CHECK allows no other */
+	}
+	qs->in.nshares = n;
+	qs->in.shares = shares;
+	return maps;
+}
+
+/* An entry of QsQueueState.agents. */
+typedef struct AgentEntry
+{
+	int64		job_id;
+	char	   *agent;
+} AgentEntry;
+
+/*
+ * NoteAgent remembers the agent of a held job read, for the applier's stop
+ * notifications.
+ */
+static void
+NoteAgent(QsQueueState *qs, int64 job_id, const char *agent)
+{
+	AgentEntry *e;
+	bool		found;
+
+	if (agent == NULL)
+		return;
+	if (qs->agents == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(AgentEntry);
+		ctl.hcxt = qs->cxt;
+		qs->agents = hash_create("quota_sched agents", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(qs->agents, &job_id, HASH_ENTER, &found);
+	if (!found)
+		e->agent = MemoryContextStrdup(qs->cxt, agent);
+}
+
+/*
+ * QsAgentOf returns the agent of a held job the state read, or NULL.
+ */
+const char *
+QsAgentOf(const QsQueueState *qs, int64 job_id)
+{
+	AgentEntry *e;
+
+	if (qs->agents == NULL)
+		return NULL;
+	e = hash_search(qs->agents, &job_id, HASH_FIND, NULL);
+	return e ? e->agent : NULL;
+}
+
+/* How many of an orphaned share's jobs its WARNING names (WarnOrphans) */
+#define QS_ORPHANS_NAMED 10
+
+static QsQuery OrphanJobsQuery = {
+	"SELECT id, state, count(*) OVER () FROM quota_sched.job"
+	" WHERE job_queue = $1 AND quota_share = $2"
+	"   AND state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')"
+	" ORDER BY id LIMIT " CppAsString2(QS_ORPHANS_NAMED),
+	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * IsOrphan tells whether a share the queue does not have is among its
+ * orphans already.
+ */
+static bool
+IsOrphan(const QsQueueState *qs, const char *share)
+{
+	ListCell   *lc;
+
+	foreach(lc, qs->orphans)
+		if (strcmp(lfirst(lc), share) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * AddOrphan adds a share the queue does not have to its orphans, if it
+ * is new.
+ */
+static void
+AddOrphan(QsQueueState *qs, const char *share)
+{
+	if (QsShareIndex(qs, share) < 0 && !IsOrphan(qs, share))
+		qs->orphans = lappend(qs->orphans, MemoryContextStrdup(qs->cxt, share));
+}
+
+/*
+ * WarnOrphan gives the WARNING about the live jobs of a share the queue
+ * does not have (only a write that bypassed the foreign keys, such as a
+ * restore with session_replication_role = replica, leaves them): it names
+ * the share and the first of its jobs, by id, with their states.
+ */
+static void
+WarnOrphan(QsQueueState *qs, const char *share)
+{
+	Datum		args[2] = {CStringGetTextDatum(qs->queue), CStringGetTextDatum(share)};
+	uint64		n = QsQueryRunIn(&OrphanJobsQuery, args, NULL, qs->snapshot, 0);
+	StringInfoData ids;
+	int64		total = 0;
+	bool		isnull;
+
+	initStringInfo(&ids);
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		appendStringInfo(&ids, "%s%s (%s)", i > 0 ? ", " : "", SPI_getvalue(tup, desc, 1),
+						 SPI_getvalue(tup, desc, 2));
+		total = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	}
+	if (n == 0)
+		return;					/* a counter that drifted: no job is left */
+	ereport(WARNING,
+			(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+			 errmsg_plural("job queue \"%s\" has %lld live job of quota share \"%s\", "
+						   "which does not exist: the pass leaves it alone",
+						   "job queue \"%s\" has %lld live jobs of quota share \"%s\", "
+						   "which does not exist: the pass leaves them alone",
+						   (unsigned long) total, qs->queue, (long long) total, share),
+			 errdetail("Job id (state): %s%s.", ids.data,
+					   total > (int64) n ? ", ..." : ""),
+			 errhint("Only a write that bypassed the foreign keys (such as a restore with "
+					 "session_replication_role = replica) leaves such jobs; create the "
+					 "quota share again for the passes to take them up.")));
+}
+
+/*
+ * FindOrphans finds the shares the queue does not have that its live jobs
+ * name, from the counters of held capacity and the (share, unit) pairs of
+ * its RUNNABLE jobs, both read anyway: it costs a pass nothing while there
+ * are none.  With warn (the first read of a pass, of explain, of
+ * queue_snapshot; not a pass's second read, with rows locked), it gives a
+ * WARNING for each, naming its jobs (WarnOrphan).  The pass leaves those
+ * jobs alone and schedules the queue's other jobs.
+ */
+static void
+FindOrphans(QsQueueState *qs, List *pairs, QsUsageRows usage, bool warn)
+{
+	ListCell   *lc;
+
+	for (int i = 0; i < usage.n; i++)
+		if (usage.rows[i].jobs > 0)
+			AddOrphan(qs, usage.rows[i].quota_share);
+	for (int i = 0; i + 1 < list_length(pairs); i += 2)
+		AddOrphan(qs, list_nth(pairs, i));
+	if (warn)
+		foreach(lc, qs->orphans)
+			WarnOrphan(qs, lfirst(lc));
+}
+
+/*
+ * PolicyJobs turns rows of a queue's jobs into the policy's jobs, with the
+ * indexes of their shares and units (adding units not seen yet), noting
+ * the agents of held ones.  A job whose share is not in the queue (only a
+ * write that bypassed the foreign keys, such as a restore with triggers
+ * off, leaves one) is left out: the pass decides nothing about it, and the
+ * queue's other jobs go on.  FindOrphans gave the WARNING about it, unless
+ * its share's counters drifted (the job is not counted): then it is given
+ * here.
+ */
+static const QsJob *
+PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs)
+{
+	QsJob	   *jobs = palloc0(sizeof(QsJob) * (rows.n + 1));
+	int			n = 0;
+
+	for (int i = 0; i < rows.n; i++)
+	{
+		int			share = QsShareIndex(qs, rows.rows[i].quota_share);
+
+		if (share < 0 && IsOrphan(qs, rows.rows[i].quota_share))
+			continue;
+		if (share < 0)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("a job of job queue \"%s\" names quota share \"%s\", which does "
+							"not exist: the pass leaves it alone", qs->queue,
+							rows.rows[i].quota_share),
+					 errdetail("The job is " INT64_FORMAT ".", rows.rows[i].job.id)));
+			continue;
+		}
+		jobs[n] = rows.rows[i].job;
+		jobs[n].share = share;
+		jobs[n].unit = AddUnit(qs, rows.rows[i].capacity_unit);
+		NoteAgent(qs, jobs[n].id, rows.rows[i].agent);
+		n++;
+	}
+	*njobs = n;
+	return jobs;
+}
+
+/*
+ * ReaderFetch reads the next batch of a reader after a position in its
+ * order (NULL: from the start), below a bound.
+ */
+static void
+ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
+			const QsJob *after, int64 below)
+{
+	int			limit = QsStreamBatchSize(r->batch);
+	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "quota_sched batch",
+												  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(scratch);
+	const char *sname = qs->in.shares[share].name;
+	const char *uname = qs->in.units[unit].name;
+	QsJobRows	rows;
+
+	rows = QsReadStreamBatch(r->held, qs->queue, sname, uname, after, below, r->batch);
+	MemoryContextSwitchTo(old);
+	if (r->cap < limit)
+	{
+		r->buf = MemoryContextAlloc(qs->cxt, sizeof(QsJob) * limit);
+		r->cap = limit;
+	}
+	r->nbuf = rows.n;
+	r->pos = 0;
+	r->fetched_below = below;
+	for (int i = 0; i < rows.n; i++)
+	{
+		r->buf[i] = rows.rows[i].job;
+		r->buf[i].share = share;
+		r->buf[i].unit = unit;
+		if (r->held)
+			NoteAgent(qs, r->buf[i].id, rows.rows[i].agent);
+	}
+	r->exhausted = rows.n < limit;
+	MemoryContextDelete(scratch);
+	if (r->batch < QS_STREAM_BATCHES - 1)
+		r->batch++;
+}
+
+/*
+ * ReaderNothingBelow tells whether a RUNNABLE reader, whose size bound the
+ * skip rule narrowed, has no job left after a position below it
+ * (QsRunnableAnyAfter), before it reads on along the share-order index.
+ */
+static bool
+ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
+				   const QsJob *after, int64 below)
+{
+	if (r->held || below >= PG_INT32_MAX)
+		return false;
+	return !QsRunnableAnyAfter(qs->queue, qs->in.shares[share].name,
+							   qs->in.units[unit].name, after, (int32) below);
+}
+
+/*
+ * ReaderNext gives a reader's next job after a position (NULL: from the
+ * start) below a bound: a RUNNABLE job with fewer instances, or a held job
+ * of lower priority.  Rows come in growing batches, each read from where
+ * the last ended with the bound of the time.  When the bound shrinks, the
+ * rows of the batch not yet given still follow the position in order and
+ * are only filtered by the smaller bound, so the reader goes on through
+ * them (reading from the position afresh on every narrowing made a pass
+ * that tries many jobs of a share, each smaller than the last, read them
+ * again and again); the next batch is read with the smaller bound, so
+ * that jobs it excludes are not read.
+ */
+static bool
+ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
+		   const QsJob *after, int64 below, QsJob *out)
+{
+	if (!r->has_jobs)
+		return false;
+	if (after == NULL && r->fresh && below <= r->fetched_below)
+		r->pos = 0;				/* the first batch, read with the others */
+	else if (after == NULL || !r->has_last || r->last_id != after->id ||
+			 below > r->last_below)
+	{
+		/*
+		 * From the start, or from elsewhere than the job given last, or with
+		 * a larger bound than rows passed over were filtered with.
+		 */
+		r->nbuf = r->pos = r->batch = 0;
+		r->exhausted = false;
+		r->has_last = false;
+		if (ReaderNothingBelow(qs, r, share, unit, after, below))
+			return false;
+		ReaderFetch(qs, r, share, unit, after, below);
+	}
+	r->fresh = false;
+	r->last_below = below;
+	for (;;)
+	{
+		while (r->pos < r->nbuf)
+		{
+			QsJob	   *job = &r->buf[r->pos++];
+
+			if ((r->held ? job->priority : job->count) < below)
+			{
+				r->has_last = true;
+				r->last_id = job->id;
+				*out = *job;
+				return true;
+			}
+		}
+		if (r->exhausted || r->nbuf == 0)
+			return false;
+		{
+			QsJob		last = r->buf[r->nbuf - 1];
+
+			if (ReaderNothingBelow(qs, r, share, unit, &last, below))
+			{
+				r->exhausted = true;
+				return false;
+			}
+			ReaderFetch(qs, r, share, unit, &last, below);
+		}
+	}
+}
+
+/*
+ * SourceNext is the policy's source of RUNNABLE jobs: the next job of a
+ * share and unit in share order after a position, below a size bound.
+ */
+static bool
+SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
+		   QsJob *out)
+{
+	QsQueueState *qs = arg;
+
+	return ReaderNext(qs, &qs->runnable[share * qs->in.nunits + unit], share, unit,
+					  after, below, out);
+}
+
+/*
+ * SourceHeld is the policy's source of victims: the next held job of a
+ * share and unit with no stop pending, in victim order after a position,
+ * below a priority bound.
+ */
+static bool
+SourceHeld(void *arg, int share, int unit, const QsJob *after, int64_t below,
+		   QsJob *out)
+{
+	QsQueueState *qs = arg;
+
+	return ReaderNext(qs, &qs->held[share * qs->in.nunits + unit], share, unit,
+					  after, below, out);
+}
+
+/*
+ * SourceSmallest gives a lender's smallest RUNNABLE jobs of a unit, for the
+ * wanted-capacity rule.
+ */
+static int
+SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *out)
+{
+	QsQueueState *qs = arg;
+	QsJobRows	rows;
+
+	if (!qs->runnable[share * qs->in.nunits + unit].has_jobs)
+		return 0;
+	rows = QsReadSmallestRunnable(qs->queue, qs->in.shares[share].name,
+								  qs->in.units[unit].name, at_most, max);
+	for (int i = 0; i < rows.n; i++)
+	{
+		out[i] = rows.rows[i].job;
+		out[i].share = share;
+		out[i].unit = unit;
+	}
+	return rows.n;
+}
+
+/*
+ * LoadJobs reads the jobs a pass always needs: the held jobs due for
+ * time-based work or stopping for a promised job, the promised ones, and
+ * those past the runnable timeout (misconfigured, or NO_AGENT_FITS).
+ */
+static void
+LoadJobs(QsQueueState *qs)
+{
+	qs->in.due = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DUE_JOBS, qs->claim_timeout),
+							&qs->in.ndue);
+	qs->in.promised = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_PROMISED_JOBS, NULL),
+								 &qs->in.npromised);
+	/* victims matter only to promised jobs (scheduling.md 3.6) */
+	if (qs->in.npromised > 0)
+		qs->in.victims = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_VICTIM_JOBS, NULL),
+									&qs->in.nvictims);
+	if (qs->runnable_timeout == NULL)
+		return;
+	qs->in.expired = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_EXPIRED_JOBS,
+												 qs->runnable_timeout),
+								&qs->in.nexpired);
+	qs->in.no_agent_expired =
+		PolicyJobs(qs, QsReadJobSet(qs->queue, QS_NO_AGENT_EXPIRED_JOBS, qs->runnable_timeout),
+				   &qs->in.nno_agent_expired);
+}
+
+/*
+ * SetUpCounters sets the counters of held capacity from their rows, now
+ * that every unit is known (rows of shares that no longer exist count
+ * only in the environment's use).  A share and unit whose counter shows held jobs gets a reader
+ * of them.
+ */
+static void
+SetUpCounters(QsQueueState *qs, QsUsageRows usage)
+{
+	int			cells = qs->in.nshares * qs->in.nunits + 1;
+	int64	   *held = palloc0(sizeof(int64) * cells);
+	int64	   *stopping = palloc0(sizeof(int64) * cells);
+
+	qs->held = palloc0(sizeof(QsJobReader) * cells);
+	for (int i = 0; i < usage.n; i++)
+	{
+		int			s = QsShareIndex(qs, usage.rows[i].quota_share);
+		int			at;
+
+		if (s < 0)
+		{
+			/* a share gone behind the foreign keys: its jobs hold instances */
+			QsUnit	   *units = (QsUnit *) qs->in.units;
+
+			units[QsUnitIndex(qs, usage.rows[i].capacity_unit)].unowned_held +=
+				usage.rows[i].instances;
+			continue;
+		}
+		at = s * qs->in.nunits + QsUnitIndex(qs, usage.rows[i].capacity_unit);
+		if (qs->in.shares[s].spent != NULL)
+			((double *) qs->in.shares[s].spent)[at % qs->in.nunits] =
+				usage.rows[i].spent[qs->periods[s]];
+		held[at] = usage.rows[i].instances;
+		stopping[at] = usage.rows[i].stopping_instances;
+		qs->held[at].has_jobs = usage.rows[i].jobs > 0;
+	}
+	for (int at = 0; at < cells; at++)
+		qs->held[at].held = true;
+	qs->in.held = held;
+	qs->in.stopping = stopping;
+}
+
+/*
+ * ReadRunnableHeads reads the first jobs of every RUNNABLE reader that has
+ * jobs, in one statement, as if each had read its first batch (ReaderFetch)
+ * from the start with no size bound, only shorter when there are many
+ * readers (QsReadRunnableHeads), and puts each in share order.
+ */
+static void
+ReadRunnableHeads(QsQueueState *qs)
+{
+	int			cells = qs->in.nshares * qs->in.nunits;
+	const char **shares = palloc(sizeof(char *) * (cells + 1));
+	const char **units = palloc(sizeof(char *) * (cells + 1));
+	int			limit = QsStreamBatchSize(0);
+	int			per_pair;
+	int			n = 0;
+	QsJobRows	rows;
+
+	for (int at = 0; at < cells; at++)
+		if (qs->runnable[at].has_jobs)
+		{
+			shares[n] = qs->in.shares[at / qs->in.nunits].name;
+			units[n++] = qs->in.units[at % qs->in.nunits].name;
+		}
+	if (n == 0)
+		return;
+	rows = QsReadRunnableHeads(qs->queue, shares, units, n, &per_pair);
+	for (int at = 0; at < cells; at++)
+	{
+		QsJobReader *r = &qs->runnable[at];
+
+		if (!r->has_jobs)
+			continue;
+		r->buf = MemoryContextAlloc(qs->cxt, sizeof(QsJob) * limit);
+		r->cap = limit;
+		r->fresh = true;
+		r->fetched_below = PG_INT32_MAX;
+		r->batch = 1;
+	}
+	for (int i = 0; i < rows.n; i++)
+	{
+		int			s = QsShareIndex(qs, rows.rows[i].quota_share);
+		int			u = QsUnitIndex(qs, rows.rows[i].capacity_unit);
+		QsJobReader *r = &qs->runnable[s * qs->in.nunits + u];
+		QsJob	   *job = &r->buf[r->nbuf++];
+
+		*job = rows.rows[i].job;
+		job->share = s;
+		job->unit = u;
+		/* insertion into share order: the rows come unordered */
+		for (; job > r->buf && QsShareOrderBefore(job, job - 1); job--)
+		{
+			QsJob		t = job[-1];
+
+			job[-1] = *job;
+			*job = t;
+		}
+	}
+	for (int at = 0; at < cells; at++)
+		qs->runnable[at].exhausted = qs->runnable[at].nbuf < per_pair;
+}
+
+/*
+ * SetUpBudget sets a share's budget of every unit in instance-hours (-1:
+ * none) from its budget map, now that every unit is known, and what it
+ * spent this period starts at 0 (SetUpCounters adds the counters').  The
+ * CHECK allows budgets of at most QS_BUDGET_DECIMALS decimals: thousandths
+ * / 1000.0 is the double nearest to the decimal, as numeric to float8 gives
+ * share_budget.
+ */
+static void
+SetUpBudget(QsQueueState *qs, int s)
+{
+	QsShare    *share = (QsShare *) &qs->in.shares[s];
+	Jsonb	   *map = qs->budget_maps[s];
+	double	   *budget;
+
+	if (map == NULL)
+		return;
+	budget = palloc(sizeof(double) * qs->in.nunits);
+	for (int u = 0; u < qs->in.nunits; u++)
+	{
+		JsonbValue *v = QsJsonbField(&map->root, qs->in.units[u].name);
+		int64		thousandths = v != NULL ? QsBudgetThousandths(v) : -1;
+
+		budget[u] = thousandths >= 0 ? (double) thousandths / 1000.0 : -1;
+	}
+	share->budget = budget;
+	share->spent = palloc0(sizeof(double) * qs->in.nunits);
+}
+
+/*
+ * SetUpReaders sets the capacities of the shares, now that every unit is
+ * known, and a RUNNABLE reader per share and unit, marking those that have
+ * jobs.
+ */
+static void
+SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
+{
+	for (int s = 0; s < qs->in.nshares; s++)
+	{
+		int64	   *caps = palloc0(sizeof(int64) * qs->in.nunits);
+
+		for (int u = 0; u < qs->in.nunits; u++)
+			caps[u] = CapacityOf(share_maps[s], qs->in.units[u].name);
+		((QsShare *) qs->in.shares)[s].capacity = caps;
+		SetUpBudget(qs, s);
+	}
+	qs->runnable = palloc0(sizeof(QsJobReader) * (qs->in.nshares * qs->in.nunits + 1));
+	for (int i = 0; i + 1 < list_length(pairs); i += 2)
+	{
+		int			s = QsShareIndex(qs, list_nth(pairs, i));
+		int			u = QsUnitIndex(qs, list_nth(pairs, i + 1));
+
+		if (s >= 0 && u >= 0)
+			qs->runnable[s * qs->in.nunits + u].has_jobs = true;
+	}
+	ReadRunnableHeads(qs);
+	qs->in.source.next = SourceNext;
+	qs->in.source.smallest = SourceSmallest;
+	qs->in.source.held = SourceHeld;
+	qs->in.source.arg = qs;
+}
+
+/*
+ * QsLoadQueueState reads the state of a queue at time now, in a memory
+ * context of its own, and sets how the jobs are read until the state is
+ * freed (QsSetPassReads; the policy reads them as it decides): in one
+ * snapshot, or with lock_rows locking the rows read and passing over
+ * those another transaction holds locked.  Returns false when the queue
+ * does not exist.
+ */
+bool
+QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock_rows)
+{
+	Jsonb	  **share_maps;
+	List	   *pairs;
+	QsUsageRows usage;
+	MemoryContext old;
+
+	memset(qs, 0, sizeof(*qs));
+	qs->cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched queue state",
+									ALLOCSET_DEFAULT_SIZES);
+	if (!lock_rows)
+		qs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	QsSetPassReads(qs->snapshot, lock_rows);
+	old = MemoryContextSwitchTo(qs->cxt);
+	qs->queue = pstrdup(queue);
+	qs->in.now = now;
+	qs->units_cap = 8;
+	qs->in.units = palloc0(sizeof(QsUnit) * qs->units_cap);
+	qs->in.alloc = StateAlloc;
+	qs->in.alloc_arg = qs->cxt;
+	if (!LoadQueue(qs))
+	{
+		MemoryContextSwitchTo(old);
+		QsFreeQueueState(qs);
+		return false;
+	}
+	share_maps = LoadShares(qs);
+	pairs = QsReadRunnablePairs(qs->queue);
+	for (int i = 1; i < list_length(pairs); i += 2)
+		AddUnit(qs, list_nth(pairs, i));
+	usage = QsReadUsage(qs->queue, qs->any_budget, now);
+	for (int i = 0; i < usage.n; i++)
+		AddUnit(qs, usage.rows[i].capacity_unit);
+	FindOrphans(qs, pairs, usage, !lock_rows);
+	LoadAgentBounds(qs);
+	LoadJobs(qs);
+	SetUpReaders(qs, share_maps, pairs);
+	SetUpCounters(qs, usage);
+	if (qs->half_life > 0 && qs->in.fair)
+		QsLoadBorrowMemory(qs);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * QsFreeQueueState frees the state of a queue.
+ */
+void
+QsFreeQueueState(QsQueueState *qs)
+{
+	QsSetPassReads(NULL, false);
+	if (qs->snapshot != NULL)
+		UnregisterSnapshot(qs->snapshot);
+	MemoryContextDelete(qs->cxt);
+}

@@ -1,0 +1,80 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_state.h
+ *		The state of one queue as a pass reads it (pass_load.c loads it),
+ *		and the lookups of its shares and units (queue_state.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_QUEUE_STATE_H
+#define QS_QUEUE_STATE_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "utils/jsonb.h"
+#include "utils/snapshot.h"
+
+#include "over_time.h"
+#include "policy.h"
+#include "query.h"
+
+/*
+ * A reader of the jobs of one share and unit, in batches of growing size,
+ * read as the policy asks (QsReadStreamBatch): its RUNNABLE jobs in share
+ * order, below a size bound, or its held jobs with no stop pending in
+ * victim order, below a priority bound.
+ */
+typedef struct QsJobReader
+{
+	bool		held;			/* held jobs; otherwise RUNNABLE ones */
+	bool		has_jobs;		/* the share may have such jobs of the unit */
+	QsJob	   *buf;			/* the batch read last */
+	int			cap;
+	int			nbuf;
+	int			pos;
+	int			batch;			/* index of the next batch size */
+	int64		fetched_below;	/* the bound the batch was read with */
+	bool		exhausted;		/* the last batch was the end */
+	bool		fresh;			/* buf holds the first batch, unread */
+	bool		has_last;		/* it gave a job, the last before buf[pos] */
+	int64		last_id;		/* the id of that job */
+	int64		last_below;		/* the least bound asked for since it */
+} QsJobReader;
+
+/*
+ * The state of one queue as a pass (or explain, or queue_snapshot) reads it:
+ * the policy core's input, and what the applier needs beside it, read in
+ * one snapshot taken after the queue's lock (or, in a pass's second try,
+ * with its rows locked: QsLoadQueueState).
+ */
+typedef struct QsQueueState
+{
+	MemoryContext cxt;
+	char	   *queue;
+	QsInput		in;
+	struct HTAB *agents;		/* job id -> agent, of the held jobs read */
+	QsJobReader *runnable;		/* [share * nunits + unit] */
+	QsJobReader *held;			/* [share * nunits + unit] */
+	Interval   *runnable_timeout;	/* NULL: none */
+	Interval   *claim_timeout;	/* NULL: none */
+	Jsonb	   *env_limits;		/* the environment's capacity map */
+	int			units_cap;		/* allocated length of in.units */
+	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
+	int64	   *passed_over;	/* the jobs queue_status lists */
+	int			npassed_over;
+	int			passed_over_passes;	/* queue_status.passed_over_passes */
+	List	   *orphans;		/* names of the shares, not in the queue, that
+								 * its live jobs name (FindOrphans) */
+	Jsonb	  **budget_maps;	/* [share]: its budget; NULL: none */
+	QsPeriod   *periods;		/* [share]: its budget_period */
+	bool		any_budget;		/* a share has a budget */
+	int64		half_life;		/* fair_half_life in microseconds; 0: none */
+	struct BorrowCell *borrow_cells;	/* [share * nunits + unit], with a
+										 * half-life (borrow_memory.c) */
+	QsArray		borrow_changes_read;	/* held_change rows read (tids) */
+} QsQueueState;
+
+extern int	QsUnitIndex(const QsQueueState *state, const char *unit);
+extern int	QsShareIndex(const QsQueueState *state, const char *share);
+
+#endif							/* QS_QUEUE_STATE_H */

@@ -1,0 +1,35 @@
+-- claim(..., start => true) (doc/agents.md): the jobs claimed are
+-- RUNNING at once, with started_at, as if the agent had reported RUNNING;
+-- their history shows STARTING then RUNNING.  Without it they are STARTING.
+INSERT INTO quota_sched.service_environment (name, capacity_limits)
+VALUES ('cs_env', '{"gpu": 3}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('cs_queue', 'cs_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('cs_queue', 'cs_share', '{"gpu": 3}', 'RESERVE');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+SELECT 'cs_' || i, 'cs_queue', 'cs_share', 'gpu' FROM generate_series(1, 3) i;
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('cs_queue');
+
+SELECT name, state, agent, started_at IS NOT NULL AS started, lease_until > now() AS leased
+  FROM quota_sched.claim('cs_agent', 'cs_queue', max_jobs => 2, start => true) ORDER BY name;
+SELECT name, state, started_at IS NOT NULL AS started
+  FROM quota_sched.claim('cs_agent', 'cs_queue') ORDER BY name;
+SELECT j.name, e.from_state, e.to_state FROM quota_sched.job_event e
+  JOIN quota_sched.job j ON j.id = e.job_id
+ WHERE j.job_queue = 'cs_queue' AND e.to_state <> 'RUNNABLE' ORDER BY j.name, e.id;
+-- a job started by its claim ends as usual; a repeated RUNNING is a no-op
+SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'cs_1'),
+										   'cs_agent', 'RUNNING');
+SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'cs_1'),
+										   'cs_agent', 'SUCCEEDED');
+-- start => null is refused (22023), not taken for the default (issue 20,
+-- item 8): a caller's unset variable must not pass unnoticed
+\i test/regress/include/helpers.sql
+SELECT pg_temp.refused($$SELECT count(*) FROM quota_sched.claim('cs_agent', 'cs_queue', start => NULL)$$);
+
+SELECT * FROM quota_sched.held_capacity_drift();
+SET session_replication_role = replica;
+UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'cs_queue';
+RESET session_replication_role;
+DELETE FROM quota_sched.job_queue WHERE name = 'cs_queue';
+DELETE FROM quota_sched.service_environment WHERE name = 'cs_env';
