@@ -115,6 +115,25 @@ Alloc(Replay *r, size_t size)
 	return r->mem->alloc(r->mem->arg, size ? size : 1);
 }
 
+/*
+ * Grow makes room for one more element in an array of n elements of size
+ * elem, whose capacity is *cap, doubling it (first: the first capacity):
+ * returns the array, moved if it had to grow.
+ */
+static void *
+Grow(Replay *r, void *array, int n, int *cap, size_t elem, int first)
+{
+	void	   *grown;
+
+	if (n < *cap)
+		return array;
+	*cap = *cap ? *cap * 2 : first;
+	grown = Alloc(r, elem * *cap);
+	if (n > 0)
+		memcpy(grown, array, elem * n);
+	return grown;
+}
+
 /* ---- the event heap ---- */
 
 static bool
@@ -140,16 +159,7 @@ Push(Replay *r, QsTime at, int job, int32_t attempt, EventKind kind)
 	Heap	   *h = &r->events;
 	int			i;
 
-	if (h->n == h->cap)
-	{
-		int			cap = h->cap ? h->cap * 2 : 1024;
-		Event	   *e = Alloc(r, sizeof(Event) * cap);
-
-		if (h->n > 0)
-			memcpy(e, h->e, sizeof(Event) * h->n);
-		h->e = e;
-		h->cap = cap;
-	}
+	h->e = Grow(r, h->e, h->n, &h->cap, sizeof(Event), 1024);
 	i = h->n++;
 	h->e[i] = (Event) {at, job, attempt, kind};
 	while (i > 0 && EventBefore(&h->e[i], &h->e[(i - 1) / 2]))
@@ -240,16 +250,7 @@ Insert(Replay *r, Sorted *s, Order order, int job)
 {
 	int			i = Bound(r, s, order, job, false);
 
-	if (s->n == s->cap)
-	{
-		int			cap = s->cap ? s->cap * 2 : 16;
-		int		   *at = Alloc(r, sizeof(int) * cap);
-
-		if (s->n > 0)
-			memcpy(at, s->at, sizeof(int) * s->n);
-		s->at = at;
-		s->cap = cap;
-	}
+	s->at = Grow(r, s->at, s->n, &s->cap, sizeof(int), 16);
 	memmove(&s->at[i + 1], &s->at[i], sizeof(int) * (s->n - i));
 	s->at[i] = job;
 	s->n++;
