@@ -137,4 +137,4 @@ installcheck: unitcheck
 
 # The links between the docs (README.md, doc/) resolve.
 doccheck:
-	@perl test/doc_links.pl README.md doc/*.md
+	@perl test/doc_links.pl README.md CHANGELOG.md src/README.md doc/*.md

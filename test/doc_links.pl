@@ -1,8 +1,11 @@
 #!/usr/bin/perl
 # test/doc_links.pl FILE.md...: every relative link [text](path#anchor) of
 # the given Markdown files names a file that exists, and its anchor is the
-# slug GitHub makes of one of that file's headings.  Prints one TAP line
-# (the test command counts it) and the broken links; exits 1 if any.
+# slug GitHub makes of one of that file's headings; and the README.md at
+# the top of the tree, when given, has at most 400 lines (the front door:
+# what quota_sched is, the two commands, a short tour and links to doc/,
+# which has the rest).  Prints one TAP line per check (the test command
+# counts them) and the broken links; exits 1 if a check fails.
 use strict;
 use warnings;
 use File::Basename qw(dirname);
@@ -69,4 +72,27 @@ foreach my $md (@ARGV)
 print "# $_\n" foreach @broken;
 printf "%s 1 - the docs' %d relative links name files and headings that exist\n",
   @broken ? 'not ok' : 'ok', $checked;
-exit(@broken ? 1 : 0);
+my $failed = @broken ? 1 : 0;
+
+# The README stays a front door: detail goes to doc/, linked.
+my $readme_max = 400;
+my ($readme) = grep { File::Spec->canonpath($_) eq 'README.md' } @ARGV;
+if (defined $readme)
+{
+	open(my $fh, '<:encoding(UTF-8)', $readme) or die "$readme: $!";
+	my $lines = 0;
+	$lines++ while <$fh>;
+	close($fh);
+	if ($lines > $readme_max)
+	{
+		print "# README.md has $lines lines, more than $readme_max: move the detail "
+		  . "to the page of doc/ it belongs to and link it\n";
+		print "not ok 2 - README.md has at most $readme_max lines\n";
+		$failed = 1;
+	}
+	else
+	{
+		print "ok 2 - README.md has at most $readme_max lines ($lines)\n";
+	}
+}
+exit($failed);
