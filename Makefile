@@ -35,7 +35,7 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initi
 # pg_regress tests, one scenario per file (test/regress/sql/NAME.sql,
 # test/regress/expected/NAME.out)
 REGRESS = $(patsubst test/regress/sql/%.sql,%,$(sort $(wildcard test/regress/sql/*.sql)))
-REGRESS_OPTS = --inputdir=test/regress --temp-instance=tmp_check_regress --temp-config=test/regress.conf \
+REGRESS_OPTS = --inputdir=test/regress --outputdir=test/regress --temp-instance=tmp_check_regress --temp-config=test/regress.conf \
 	--load-extension=quota_sched
 
 # isolation tests: test/isolation/specs/NAME.spec, test/isolation/expected/NAME.out
