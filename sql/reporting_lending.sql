@@ -11,17 +11,15 @@
 
 /*
  * lendable(S,u) of a share's row as config_event keeps it (scheduling.md
- * 3.1): what its idle capacity of u may lend; 0 for a RESERVE or DISABLED
- * share, and for no row.
+ * 3.1), the core's rule (lendable()): what its idle capacity of u may
+ * lend; 0 for a RESERVE or DISABLED share, and for no row.  A row
+ * without state counts as ENABLED, one without lend_limit as -1.
  */
 CREATE OR REPLACE FUNCTION quota_sched.lendable_of(share jsonb, unit text) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN CASE WHEN share ->> 'strategy' IN ('LEND', 'LEND_AND_BORROW')
-			 AND coalesce(share ->> 'state', 'ENABLED') = 'ENABLED'
-			THEN quota_sched.capacity_of(share -> 'capacity_limits', unit)
-				 * CASE WHEN coalesce((share ->> 'lend_limit')::integer, -1) >= 0
-						THEN (share ->> 'lend_limit')::integer ELSE 100 END / 100
-			ELSE 0 END;
+RETURN coalesce(quota_sched.lendable(quota_sched.capacity_of(share -> 'capacity_limits', unit),
+									 share ->> 'strategy', coalesce(share ->> 'state', 'ENABLED'),
+									 coalesce((share ->> 'lend_limit')::integer, -1)), 0);
 
 /*
  * The changes of level that lending_parts sweeps, in [t0, t1) (at t0 the

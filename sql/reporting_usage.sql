@@ -12,14 +12,54 @@
  */
 
 /*
+ * The rules of the policy core that the reports show, called from C
+ * (src/reports/rules_sql.c), so that a report and the pass share one text
+ * of each (scheduling.md 3.1, 3.11): holds(state), 1 when a job in that
+ * state holds capacity, else 0 (null, and names that are no state: 0);
+ * allowed(S,u), null when unbounded; lendable(S,u) as the borrowable
+ * supply counts it, 0 for a RESERVE or DISABLED share; and whether a share
+ * spent its budget of a unit (spent >= budget * 3600 in doubles, a
+ * negative budget none).  Executable by the roles that read the views, as
+ * functions in a view are executed by its reader.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.holds(state text) RETURNS integer
+AS 'MODULE_PATHNAME', 'qs_holds'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.allowed(capacity bigint, strategy text, borrow_limit integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'qs_allowed'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.lendable(capacity bigint, strategy text, share_state text,
+												lend_limit integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'qs_lendable'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.over_budget(spent double precision, budget_hours double precision)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_over_budget'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.allowed(bigint, text, integer),
+	quota_sched.lendable(bigint, text, text, integer),
+	quota_sched.over_budget(double precision, double precision) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.holds(text), quota_sched.allowed(bigint, text, integer),
+	quota_sched.lendable(bigint, text, text, integer),
+	quota_sched.over_budget(double precision, double precision)
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/*
  * share_usage: per queue, share and unit, capacity, allowed (null when
  * unbounded), use, borrowing, idle capacity and lendable (the most of its
  * own capacity a share lends: lend_limit; 0 for a RESERVE or DISABLED
  * share), counted over all jobs (the view reads as its owner, so
- * row-level security does not narrow the counts).  A capacity written 5.0
- * (an integral number, accepted) is read through numeric, and allowed is
- * computed in bigint, so that no value a share may hold breaks the view
- * for everyone.  recent_borrow_hours (0.3, scheduling.md 3.12; null when
+ * row-level security does not narrow the counts): in use, the instances
+ * of the jobs that hold them (holds()).  A capacity written 5.0
+ * (an integral number, accepted) is read through numeric, and allowed and
+ * lendable are the core's, in 64 bits, so that no value a share may hold
+ * breaks the view for everyone.  recent_borrow_hours (0.3, scheduling.md 3.12; null when
  * the queue has no fair_half_life): recent_borrow as the last pass left
  * it, carried on to now with what the share borrowed then.
  * waiting_since (0.3): when the share's RUNNABLE job of the unit that has
@@ -30,9 +70,9 @@
 CREATE OR REPLACE VIEW quota_sched.share_usage AS
 WITH held AS (
 	SELECT job_queue, quota_share, capacity_unit,
-		   coalesce(sum(instance_count) FILTER (WHERE state <> 'RUNNABLE'), 0) AS in_use,
+		   coalesce(sum(instance_count) FILTER (WHERE quota_sched.holds(state) = 1), 0) AS in_use,
 		   count(*) FILTER (WHERE state = 'RUNNABLE') AS runnable_jobs,
-		   count(*) FILTER (WHERE state <> 'RUNNABLE') AS active_jobs,
+		   count(*) FILTER (WHERE quota_sched.holds(state) = 1) AS active_jobs,
 		   min(coalesce(stopped_at, queued_at)) FILTER (WHERE state = 'RUNNABLE') AS waiting_since
 	  FROM quota_sched.job
 	 WHERE state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')
@@ -45,17 +85,13 @@ units AS (
 	SELECT job_queue, quota_share, capacity_unit FROM held)
 SELECT u.job_queue, u.quota_share, u.capacity_unit,
 	   c.capacity AS max_capacity,
-	   CASE WHEN s.strategy <> 'LEND_AND_BORROW' THEN c.capacity
-			WHEN s.borrow_limit = -1 THEN NULL
-			ELSE (c.capacity * (100 + s.borrow_limit::bigint)) / 100 END AS allowed,
+	   quota_sched.allowed(c.capacity, s.strategy, s.borrow_limit) AS allowed,
 	   coalesce(h.in_use, 0) AS in_use,
 	   greatest(0, coalesce(h.in_use, 0) - c.capacity) AS borrowed,
 	   greatest(0, c.capacity - coalesce(h.in_use, 0)) AS idle,
 	   coalesce(h.runnable_jobs, 0) AS runnable_jobs,
 	   coalesce(h.active_jobs, 0) AS active_jobs,
-	   CASE WHEN s.strategy = 'RESERVE' OR s.state <> 'ENABLED' THEN 0
-			WHEN s.lend_limit = -1 THEN c.capacity
-			ELSE (c.capacity * s.lend_limit) / 100 END AS lendable,
+	   quota_sched.lendable(c.capacity, s.strategy, s.state, s.lend_limit) AS lendable,
 	   CASE WHEN q.fair_half_life IS NOT NULL
 			THEN coalesce(quota_sched.recent_borrow_at(m.recent, m.at, greatest(0, m.held - m.capacity),
 													   greatest(now(), m.at), m.half_life), 0) / 3600
@@ -80,15 +116,15 @@ GRANT SELECT ON quota_sched.share_usage TO quota_sched_admin, quota_sched_agent,
  * held capacity, up to now: the rule of the pass), the period, and whether
  * the budget is spent.  Read as its owner, by every role, as share_usage.
  * budget_hours is numeric, as the budget has it (0.5; trailing zeros
- * dropped: 1.500 is 1.5); exhausted compares in float8, as the pass does
- * (policy.c, QsOverBudget: the budget's nearest double times 3600).
+ * dropped: 1.500 is 1.5); exhausted is the pass's rule (over_budget:
+ * policy.c's QsOverBudget, on the budget's nearest double).
  */
 CREATE OR REPLACE VIEW quota_sched.share_budget AS
 SELECT s.job_queue, s.name AS quota_share, b.capacity_unit, b.budget_hours,
 	   coalesce(x.spent, 0) / 3600 AS spent_hours,
 	   quota_sched.period_start(now(), s.budget_period) AS period_start,
 	   quota_sched.period_end(now(), s.budget_period) AS period_end,
-	   coalesce(x.spent, 0) >= b.budget_hours::float8 * 3600 AS exhausted
+	   quota_sched.over_budget(coalesce(x.spent, 0), b.budget_hours::float8) AS exhausted
   FROM quota_sched.quota_share s
  CROSS JOIN LATERAL (SELECT k.key AS capacity_unit, trim_scale((s.budget ->> k.key)::numeric) AS budget_hours
 					   FROM jsonb_object_keys(s.budget) AS k(key)) b

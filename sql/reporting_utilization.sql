@@ -22,11 +22,6 @@
  * figures.
  * ------------------------------------------------------------------- */
 
-/* 1 when a state holds capacity, else 0 (null: 0). */
-CREATE OR REPLACE FUNCTION quota_sched.holds(state text) RETURNS integer
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN coalesce((state IN ('SCHEDULED', 'STARTING', 'RUNNING'))::integer, 0);
-
 /* The capacity of a unit in a capacity map (0: absent, or no map). */
 CREATE OR REPLACE FUNCTION quota_sched.capacity_of(map jsonb, unit text) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -490,7 +485,7 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, text),
+REVOKE ALL ON FUNCTION quota_sched.capacity_of(jsonb, text),
 	quota_sched.usage_changes(text, timestamptz, timestamptz),
 	quota_sched.usage_start(text, timestamptz),
 	quota_sched.usage_buckets(text, timestamptz, timestamptz, interval),
@@ -499,6 +494,5 @@ REVOKE ALL ON FUNCTION quota_sched.holds(text), quota_sched.capacity_of(jsonb, t
 	quota_sched.usage_counters(text, timestamptz, timestamptz),
 	quota_sched.report_plan(text, text, timestamptz, timestamptz, interval, timestamptz),
 	quota_sched.utilization(text, timestamptz, timestamptz, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION quota_sched.holds(text) TO quota_sched_admin, quota_sched_agent, quota_sched_user;
 GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval)
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
