@@ -36,12 +36,6 @@ AS $$
 DECLARE
 	horizon timestamptz;
 	q text;
-	t0 timestamptz;
-	t1 timestamptz;
-	l0 timestamptz;
-	l1 timestamptz;
-	lent_to timestamptz;
-	origin timestamptz;
 	hours bigint := 0;
 BEGIN
 	IF up_to IS NULL OR NOT isfinite(up_to) THEN
@@ -52,57 +46,82 @@ BEGIN
 	SELECT date_trunc('hour', least(up_to, now(), min(a.xact_start))) INTO horizon
 	  FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid();
 	FOR q IN SELECT name FROM quota_sched.job_queue ORDER BY name COLLATE "C" LOOP
-		SELECT r.rolled_until, r.lent_until INTO t0, l0
-		  FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
-		IF t0 IS NULL OR l0 IS NULL THEN
-			SELECT date_trunc('hour', least(
-					   (SELECT min(e.at) FROM quota_sched.job_event e WHERE e.job_queue = q),
-					   (SELECT min(c.at) FROM quota_sched.config_event c
-						 WHERE c.object = 'quota_share' AND c.job_queue = q)))
-			  INTO origin;
-			-- a queue with no history at all: its first rollup is the last
-			-- whole hour, so that it has a rollup row and its next rollup
-			-- does not look through the whole history again
-			origin := coalesce(origin, horizon - interval '1 hour');
-		END IF;
-		t0 := coalesce(t0, origin);
-		WHILE t0 < horizon LOOP
-			t1 := least(horizon, t0 + interval '7 days');
-			INSERT INTO quota_sched.usage_hourly
-				(job_queue, quota_share, capacity_unit, hour, capacity, used, own, borrowed, idle,
-				 usage_end, capacity_end, dispatched, succeeded, failed, terminated, preempted,
-				 preempting, waits, preempted_early)
-			SELECT q, p.* FROM quota_sched.usage_parts(q, t0, t1, interval '1 hour') p;
-			INSERT INTO quota_sched.usage_totals AS u
-			SELECT q, c.* FROM quota_sched.usage_counters(q, t0, t1) c
-			ON CONFLICT (job_queue, quota_share, capacity_unit, counter)
-			DO UPDATE SET value = u.value + excluded.value;
-			INSERT INTO quota_sched.usage_rollup AS r (job_queue, rolled_until) VALUES (q, t1)
-			ON CONFLICT (job_queue) DO UPDATE SET rolled_until = excluded.rolled_until;
-			hours := hours + extract(epoch FROM t1 - t0)::bigint / 3600;
-			t0 := t1;
-		END LOOP;
-		-- who lent to whom, up to the same hour, a day at a time: the first
-		-- time from the queue's first hour (after an update from 0.2, also
-		-- the hours 0.2 rolled up, from the history that is left of them),
-		-- at most a week of it a call, so that catching up on a long
-		-- history never holds up the worker's round for long
-		l0 := coalesce(l0, origin);
-		lent_to := least(t0, l0 + interval '7 days');
-		WHILE l0 < lent_to LOOP
-			l1 := least(lent_to, l0 + interval '1 day');
-			INSERT INTO quota_sched.lending_hourly
-				(job_queue, capacity_unit, hour, lender, borrower, instance_seconds)
-			SELECT q, p.* FROM quota_sched.lending_parts(q, l0, l1, interval '1 hour') p;
-			UPDATE quota_sched.usage_rollup r SET lent_until = l1 WHERE r.job_queue = q;
-			l0 := l1;
-		END LOOP;
+		hours := hours + quota_sched.rollup_queue(q, horizon);
 	END LOOP;
 	RETURN hours;
 END
 $$;
 
-REVOKE ALL ON FUNCTION quota_sched.rollup(timestamptz) FROM PUBLIC;
+/*
+ * rollup_queue(q, horizon): rollup()'s work for one queue, up to the hour
+ * horizon; the number of hours it rolled up.  The hours of usage_hourly and
+ * usage_totals a week at a time; who lent to whom (lending_hourly) up to
+ * the same hour, a day at a time: the first time from the queue's first
+ * hour (after an update from 0.2, also the hours 0.2 rolled up, from the
+ * history that is left of them), at most a week of it a call, so that
+ * catching up on a long history never holds up the worker's round for
+ * long.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.rollup_queue(q text, horizon timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	t0 timestamptz;
+	t1 timestamptz;
+	l0 timestamptz;
+	l1 timestamptz;
+	lent_to timestamptz;
+	origin timestamptz;
+	hours bigint := 0;
+BEGIN
+	SELECT r.rolled_until, r.lent_until INTO t0, l0
+	  FROM quota_sched.usage_rollup r WHERE r.job_queue = q;
+	IF t0 IS NULL OR l0 IS NULL THEN
+		SELECT date_trunc('hour', least(
+				   (SELECT min(e.at) FROM quota_sched.job_event e WHERE e.job_queue = q),
+				   (SELECT min(c.at) FROM quota_sched.config_event c
+					 WHERE c.object = 'quota_share' AND c.job_queue = q)))
+		  INTO origin;
+		-- a queue with no history at all: its first rollup is the last
+		-- whole hour, so that it has a rollup row and its next rollup
+		-- does not look through the whole history again
+		origin := coalesce(origin, horizon - interval '1 hour');
+	END IF;
+	t0 := coalesce(t0, origin);
+	WHILE t0 < horizon LOOP
+		t1 := least(horizon, t0 + interval '7 days');
+		INSERT INTO quota_sched.usage_hourly
+			(job_queue, quota_share, capacity_unit, hour, capacity, used, own, borrowed, idle,
+			 usage_end, capacity_end, dispatched, succeeded, failed, terminated, preempted,
+			 preempting, waits, preempted_early)
+		SELECT q, p.* FROM quota_sched.usage_parts(q, t0, t1, interval '1 hour') p;
+		INSERT INTO quota_sched.usage_totals AS u
+		SELECT q, c.* FROM quota_sched.usage_counters(q, t0, t1) c
+		ON CONFLICT (job_queue, quota_share, capacity_unit, counter)
+		DO UPDATE SET value = u.value + excluded.value;
+		INSERT INTO quota_sched.usage_rollup AS r (job_queue, rolled_until) VALUES (q, t1)
+		ON CONFLICT (job_queue) DO UPDATE SET rolled_until = excluded.rolled_until;
+		hours := hours + extract(epoch FROM t1 - t0)::bigint / 3600;
+		t0 := t1;
+	END LOOP;
+	l0 := coalesce(l0, origin);
+	lent_to := least(t0, l0 + interval '7 days');
+	WHILE l0 < lent_to LOOP
+		l1 := least(lent_to, l0 + interval '1 day');
+		INSERT INTO quota_sched.lending_hourly
+			(job_queue, capacity_unit, hour, lender, borrower, instance_seconds)
+		SELECT q, p.* FROM quota_sched.lending_parts(q, l0, l1, interval '1 hour') p;
+		UPDATE quota_sched.usage_rollup r SET lent_until = l1 WHERE r.job_queue = q;
+		l0 := l1;
+	END LOOP;
+	RETURN hours;
+END
+$$;
+
+REVOKE ALL ON FUNCTION quota_sched.rollup(timestamptz),
+	quota_sched.rollup_queue(text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.rollup(timestamptz) TO quota_sched_admin;
 
 /*

@@ -344,6 +344,125 @@ END
 $$;
 
 /*
+ * The parts of utilization() before levels_from, one row per share (null:
+ * the environment), unit and hour or bucket: the rollup's hours of
+ * [from, rolled), then from the history one part of the bucket the rollup
+ * ends in, [rolled, edge), and one part a bucket of width w from edge to
+ * cut (report_plan).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.utilization_parts(q text, "from" timestamptz, w interval,
+														 rolled timestamptz, edge timestamptz,
+														 cut timestamptz)
+RETURNS TABLE (quota_share text, capacity_unit text, at timestamptz, capacity double precision,
+			   used double precision, own double precision, borrowed double precision,
+			   idle double precision, dispatched bigint, succeeded bigint, failed bigint,
+			   terminated bigint, preempted bigint, preempting bigint, preempted_early bigint,
+			   waits real[])
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+	SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
+		   h.borrowed, h.idle, h.dispatched, h.succeeded, h.failed, h.terminated,
+		   h.preempted, h.preempting, h.preempted_early, h.waits
+	  FROM quota_sched.usage_hourly h
+	 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
+	UNION ALL
+	SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
+		   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
+		   p.preempting, p.preempted_early, p.waits
+	  FROM quota_sched.usage_parts(q, rolled, edge, edge - rolled) p
+	 WHERE rolled < edge
+	UNION ALL
+	SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
+		   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
+		   p.preempting, p.preempted_early, p.waits
+	  FROM quota_sched.usage_parts(q, edge, cut, w) p
+	 WHERE edge < cut;
+END;
+
+/*
+ * The parts of utilization_parts summed by bucket (from from, of width w),
+ * share and unit, with the percentiles of the waits: those of a bucket
+ * are over all the waits of its parts, grouped in one pass with the
+ * figures (a row for each wait).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.utilization_sums(q text, "from" timestamptz, w interval,
+														rolled timestamptz, edge timestamptz,
+														cut timestamptz)
+RETURNS TABLE (b timestamptz, quota_share text, capacity_unit text, capacity double precision,
+			   used double precision, own double precision, borrowed double precision,
+			   idle double precision, dispatched bigint, succeeded bigint, failed bigint,
+			   terminated bigint, preempted bigint, preempting bigint, preempted_early bigint,
+			   p50 real, p95 real)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+	WITH flat AS (SELECT date_bin(w, p.at, "from") AS b, p.*
+					FROM quota_sched.utilization_parts(q, "from", w, rolled, edge, cut) p),
+	cells AS (
+		SELECT f.b, f.quota_share, f.capacity_unit, f.capacity, f.used, f.own, f.borrowed,
+			   f.idle, f.dispatched, f.succeeded, f.failed, f.terminated, f.preempted,
+			   f.preempting, f.preempted_early, NULL::real AS wait
+		  FROM flat f
+		UNION ALL
+		SELECT f.b, f.quota_share, f.capacity_unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			   NULL, NULL, NULL, NULL, NULL, x.wait
+		  FROM flat f, unnest(f.waits) AS x(wait))
+	SELECT c.b, c.quota_share, c.capacity_unit, sum(c.capacity) AS capacity,
+		   sum(c.used) AS used, sum(c.own) AS own, sum(c.borrowed) AS borrowed,
+		   sum(c.idle) AS idle, sum(c.dispatched)::bigint AS dispatched,
+		   sum(c.succeeded)::bigint AS succeeded, sum(c.failed)::bigint AS failed,
+		   sum(c.terminated)::bigint AS terminated,
+		   sum(c.preempted)::bigint AS preempted, sum(c.preempting)::bigint AS preempting,
+		   sum(c.preempted_early)::bigint AS preempted_early,
+		   percentile_disc(0.5) WITHIN GROUP (ORDER BY c.wait)
+			 FILTER (WHERE c.wait IS NOT NULL) AS p50,
+		   percentile_disc(0.95) WITHIN GROUP (ORDER BY c.wait)
+			 FILTER (WHERE c.wait IS NOT NULL) AS p95
+	  FROM cells c GROUP BY 1, 2, 3;
+END;
+
+/*
+ * The rows of utilization() from cut to "to", where the levels hold (no
+ * event after cut but history written by hand): the levels at cut times
+ * each bucket's length (each bucket after cut whole, so no bucket has
+ * figures from both sides), for the shares of visible and for the
+ * environment.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.utilization_tail(q text, "to" timestamptz, w interval,
+														cut timestamptz, visible text[])
+RETURNS TABLE (b timestamptz, quota_share text, capacity_unit text, capacity double precision,
+			   used double precision, own double precision, borrowed double precision,
+			   idle double precision, dispatched bigint, succeeded bigint, failed bigint,
+			   terminated bigint, preempted bigint, preempting bigint, preempted_early bigint,
+			   p50 real, p95 real)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+	WITH held AS (
+		SELECT st.quota_share, st.capacity_unit, st.u, st.c
+		  FROM quota_sched.usage_start(q, cut) st
+		 WHERE cut < "to" AND abs(st.u) + abs(st.c) > 0),
+	tail AS (
+		SELECT g.b, extract(epoch FROM least(g.b + w, "to") - g.b)::double precision AS secs
+		  FROM generate_series(cut, "to", w) AS g(b) WHERE cut < "to" AND g.b < "to"),
+	env_held AS (
+		SELECT e.capacity_unit, e.c, sh.u
+		  FROM held e
+		  LEFT JOIN (SELECT h.capacity_unit, sum(h.u)::bigint AS u FROM held h
+					  WHERE h.quota_share IS NOT NULL GROUP BY 1) sh
+			ON sh.capacity_unit = e.capacity_unit
+		 WHERE e.quota_share IS NULL)
+	SELECT t.b, h.quota_share, h.capacity_unit, h.c * t.secs / t.secs, h.u * t.secs,
+		   least(h.u, h.c) * t.secs, greatest(h.u - h.c, 0) * t.secs,
+		   greatest(h.c - h.u, 0) * t.secs, 0, 0, 0, 0, 0, 0, 0, NULL::real, NULL::real
+	  FROM held h, tail t
+	 WHERE h.quota_share = ANY (visible)
+	UNION ALL
+	SELECT t.b, NULL, e.capacity_unit, e.c * t.secs / t.secs, e.u * t.secs, NULL, NULL,
+		   e.c * t.secs - coalesce(e.u * t.secs, 0), e.u * 0, e.u * 0, e.u * 0, e.u * 0,
+		   e.u * 0, e.u * 0, e.u * 0, NULL, NULL
+	  FROM env_held e, tail t;
+END;
+
+/*
  * utilization(job_queue, from, to, bucket): per bucket (from from, of
  * width bucket), share and unit, and per bucket and unit for the
  * environment (quota_share null): see doc/reporting.md.
@@ -353,10 +472,11 @@ $$;
  * the width asked (the first of them may start inside a bucket, where the
  * rollup ends): the work is the rows read, and the buckets times the
  * (share, unit) pairs after the rollup, never an hour of the range at a
- * time.  A bucket that is not a whole number of hours, or a from that is
- * not on an hour, is computed from the history alone.  Buckets are counted
- * as date_bin() counts them, a day 24 hours, whatever the caller's
- * TimeZone.
+ * time (utilization_parts, utilization_sums).  A bucket that is not a
+ * whole number of hours, or a from that is not on an hour, is computed
+ * from the history alone.  After the last change the levels hold
+ * (utilization_tail).  Buckets are counted as date_bin() counts them, a
+ * day 24 hours, whatever the caller's TimeZone.
  */
 CREATE OR REPLACE FUNCTION quota_sched.utilization(job_queue text, "from" timestamptz, "to" timestamptz,
 										bucket interval DEFAULT '1 hour')
@@ -386,66 +506,7 @@ BEGIN
 	-- sees of another"), as share_usage shows them now
 	visible := ARRAY(SELECT s.name FROM quota_sched.quota_share s WHERE s.job_queue = q);
 	RETURN QUERY
-	WITH parts AS (
-		SELECT h.quota_share, h.capacity_unit, h.hour AS at, h.capacity, h.used, h.own,
-			   h.borrowed, h.idle, h.dispatched, h.succeeded, h.failed, h.terminated,
-			   h.preempted, h.preempting, h.preempted_early, h.waits
-		  FROM quota_sched.usage_hourly h
-		 WHERE h.job_queue = q AND h.hour >= "from" AND h.hour < rolled
-		UNION ALL
-		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
-			   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
-			   p.preempting, p.preempted_early, p.waits
-		  FROM quota_sched.usage_parts(q, rolled, edge, edge - rolled) p
-		 WHERE rolled < edge
-		UNION ALL
-		SELECT p.quota_share, p.capacity_unit, p.bucket, p.capacity, p.used, p.own, p.borrowed,
-			   p.idle, p.dispatched, p.succeeded, p.failed, p.terminated, p.preempted,
-			   p.preempting, p.preempted_early, p.waits
-		  FROM quota_sched.usage_parts(q, edge, cut, w) p
-		 WHERE edge < cut
-),
-	flat AS (SELECT date_bin(w, p.at, "from") AS b, p.* FROM parts p),
-	-- the parts' figures, and a row for each wait (the percentiles of a
-	-- bucket are over all the waits of its parts), grouped in one pass
-	cells AS (
-		SELECT f.b, f.quota_share, f.capacity_unit, f.capacity, f.used, f.own, f.borrowed,
-			   f.idle, f.dispatched, f.succeeded, f.failed, f.terminated, f.preempted,
-			   f.preempting, f.preempted_early, NULL::real AS wait
-		  FROM flat f
-		UNION ALL
-		SELECT f.b, f.quota_share, f.capacity_unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			   NULL, NULL, NULL, NULL, NULL, x.wait
-		  FROM flat f, unnest(f.waits) AS x(wait)),
-	sums AS (
-		SELECT c.b, c.quota_share, c.capacity_unit, sum(c.capacity) AS capacity,
-			   sum(c.used) AS used, sum(c.own) AS own, sum(c.borrowed) AS borrowed,
-			   sum(c.idle) AS idle, sum(c.dispatched)::bigint AS dispatched,
-			   sum(c.succeeded)::bigint AS succeeded, sum(c.failed)::bigint AS failed,
-			   sum(c.terminated)::bigint AS terminated,
-			   sum(c.preempted)::bigint AS preempted, sum(c.preempting)::bigint AS preempting,
-			   sum(c.preempted_early)::bigint AS preempted_early,
-			   percentile_disc(0.5) WITHIN GROUP (ORDER BY c.wait)
-				 FILTER (WHERE c.wait IS NOT NULL) AS p50,
-			   percentile_disc(0.95) WITHIN GROUP (ORDER BY c.wait)
-				 FILTER (WHERE c.wait IS NOT NULL) AS p95
-		  FROM cells c GROUP BY 1, 2, 3),
-	-- after cut: the levels there, and the buckets (each of them after cut
-	-- whole, so no bucket has figures from both sides)
-	held AS (
-		SELECT st.quota_share, st.capacity_unit, st.u, st.c
-		  FROM quota_sched.usage_start(q, cut) st
-		 WHERE cut < "to" AND abs(st.u) + abs(st.c) > 0),
-	tail AS (
-		SELECT g.b, extract(epoch FROM least(g.b + w, "to") - g.b)::double precision AS secs
-		  FROM generate_series(cut, "to", w) AS g(b) WHERE cut < "to" AND g.b < "to"),
-	env_held AS (
-		SELECT e.capacity_unit, e.c, sh.u
-		  FROM held e
-		  LEFT JOIN (SELECT h.capacity_unit, sum(h.u)::bigint AS u FROM held h
-					  WHERE h.quota_share IS NOT NULL GROUP BY 1) sh
-			ON sh.capacity_unit = e.capacity_unit
-		 WHERE e.quota_share IS NULL)
+	WITH sums AS (SELECT * FROM quota_sched.utilization_sums(q, "from", w, rolled, edge, cut))
 	SELECT s.b, s.quota_share, s.capacity_unit,
 		   s.capacity / extract(epoch FROM least(s.b + w, "to") - s.b)::double precision,
 		   s.used, s.own, s.borrowed, s.idle, s.dispatched, s.succeeded, s.failed,
@@ -471,16 +532,7 @@ BEGIN
 	 GROUP BY s.b, s.capacity_unit
 	HAVING count(*) FILTER (WHERE s.quota_share IS NULL) > 0
 	UNION ALL
-	SELECT t.b, h.quota_share, h.capacity_unit, h.c * t.secs / t.secs, h.u * t.secs,
-		   least(h.u, h.c) * t.secs, greatest(h.u - h.c, 0) * t.secs,
-		   greatest(h.c - h.u, 0) * t.secs, 0, 0, 0, 0, 0, 0, 0, NULL, NULL
-	  FROM held h, tail t
-	 WHERE h.quota_share = ANY (visible)
-	UNION ALL
-	SELECT t.b, NULL, e.capacity_unit, e.c * t.secs / t.secs, e.u * t.secs, NULL, NULL,
-		   e.c * t.secs - coalesce(e.u * t.secs, 0), e.u * 0, e.u * 0, e.u * 0, e.u * 0,
-		   e.u * 0, e.u * 0, e.u * 0, NULL, NULL
-	  FROM env_held e, tail t
+	SELECT * FROM quota_sched.utilization_tail(q, "to", w, cut, visible)
 	 ORDER BY 1, 2 NULLS FIRST, 3;
 END
 $$;
@@ -493,6 +545,9 @@ REVOKE ALL ON FUNCTION quota_sched.capacity_of(jsonb, text),
 	quota_sched.usage_parts(text, timestamptz, timestamptz, interval),
 	quota_sched.usage_counters(text, timestamptz, timestamptz),
 	quota_sched.report_plan(text, text, timestamptz, timestamptz, interval, timestamptz),
+	quota_sched.utilization_parts(text, timestamptz, interval, timestamptz, timestamptz, timestamptz),
+	quota_sched.utilization_sums(text, timestamptz, interval, timestamptz, timestamptz, timestamptz),
+	quota_sched.utilization_tail(text, timestamptz, interval, timestamptz, text[]),
 	quota_sched.utilization(text, timestamptz, timestamptz, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.utilization(text, timestamptz, timestamptz, interval)
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;

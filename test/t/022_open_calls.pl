@@ -93,7 +93,10 @@ my %value_of_type = (
 	boolean => 'false',
 	'double precision' => '1.5',
 	jsonb => "'{}'",
-	text => "'oc'");
+	text => "'oc'",
+	'text[]' => "'{}'",
+	'timestamp with time zone[]' => "'{}'",
+	'double precision[]' => "'{}'");
 
 # every function the role may execute, with its arguments without a
 # default (name and type), one per line: "signature|name:type,..."
