@@ -15,7 +15,7 @@
  * utilization() with the caller's rights, so a user's chart has the
  * shares they may see, and its errors (22023) are utilization()'s.
  * Every bar and line carries its figures in data-* attributes, so that a
- * test (sql/utilization_svg.sql) reads the chart back with xpath() and
+ * test (test/regress/sql/utilization_svg.sql) reads the chart back with xpath() and
  * compares it with utilization().
  *
  * utilization_svg() reads the figures; svg_chart() draws them, piece by
@@ -29,7 +29,7 @@
  * Text for XML content and attribute values: & < > " ' escaped, and the
  * C0 controls XML 1.0 does not allow (all but tab, newline and carriage
  * return) dropped.  Names of queues, shares and units cannot hold any of
- * these (src/checks.c), but a chart stays a well-formed document whatever
+ * these (src/config/checks.c), but a chart stays a well-formed document whatever
  * names may become.  (A body in SQL: resolved when created, whatever the
  * caller's search_path.)
  */

@@ -9,12 +9,14 @@
 /* ---------------------------------------------------------------------
  * Metrics (Prometheus).  pass_stats() and worker_stats() read the
  * activity counters the passes and the worker keep in shared memory
- * (stats.c), those of the caller's database: in another database than the
- * worker's (a restored copy of it in the same server) no worker runs and
- * no pass of the worker's queues is shown.  metrics() returns every metric in the Prometheus text format
- * (doc/reporting.md, "Metrics").  Its counters of jobs come from
- * usage_totals and the history after the rollup, read in one statement
- * (one snapshot), so a rollup or a prune never makes them go back.  JIT
+ * (src/reports/stats.c), those of the caller's database: in another
+ * database than the worker's (a restored copy of it in the same server)
+ * no worker runs and no pass of the worker's queues is shown.  metrics()
+ * returns every metric in the Prometheus text format (doc/reporting.md,
+ * "Metrics"), one statement whose parts are the metric_* functions below.
+ * Its counters of jobs come from usage_totals and the history after the
+ * rollup, read in one statement (one snapshot), so a rollup or a prune
+ * never makes them go back.  JIT
  * is off: the planner's estimates for the functions it reads would have it
  * compile, for 100 ms, a statement that runs in a few.  Times are in
  * seconds, Prometheus's base unit (promtool check metrics warns of any

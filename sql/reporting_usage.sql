@@ -56,12 +56,12 @@ GRANT EXECUTE ON FUNCTION quota_sched.holds(text), quota_sched.allowed(bigint, t
  * own capacity a share lends: lend_limit; 0 for a RESERVE or DISABLED
  * share), counted over all jobs (the view reads as its owner, so
  * row-level security does not narrow the counts): in use, the instances
- * of the jobs that hold them (holds()).  A capacity written 5.0
- * (an integral number, accepted) is read through numeric, and allowed and
+ * of the jobs that hold them (holds()).  A capacity written 5.0 (an
+ * integral number, accepted) is read through numeric, and allowed and
  * lendable are the core's, in 64 bits, so that no value a share may hold
- * breaks the view for everyone.  recent_borrow_hours (0.3, scheduling.md 3.12; null when
- * the queue has no fair_half_life): recent_borrow as the last pass left
- * it, carried on to now with what the share borrowed then.
+ * breaks the view for everyone.  recent_borrow_hours (0.3, scheduling.md
+ * 3.12; null when the queue has no fair_half_life): recent_borrow as the
+ * last pass left it, carried on to now with what the share borrowed then.
  * waiting_since (0.3): when the share's RUNNABLE job of the unit that has
  * waited longest began to wait (its last attempt's stop, or its queueing
  * if it never ran; null: none waits), for the alert on long waits.

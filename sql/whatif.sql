@@ -7,7 +7,7 @@
  * A function source: the install script and every update script run it
  * (CREATE OR REPLACE), so this is the one text of these functions.
  *
- * replay_run (src/replay_sql.c) runs the baseline and the candidate
+ * replay_run (src/reports/replay_sql.c) runs the baseline and the candidate
  * through the policy core (src/core/replay.c); replay_recorded reads the
  * same figures from the history; replay and replay_jobs, the API, put
  * them side by side.  All three scenarios give one row per job of the
