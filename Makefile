@@ -21,8 +21,11 @@ OBJS = $(patsubst %.c,%.o,$(sort $(filter-out src/core/%,$(wildcard src/*/*.c)))
 # (sql/updates/QS_PREVIOUS--QS_VERSION.sql).
 QS_VERSION := $(shell sed -n "s/^default_version = '\([^']*\)'$$/\1/p" quota_sched.control)
 QS_PREVIOUS = 0.3
-SQL_FUNCTIONS = validation triggers pass_api agent_api user_api reporting whatif metrics chart
-SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api reporting \
+# The reports, one file each, in the order they read one another.
+REPORTING = reporting_usage reporting_preemptions reporting_utilization reporting_lending \
+	reporting_rollup reporting_accounting
+SQL_FUNCTIONS = validation triggers pass_api agent_api user_api $(REPORTING) whatif metrics chart
+SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api $(REPORTING) \
 	whatif metrics chart policies
 DATA = sql/released/quota_sched--0.1.sql sql/released/quota_sched--0.1--0.2.sql \
 	sql/released/quota_sched--0.2--0.3.sql sql/released/quota_sched--0.3.sql
@@ -119,13 +122,14 @@ stylecheck:
 
 unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.bin \
 		test/unit/test_fleet.bin test/unit/test_lending.bin test/unit/test_over_time.bin \
-		test/unit/test_replay.bin test/unit/sim.bin
+		test/unit/test_replay.bin test/unit/test_rules.bin test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	test/unit/test_fleet.bin
 	test/unit/test_lending.bin
 	test/unit/test_over_time.bin
 	test/unit/test_replay.bin
+	test/unit/test_rules.bin
 	$(MAKE) -C agent unitcheck PG_CONFIG=$(PG_CONFIG)
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
 		out=$$(test/unit/sim.bin $${run%%:*} $${run##*:}) || { echo "$$out" | tail -40; exit 1; }; \

@@ -7,7 +7,7 @@
  * A function source: the install script and every update script run it
  * (CREATE OR REPLACE), so this is the one text of these functions.
  *
- * replay_run (src/replay_sql.c) runs the baseline and the candidate
+ * replay_run (src/reports/replay_sql.c) runs the baseline and the candidate
  * through the policy core (src/core/replay.c); replay_recorded reads the
  * same figures from the history; replay and replay_jobs, the API, put
  * them side by side.  All three scenarios give one row per job of the
@@ -199,11 +199,23 @@ REVOKE ALL ON FUNCTION quota_sched.replay_run(text, timestamptz, timestamptz, js
 	quota_sched.replay_check(text, timestamptz, timestamptz, jsonb) FROM PUBLIC;
 
 /*
+ * is_preemption(reason): whether a change of state's reason names a
+ * preemption (3.6: CROSS_SHARE_PREEMPTION, IN_SHARE_PREEMPTION,
+ * CAPACITY_REDUCED), the policy core's rule (QsIsPreemption,
+ * src/reports/rules_sql.c).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.is_preemption(reason text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_is_preemption'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION quota_sched.is_preemption(text) FROM PUBLIC;
+
+/*
  * replay_recorded(job_queue, from, to): the same rows from the history
  * itself (scenario 'recorded'): a job that held capacity at `from` counts
  * as dispatched then; a held interval ends at the next change of state
- * that ends its attempt, lost when a preemption ended it (3.6: the
- * reasons CROSS_SHARE_PREEMPTION, IN_SHARE_PREEMPTION, CAPACITY_REDUCED).
+ * that ends its attempt (to a state that holds nothing: holds()), lost
+ * when a preemption ended it (is_preemption).
  */
 CREATE OR REPLACE FUNCTION quota_sched.replay_recorded(job_queue text, "from" timestamptz,
 													   "to" timestamptz)
@@ -219,15 +231,14 @@ AS $$
 		  FROM quota_sched.replay_workload(replay_recorded.job_queue, "from", "to") wl),
 	held AS (
 		SELECT s.job_id, greatest(s.at, "from") AS a, least(coalesce(e.at, "to"), "to") AS b,
-			   coalesce(e.reason IN ('CROSS_SHARE_PREEMPTION', 'IN_SHARE_PREEMPTION', 'CAPACITY_REDUCED'),
-						false) AS lost
+			   coalesce(quota_sched.is_preemption(e.reason), false) AS lost
 		  FROM w
 		  JOIN quota_sched.job_event s ON s.job_id = w.job_id AND s.kind = 'STATE'
 									   AND s.to_state = 'SCHEDULED' AND s.at < "to"
 		  LEFT JOIN LATERAL (
 			SELECT x.at, x.reason FROM quota_sched.job_event x
 			 WHERE x.job_id = s.job_id AND x.id > s.id AND x.kind = 'STATE'
-			   AND x.to_state NOT IN ('SCHEDULED', 'STARTING', 'RUNNING')
+			   AND quota_sched.holds(x.to_state) = 0
 			 ORDER BY x.id LIMIT 1) e ON true
 		 WHERE coalesce(e.at, "to") > "from"),
 	h AS (
@@ -241,8 +252,7 @@ AS $$
 		  FROM quota_sched.job_event x
 		 WHERE x.preempted_for IS NOT NULL AND x.job_queue = replay_recorded.job_queue
 		   AND x.kind = 'STATE' AND x.at >= "from" AND x.at < "to"
-		   AND x.from_state IN ('SCHEDULED', 'STARTING', 'RUNNING')
-		   AND x.to_state NOT IN ('SCHEDULED', 'STARTING', 'RUNNING')
+		   AND quota_sched.holds(x.from_state) = 1 AND quota_sched.holds(x.to_state) = 0
 		 GROUP BY x.preempted_for)
 	SELECT 'recorded', w.job_id, w.quota_share, w.capacity_unit, w.arrival,
 		   greatest(h.a, w.arrival), f.at,

@@ -141,4 +141,61 @@ else
 	report ok "no include cycle between the modules of src/ and agent/"
 fi
 
+# long_sql_functions FILE...: "FILE:LINE NAME: N lines" for each function or
+# procedure of SQL or PL/pgSQL longer than MAX_LINES, counted from the line
+# of its CREATE to the end of its body: the line of the dollar quote that
+# closes a quoted body, the END of a BEGIN ATOMIC body (at column 0, as the
+# sources write it), or the line that ends a RETURN body (with ";").  A C
+# function (AS 'MODULE_PATHNAME', ...) has no body in SQL and is not
+# counted; views are no functions.
+long_sql_functions() {
+	awk -v max="$MAX_LINES" '
+	function judge(last) {
+		if (last - start + 1 > max)
+			printf "%s:%d %s: %d lines\n", FILENAME, start, name, last - start + 1
+		start = 0
+	}
+	FNR == 1 { start = 0 }
+	start == 0 && /^[ \t]*CREATE[ \t]+(OR[ \t]+REPLACE[ \t]+)?(FUNCTION|PROCEDURE)[ \t]/ {
+		start = FNR
+		body = ""
+		name = $0
+		sub(/.*(FUNCTION|PROCEDURE)[ \t]+/, "", name)
+		sub(/\(.*/, "", name)
+	}
+	start > 0 {
+		s = $0
+		if (body == "") {
+			if (match(s, /\$([A-Za-z_][A-Za-z_0-9]*)?\$/)) {
+				body = "quote"
+				tag = substr(s, RSTART, RLENGTH)
+				s = substr(s, RSTART + RLENGTH)
+			} else if (s ~ /BEGIN[ \t]+ATOMIC/) {
+				body = "atomic"
+				next
+			} else if (s ~ /^[ \t]*RETURN([ \t]|$)/)
+				body = "return"
+			else if (s ~ /;[ \t]*$/) {
+				start = 0	# a C function: no body here
+				next
+			}
+		}
+		if (body == "quote" && index(s, tag))
+			judge(FNR)
+		else if (body == "atomic" && s ~ /^END;?[ \t]*$/)
+			judge(FNR)
+		else if (body == "return" && s ~ /;[ \t]*$/)
+			judge(FNR)
+	}' "$@"
+}
+
+# no function of SQL or PL/pgSQL in sql/*.sql longer than MAX_LINES
+out=$(long_sql_functions sql/*.sql)
+if [ -n "$out" ]; then
+	echo "$out" | sed 's/^/# /'
+	report "not ok" "no SQL or PL/pgSQL function in sql/*.sql is longer than $MAX_LINES lines"
+else
+	report ok "no SQL or PL/pgSQL function in sql/*.sql is longer than $MAX_LINES lines"
+fi
+
 exit "$failed"

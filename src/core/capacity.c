@@ -65,6 +65,18 @@ Lends(const QsShare *share)
 }
 
 /*
+ * QsLendableOf returns the most that a share's idle capacity of a unit adds
+ * to the borrowable supply (scheduling.md 3.1): lendable(S,u) for an ENABLED
+ * LEND or LEND_AND_BORROW share, 0 for a RESERVE or DISABLED one (the
+ * lendable of share_usage and of lending()).
+ */
+int64_t
+QsLendableOf(const QsShare *share, int unit)
+{
+	return Lends(share) ? QsLendable(share, unit) : 0;
+}
+
+/*
  * CoreInitAccounting takes usage and pending stops from the counters of held
  * capacity, and computes unassigned(u) = max(0, E(u) - sum of C(S,u)).
  */
@@ -426,8 +438,8 @@ CoreComputeFitLimits(CorePlan *p)
 				int64_t		reach = share->capacity[u] + p->unassigned[u];
 
 				for (int t = 0; t < p->nshares; t++)
-					if (t != s && Lends(&in->shares[t]))
-						reach += QsLendable(&in->shares[t], u);
+					if (t != s)
+						reach += QsLendableOf(&in->shares[t], u);
 				limit->quota_max = Min64(limit->quota_max, reach);
 			}
 		}

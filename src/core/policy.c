@@ -114,14 +114,25 @@ QsStopFromName(const char *name)
 }
 
 /*
- * IsPreemption tells whether a stop is a preemption (scheduling.md 3.6), which a
- * stopped job counts in preemption_count.
+ * QsIsPreemption tells whether a stop is a preemption (scheduling.md 3.6), which
+ * a stopped job counts in preemption_count and which loses the attempt's
+ * work (replay_recorded's lost hours).
  */
-static bool
-IsPreemption(QsStop stop)
+bool
+QsIsPreemption(QsStop stop)
 {
 	return stop == QS_STOP_CROSS_SHARE || stop == QS_STOP_IN_SHARE ||
 		stop == QS_STOP_CAPACITY_REDUCED;
+}
+
+/*
+ * QsHolds tells whether a job in a state holds its instances (scheduling.md
+ * 3.1): SCHEDULED, STARTING and RUNNING, also while a stop is pending.
+ */
+bool
+QsHolds(QsJobState state)
+{
+	return state == QS_SCHEDULED || state == QS_STARTING || state == QS_RUNNING;
 }
 
 /*
@@ -151,7 +162,7 @@ QsStoppedOutcome(const QsJob *job)
 {
 	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_NONE, StopNames[job->stop]};
 
-	if (IsPreemption(job->stop))
+	if (QsIsPreemption(job->stop))
 	{
 		o.counter = QS_COUNT_PREEMPTION;
 		if (job->preemption_retries >= 0 &&

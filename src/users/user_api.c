@@ -88,7 +88,7 @@ RequireJobAccess(Oid caller, const QsJobRow *row, const char *verb)
  * unclaimed job fails at once; a claimed one gets a stop (TERMINATED) and
  * fails when it stops.  Either way its history has a TERMINATE event
  * before it fails, by which reports count terminations apart from
- * failures (usage_counts, reporting.sql).  Like every function a user
+ * failures (usage_counts, reporting_utilization.sql).  Like every function a user
  * calls, it holds the queue's lock while it runs, not after
  * (QS_UNLOCKED_FUNCTION): a user who leaves the transaction open holds
  * only the job's row, which passes pass over (QsLockJobs).

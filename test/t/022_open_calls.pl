@@ -71,6 +71,8 @@ my %value_of = (
 	capacity_unit => "'gpu'",
 	quota_share => "'oc_sa'",
 	state => "'RUNNING'",
+	strategy => "'LEND'",
+	share_state => "'ENABLED'",
 	priority => '7',
 	attempt => '1',
 	host => "'oc-host'",
@@ -91,7 +93,10 @@ my %value_of_type = (
 	boolean => 'false',
 	'double precision' => '1.5',
 	jsonb => "'{}'",
-	text => "'oc'");
+	text => "'oc'",
+	'text[]' => "'{}'",
+	'timestamp with time zone[]' => "'{}'",
+	'double precision[]' => "'{}'");
 
 # every function the role may execute, with its arguments without a
 # default (name and type), one per line: "signature|name:type,..."
