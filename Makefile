@@ -9,26 +9,28 @@ OBJS = $(patsubst %.c,%.o,$(sort $(filter-out src/core/%,$(wildcard src/*/*.c)))
 
 # The version the sources make (QS_VERSION: quota_sched.control's
 # default_version, its one home, which the C code and the agent are given
-# as QS_VERSION_STRING) and the release before it (QS_PREVIOUS).  The SQL
-# of the current version has one home per object, in sql/ (by area);
-# the build makes of it the install script and the update from the
-# release before.  A fresh install runs the one script.  The scripts of
-# released versions are kept as they were released (sql/released/,
-# and each update to a released version), so that a database of any
-# release updates through them; doc/releasing.md says how a release
-# freezes its scripts.  The function sources (CREATE OR REPLACE) are run
-# again by the update after its own changes of tables and data
-# (sql/updates/QS_PREVIOUS--QS_VERSION.sql).
+# as QS_VERSION_STRING) and the release before it (QS_PREVIOUS: the one
+# update under work, sql/updates/QS_PREVIOUS--QS_VERSION.sql).  The SQL of
+# the current version has one home per object, in sql/ (by area); the
+# build makes of it the install script and the update from the release
+# before: that update's own changes of tables and data, then the function
+# sources (CREATE OR REPLACE) again.  The updates between releases are kept
+# as they were released (sql/released/), and PostgreSQL chains them: a
+# database of any release updates to the current version in one ALTER
+# EXTENSION.  sql/updates/README.md has the rules and the steps of a
+# release.
 QS_VERSION := $(shell sed -n "s/^default_version = '\([^']*\)'$$/\1/p" quota_sched.control)
-QS_PREVIOUS = 0.3
+QS_PREVIOUS := $(patsubst sql/updates/%--$(QS_VERSION).sql,%,$(wildcard sql/updates/*--$(QS_VERSION).sql))
+ifneq ($(words $(QS_PREVIOUS)),1)
+$(error sql/updates/ must hold one update to $(QS_VERSION), PREVIOUS--$(QS_VERSION).sql; it has: $(QS_PREVIOUS))
+endif
 # The reports, one file each, in the order they read one another.
 REPORTING = reporting_usage reporting_preemptions reporting_utilization reporting_lending \
 	reporting_rollup reporting_accounting
 SQL_FUNCTIONS = validation triggers pass_api agent_api user_api $(REPORTING) whatif metrics chart
 SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api $(REPORTING) \
 	whatif metrics chart policies
-DATA = sql/released/quota_sched--0.1.sql sql/released/quota_sched--0.1--0.2.sql \
-	sql/released/quota_sched--0.2--0.3.sql sql/released/quota_sched--0.3.sql
+DATA = $(sort $(wildcard sql/released/quota_sched--*--*.sql))
 DATA_built = sql/built/quota_sched--$(QS_VERSION).sql sql/built/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = $(patsubst %/,-I%,$(sort $(wildcard src/*/))) -DQS_VERSION_STRING='"$(QS_VERSION)"'

@@ -37,8 +37,7 @@ typedef struct Statement
  */
 static const Statement statements[NUM_STATEMENTS] = {
 	[STMT_CLAIM] = {"claim",
-		"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count\n"
-		"       + coalesce((to_jsonb(c)->>'lease_losses')::int, 0),\n"
+		"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count + c.lease_losses,\n"
 		"       CASE WHEN c.payload->'command' IS NULL\n"
 		"            THEN 'the job has no command (payload->''command'' must be a JSON array of strings)'\n"
 		"            WHEN jsonb_typeof(c.payload->'command') <> 'array'\n"
@@ -68,10 +67,6 @@ static const Statement statements[NUM_STATEMENTS] = {
 		"SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
 		" $5::integer, $6::integer, $7::text)",
 	7},
-	[STMT_REPORT_0_2] = {"report",
-		"SELECT state FROM quota_sched.report($1::bigint, $2::text, $3::text, $4::text,"
-		" $5::integer, $6::integer)",
-	6},
 	[STMT_HEARTBEAT] = {"heartbeat",
 		"SELECT job_id, stop_reason, extract(epoch FROM lease_until - clock_timestamp())::float8"
 		"  FROM quota_sched.heartbeat($1::text, $2::interval)",
@@ -79,9 +74,6 @@ static const Statement statements[NUM_STATEMENTS] = {
 	[STMT_RELEASE] = {"release",
 		"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text, $4::text)",
 	4},
-	[STMT_RELEASE_0_2] = {"release",
-		"SELECT state FROM quota_sched.release($1::bigint, $2::text, $3::text)",
-	3},
 	[STMT_ATTEMPT] = {"attempt_started",
 		"SELECT 1 FROM quota_sched.attempt_started($1::bigint, $2::text, $3::integer,"
 		" $4::text, $5::text, $6::text)",
@@ -94,7 +86,6 @@ static const Statement statements[NUM_STATEMENTS] = {
 PGconn	   *conn = NULL;
 double		reconnect_at = 0;
 char		last_sqlstate[6];
-bool		db_takes_output = false;
 static double backoff = 0;		/* seconds before the next try; 0: at once */
 static char *env_password = NULL;	/* PGPASSWORD, taken out of the environment */
 
@@ -300,24 +291,54 @@ forget_password(void)
 }
 
 /*
- * probe_output tells whether the database has 0.3's attempt_started (and
- * so report() and release() with output): a database not updated yet is
- * told what 0.2 was, and nothing of the attempts' output.  Asked at each
- * connection (the database may have been updated meanwhile).
+ * schema_is_ours tells whether the database has quota_sched in this
+ * agent's version or a later one (which keeps the functions an older
+ * agent calls: doc/releasing.md).  An older schema (the library is
+ * installed but ALTER EXTENSION quota_sched UPDATE has not run yet), or
+ * none, is said (once for each version found) and the connection closed:
+ * the loop tries again after the longest backoff, so that the agent
+ * starts working by itself once the database is updated.
  */
-static void
-probe_output(void)
+static bool
+schema_is_ours(void)
 {
-	PGresult   *res = PQexec(conn, "SELECT pg_catalog.to_regprocedure("
-								 "'quota_sched.attempt_started(bigint, text, integer, text, text, text)')"
-								 " IS NOT NULL");
+	static char refused[64];
+	PGresult   *res = PQexec(conn, "SELECT extversion FROM pg_catalog.pg_extension"
+								 " WHERE extname = 'quota_sched'");
+	char		found[64];
+	char		msg[1024];
 
-	db_takes_output = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		trimmed(PQresultErrorMessage(res), msg, sizeof(msg));
+		PQclear(res);
+		lose_connection(msg);
+		return false;
+	}
+	snprintf(found, sizeof(found), "%s", PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "");
 	PQclear(res);
-	if (!db_takes_output)
-		log_event("info", "no_output_sent", NULL,
-				  "the database has no attempt_started() (older than 0.3): the jobs' output stays on this host");
+	if (found[0] != '\0' && compare_versions(found, AGENT_VERSION) >= 0)
+	{
+		refused[0] = '\0';
+		return true;
+	}
+	if (strcmp(found[0] ? found : "-", refused) != 0)
+	{
+		if (found[0] == '\0')
+			log_event("error", "schema_missing", NULL,
+					  "quota_sched is not installed in database %s; trying again every %.0f s",
+					  PQdb(conn), RECONNECT_MAX_SECONDS);
+		else
+			log_event("error", "schema_older", NULL,
+					  "database %s has quota_sched %s, older than this agent (%s): run ALTER EXTENSION quota_sched UPDATE there; trying again every %.0f s",
+					  PQdb(conn), found, AGENT_VERSION, RECONNECT_MAX_SECONDS);
+		snprintf(refused, sizeof(refused), "%s", found[0] ? found : "-");
+	}
+	PQfinish(conn);
+	conn = NULL;
+	backoff = RECONNECT_MAX_SECONDS;
+	reconnect_at = now_mono() + backoff;
+	return false;
 }
 
 /*
@@ -365,7 +386,8 @@ try_connect(void)
 	memset(prepared, 0, sizeof(prepared));
 	if (!listen_setup())
 		return;
-	probe_output();
+	if (!schema_is_ours())
+		return;
 	backoff = 0;
 	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
 			  PQhost(conn), PQport(conn), PQuser(conn),

@@ -18,14 +18,20 @@ typedef enum StatementId
 {
 	STMT_CLAIM,					/* claim(): jobs to run, with their commands */
 	STMT_REPORT,				/* report(): how a job ended, with its output */
-	STMT_REPORT_0_2,			/* the same, of a database older than 0.3 */
 	STMT_HEARTBEAT,				/* heartbeat(): leases renewed, stops */
 	STMT_RELEASE,				/* release(): a job given back, with its output */
-	STMT_RELEASE_0_2,			/* the same, of a database older than 0.3 */
 	STMT_ATTEMPT,				/* attempt_started(): host, log file, handle */
 	STMT_READY,					/* agent_ready(): what the agent can run */
 	NUM_STATEMENTS
 } StatementId;
+
+/*
+ * The SQLSTATE of a call the database's library refuses because the
+ * schema is of another version (src/base/identity.h): the library was
+ * installed and the server restarted, and ALTER EXTENSION quota_sched
+ * UPDATE has not run yet.  Not a refusal: the call is tried again.
+ */
+#define SQLSTATE_SCHEMA_VERSION "55QS0"
 
 /* what db_exec() returns */
 enum
@@ -36,7 +42,6 @@ enum
 extern PGconn *conn;			/* NULL: not connected */
 extern double reconnect_at;		/* when to try to connect again */
 extern char last_sqlstate[6];	/* of the last statement that failed */
-extern bool db_takes_output;	/* the database has attempt_started (0.3) */
 
 extern void hide_password(void);
 extern void forget_password(void);

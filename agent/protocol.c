@@ -71,7 +71,7 @@ refused(const char *sqlstate)
  * send_action runs the job's report (state, reason, exit code) or release,
  * with the last of the attempt's output (attempt_tail; none if it took no
  * output, or from the third try on, in case it is what the server will not
- * take, or to a database older than 0.3); db_exec's answer.  The reason is
+ * take); db_exec's answer.  The reason is
  * made valid UTF-8 first, or the server would refuse it all.
  */
 static int
@@ -97,13 +97,13 @@ send_action(Job *job, PGresult **res)
 			snprintf(code, sizeof(code), "%d", job->exit_code);
 			params[5] = code;
 		}
-		return db_exec(db_takes_output ? STMT_REPORT : STMT_REPORT_0_2, params, res, job);
+		return db_exec(STMT_REPORT, params, res, job);
 	}
 	else
 	{
 		const char *params[4] = {job->id_text, opts.agent, job->reason, out};
 
-		return db_exec(db_takes_output ? STMT_RELEASE : STMT_RELEASE_0_2, params, res, job);
+		return db_exec(STMT_RELEASE, params, res, job);
 	}
 }
 
@@ -126,8 +126,6 @@ tell_attempt(Job *job)
 	int			rc;
 
 	job->tell_attempt = false;
-	if (!db_takes_output)
-		return true;
 	printable_copy(opts.host, host, sizeof(host));
 	printable_copy(job->log.path, path, sizeof(path));
 	printable_copy(job->handle, handle, sizeof(handle));
@@ -177,11 +175,22 @@ told(Job *job, PGresult *res)
  * retry_later: the report or release failed, not refused.  Keep the job
  * (the heartbeat then neither releases it nor lets its lease run out) and
  * try again, after 1, 2, ... up to 10 s; from the third try without its
- * reason, in case the reason is what the server will not take.
+ * reason, in case the reason is what the server will not take.  While the
+ * database waits for ALTER EXTENSION quota_sched UPDATE
+ * (SQLSTATE_SCHEMA_VERSION), every 5 s, and the try is not counted: the
+ * report keeps its reason and output.
  */
 static void
 retry_later(Job *job)
 {
+	if (strcmp(last_sqlstate, SQLSTATE_SCHEMA_VERSION) == 0)
+	{
+		job->retry_at = now_mono() + 5;
+		log_event("warning", "job_retry", job,
+				  "the %s waits for the database's update (SQLSTATE %s): trying again in 5 s",
+				  job->action == ACT_REPORT ? "report" : "release", last_sqlstate);
+		return;
+	}
 	job->tries++;
 	if (job->tries >= 3)
 		job->reason[0] = '\0';
@@ -260,7 +269,7 @@ release_unknown(const char *id_text)
 
 	snprintf(reason, sizeof(reason), "agent %s does not run it (restarted?)", opts.agent);
 	params[2] = reason;
-	if (db_exec(db_takes_output ? STMT_RELEASE : STMT_RELEASE_0_2, params, &res, NULL) == DB_OK)
+	if (db_exec(STMT_RELEASE, params, &res, NULL) == DB_OK)
 	{
 		log_event("info", "job_released", NULL,
 				  "job %s: held by this agent in the database but not run here: released",
@@ -447,8 +456,7 @@ do_claim(void)
  * provisions each job), after every connection: the scheduler then knows
  * the agent, and dispatches to its queue nothing larger than the largest
  * live agent could take.  Without --capacity-unit it registers nothing
- * (it takes jobs of any unit).  A database whose quota_sched has no
- * agent_ready (older than 0.3) is told nothing: the agent works as before.
+ * (it takes jobs of any unit).
  */
 void
 do_ready(void)
@@ -470,7 +478,4 @@ do_ready(void)
 				  opts.queue, opts.unit, params[3] ? instances : "any number of");
 		PQclear(res);
 	}
-	else if (rc == DB_ERROR && strcmp(last_sqlstate, "42883") == 0)
-		log_event("info", "agent_ready", NULL,
-				  "the database has no agent_ready(): the agent is not registered");
 }

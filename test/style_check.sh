@@ -198,4 +198,58 @@ else
 	report ok "no SQL or PL/pgSQL function in sql/*.sql is longer than $MAX_LINES lines"
 fi
 
+# One library serves one schema (doc/releasing.md): no statement variant
+# for an older schema, so no probe of what the schema has (get_attnum,
+# to_regclass and its kin, the number of arguments a function was declared
+# with) and no name of one (SchemaLevel, _0_2) in the shell or the agent;
+# and every SQL-callable function checks the schema's version first
+# (QsCheckSchemaVersion: in its body, or QsCallUnlocked's for those of
+# QS_UNLOCKED_FUNCTION).
+out=$(grep -nE 'get_attnum[[:space:]]*\(|to_reg(class|proc|procedure|type|namespace|role|oper|operator)[[:space:]]*\(|PG_NARGS[[:space:]]*\(|SchemaLevel|_0_[0-9]+([^0-9]|$)' \
+	/dev/null "${shell[@]}" $(ls src/*/*.h | grep -v '^src/core/') agent/*.[ch])
+if [ -n "$out" ]; then
+	echo "$out" | sed 's/^/# schema probe: /'
+	report "not ok" "no probe of an older schema in the shell or the agent"
+else
+	report ok "no probe of an older schema in the shell or the agent"
+fi
+out=$(perl -e '
+	my $bad = "";
+	for my $f (@ARGV) {
+		open(my $fh, "<", $f) or die "$f: $!";
+		my $text = do { local $/; <$fh> };
+		for my $fn ($text =~ /^PG_FUNCTION_INFO_V1\((\w+)\);/mg) {
+			my ($body) = $text =~ /^\Q$fn\E\(PG_FUNCTION_ARGS\)\n\{\n(.*?)^\}/ms;
+			$bad .= "$f: $fn\n" unless defined $body && $body =~ /\bQsCheckSchemaVersion\(\);/;
+		}
+		if ($f =~ m{/queue_lock\.c$}) {
+			my ($body) = $text =~ /^QsCallUnlocked\(.*?\n\{\n(.*?)^\}/ms;
+			$bad .= "$f: QsCallUnlocked\n" unless defined $body && $body =~ /\bQsCheckSchemaVersion\(\);/;
+		}
+	}
+	print $bad;' "${shell[@]}")
+if [ -n "$out" ]; then
+	echo "$out" | sed 's/^/# no version check: /'
+	report "not ok" "every SQL-callable function of the library checks the schema's version"
+else
+	report ok "every SQL-callable function of the library checks the schema's version"
+fi
+
+# PostgreSQL chains the released update scripts, run with the current
+# library, and CREATE FUNCTION ... LANGUAGE C looks its symbol up there: every
+# symbol a script names (sql/, sql/updates/, sql/released/) stays in the
+# library (sql/updates/README.md).
+out=
+for sym in $(grep -ohE "AS 'MODULE_PATHNAME', '[A-Za-z0-9_]+'" sql/*.sql sql/updates/*.sql sql/released/*.sql |
+		sed "s/.*, '\(.*\)'/\1/" | sort -u); do
+	grep -qE "^(PG_FUNCTION_INFO_V1\($sym\);|QS_UNLOCKED_FUNCTION\($sym,)" "${shell[@]}" ||
+		out+="$sym"$'\n'
+done
+if [ -n "$out" ]; then
+	printf '%s' "$out" | sed 's/^/# symbol no longer in the library: /'
+	report "not ok" "every C symbol an install or update script names is in the library"
+else
+	report ok "every C symbol an install or update script names is in the library"
+fi
+
 exit "$failed"

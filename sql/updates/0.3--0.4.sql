@@ -2,16 +2,17 @@
  * sql/updates/0.3--0.4.sql
  *		The changes of tables, data and catalog from 0.3 to 0.4.
  *
- * The build makes quota_sched--0.3--0.4.sql of this file followed by every
- * function source (sql/src: validation, triggers, the APIs, reporting,
- * metrics, chart), which recreate each function and view as 0.4 has it
- * (CREATE OR REPLACE).  So this file holds only what those cannot do:
- * ALTER TABLE and the data it needs, new tables (and the same change in
- * sql/src/tables.sql), DROP FUNCTION before a function's signature or
- * result type changes (and DROP VIEW before a view's column changes
- * type), ALTER POLICY.  test/t/006_upgrade.pl checks that an
- * updated database has the catalog of a fresh install, and that a
- * populated 0.3 database keeps what it had.
+ * The build makes sql/built/quota_sched--0.3--0.4.sql of this file
+ * followed by every function source (sql/: validation, triggers, the
+ * APIs, reporting, whatif, metrics, chart), which recreate each function
+ * and view as 0.4 has it (CREATE OR REPLACE).  So this file holds only
+ * what those cannot do: ALTER TABLE and the data it needs, new tables (and
+ * the same change in sql/tables.sql), DROP FUNCTION before a function's
+ * signature or result type changes (and DROP VIEW before a view's column
+ * changes type), ALTER POLICY.  The rules of an update are in
+ * sql/updates/README.md.  test/t/006_upgrade.pl checks that an updated
+ * database has the catalog of a fresh install, and that populated
+ * databases of 0.1, 0.2 and 0.3 keep what they had.
  */
 
 /*

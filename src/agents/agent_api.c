@@ -193,7 +193,7 @@ DoClaim(PG_FUNCTION_ARGS)
 	int			max_jobs = DatumGetInt32(NotNullArg(fcinfo, 3, "max_jobs", true));
 	Interval   *lease = LeaseArg(fcinfo, 4);
 	int			max_instances = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
-	bool		start = PG_NARGS() > 6 && DatumGetBool(NotNullArg(fcinfo, 6, "start", true));
+	bool		start = DatumGetBool(NotNullArg(fcinfo, 6, "start", true));
 	QsSavedUser saved;
 	Datum		claimed;
 
@@ -402,8 +402,7 @@ ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repor
  * LateSuccess takes an agent's SUCCEEDED report of an attempt that is
  * over because its lease ran out (issue 37, item 5), when the job has not
  * started anew (waiting, or dispatched and not claimed) and the attempt
- * ran on that agent, for a login that may serve the queue (a caller of
- * 0.3's signature, whose schema has job_attempt): the work is
+ * ran on that agent, for a login that may serve the queue: the work is
  * done, so the job succeeds rather than run again.  The history says so
  * (status_reason, the event's reason).  Returns whether it took it.
  */
@@ -429,16 +428,15 @@ LateSuccess(const QsJobRow *row, int64 job_id, const char *agent, int32 attempt,
  * the job's current one changes nothing: a retry that comes after the
  * attempt ended (its reply was lost) must not land on the next one; but
  * the late success of an attempt whose lease ran out ends the job
- * (LateSuccess).  A
- * report on a job another role claimed is refused unless the caller is an
- * admin (RequireReporter).  A repeat of the job's current state changes
- * nothing (IsRepeat); any other report goes to ApplyReport, and one that
- * ends the attempt, with record (a caller of 0.3's signature, whose
- * schema has job_attempt), writes its exit code and output there.
+ * (LateSuccess).  A report on a job another role claimed is refused
+ * unless the caller is an admin (RequireReporter).  A repeat of the job's
+ * current state changes nothing (IsRepeat); any other report goes to
+ * ApplyReport, and one that ends the attempt writes its exit code and
+ * output in job_attempt.
  */
 static Datum
 AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason,
-			int32 attempt, const int32 *exit_code, const char *output, bool record)
+			int32 attempt, const int32 *exit_code, const char *output)
 {
 	Oid			caller = GetUserId();
 	char	   *role = GetUserNameFromId(caller, false);
@@ -457,7 +455,7 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	/* about an attempt that is over: nothing to do, but a late success */
 	current = QsJobAttempt(&row.job);
 	over = attempt > 0 && attempt != current;
-	if (over && record && report == QS_REPORT_SUCCEEDED &&
+	if (over && report == QS_REPORT_SUCCEEDED &&
 		LateSuccess(&row, job_id, agent, attempt, caller))
 		QsRecordAttemptEnd(job_id, attempt, agent, exit_code, output);
 	if (!over)
@@ -466,7 +464,7 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	if (!over && !IsRepeat(&row, agent, report))
 	{
 		ApplyReport(&row, job_id, agent, report, reason);
-		if (record && report != QS_REPORT_RUNNING)
+		if (report != QS_REPORT_RUNNING)
 			QsRecordAttemptEnd(job_id, current, agent, exit_code, output);
 	}
 	result = QsReturnJob(job_id);
@@ -506,13 +504,13 @@ DoReport(PG_FUNCTION_ARGS)
 	char	   *agent = AgentArg(fcinfo, 1);
 	QsReport	report;
 	char	   *reason = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	int32		attempt = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_INT32(4) : 0;
-	int32		exit_code = PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_INT32(5) : 0;
+	int32		attempt = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4);
+	int32		exit_code = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
 	char	   *output = QsAttemptOutputArg(fcinfo, 6);
 
 	if (reason != NULL)
 		QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
-	if (PG_NARGS() > 4 && !PG_ARGISNULL(4) && attempt < 1)
+	if (!PG_ARGISNULL(4) && attempt < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid attempt %d", attempt),
@@ -529,8 +527,7 @@ DoReport(PG_FUNCTION_ARGS)
 				 errmsg("output goes with the report of an attempt's end"),
 				 errhint("Report SUCCEEDED, FAILED or STOPPED with it, or release the job.")));
 	return AgentReport(job_id, agent, report, reason, attempt,
-					   PG_NARGS() > 5 && !PG_ARGISNULL(5) ? &exit_code : NULL,
-					   output, PG_NARGS() > 6);
+					   PG_ARGISNULL(5) ? NULL : &exit_code, output);
 }
 
 /*
@@ -553,8 +550,7 @@ DoRelease(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job_id must not be null")));
-	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0, NULL,
-					   output, PG_NARGS() > 3);
+	return AgentReport(PG_GETARG_INT64(0), agent, QS_REPORT_RELEASED, reason, 0, NULL, output);
 }
 
 /*

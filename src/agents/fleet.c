@@ -17,13 +17,12 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
 #include "fleet.h"
 #include "identity.h"
@@ -45,16 +44,6 @@ QsDefineFleetSettings(void)
 							"Longest time an agent's registration counts as live after its last claim or heartbeat.",
 							NULL, &QsMaxAgentLeaseSeconds, 3600, 1, 7 * 24 * 3600, PGC_SIGHUP,
 							GUC_UNIT_S, NULL, NULL, NULL);
-}
-
-/*
- * QsFleetKnown tells whether the agent table exists (0.3): a database whose
- * extension is not updated yet lacks it.
- */
-bool
-QsFleetKnown(void)
-{
-	return OidIsValid(get_relname_relid("agent", get_namespace_oid(QS_SCHEMA, false)));
 }
 
 /*
@@ -127,8 +116,6 @@ static QsQuery AgentAccessQuery = {
  * QsRequireAgentAccess raises insufficient_privilege unless the calling
  * role may serve a job queue as an agent: an admin, or a login that
  * agent_access allows the queue (itself or a role it is a member of).
- * Before the update to 0.4 (no agent_access) every agent login serves
- * every queue, as in 0.3.
  */
 void
 QsRequireAgentAccess(Oid caller, const char *queue)
@@ -136,8 +123,7 @@ QsRequireAgentAccess(Oid caller, const char *queue)
 	Datum		args[2];
 	Name		login = palloc0(NAMEDATALEN);
 
-	if (QsIsAdmin(caller) ||
-		!OidIsValid(get_relname_relid("agent_access", get_namespace_oid(QS_SCHEMA, false))))
+	if (QsIsAdmin(caller))
 		return;
 	namestrcpy(login, GetUserNameFromId(caller, false));
 	args[0] = NameGetDatum(login);
@@ -226,8 +212,7 @@ static QsQuery AgentKnownQuery = {
  * QsAgentSeen records that an agent claimed or heartbeat with a lease:
  * its row's last_seen and lease, when it is registered by that login
  * (login NULL: an admin acting for it, any login).  Returns whether the
- * agent is registered and DRAINING (then claim gives it nothing).  Before
- * the update to 0.3 (no agent table) it does nothing and returns false.
+ * agent is registered and DRAINING (then claim gives it nothing).
  */
 bool
 QsAgentSeen(const char *agent, const char *login, Interval *lease)
@@ -239,8 +224,6 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 	bool		isnull;
 	Datum		state;
 
-	if (!QsFleetKnown())
-		return false;
 	args[0] = CStringGetTextDatum(agent);
 	/* an agent that never registered costs its claims one index probe */
 	if (QsQueryRun(&AgentKnownQuery, args, NULL, true, 1) == 0)

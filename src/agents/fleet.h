@@ -7,9 +7,7 @@
  *		functions only, and which queues a login may serve (agent_access).
  *
  * Callers are connected to SPI and run as the extension's owner
- * (QsBeginSystemWrite).  A database whose extension is not updated to 0.3
- * yet has no agent table: then QsFleetKnown is false, QsAgentSeen does
- * nothing, and the agents' functions work as before.
+ * (QsBeginSystemWrite).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,7 +19,6 @@
 extern int	QsMaxAgentLeaseSeconds;
 
 extern void QsDefineFleetSettings(void);
-extern bool QsFleetKnown(void);
 extern Datum QsAgentReady(const char *agent, const char *login, bool admin,
 						  const char *queue, const char *unit, const int32 *instances);
 extern bool QsAgentSeen(const char *agent, const char *login, Interval *lease);

@@ -21,6 +21,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -102,21 +103,103 @@ QsInstalledVersion(void)
 }
 
 /*
- * QsCheckSchemaVersion refuses to schedule with a schema older than the
- * library: after the files of a new version are installed, the extension
- * must be updated in each database before passes run there again.
+ * One library serves one schema (doc/releasing.md): the version installed
+ * in this database must be the library's.  Once found so, a backend keeps
+ * that answer (schema_is_own) until pg_extension changes (an ALTER
+ * EXTENSION, a DROP and CREATE), whose invalidation clears it: the check at
+ * every call of the library is then one test of a flag.
+ */
+static bool schema_is_own = false;
+static bool schema_callback_set = false;
+
+static void
+ForgetSchemaVersion(Datum arg, int cacheid, uint32 hashvalue)
+{
+	schema_is_own = false;
+}
+
+/*
+ * QsInstalledSchema tells whether quota_sched is installed in this
+ * database (QS_SCHEMA_NONE), in the library's version (QS_SCHEMA_OWN) or
+ * in another (QS_SCHEMA_OTHER, *version set to it, palloc'd).
+ */
+QsSchemaState
+QsInstalledSchema(char **version)
+{
+	char	   *installed;
+
+	*version = NULL;
+	if (likely(schema_is_own))
+		return QS_SCHEMA_OWN;
+	if (!schema_callback_set)
+	{
+		/* before the catalog is read: a change after it then clears the flag */
+		CacheRegisterSyscacheCallback(EXTENSIONOID, ForgetSchemaVersion, (Datum) 0);
+		schema_callback_set = true;
+	}
+	installed = QsInstalledVersion();
+	if (installed == NULL)
+		return QS_SCHEMA_NONE;
+	if (strcmp(installed, QS_LIBRARY_VERSION) == 0)
+	{
+		schema_is_own = true;
+		return QS_SCHEMA_OWN;
+	}
+	*version = installed;
+	return QS_SCHEMA_OTHER;
+}
+
+/*
+ * QsCompareVersions compares two versions "MAJOR.MINOR" (each part a
+ * number, 0.10 after 0.9): negative, zero or positive as a is older than,
+ * the same as or newer than b.
+ */
+int
+QsCompareVersions(const char *a, const char *b)
+{
+	char	   *end_a,
+			   *end_b;
+
+	for (;;)
+	{
+		long		part_a = strtol(a, &end_a, 10);
+		long		part_b = strtol(b, &end_b, 10);
+
+		if (part_a != part_b)
+			return part_a < part_b ? -1 : 1;
+		if (*end_a != '.' || *end_b != '.')
+			return (*end_a == '.') - (*end_b == '.');
+		a = end_a + 1;
+		b = end_b + 1;
+	}
+}
+
+/*
+ * QsCheckSchemaVersion is the check every SQL-callable function and
+ * trigger of the library makes first: it refuses (55QS0) to run on a
+ * schema of another version than the library's, saying what to do.  With
+ * the library preloaded, a new build takes effect at the restart, and
+ * until ALTER EXTENSION quota_sched UPDATE the database still has the old
+ * schema: nothing of the library runs there, but the update itself (the
+ * extension's scripts call its functions, and fire its triggers).
  */
 void
 QsCheckSchemaVersion(void)
 {
-	char	   *version = QsInstalledVersion();
+	char	   *version;
 
-	if (version != NULL && strcmp(version, QS_LIBRARY_VERSION) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("quota_sched %s is installed in this database, but its library is version %s",
-						version, QS_LIBRARY_VERSION),
-				 errhint("Run ALTER EXTENSION quota_sched UPDATE.")));
+	if (likely(QsInstalledSchema(&version) != QS_SCHEMA_OTHER))
+		return;
+	if (creating_extension && CurrentExtensionObject == get_extension_oid("quota_sched", true))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_QS_SCHEMA_VERSION),
+			 errmsg("quota_sched %s is installed in this database, but its library is version %s",
+					version, QS_LIBRARY_VERSION),
+			 errdetail("The library of quota_sched runs only on the schema of its own version."),
+			 QsCompareVersions(version, QS_LIBRARY_VERSION) < 0 ?
+			 errhint("Run ALTER EXTENSION quota_sched UPDATE.") :
+			 errhint("Install the library of quota_sched %s and restart the server.", version)));
 }
 
 /*

@@ -38,7 +38,26 @@ typedef struct QsSavedUser
 
 extern void QsResetWriteContext(void);
 extern Oid	QsExtensionOwner(void);
+/* The version of the extension installed in this database (identity.c). */
+typedef enum QsSchemaState
+{
+	QS_SCHEMA_NONE,				/* not installed */
+	QS_SCHEMA_OWN,				/* the library's version */
+	QS_SCHEMA_OTHER				/* another version */
+} QsSchemaState;
+
+/*
+ * What QsCheckSchemaVersion raises: the library and the schema installed
+ * are of different versions.  Of class 55 (object not in prerequisite
+ * state), but not 55000, which the agents' protocol gives a meaning of its
+ * own (the job is not this agent's: it forgets the job, doc/agents.md):
+ * an agent, of any release, tries its call again after this one.
+ */
+#define ERRCODE_QS_SCHEMA_VERSION MAKE_SQLSTATE('5','5','Q','S','0')
+
 extern char *QsInstalledVersion(void);
+extern QsSchemaState QsInstalledSchema(char **version);
+extern int	QsCompareVersions(const char *a, const char *b);
 extern void QsCheckSchemaVersion(void);
 extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
 extern void QsEndSystemWrite(const QsSavedUser *saved);

@@ -17,6 +17,7 @@
 #include "storage/sinvaladt.h"
 #include "utils/memutils.h"
 
+#include "identity.h"
 #include "queue_lock.h"
 
 /*
@@ -132,13 +133,18 @@ QsEndCallLocks(int mark)
  * (QsBeginCallLocks): every function that a user or an agent may call and
  * that takes a queue's lock is such a body, so that none keeps the lock
  * past its return (test/t/022_open_calls.pl calls each one in a
- * transaction left open).
+ * transaction left open).  Like every SQL-callable function of the
+ * library, it runs only on the schema of the library's version
+ * (QsCheckSchemaVersion).
  */
 Datum
 QsCallUnlocked(PGFunction body, FunctionCallInfo fcinfo)
 {
-	int			mark = QsBeginCallLocks();
+	int			mark;
 	volatile Datum result = (Datum) 0;
+
+	QsCheckSchemaVersion();
+	mark = QsBeginCallLocks();
 
 	PG_TRY();
 	{

@@ -22,6 +22,7 @@
 
 #include "checks.h"
 #include "constants.h"
+#include "identity.h"
 
 /*
  * REFUSE raises check_violation with a message (errmsg) that names the
@@ -92,6 +93,7 @@ QsCheckName(text *value, const char *what)
 Datum
 qs_check_name(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	QsCheckName(PG_GETARG_TEXT_PP(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	PG_RETURN_BOOL(true);
 }
@@ -238,6 +240,7 @@ CheckMap(Jsonb *map, const char *owner, bool budget)
 Datum
 qs_check_capacity_map(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	CheckMap(PG_GETARG_JSONB_P(0), QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1))), false);
 	PG_RETURN_BOOL(true);
 }
@@ -249,6 +252,7 @@ qs_check_capacity_map(PG_FUNCTION_ARGS)
 Datum
 qs_check_budget(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	CheckMap(PG_GETARG_JSONB_P(0), QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1))), true);
 	PG_RETURN_BOOL(true);
 }
@@ -262,6 +266,7 @@ qs_check_state(PG_FUNCTION_ARGS)
 {
 	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
+	QsCheckSchemaVersion();
 	if (strcmp(state, "ENABLED") != 0 && strcmp(state, "DISABLED") != 0)
 		REFUSE(errmsg("invalid state \"%s\" of %s", QsShortValue(state),
 					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)))),
@@ -306,6 +311,7 @@ qs_check_strategy(PG_FUNCTION_ARGS)
 	ShareLimit	arg = ShareLimitArgs(fcinfo);
 	bool		borrows = strcmp(arg.strategy, "LEND_AND_BORROW") == 0;
 
+	QsCheckSchemaVersion();
 	if (!borrows && strcmp(arg.strategy, "RESERVE") != 0 && strcmp(arg.strategy, "LEND") != 0)
 		REFUSE(errmsg("invalid strategy \"%s\" of %s", QsShortValue(arg.strategy), arg.what),
 			   "The strategy is RESERVE, LEND or LEND_AND_BORROW.");
@@ -365,6 +371,7 @@ CheckIntervalColumn(FunctionCallInfo fcinfo, const char *column)
 Datum
 qs_check_runnable_timeout(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	return CheckIntervalColumn(fcinfo, "runnable_timeout");
 }
 
@@ -381,6 +388,7 @@ qs_check_claim_timeout(PG_FUNCTION_ARGS)
 	const char *detail = psprintf("claim_timeout is an interval from 1 second to %d days, "
 								  "or null for none.", QS_MAX_INTERVAL_DAYS);
 
+	QsCheckSchemaVersion();
 	QsCheckInterval(PG_GETARG_DATUM(0), ERRCODE_CHECK_VIOLATION, "claim_timeout",
 					text_to_cstring(PG_GETARG_TEXT_PP(1)), detail);
 	if (QsIntervalUsecs(PG_GETARG_INTERVAL_P(0)) < USECS_PER_SEC)
@@ -450,6 +458,7 @@ qs_check_choice(PG_FUNCTION_ARGS)
 	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	char	   *column = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
+	QsCheckSchemaVersion();
 	for (int i = 0; i < lengthof(Choices); i++)
 	{
 		if (strcmp(Choices[i].column, column) != 0)
@@ -478,6 +487,7 @@ qs_check_lend_limit(PG_FUNCTION_ARGS)
 {
 	ShareLimit	arg = ShareLimitArgs(fcinfo);
 
+	QsCheckSchemaVersion();
 	if (arg.limit < -1 || arg.limit > 100)
 		REFUSE(errmsg("invalid lend_limit %d of %s", arg.limit, arg.what),
 			   "lend_limit is a percentage of the share's own capacity from 0 to 100, "
@@ -495,6 +505,7 @@ qs_check_lend_limit(PG_FUNCTION_ARGS)
 Datum
 qs_check_min_runtime(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	return CheckIntervalColumn(fcinfo, "min_runtime");
 }
 
@@ -512,6 +523,7 @@ qs_check_fair_half_life(PG_FUNCTION_ARGS)
 	const char *shown;
 	int64		usecs;
 
+	QsCheckSchemaVersion();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_BOOL(true);
 	what = PG_ARGISNULL(2) ? "a job queue" : text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -554,6 +566,7 @@ qs_check_weight(PG_FUNCTION_ARGS)
 {
 	int32		weight = PG_GETARG_INT32(0);
 
+	QsCheckSchemaVersion();
 	if (weight < 1 || weight > QS_MAX_WEIGHT)
 		REFUSE(errmsg("invalid weight %d of %s", weight,
 					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)))),
@@ -571,5 +584,6 @@ qs_check_weight(PG_FUNCTION_ARGS)
 Datum
 qs_in_transaction_block(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	PG_RETURN_BOOL(IsTransactionBlock());
 }

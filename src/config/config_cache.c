@@ -26,6 +26,7 @@
 #include "utils/memutils.h"
 
 #include "config_cache.h"
+#include "identity.h"
 #include "launcher.h"
 #include "query.h"
 #include "constants.h"
@@ -253,6 +254,7 @@ qs_config_changed(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = (TriggerData *) fcinfo->context;
 
+	QsCheckSchemaVersion();
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "quota_sched: config_changed: not called as a trigger");
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(td->tg_relation));

@@ -24,6 +24,7 @@
 #include "utils/builtins.h"
 
 #include "checks.h"
+#include "identity.h"
 #include "job_attempt.h"
 #include "query.h"
 
@@ -139,7 +140,7 @@ QsAttemptOutputArg(FunctionCallInfo fcinfo, int argno)
 {
 	char	   *value;
 
-	if (argno >= PG_NARGS() || PG_ARGISNULL(argno))
+	if (PG_ARGISNULL(argno))
 		return NULL;
 	value = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	QsCheckSize("output", strlen(value), QS_MAX_OUTPUT_ARG_BYTES);
@@ -157,6 +158,7 @@ PG_FUNCTION_INFO_V1(qs_safe_output);
 Datum
 qs_safe_output(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	PG_RETURN_TEXT_P(cstring_to_text(QsSafeOutput(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
 }
 

@@ -2,7 +2,7 @@
  *
  * job_columns.c
  *		Column numbers of quota_sched.job, looked up by name once per
- *		table (a later version may add columns; none depends on order),
+ *		table (none depends on order),
  *		and the checks that the job triggers (job_submit.c,
  *		job_update_guard.c, job_history.c) share.
  *
@@ -33,9 +33,8 @@ const char *const JobColumnNames[JC_COUNT] = {
  * descriptor is desc.  The map is rebuilt when the table's row type changes
  * (the extension was dropped and created again in this session) or its
  * number of attributes does (it was updated: ALTER TABLE ... ADD COLUMN
- * keeps the row type).  A column a later version added
- * (JobColumnIsOptional) is InvalidAttrNumber in a table that lacks it;
- * callers pass over it.
+ * keeps the row type).  The library runs only on the schema of its own
+ * version (QsCheckSchemaVersion): a column it does not find is an error.
  */
 AttrNumber
 JobAttnum(TupleDesc desc, JobColumn column)
@@ -57,7 +56,7 @@ JobAttnum(TupleDesc desc, JobColumn column)
 					strcmp(NameStr(att->attname), JobColumnNames[c]) == 0)
 					attnums[c] = att->attnum;
 			}
-			if (attnums[c] == InvalidAttrNumber && !JobColumnIsOptional(c))
+			if (attnums[c] == InvalidAttrNumber)
 				elog(ERROR, "quota_sched.job has no column \"%s\"", JobColumnNames[c]);
 		}
 		cached_type = desc->tdtypeid;

@@ -51,9 +51,8 @@ typedef enum JobColumn
 	JC_SCHEDULED_AT,
 	JC_STARTED_AT,
 	JC_STOPPED_AT,
-	/* kept by the system, added by 0.2 (absent until the update) */
 	JC_AGENT_ROLE,
-	/* added by 0.3: set by the submitter, then kept by the system */
+	/* set by the submitter, then kept by the system */
 	JC_MAX_LEASE_LOSSES,
 	JC_LEASE_LOSSES,
 	JC_CLAIM_REQUEUES,
@@ -62,13 +61,6 @@ typedef enum JobColumn
 } JobColumn;
 
 #define JobColumnIsSystem(c) ((c) >= JC_ID && (c) != JC_MAX_LEASE_LOSSES)
-
-/*
- * Columns a later version added: a database not yet updated (ALTER
- * EXTENSION ... UPDATE) lacks them, and the job triggers, which still take
- * submissions there, pass over them (JobAttnum returns InvalidAttrNumber).
- */
-#define JobColumnIsOptional(c) ((c) >= JC_AGENT_ROLE)
 
 extern const char *const JobColumnNames[JC_COUNT];
 

@@ -32,7 +32,6 @@
 #include "job_fit.h"
 #include "pass_load.h"
 #include "policy.h"
-#include "constants.h"
 
 #define QS_MISFIT_NOTICES 5
 
@@ -80,36 +79,30 @@ CopyFit(FitQueue *f, const QsQueueState *qs, const QsOutput *out)
 
 /*
  * LoadFit computes the fit limits of a queue as the owner of the tables,
- * and remembers them.  A database whose schema is not updated to the
- * library's version (the trigger still takes submissions there), or a
- * queue that vanished, is remembered with no limits: nothing is told.
+ * and remembers them.  A queue that vanished is remembered with no limits:
+ * nothing is told.  (The submission trigger that asks runs only on the
+ * schema of the library's version: QsCheckSchemaVersion.)
  */
 static FitQueue *
 LoadFit(const char *queue, Oid owner)
 {
 	FitQueue   *f = MemoryContextAllocZero(fit_cxt, sizeof(FitQueue));
 	QsSavedUser saved;
-	char	   *version;
+	QsQueueState qs;
+	QsOutput	out;
 
 	f->queue = MemoryContextStrdup(fit_cxt, queue);
 	QsBecomeOwner(owner, &saved);
-	version = QsInstalledVersion();
-	if (version != NULL && strcmp(version, QS_LIBRARY_VERSION) == 0)
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	if (QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp(), false))
 	{
-		QsQueueState qs;
-		QsOutput	out;
-
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "quota_sched: SPI_connect failed");
-		if (QsLoadQueueState(&qs, queue, GetCurrentTransactionStartTimestamp(), false))
-		{
-			memset(&out, 0, sizeof(out));
-			QsComputeFitLimits(&qs.in, &out);
-			CopyFit(f, &qs, &out);
-			QsFreeQueueState(&qs);
-		}
-		SPI_finish();
+		memset(&out, 0, sizeof(out));
+		QsComputeFitLimits(&qs.in, &out);
+		CopyFit(f, &qs, &out);
+		QsFreeQueueState(&qs);
 	}
+	SPI_finish();
 	QsRestoreUser(&saved);
 	f->next = fit_queues;
 	fit_queues = f;

@@ -131,7 +131,7 @@ WakesWorker(const char *state)
 		(s == QS_RUNNABLE || s == QS_SUCCEEDED || s == QS_FAILED);
 }
 
-/* The columns of job_event, by name (0.2 added those after EF_ACTOR). */
+/* The columns of job_event, by name. */
 typedef enum EventField
 {
 	EF_ID,
@@ -164,7 +164,7 @@ static const char *const EventFieldNames[EF_COUNT] = {
 
 /*
  * An event being written: the job_event relation, where each field's
- * column is (0: a database not updated to 0.2 lacks it), and the row.
+ * column is, and the row.
  */
 typedef struct EventRow
 {
@@ -179,7 +179,9 @@ typedef struct EventRow
 /*
  * EventOpen opens job_event for the events of a trigger call and finds
  * where its fields are, once for a version of the table: the relation's
- * id and number of columns (ALTER TABLE ... ADD COLUMN keeps the id).
+ * id and number of columns (ALTER TABLE ... ADD COLUMN keeps the id).  The
+ * library runs only on the schema of its own version
+ * (QsCheckSchemaVersion): a column it does not find is an error.
  */
 static void
 EventOpen(EventRow *ev)
@@ -199,6 +201,8 @@ EventOpen(EventRow *ev)
 				if (!TupleDescAttr(ev->desc, i)->attisdropped &&
 					strcmp(NameStr(TupleDescAttr(ev->desc, i)->attname), EventFieldNames[f]) == 0)
 					cached_attnums[f] = i + 1;
+			if (cached_attnums[f] == 0)
+				elog(ERROR, "quota_sched.job_event has no column \"%s\"", EventFieldNames[f]);
 		}
 		cached_relid = RelationGetRelid(ev->rel);
 		cached_natts = ev->desc->natts;
@@ -208,12 +212,10 @@ EventOpen(EventRow *ev)
 	ev->nulls = palloc(sizeof(bool) * ev->desc->natts);
 }
 
-/* EventSet sets a field of the row (if the table has it). */
+/* EventSet sets a field of the row. */
 static void
 EventSet(EventRow *ev, EventField f, Datum value, bool isnull)
 {
-	if (ev->attnums[f] == 0)
-		return;
 	ev->values[ev->attnums[f] - 1] = value;
 	ev->nulls[ev->attnums[f] - 1] = isnull;
 }
@@ -232,11 +234,8 @@ static int32
 JobInt(HeapTuple job, TupleDesc jdesc, JobColumn c)
 {
 	bool		isnull;
-	Datum		v;
+	Datum		v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
 
-	if (JobAttnum(jdesc, c) == InvalidAttrNumber)
-		return 0;				/* a column a later version added */
-	v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
 	return isnull ? 0 : DatumGetInt32(v);
 }
 
@@ -397,10 +396,13 @@ qs_job_history(PG_FUNCTION_ARGS)
 	HeapTuple	job = is_update ? td->tg_newtuple : td->tg_trigtuple;
 	HeapTuple	old = is_update ? td->tg_trigtuple : NULL;
 	const char *actor = QsWrite.actor;
-	char	   *state = JobText(job, jdesc, JC_STATE);
-	char	   *old_state = old ? JobText(old, jdesc, JC_STATE) : NULL;
+	char	   *state;
+	char	   *old_state;
 	EventRow	ev;
 
+	QsCheckSchemaVersion();
+	state = JobText(job, jdesc, JC_STATE);
+	old_state = old ? JobText(old, jdesc, JC_STATE) : NULL;
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
 	EventOpen(&ev);

@@ -197,45 +197,12 @@ static QsQuery JobQueueQuery = {
 	1, {INT8OID}, SPI_OK_SELECT
 };
 
-/*
- * QsJobSchemaLevel tells which version's columns the job table has: 0, of
- * 0.1 (no agent_role); 1, of 0.2 (agent_role); 2, of 0.3 (lease_losses).
- * A database whose extension is not updated yet has an older table, and
- * the agents' functions then work as in that version.
- */
-int
-QsJobSchemaLevel(void)
-{
-	Oid			relid = get_relname_relid("job", get_namespace_oid(QS_SCHEMA, false));
-
-	if (!OidIsValid(relid) || get_attnum(relid, "agent_role") == InvalidAttrNumber)
-		return 0;
-	return get_attnum(relid, "lease_losses") == InvalidAttrNumber ? 1 : 2;
-}
-
-/*
- * QsJobHasAgentRole tells whether the job table has the column agent_role
- * (0.2): without it the agents' functions work as in 0.1, with no role
- * recorded or checked.
- */
-bool
-QsJobHasAgentRole(void)
-{
-	return QsJobSchemaLevel() > 0;
-}
-
-/* [has_agent_role]: without it (not updated yet), agent_role reads as null */
-#define LOCK_JOB_QUERY(agent_role, lease_losses) { \
-	"SELECT id, job_queue, owner, state, agent, " agent_role " AS agent_role, stop_reason," \
-	"       failed_attempts, max_attempts, preemption_count," \
-	"       coalesce(preemption_retries, -1) AS preemption_retries" lease_losses \
-	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE SKIP LOCKED", \
-	1, {INT8OID}, SPI_OK_SELECT \
-}
-static QsQuery LockJobQuery[3] = {
-	LOCK_JOB_QUERY("NULL::name", ""),
-	LOCK_JOB_QUERY("agent_role", ""),
-	LOCK_JOB_QUERY("agent_role", ", lease_losses")
+static QsQuery LockJobQuery = {
+	"SELECT id, job_queue, owner, state, agent, agent_role, stop_reason,"
+	"       failed_attempts, max_attempts, preemption_count,"
+	"       coalesce(preemption_retries, -1) AS preemption_retries, lease_losses"
+	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE SKIP LOCKED",
+	1, {INT8OID}, SPI_OK_SELECT
 };
 
 /* NoSuchJob raises no_data_found for a job id that names no job. */
@@ -272,7 +239,7 @@ QsLockJob(int64 job_id, QsJobRow *row)
 	QsLockQueue(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
 	for (long waited_us = 0;; waited_us += pause_us)
 	{
-		if (QsQueryRun(&LockJobQuery[QsJobSchemaLevel()], &arg, NULL, false, 1) > 0)
+		if (QsQueryRun(&LockJobQuery, &arg, NULL, false, 1) > 0)
 		{
 			DecodeFirst(row, outer);
 			return;
@@ -458,14 +425,12 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 	return n;
 }
 
-/* [has_agent_role]: the claiming role ($4) is recorded where there is room */
-#define CLAIM_QUERY(agent_role) { \
-	"UPDATE quota_sched.job" \
-	"   SET state = 'STARTING', agent = $2, lease_until = now() + $3" agent_role \
-	" WHERE id = ANY ($1)", \
-	4, {INT8ARRAYOID, TEXTOID, INTERVALOID, NAMEOID}, SPI_OK_UPDATE, QS_BY_IDS \
-}
-static QsQuery ClaimQuery[2] = {CLAIM_QUERY(""), CLAIM_QUERY(", agent_role = $4")};
+static QsQuery ClaimQuery = {
+	"UPDATE quota_sched.job"
+	"   SET state = 'STARTING', agent = $2, lease_until = now() + $3, agent_role = $4"
+	" WHERE id = ANY ($1)",
+	4, {INT8ARRAYOID, TEXTOID, INTERVALOID, NAMEOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
 
 /* claim(start => true): the claimed jobs run, as a RUNNING report says */
 static QsQuery StartClaimedQuery = {
@@ -495,7 +460,7 @@ QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances
 	args[1] = CStringGetTextDatum(agent);
 	args[2] = IntervalPGetDatum(lease);
 	args[3] = NameGetDatum(role);
-	QsQueryRun(&ClaimQuery[QsJobHasAgentRole()], args, NULL, false, 0);
+	QsQueryRun(&ClaimQuery, args, NULL, false, 0);
 	if (start)
 		QsQueryRun(&StartClaimedQuery, args, NULL, false, 0);
 	return args[0];
@@ -550,42 +515,38 @@ QsLockQueuesOfAgent(const char *agent)
 }
 
 /*
- * [has_agent_role]: with a role ($5), only the jobs that role claimed, and
- * those claimed before 0.2 (no role recorded).  Rows another transaction
- * holds locked are returned, not extended (QsExtendLeases).
+ * With a role ($5), only the jobs that role claimed, and those claimed
+ * before 0.2 (no role recorded).  Rows another transaction holds locked
+ * are returned, not extended (QsExtendLeases).
  */
-#define EXTEND_LEASES_QUERY(agent_role) { \
-	"WITH held AS (" \
-	"   SELECT id, stop_reason, lease_until FROM quota_sched.job" \
-	"    WHERE agent = $1 AND state IN ('STARTING', 'RUNNING') AND job_queue = ANY ($4)" \
-	agent_role ")," \
-	" locked AS (" \
-	"   SELECT id FROM quota_sched.job WHERE id IN (SELECT id FROM held)" \
-	"      FOR NO KEY UPDATE SKIP LOCKED)," \
-	" extended AS (" \
-	"   UPDATE quota_sched.job j" \
-	"      SET lease_until = CASE WHEN j.stop_requested_at IS NULL" \
-	"            THEN now() + $2" \
-	"            ELSE least(now() + $2, j.stop_requested_at + $3) END" \
-	"     FROM locked WHERE j.id = locked.id" \
-	"   RETURNING j.id, j.stop_reason, j.lease_until)" \
-	" SELECT id, stop_reason, lease_until FROM extended" \
-	" UNION ALL" \
-	" SELECT id, stop_reason, lease_until FROM held WHERE id NOT IN (SELECT id FROM locked)", \
-	5, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID, NAMEOID}, SPI_OK_SELECT \
-}
-static QsQuery ExtendLeasesQuery[2] = {
-	EXTEND_LEASES_QUERY(""),
-	EXTEND_LEASES_QUERY(" AND ($5 IS NULL OR agent_role IS NULL OR agent_role = $5)")
+static QsQuery ExtendLeasesQuery = {
+	"WITH held AS ("
+	"   SELECT id, stop_reason, lease_until FROM quota_sched.job"
+	"    WHERE agent = $1 AND state IN ('STARTING', 'RUNNING') AND job_queue = ANY ($4)"
+	"      AND ($5 IS NULL OR agent_role IS NULL OR agent_role = $5)),"
+	" locked AS ("
+	"   SELECT id FROM quota_sched.job WHERE id IN (SELECT id FROM held)"
+	"      FOR NO KEY UPDATE SKIP LOCKED),"
+	" extended AS ("
+	"   UPDATE quota_sched.job j"
+	"      SET lease_until = CASE WHEN j.stop_requested_at IS NULL"
+	"            THEN now() + $2"
+	"            ELSE least(now() + $2, j.stop_requested_at + $3) END"
+	"     FROM locked WHERE j.id = locked.id"
+	"   RETURNING j.id, j.stop_reason, j.lease_until)"
+	" SELECT id, stop_reason, lease_until FROM extended"
+	" UNION ALL"
+	" SELECT id, stop_reason, lease_until FROM held WHERE id NOT IN (SELECT id FROM locked)",
+	5, {TEXTOID, INTERVALOID, INTERVALOID, TEXTARRAYOID, NAMEOID}, SPI_OK_SELECT
 };
 
 /*
  * QsExtendLeases extends the leases of the jobs an agent holds in the
  * queues given (whose locks the caller holds), those that the role
  * agent_role claimed (NULL: whoever claimed them), and appends (job_id,
- * stop_reason, lease_until) of each to a materialized result (job_id and
- * stop_reason only, when the function is still declared as in 0.1).  The lease of a job whose
- * stop was requested never goes beyond stop_requested_at + stop_timeout.
+ * stop_reason, lease_until) of each to a materialized result.  The lease
+ * of a job whose stop was requested never goes beyond stop_requested_at +
+ * stop_timeout.
  * A job whose row another transaction holds locked is returned with its
  * lease as it was: the caller holds queues' locks and must not wait for a
  * user's row lock (QsLockJob).
@@ -605,14 +566,13 @@ QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 	args[2] = IntervalPGetDatum(stop_timeout);
 	args[3] = queues;
 	args[4] = NameGetDatum(role);
-	QsQueryRun(&ExtendLeasesQuery[QsJobHasAgentRole()], args, nulls, false, 0);
+	QsQueryRun(&ExtendLeasesQuery, args, nulls, false, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[3];
 		bool		nulls[3];
-		int			ncols = Min(rsinfo->setDesc->natts, 3);
 
-		for (int c = 0; c < ncols; c++)
+		for (int c = 0; c < 3; c++)
 			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

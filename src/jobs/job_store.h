@@ -63,8 +63,6 @@ extern void QsJobDecoderInit(QsJobDecoder *decoder, TupleDesc desc);
 extern void QsJobDecode(const QsJobDecoder *decoder, HeapTuple tuple, QsJobRow *row);
 
 /* Single jobs, and the agents' set operations. */
-extern bool QsJobHasAgentRole(void);
-extern int	QsJobSchemaLevel(void);
 extern void QsLockJob(int64 job_id, QsJobRow *row);
 extern bool QsReadJobPosition(int64 job_id, QsJobRow *row, int64 *position_in_share);
 typedef enum QsJobChange

@@ -59,15 +59,7 @@ static void
 ReadJobValues(HeapTuple tuple, TupleDesc desc, JobValues *row)
 {
 	for (int c = 0; c < JC_COUNT; c++)
-	{
-		AttrNumber	attnum = JobAttnum(desc, c);
-
-		/* a column the table lacks (not updated yet) is null */
-		row->values[c] = (Datum) 0;
-		row->nulls[c] = true;
-		if (attnum != InvalidAttrNumber)
-			row->values[c] = heap_getattr(tuple, attnum, desc, &row->nulls[c]);
-	}
+		row->values[c] = heap_getattr(tuple, JobAttnum(desc, c), desc, &row->nulls[c]);
 }
 
 /*
@@ -666,7 +658,6 @@ FillSystemColumns(JobValues *row, Oid caller)
 	row->nulls[JC_ID] = row->nulls[JC_OWNER] = row->nulls[JC_STATE] = false;
 	row->nulls[JC_FAILED_ATTEMPTS] = row->nulls[JC_PREEMPTION_COUNT] = false;
 	row->nulls[JC_SUBMITTED_AT] = row->nulls[JC_QUEUED_AT] = false;
-	/* 0.3's counters (a table not updated yet lacks them: BuildJobTuple) */
 	row->values[JC_LEASE_LOSSES] = Int32GetDatum(0);
 	row->values[JC_CLAIM_REQUEUES] = Int32GetDatum(0);
 	row->nulls[JC_LEASE_LOSSES] = row->nulls[JC_CLAIM_REQUEUES] = false;
@@ -686,8 +677,6 @@ BuildJobTuple(HeapTuple old, TupleDesc desc, JobValues *row)
 	{
 		int			i = JobAttnum(desc, c) - 1;
 
-		if (i < 0)
-			continue;			/* a column the table lacks */
 		values[i] = row->values[c];
 		nulls[i] = row->nulls[c];
 		replace[i] = true;
@@ -709,6 +698,7 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	JobValues	row;
 
+	QsCheckSchemaVersion();
 	ReadJobValues(td->tg_trigtuple, desc, &row);
 	CheckNoSystemColumns(&row);
 	CheckSubmitterValues(&row);

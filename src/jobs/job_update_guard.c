@@ -28,8 +28,9 @@ PG_FUNCTION_INFO_V1(qs_job_lock_queues);
 
 /*
  * qs_job_lock_queues does nothing since 0.2: it is here because the 0.1
- * install script creates a trigger function of it (which must name a
- * symbol of the library); the 0.2 upgrade drops both.  In 0.1 it took
+ * install script creates a trigger function of it, which must name a
+ * symbol of the library (every symbol a released script names stays:
+ * sql/updates/README.md); the 0.2 upgrade drops both.  In 0.1 it took
  * every queue's lock for a user's UPDATE of jobs, until the user's
  * transaction ended: an open transaction stalled every pass.  A pass now
  * reads in one snapshot and never waits for a row a user holds (pass.c),
@@ -38,6 +39,7 @@ PG_FUNCTION_INFO_V1(qs_job_lock_queues);
 Datum
 qs_job_lock_queues(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	return PointerGetDatum(NULL);
 }
 
@@ -55,6 +57,7 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		priority;
 
+	QsCheckSchemaVersion();
 	if (QsWrite.system_write)
 		return PointerGetDatum(td->tg_newtuple);
 
@@ -62,8 +65,6 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 	{
 		AttrNumber	attnum = JobAttnum(desc, c);
 
-		if (attnum == InvalidAttrNumber)
-			continue;			/* a column the table lacks (not updated yet) */
 		if (c != JC_PRIORITY &&
 			bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, td->tg_updatedcols))
 			ereport(ERROR,

@@ -670,53 +670,47 @@ QsWriteStops(const QsOutput *out, TimestampTz now)
 }
 
 /*
- * [variant]: 0, a database of 0.1 (not updated yet, which an agent's report
- * comes to): no agent_role; 1, of 0.2: the role that claimed the job goes
- * with its agent; 2, of 0.3 (the pass): also the counters of lease losses
- * and claim timeouts, and the claim backoff (scheduling.md 3.10).
+ * The REQUEUE and FAIL decisions ($1..$8, one element per job), with the
+ * counters of lease losses and claim timeouts, and the claim backoff
+ * (scheduling.md 3.10); $9 is the time of the change.
  */
-#define ENDS_QUERY(agent_role, fleet) { \
-	"UPDATE quota_sched.job j" \
-	"   SET state = CASE WHEN d.fail THEN 'FAILED' ELSE 'RUNNABLE' END," \
-	"       agent = CASE WHEN d.fail THEN j.agent END," agent_role fleet \
-	"       lease_until = NULL, stop_reason = NULL, stop_requested_at = NULL," \
-	"       promised_at = NULL," \
-	/* the preemptor stays with the attempt it ended (as history), only with it */ \
-	"       preempted_for = CASE WHEN d.preempted > 0 OR j.state = 'RUNNABLE'" \
-	"         THEN j.preempted_for END," \
-	"       failed_attempts = j.failed_attempts + d.failed," \
-	"       preemption_count = j.preemption_count + d.preempted," \
-	/* a terminated job keeps the reason it was terminated with */ \
-	"       status_reason = CASE WHEN d.reason = 'TERMINATED' AND j.stop_reason = 'TERMINATED'" \
-	"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END," \
-	"       status_reason_at = $9," \
-	"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $9 END" \
-	"  FROM unnest($1, $2, $3, $4, $5, $6, $7, $8)" \
-	"       AS d(id, fail, failed, preempted, reason, lease_lost, not_claimed, backoff_until)" \
-	" WHERE j.id = d.id", \
-	9, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, \
-		INT4ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}, \
-	SPI_OK_UPDATE, QS_BY_IDS \
-}
-#define ENDS_AGENT_ROLE "       agent_role = CASE WHEN d.fail THEN j.agent_role END,"
-static QsQuery EndsQuery[3] = {
-	ENDS_QUERY("", ""),
-	ENDS_QUERY(ENDS_AGENT_ROLE, ""),
-	ENDS_QUERY(ENDS_AGENT_ROLE,
-			   "       lease_losses = j.lease_losses + d.lease_lost,"
-			   "       claim_requeues = j.claim_requeues + d.not_claimed,"
-			   "       claim_backoff_until = coalesce(d.backoff_until, j.claim_backoff_until),")
+static QsQuery EndsQuery = {
+	"UPDATE quota_sched.job j"
+	"   SET state = CASE WHEN d.fail THEN 'FAILED' ELSE 'RUNNABLE' END,"
+	"       agent = CASE WHEN d.fail THEN j.agent END,"
+	"       agent_role = CASE WHEN d.fail THEN j.agent_role END,"
+	"       lease_losses = j.lease_losses + d.lease_lost,"
+	"       claim_requeues = j.claim_requeues + d.not_claimed,"
+	"       claim_backoff_until = coalesce(d.backoff_until, j.claim_backoff_until),"
+	"       lease_until = NULL, stop_reason = NULL, stop_requested_at = NULL,"
+	"       promised_at = NULL,"
+	/* the preemptor stays with the attempt it ended (as history), only with it */
+	"       preempted_for = CASE WHEN d.preempted > 0 OR j.state = 'RUNNABLE'"
+	"         THEN j.preempted_for END,"
+	"       failed_attempts = j.failed_attempts + d.failed,"
+	"       preemption_count = j.preemption_count + d.preempted,"
+	/* a terminated job keeps the reason it was terminated with */
+	"       status_reason = CASE WHEN d.reason = 'TERMINATED' AND j.stop_reason = 'TERMINATED'"
+	"         THEN coalesce(j.status_reason, d.reason) ELSE d.reason END,"
+	"       status_reason_at = $9,"
+	"       stopped_at = CASE WHEN j.state = 'RUNNABLE' THEN j.stopped_at ELSE $9 END"
+	"  FROM unnest($1, $2, $3, $4, $5, $6, $7, $8)"
+	"       AS d(id, fail, failed, preempted, reason, lease_lost, not_claimed, backoff_until)"
+	" WHERE j.id = d.id",
+	9, {INT8ARRAYOID, BOOLARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID,
+		INT4ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID},
+	SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
- * WriteEnds writes REQUEUE and FAIL decisions with the statement given:
- * back to RUNNABLE (agent, agent_role and lease cleared, queued_at kept)
- * or to FAILED (agent and agent_role kept), with the counter the decision
- * names, the reason, and the stop cleared (preempted_for kept only when a
- * preemption ended the attempt).
+ * WriteEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent,
+ * agent_role and lease cleared, queued_at kept) or to FAILED (agent and
+ * agent_role kept), with the counter the decision names, the reason, and
+ * the stop cleared (preempted_for kept only when a preemption ended the
+ * attempt).
  */
 static void
-WriteEnds(QsQuery *query, const QsOutput *out, TimestampTz now)
+WriteEnds(const QsOutput *out, TimestampTz now)
 {
 	enum
 	{
@@ -746,7 +740,7 @@ WriteEnds(QsQuery *query, const QsOutput *out, TimestampTz now)
 		QsArrayPush(&cols[END_BACKOFF], TimestampTzGetDatum(d->backoff_until),
 					d->counter != QS_COUNT_NOT_CLAIMED);
 	}
-	RunForJobs(query, cols, END_COLS, now);
+	RunForJobs(&EndsQuery, cols, END_COLS, now);
 }
 
 /*
@@ -764,10 +758,10 @@ static QsQuery CloseAttemptsQuery = {
 };
 
 /*
- * QsWriteEnds writes the REQUEUE and FAIL decisions of a pass (which runs
- * on the current schema only), and ends the attempt rows they leave open
- * (issue 37, item 5): the attempt of a job whose lease ran out, or whose
- * stop never came, is over, with no exit code known.
+ * QsWriteEnds writes the REQUEUE and FAIL decisions of a pass, and ends
+ * the attempt rows they leave open (issue 37, item 5): the attempt of a
+ * job whose lease ran out, or whose stop never came, is over, with no exit
+ * code known.
  */
 void
 QsWriteEnds(const QsOutput *out, TimestampTz now)
@@ -775,7 +769,7 @@ QsWriteEnds(const QsOutput *out, TimestampTz now)
 	QsArray		ids;
 	const QsDecision *d;
 
-	WriteEnds(&EndsQuery[2], out, now);
+	WriteEnds(out, now);
 	QsArrayInit(&ids, INT8OID, out->ndecisions);
 	for (int i = -1; (d = NextDecision(out, &i, QS_REQUEUE, QS_FAIL)) != NULL;)
 		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
@@ -801,7 +795,7 @@ QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reaso
 	d.reason = reason;
 	out.ndecisions = 1;
 	out.decisions = &d;
-	WriteEnds(&EndsQuery[Min(QsJobHasAgentRole(), 1)], &out, GetCurrentTransactionStartTimestamp());
+	WriteEnds(&out, GetCurrentTransactionStartTimestamp());
 }
 
 static QsQuery DispatchesQuery = {

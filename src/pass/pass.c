@@ -233,6 +233,7 @@ qs_run_pass(PG_FUNCTION_ARGS)
 	List	   *queues;
 	ListCell   *lc;
 
+	QsCheckSchemaVersion();
 	/* a null is no default: taken for false, it would run a real pass */
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -251,7 +252,6 @@ qs_run_pass(PG_FUNCTION_ARGS)
 				 errmsg("run_pass() must run in a READ COMMITTED transaction"),
 				 errdetail("A pass reads what committed before it took its queue's lock; "
 						   "a REPEATABLE READ or SERIALIZABLE snapshot would be older.")));
-	QsCheckSchemaVersion();
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		queues = QsAllQueues();

@@ -31,13 +31,11 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -215,6 +213,7 @@ qs_job_usage(PG_FUNCTION_ARGS)
 	TriggerData *td = CheckJobTrigger(fcinfo, "job_usage", false);
 	TupleDesc	desc = RelationGetDescr(td->tg_relation);
 
+	QsCheckSchemaVersion();
 	TallyJob(td->tg_trigtuple, desc, -1);
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 		TallyJob(td->tg_newtuple, desc, +1);
@@ -227,61 +226,29 @@ qs_job_usage(PG_FUNCTION_ARGS)
 /*
  * Adds the tallies to the counters in one stripe, in the order of their
  * keys (the tally is sorted), so that two writers of the same stripe lock
- * its rows in one order.
+ * its rows in one order, with what each stripe held this day, week and
+ * month carried on to the change.
  */
-/*
- * [1]: with what each stripe held this day, week and month (0.3); [0]:
- * without, for the schema of 0.2 (before ALTER EXTENSION UPDATE, reports
- * go on).
- */
-static QsQuery AddQuery[2] = {
-	{
-		"INSERT INTO quota_sched.held_capacity AS h"
-		" SELECT q, s, u, $7, i, st, j"
-		"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
-		"        AS t(q, s, u, i, st, j)"
-		" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
-		"   SET instances = h.instances + excluded.instances,"
-		"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
-		"       jobs = h.jobs + excluded.jobs",
-		7, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-			INT2OID},
-		SPI_OK_INSERT
-	},
-	{
-		"INSERT INTO quota_sched.held_capacity AS h"
-		" SELECT q, s, u, $7, i, st, j, $8, 0, 0, 0"
-		"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
-		"        AS t(q, s, u, i, st, j)"
-		" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
-		"   SET instances = h.instances + excluded.instances,"
-		"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
-		"       jobs = h.jobs + excluded.jobs,"
-		"       changed_at = greatest(h.changed_at, excluded.changed_at),"
-		"       spent_day = quota_sched.spent_after(h.spent_day, h.changed_at, h.instances,"
-		"                     excluded.instances, excluded.changed_at, 'DAY'),"
-		"       spent_week = quota_sched.spent_after(h.spent_week, h.changed_at, h.instances,"
-		"                     excluded.instances, excluded.changed_at, 'WEEK'),"
-		"       spent_month = quota_sched.spent_after(h.spent_month, h.changed_at, h.instances,"
-		"                     excluded.instances, excluded.changed_at, 'MONTH')",
-		8, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-			INT2OID, TIMESTAMPTZOID},
-		SPI_OK_INSERT
-	},
+static QsQuery AddQuery = {
+	"INSERT INTO quota_sched.held_capacity AS h"
+	" SELECT q, s, u, $7, i, st, j, $8, 0, 0, 0"
+	"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])"
+	"        AS t(q, s, u, i, st, j)"
+	" ON CONFLICT (job_queue, quota_share, capacity_unit, stripe) DO UPDATE"
+	"   SET instances = h.instances + excluded.instances,"
+	"       stopping_instances = h.stopping_instances + excluded.stopping_instances,"
+	"       jobs = h.jobs + excluded.jobs,"
+	"       changed_at = greatest(h.changed_at, excluded.changed_at),"
+	"       spent_day = quota_sched.spent_after(h.spent_day, h.changed_at, h.instances,"
+	"                     excluded.instances, excluded.changed_at, 'DAY'),"
+	"       spent_week = quota_sched.spent_after(h.spent_week, h.changed_at, h.instances,"
+	"                     excluded.instances, excluded.changed_at, 'WEEK'),"
+	"       spent_month = quota_sched.spent_after(h.spent_month, h.changed_at, h.instances,"
+	"                     excluded.instances, excluded.changed_at, 'MONTH')",
+	8, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+		INT2OID, TIMESTAMPTZOID},
+	SPI_OK_INSERT
 };
-
-/*
- * CountersKeepSpent tells whether the counters have the columns of what
- * they held (0.3), from the catalog caches.
- */
-static bool
-CountersKeepSpent(void)
-{
-	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
-	Oid			relid = get_relname_relid("held_capacity", nsp);
-
-	return OidIsValid(relid) && get_attnum(relid, "changed_at") != InvalidAttrNumber;
-}
 
 /*
  * The changes of held instances of queues with a fair_half_life, for the
@@ -404,7 +371,7 @@ WriteTally(int level)
 		args[c] = QsArrayDatum(&cols[c]);
 	args[6] = Int16GetDatum(QsWrite.pass ? 0 : 1 + MyProc->pgprocno % (QS_USAGE_STRIPES - 1));
 	args[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	QsQueryRun(&AddQuery[CountersKeepSpent()], args, NULL, false, 0);
+	QsQueryRun(&AddQuery, args, NULL, false, 0);
 	LogChanges(cols, args[7]);
 }
 
@@ -423,6 +390,7 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 	bool		any = false;
 	QsSavedUser saved;
 
+	QsCheckSchemaVersion();
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_STATEMENT(td->tg_event) ||
 		TRIGGER_FIRED_BEFORE(td->tg_event))
 		elog(ERROR, "quota_sched: job_usage_flush: must be fired as an AFTER statement trigger");

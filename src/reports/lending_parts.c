@@ -28,6 +28,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "identity.h"
 #include "lending.h"
 
 PG_FUNCTION_INFO_V1(qs_lending_parts);
@@ -264,6 +265,7 @@ qs_lending_parts(PG_FUNCTION_ARGS)
 	Portal		portal;
 	MemoryContext batch_cxt;
 
+	QsCheckSchemaVersion();
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		PG_RETURN_NULL();

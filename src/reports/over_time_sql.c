@@ -16,6 +16,7 @@
 #include "utils/timestamp.h"
 
 #include "checks.h"
+#include "identity.h"
 #include "over_time.h"
 
 PG_FUNCTION_INFO_V1(qs_spent_after);
@@ -79,6 +80,7 @@ qs_spent_after(PG_FUNCTION_ARGS)
 	TimestampTz last = Max(changed_at, at);
 	TimestampTz from = Max(at, QsPeriodStart(last, period));
 
+	QsCheckSchemaVersion();
 	spent = QsSpentAt(spent, changed_at, instances, last, period);
 	PG_RETURN_FLOAT8(spent + (double) delta * (double) (last - from) / 1e6);
 }
@@ -91,6 +93,7 @@ qs_spent_after(PG_FUNCTION_ARGS)
 Datum
 qs_spent_at(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	PG_RETURN_FLOAT8(QsSpentAt(PG_GETARG_FLOAT8(0), TimeArg(fcinfo, 1), PG_GETARG_INT64(2),
 							   TimeArg(fcinfo, 3), PeriodArg(fcinfo, 4)));
 }
@@ -104,6 +107,7 @@ qs_period_start(PG_FUNCTION_ARGS)
 {
 	TimestampTz start = QsPeriodStart(TimeArg(fcinfo, 0), PeriodArg(fcinfo, 1));
 
+	QsCheckSchemaVersion();
 	if (!IS_VALID_TIMESTAMP(start))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -119,6 +123,7 @@ qs_period_end(PG_FUNCTION_ARGS)
 {
 	TimestampTz end = QsPeriodEnd(TimeArg(fcinfo, 0), PeriodArg(fcinfo, 1));
 
+	QsCheckSchemaVersion();
 	if (!IS_VALID_TIMESTAMP(end))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -137,6 +142,7 @@ qs_recent_borrow_at(PG_FUNCTION_ARGS)
 {
 	int64		half_life = QsIntervalUsecs(PG_GETARG_INTERVAL_P(4));
 
+	QsCheckSchemaVersion();
 	if (half_life < 60 * USECS_PER_SEC || half_life > (int64) QS_MAX_HALF_LIFE_DAYS * USECS_PER_DAY)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -484,6 +484,7 @@ qs_replay_check(PG_FUNCTION_ARGS)
 {
 	QsSavedUser saved;
 
+	QsCheckSchemaVersion();
 	QsBecomeOwner(QsExtensionOwner(), &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
@@ -511,9 +512,9 @@ qs_replay_run(PG_FUNCTION_ARGS)
 	Scenario	baseline,
 				candidate;
 
+	QsCheckSchemaVersion();
 	InitMaterializedSRF(fcinfo, 0);
 	QsBecomeOwner(QsExtensionOwner(), &saved);
-	QsCheckSchemaVersion();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	CheckArguments(fcinfo);

@@ -22,6 +22,7 @@
 #include "utils/builtins.h"
 
 #include "checks.h"
+#include "identity.h"
 #include "policy.h"
 
 PG_FUNCTION_INFO_V1(qs_holds);
@@ -104,6 +105,7 @@ qs_holds(PG_FUNCTION_ARGS)
 {
 	QsJobState	state;
 
+	QsCheckSchemaVersion();
 	PG_RETURN_INT32(!PG_ARGISNULL(0) &&
 					QsJobStateFromName(text_to_cstring(PG_GETARG_TEXT_PP(0)), &state) &&
 					QsHolds(state) ? 1 : 0);
@@ -117,6 +119,7 @@ qs_holds(PG_FUNCTION_ARGS)
 Datum
 qs_is_preemption(PG_FUNCTION_ARGS)
 {
+	QsCheckSchemaVersion();
 	PG_RETURN_BOOL(QsIsPreemption(QsStopFromName(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
 }
 
@@ -132,6 +135,7 @@ qs_allowed(PG_FUNCTION_ARGS)
 	QsShare		share = ShareArg(fcinfo, 1, &capacity);
 	int64		allowed;
 
+	QsCheckSchemaVersion();
 	share.borrow_limit = LimitArg(fcinfo, 2, PG_INT32_MAX, "borrow_limit");
 	allowed = QsAllowed(&share, 0);
 	if (allowed == QS_UNBOUNDED)
@@ -152,6 +156,7 @@ qs_lendable(PG_FUNCTION_ARGS)
 	QsShare		share = ShareArg(fcinfo, 1, &capacity);
 	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(2));
 
+	QsCheckSchemaVersion();
 	if (strcmp(state, "ENABLED") != 0 && strcmp(state, "DISABLED") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -176,6 +181,7 @@ qs_over_budget(PG_FUNCTION_ARGS)
 	double		budget = PG_GETARG_FLOAT8(1);
 	QsShare		share = {0};
 
+	QsCheckSchemaVersion();
 	share.capacity = &capacity;
 	share.spent = &spent;
 	share.budget = &budget;

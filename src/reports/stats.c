@@ -43,6 +43,7 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+#include "identity.h"
 #include "launcher.h"
 #include "stats.h"
 
@@ -314,6 +315,7 @@ qs_pass_stats(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS seq;
 	QsQueueStats *e;
 
+	QsCheckSchemaVersion();
 	InitMaterializedSRF(fcinfo, 0);
 	if (stats == NULL)
 		PG_RETURN_NULL();
@@ -371,6 +373,7 @@ qs_worker_stats(PG_FUNCTION_ARGS)
 				round = 0;
 	int64		rounds = 0;
 
+	QsCheckSchemaVersion();
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "quota_sched: worker_stats() must return a record");
 	if (stats != NULL)

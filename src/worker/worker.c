@@ -47,38 +47,44 @@
  * QueuesToRun lists the job queues (QsAllQueues) in memory of context
  * outer, and remembers the configuration tables; false when the extension
  * is not installed in this database, or in another version than the
- * library's.  A version mismatch is said once (a WARNING), and its end
- * once too (a LOG) when ALTER EXTENSION UPDATE has made them match.
+ * library's (one library serves one schema: doc/releasing.md).  Then the
+ * worker runs nothing, and asks again at its next round: it says once (a
+ * LOG) that it waits for ALTER EXTENSION quota_sched UPDATE, and once that
+ * its passes resume when the schema is its own.
  */
 static bool
 QueuesToRun(MemoryContext outer, List **list)
 {
 	MemoryContext old;
-
-	char	   *version = QsInstalledVersion();
-	static bool warned = false;
+	char	   *version;
+	static bool waiting = false;
 
 	*list = NIL;
-	if (version == NULL)
-		return false;
-	if (strcmp(version, QS_LIBRARY_VERSION) != 0)
+	switch (QsInstalledSchema(&version))
 	{
-		/* wait for ALTER EXTENSION quota_sched UPDATE; say so once */
-		if (!warned)
-			ereport(WARNING,
-					(errmsg("quota_sched worker: quota_sched %s is installed, but the library is version %s: no passes until the extension is updated",
-							version, QS_LIBRARY_VERSION),
-					 errhint("Run ALTER EXTENSION quota_sched UPDATE in database \"%s\".",
-							 QsDatabase)));
-		warned = true;
-		return false;
+		case QS_SCHEMA_NONE:
+			return false;
+		case QS_SCHEMA_OTHER:
+			if (!waiting)
+				ereport(LOG,
+						(errmsg("quota_sched worker: quota_sched %s is installed, but the library is version %s: no passes until the extension is updated",
+								version, QS_LIBRARY_VERSION),
+						 QsCompareVersions(version, QS_LIBRARY_VERSION) < 0 ?
+						 errhint("Run ALTER EXTENSION quota_sched UPDATE in database \"%s\".",
+								 QsDatabase) :
+						 errhint("Install the library of quota_sched %s and restart the server.",
+								 version)));
+			waiting = true;
+			return false;
+		case QS_SCHEMA_OWN:
+			break;
 	}
 	/* the matching word once the update is done, so that the log tells */
-	if (warned)
+	if (waiting)
 		ereport(LOG,
 				(errmsg("quota_sched worker: quota_sched %s is installed, the library's version: passes resume",
-						version)));
-	warned = false;
+						QS_LIBRARY_VERSION)));
+	waiting = false;
 	/* before the list is read: a later change then moves the generation */
 	QsRememberConfigTables();
 	old = MemoryContextSwitchTo(outer);

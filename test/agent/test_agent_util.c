@@ -4,8 +4,9 @@
  *		Unit tests of quota-sched-agent's pure helpers (agent/util.c), built
  *		without libpq: make_valid_utf8 (what the server takes as UTF-8),
  *		json_escape, split_argv, parse_seconds and parse_count, the rule of
- *		the jobs' OS user (jobs_user_problem), and the helpers on lines and
- *		a child's end.  Prints TAP.
+ *		the jobs' OS user (jobs_user_problem), the order of versions
+ *		(compare_versions), and the helpers on lines and a child's end.
+ *		Prints TAP.
  *
  * Run by `make -C agent unitcheck` (and so by the top Makefile's
  * unitcheck).
@@ -394,6 +395,18 @@ test_output_tail(void)
 	CHECK(buf[0] == '\0', "printable_copy: NULL is empty");
 }
 
+static void
+test_versions(void)
+{
+	CHECK(compare_versions("0.3", "0.4") < 0, "compare_versions: 0.3 before 0.4");
+	CHECK(compare_versions("0.4", "0.4") == 0, "compare_versions: 0.4 is 0.4");
+	CHECK(compare_versions("0.5", "0.4") > 0, "compare_versions: 0.5 after 0.4");
+	CHECK(compare_versions("0.10", "0.9") > 0, "compare_versions: 0.10 after 0.9 (numbers, not text)");
+	CHECK(compare_versions("1.0", "0.12") > 0, "compare_versions: 1.0 after 0.12");
+	CHECK(compare_versions("0.4", "0.4.1") < 0, "compare_versions: 0.4 before 0.4.1");
+	CHECK(compare_versions("0.4.1", "0.4") > 0, "compare_versions: 0.4.1 after 0.4");
+}
+
 int
 main(void)
 {
@@ -407,6 +420,7 @@ main(void)
 	test_jobs_user();
 	test_processes();
 	test_output_tail();
+	test_versions();
 	printf("1..%d\n", tests_run);
 	if (tests_failed)
 		printf("# %d of %d agent unit tests failed\n", tests_failed, tests_run);

@@ -1,68 +1,94 @@
-# Upgrade of a populated database from 0.1 to the current version
-# ($current: quota_sched--0.1--0.2.sql, quota_sched--0.2--0.3.sql, then
-# quota_sched--0.3--0.4.sql), compared with a fresh install, which runs one
-# script (quota_sched--$current.sql, made from sql/):
+# Updates of populated databases of every earlier release to the current
+# version ($current), compared with a fresh install, which runs one script
+# (quota_sched--$current.sql, made from sql/).  PostgreSQL chains the
+# released updates (sql/released/) and the update under work: 0.1 goes
+# through 0.2 and 0.3, 0.2 through 0.3.  One library serves one schema
+# (doc/releasing.md): each database is filled with its own release's
+# library, built from git history (QsRelease), in a private copy of the
+# PostgreSQL installation the tests run; then the current build is
+# installed there and the server started again, as an operator does, and
+# each database is updated.
 #
-#   1. a database at 0.1 holds jobs in every interesting state: RUNNABLE
-#      (waiting, and one misconfigured), SCHEDULED (unclaimed), STARTING,
-#      RUNNING, RUNNING with a pending preemption stop (its preemptor
-#      promised), RUNNING with a pending TIMEOUT stop, SUCCEEDED, FAILED,
-#      over two queues and two capacity units, with their history and passes;
-#   2. ALTER EXTENSION quota_sched UPDATE (through 0.2 and 0.3);
-#   3. the counters of held capacity it creates match the jobs, and it
-#      changed no row of any 0.1 table; the history of the configuration
-#      starts with one BASELINE row per environment, queue and share, and
-#      records the changes made after the update;
-#   4. the upgraded schema is the schema of a fresh install, by the
-#      catalogs and by a normalised pg_dump --schema-only of the members;
-#   5. the scheduler goes on with the old data: the agent's reports, a pass
-#      that dispatches the waiting and the promised jobs, a new submission,
-#      with the counters consistent after each step; the jobs claimed in 0.1
-#      have no agent_role (any agent login may act on them), those claimed
-#      after the update record the claiming role, and another login may not
-#      act on them;
-#   6. (a database of its own) timeouts beyond 365 days are bounded;
-#   7. the policies of 0.2 on the old data: a member of a share's
-#      submit_role sees, explains, reprioritises and terminates a
-#      teammate's job of 0.1 (in 0.1 he saw nothing of it);
-#   8. between the installation of the new library and the update,
-#      submissions, claims, heartbeats, reports and releases go on with the
-#      0.1 schema (no agent_role: none recorded, none checked);
-#   9. a populated 0.2 database (the rows of "source", restored into a
-#      database created at 0.2) updated keeps every row and has the
-#      schema of a fresh install.
-#
-# Where the 0.1 data come from.  The module installed is the 0.3 one, and it
-# cannot run a pass on a database whose schema is still 0.1: run_pass (and
-# queue_snapshot, and the worker) read quota_sched.held_capacity, which only
-# the upgrade creates.  So the jobs are driven with the real API (users'
-# INSERTs, run_pass, claim, report) in a database "source" at 0.2, and their
-# rows, over the columns that the 0.1 tables have, are then copied into the
-# database "old", created with VERSION '0.1', as a restore does it
-# (session_replication_role = replica: the job triggers neither refuse the
-# system columns nor add history; scheduling.md 10).  "old" then holds what a
-# 0.1 installation holds: configuration, jobs, job_event, pass_log and the
-# sequences' positions, and no counters.  As a bonus, the counters that the
-# 0.2 triggers kept in "source" while the jobs moved must equal those that
-# the upgrade computes from the same jobs.
+#   1. "source", at the current version, holds jobs driven by the real API
+#      into every interesting state: RUNNABLE (waiting, and one
+#      misconfigured), SCHEDULED (unclaimed), STARTING, RUNNING, RUNNING
+#      with a pending preemption stop (its preemptor promised), RUNNING with
+#      a pending TIMEOUT stop, SUCCEEDED, FAILED, over two queues and two
+#      capacity units, with their history and passes;
+#   2. with the library of 0.1: "old", at 0.1, gets the rows of source over
+#      the columns the 0.1 tables have (as a restore writes them,
+#      session_replication_role = replica: the job triggers neither refuse
+#      the system columns nor add history), the sequences' positions, and
+#      no counters; "long" a queue and a job whose intervals 0.1 took and
+#      0.2 bounds;
+#   3. with the library of 0.2: "two", at 0.2, the rows of source without
+#      what 0.3 added, and an hourly rollup 0.2 made;
+#   4. with the library of 0.3: "three", at 0.3, every row of source but
+#      agent_access's (0.4), and registrations of agents of 0.3;
+#   5. with the current library, before ALTER EXTENSION UPDATE: every call
+#      in those databases is refused (55QS0), naming both versions, the
+#      update as its hint (section 8);
+#   then each database is updated, and:
+#   - the counters of held capacity the update creates match the jobs, and
+#     it changed no row of any 0.1 table; the history of the configuration
+#     starts with one BASELINE row per environment, queue and share, and
+#     records the changes made after the update (section 3);
+#   - each updated schema is the schema of a fresh install, by the catalogs
+#     and by a normalised pg_dump --schema-only of the members (4, 9, 10);
+#   - the scheduler goes on with the old data: the agent's reports, a pass
+#     that dispatches the waiting and the promised jobs, a new submission,
+#     with the counters consistent after each step; the jobs claimed in 0.1
+#     have no agent_role (any agent login may act on them), those claimed
+#     after the update record the claiming role, and another login may not
+#     act on them (5);
+#   - timeouts beyond 365 days are bounded (6);
+#   - the policies of 0.2 on the old data: a member of a share's
+#     submit_role sees, explains, reprioritises and terminates a
+#     teammate's job of 0.1 (in 0.1 he saw nothing of it) (7);
+#   - what each later release made of the rows of 0.2 and 0.3 (9, 10).
+# As a bonus, the counters that the triggers kept in "source" while the
+# jobs moved must equal those that the update from 0.1 computes from the
+# same jobs.
 use strict;
 use warnings;
+use File::Basename;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes;
+use QsRelease;
 
-# the version the sources make: quota_sched.control's default_version
-my ($current) = slurp_file('quota_sched.control') =~ /^default_version = '([^']+)'$/m;
+# the version the sources make (quota_sched.control's default_version) and
+# the releases a database updates from
+my ($current, $previous, $from) = versions();
+# the database this test fills at each of them
+my %release_of = (old => '0.1', two => '0.2', three => '0.3');
+is_deeply([ sort values %release_of ], $from,
+	'a populated database of every release a database updates from: ' . join(', ', @$from));
 
-my $node = PostgreSQL::Test::Cluster->new('upgrade');
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+my $pg_config = private_install("$tmp/pg");
+my $node = PostgreSQL::Test::Cluster->new('upgrade', install_path => dirname(release_bin($pg_config)));
 $node->init;
 $node->append_conf('postgresql.conf',
 	"shared_preload_libraries = 'quota_sched'\nquota_sched.enabled = off\n");
 $node->start;
 
-my $tmp = PostgreSQL::Test::Utils::tempdir;
+# switch_library(VERSION): the server stopped, that release (or the current
+# build, for $current) installed, the server started again
+sub switch_library
+{
+	my ($version) = @_;
+	$node->stop;
+	if ($version eq $current) { install_current($pg_config); }
+	else { install_release($version, $pg_config); }
+	$node->start;
+	return;
+}
+
 
 sub sql
 {
@@ -248,6 +274,164 @@ sub line_diff
 }
 
 #
+# The schema, described from the catalogs.  pg_dump does not dump the
+# members of an extension (only CREATE EXTENSION and the privileges changed
+# since), so the definitions come from pg_get_*def and the catalogs.
+# Normalisation: objects are named, never numbered (no OIDs); each section's
+# lines are sorted (the catalogs' order is the order of creation, which an
+# upgrade may change; a column's position is a field of its line); columns
+# are numbered by position among the live ones (an upgrade that drops a
+# column leaves a dropped attribute behind, a fresh install not); internal
+# triggers (those of foreign keys, named after OIDs) are left out, their
+# constraints being compared.  Nothing else is stripped: data-dependent
+# catalog fields (relpages, reltuples, sequence positions) are not read.
+#
+my %catalog = (
+	'1 relations' => q{
+		SELECT format('%s kind=%s persistence=%s rls=%s force_rls=%s options=%s owner=%s acl=%s',
+					  relname, relkind, relpersistence, relrowsecurity, relforcerowsecurity,
+					  reloptions, pg_get_userbyid(relowner), relacl)
+		  FROM pg_class WHERE relnamespace = 'quota_sched'::regnamespace},
+	'2 columns' => q{
+		SELECT format('%s.%s #%s %s notnull=%s default=%s identity=%s generated=%s collation=%s '
+					  'storage=%s compression=%s acl=%s',
+					  c.relname, a.attname,
+					  row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum),
+					  format_type(a.atttypid, a.atttypmod), a.attnotnull,
+					  pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated,
+					  a.attcollation::regcollation, a.attstorage, a.attcompression, a.attacl)
+		  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+		  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace AND a.attnum > 0
+		   AND NOT a.attisdropped},
+	'3 constraints' => q{
+		SELECT format('%s %s %s type=%s %s deferrable=%s deferred=%s validated=%s',
+					  conrelid::regclass, conname, contype, contypid::regtype,
+					  pg_get_constraintdef(oid), condeferrable, condeferred, convalidated)
+		  FROM pg_constraint WHERE connamespace = 'quota_sched'::regnamespace},
+	'4 indexes' => q{
+		SELECT format('%s unique=%s primary=%s clustered=%s valid=%s replident=%s',
+					  pg_get_indexdef(i.indexrelid), i.indisunique, i.indisprimary,
+					  i.indisclustered, i.indisvalid, i.indisreplident)
+		  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
+	'5 functions' => q{
+		SELECT format(E'%s kind=%s owner=%s acl=%s\n%s', p.oid::regprocedure, p.prokind,
+					  pg_get_userbyid(p.proowner), p.proacl,
+					  CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) END)
+		  FROM pg_proc p WHERE p.pronamespace = 'quota_sched'::regnamespace},
+	'6 triggers' => q{
+		SELECT format('%s enabled=%s', pg_get_triggerdef(t.oid), t.tgenabled)
+		  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace AND NOT t.tgisinternal},
+	'7 policies' => q{
+		SELECT format('%s on %s cmd=%s permissive=%s roles=%s using=%s check=%s',
+					  p.polname, p.polrelid::regclass, p.polcmd, p.polpermissive,
+					  (SELECT string_agg(CASE r WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(r) END,
+										 ',' ORDER BY CASE r WHEN 0 THEN 'PUBLIC'
+														   ELSE pg_get_userbyid(r)::text END)
+						 FROM unnest(p.polroles) AS r),
+					  pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid))
+		  FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
+	'8 views' => q{
+		SELECT format(E'%s\n%s', relname, pg_get_viewdef(oid))
+		  FROM pg_class WHERE relnamespace = 'quota_sched'::regnamespace AND relkind IN ('v', 'm')},
+	'9 sequences' => q{
+		SELECT format('%s type=%s start=%s increment=%s min=%s max=%s cache=%s cycle=%s owned_by=%s',
+					  c.relname, s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmin,
+					  s.seqmax, s.seqcache, s.seqcycle,
+					  (SELECT d.refobjid::regclass || '.' || a.attname
+						 FROM pg_depend d
+						 JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+						WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+						  AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')))
+		  FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
+		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
+	'10 types' => q{
+		SELECT format('%s type=%s owner=%s acl=%s base=%s labels=%s', t.oid::regtype, t.typtype,
+					  pg_get_userbyid(t.typowner), t.typacl, nullif(t.typbasetype, 0)::regtype,
+					  (SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder)
+						 FROM pg_enum WHERE enumtypid = t.oid))
+		  FROM pg_type t WHERE t.typnamespace = 'quota_sched'::regnamespace},
+	'11 schema' => q{
+		SELECT format('%s owner=%s acl=%s', nspname, pg_get_userbyid(nspowner), nspacl)
+		  FROM pg_namespace WHERE nspname = 'quota_sched'},
+	'12 extension' => q{
+		SELECT format('version=%s owner=%s schema=%s relocatable=%s comment=%s', extversion,
+					  pg_get_userbyid(extowner), extnamespace::regnamespace, extrelocatable,
+					  obj_description(oid, 'pg_extension'))
+		  FROM pg_extension WHERE extname = 'quota_sched'},
+	'13 extension config' => q{
+		SELECT format('%s condition=%L', x.rel::regclass, x.cond)
+		  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS x(rel, cond)
+		 WHERE e.extname = 'quota_sched'},
+	# the objects that belong to the extension, by identity
+	'14 members' => q{
+		SELECT format('%s %s', i.type, i.identity)
+		  FROM pg_depend d, pg_identify_object(d.classid, d.objid, d.objsubid) i
+		 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+		   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'quota_sched')},
+	# the privileges the extension's scripts left (pg_dump dumps only the
+	# differences from them)
+	'15 initial privileges' => q{
+		SELECT format('%s %s %s', i.type, i.identity, ip.initprivs)
+		  FROM pg_init_privs ip, pg_identify_object(ip.classoid, ip.objoid, ip.objsubid) i
+		 WHERE ip.privtype = 'e'},
+	'16 comments' => q{
+		SELECT format('%s %s: %s', i.type, i.identity, d.description)
+		  FROM pg_description d, pg_identify_object(d.classoid, d.objoid, d.objsubid) i
+		 WHERE i.schema = 'quota_sched'},
+);
+
+sub describe_schema
+{
+	my ($db) = @_;
+	my %description;
+	foreach my $section (keys %catalog)
+	{
+		$description{$section} = sql($db,
+			"SELECT coalesce(string_agg(x, E'\\n' ORDER BY x COLLATE \"C\"), '')"
+			  . " FROM ($catalog{$section}) AS d(x)");
+	}
+	return \%description;
+}
+
+# without_03_columns($data): a pg_dump --data-only script without the
+# columns 0.3 added to tables of 0.2 (their COPY lists and fields), so that
+# a 0.2 database takes it.
+sub without_03_columns
+{
+	my ($data) = @_;
+	my %added = map { $_ => 1 } qw(claim_timeout max_lease_losses lease_losses claim_requeues
+	  claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
+	  changed_at spent_day spent_week spent_month);
+	my (@out, @keep);
+	my $in_copy = 0;
+	foreach my $line (split /\n/, $data, -1)
+	{
+		if (!$in_copy && $line =~ /^COPY (\S+) \((.*)\) FROM stdin;$/)
+		{
+			my ($table, @cols) = ($1, split /, /, $2);
+			@keep = grep { !$added{ $cols[$_] } } 0 .. $#cols;
+			push @out, "COPY $table (" . join(', ', @cols[@keep]) . ") FROM stdin;";
+			$in_copy = 1;
+			next;
+		}
+		if ($in_copy && $line eq '\\.')
+		{
+			$in_copy = 0;
+		}
+		elsif ($in_copy)
+		{
+			$line = join("\t", (split /\t/, $line, -1)[@keep]);
+		}
+		push @out, $line;
+	}
+	return join("\n", @out);
+}
+
+#
 # Roles and configuration.
 #
 $node->safe_psql('postgres', 'CREATE DATABASE source');
@@ -397,8 +581,14 @@ HELD
 chomp $held_expected;
 is(sql('source', $recount), $held_expected, 'source: the recount of held capacity');
 is(sql('source', $kept), $held_expected,
-	'source: the counters the 0.2 triggers kept while the jobs moved');
+	'source: the counters the triggers kept while the jobs moved');
 my $source_kept = sql('source', $kept);
+
+
+#
+# With the library of 0.1.
+#
+switch_library('0.1');
 
 #
 # The 0.1 database: its tables filled with source's rows.
@@ -464,141 +654,190 @@ my $jobs_before = job_rows('old', $old_columns->{job});
 my $seqs_before = sequence_values('old');
 is(scalar(keys %$jobs_before), 12, 'old: 12 jobs before the upgrade');
 
-#
-# The schema, described from the catalogs.  pg_dump does not dump the
-# members of an extension (only CREATE EXTENSION and the privileges changed
-# since), so the definitions come from pg_get_*def and the catalogs.
-# Normalisation: objects are named, never numbered (no OIDs); each section's
-# lines are sorted (the catalogs' order is the order of creation, which an
-# upgrade may change; a column's position is a field of its line); columns
-# are numbered by position among the live ones (an upgrade that drops a
-# column leaves a dropped attribute behind, a fresh install not); internal
-# triggers (those of foreign keys, named after OIDs) are left out, their
-# constraints being compared.  Nothing else is stripped: data-dependent
-# catalog fields (relpages, reltuples, sequence positions) are not read.
-#
-my %catalog = (
-	'1 relations' => q{
-		SELECT format('%s kind=%s persistence=%s rls=%s force_rls=%s options=%s owner=%s acl=%s',
-					  relname, relkind, relpersistence, relrowsecurity, relforcerowsecurity,
-					  reloptions, pg_get_userbyid(relowner), relacl)
-		  FROM pg_class WHERE relnamespace = 'quota_sched'::regnamespace},
-	'2 columns' => q{
-		SELECT format('%s.%s #%s %s notnull=%s default=%s identity=%s generated=%s collation=%s '
-					  'storage=%s compression=%s acl=%s',
-					  c.relname, a.attname,
-					  row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum),
-					  format_type(a.atttypid, a.atttypmod), a.attnotnull,
-					  pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated,
-					  a.attcollation::regcollation, a.attstorage, a.attcompression, a.attacl)
-		  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
-		  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-		 WHERE c.relnamespace = 'quota_sched'::regnamespace AND a.attnum > 0
-		   AND NOT a.attisdropped},
-	'3 constraints' => q{
-		SELECT format('%s %s %s type=%s %s deferrable=%s deferred=%s validated=%s',
-					  conrelid::regclass, conname, contype, contypid::regtype,
-					  pg_get_constraintdef(oid), condeferrable, condeferred, convalidated)
-		  FROM pg_constraint WHERE connamespace = 'quota_sched'::regnamespace},
-	'4 indexes' => q{
-		SELECT format('%s unique=%s primary=%s clustered=%s valid=%s replident=%s',
-					  pg_get_indexdef(i.indexrelid), i.indisunique, i.indisprimary,
-					  i.indisclustered, i.indisvalid, i.indisreplident)
-		  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
-	'5 functions' => q{
-		SELECT format(E'%s kind=%s owner=%s acl=%s\n%s', p.oid::regprocedure, p.prokind,
-					  pg_get_userbyid(p.proowner), p.proacl,
-					  CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) END)
-		  FROM pg_proc p WHERE p.pronamespace = 'quota_sched'::regnamespace},
-	'6 triggers' => q{
-		SELECT format('%s enabled=%s', pg_get_triggerdef(t.oid), t.tgenabled)
-		  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-		 WHERE c.relnamespace = 'quota_sched'::regnamespace AND NOT t.tgisinternal},
-	'7 policies' => q{
-		SELECT format('%s on %s cmd=%s permissive=%s roles=%s using=%s check=%s',
-					  p.polname, p.polrelid::regclass, p.polcmd, p.polpermissive,
-					  (SELECT string_agg(CASE r WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(r) END,
-										 ',' ORDER BY CASE r WHEN 0 THEN 'PUBLIC'
-														   ELSE pg_get_userbyid(r)::text END)
-						 FROM unnest(p.polroles) AS r),
-					  pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid))
-		  FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
-		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
-	'8 views' => q{
-		SELECT format(E'%s\n%s', relname, pg_get_viewdef(oid))
-		  FROM pg_class WHERE relnamespace = 'quota_sched'::regnamespace AND relkind IN ('v', 'm')},
-	'9 sequences' => q{
-		SELECT format('%s type=%s start=%s increment=%s min=%s max=%s cache=%s cycle=%s owned_by=%s',
-					  c.relname, s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmin,
-					  s.seqmax, s.seqcache, s.seqcycle,
-					  (SELECT d.refobjid::regclass || '.' || a.attname
-						 FROM pg_depend d
-						 JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
-						WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
-						  AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')))
-		  FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
-		 WHERE c.relnamespace = 'quota_sched'::regnamespace},
-	'10 types' => q{
-		SELECT format('%s type=%s owner=%s acl=%s base=%s labels=%s', t.oid::regtype, t.typtype,
-					  pg_get_userbyid(t.typowner), t.typacl, nullif(t.typbasetype, 0)::regtype,
-					  (SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder)
-						 FROM pg_enum WHERE enumtypid = t.oid))
-		  FROM pg_type t WHERE t.typnamespace = 'quota_sched'::regnamespace},
-	'11 schema' => q{
-		SELECT format('%s owner=%s acl=%s', nspname, pg_get_userbyid(nspowner), nspacl)
-		  FROM pg_namespace WHERE nspname = 'quota_sched'},
-	'12 extension' => q{
-		SELECT format('version=%s owner=%s schema=%s relocatable=%s comment=%s', extversion,
-					  pg_get_userbyid(extowner), extnamespace::regnamespace, extrelocatable,
-					  obj_description(oid, 'pg_extension'))
-		  FROM pg_extension WHERE extname = 'quota_sched'},
-	'13 extension config' => q{
-		SELECT format('%s condition=%L', x.rel::regclass, x.cond)
-		  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS x(rel, cond)
-		 WHERE e.extname = 'quota_sched'},
-	# the objects that belong to the extension, by identity
-	'14 members' => q{
-		SELECT format('%s %s', i.type, i.identity)
-		  FROM pg_depend d, pg_identify_object(d.classid, d.objid, d.objsubid) i
-		 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
-		   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'quota_sched')},
-	# the privileges the extension's scripts left (pg_dump dumps only the
-	# differences from them)
-	'15 initial privileges' => q{
-		SELECT format('%s %s %s', i.type, i.identity, ip.initprivs)
-		  FROM pg_init_privs ip, pg_identify_object(ip.classoid, ip.objoid, ip.objsubid) i
-		 WHERE ip.privtype = 'e'},
-	'16 comments' => q{
-		SELECT format('%s %s: %s', i.type, i.identity, d.description)
-		  FROM pg_description d, pg_identify_object(d.classoid, d.objoid, d.objsubid) i
-		 WHERE i.schema = 'quota_sched'},
-);
-
-sub describe_schema
-{
-	my ($db) = @_;
-	my %description;
-	foreach my $section (keys %catalog)
-	{
-		$description{$section} = sql($db,
-			"SELECT coalesce(string_agg(x, E'\\n' ORDER BY x COLLATE \"C\"), '')"
-			  . " FROM ($catalog{$section}) AS d(x)");
-	}
-	return \%description;
-}
-
 my $old_schema_before = describe_schema('old');
 
-# Until the extension is updated, the library refuses to schedule with the
-# old schema, saying what to do (rather than failing on a missing table).
+#
+# 6. Intervals beyond 365 days, which 0.1 took: a running job's timeout and a
+# queue's runnable_timeout of 300,000 years would make its deadline leave the
+# range of timestamps.  The upgrade makes them 365 days (below, with the
+# current library), and the queue's passes go on.
+#
+$node->safe_psql('postgres', 'CREATE DATABASE long');
+sql('long', q{CREATE EXTENSION quota_sched VERSION '0.1'});
+# The library of 0.1 takes them, as 0.1 did.
+sql('long', q{
+	INSERT INTO quota_sched.service_environment VALUES ('long_env', '{"gpu": 2}');
+	INSERT INTO quota_sched.job_queue (name, service_environment, runnable_timeout)
+	VALUES ('long_queue', 'long_env', '1 hour');
+	UPDATE quota_sched.job_queue SET runnable_timeout = '300000 years' WHERE name = 'long_queue';
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('long_queue', 'long_share', '{"gpu": 2}', 'RESERVE');
+	SET session_replication_role = replica;
+	INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
+		instance_count, payload, timeout, owner, state, agent, lease_until, failed_attempts,
+		preemption_count, submitted_at, queued_at, scheduled_at, started_at)
+	VALUES (nextval('quota_sched.job_id_seq'), 'long_job', 'long_queue', 'long_share', 0, 'gpu', 1,
+		'{}', '300000 years', 'postgres', 'RUNNING', 'long_agent', now() + interval '1 hour', 0, 0,
+		now(), now(), now(), now())});
+
+#
+# With the library of 0.2.
+#
+switch_library('0.2');
+
+#
+# 9. A populated 0.2 database, updated (below, with the current library).
+# "two" is created at 0.2, then given every row of "source", which the
+# real API filled at the current version, whose tables are 0.2's but for
+# those later releases added (empty or left out of the data) and the
+# columns 0.3 added (left out: without_03_columns): its jobs in every
+# state, their history and counters, the history of the configuration, and
+# the sequences' positions, restored as pg_restore would (the data of the
+# extension's tables, with the triggers off).
+#
+$node->safe_psql('postgres', 'CREATE DATABASE two');
+sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 {
-	my ($ret, $stdout, $stderr) = $node->psql('old', q{SELECT * FROM quota_sched.run_pass()});
-	isnt($ret, 0, 'old: run_pass is refused before the update');
-	like($stderr, qr/quota_sched 0\.1 is installed in this database, but its library is version \Q$current\E/,
-		'old: the error names both versions');
-	like($stderr, qr/ALTER EXTENSION quota_sched UPDATE/, 'old: the hint says what to run');
+	my ($data, $stderr) = ('', '');
+	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent',
+			'--exclude-table-data=quota_sched.agent_access',
+			'--exclude-table-data=quota_sched.job_attempt',
+			'--exclude-table-data=quota_sched.lending_hourly',
+			'--exclude-table-data=quota_sched.held_change', '--exclude-table-data=quota_sched.borrow_memory',
+			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
+		'>', \$data, '2>', \$stderr)
+	  or die "pg_dump --data-only source: $stderr";
+	$node->safe_psql('two', "SET session_replication_role = replica;\n" . without_03_columns($data));
 }
+# The hourly rollup of 0.2, three hours ago, of a queue of its own (its
+# history written as 0.2 writes it): od_run was terminated while it ran
+# (its TERMINATE event, then its end), od_bad failed by itself.  0.2 counted
+# both failed; the rows it rolled up keep that after the update (0.3 does
+# not recompute them), and terminations after it count apart.
+my $old_hour = sql('two', q{SELECT date_trunc('hour', now()) - interval '3 hours'});
+sql('two', qq{
+	INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('od_env', '{"gpu": 3}');
+	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('od_queue', 'od_env');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('od_queue', 'od', '{"gpu": 2}', 'LEND'), ('od_queue', 'ob', '{"gpu": 1}', 'LEND_AND_BORROW');
+	-- the configuration as it was before that hour
+	UPDATE quota_sched.config_event SET at = '$old_hour'::timestamptz - interval '1 hour'
+	 WHERE job_queue = 'od_queue' OR name = 'od_env';
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, reason, actor, kind, job_queue,
+									   quota_share, capacity_unit, instance_count, attempt, priority)
+	SELECT e.job_id, '$old_hour'::timestamptz + e.m * interval '1 minute', e.f, e.t, e.reason, 'x', e.kind,
+		   'od_queue', 'od', 'gpu', 1, 1, 0
+	  FROM (VALUES (9901, 0, NULL, 'RUNNABLE', NULL, 'STATE'), (9901, 5, 'RUNNABLE', 'SCHEDULED', NULL, 'STATE'),
+				   (9901, 6, 'SCHEDULED', 'RUNNING', NULL, 'STATE'),
+				   (9901, 10, 'RUNNING', 'RUNNING', 'not needed', 'TERMINATE'),
+				   (9901, 15, 'RUNNING', 'FAILED', 'not needed', 'STATE'),
+				   (9902, 0, NULL, 'RUNNABLE', NULL, 'STATE'), (9902, 5, 'RUNNABLE', 'SCHEDULED', NULL, 'STATE'),
+				   (9902, 20, 'SCHEDULED', 'FAILED', 'exit 1', 'STATE')) AS e(job_id, m, f, t, reason, kind);
+	-- ob_run (ob, 2 gpu) borrows 1 of od's idle gpus for 10 minutes
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
+									   quota_share, capacity_unit, instance_count, attempt, priority)
+	SELECT 9903, '$old_hour'::timestamptz + e.m * interval '1 minute', e.f, e.t, 'x', 'STATE',
+		   'od_queue', 'ob', 'gpu', 2, 1, 0
+	  FROM (VALUES (0, NULL, 'RUNNABLE'), (30, 'RUNNABLE', 'SCHEDULED'),
+				   (40, 'SCHEDULED', 'SUCCEEDED')) AS e(m, f, t);
+	SELECT quota_sched.rollup();
+});
+is(sql('two', qq{SELECT failed FROM quota_sched.usage_hourly WHERE job_queue = 'od_queue' AND quota_share = 'od'
+				  AND hour = '$old_hour'}), '2', 'two, 0.2: its rollup counts the termination as a failure');
+my $two_columns = table_columns('two');
+my $two_rows_before = table_rows('two', $two_columns);
+is(sql('two', 'SELECT count(*) FROM quota_sched.job'), sql('source', 'SELECT count(*) FROM quota_sched.job'),
+	'two, 0.2: holds the jobs of source');
+
+#
+# With the library of 0.3.
+#
+switch_library('0.3');
+
+#
+# 10. A populated 0.3 database, updated (below, with the current library).
+# "three" is created at 0.3, then given every row of "source" but
+# agent_access's (0.4), restored as pg_restore would, and two
+# registrations of 0.3: regress_up_agent2's agent of up_q2 with a lease of
+# two days, and an agent of a login that no longer exists.  The update
+# keeps every row (the lease cut to an hour), lets every agent login serve
+# every queue as 0.3 did (admins need no row), and leaves the schema of a
+# fresh install; then the logins register and claim as before, and once
+# an admin narrows a login's rows it is refused elsewhere, and its agents
+# of those queues are forgotten (issue 37, item 2).
+#
+$node->safe_psql('postgres', 'CREATE DATABASE three');
+sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
+{
+	my ($data, $stderr) = ('', '');
+	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent_access',
+			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
+		'>', \$data, '2>', \$stderr)
+	  or die "pg_dump --data-only source: $stderr";
+	$node->safe_psql('three', "SET session_replication_role = replica;\n" . $data);
+}
+sql('three', q{
+	CREATE ROLE regress_up_gone;
+	INSERT INTO quota_sched.agent (name, login, job_queue, capacity_unit, instances,
+								   registered_at, last_seen, lease)
+	VALUES ('three-long', 'regress_up_agent2', 'up_q2', 'gpu', 4, now(), now(), '2 days'),
+		   ('three-gone', 'regress_up_gone', 'up_queue', 'gpu', 1, now(), now(), '1 minute');
+	DROP ROLE regress_up_gone;
+	-- the output a job of 0.3 left, with its terminal's control sequences
+	INSERT INTO quota_sched.job_attempt (job_id, attempt, agent, exit_code, output, started_at, ended_at)
+	SELECT min(id), 1, 'three-out', 0, E'done\x1b]0;owned\x07\r\n', now(), now() FROM quota_sched.job
+	ON CONFLICT (job_id, attempt) DO UPDATE SET output = excluded.output});
+my $three_columns = table_columns('three');
+is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('source') } ], ['agent_access'],
+	"three, 0.3: the tables of $current but agent_access");
+my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
+									 FROM quota_sched.agent});
+delete $three_columns->{agent};
+delete $three_columns->{job_attempt};
+my $outputs_before = sql('three', q{SELECT count(*) FROM quota_sched.job_attempt});
+my $three_rows_before = table_rows('three', $three_columns);
+
+#
+# With the current library.
+#
+switch_library($current);
+
+#
+# 8. The current library on the schemas of the releases before, until
+# ALTER EXTENSION UPDATE (doc/operations.md): every call is refused with
+# 55QS0, naming both versions, the update as its hint, rather than failing
+# on a missing table or working on a schema it does not know: a pass, a
+# submission, an agent's claim and report, an admin's change of the
+# configuration (its trigger and its CHECKs are the library's); nothing
+# changes.
+#
+foreach my $db (sort keys %release_of)
+{
+	my $version = $release_of{$db};
+	my $jobs_then = jobs($db);
+	foreach my $call (
+		[ 'a pass', 'SELECT * FROM quota_sched.run_pass()' ],
+		[ 'a submission', q{SET ROLE regress_up_alice;
+			INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+			VALUES ('a_refused', 'up_queue', 'lab', 'cpu')} ],
+		[ 'a claim', q{SET ROLE regress_up_agent;
+			SELECT * FROM quota_sched.claim('agent-1', 'up_queue')} ],
+		[ 'a report', q{SET ROLE regress_up_agent;
+			SELECT state FROM quota_sched.report(
+				(SELECT id FROM quota_sched.job WHERE name = 'b_cpu'), 'agent-1', 'RUNNING')} ],
+		[ 'a change of the configuration', q{SET ROLE regress_up_admin;
+			UPDATE quota_sched.quota_share SET borrow_limit = 50 WHERE name = 'lab'} ])
+	{
+		my ($ret, $stdout, $stderr) = $node->psql($db, "\\set VERBOSITY verbose\n$call->[1]");
+		like($stderr,
+			qr/ERROR:  55QS0: quota_sched \Q$version\E is installed in this database, but its library is version \Q$current\E.*HINT:  Run ALTER EXTENSION quota_sched UPDATE\./s,
+			"$db, $version, before the update: $call->[0] is refused (55QS0), naming both versions, the update as its hint");
+	}
+	is(jobs($db), $jobs_then, "$db, $version, before the update: the jobs as they were");
+	is(sql($db, q{SELECT borrow_limit FROM quota_sched.quota_share WHERE name = 'lab'}), '100',
+		"$db, $version, before the update: the configuration as it was");
+}
+
 
 #
 # 2. The upgrade.
@@ -754,7 +993,7 @@ is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sch
 # install script of the version asked for over a chain of updates, and
 # this one creates each table whole (no ALTER TABLE, no data to move).
 {
-	my $script = `pg_config --sharedir`;
+	my $script = `$pg_config --sharedir`;
 	chomp $script;
 	$script .= "/extension/quota_sched--$current.sql";
 	ok(-f $script, "quota_sched--$current.sql is installed");
@@ -763,9 +1002,11 @@ is(sql('fresh', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sch
 	unlike($text, qr/^(ALTER TABLE \S+\s+ADD|UPDATE |INSERT INTO quota_sched)/m,
 		'the install script adds no column and moves no data');
 }
+# PostgreSQL chains the updates of each release: from the first, every
+# one of them, the update under work last
 is(sql('fresh', qq{SELECT path FROM pg_extension_update_paths('quota_sched')
-				   WHERE source = '0.1' AND target = '$current'}),
-	"0.1--0.2--0.3--$current", 'an update from 0.1 runs the deltas of each release');
+				   WHERE source = '$from->[0]' AND target = '$current'}),
+	join('--', @$from, $current), "an update from $from->[0] runs the deltas of each release");
 is(sql('fresh', 'SELECT count(*) FROM quota_sched.config_event'), '0',
 	'fresh: the history of the configuration starts empty');
 
@@ -781,7 +1022,7 @@ foreach my $section (sort { ($a =~ /^(\d+)/)[0] <=> ($b =~ /^(\d+)/)[0] } keys %
 	  or diag(line_diff($old_schema->{$section}, $fresh_schema->{$section}));
 }
 # The comparison sees a difference where there is one: the 0.1 schema is
-# not the fresh 0.3 one.
+# not the fresh one.
 my @differing = grep { $old_schema_before->{$_} ne $fresh_schema->{$_} } sort keys %catalog;
 ok(scalar(@differing) > 0, 'the 0.1 schema differs from a fresh install')
   and note('sections the upgrade changed: ' . join(', ', @differing));
@@ -967,36 +1208,7 @@ HELD
 chomp $held_end;
 is(sql('old', $recount), $held_end, 'old, upgraded: what they hold in the end');
 
-#
-# 6. Intervals beyond 365 days, which 0.1 took: a running job's timeout and a
-# queue's runnable_timeout of 300,000 years would make its deadline leave the
-# range of timestamps.  The upgrade makes them 365 days, and the queue's
-# passes go on.
-#
-$node->safe_psql('postgres', 'CREATE DATABASE long');
-sql('long', q{CREATE EXTENSION quota_sched VERSION '0.1'});
-# The library is 0.2's, whose check of runnable_timeout (a C function the
-# 0.1 table's CHECK calls) already refuses it: the value is written past the
-# CHECK, as a 0.1 library would have taken it.
-sql('long', q{
-	INSERT INTO quota_sched.service_environment VALUES ('long_env', '{"gpu": 2}');
-	INSERT INTO quota_sched.job_queue (name, service_environment, runnable_timeout)
-	VALUES ('long_queue', 'long_env', '1 hour');
-	DO $$ BEGIN
-		EXECUTE (SELECT format('ALTER TABLE quota_sched.job_queue DROP CONSTRAINT %I', conname)
-				   FROM pg_constraint WHERE conrelid = 'quota_sched.job_queue'::regclass
-					AND pg_get_constraintdef(oid) LIKE '%check_runnable_timeout%');
-	END $$;
-	UPDATE quota_sched.job_queue SET runnable_timeout = '300000 years' WHERE name = 'long_queue';
-	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-	VALUES ('long_queue', 'long_share', '{"gpu": 2}', 'RESERVE');
-	SET session_replication_role = replica;
-	INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
-		instance_count, payload, timeout, owner, state, agent, lease_until, failed_attempts,
-		preemption_count, submitted_at, queued_at, scheduled_at, started_at)
-	VALUES (nextval('quota_sched.job_id_seq'), 'long_job', 'long_queue', 'long_share', 0, 'gpu', 1,
-		'{}', '300000 years', 'postgres', 'RUNNING', 'long_agent', now() + interval '1 hour', 0, 0,
-		now(), now(), now(), now())});
+# 6, updated.
 sql('long', q{ALTER EXTENSION quota_sched UPDATE});
 is(sql('long', q{SELECT timeout FROM quota_sched.job WHERE name = 'long_job'}), '365 days',
 	'long, upgraded: a timeout of 300,000 years becomes 365 days');
@@ -1044,183 +1256,9 @@ is(as_role('old', 'regress_up_alice', $res_events), '0',
 }
 counters_consistent('old', 'after the team\'s changes');
 
-# 8. The 0.3 library on a 0.1 schema, before ALTER EXTENSION UPDATE: the
-# docs promise (doc/operations.md) that submissions, claims and reports go on.  The 0.1 job
-# table has no agent_role: the triggers pass over it, and the agents'
-# functions record and check no role.  A pass is refused, so the jobs are
-# dispatched by hand, as a restore would write them.
 #
-$node->safe_psql('postgres', 'CREATE DATABASE live');
-sql('live', q{CREATE EXTENSION quota_sched VERSION '0.1'});
-sql('live', q{
-	INSERT INTO quota_sched.service_environment VALUES ('live_env', '{"gpu": 4}');
-	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('live_queue', 'live_env');
-	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-	VALUES ('live_queue', 'live_share', '{"gpu": 4}', 'RESERVE')});
-as_role('live', 'regress_up_alice', q{
-	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
-	VALUES ('live_1', 'live_queue', 'live_share', 'gpu'), ('live_2', 'live_queue', 'live_share', 'gpu')});
-is(sql('live', q{SELECT string_agg(name || ' ' || state || ' ' || owner, ', ' ORDER BY name)
-				   FROM quota_sched.job}),
-	'live_1 RUNNABLE regress_up_alice, live_2 RUNNABLE regress_up_alice',
-	'live, 0.1 schema: submissions are taken');
-sql('live', q{
-	SET session_replication_role = replica;
-	UPDATE quota_sched.job SET state = 'SCHEDULED', scheduled_at = now()});
-is(claim('live', 'live_queue'), 'live_1 STARTING, live_2 STARTING', 'live, 0.1 schema: the agent claims');
-is(report('live', 'live_1', 'RUNNING'), 'RUNNING', 'live, 0.1 schema: and reports');
-is(as_role('live', 'regress_up_agent2', q{SELECT count(*) FROM quota_sched.heartbeat('agent-1')}), '2',
-	'live, 0.1 schema: any agent login heartbeats any agent, as in 0.1');
-is(as_role('live', 'regress_up_agent', q{
-	SELECT state FROM quota_sched.release((SELECT id FROM quota_sched.job WHERE name = 'live_2'),
-										  'agent-1')}),
-	'RUNNABLE', 'live, 0.1 schema: and releases');
-is(sql('live', q{SELECT string_agg(concat_ws(' ', name, state, coalesce(agent, '-')), ', ' ORDER BY name)
-				   FROM quota_sched.job}),
-	'live_1 RUNNING agent-1, live_2 RUNNABLE -', 'live, 0.1 schema: the jobs');
-
-sql('live', q{ALTER EXTENSION quota_sched UPDATE});
-is(agent_roles('live', 'live_1,live_2'), "live_1 -\nlive_2 -",
-	'live, upgraded: no agent_role for the job claimed before the update');
-is(report_as('live', 'regress_up_agent2', 'live_1', 'SUCCEEDED'), 'SUCCEEDED',
-	'live, upgraded: another agent login may act on the job claimed before the update');
-is(run_pass_of('live', 'live_queue'), 'live_2 DISPATCH', 'live, upgraded: the pass dispatches live_2');
-is(claim('live', 'live_queue'), 'live_2 STARTING', 'live, upgraded: the agent claims it');
-is(agent_roles('live', 'live_2'), 'live_2 regress_up_agent', 'live, upgraded: the claim records the login');
-{
-	my ($ret, $stdout, $stderr) = $node->psql('live', q{
-		SET ROLE regress_up_agent2;
-		SELECT quota_sched.release((SELECT id FROM quota_sched.job WHERE name = 'live_2'), 'agent-1')});
-	isnt($ret, 0, 'live, upgraded: another agent login may not release it');
-	like($stderr, qr/ERROR:  role "regress_up_agent2" may not release job \d+, which agent "agent-1" claimed as another role/,
-		'live, upgraded: the refusal says why');
-}
-is(report('live', 'live_2', 'RUNNING'), 'RUNNING', 'live, upgraded: the login that claimed it reports');
-counters_consistent('live', 'in the end');
-
-# The same on a 0.2 schema: its counters of held capacity lack what they
-# held (0.3, scheduling.md 3.11) and its queues the half-life: a report
-# still moves the counters (as 0.2 keeps them), and the update then fills
-# what was held from the history.
-$node->safe_psql('postgres', 'CREATE DATABASE live2');
-sql('live2', q{CREATE EXTENSION quota_sched VERSION '0.2'});
-sql('live2', q{
-	INSERT INTO quota_sched.service_environment VALUES ('live_env', '{"gpu": 4}');
-	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('live_queue', 'live_env');
-	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-	VALUES ('live_queue', 'live_share', '{"gpu": 4}', 'RESERVE')});
-as_role('live2', 'regress_up_alice', q{
-	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
-	VALUES ('live_1', 'live_queue', 'live_share', 'gpu')});
-sql('live2', q{
-	SET session_replication_role = replica;
-	UPDATE quota_sched.job SET state = 'SCHEDULED', scheduled_at = now();
-	INSERT INTO quota_sched.held_capacity VALUES ('live_queue', 'live_share', 'gpu', 0, 1, 0, 1)});
-is(claim('live2', 'live_queue'), 'live_1 STARTING', 'live2, 0.2 schema: the agent claims');
-is(report('live2', 'live_1', 'SUCCEEDED'), 'SUCCEEDED', 'live2, 0.2 schema: and reports its end');
-is(sql('live2', q{SELECT sum(instances) || ' ' || sum(jobs) FROM quota_sched.held_capacity}), '0 0',
-	'live2, 0.2 schema: the counters moved');
-sql('live2', q{ALTER EXTENSION quota_sched UPDATE});
-counters_consistent('live2', 'upgraded');
-
-# without_03_columns($data): a pg_dump --data-only script without the
-# columns 0.3 added to tables of 0.2 (their COPY lists and fields), so that
-# a 0.2 database takes it.
-sub without_03_columns
-{
-	my ($data) = @_;
-	my %added = map { $_ => 1 } qw(claim_timeout max_lease_losses lease_losses claim_requeues
-	  claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
-	  changed_at spent_day spent_week spent_month);
-	my (@out, @keep);
-	my $in_copy = 0;
-	foreach my $line (split /\n/, $data, -1)
-	{
-		if (!$in_copy && $line =~ /^COPY (\S+) \((.*)\) FROM stdin;$/)
-		{
-			my ($table, @cols) = ($1, split /, /, $2);
-			@keep = grep { !$added{ $cols[$_] } } 0 .. $#cols;
-			push @out, "COPY $table (" . join(', ', @cols[@keep]) . ") FROM stdin;";
-			$in_copy = 1;
-			next;
-		}
-		if ($in_copy && $line eq '\\.')
-		{
-			$in_copy = 0;
-		}
-		elsif ($in_copy)
-		{
-			$line = join("\t", (split /\t/, $line, -1)[@keep]);
-		}
-		push @out, $line;
-	}
-	return join("\n", @out);
-}
-
+# 9, updated.
 #
-# 9. A populated 0.2 database updated to 0.3.  "two" is created at 0.2 (the
-# 0.1 script and the 0.1--0.2 update), then given every row of "source",
-# which the real API filled at 0.3, whose tables are 0.2's but for the
-# agents', the jobs' attempts and the lending rollup (0.3, empty or left
-# out of the data) and
-# the columns 0.3 added (left out: without_03_columns): its jobs in every
-# state, their history and counters, the history of the configuration, and
-# the sequences' positions, restored as pg_restore would (the data of the
-# extension's tables, with the triggers off).
-#
-$node->safe_psql('postgres', 'CREATE DATABASE two');
-sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
-{
-	my ($data, $stderr) = ('', '');
-	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent',
-			'--exclude-table-data=quota_sched.agent_access',
-			'--exclude-table-data=quota_sched.job_attempt',
-			'--exclude-table-data=quota_sched.lending_hourly',
-			'--exclude-table-data=quota_sched.held_change', '--exclude-table-data=quota_sched.borrow_memory',
-			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
-		'>', \$data, '2>', \$stderr)
-	  or die "pg_dump --data-only source: $stderr";
-	$node->safe_psql('two', "SET session_replication_role = replica;\n" . without_03_columns($data));
-}
-# The hourly rollup of 0.2, three hours ago, of a queue of its own (its
-# history written as 0.2 writes it): od_run was terminated while it ran
-# (its TERMINATE event, then its end), od_bad failed by itself.  0.2 counted
-# both failed; the rows it rolled up keep that after the update (0.3 does
-# not recompute them), and terminations after it count apart.
-my $old_hour = sql('two', q{SELECT date_trunc('hour', now()) - interval '3 hours'});
-sql('two', qq{
-	INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('od_env', '{"gpu": 3}');
-	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('od_queue', 'od_env');
-	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-	VALUES ('od_queue', 'od', '{"gpu": 2}', 'LEND'), ('od_queue', 'ob', '{"gpu": 1}', 'LEND_AND_BORROW');
-	-- the configuration as it was before that hour
-	UPDATE quota_sched.config_event SET at = '$old_hour'::timestamptz - interval '1 hour'
-	 WHERE job_queue = 'od_queue' OR name = 'od_env';
-	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, reason, actor, kind, job_queue,
-									   quota_share, capacity_unit, instance_count, attempt, priority)
-	SELECT e.job_id, '$old_hour'::timestamptz + e.m * interval '1 minute', e.f, e.t, e.reason, 'x', e.kind,
-		   'od_queue', 'od', 'gpu', 1, 1, 0
-	  FROM (VALUES (9901, 0, NULL, 'RUNNABLE', NULL, 'STATE'), (9901, 5, 'RUNNABLE', 'SCHEDULED', NULL, 'STATE'),
-				   (9901, 6, 'SCHEDULED', 'RUNNING', NULL, 'STATE'),
-				   (9901, 10, 'RUNNING', 'RUNNING', 'not needed', 'TERMINATE'),
-				   (9901, 15, 'RUNNING', 'FAILED', 'not needed', 'STATE'),
-				   (9902, 0, NULL, 'RUNNABLE', NULL, 'STATE'), (9902, 5, 'RUNNABLE', 'SCHEDULED', NULL, 'STATE'),
-				   (9902, 20, 'SCHEDULED', 'FAILED', 'exit 1', 'STATE')) AS e(job_id, m, f, t, reason, kind);
-	-- ob_run (ob, 2 gpu) borrows 1 of od's idle gpus for 10 minutes
-	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, actor, kind, job_queue,
-									   quota_share, capacity_unit, instance_count, attempt, priority)
-	SELECT 9903, '$old_hour'::timestamptz + e.m * interval '1 minute', e.f, e.t, 'x', 'STATE',
-		   'od_queue', 'ob', 'gpu', 2, 1, 0
-	  FROM (VALUES (0, NULL, 'RUNNABLE'), (30, 'RUNNABLE', 'SCHEDULED'),
-				   (40, 'SCHEDULED', 'SUCCEEDED')) AS e(m, f, t);
-	SELECT quota_sched.rollup();
-});
-is(sql('two', qq{SELECT failed FROM quota_sched.usage_hourly WHERE job_queue = 'od_queue' AND quota_share = 'od'
-				  AND hour = '$old_hour'}), '2', 'two, 0.2: its rollup counts the termination as a failure');
-my $two_columns = table_columns('two');
-my $two_rows_before = table_rows('two', $two_columns);
-is(sql('two', 'SELECT count(*) FROM quota_sched.job'), sql('source', 'SELECT count(*) FROM quota_sched.job'),
-	'two, 0.2: holds the jobs of source');
 sql('two', 'ALTER EXTENSION quota_sched UPDATE');
 is(sql('two', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
 	"two: updated to $current");
@@ -1304,47 +1342,8 @@ is(sql('two', qq{SELECT ((SELECT spent_hours FROM quota_sched.share_budget WHERE
 						   >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')}),
 	't', 'two, updated: ob\'s 10 minutes of 2 gpus count in its month when they were in it');
 #
-# 10. A populated 0.3 database updated to 0.4.  "three" is created at 0.3
-# (the install script as 0.3 released it), then given every row of
-# "source" but agent_access's (0.4), restored as pg_restore would, and two
-# registrations of 0.3: regress_up_agent2's agent of up_q2 with a lease of
-# two days, and an agent of a login that no longer exists.  The update
-# keeps every row (the lease cut to an hour), lets every agent login serve
-# every queue as 0.3 did (admins need no row), and leaves the schema of a
-# fresh install; then the logins register and claim as before, and once
-# an admin narrows a login's rows it is refused elsewhere, and its agents
-# of those queues are forgotten (issue 37, item 2).
+# 10, updated.
 #
-$node->safe_psql('postgres', 'CREATE DATABASE three');
-sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
-{
-	my ($data, $stderr) = ('', '');
-	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent_access',
-			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
-		'>', \$data, '2>', \$stderr)
-	  or die "pg_dump --data-only source: $stderr";
-	$node->safe_psql('three', "SET session_replication_role = replica;\n" . $data);
-}
-sql('three', q{
-	CREATE ROLE regress_up_gone;
-	INSERT INTO quota_sched.agent (name, login, job_queue, capacity_unit, instances,
-								   registered_at, last_seen, lease)
-	VALUES ('three-long', 'regress_up_agent2', 'up_q2', 'gpu', 4, now(), now(), '2 days'),
-		   ('three-gone', 'regress_up_gone', 'up_queue', 'gpu', 1, now(), now(), '1 minute');
-	DROP ROLE regress_up_gone;
-	-- the output a job of 0.3 left, with its terminal's control sequences
-	INSERT INTO quota_sched.job_attempt (job_id, attempt, agent, exit_code, output, started_at, ended_at)
-	SELECT min(id), 1, 'three-out', 0, E'done\x1b]0;owned\x07\r\n', now(), now() FROM quota_sched.job
-	ON CONFLICT (job_id, attempt) DO UPDATE SET output = excluded.output});
-my $three_columns = table_columns('three');
-is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('fresh') } ], ['agent_access'],
-	'three, 0.3: the tables of 0.4 but agent_access');
-my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
-									 FROM quota_sched.agent});
-delete $three_columns->{agent};
-delete $three_columns->{job_attempt};
-my $outputs_before = sql('three', q{SELECT count(*) FROM quota_sched.job_attempt});
-my $three_rows_before = table_rows('three', $three_columns);
 sql('three', 'ALTER EXTENSION quota_sched UPDATE');
 is(sql('three', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
 	"three: updated to $current");
