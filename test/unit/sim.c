@@ -3697,93 +3697,108 @@ NewEpisode(void)
 	Trace("new configuration: %d units, %d shares", nunits, nshares);
 }
 
-static void
-AdminChange(void)
+/*
+ * AdminOption: an admin changes an option of 0.2 of share s (sh) or of the
+ * queue; true when a limit changed (lend_limit: the supply may shrink).
+ */
+static bool
+AdminOption(int s, QsShare *sh)
 {
-	int			s = Rand(0, W.nshares - 1), u = Rand(0, W.nunits - 1);
-	QsShare    *sh = &W.shares[s];
-
-	/* the options of 0.2, in a quarter of the changes */
-	if (Chance(25))
+	switch (Rand(0, 4))
 	{
-		switch (Rand(0, 4))
-		{
-			case 0:
-				sh->strict = !sh->strict;
-				Trace("admin: share %d queueing %s", s, sh->strict ? "STRICT" : "BEST_EFFORT");
-				return;			/* no limit changed */
-			case 1:
-				sh->min_runtime = Chance(30) ? 0 : RandomMinRuntime();
-				Trace("admin: share %d min_runtime %" PRId64, s, sh->min_runtime);
-				return;
-			case 2:
-				if (sh->strategy == QS_RESERVE)
-					return;		/* an error: lend_limit stays -1 */
-				sh->lend_limit = Chance(30) ? -1 : RandomLendLimit();
-				Trace("admin: share %d lend_limit %d", s, sh->lend_limit);
-				break;			/* supply may shrink: a limit changed */
-			case 3:
-				sh->weight = RandomWeight();
-				Trace("admin: share %d weight %d", s, sh->weight);
-				return;
-			case 4:
-				W.fair = !W.fair;
-				Trace("admin: borrow_order %s", W.fair ? "FAIR" : "FIFO");
-				return;
-		}
-		AdminDirty = true;
-		return;
+		case 0:
+			sh->strict = !sh->strict;
+			Trace("admin: share %d queueing %s", s, sh->strict ? "STRICT" : "BEST_EFFORT");
+			return false;		/* no limit changed */
+		case 1:
+			sh->min_runtime = Chance(30) ? 0 : RandomMinRuntime();
+			Trace("admin: share %d min_runtime %" PRId64, s, sh->min_runtime);
+			return false;
+		case 2:
+			if (sh->strategy == QS_RESERVE)
+				return false;	/* an error: lend_limit stays -1 */
+			sh->lend_limit = Chance(30) ? -1 : RandomLendLimit();
+			Trace("admin: share %d lend_limit %d", s, sh->lend_limit);
+			return true;		/* supply may shrink: a limit changed */
+		case 3:
+			sh->weight = RandomWeight();
+			Trace("admin: share %d weight %d", s, sh->weight);
+			return false;
+		case 4:
+			W.fair = !W.fair;
+			Trace("admin: borrow_order %s", W.fair ? "FAIR" : "FIFO");
+			return false;
 	}
+	return false;
+}
+
+/* an admin changes share s's strategy (and its borrow_limit, lend_limit) */
+static void
+AdminStrategy(int s, QsShare *sh)
+{
+	int			r = Rand(0, 2);
+
+	sh->strategy = r == 0 ? QS_RESERVE : r == 1 ? QS_LEND : QS_LEND_AND_BORROW;
+	sh->borrow_limit = sh->strategy == QS_LEND_AND_BORROW && Chance(50) ? Rand(0, 300) : -1;
+	if (sh->strategy == QS_RESERVE)
+		sh->lend_limit = -1;	/* else an error (1) */
+	else if (Chance(20))
+		sh->lend_limit = RandomLendLimit();
+	Trace("admin: share %d %s %d lend_limit %d", s, StratName(sh->strategy),
+		  sh->borrow_limit, sh->lend_limit);
+}
+
+/* an admin changes unit u's environment limit, near the shares' capacities */
+static void
+AdminEnvLimit(int u)
+{
+	int64_t		sum = 0, e;
+
+	for (int t = 0; t < W.nshares; t++)
+		sum += W.capacity[t][u];
+	e = Chance(30) ? sum : sum + Rand(-5, 5);
+	W.units[u].env_limit = e < 0 ? 0 : e;
+	Trace("admin: E(%d) = %" PRId64, u, W.units[u].env_limit);
+}
+
+/*
+ * AdminLimit: an admin changes a limit of share s (sh) or unit u, or
+ * another setting of the share or the queue; true when a limit changed.
+ */
+static bool
+AdminLimit(int s, int u, QsShare *sh)
+{
 	switch (Rand(0, 9))
 	{
 		case 0:
 		case 1:
 			W.capacity[s][u] = Chance(25) ? 0 : Rand(1, 6);
 			Trace("admin: C(%d,%d) = %" PRId64, s, u, W.capacity[s][u]);
-			break;
+			return true;
 		case 2:
-			{
-				int			r = Rand(0, 2);
-
-				sh->strategy = r == 0 ? QS_RESERVE : r == 1 ? QS_LEND : QS_LEND_AND_BORROW;
-				sh->borrow_limit = sh->strategy == QS_LEND_AND_BORROW && Chance(50) ? Rand(0, 300) : -1;
-				if (sh->strategy == QS_RESERVE)
-					sh->lend_limit = -1;	/* else an error (1) */
-				else if (Chance(20))
-					sh->lend_limit = RandomLendLimit();
-				Trace("admin: share %d %s %d lend_limit %d", s, StratName(sh->strategy),
-					  sh->borrow_limit, sh->lend_limit);
-				break;
-			}
+			AdminStrategy(s, sh);
+			return true;
 		case 3:
 			if (sh->strategy == QS_LEND_AND_BORROW)
 				sh->borrow_limit = Chance(30) ? -1 : Rand(0, 300);
 			Trace("admin: share %d borrow_limit %d", s, sh->borrow_limit);
-			break;
+			return true;
 		case 4:
 			sh->enabled = !sh->enabled;
 			Trace("admin: share %d %s", s, sh->enabled ? "ENABLED" : "DISABLED");
-			break;
+			return true;
 		case 5:
 		case 6:
-			{
-				int64_t		sum = 0, e;
-
-				for (int t = 0; t < W.nshares; t++)
-					sum += W.capacity[t][u];
-				e = Chance(30) ? sum : sum + Rand(-5, 5);
-				W.units[u].env_limit = e < 0 ? 0 : e;
-				Trace("admin: E(%d) = %" PRId64, u, W.units[u].env_limit);
-				break;
-			}
+			AdminEnvLimit(u);
+			return true;
 		case 7:
 			sh->in_share_preemption = !sh->in_share_preemption;
 			Trace("admin: share %d in_share_preemption %d", s, sh->in_share_preemption);
-			return;				/* no limit changed */
+			return false;		/* no limit changed */
 		case 8:
 			W.env_enabled = W.env_enabled ? !Chance(40) : Chance(80);
 			Trace("admin: environment %s", W.env_enabled ? "ENABLED" : "DISABLED");
-			return;
+			return false;
 		case 9:
 			if (Chance(50))
 				W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
@@ -3791,9 +3806,20 @@ AdminChange(void)
 				W.claim_timeout = RandomClaimTimeout();
 			Trace("admin: runnable_timeout %" PRId64 " claim_timeout %" PRId64,
 				  W.runnable_timeout, W.claim_timeout);
-			return;
+			return false;
 	}
-	AdminDirty = true;
+	return false;
+}
+
+/* an admin changes the configuration: the options of 0.2 in a quarter of the changes */
+static void
+AdminChange(void)
+{
+	int			s = Rand(0, W.nshares - 1), u = Rand(0, W.nunits - 1);
+	QsShare    *sh = &W.shares[s];
+
+	if (Chance(25) ? AdminOption(s, sh) : AdminLimit(s, u, sh))
+		AdminDirty = true;
 }
 
 /*
@@ -3837,106 +3863,155 @@ Liveness(void)
 	CheckRules(EV_NO_FIXED_POINT);
 }
 
+/*
+ * the fleet (3.10): agents register, drain, go away, on some episodes;
+ * sometimes the large ones of a promised job's unit, so that its promise
+ * lapses
+ */
 static void
-RandomStep(void)
+FleetChange(void)
 {
-	int			r, k;
-	int			backlog = CountIn(W_RUNNABLE);
+	int			k;
 
-	/*
-	 * the fleet (3.10): agents register, drain, go away, on some episodes;
-	 * sometimes the large ones of a promised job's unit, so that its
-	 * promise lapses
-	 */
-	if (Fleet && Chance(3))
+	if (Chance(30) && (k = Pick(PPromised)) >= 0)
 	{
-		if (Chance(30) && (k = Pick(PPromised)) >= 0)
-		{
-			W.units[W.jobs[k].j.unit].agent_bound = true;
-			W.units[W.jobs[k].j.unit].agent_max = Rand(0, W.jobs[k].j.count - 1);
-			Trace("agents: unit %d bound at %" PRId64 ", below promised job %d", W.jobs[k].j.unit,
-				  W.units[W.jobs[k].j.unit].agent_max, k + 1);
-		}
-		else
-			RandomAgents(Rand(0, W.nunits - 1));
+		W.units[W.jobs[k].j.unit].agent_bound = true;
+		W.units[W.jobs[k].j.unit].agent_max = Rand(0, W.jobs[k].j.count - 1);
+		Trace("agents: unit %d bound at %" PRId64 ", below promised job %d", W.jobs[k].j.unit,
+			  W.units[W.jobs[k].j.unit].agent_max, k + 1);
+	}
+	else
+		RandomAgents(Rand(0, W.nunits - 1));
+}
+
+/* a submission, or with a deep backlog the termination of a waiting job */
+static void
+SubmitOrTerminate(void)
+{
+	int			k;
+
+	if (CountIn(W_RUNNABLE) < 60)
+		Submit();
+	else if ((k = Pick(PRunnable)) >= 0)
+	{
+		W.jobs[k].state = W_FAILED;	/* terminate a waiting job */
+		W.jobs[k].j.promised_at = QS_NO_TIME;
+		Trace("terminate RUNNABLE job %d", k + 1);
+	}
+}
+
+/* agents claim; with a claim timeout, sometimes no agent claims for a while */
+static void
+Claims(void)
+{
+	int			k;
+
+	if (ClaimOutage)
+	{
+		ClaimOutage = !Chance(20);
+		if (!ClaimOutage)
+			Trace("claim outage ends");
+	}
+	else if (W.claim_timeout != QS_NO_TIME && Chance(8))
+	{
+		ClaimOutage = true;
+		Trace("claim outage");
+	}
+	else
+		for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
+			ClaimOne(k);
+}
+
+/* a claimed job ends: SUCCEEDED, or FAILED (a pending stop is void, 3.6) */
+static void
+EndAttempt(void)
+{
+	int			k;
+	WJob	   *job;
+
+	if ((k = Pick(PClaimed)) < 0)
 		return;
-	}
-	r = Rand(0, 99);
-	if (r < 16)
+	job = &W.jobs[k];
+	if (Chance(75))
 	{
-		if (backlog < 60)
-			Submit();
-		else if ((k = Pick(PRunnable)) >= 0)
-		{
-			W.jobs[k].state = W_FAILED;	/* terminate a waiting job */
-			W.jobs[k].j.promised_at = QS_NO_TIME;
-			Trace("terminate RUNNABLE job %d", k + 1);
-		}
+		WEnd(&W, job, W_SUCCEEDED);
+		Trace("job %d SUCCEEDED", k + 1);
 	}
-	else if (r < 36)
-		CheckedPass();
-	else if (r < 46)
+	else
 	{
-		/* with a claim timeout, sometimes no agent claims for a while */
-		if (ClaimOutage)
-		{
-			ClaimOutage = !Chance(20);
-			if (!ClaimOutage)
-				Trace("claim outage ends");
-		}
-		else if (W.claim_timeout != QS_NO_TIME && Chance(8))
-		{
-			ClaimOutage = true;
-			Trace("claim outage");
-		}
-		else
-			for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
-				ClaimOne(k);
+		job->j.failed_attempts++;
+		EndAttemptHere(job, job->j.failed_attempts >= job->j.max_attempts);
+		Trace("job %d FAILED -> %s", k + 1, StateName(job->state));
 	}
-	else if (r < 54)
-	{
-		if ((k = Pick(PStarting)) >= 0)
-			Running(k);
-	}
-	else if (r < 65)
-	{
-		if ((k = Pick(PClaimed)) >= 0)
-		{
-			WJob	   *job = &W.jobs[k];
+}
 
-			if (Chance(75))
-			{
-				WEnd(&W, job, W_SUCCEEDED);
-				Trace("job %d SUCCEEDED", k + 1);
-			}
-			else
-			{
-				/* FAILED: a failed attempt; a pending stop is void (3.6) */
-				job->j.failed_attempts++;
-				EndAttemptHere(job, job->j.failed_attempts >= job->j.max_attempts);
-				Trace("job %d FAILED -> %s", k + 1, StateName(job->state));
-			}
-		}
-	}
-	else if (r < 74)
-	{
-		if ((k = Pick(PStopping)) >= 0)
-			Ack(k);
-	}
-	else if (r < 76)
-	{
-		if ((k = Pick(PClaimed)) >= 0)
-		{
-			QsTime		lease = W.jobs[k].j.lease_until;
+/* a claimed job's agent is lost: time passes its lease, the others beat */
+static void
+LoseLease(void)
+{
+	int			k;
 
-			if (W.now <= lease)
-				OverTimeAdvance(lease + 1);
-			Heartbeat(100);		/* the other agents are alive */
-			W.jobs[k].j.lease_until = lease;
-			Trace("job %d loses its lease", k + 1);
-		}
+	if ((k = Pick(PClaimed)) >= 0)
+	{
+		QsTime		lease = W.jobs[k].j.lease_until;
+
+		if (W.now <= lease)
+			OverTimeAdvance(lease + 1);
+		Heartbeat(100);			/* the other agents are alive */
+		W.jobs[k].j.lease_until = lease;
+		Trace("job %d loses its lease", k + 1);
 	}
-	else if (r < 81)
+}
+
+/*
+ * time passes: with a claim timeout, sometimes to within a microsecond of
+ * the time a claim timeout passes or a backoff ends, to try the edges; a
+ * long one: sometimes a long while passes
+ */
+static void
+TimePasses(void)
+{
+	int			k;
+
+	if (W.claim_timeout != QS_NO_TIME && Chance(25) && (k = Pick(PFleetEdge)) >= 0)
+	{
+		QsTime		edge = FleetEdge(&W.jobs[k]) + Rand(-1, 1);
+
+		OverTimeAdvance(edge > W.now ? edge : W.now);
+	}
+	else if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
+		OverTimeAdvance(W.now + W.claim_timeout * Rand(1, 3) / 2);
+	else
+		OverTimeAdvance(W.now + (QsTime) Rand(1, 20) * SEC);
+	Heartbeat(85);
+	Trace("time +");
+}
+
+/* terminate (scheduling.md 7) */
+static void
+Terminate(void)
+{
+	int			k;
+
+	if ((k = Pick(PLive)) >= 0)
+	{
+		WJob	   *job = &W.jobs[k];
+
+		if (job->state == W_RUNNABLE || (job->state == W_SCHEDULED && !job->j.claimed))
+			EndAttemptHere(job, true);
+		else if (job->j.stop == QS_STOP_NONE)
+			job->j.stop = QS_STOP_TERMINATED;
+		Trace("terminate job %d", k + 1);
+	}
+}
+
+/* the agents' and the users' steps, the rarer ones */
+static void
+OtherStep(int r)
+{
+	int			k;
+
+	if (r < 81)
 	{
 		if ((k = Pick(PLive)) >= 0 && (W.jobs[k].state == W_RUNNABLE || Chance(50)))
 		{
@@ -3947,39 +4022,9 @@ RandomStep(void)
 	else if (r < 84)
 		AdminChange();
 	else if (r < 93)
-	{
-		/*
-		 * with a claim timeout, sometimes to within a microsecond of the
-		 * time a claim timeout passes or a backoff ends, to try the edges;
-		 * a long one: sometimes a long while passes
-		 */
-		if (W.claim_timeout != QS_NO_TIME && Chance(25) && (k = Pick(PFleetEdge)) >= 0)
-		{
-			QsTime		edge = FleetEdge(&W.jobs[k]) + Rand(-1, 1);
-
-			OverTimeAdvance(edge > W.now ? edge : W.now);
-		}
-		else if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
-			OverTimeAdvance(W.now + W.claim_timeout * Rand(1, 3) / 2);
-		else
-			OverTimeAdvance(W.now + (QsTime) Rand(1, 20) * SEC);
-		Heartbeat(85);
-		Trace("time +");
-	}
+		TimePasses();
 	else if (r < 95)
-	{
-		/* terminate (scheduling.md 7) */
-		if ((k = Pick(PLive)) >= 0)
-		{
-			WJob	   *job = &W.jobs[k];
-
-			if (job->state == W_RUNNABLE || (job->state == W_SCHEDULED && !job->j.claimed))
-				EndAttemptHere(job, true);
-			else if (job->j.stop == QS_STOP_NONE)
-				job->j.stop = QS_STOP_TERMINATED;
-			Trace("terminate job %d", k + 1);
-		}
-	}
+		Terminate();
 	else if (r < 96)
 	{
 		/* release (5.2): a held job back to RUNNABLE, counters unchanged */
@@ -3989,13 +4034,45 @@ RandomStep(void)
 			Trace("release job %d", k + 1);
 		}
 	}
+	else if ((k = Pick(PStopping)) >= 0)
+		Ack(k);
 	else
+		CheckedPass();
+}
+
+static void
+RandomStep(void)
+{
+	int			r, k;
+
+	if (Fleet && Chance(3))
+	{
+		FleetChange();
+		return;
+	}
+	r = Rand(0, 99);
+	if (r < 16)
+		SubmitOrTerminate();
+	else if (r < 36)
+		CheckedPass();
+	else if (r < 46)
+		Claims();
+	else if (r < 54)
+	{
+		if ((k = Pick(PStarting)) >= 0)
+			Running(k);
+	}
+	else if (r < 65)
+		EndAttempt();
+	else if (r < 74)
 	{
 		if ((k = Pick(PStopping)) >= 0)
 			Ack(k);
-		else
-			CheckedPass();
 	}
+	else if (r < 76)
+		LoseLease();
+	else
+		OtherStep(r);
 }
 
 static int episode_cap;
