@@ -3,7 +3,8 @@
 # TAP lines, one per rule; exits non-zero when a rule is broken, naming each
 # offence on a "#" line before the rule's "not ok".
 #
-#   - no function longer than 60 lines in src/*.c, src/core/*.c and agent/*.c,
+#   - no function longer than 60 lines in src/*.c, src/core/*.c, agent/*.c and
+#     test/unit/*.c,
 #     from the line of its name to its closing brace at column 0;
 #   - no header in src/ or agent/ includes postgres.h;
 #   - every src/*.c includes postgres.h, as its first include.
@@ -103,6 +104,7 @@ rule_function_length() {
 rule_function_length "no function in src/*.c is longer than $MAX_LINES lines" src/*.c
 rule_function_length "no function in src/core/*.c is longer than $MAX_LINES lines" src/core/*.c
 rule_function_length "no function in agent/*.c is longer than $MAX_LINES lines" agent/*.c
+rule_function_length "no function in test/unit/*.c is longer than $MAX_LINES lines" test/unit/*.c
 
 # no header includes postgres.h: a .c file includes it first, once
 out=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]postgres\.h[">]' \
