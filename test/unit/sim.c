@@ -1871,7 +1871,8 @@ static struct
 	int64_t		start[MAXU][MAXS];	/* use before the repair, pending stops gone */
 	bool		viol[MAXU];		/* (I1)-(I3) failed there */
 	long		cnt_before[6];	/* jobs in each state before the pass */
-	const char *reason[MAXJ];	/* EV_APPLIED: a RUNNABLE job's reason, 3.7, 3.10, 3.11 */
+	int			runnable[MAXJ], nrunnable;	/* EV_APPLIED: the RUNNABLE jobs, */
+	const char *reason[MAXJ];	/* and the reason each must have: 3.7, 3.10, 3.11 */
 } Rp;
 
 /* the decision of an EV_DECISION event (NULL at any other) */
@@ -2511,7 +2512,7 @@ IsBudgetExhausted(const char *r)
 static bool
 SameReason(const char *a, const char *b)
 {
-	return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
 /*
@@ -2524,13 +2525,12 @@ SameReason(const char *a, const char *b)
 static void
 ReasonsCheck(const char *tag, bool (*mine) (const char *, const char *))
 {
-	for (int k = 0; k < Rp.n; k++)
+	for (int x = 0; x < Rp.nrunnable; x++)
 	{
-		const WJob *a = &W.jobs[k];
-		const char *r = Rp.reason[k];
+		const WJob *a = &W.jobs[Rp.runnable[x]];
+		const char *r = Rp.reason[Rp.runnable[x]];
 
-		if (a->state != W_RUNNABLE || !mine(r, a->status_reason) ||
-			SameReason(r, a->status_reason))
+		if (SameReason(r, a->status_reason) || !mine(r, a->status_reason))
 			continue;
 		Fail(tag, "RUNNABLE job %" PRId64 " (share %d unit %d n=%d) has reason %s, 3.7, 3.10 and 3.11 say %s",
 			 a->j.id, a->j.share, a->j.unit, a->j.count,
@@ -3345,12 +3345,16 @@ ReplayLoop(void)
 static void
 ExpectReasons(void)
 {
+	Rp.nrunnable = 0;
 	for (int k = 0; k < Rp.n; k++)
 	{
 		const WJob *a = &W.jobs[k];
-		const char *r = a->state == W_RUNNABLE ? ExpectedReason(&a->j) : NULL;
+		const char *r;
 
-		Rp.reason[k] = r;
+		if (a->state != W_RUNNABLE)
+			continue;
+		Rp.runnable[Rp.nrunnable++] = k;
+		Rp.reason[k] = r = ExpectedReason(&a->j);
 		if (r != NULL && strcmp(r, "NO_AGENT_FITS") == 0)
 			St.no_agent_fits++;
 		if (IsBudgetExhausted(r))
