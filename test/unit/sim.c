@@ -1587,7 +1587,7 @@ CheckRepairs(const int *rk, int nr, const bool *viol, int64_t (*start)[MAXS])
 }
 
 /* ---------------------------------------------------------------- */
-/* (b) the dispatch order															 */
+/* the dispatch order (3.2)														 */
 
 /*
  * OrderCheck.  What scheduling.md 3.2 guarantees: within one share and one unit, the
@@ -3827,9 +3827,10 @@ AdminChange(void)
 }
 
 /*
- * Liveness (d): freeze the outside world and repeat passes, agents claiming
- * every SCHEDULED job (none in a claim outage) and acknowledging every
- * requested stop, until a pass decides nothing with no stop pending.  At
+ * Liveness (3, 3.6): freeze the outside world and repeat passes, agents
+ * claiming every SCHEDULED job (none in a claim outage) and acknowledging
+ * every requested stop, until a pass decides nothing with no stop pending
+ * (EV_FIXED_POINT; none within NROUNDS: EV_NO_FIXED_POINT, churn).  At
  * that fixed point no promise may remain: a kept promise whose victims have
  * all stopped is dispatched (3.6), and one that could not be lapses (a
  * held-back one at once, 3.10).  Time stands still and the fleet does not
