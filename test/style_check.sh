@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# test/style_check.sh: the source rules of the C code (make stylecheck), as
+# test/style_check.sh: the source rules of the C and SQL code (make stylecheck), as
 # TAP lines, one per rule; exits non-zero when a rule is broken, naming each
 # offence on a "#" line before the rule's "not ok".
 #
-#   - no function longer than 60 lines in src/*/*.c and agent/*.c,
+#   - no function longer than 60 lines in src/*/*.c, agent/*.c and
+#     test/unit/*.c,
 #     from the line of its name to its closing brace at column 0;
 #   - no header in src/ or agent/ includes postgres.h;
 #   - every .c of the shell (src/ but src/core) includes postgres.h first;
-#   - no include cycle between modules (a .c and the .h of its name).
+#   - no include cycle between modules (a .c and the .h of its name);
+#   - no SQL or PL/pgSQL function in sql/*.sql longer than 60 lines;
+#   - no probe of an older schema, every SQL-callable function checks the
+#     schema's version, and every C symbol the scripts name is in the
+#     library (one library serves one schema: sql/updates/README.md).
 #
 # The files are whatever the globs find, so the rules judge the tree as it
 # is.  Run from the top of the tree (the Makefile does), or give it as $1.
@@ -106,6 +111,7 @@ for f in src/*/*.c; do [[ $f == src/core/* ]] || shell+=("$f"); done
 rule_function_length "no function in the shell (src/*/*.c) is longer than $MAX_LINES lines" "${shell[@]}"
 rule_function_length "no function in src/core/*.c is longer than $MAX_LINES lines" src/core/*.c
 rule_function_length "no function in agent/*.c is longer than $MAX_LINES lines" agent/*.c
+rule_function_length "no function in test/unit/*.c is longer than $MAX_LINES lines" test/unit/*.c
 
 # no header includes postgres.h: a .c file includes it first, once
 out=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]postgres\.h[">]' \

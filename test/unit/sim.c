@@ -11,101 +11,119 @@
  *
  *	  sim [steps] [seed]	   defaults: 100000 steps, seed from the clock
  *
- * The seed is printed first; a failure prints the seed, the step and what
- * went wrong, dumps the queue and exits 1, so `sim STEP SEED` replays it.
+ * The seed is printed first; a failure prints the rule that failed (the
+ * section of scheduling.md and its title), the seed, the step and what went
+ * wrong, dumps the queue and exits 1, so `sim STEP SEED` replays it:
+ *
+ *	  sim: FAILURE 3.2 Dispatch [cursor] seed 1 step 1234 (step): job ...
+ *
  * SIM_KEEP_GOING=1 counts failures and goes on with a fresh configuration;
  * SIM_VERBOSE=1 traces every step.
  *
- * What is checked after every pass (see the comments at each check):
- *	(a) (I1)-(I3) of scheduling.md 3.1 in the future state (held jobs without a
- *		pending stop, plus promised RUNNABLE jobs), after every pass with no
- *		exception: the repair (3.5) counts pending stops as gone, so even
- *		right after an admin lowered a limit the future state must hold once
- *		the pass is over, and nothing in doc/scheduling.md relaxes that.  In the
- *		present state (pending stops still holding) they are checked too,
- *		except from an admin's change of a limit (capacity, strategy,
- *		borrow_limit, share state, E) until a pass leaves them holding again:
- *		that is the one exception of 3.1 (3.5), during which the victims of
- *		the repair still hold their instances.
- *		While replaying the decisions in order: every dispatch keeps
- *		(I1)-(I3) now and in the future state, with the wanted-capacity rule
- *		(3.2); repairs only in units where an invariant fails, complete, and
- *		each victim needed; the re-check of promises exactly (3.6); the freed
- *		promises dispatched first, in promise order (3.6).
- *	(b) the dispatch order within a share and unit (see OrderCheck), and
- *		beyond it a model of the cursors (NextCandidate) run in lockstep with
- *		the decisions: a job that comes under the cursor and gets nothing
- *		must have been unable to start and to get victims.
- *	(c) bookkeeping: every decision is legal for the job's state, a job has
- *		one decision a pass (a victim stopped at once: PREEMPT then its
- *		REQUEUE/FAIL), so it is never dispatched and preempted in one pass;
- *		each job ends the pass in the state its decisions say and state
- *		counts add up; promised jobs are RUNNABLE; time-based work (leases,
- *		claim timeouts, timeouts, runnable timeouts: of a misconfigured job,
- *		and of one whose NO_AGENT_FITS reason is older than runnable_timeout
- *		and that no agent fits still, RunnableExpired) is done and counted as
- *		3.6/3.8/3.9/3.10 say; misconfiguration reasons are those of 3.7, then
- *		NO_AGENT_FITS (3.10); counters, claim_backoff_until and queued_at
- *		as the decisions say.
- *	(d) liveness: every LIVENESS_EVERY steps the world freezes (no
+ * The checks are the rules of scheduling.md 3, one function a section,
+ * named after it (Check_3_2_Dispatch, ...: see the comment at each), in
+ * the table Rules.  CheckedPass runs a pass and replays its decisions on a
+ * model of the pass's steps of its own (the state planned so far: what is
+ * held, pending stops, kept promises; a model of the cursors run in
+ * lockstep with the decisions), and at each event of the replay (the pass
+ * read, a decision, the time-based work, the repairs, a promise
+ * re-checked, the freed promises, a candidate under the cursor dispatched,
+ * given victims or nothing, the loop done, the decisions applied) it walks
+ * the table: each rule checks what its section says of that moment.  The
+ * agents' acknowledgements of stops and the liveness freeze are events too.
+ *	3	the table of actions: every decision legal for the job as the pass
+ *		read it, one a job (a victim stopped at once: PREEMPT then its
+ *		REQUEUE/FAIL, so a job is never dispatched and preempted in one
+ *		pass), the six steps in order, none of steps 4 and 5 in a DISABLED
+ *		environment; each job ends the pass where its decisions say (state,
+ *		counters, claim_backoff_until, queued_at) and state counts add up;
+ *		liveness: every LIVENESS_EVERY steps the world freezes (no
  *		submissions, no limit changes, time stands still, nothing ends, the
  *		fleet stays; agents only claim, but not in a claim outage, and
  *		acknowledge stops) and passes are repeated until one decides
- *		nothing with no stop pending, within NROUNDS; no promise may be left
- *		then.  Jobs held back (below) stay held back in the freeze: their
- *		promises lapse and nothing more is decided about them.
- *	Preemption (3.3, 3.4, 3.6): victims of the right kinds (strictly lower
- *	priority in-share, only with in_share_preemption; reclaim only while
- *	the share holds less than its capacity, only from shares still
- *	borrowing, never to borrow), enough to start the preemptor once they
- *	stopped, none superfluous (the backwards walk); no victims for a job
- *	holding a kept promise; the promise given iff the job could not start
- *	at once.
- *	The options of 0.2, drawn on a minority of shares and queues
- *	(RandomOptions, AdminChange): lend_limit caps a lender's supply in
- *	(I3), min(max(0, idle - wanted), lendable) for a borrower (3.1, 3.2),
- *	and the misconfiguration reach (3.7); borrow_order FAIR orders the
- *	borrowing candidates in the model of the cursors (FairBefore), and a
- *	cursor failure after a FAIR choice is named [fair]; STRICT shuts a
- *	share's stream of a unit once a job of it is not dispatched (the
- *	cursors; StrictCheck [strict]); min_runtime: claimed jobs inside it are
- *	no candidates for a preemptor (PreemptionPossible), none is preempted
- *	but by a repair [min-runtime], and the pass's wake_at is the end of
- *	such an exemption (WakeCheck [wake]).
- *	The rules over time of 0.3 (3.11, 3.12; OverTimeSync): budgets of a day
- *	(whole instance-hours or, from 0.4, with a fraction: RandomBudget)
- *	on a minority of (share, unit) pairs and, on some FAIR queues, a
- *	half-life.  The sim keeps its own spent (held x time, from 0 at each
- *	midnight; episodes start within an hour of one) and recent_borrow
- *	(integrated numerically), and the shell's way (the value at the last
- *	change of level, advanced by the core's closed forms); before each pass
- *	they must agree [over-time], and the latter is what the core reads.  A
- *	share over its budget of a unit holds its jobs back (HeldBack, reason
- *	BUDGET_EXHAUSTED after the misconfigurations), and with a half-life the
- *	model of the cursors orders borrowers by recent_borrow / weight first.
- *	The fleet of 0.3 (3.10), written here too: a lease that runs out with
- *	no stop pending is a lease loss, not a failed attempt: REQUEUE with
- *	lease_losses + 1, FAIL once that exceeds max_lease_losses (drawn 0..3 a
- *	job), reason LEASE_EXPIRED, queued_at kept (MyOutcome [outcome]); with
- *	a stop pending the lease's end counts as that stop, as in 0.2.  With a
- *	claim timeout (drawn an episode, often none; claim outages, when no
- *	agent claims for a while, make it pass), a SCHEDULED job unclaimed for
- *	longer is REQUEUEd NOT_CLAIMED, its capacity released, and held back
- *	until now + claim_timeout * 2^(k-1), at most 1 h, after its k-th
- *	(ClaimExpired, MyBackoff [claim-timeout]).  On a minority of episodes
- *	the agents come and go (RandomAgents): a unit bound by its largest
- *	live, active agent (0: only draining ones live) holds back the larger
- *	jobs.  A job held back (HeldBack, for either reason) is never
- *	dispatched nor given victims [held-back], wants nothing of its
- *	lender's idle capacity (Wanted), does not count as tried for the skip
- *	rule (the cursors, OrderCheck) but blocks a STRICT stream (StrictCheck),
- *	and loses its promise at the re-check [recheck]; fit_limits' agent_max
- *	is the bound [no-agent-fits].  Explain's account of a STRICT share's
- *	wait (QsStrictHeadHeld, through WStrictHead), for one RUNNABLE job of a
- *	STRICT share a pass: the first held-back job ahead of it of its unit
- *	that step 1 does not fail, and then the job is not dispatched
- *	(StrictHeadCheck [strict-head]).  The summary line (steps=...)
- *	gives a fingerprint of every decision of the run, to compare runs.
+ *		nothing with no stop pending, within NROUNDS (no churn).
+ *	3.1	(I1)-(I3) in the future state (held jobs without a pending stop,
+ *		plus promised RUNNABLE jobs), after every pass with no exception:
+ *		the repair (3.5) counts pending stops as gone, so even right after
+ *		an admin lowered a limit the future state must hold once the pass is
+ *		over.  In the present state (pending stops still holding) too,
+ *		except from an admin's change of a limit (capacity, strategy,
+ *		borrow_limit, share state, E) until a pass leaves them holding
+ *		again: the one exception of 3.1 (3.5), during which the victims of
+ *		the repair still hold their instances.
+ *	3.2	every dispatch keeps (I1)-(I3) now and in the future state, with the
+ *		wanted-capacity rule; the model of the cursors (NextCandidate): a job
+ *		that comes under the cursor and gets nothing could not have been
+ *		dispatched; the dispatch order within a share and unit (OrderCheck:
+ *		the skip rule); borrow_order FAIR orders the borrowing candidates
+ *		(FairBefore), and a cursor failure after a FAIR choice is named
+ *		[fair]; STRICT shuts a share's stream of a unit once a job of it is
+ *		not dispatched (StrictCheck [strict]); explain's account of a STRICT
+ *		share's wait (QsStrictHeadHeld, through WStrictHead), for one
+ *		RUNNABLE job of a STRICT share a pass: the first held-back job ahead
+ *		of it of its unit that step 1 does not fail, and then the job is not
+ *		dispatched (StrictHeadCheck [strict-head]).
+ *	3.3	victims of the right kinds (strictly lower priority in-share, only
+ *		with in_share_preemption; reclaim only while the share holds less
+ *		than its capacity, never to borrow), and only for a job that could
+ *		not start and holds no kept promise; a candidate that got nothing
+ *		could not have had victims (PreemptionPossible); min_runtime:
+ *		claimed jobs inside it are no candidates for a preemptor, none is
+ *		preempted but by a repair [min-runtime], and the pass's wake_at is
+ *		the end of such an exemption (WakeCheck [wake]).
+ *	3.4	reclaim only from shares still borrowing; enough victims to start
+ *		the preemptor once they stopped, none superfluous (the backwards
+ *		walk); the preemptor dispatched at once iff it can start then.
+ *	3.5	repairs only in units where an invariant fails, complete, and each
+ *		victim needed.
+ *	3.6	an unclaimed victim stopped at once, with the outcome of its stop
+ *		(MyOutcome [outcome]); the re-check of promises exactly; the freed
+ *		promises dispatched first, in promise order; the promise given iff
+ *		the preemptor could not start at once; promised jobs are RUNNABLE,
+ *		and none is left at the liveness freeze's fixed point.
+ *	3.7	misconfiguration reasons, before the others.
+ *	3.8	timeouts and lost leases: done in step 1, with their outcomes; a
+ *		lease that runs out with no stop pending is a lease loss (3.10):
+ *		REQUEUE with lease_losses + 1, FAIL once that exceeds
+ *		max_lease_losses (drawn 0..3 a job), reason LEASE_EXPIRED, queued_at
+ *		kept; with a stop pending the lease's end counts as that stop.
+ *	3.9	runnable timeouts: of a misconfigured job, and of one whose
+ *		NO_AGENT_FITS reason is older than runnable_timeout and that no agent
+ *		fits still (RunnableExpired).
+ *	3.10	with a claim timeout (drawn an episode, often none; claim
+ *		outages, when no agent claims for a while, make it pass), a
+ *		SCHEDULED job unclaimed for longer is REQUEUEd NOT_CLAIMED, its
+ *		capacity released, and held back until now + claim_timeout *
+ *		2^(k-1), at most 1 h, after its k-th (ClaimExpired, MyBackoff
+ *		[claim-timeout]).  On a minority of episodes the agents come and go
+ *		(RandomAgents): a unit bound by its largest live, active agent (0:
+ *		only draining ones live) holds back the larger jobs.  A job held
+ *		back (HeldBack, for either reason, or its share's budget: 3.11) is
+ *		never dispatched nor given victims [held-back], wants nothing of its
+ *		lender's idle capacity (Wanted), does not count as tried for the
+ *		skip rule (the cursors, OrderCheck) but blocks a STRICT stream
+ *		(StrictCheck), and loses its promise at the re-check [recheck];
+ *		fit_limits' agent_max is the bound [no-agent-fits], and the reason
+ *		NO_AGENT_FITS.
+ *	3.11, 3.12	the rules over time of 0.3 (OverTimeSync): budgets of a day
+ *		(whole instance-hours or, from 0.4, with a fraction: RandomBudget)
+ *		on a minority of (share, unit) pairs and, on some FAIR queues, a
+ *		half-life.  The sim keeps its own spent (held x time, from 0 at each
+ *		midnight; episodes start within an hour of one) and recent_borrow
+ *		(integrated numerically), and the shell's way (the value at the last
+ *		change of level, advanced by the core's closed forms), which is what
+ *		the core reads; they must agree [over-time].  A share over its
+ *		budget of a unit holds its jobs back (BudgetHold, reason
+ *		BUDGET_EXHAUSTED after the misconfigurations), and with a half-life
+ *		the model of the cursors orders borrowers by recent_borrow / weight
+ *		first.
+ *	(3.13, the what-if replay, is test_replay.c's.)
+ * The options of 0.2 are drawn on a minority of shares and queues
+ * (RandomOptions, AdminChange): lend_limit caps a lender's supply in (I3),
+ * min(max(0, idle - wanted), lendable) for a borrower (3.1, 3.2), and the
+ * misconfiguration reach (3.7); borrow_order FAIR; STRICT; min_runtime.
+ * The summary line (steps=...) gives a fingerprint of every decision of
+ * the run, to compare runs.
  *
  * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
  *	cc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Isrc/core -Itest/unit \
@@ -159,8 +177,9 @@ static struct
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
-/* failure tags and counts (SIM_KEEP_GOING) */
+/* failure tags, the rules they failed, and counts (SIM_KEEP_GOING) */
 static const char *Tags[64];
+static const char *TagSection[64];
 static long TagCount[64];
 static int NTags;
 
@@ -319,20 +338,31 @@ DumpWorld(void)
 
 static void Trace(const char *fmt,...);
 
+/* the section of scheduling.md whose rule is being checked (CheckRules) */
+static const char *CurSection;
+
+/*
+ * Fail: the rule being checked failed.  The FAILURE line names its
+ * section and title, the tag of the check, the seed and the step.
+ */
 static void
 Fail(const char *tag, const char *fmt,...)
 {
 	va_list		ap;
 	int			t;
+	const char *section = CurSection ? CurSection : "(no rule)";
 
 	St.failures++;
-	for (t = 0; t < NTags && strcmp(Tags[t], tag) != 0; t++)
+	for (t = 0; t < NTags && (strcmp(Tags[t], tag) != 0 || TagSection[t] != section); t++)
 		;
 	if (t == NTags && NTags < 64)
-		Tags[NTags++] = tag;
+	{
+		Tags[NTags] = tag;
+		TagSection[NTags++] = section;
+	}
 	if (t < 64)
 		TagCount[t]++;
-	printf("sim: FAILURE [%s] seed %" PRIu64 " step %ld (%s): ", tag, Seed, Step, Phase);
+	printf("sim: FAILURE %s [%s] seed %" PRIu64 " step %ld (%s): ", section, tag, Seed, Step, Phase);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -514,7 +544,10 @@ OverTimeAdvance(QsTime to)
 	OverTimeSync();
 }
 
-/* Before a pass: what the core reads, checked against the sim's own. */
+/*
+ * Before a pass: what the core reads, the shell's way; the rules of 3.11
+ * and 3.12 check it against the sim's own.
+ */
 static void
 OverTimeFeed(void)
 {
@@ -523,22 +556,11 @@ OverTimeFeed(void)
 		for (int u = 0; u < W.nunits; u++)
 		{
 			OverTime   *o = &Ot[s][u];
-			double		spent = QsSpentAt(o->kept_spent, o->since, o->held, W.now, QS_PERIOD_DAY);
 
-			if (fabs(spent - o->spent) > 1e-6 * (1 + fabs(o->spent)))
-				Fail("over-time", "share %d unit %d: spent %.6f from the last change, %.6f held x time",
-					 s, u, spent, o->spent);
-			W.spent[s][u] = spent;
+			W.spent[s][u] = QsSpentAt(o->kept_spent, o->since, o->held, W.now, QS_PERIOD_DAY);
 			if (HalfLife > 0)
-			{
-				double		r = QsRecentBorrowAt(o->kept_recent, o->since, o->borrowed, W.now,
-												 HalfLife);
-
-				if (fabs(r - o->recent) > 1e-4 * (1 + fabs(o->recent)))
-					Fail("over-time", "share %d unit %d: recent_borrow %.6f in closed form, %.6f integrated",
-						 s, u, r, o->recent);
-				W.recent_borrow[s][u] = r;
-			}
+				W.recent_borrow[s][u] = QsRecentBorrowAt(o->kept_recent, o->since, o->borrowed,
+														 W.now, HalfLife);
 		}
 }
 
@@ -758,16 +780,32 @@ FutureUse(int u, bool with_prom, int64_t *use)
  */
 static bool OverBudget(int s, int u);
 
+/* BudgetHold: held back by its share's budget of its unit (3.11), or NULL */
 static const char *
-HeldBack(const QsJob *j)
+BudgetHold(const QsJob *j)
 {
 	if (OverBudget(j->share, j->unit))
 		return "held back: its share spent its budget of the unit (3.11)";
+	return NULL;
+}
+
+/* FleetHold: held back by the agents or a claim timeout (3.10), or NULL */
+static const char *
+FleetHold(const QsJob *j)
+{
 	if (Cf.agent_bound[j->unit] && j->count > Cf.agent_max[j->unit])
 		return "held back: no live, active agent of its unit fits it (3.10)";
 	if (j->claim_backoff_until != QS_NO_TIME && Cf.now < j->claim_backoff_until)
 		return "held back: in its backoff after a claim timeout (3.10)";
 	return NULL;
+}
+
+static const char *
+HeldBack(const QsJob *j)
+{
+	const char *why = BudgetHold(j);
+
+	return why != NULL ? why : FleetHold(j);
 }
 
 /*
@@ -1091,20 +1129,54 @@ ExemptEnd(const QsJob *j)
 }
 
 /* ---------------------------------------------------------------- */
-/* checks of one preemption (3.3, 3.4, 3.6)										 */
+/* checks of one preemption (3.3, 3.4)										 */
 
+/*
+ * VictimKindCheck (3.3): victim v of preemptor J is of a kind the attempts
+ * allow: it holds J's unit; of J's share only with in_share_preemption and
+ * of strictly lower priority; of another share only while J's share holds
+ * less than its capacity (a reclaim).
+ */
 static void
-CheckVictims(int jk, const int *vk, const bool *imm, int nv)
+VictimKindCheck(const QsJob *J, const QsJob *v)
+{
+	int			S = J->share, u = J->unit;
+
+	if (v->unit != u)
+		Fail("preempt", "victim %" PRId64 " holds unit %d, its preemptor %" PRId64 " needs unit %d",
+			 v->id, v->unit, J->id, u);
+	if (v->share == S)
+	{
+		if (!Cf.isp[S])
+			Fail("in-share", "job %" PRId64 " of share %d (in_share_preemption off) stopped its own share's job %" PRId64,
+				 J->id, S, v->id);
+		if (v->priority >= J->priority)
+			Fail("in-share", "job %" PRId64 " (priority %d) stopped job %" PRId64 " of its share with priority %d: only strictly lower priority may be preempted in-share",
+				 J->id, J->priority, v->id, v->priority);
+	}
+	else if (RUse[S][u] >= Cf.C[S][u])
+		Fail("reclaim", "job %" PRId64 " reclaimed job %" PRId64 " of share %d although its share %d already holds %" PRId64 " >= its capacity %" PRId64 " of unit %d",
+			 J->id, v->id, v->share, S, RUse[S][u], Cf.C[S][u], u);
+}
+
+/*
+ * VictimKindsCheck (3.3): a job gets victims only if it fails the test of
+ * 3.2 and holds no promise, is RUNNABLE and undecided, once a pass; each
+ * victim of a kind the attempts allow (VictimKindCheck); and a reclaim
+ * never makes room for the preemptor to borrow: once its victims stopped
+ * it fits in its share's own capacity.
+ */
+static void
+VictimKindsCheck(int jk, const int *vk, int nv)
 {
 	const QsJob *J = &B[jk].j;
 	int			S = J->share, u = J->unit;
-	int64_t		n = J->count;
-	int64_t		fut[MAXS], futnp[MAXS], taken[MAXS] = {0};
+	int64_t		fut[MAXS];
 	bool		cross = false;
 	char		buf[256];
-	const char *why;
 
-	(void) imm;
+	if (MayDispatch(jk, buf) == NULL)
+		Fail("preempt", "job %" PRId64 " was given victims although it could be dispatched at once", J->id);
 	if (B[jk].state != W_RUNNABLE || Handled[jk])
 		Fail("preempt", "victims stopped for job %" PRId64 ", which is %s%s", J->id,
 			 StateName(B[jk].state), Handled[jk] ? " and already decided in this pass" : "");
@@ -1113,59 +1185,38 @@ CheckVictims(int jk, const int *vk, const bool *imm, int nv)
 			 J->id);
 	if (Victimized[jk])
 		Fail("preempt", "job %" PRId64 " was given victims twice in one pass", J->id);
-
-	FutureUse(u, false, futnp);
+	FutureUse(u, true, fut);
 	for (int i = 0; i < nv; i++)
 	{
 		const QsJob *v = &B[vk[i]].j;
 
-		if (v->unit != u)
-			Fail("preempt", "victim %" PRId64 " holds unit %d, its preemptor %" PRId64 " needs unit %d",
-				 v->id, v->unit, J->id, u);
-		if (v->share == S)
-		{
-			if (!Cf.isp[S])
-				Fail("in-share", "job %" PRId64 " of share %d (in_share_preemption off) stopped its own share's job %" PRId64,
-					 J->id, S, v->id);
-			if (v->priority >= J->priority)
-				Fail("in-share", "job %" PRId64 " (priority %d) stopped job %" PRId64 " of its share with priority %d: only strictly lower priority may be preempted in-share",
-					 J->id, J->priority, v->id, v->priority);
-		}
-		else
-		{
-			cross = true;
-			if (RUse[S][u] >= Cf.C[S][u])
-				Fail("reclaim", "job %" PRId64 " reclaimed job %" PRId64 " of share %d although its share %d already holds %" PRId64 " >= its capacity %" PRId64 " of unit %d",
-					 J->id, v->id, v->share, S, RUse[S][u], Cf.C[S][u], u);
-			if (futnp[v->share] - taken[v->share] <= Cf.C[v->share][u])
-				Fail("reclaim", "job %" PRId64 " of share %d reclaimed job %" PRId64 " of share %d, which was no longer borrowing unit %d (usage %" PRId64 " counting pending stops and earlier victims as gone, capacity %" PRId64 ")",
-					 J->id, S, v->id, v->share, u, futnp[v->share] - taken[v->share],
-					 Cf.C[v->share][u]);
-			taken[v->share] += v->count;
-		}
+		VictimKindCheck(J, v);
+		cross |= v->share != S;
+		fut[v->share] -= v->count;
 	}
-
-	/* enough: the preemptor can start once the victims stopped (3.6) */
-	FutureUse(u, true, fut);
-	for (int i = 0; i < nv; i++)
-		fut[B[vk[i]].j.share] -= B[vk[i]].j.count;
-	if (cross && fut[S] + n > Cf.C[S][u])
+	if (cross && fut[S] + J->count > Cf.C[S][u])
 		Fail("reclaim", "job %" PRId64 " reclaimed from other shares but will not fit in its share's own capacity once they stop (%" PRId64 " + %" PRId64 " > %" PRId64 "): a job never reclaims to borrow",
-			 J->id, fut[S], n, Cf.C[S][u]);
-	if ((why = CheckJob(fut, J, buf)) != NULL)
-		Fail("victims", "job %" PRId64 " was given %d victims but could still not start once they stopped: %s",
-			 J->id, nv, why);
+			 J->id, fut[S], (int64_t) J->count, Cf.C[S][u]);
+}
 
-	/*
-	 * none superfluous (the backwards walk of 3.4).  With a cross-share
-	 * victim the attempt was the reclaim, whose room test also needs the
-	 * preemptor to fit in its own capacity; with in-share victims only, it
-	 * was the in-share attempt when the share held its capacity already,
-	 * else either: then only the stricter test is used.  The room tests are
-	 * monotone in the victims (a victim only lowers usages; the wanted rule
-	 * matters only to a job that must borrow, whose victims are its own
-	 * share's), so a victim kept by the walk is needed in the final set too.
-	 */
+/*
+ * VictimsMinimal (3.4): none of the victims is superfluous (the backwards
+ * walk); fut: the future state with all of them stopped.  With a
+ * cross-share victim the attempt was the reclaim, whose room test also
+ * needs the preemptor to fit in its own capacity; with in-share victims
+ * only, it was the in-share attempt when the share held its capacity
+ * already, else either: then only the stricter test is used.  The room
+ * tests are monotone in the victims (a victim only lowers usages; the
+ * wanted rule matters only to a job that must borrow, whose victims are its
+ * own share's), so a victim kept by the walk is needed in the final set too.
+ */
+static void
+VictimsMinimal(const QsJob *J, const int *vk, int nv, int64_t *fut, bool cross)
+{
+	int			S = J->share, u = J->unit;
+	int64_t		n = J->count;
+	char		buf[256];
+
 	for (int i = 0; i < nv; i++)
 	{
 		const QsJob *v = &B[vk[i]].j;
@@ -1180,6 +1231,46 @@ CheckVictims(int jk, const int *vk, const bool *imm, int nv)
 			Fail("minimal", "victim %" PRId64 " of job %" PRId64 " was not needed: with the other %d victims stopped the job could start (3.4: the backwards walk drops it)",
 				 v->id, J->id, nv - 1);
 	}
+}
+
+/*
+ * VictimChoiceCheck (3.4): a candidate of another share is taken only while
+ * its share still borrows after its pending stops and the victims taken
+ * before it; the victims are enough (the preemptor can start once they
+ * stopped: 3.6, the pass never preempts for a job that would still not
+ * fit) and none is superfluous (VictimsMinimal).
+ */
+static void
+VictimChoiceCheck(int jk, const int *vk, int nv)
+{
+	const QsJob *J = &B[jk].j;
+	int			S = J->share, u = J->unit;
+	int64_t		fut[MAXS], futnp[MAXS], taken[MAXS] = {0};
+	bool		cross = false;
+	char		buf[256];
+	const char *why;
+
+	FutureUse(u, false, futnp);
+	for (int i = 0; i < nv; i++)
+	{
+		const QsJob *v = &B[vk[i]].j;
+
+		if (v->share == S)
+			continue;
+		cross = true;
+		if (futnp[v->share] - taken[v->share] <= Cf.C[v->share][u])
+			Fail("reclaim", "job %" PRId64 " of share %d reclaimed job %" PRId64 " of share %d, which was no longer borrowing unit %d (usage %" PRId64 " counting pending stops and earlier victims as gone, capacity %" PRId64 ")",
+				 J->id, S, v->id, v->share, u, futnp[v->share] - taken[v->share],
+				 Cf.C[v->share][u]);
+		taken[v->share] += v->count;
+	}
+	FutureUse(u, true, fut);
+	for (int i = 0; i < nv; i++)
+		fut[B[vk[i]].j.share] -= B[vk[i]].j.count;
+	if ((why = CheckJob(fut, J, buf)) != NULL)
+		Fail("victims", "job %" PRId64 " was given %d victims but could still not start once they stopped: %s",
+			 J->id, nv, why);
+	VictimsMinimal(J, vk, nv, fut, cross);
 }
 
 /*
@@ -1203,10 +1294,81 @@ Exempt(int h, bool exemptions, QsTime *live_end, QsTime *all_end)
 }
 
 /*
+ * LowerInShare: what job k's share would free of its unit by stopping its
+ * own held jobs of strictly lower priority that are candidates (no pending
+ * stop, not decided in this pass, not exempt: see Exempt).
+ */
+static int64_t
+LowerInShare(int k, bool exemptions, QsTime *live_end, QsTime *all_end)
+{
+	const QsJob *J = &B[k].j;
+	int64_t		freed = 0;
+
+	for (int h = 0; h < LastN; h++)
+	{
+		const QsJob *c = &B[h].j;
+
+		if (IsHeld(B[h].state) && c->unit == J->unit && c->share == J->share &&
+			c->stop == QS_STOP_NONE && c->priority < J->priority &&
+			!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
+			freed += c->count;
+	}
+	return freed;
+}
+
+/*
+ * ReclaimPossible: would the reclaim (3.3, attempt 1) find victims for job
+ * k?  Only while its share holds less than its capacity, and only if the
+ * job does not fit there already (fut0: the future state); the candidates
+ * are the other shares' jobs while their share still borrows (in victim
+ * order), then with in_share_preemption its share's lower-priority jobs;
+ * with all of them gone the job must fit in its share's own capacity.
+ */
+static bool
+ReclaimPossible(int k, bool exemptions, const int64_t *fut0, QsTime *live_end, QsTime *all_end)
+{
+	const QsJob *J = &B[k].j;
+	int			S = J->share, u = J->unit;
+	int64_t		fut[MAXS], futnp[MAXS], taken[MAXS] = {0};
+	static int	cand[MAXJ];
+	int			nc = 0;
+	char		buf[256];
+
+	if (RUse[S][u] >= Cf.C[S][u] ||
+		(fut0[S] + J->count <= Cf.C[S][u] && CheckJob(fut0, J, buf) == NULL))
+		return false;
+	memcpy(fut, fut0, sizeof(fut));
+	FutureUse(u, false, futnp);
+	for (int h = 0; h < LastN; h++)
+	{
+		const QsJob *c = &B[h].j;
+
+		if (IsHeld(B[h].state) && c->unit == u && c->share != S &&
+			c->stop == QS_STOP_NONE && futnp[c->share] > Cf.C[c->share][u] &&
+			!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
+			cand[nc++] = h;
+	}
+	qsort(cand, nc, sizeof(int), CmpVictim);
+	for (int i = 0; i < nc; i++)
+	{
+		const QsJob *c = &B[cand[i]].j;
+
+		if (futnp[c->share] - taken[c->share] > Cf.C[c->share][u])
+		{
+			taken[c->share] += c->count;
+			fut[c->share] -= c->count;
+		}
+	}
+	if (Cf.isp[S])
+		fut[S] -= LowerInShare(k, exemptions, live_end, all_end);
+	return fut[S] + J->count <= Cf.C[S][u] && CheckJob(fut, J, buf) == NULL;
+}
+
+/*
  * PreemptionPossible: could job k, under the cursor in the planned state,
  * be given victims (3.3, 3.4)?  Greedy selection ends with every candidate
  * taken unless the room test passes earlier, and the room tests are
- * monotone in the victims (see CheckVictims), so the attempt finds victims
+ * monotone in the victims (see VictimsMinimal), so the attempt finds victims
  * iff the test passes with all its candidates (reclaim: a borrower taken
  * only while its share still borrows, in victim order) and fails with none
  * (then nobody is needed: the job waits for pending stops).  With
@@ -1221,71 +1383,25 @@ PreemptionPossible(int k, bool exemptions, QsTime *live_end, QsTime *all_end,
 {
 	const QsJob *J = &B[k].j;
 	int			S = J->share, u = J->unit;
-	int64_t		fut0[MAXS], fut[MAXS], futnp[MAXS], taken[MAXS] = {0};
-	static int	cand[MAXJ];
-	int			nc = 0;
+	int64_t		fut0[MAXS], fut[MAXS];
 	char		buf[256];
 
 	*live_end = *all_end = QS_NO_TIME;
 	FutureUse(u, true, fut0);
-	FutureUse(u, false, futnp);
 
 	/* 1. reclaim, only while S holds less than its capacity */
-	if (RUse[S][u] < Cf.C[S][u] &&
-		!(fut0[S] + J->count <= Cf.C[S][u] && CheckJob(fut0, J, buf) == NULL))
+	if (ReclaimPossible(k, exemptions, fut0, live_end, all_end))
 	{
-		memcpy(fut, fut0, sizeof(fut));
-		for (int h = 0; h < LastN; h++)
-		{
-			const QsJob *c = &B[h].j;
-
-			if (IsHeld(B[h].state) && c->unit == u && c->share != S &&
-				c->stop == QS_STOP_NONE && futnp[c->share] > Cf.C[c->share][u] &&
-				!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
-				cand[nc++] = h;
-		}
-		qsort(cand, nc, sizeof(int), CmpVictim);
-		for (int i = 0; i < nc; i++)
-		{
-			const QsJob *c = &B[cand[i]].j;
-
-			if (futnp[c->share] - taken[c->share] > Cf.C[c->share][u])
-			{
-				taken[c->share] += c->count;
-				fut[c->share] -= c->count;
-			}
-		}
-		if (Cf.isp[S])
-			for (int h = 0; h < LastN; h++)
-			{
-				const QsJob *c = &B[h].j;
-
-				if (IsHeld(B[h].state) && c->unit == u && c->share == S &&
-					c->stop == QS_STOP_NONE && c->priority < J->priority &&
-					!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
-					fut[S] -= c->count;
-			}
-		if (fut[S] + J->count <= Cf.C[S][u] && CheckJob(fut, J, buf) == NULL)
-		{
-			sprintf(msg, "reclaiming from borrowers%s would let it start in its own capacity (share %d holds %" PRId64 " < capacity %" PRId64 "; 3.3)",
-					Cf.isp[S] ? " and its share's lower-priority jobs" : "", S, RUse[S][u], Cf.C[S][u]);
-			return msg;
-		}
+		sprintf(msg, "reclaiming from borrowers%s would let it start in its own capacity (share %d holds %" PRId64 " < capacity %" PRId64 "; 3.3)",
+				Cf.isp[S] ? " and its share's lower-priority jobs" : "", S, RUse[S][u], Cf.C[S][u]);
+		return msg;
 	}
 
 	/* 2. in-share */
 	if (Cf.isp[S] && CheckJob(fut0, J, buf) != NULL)
 	{
 		memcpy(fut, fut0, sizeof(fut));
-		for (int h = 0; h < LastN; h++)
-		{
-			const QsJob *c = &B[h].j;
-
-			if (IsHeld(B[h].state) && c->unit == u && c->share == S &&
-				c->stop == QS_STOP_NONE && c->priority < J->priority &&
-				!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
-				fut[S] -= c->count;
-		}
+		fut[S] -= LowerInShare(k, exemptions, live_end, all_end);
 		if (CheckJob(fut, J, buf) == NULL)
 		{
 			sprintf(msg, "stopping its share's lower-priority jobs (in_share_preemption) would let it start (3.3)");
@@ -1471,7 +1587,7 @@ CheckRepairs(const int *rk, int nr, const bool *viol, int64_t (*start)[MAXS])
 }
 
 /* ---------------------------------------------------------------- */
-/* (b) the dispatch order															 */
+/* the dispatch order (3.2)														 */
 
 /*
  * OrderCheck.  What scheduling.md 3.2 guarantees: within one share and one unit, the
@@ -1679,13 +1795,7 @@ Fold(int64_t v)
 }
 
 /* ---------------------------------------------------------------- */
-/* one pass, checked																 */
-
-typedef struct PassResult
-{
-	int			ndecisions, nlapsed, npromised;
-	bool		stops_pending_before;
-} PassResult;
+/* promises																		 */
 
 static int
 CmpPromise(const void *x, const void *y)
@@ -1708,72 +1818,1083 @@ VictimsPending(int jk)
 	return false;
 }
 
-static PassResult
-CheckedPass(void)
+/* ---------------------------------------------------------------- */
+/* the replay of a pass, as the rules see it									 */
+
+/*
+ * The events of the replay (CheckedPass) at which the rules are checked,
+ * in the order they come in a pass; EV_ACK and the liveness events come
+ * from the steps between passes.
+ */
+typedef enum Ev
 {
-	static int	rk[MAXJ], plist[MAXJ], vk[MAXJ], loopjobs[MAXJ];
-	static bool imm[MAXJ];
-	static bool lapsed[MAXJ], inprom[MAXJ];
-	int64_t		start[MAXU][MAXS];
-	bool		viol[MAXU];
-	int			n = W.njobs, nd, nr = 0, np = 0, nloop = 0, i, phase = 0;
+	EV_READ,					/* the pass ran; nothing of it replayed yet */
+	EV_DECISION,				/* Rp.i: a decision, before the replay takes it */
+	EV_TIME_WORK,				/* every decision read: the time-based work */
+	EV_REPAIRS,					/* step 2 replayed */
+	EV_LAPSED,					/* step 3 begins: the lapses the pass reports */
+	EV_RECHECK,					/* step 3: job Rp.k's promise re-checked; Rp.why */
+	EV_FREED,					/* step 4 replayed: Rp.e4, dispatched from Rp.i on */
+	EV_LOOP_BEGIN,				/* step 5 begins */
+	EV_DISPATCH,				/* the loop: candidate Rp.k dispatched (not applied yet) */
+	EV_VICTIMS,					/* the loop: candidate Rp.k given victims Rp.vk (still holding) */
+	EV_AFTER_VICTIMS,			/* the loop: Rp.k's victims stopped; Rp.dispatched */
+	EV_NOTHING,					/* the loop: candidate Rp.k got nothing */
+	EV_LOOP_END,				/* step 5 replayed; Rp.i: the first decision it did not reach */
+	EV_APPLIED,					/* the decisions applied to the world */
+	EV_ACK,						/* an agent acknowledged a stop (Acked) */
+	EV_FIXED_POINT,				/* liveness: a pass decided nothing in the frozen world */
+	EV_NO_FIXED_POINT			/* liveness: no such pass within NROUNDS */
+} Ev;
+
+/* the pass being replayed */
+static struct
+{
+	int			n, nd;			/* jobs the pass read, its decisions */
 	const QsOutput *out;
 	const QsDecision *D;
-	PassResult	res;
-	char		buf[256], buf2[512];
-	const char *why;
-	long		cnt_before[6] = {0}, cnt_after[6] = {0};
-	bool		borrowing;
-	int64_t		FairJob = 0;	/* (c): a job the pass may have taken early */
-	static char FairNote[512];
-	QsTime		WakeLo = QS_NO_TIME, WakeHi = QS_NO_TIME;
-	int64_t		WakeHiJob = 0;
-	static char WakeHint[512];
+	int			i;				/* the next decision the replay takes */
+	int			k;				/* the job of the event */
+	const char *why;			/* EV_RECHECK: why the promise cannot be kept, or NULL */
+	int			vk[MAXJ], nv;	/* EV_VICTIMS: the victims, */
+	bool		imm[MAXJ];		/* each stopped at once or not */
+	int			e4[MAXJ], ne4;	/* EV_FREED: the freed promises, in promise order */
+	bool		dispatched;		/* EV_AFTER_VICTIMS: the preemptor was dispatched */
+	bool		held_back;		/* EV_NOTHING: the candidate is held back (3.10) */
+	const char *cursor_tag;		/* EV_NOTHING: the tag of a cursor failure, */
+	const char *hint;			/* and a note for the failures, or NULL */
+	int			loopjobs[MAXJ], nloop;	/* dispatched or given victims by the loop */
+	bool		lapsed[MAXJ];	/* the pass says the promise lapsed */
+	bool		inprom[MAXJ];	/* given victims, not dispatched: promised */
+	int			plist[MAXJ], np;	/* promised jobs, in promise order */
+	int			rk[MAXJ], nr;	/* the repair's victims */
+	int64_t		start[MAXU][MAXS];	/* use before the repair, pending stops gone */
+	bool		viol[MAXU];		/* (I1)-(I3) failed there */
+	long		cnt_before[6];	/* jobs in each state before the pass */
+	int			runnable[MAXJ], nrunnable;	/* EV_APPLIED: the RUNNABLE jobs, */
+	const char *reason[MAXJ];	/* and the reason each must have: 3.7, 3.10, 3.11 */
+} Rp;
 
-	OverTimeFeed();
-	TakeCfg();
-	memcpy(B, W.jobs, sizeof(WJob) * n);
-	LastN = n;
-	LastOut = NULL;
-	out = WPass(&W);
-	LastOut = out;
-	D = out->decisions;
-	nd = out->ndecisions;
-	St.passes++;
-	for (int x = 0; x < nd; x++)
+/* the decision of an EV_DECISION event (NULL at any other) */
+static const QsDecision *
+EvDecision(Ev ev)
+{
+	return ev == EV_DECISION ? &Rp.D[Rp.i] : NULL;
+}
+
+/* EV_ACK: what the agent's report of a stop found, and the outcome expected */
+static struct
+{
+	int			k;
+	Outcome		o;
+	int32_t		fa, pc, ll;		/* the counters before */
+	QsStop		stop;
+} Acked;
+
+static void
+ClaimTimeoutOutcome(const WJob *b, Outcome *o, QsTime *until)
+{
+	o->action = QS_REQUEUE;
+	o->counter = QS_COUNT_NOT_CLAIMED;
+	o->reason = "NOT_CLAIMED";
+	*until = Cf.now + MyBackoff(Cf.claim_timeout, b->j.claim_requeues + 1);
+}
+
+/* ---------------------------------------------------------------- */
+/* 3 The scheduling pass														 */
+
+static int PassStep;			/* 0: time-based work, 1: repairs, 2: the dispatch loop */
+
+/* the decision's PREEMPT: of a held job without a pending stop, in its step */
+static void
+PreemptDecisionCheck(const QsDecision *d, const WJob *b)
+{
+	if (!IsHeld(b->state) || b->j.stop != QS_STOP_NONE)
+		Fail("decision", "job %" PRId64 " preempted but it is %s with stop %s",
+			 d->job_id, StateName(b->state), StopText(b->j.stop));
+	if (d->preempted_for == 0)
 	{
-		Fold(D[x].action);
-		Fold(D[x].job_id);
-		Fold(D[x].stop);
-		Fold(D[x].preempted_for);
-		Fold(D[x].immediate);
+		if (PassStep > 1)
+			Fail("phase", "CAPACITY_REDUCED victim %" PRId64 " after the dispatch loop began (3: repair is step 2)", d->job_id);
+		PassStep = 1;
+		return;
 	}
-	for (int x = 0; x < out->npromised; x++)
-		Fold(out->promised[x]);
-	for (int x = 0; x < out->nlapsed; x++)
-		Fold(-out->lapsed[x]);
-	Fold(out->wake_at);
-	res.ndecisions = nd;
-	res.nlapsed = out->nlapsed;
-	res.npromised = out->npromised;
-	res.stops_pending_before = false;
+	if (d->preempted_for < 1 || d->preempted_for > Rp.n)
+		Fail("decision", "job %" PRId64 " preempted for unknown job %" PRId64, d->job_id, d->preempted_for);
+	if (!Cf.env_enabled)
+		Fail("disabled", "job %" PRId64 " preempted for a waiting job in a DISABLED environment", d->job_id);
+	PassStep = 2;
+}
 
-	memset(Handled, 0, n);
-	memset(Kept, 0, n);
-	memset(Victimized, 0, n);
-	memset(NDec, 0, n);
-	memset(TimeDec, 0, n);
-	memset(Step4, 0, n);
-	memset(Dispatched, 0, n);
+/*
+ * DecisionCheck: decision i is legal for the job as the pass read it (the
+ * table of actions), the job's only one, in the order of the six steps,
+ * and none of steps 4 and 5 in a DISABLED environment.
+ */
+static void
+DecisionCheck(int i)
+{
+	const QsDecision *d = &Rp.D[i];
+	const WJob *b;
+
+	if (d->job_id < 1 || d->job_id > Rp.n)
+		Fail("decision", "decision %d names job %" PRId64 ", which does not exist", i, d->job_id);
+	b = &B[d->job_id - 1];
+	if (d->share != b->j.share || d->unit != b->j.unit || d->count != b->j.count)
+		Fail("decision", "decision %d about job %" PRId64 " names share %d unit %d n=%d, the job has %d/%d/%d",
+			 i, d->job_id, d->share, d->unit, d->count, b->j.share, b->j.unit, b->j.count);
+	if (NDec[d->job_id - 1])
+		Fail("decision", "job %" PRId64 " has two decisions in one pass (the second: %s)",
+			 d->job_id, ActionName(d->action));
+	switch (d->action)
+	{
+		case QS_DISPATCH:
+			if (b->state != W_RUNNABLE)
+				Fail("decision", "job %" PRId64 " dispatched but it is %s", d->job_id, StateName(b->state));
+			if (!Cf.env_enabled)
+				Fail("disabled", "job %" PRId64 " dispatched in a DISABLED environment", d->job_id);
+			PassStep = 2;
+			break;
+		case QS_PREEMPT:
+			PreemptDecisionCheck(d, b);
+			break;
+		case QS_STOP:
+			if (PassStep > 0)
+				Fail("phase", "STOP of job %" PRId64 " after repairs or dispatches (3: time-based work is step 1)", d->job_id);
+			break;
+		case QS_REQUEUE:
+		case QS_FAIL:
+			if (PassStep > 0)
+				Fail("phase", "%s of job %" PRId64 " after repairs or dispatches", ActionName(d->action), d->job_id);
+			if (!IsHeld(b->state) && b->state != W_RUNNABLE)
+				Fail("decision", "%s of job %" PRId64 ", which is %s", ActionName(d->action), d->job_id,
+					 StateName(b->state));
+			break;
+		default:
+			Fail("decision", "decision %d has unknown action %d", i, d->action);
+	}
+}
+
+/* every job where its decisions put it: state, stop, claim, promise, counters */
+static void
+JobsWhereDecided(void)
+{
+	for (int k = 0; k < Rp.n; k++)
+	{
+		const WJob *a = &W.jobs[k];
+		const Expect *e = &Ex[k];
+
+		if (a->state != e->state || (e->state <= W_RUNNING &&
+									 (a->j.stop != e->stop || a->j.claimed != e->claimed ||
+									  (a->j.promised_at != QS_NO_TIME) != e->promised)) ||
+			a->j.failed_attempts != e->fa || a->j.preemption_count != e->pc ||
+			a->j.lease_losses != e->ll || a->j.claim_requeues != e->cr ||
+			a->j.claim_backoff_until != e->backoff || a->j.preempted_for != e->preempted_for ||
+			a->j.queued_at != B[k].j.queued_at)
+			Fail("bookkeeping", "job %" PRId64 " is %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " after the pass; its decisions say %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " (kept)",
+				 a->j.id, StateName(a->state), StopText(a->j.stop), a->j.claimed ? " claimed" : "",
+				 a->j.promised_at != QS_NO_TIME ? " promised" : "", a->j.failed_attempts,
+				 a->j.preemption_count, a->j.lease_losses, a->j.claim_requeues,
+				 a->j.claim_backoff_until, a->j.queued_at, StateName(e->state), StopText(e->stop),
+				 e->claimed ? " claimed" : "", e->promised ? " promised" : "", e->fa, e->pc,
+				 e->ll, e->cr, e->backoff, B[k].j.queued_at);
+	}
+}
+
+/* the state counts after the pass add up with the decisions; no job lost */
+static void
+StateCountsCheck(void)
+{
+	long		runnable = Rp.cnt_before[W_RUNNABLE], held = 0, failed = Rp.cnt_before[W_FAILED];
+	long		after[6] = {0};
+
+	for (int k = 0; k < Rp.n; k++)
+		after[W.jobs[k].state]++;
+	for (int x = 0; x < Rp.nd; x++)
+	{
+		const QsDecision *d = &Rp.D[x];
+		bool		was_held = IsHeld(B[d->job_id - 1].state);
+
+		if (d->action == QS_DISPATCH)
+			runnable--, held++;
+		else if (d->action == QS_REQUEUE)
+			runnable++, held -= was_held;
+		else if (d->action == QS_FAIL)
+		{
+			failed++;
+			if (was_held)
+				held--;
+			else
+				runnable--;
+		}
+	}
+	held += Rp.cnt_before[W_SCHEDULED] + Rp.cnt_before[W_STARTING] + Rp.cnt_before[W_RUNNING];
+	if (after[W_RUNNABLE] != runnable || after[W_FAILED] != failed ||
+		after[W_SCHEDULED] + after[W_STARTING] + after[W_RUNNING] != held ||
+		after[W_SUCCEEDED] != Rp.cnt_before[W_SUCCEEDED])
+		Fail("bookkeeping", "state counts after the pass (RUNNABLE %ld, held %ld, FAILED %ld) do not add up with the decisions (%ld, %ld, %ld)",
+			 after[W_RUNNABLE], after[W_SCHEDULED] + after[W_STARTING] + after[W_RUNNING],
+			 after[W_FAILED], runnable, held, failed);
+	if (after[0] + after[1] + after[2] + after[3] + after[4] + after[5] != Rp.n)
+		Fail("bookkeeping", "jobs lost: %d submitted, states count otherwise", Rp.n);
+}
+
+/*
+ * 3 The scheduling pass: the table of actions (each decision legal for the
+ * job as the pass read it, one a job: a victim stopped at once has its
+ * PREEMPT, then its REQUEUE or FAIL), the six steps in their order, steps
+ * 4 and 5 left out in a DISABLED environment; after the pass each job is
+ * where its decisions put it (the four counters, claim_backoff_until,
+ * preempted_for, queued_at kept) and no job is lost; in the liveness freeze
+ * repeated passes come to rest (no churn).
+ */
+static void
+Check_3_SchedulingPass(Ev ev)
+{
+	switch (ev)
+	{
+		case EV_READ:
+			PassStep = 0;
+			break;
+		case EV_DECISION:
+			DecisionCheck(Rp.i);
+			break;
+		case EV_APPLIED:
+			JobsWhereDecided();
+			StateCountsCheck();
+			break;
+		case EV_NO_FIXED_POINT:
+			Fail("liveness", "no fixed point after %d rounds of passes in a frozen world (churn)", NROUNDS);
+			break;
+		default:
+			break;
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.1 Capacity accounting														 */
+
+/*
+ * 3.1 Capacity accounting: (I1)-(I3) after every pass, from the world as
+ * applied, in the future state (held jobs without a pending stop, plus
+ * promised RUNNABLE jobs) with no exception, and in the present state
+ * (pending stops still holding) but from an admin's change of a limit
+ * until a pass leaves them holding again (AdminDirty: 3.5's exception).
+ */
+static void
+Check_3_1_CapacityAccounting(Ev ev)
+{
+	bool		now_ok = true;
+	char		buf[256];
+	const char *why;
+
+	if (ev != EV_APPLIED)
+		return;
+	for (int u = 0; u < Cf.nunits; u++)
+	{
+		int64_t		now[MAXS] = {0}, fut[MAXS] = {0};
+
+		for (int k = 0; k < Rp.n; k++)
+		{
+			const WJob *a = &W.jobs[k];
+
+			if (a->j.unit != u)
+				continue;
+			if (IsHeld(a->state))
+			{
+				now[a->j.share] += a->j.count;
+				if (a->j.stop == QS_STOP_NONE)
+					fut[a->j.share] += a->j.count;
+			}
+			else if (a->state == W_RUNNABLE && a->j.promised_at != QS_NO_TIME)
+				fut[a->j.share] += a->j.count;
+		}
+		if ((why = Violation(u, fut, buf)) != NULL)
+			Fail("invariant-future", "after the pass, once pending stops complete and promises are kept: %s (3.1, 3.6)", why);
+		if (Violation(u, now, buf) != NULL)
+		{
+			now_ok = false;
+			if (!AdminDirty)
+				Fail("invariant-now", "after the pass, pending stops still holding: %s, and no limit was changed since the state last satisfied (I1)-(I3) (3.1)",
+					 buf);
+		}
+	}
+	if (now_ok)
+		AdminDirty = false;
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.2 Dispatch																	 */
+
+/* the candidate got nothing: it could not have been dispatched */
+static void
+CursorCheck(int c)
+{
+	const QsJob *C = &B[c].j;
+	const QsDecision *d = Rp.i < Rp.nd ? &Rp.D[Rp.i] : NULL;
+	char		buf[256], wbuf[128];
+
+	if (MayDispatch(c, buf) != NULL)
+		return;
+	if (d != NULL)
+		sprintf(wbuf, "went on with %s of job %" PRId64, ActionName(d->action),
+				d->action == QS_PREEMPT ? d->preempted_for : d->job_id);
+	Fail(Rp.cursor_tag, "job %" PRId64 " (share %d unit %d n=%d) came under the cursor and could be dispatched, but the pass %s%s (3.2: own capacity first, then queue order%s; the skip rule; best effort)",
+		 C->id, C->share, C->unit, C->count, d ? wbuf : "dispatched nothing more",
+		 Rp.hint ? Rp.hint : "", Cf.fair ? " or FAIR" : "");
+}
+
+/* after the loop: no decision left over, the order of each stream, explain */
+static void
+LoopEndCheck(void)
+{
+	if (Rp.i < Rp.nd)
+		Fail("cursor", "%s of job %" PRId64 " (preempted_for %" PRId64 "), which the cursor never reached: the skip rule passed it over, it was decided already, or the pass took the jobs in another order (3.2)",
+			 ActionName(Rp.D[Rp.i].action), Rp.D[Rp.i].job_id, Rp.D[Rp.i].preempted_for);
+	for (int x = 0; x < Rp.nloop; x++)
+		OrderCheck(Rp.loopjobs[x], Dispatched[Rp.loopjobs[x]] ? "dispatched" : "given victims");
+	StrictHeadCheck(Rp.n);
+}
+
+/*
+ * 3.2 Dispatch: every dispatch passes the test (I1)-(I3) now and in the
+ * future state, with the wanted-capacity rule (MayDispatch); the loop, in
+ * lockstep with a model of the cursors (the driver's ReplayLoop): a job
+ * that comes under the cursor and gets nothing could not be dispatched
+ * (tagged [fair] or [strict] when the FAIR choice or the STRICT skip seem
+ * to be why), and no decision is left that the cursor never reached; the
+ * order of a share's stream (OrderCheck: the skip rule) and STRICT
+ * queueing (StrictCheck); explain's account of a STRICT share's wait
+ * (StrictHeadCheck).
+ */
+static void
+Check_3_2_Dispatch(Ev ev)
+{
+	char		buf[256];
+	const char *why;
+
+	switch (ev)
+	{
+		case EV_LOOP_BEGIN:
+			StrictCheck(Rp.D, Rp.nd);
+			break;
+		case EV_DISPATCH:
+			if ((why = MayDispatch(Rp.k, buf)) != NULL)
+				Fail("dispatch", "job %" PRId64 " (share %d, unit %d, n=%d) dispatched although %s (3.2)",
+					 B[Rp.k].j.id, B[Rp.k].j.share, B[Rp.k].j.unit, B[Rp.k].j.count, why);
+			break;
+		case EV_NOTHING:
+			CursorCheck(Rp.k);
+			break;
+		case EV_LOOP_END:
+			LoopEndCheck();
+			break;
+		default:
+			break;
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.3 Preemption: the candidates												 */
+
+/* wake_at (3.3, section 6): what the preemptors left without victims say */
+static QsTime WakeLo, WakeHi;
+static int64_t WakeHiJob;
+static char WakeHint[512];
+
+/* a victim's stop_reason, and no claimed job inside its min_runtime */
+static void
+PreemptKindCheck(const QsDecision *d)
+{
+	const WJob *b = &B[d->job_id - 1];
+	const WJob *pj = &B[d->preempted_for - 1];
+
+	if (d->stop != (pj->j.share == b->j.share ? QS_STOP_IN_SHARE : QS_STOP_CROSS_SHARE))
+		Fail("decision", "victim %" PRId64 " (share %d) of job %" PRId64 " (share %d) got stop %s",
+			 d->job_id, b->j.share, pj->j.id, pj->j.share, StopText(d->stop));
+	if (ExemptEnd(&b->j) != QS_NO_TIME)
+		Fail("min-runtime", "claimed job %" PRId64 " of share %d (scheduled_at %" PRId64 ", min_runtime %" PRId64 ") was preempted (%s) for job %" PRId64 " at %" PRId64 ", before its min_runtime passed (3.3: only repairs ignore it)",
+			 d->job_id, b->j.share, b->j.scheduled_at, Cf.minrt[b->j.share],
+			 StopText(d->stop), d->preempted_for, Cf.now);
+}
+
+/*
+ * MissedPreemptionCheck: a candidate that got nothing, not held back and
+ * holding no kept promise, could not have had victims; the exemptions it
+ * met make the bounds of wake_at (WakeCheck).
+ */
+static void
+MissedPreemptionCheck(int c)
+{
+	const QsJob *C = &B[c].j;
+	QsTime		live_end, all_end, l2, a2;
+	char		pbuf[256];
+	const char *why;
+
+	if (Kept[c] || Rp.held_back)
+		return;
+	if ((why = PreemptionPossible(c, true, &live_end, &all_end, pbuf)) != NULL)
+		Fail(strstr(why, "reclaim") ? "missed-reclaim" : "missed-in-share",
+			 "job %" PRId64 " (share %d unit %d n=%d prio %d) came under the cursor and got nothing, but %s%s",
+			 C->id, C->share, C->unit, C->count, C->priority, why, Rp.hint ? Rp.hint : "");
+	/* the earliest end of an exemption passed over (wake_at) */
+	if (all_end != QS_NO_TIME && (WakeLo == QS_NO_TIME || all_end < WakeLo))
+		WakeLo = all_end;
+	/* victims but for the exemptions: it waits for them */
+	if (live_end != QS_NO_TIME && PreemptionPossible(c, false, &l2, &a2, pbuf) != NULL)
+	{
+		St.exempt_waits++;
+		if (WakeHi == QS_NO_TIME || live_end < WakeHi)
+		{
+			WakeHi = live_end;
+			WakeHiJob = C->id;
+			/* did the pass perhaps never try it? */
+			snprintf(WakeHint, sizeof(WakeHint), "%s", Rp.hint ? Rp.hint : "");
+		}
+	}
+}
+
+/*
+ * 3.3 Preemption: the candidates: a victim's stop_reason names its kind;
+ * no claimed job is preempted inside its share's min_runtime; a job gets
+ * victims only if it fails the test and holds no promise, and they are of
+ * the kinds the two attempts allow, a reclaim never to borrow
+ * (VictimKindsCheck); a job that came under the cursor and got nothing
+ * could not have had victims (PreemptionPossible); wake_at is the end of
+ * an exemption that kept a preemptor from its victims (WakeCheck).
+ */
+static void
+Check_3_3_PreemptionCandidates(Ev ev)
+{
+	const QsDecision *d = EvDecision(ev);
+
+	switch (ev)
+	{
+		case EV_READ:
+			WakeLo = WakeHi = QS_NO_TIME;
+			WakeHiJob = 0;
+			WakeHint[0] = '\0';
+			break;
+		case EV_DECISION:
+			if (d->action == QS_PREEMPT && d->preempted_for != 0)
+				PreemptKindCheck(d);
+			break;
+		case EV_VICTIMS:
+			VictimKindsCheck(Rp.k, Rp.vk, Rp.nv);
+			break;
+		case EV_NOTHING:
+			MissedPreemptionCheck(Rp.k);
+			break;
+		case EV_LOOP_END:
+			WakeCheck(Rp.out->wake_at, WakeLo, WakeHi, WakeHiJob, WakeHint);
+			break;
+		default:
+			break;
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.4 Preemption: choosing the victims											 */
+
+/*
+ * 3.4 Preemption: choosing the victims: a borrower taken only while its
+ * share still borrows, enough victims and none superfluous
+ * (VictimChoiceCheck); a preemptor that passes the test once its victims
+ * stopped at once is dispatched in the same pass, one that does not is
+ * only promised the room.
+ */
+static void
+Check_3_4_Victims(Ev ev)
+{
+	char		buf[256];
+	const char *why;
+
+	if (ev == EV_VICTIMS)
+		VictimChoiceCheck(Rp.k, Rp.vk, Rp.nv);
+	if (ev != EV_AFTER_VICTIMS)
+		return;
+	why = MayDispatch(Rp.k, buf);
+	if (Rp.dispatched && why != NULL)
+		Fail("dispatch", "job %" PRId64 " dispatched right after its victims stopped, although %s",
+			 B[Rp.k].j.id, why);
+	if (!Rp.dispatched && why == NULL)
+		Fail("promise", "job %" PRId64 " could start at once after its victims stopped, yet it was only promised",
+			 B[Rp.k].j.id);
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.5 Capacity reduced															 */
+
+/*
+ * 3.5 Capacity reduced: a victim without a preemptor is a repair's
+ * (CAPACITY_REDUCED); after step 2, (I1)-(I3) hold once pending stops
+ * complete; repairs only in units where an invariant failed, first each
+ * share above allowed(S,u) losing its own jobs, each victim needed
+ * (CheckRepairs).
+ */
+static void
+Check_3_5_CapacityReduced(Ev ev)
+{
+	const QsDecision *d = EvDecision(ev);
+	char		buf[256];
+	const char *why;
+
+	if (ev == EV_DECISION && d->action == QS_PREEMPT && d->preempted_for == 0 &&
+		d->stop != QS_STOP_CAPACITY_REDUCED)
+		Fail("decision", "victim %" PRId64 " has no preemptor but stop %s", d->job_id, StopText(d->stop));
+	if (ev != EV_REPAIRS)
+		return;
+	for (int u = 0; u < Cf.nunits; u++)
+	{
+		int64_t		use[MAXS];
+
+		FutureUse(u, false, use);
+		if ((why = Violation(u, use, buf)) != NULL)
+			Fail("repair-incomplete", "after the repair step, once pending stops complete: %s (3.5: the pass preempts until (I1)-(I3) hold)",
+				 why);
+	}
+	CheckRepairs(Rp.rk, Rp.nr, Rp.viol, Rp.start);
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.6 Stopping, requeueing and the promise										 */
+
+/* a victim stopped at once if unclaimed, with its outcome; else asked to stop */
+static void
+VictimStopCheck(int i)
+{
+	const QsDecision *d = &Rp.D[i];
+	const WJob *b = &B[d->job_id - 1];
+	Outcome		o = MyOutcome(&b->j, d->stop);
+
+	if (b->j.claimed)
+	{
+		if (d->immediate)
+			Fail("decision", "claimed victim %" PRId64 " marked as stopped at once", d->job_id);
+		return;
+	}
+	if (!d->immediate)
+		Fail("unclaimed", "unclaimed victim %" PRId64 " was not stopped at once (3.6)", d->job_id);
+	if (i + 1 >= Rp.nd || Rp.D[i + 1].job_id != d->job_id ||
+		(Rp.D[i + 1].action != QS_REQUEUE && Rp.D[i + 1].action != QS_FAIL))
+		Fail("unclaimed", "victim %" PRId64 " stopped at once but no REQUEUE or FAIL follows", d->job_id);
+	if (Rp.D[i + 1].action != o.action || Rp.D[i + 1].counter != o.counter)
+		Fail("outcome", "victim %" PRId64 " (preemptions %d, retries %d) stopped at once: %s with counter %d, expected %s with counter %d",
+			 d->job_id, b->j.preemption_count, b->j.preemption_retries,
+			 ActionName(Rp.D[i + 1].action), Rp.D[i + 1].counter, ActionName(o.action), o.counter);
+}
+
+/* the lapses the pass reports are of promised RUNNABLE jobs */
+static void
+LapsedCheck(void)
+{
+	for (int x = 0; x < Rp.out->nlapsed; x++)
+	{
+		int64_t		id = Rp.out->lapsed[x];
+
+		if (id < 1 || id > Rp.n || B[id - 1].state != W_RUNNABLE || B[id - 1].j.promised_at == QS_NO_TIME)
+			Fail("promise", "promise of job %" PRId64 " lapsed, but it held none", id);
+	}
+}
+
+/* step 4: the freed promises, first of the decisions after the repairs */
+static void
+FreedFirstCheck(void)
+{
+	for (int x = 0; x < Rp.ne4; x++)
+	{
+		int			i = Rp.i + x;
+
+		if (i >= Rp.nd || Rp.D[i].action != QS_DISPATCH || !Step4[Rp.D[i].job_id - 1])
+			Fail("promised-first", "%d promised jobs whose victims have all stopped may be dispatched (first: job %" PRId64 "), but the pass's %d-th decision after its repairs is not one of their dispatches (3.6: they go before any other job, in promise order)",
+				 Rp.ne4, B[Rp.e4[0]].j.id, x + 1);
+	}
+}
+
+/* the new promises are the preemptors that did not start at once */
+static void
+NewPromisesCheck(void)
+{
+	static bool left[MAXJ];
+
+	memcpy(left, Rp.inprom, sizeof(bool) * Rp.n);
+	for (int x = 0; x < Rp.out->npromised; x++)
+	{
+		int64_t		id = Rp.out->promised[x];
+
+		if (id < 1 || id > Rp.n || !left[id - 1])
+			Fail("promise", "job %" PRId64 " was promised room without being given victims that still hold it", id);
+		left[id - 1] = false;
+	}
+	for (int k = 0; k < Rp.n; k++)
+		if (left[k])
+			Fail("promise", "job %" PRId64 " got victims, was not dispatched and was not promised the room", B[k].j.id);
+}
+
+/* an acknowledged stop: the job RUNNABLE or FAILED as its outcome says */
+static void
+AckCheck(void)
+{
+	const WJob *job = &W.jobs[Acked.k];
+	const Outcome *o = &Acked.o;
+
+	if (job->state != (o->action == QS_FAIL ? W_FAILED : W_RUNNABLE) ||
+		job->j.failed_attempts != Acked.fa + (o->counter == QS_COUNT_FAILED_ATTEMPT) ||
+		job->j.preemption_count != Acked.pc + (o->counter == QS_COUNT_PREEMPTION) ||
+		job->j.lease_losses != Acked.ll + (o->counter == QS_COUNT_LEASE_LOSS))
+		Fail("outcome", "job %d stopped (%s, fa %d/%d, pc %d/%d): now %s fa=%d pc=%d, expected %s (3.6, 3.8)",
+			 Acked.k + 1, StopText(Acked.stop), Acked.fa, job->j.max_attempts, Acked.pc,
+			 job->j.preemption_retries, StateName(job->state), job->j.failed_attempts,
+			 job->j.preemption_count, o->action == QS_FAIL ? "FAILED" : "RUNNABLE");
+}
+
+/* after the pass, and at the liveness freeze's fixed point */
+static void
+PromiseHoldersCheck(Ev ev)
+{
+	for (int k = 0; k < Rp.n && ev == EV_APPLIED; k++)
+		if (W.jobs[k].j.promised_at != QS_NO_TIME && W.jobs[k].state != W_RUNNABLE)
+			Fail("promise", "job %" PRId64 " holds a promise but is %s", W.jobs[k].j.id,
+				 StateName(W.jobs[k].state));
+	for (int k = 0; k < W.njobs && ev == EV_FIXED_POINT && W.env_enabled; k++)
+		if (W.jobs[k].state == W_RUNNABLE && W.jobs[k].j.promised_at != QS_NO_TIME)
+			Fail("liveness", "fixed point reached with job %d still promised room it never gets", k + 1);
+}
+
+/*
+ * 3.6 Stopping, requeueing and the promise: an unclaimed victim is stopped
+ * at once, its REQUEUE or FAIL as the outcome of a stop says (MyOutcome), a
+ * claimed one only asked to stop, and so is a stop the agent acknowledges
+ * (but a timeout's: 3.8); the re-check of promises exactly (with pending
+ * stops gone and the promises kept before it holding; a held-back job's
+ * lapses); the freed promises dispatched first, in promise order; the new
+ * promises exactly the preemptors not dispatched; only RUNNABLE jobs hold
+ * a promise, and none is left at the liveness freeze's fixed point.
+ */
+static void
+Check_3_6_StoppingRequeueingPromise(Ev ev)
+{
+	const QsDecision *d = EvDecision(ev);
+
+	if (ev == EV_DECISION && d->action == QS_PREEMPT)
+		VictimStopCheck(Rp.i);
+	else if (ev == EV_LAPSED)
+		LapsedCheck();
+	else if (ev == EV_RECHECK && (Rp.why == NULL) == Rp.lapsed[Rp.k])
+		Fail("recheck", "promise of job %" PRId64 " %s, but with pending stops gone and the earlier kept promises holding %s (3.6)",
+			 B[Rp.k].j.id, Rp.lapsed[Rp.k] ? "lapsed" : "was kept",
+			 Rp.why ? Rp.why : "it may be dispatched");
+	else if (ev == EV_FREED)
+		FreedFirstCheck();
+	else if (ev == EV_LOOP_END)
+		NewPromisesCheck();
+	else if (ev == EV_ACK && Acked.stop != QS_STOP_TIMEOUT)
+		AckCheck();
+	else if (ev == EV_APPLIED || ev == EV_FIXED_POINT)
+		PromiseHoldersCheck(ev);
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.7 Jobs that cannot run as configured; the reasons of 3.10 and 3.11	 */
+
+static bool
+IsMisconfiguration(const char *r)
+{
+	return r != NULL && strncmp(r, "MISCONFIGURATION:", 17) == 0;
+}
+
+static bool
+IsBudgetExhausted(const char *r)
+{
+	return r != NULL && strcmp(r, "BUDGET_EXHAUSTED") == 0;
+}
+
+static bool
+SameReason(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/*
+ * ReasonsCheck: each RUNNABLE job's status_reason after the pass is the
+ * one ExpectedReason gives (Rp.reason), where mine(expected, actual) says
+ * the rule has a say: 3.7's MISCONFIGURATION reasons, then 3.11's
+ * BUDGET_EXHAUSTED, then 3.10's NO_AGENT_FITS or none; together they are
+ * the whole of it.
+ */
+static void
+ReasonsCheck(const char *tag, bool (*mine) (const char *, const char *))
+{
+	for (int x = 0; x < Rp.nrunnable; x++)
+	{
+		const WJob *a = &W.jobs[Rp.runnable[x]];
+		const char *r = Rp.reason[Rp.runnable[x]];
+
+		if (SameReason(r, a->status_reason) || !mine(r, a->status_reason))
+			continue;
+		Fail(tag, "RUNNABLE job %" PRId64 " (share %d unit %d n=%d) has reason %s, 3.7, 3.10 and 3.11 say %s",
+			 a->j.id, a->j.share, a->j.unit, a->j.count,
+			 a->status_reason ? a->status_reason : "none", r ? r : "none");
+	}
+}
+
+static bool
+MisconfigurationReason(const char *want, const char *got)
+{
+	return IsMisconfiguration(want) || IsMisconfiguration(got);
+}
+
+static bool
+BudgetReason(const char *want, const char *got)
+{
+	return !MisconfigurationReason(want, got) && (IsBudgetExhausted(want) || IsBudgetExhausted(got));
+}
+
+static bool
+FleetReason(const char *want, const char *got)
+{
+	return !MisconfigurationReason(want, got) && !BudgetReason(want, got);
+}
+
+/*
+ * 3.7 Jobs that cannot run as configured: a RUNNABLE job has a
+ * MISCONFIGURATION reason after the pass exactly when 3.7 gives it one,
+ * that one.
+ */
+static void
+Check_3_7_CannotRunAsConfigured(Ev ev)
+{
+	if (ev == EV_APPLIED)
+		ReasonsCheck("misconfiguration", MisconfigurationReason);
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.8 Failures, retries, timeouts, leases										 */
+
+/* a STOP is a timeout's, of a RUNNING job past its deadline, lease alive */
+static void
+TimeoutStopCheck(const QsDecision *d, const WJob *b)
+{
+	if (b->state != W_RUNNING || b->j.stop != QS_STOP_NONE || b->j.deadline == QS_NO_TIME ||
+		b->j.deadline > Cf.now || LeaseExpired(b) || d->stop != QS_STOP_TIMEOUT)
+		Fail("timeout", "STOP %s of job %" PRId64 " (%s, stop %s, deadline %" PRId64 ", now %" PRId64 ")",
+			 StopText(d->stop), d->job_id, StateName(b->state), StopText(b->j.stop),
+			 b->j.deadline, Cf.now);
+}
+
+/* a held job's REQUEUE or FAIL (not a claim timeout's): its lease expired */
+static void
+LeaseEndCheck(const QsDecision *d, const WJob *b)
+{
+	Outcome		o = MyOutcome(&b->j, b->j.stop);
+
+	if (!LeaseExpired(b))
+		Fail("lease", "job %" PRId64 " got %s but neither its lease expired nor its claim timeout passed", d->job_id, ActionName(d->action));
+	if (d->action != o.action || d->counter != o.counter ||
+		(o.reason != NULL && (d->reason == NULL || strcmp(d->reason, o.reason) != 0)))
+		Fail("outcome", "job %" PRId64 " lost its lease with stop %s (fa %d/%d, pc %d/%d, lease losses %d/%d): %s counter %d reason %s, expected %s counter %d reason %s (3.6, 3.8, 3.10)",
+			 d->job_id, StopText(b->j.stop), b->j.failed_attempts, b->j.max_attempts,
+			 b->j.preemption_count, b->j.preemption_retries, b->j.lease_losses,
+			 b->j.max_lease_losses, ActionName(d->action), d->counter,
+			 d->reason ? d->reason : "none", ActionName(o.action), o.counter,
+			 o.reason ? o.reason : "any");
+}
+
+/* step 1 is complete: every expired lease ended, every timeout asked to stop */
+static void
+LeasesAndTimeoutsDone(void)
+{
+	for (int k = 0; k < Rp.n; k++)
+	{
+		const WJob *b = &B[k];
+
+		if (LeaseExpired(b) && !(TimeDec[k] && (Ex[k].state == W_RUNNABLE || Ex[k].state == W_FAILED)))
+			Fail("lease", "the lease of job %" PRId64 " expired (%" PRId64 " < now %" PRId64 ") but the pass did not end its attempt",
+				 b->j.id, b->j.lease_until, Cf.now);
+		if (b->state == W_RUNNING && b->j.stop == QS_STOP_NONE && b->j.deadline != QS_NO_TIME &&
+			b->j.deadline <= Cf.now && !LeaseExpired(b) && !TimeDec[k])
+			Fail("timeout", "job %" PRId64 " ran past its timeout but no stop was requested", b->j.id);
+	}
+}
+
+/*
+ * 3.8 Failures, retries, timeouts, leases: a STOP only for a RUNNING job
+ * past its timeout; a held job's attempt ended only when its lease expired,
+ * as a lost lease's outcome says (with a stop pending: that stop's; none: a
+ * lease loss, 3.10); step 1 leaves no expired lease and no timeout behind;
+ * a timed-out attempt that the agent stopped fails (or is retried) once.
+ */
+static void
+Check_3_8_FailuresRetriesTimeoutsLeases(Ev ev)
+{
+	const QsDecision *d = EvDecision(ev);
+	const WJob *b = d != NULL ? &B[d->job_id - 1] : NULL;
+
+	if (ev == EV_DECISION && d->action == QS_STOP)
+		TimeoutStopCheck(d, b);
+	else if (ev == EV_DECISION && (d->action == QS_REQUEUE || d->action == QS_FAIL) &&
+			 IsHeld(b->state) && !ClaimExpired(b))
+		LeaseEndCheck(d, b);
+	else if (ev == EV_TIME_WORK)
+		LeasesAndTimeoutsDone();
+	else if (ev == EV_ACK && Acked.stop == QS_STOP_TIMEOUT)
+		AckCheck();
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.9 Runnable timeout															 */
+
+/* a RUNNABLE job's FAIL is the runnable timeout's, with its reason */
+static void
+RunnableTimeoutCheck(const QsDecision *d, const WJob *b)
+{
+	const char *expired = RunnableExpired(b);
+
+	if (d->action != QS_FAIL || expired == NULL)
+		Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s, n=%d) got %s but 3.9 does not fail it (no MISCONFIGURATION or NO_AGENT_FITS reason older than runnable_timeout, or an agent fits it now, 3.10)",
+			 d->job_id, b->status_reason ? b->status_reason : "none", b->j.count,
+			 ActionName(d->action));
+	if (d->reason == NULL || strcmp(d->reason, expired) != 0)
+		Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s) failed with reason %s, 3.9 says %s",
+			 d->job_id, b->status_reason, d->reason ? d->reason : "none", expired);
+}
+
+/*
+ * 3.9 Runnable timeout: a RUNNABLE job fails in step 1 exactly when its
+ * MISCONFIGURATION reason, or its NO_AGENT_FITS reason while no agent fits
+ * it still, is older than the runnable timeout, with RUNNABLE_TIMEOUT or
+ * RUNNABLE_TIMEOUT:NO_AGENT_FITS (RunnableExpired).
+ */
+static void
+Check_3_9_RunnableTimeout(Ev ev)
+{
+	const QsDecision *d = EvDecision(ev);
+
+	if (ev == EV_DECISION && (d->action == QS_REQUEUE || d->action == QS_FAIL) &&
+		B[d->job_id - 1].state == W_RUNNABLE)
+		RunnableTimeoutCheck(d, &B[d->job_id - 1]);
+	for (int k = 0; k < Rp.n && ev == EV_TIME_WORK; k++)
+		if (RunnableExpired(&B[k]) && !TimeDec[k])
+			Fail("runnable-timeout", "job %" PRId64 " (reason %s since %" PRId64 ", runnable_timeout %" PRId64 ", now %" PRId64 ") did not fail: 3.9 fails it with %s",
+				 B[k].j.id, B[k].status_reason, B[k].status_reason_at, W.runnable_timeout, Cf.now,
+				 RunnableExpired(&B[k]));
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.10 The fleet: agents the pass knows, the claim timeout, lost hosts	 */
+
+/*
+ * HeldBackCheck (3.10, 3.11): a job that hold() holds back is not
+ * dispatched and gets no victims.
+ */
+static void
+HeldBackCheck(const QsDecision *d, const char *(*hold) (const QsJob *))
+{
+	const WJob *b = &B[d->job_id - 1];
+	const char *why;
+
+	if (d->action == QS_DISPATCH && (why = hold(&b->j)) != NULL)
+		Fail("held-back", "job %" PRId64 " (unit %d n=%d, claim_backoff_until %" PRId64 ", now %" PRId64 ") dispatched, but it is %s",
+			 d->job_id, b->j.unit, b->j.count, b->j.claim_backoff_until, Cf.now, why);
+	if (d->action == QS_PREEMPT && d->preempted_for != 0)
+	{
+		const WJob *pj = &B[d->preempted_for - 1];
+
+		if ((why = hold(&pj->j)) != NULL)
+			Fail("held-back", "job %" PRId64 " preempted for job %" PRId64 " (unit %d n=%d), which is %s: a held-back job gets no victims",
+				 d->job_id, pj->j.id, pj->j.unit, pj->j.count, why);
+	}
+}
+
+/* a claim timeout's REQUEUE: no attempt counted, held back for the backoff */
+static void
+ClaimTimeoutCheck(const QsDecision *d, const WJob *b)
+{
+	Outcome		o;
+	QsTime		until;
+
+	ClaimTimeoutOutcome(b, &o, &until);
+	if (d->action != o.action || d->counter != o.counter ||
+		d->reason == NULL || strcmp(d->reason, o.reason) != 0 ||
+		d->backoff_until != until)
+		Fail("claim-timeout", "job %" PRId64 " unclaimed since %" PRId64 " (claim_timeout %" PRId64 ", claim_requeues %d, now %" PRId64 "): %s counter %d reason %s backoff_until %" PRId64 ", expected REQUEUE counter %d reason NOT_CLAIMED backoff_until %" PRId64 " (3.10)",
+			 d->job_id, b->j.scheduled_at, Cf.claim_timeout, b->j.claim_requeues,
+			 Cf.now, ActionName(d->action), d->counter,
+			 d->reason ? d->reason : "none", d->backoff_until, o.counter, until);
+}
+
+/* after the loop: fit_limits' agent_max is the fleet's bound of each unit */
+static void
+FitLimitsCheck(void)
+{
+	for (int x = 0; x < Cf.nshares * Cf.nunits; x++)
+	{
+		int			u = x % Cf.nunits;
+		int64_t		want = Cf.agent_bound[u] ? Cf.agent_max[u] : QS_UNBOUNDED;
+
+		if (Rp.out->fit_limits[x].agent_max != want)
+			Fail("no-agent-fits", "fit_limits of share %d unit %d: agent_max %" PRId64 ", the agents say %" PRId64 " (3.10: the largest live, active agent when they bound the unit, else unbounded)",
+				 x / Cf.nunits, u, Rp.out->fit_limits[x].agent_max, want);
+	}
+}
+
+/*
+ * 3.10 The fleet: a job no live, active agent fits, or in its backoff
+ * after a claim timeout, is held back: not dispatched, no victims
+ * (FleetHold); a SCHEDULED job unclaimed past the claim timeout is
+ * requeued NOT_CLAIMED with its backoff, and step 1 leaves none behind;
+ * fit_limits' agent_max is the fleet's bound; NO_AGENT_FITS is a RUNNABLE
+ * job's reason exactly when no misconfiguration or budget reason comes
+ * first and no agent fits it.
+ */
+static void
+Check_3_10_Fleet(Ev ev)
+{
+	const QsDecision *d = EvDecision(ev);
+	const WJob *b = d != NULL ? &B[d->job_id - 1] : NULL;
+
+	if (ev == EV_DECISION)
+		HeldBackCheck(d, FleetHold);
+	if (ev == EV_DECISION && (d->action == QS_REQUEUE || d->action == QS_FAIL) &&
+		IsHeld(b->state) && ClaimExpired(b))
+		ClaimTimeoutCheck(d, b);
+	for (int k = 0; k < Rp.n && ev == EV_TIME_WORK; k++)
+		if (ClaimExpired(&B[k]) && !TimeDec[k])
+			Fail("claim-timeout", "job %" PRId64 " SCHEDULED at %" PRId64 " was not claimed within the claim timeout %" PRId64 " (now %" PRId64 ") but the pass did not requeue it (3.10)",
+				 B[k].j.id, B[k].j.scheduled_at, Cf.claim_timeout, Cf.now);
+	if (ev == EV_LOOP_END)
+		FitLimitsCheck();
+	if (ev == EV_APPLIED)
+		ReasonsCheck("no-agent-fits", FleetReason);
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.11 Budgets: instance-hours per period										 */
+
+/*
+ * 3.11 Budgets: spent, as the shell keeps it (the value at the last change
+ * of level, advanced in closed form: what the core read), agrees with the
+ * sim's own held x time; a share over its budget of a unit has its jobs
+ * held back (BudgetHold: not dispatched, no victims) with the reason
+ * BUDGET_EXHAUSTED, unless a misconfiguration comes first.
+ */
+static void
+Check_3_11_Budgets(Ev ev)
+{
+	for (int s = 0; s < Cf.nshares && ev == EV_READ; s++)
+		for (int u = 0; u < Cf.nunits; u++)
+		{
+			const OverTime *o = &Ot[s][u];
+
+			if (fabs(W.spent[s][u] - o->spent) > 1e-6 * (1 + fabs(o->spent)))
+				Fail("over-time", "share %d unit %d: spent %.6f from the last change, %.6f held x time",
+					 s, u, W.spent[s][u], o->spent);
+		}
+	if (ev == EV_DECISION)
+		HeldBackCheck(EvDecision(ev), BudgetHold);
+	if (ev == EV_APPLIED)
+		ReasonsCheck("budget-exhausted", BudgetReason);
+}
+
+/* ---------------------------------------------------------------- */
+/* 3.12 Fair share with memory													 */
+
+/*
+ * 3.12 Fair share with memory: recent_borrow, as the shell keeps it (the
+ * value at the last change of level, decayed and accrued in closed form:
+ * what the core read), agrees with the sim's own numerical integral.  (The
+ * order it gives the FAIR choice is 3.2's model of the cursors.)
+ */
+static void
+Check_3_12_FairShareWithMemory(Ev ev)
+{
+	for (int s = 0; s < Cf.nshares && ev == EV_READ && HalfLife > 0; s++)
+		for (int u = 0; u < Cf.nunits; u++)
+		{
+			const OverTime *o = &Ot[s][u];
+
+			if (fabs(W.recent_borrow[s][u] - o->recent) > 1e-4 * (1 + fabs(o->recent)))
+				Fail("over-time", "share %d unit %d: recent_borrow %.6f in closed form, %.6f integrated",
+					 s, u, W.recent_borrow[s][u], o->recent);
+		}
+}
+
+/* ---------------------------------------------------------------- */
+/* the table of the rules														 */
+
+/*
+ * One check a section of scheduling.md 3 (3.13, the what-if replay, is
+ * test_replay.c's), walked in this order at every event; a failure names
+ * the rule being checked.
+ */
+typedef struct Rule
+{
+	const char *section;		/* the section's number and title */
+	void		(*check) (Ev ev);	/* its check, at every event */
+} Rule;
+
+static const Rule Rules[] = {
+	{"3 The scheduling pass", Check_3_SchedulingPass},
+	{"3.1 Capacity accounting", Check_3_1_CapacityAccounting},
+	{"3.2 Dispatch", Check_3_2_Dispatch},
+	{"3.3 Preemption: the candidates", Check_3_3_PreemptionCandidates},
+	{"3.4 Preemption: choosing the victims", Check_3_4_Victims},
+	{"3.5 Capacity reduced", Check_3_5_CapacityReduced},
+	{"3.6 Stopping, requeueing and the promise", Check_3_6_StoppingRequeueingPromise},
+	{"3.7 Jobs that cannot run as configured", Check_3_7_CannotRunAsConfigured},
+	{"3.8 Failures, retries, timeouts, leases", Check_3_8_FailuresRetriesTimeoutsLeases},
+	{"3.9 Runnable timeout", Check_3_9_RunnableTimeout},
+	{"3.10 The fleet: agents the pass knows, the claim timeout, lost hosts", Check_3_10_Fleet},
+	{"3.11 Budgets: instance-hours per period", Check_3_11_Budgets},
+	{"3.12 Fair share with memory", Check_3_12_FairShareWithMemory},
+};
+
+/* CheckRules: every rule at event ev, in the table's order */
+static void
+CheckRules(Ev ev)
+{
+	for (size_t r = 0; r < sizeof(Rules) / sizeof(Rules[0]); r++)
+	{
+		CurSection = Rules[r].section;
+		Rules[r].check(ev);
+	}
+	CurSection = NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* one pass, replayed and checked												 */
+
+typedef struct PassResult
+{
+	int			ndecisions, nlapsed, npromised;
+	bool		stops_pending_before;
+} PassResult;
+
+static int64_t FairJob;			/* a job the pass may have taken early (CursorNotes) */
+static char FairNote[512];
+static char StrictNote[512];
+
+/* the expectations of each job, and the state held, as the pass read it */
+static void
+ReadJobs(PassResult *res)
+{
+	memset(Handled, 0, Rp.n);
+	memset(Kept, 0, Rp.n);
+	memset(Victimized, 0, Rp.n);
+	memset(NDec, 0, Rp.n);
+	memset(TimeDec, 0, Rp.n);
+	memset(Step4, 0, Rp.n);
+	memset(Dispatched, 0, Rp.n);
 	memset(RUse, 0, sizeof(RUse));
 	memset(RPend, 0, sizeof(RPend));
 	memset(RProm, 0, sizeof(RProm));
-	BuildRunLists(n);
-	for (int k = 0; k < n; k++)
+	memset(Rp.cnt_before, 0, sizeof(Rp.cnt_before));
+	BuildRunLists(Rp.n);
+	for (int k = 0; k < Rp.n; k++)
 	{
 		const QsJob *j = &B[k].j;
 
-		cnt_before[B[k].state]++;
+		Rp.cnt_before[B[k].state]++;
 		Ex[k].state = B[k].state;
 		Ex[k].stop = j->stop;
 		Ex[k].claimed = j->claimed;
@@ -1784,214 +2905,158 @@ CheckedPass(void)
 		Ex[k].cr = j->claim_requeues;
 		Ex[k].backoff = j->claim_backoff_until;
 		Ex[k].preempted_for = j->preempted_for;
-		lapsed[k] = inprom[k] = false;
+		Rp.lapsed[k] = Rp.inprom[k] = false;
 		if (IsHeld(B[k].state))
 		{
 			RUse[j->share][j->unit] += j->count;
 			if (j->stop != QS_STOP_NONE)
 			{
 				RPend[j->share][j->unit] += j->count;
-				res.stops_pending_before = true;
+				res->stops_pending_before = true;
 			}
 		}
 	}
+}
 
-	/* (c) each decision legal for the job as the pass read it; one a job */
-	for (i = 0; i < nd; i++)
+/* run the pass on the world as it is, keep what it read, fold its output */
+static void
+PassRead(PassResult *res)
+{
+	const QsOutput *out;
+
+	OverTimeFeed();
+	TakeCfg();
+	Rp.n = W.njobs;
+	memcpy(B, W.jobs, sizeof(WJob) * Rp.n);
+	LastN = Rp.n;
+	LastOut = NULL;
+	out = WPass(&W);
+	LastOut = Rp.out = out;
+	Rp.D = out->decisions;
+	Rp.nd = out->ndecisions;
+	St.passes++;
+	for (int x = 0; x < Rp.nd; x++)
 	{
-		const QsDecision *d = &D[i];
-		int			k;
-		const WJob *b;
-		bool		held;
-
-		if (d->job_id < 1 || d->job_id > n)
-			Fail("decision", "decision %d names job %" PRId64 ", which does not exist", i, d->job_id);
-		k = (int) d->job_id - 1;
-		b = &B[k];
-		held = IsHeld(b->state);
-		if (d->share != b->j.share || d->unit != b->j.unit || d->count != b->j.count)
-			Fail("decision", "decision %d about job %" PRId64 " names share %d unit %d n=%d, the job has %d/%d/%d",
-				 i, d->job_id, d->share, d->unit, d->count, b->j.share, b->j.unit, b->j.count);
-		if (NDec[k])
-			Fail("decision", "job %" PRId64 " has two decisions in one pass (the second: %s)",
-				 d->job_id, ActionName(d->action));
-		NDec[k] = 1;
-		switch (d->action)
-		{
-			case QS_DISPATCH:
-				if (b->state != W_RUNNABLE)
-					Fail("decision", "job %" PRId64 " dispatched but it is %s", d->job_id, StateName(b->state));
-				if (!Cf.env_enabled)
-					Fail("disabled", "job %" PRId64 " dispatched in a DISABLED environment", d->job_id);
-				if ((why = HeldBack(&b->j)) != NULL)
-					Fail("held-back", "job %" PRId64 " (unit %d n=%d, claim_backoff_until %" PRId64 ", now %" PRId64 ") dispatched, but it is %s",
-						 d->job_id, b->j.unit, b->j.count, b->j.claim_backoff_until, Cf.now, why);
-				phase = 2;
-				Ex[k].state = W_SCHEDULED;
-				Ex[k].promised = false;
-				Ex[k].stop = QS_STOP_NONE;
-				St.dispatches++;
-				break;
-			case QS_PREEMPT:
-				if (!held || b->j.stop != QS_STOP_NONE)
-					Fail("decision", "job %" PRId64 " preempted but it is %s with stop %s",
-						 d->job_id, StateName(b->state), StopText(b->j.stop));
-				if (d->preempted_for == 0)
-				{
-					if (d->stop != QS_STOP_CAPACITY_REDUCED)
-						Fail("decision", "victim %" PRId64 " has no preemptor but stop %s", d->job_id, StopText(d->stop));
-					if (phase > 1)
-						Fail("phase", "CAPACITY_REDUCED victim %" PRId64 " after the dispatch loop began (3: repair is step 2)", d->job_id);
-					phase = 1;
-					St.repairs++;
-				}
-				else
-				{
-					const WJob *pj;
-
-					if (d->preempted_for < 1 || d->preempted_for > n)
-						Fail("decision", "job %" PRId64 " preempted for unknown job %" PRId64, d->job_id, d->preempted_for);
-					pj = &B[d->preempted_for - 1];
-					if (!Cf.env_enabled)
-						Fail("disabled", "job %" PRId64 " preempted for a waiting job in a DISABLED environment", d->job_id);
-					if ((why = HeldBack(&pj->j)) != NULL)
-						Fail("held-back", "job %" PRId64 " preempted for job %" PRId64 " (unit %d n=%d), which is %s: a held-back job gets no victims",
-							 d->job_id, pj->j.id, pj->j.unit, pj->j.count, why);
-					if (d->stop != (pj->j.share == b->j.share ? QS_STOP_IN_SHARE : QS_STOP_CROSS_SHARE))
-						Fail("decision", "victim %" PRId64 " (share %d) of job %" PRId64 " (share %d) got stop %s",
-							 d->job_id, b->j.share, pj->j.id, pj->j.share, StopText(d->stop));
-					/* (a) no claimed job stops for a preemptor inside min_runtime */
-					if (ExemptEnd(&b->j) != QS_NO_TIME)
-						Fail("min-runtime", "claimed job %" PRId64 " of share %d (scheduled_at %" PRId64 ", min_runtime %" PRId64 ") was preempted (%s) for job %" PRId64 " at %" PRId64 ", before its min_runtime passed (3.3: only repairs ignore it)",
-							 d->job_id, b->j.share, b->j.scheduled_at, Cf.minrt[b->j.share],
-							 StopText(d->stop), d->preempted_for, Cf.now);
-					phase = 2;
-					St.preemptions++;
-				}
-				Ex[k].preempted_for = d->preempted_for;
-				if (!b->j.claimed)
-				{
-					Outcome		o = MyOutcome(&b->j, d->stop);
-
-					if (!d->immediate)
-						Fail("unclaimed", "unclaimed victim %" PRId64 " was not stopped at once (3.6)", d->job_id);
-					if (i + 1 >= nd || D[i + 1].job_id != d->job_id ||
-						(D[i + 1].action != QS_REQUEUE && D[i + 1].action != QS_FAIL))
-						Fail("unclaimed", "victim %" PRId64 " stopped at once but no REQUEUE or FAIL follows", d->job_id);
-					if (D[i + 1].action != o.action || D[i + 1].counter != o.counter)
-						Fail("outcome", "victim %" PRId64 " (preemptions %d, retries %d) stopped at once: %s with counter %d, expected %s with counter %d",
-							 d->job_id, b->j.preemption_count, b->j.preemption_retries,
-							 ActionName(D[i + 1].action), D[i + 1].counter, ActionName(o.action), o.counter);
-					ExpectOutcome(k, o);
-					i++;
-				}
-				else
-				{
-					if (d->immediate)
-						Fail("decision", "claimed victim %" PRId64 " marked as stopped at once", d->job_id);
-					Ex[k].stop = d->stop;
-				}
-				break;
-			case QS_STOP:
-				if (phase > 0)
-					Fail("phase", "STOP of job %" PRId64 " after repairs or dispatches (3: time-based work is step 1)", d->job_id);
-				if (b->state != W_RUNNING || b->j.stop != QS_STOP_NONE || b->j.deadline == QS_NO_TIME ||
-					b->j.deadline > Cf.now || LeaseExpired(b) || d->stop != QS_STOP_TIMEOUT)
-					Fail("timeout", "STOP %s of job %" PRId64 " (%s, stop %s, deadline %" PRId64 ", now %" PRId64 ")",
-						 StopText(d->stop), d->job_id, StateName(b->state), StopText(b->j.stop),
-						 b->j.deadline, Cf.now);
-				Ex[k].stop = QS_STOP_TIMEOUT;
-				TimeDec[k] = 1;
-				break;
-			case QS_REQUEUE:
-			case QS_FAIL:
-				if (phase > 0)
-					Fail("phase", "%s of job %" PRId64 " after repairs or dispatches", ActionName(d->action), d->job_id);
-				if (held && ClaimExpired(b))
-				{
-					/* 3.10: back to RUNNABLE, no attempt counted, held back */
-					Outcome		o = {QS_REQUEUE, QS_COUNT_NOT_CLAIMED, "NOT_CLAIMED"};
-					QsTime		until = Cf.now + MyBackoff(Cf.claim_timeout, b->j.claim_requeues + 1);
-
-					if (d->action != o.action || d->counter != o.counter ||
-						d->reason == NULL || strcmp(d->reason, o.reason) != 0 ||
-						d->backoff_until != until)
-						Fail("claim-timeout", "job %" PRId64 " unclaimed since %" PRId64 " (claim_timeout %" PRId64 ", claim_requeues %d, now %" PRId64 "): %s counter %d reason %s backoff_until %" PRId64 ", expected REQUEUE counter %d reason NOT_CLAIMED backoff_until %" PRId64 " (3.10)",
-							 d->job_id, b->j.scheduled_at, Cf.claim_timeout, b->j.claim_requeues,
-							 Cf.now, ActionName(d->action), d->counter,
-							 d->reason ? d->reason : "none", d->backoff_until, o.counter, until);
-					ExpectOutcome(k, o);
-					Ex[k].backoff = until;
-					St.claim_requeues++;
-				}
-				else if (held)
-				{
-					Outcome		o = MyOutcome(&b->j, b->j.stop);
-
-					if (!LeaseExpired(b))
-						Fail("lease", "job %" PRId64 " got %s but neither its lease expired nor its claim timeout passed", d->job_id, ActionName(d->action));
-					if (d->action != o.action || d->counter != o.counter ||
-						(o.reason != NULL && (d->reason == NULL || strcmp(d->reason, o.reason) != 0)))
-						Fail("outcome", "job %" PRId64 " lost its lease with stop %s (fa %d/%d, pc %d/%d, lease losses %d/%d): %s counter %d reason %s, expected %s counter %d reason %s (3.6, 3.8, 3.10)",
-							 d->job_id, StopText(b->j.stop), b->j.failed_attempts, b->j.max_attempts,
-							 b->j.preemption_count, b->j.preemption_retries, b->j.lease_losses,
-							 b->j.max_lease_losses, ActionName(d->action), d->counter,
-							 d->reason ? d->reason : "none", ActionName(o.action), o.counter,
-							 o.reason ? o.reason : "any");
-					if (o.counter == QS_COUNT_LEASE_LOSS)
-						St.lease_losses++;
-					ExpectOutcome(k, o);
-				}
-				else if (b->state == W_RUNNABLE)
-				{
-					const char *expired = RunnableExpired(b);
-
-					if (d->action != QS_FAIL || expired == NULL)
-						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s, n=%d) got %s but 3.9 does not fail it (no MISCONFIGURATION or NO_AGENT_FITS reason older than runnable_timeout, or an agent fits it now, 3.10)",
-							 d->job_id, b->status_reason ? b->status_reason : "none", b->j.count,
-							 ActionName(d->action));
-					if (d->reason == NULL || strcmp(d->reason, expired) != 0)
-						Fail("runnable-timeout", "RUNNABLE job %" PRId64 " (reason %s) failed with reason %s, 3.9 says %s",
-							 d->job_id, b->status_reason, d->reason ? d->reason : "none", expired);
-					if (strcmp(expired, "RUNNABLE_TIMEOUT") != 0)
-						St.no_agent_timeouts++;
-					Ex[k].state = W_FAILED;
-					Ex[k].promised = false;
-				}
-				else
-					Fail("decision", "%s of job %" PRId64 ", which is %s", ActionName(d->action), d->job_id,
-						 StateName(b->state));
-				TimeDec[k] = 1;
-				break;
-			default:
-				Fail("decision", "decision %d has unknown action %d", i, d->action);
-		}
+		Fold(Rp.D[x].action);
+		Fold(Rp.D[x].job_id);
+		Fold(Rp.D[x].stop);
+		Fold(Rp.D[x].preempted_for);
+		Fold(Rp.D[x].immediate);
 	}
+	for (int x = 0; x < out->npromised; x++)
+		Fold(out->promised[x]);
+	for (int x = 0; x < out->nlapsed; x++)
+		Fold(-out->lapsed[x]);
+	Fold(out->wake_at);
+	res->ndecisions = Rp.nd;
+	res->nlapsed = out->nlapsed;
+	res->npromised = out->npromised;
+	res->stops_pending_before = false;
+	Rp.nloop = Rp.nr = Rp.np = Rp.ne4 = 0;
+	FairJob = 0;
+	ReadJobs(res);
+}
 
-	/* (c) the time-based work is complete (3.8, 3.9) */
-	for (int k = 0; k < n; k++)
+/* a REQUEUE or FAIL of step 1: where it puts the job */
+static void
+ExpectTimeWork(int k)
+{
+	const WJob *b = &B[k];
+	Outcome		o;
+	QsTime		until;
+
+	if (IsHeld(b->state) && ClaimExpired(b))
 	{
-		const WJob *b = &B[k];
-
-		if (LeaseExpired(b) && !(TimeDec[k] && (Ex[k].state == W_RUNNABLE || Ex[k].state == W_FAILED)))
-			Fail("lease", "the lease of job %" PRId64 " expired (%" PRId64 " < now %" PRId64 ") but the pass did not end its attempt",
-				 b->j.id, b->j.lease_until, Cf.now);
-		if (b->state == W_RUNNING && b->j.stop == QS_STOP_NONE && b->j.deadline != QS_NO_TIME &&
-			b->j.deadline <= Cf.now && !LeaseExpired(b) && !TimeDec[k])
-			Fail("timeout", "job %" PRId64 " ran past its timeout but no stop was requested", b->j.id);
-		if (RunnableExpired(b) && !TimeDec[k])
-			Fail("runnable-timeout", "job %" PRId64 " (reason %s since %" PRId64 ", runnable_timeout %" PRId64 ", now %" PRId64 ") did not fail: 3.9 fails it with %s",
-				 b->j.id, b->status_reason, b->status_reason_at, W.runnable_timeout, Cf.now,
-				 RunnableExpired(b));
-		if (ClaimExpired(b) && !TimeDec[k])
-			Fail("claim-timeout", "job %" PRId64 " SCHEDULED at %" PRId64 " was not claimed within the claim timeout %" PRId64 " (now %" PRId64 ") but the pass did not requeue it (3.10)",
-				 b->j.id, b->j.scheduled_at, Cf.claim_timeout, Cf.now);
+		ClaimTimeoutOutcome(b, &o, &until);
+		ExpectOutcome(k, o);
+		Ex[k].backoff = until;
+		St.claim_requeues++;
 	}
-
-	/* replay, step 1: time-based work */
-	for (i = 0; i < nd; i++)
+	else if (IsHeld(b->state))
 	{
-		const QsDecision *d = &D[i];
+		o = MyOutcome(&b->j, b->j.stop);
+		if (o.counter == QS_COUNT_LEASE_LOSS)
+			St.lease_losses++;
+		ExpectOutcome(k, o);
+	}
+	else
+	{
+		const char *expired = RunnableExpired(b);
+
+		if (expired != NULL && strcmp(expired, "RUNNABLE_TIMEOUT") != 0)
+			St.no_agent_timeouts++;
+		Ex[k].state = W_FAILED;
+		Ex[k].promised = false;
+	}
+}
+
+/*
+ * ReadDecision: decision i, which the rules found legal, as the state each
+ * job must be in after the pass; returns the next decision (an unclaimed
+ * victim's REQUEUE or FAIL goes with its PREEMPT).
+ */
+static int
+ReadDecision(int i)
+{
+	const QsDecision *d = &Rp.D[i];
+	int			k = (int) d->job_id - 1;
+	const WJob *b = &B[k];
+
+	NDec[k] = 1;
+	switch (d->action)
+	{
+		case QS_DISPATCH:
+			Ex[k].state = W_SCHEDULED;
+			Ex[k].promised = false;
+			Ex[k].stop = QS_STOP_NONE;
+			St.dispatches++;
+			break;
+		case QS_PREEMPT:
+			if (d->preempted_for == 0)
+				St.repairs++;
+			else
+				St.preemptions++;
+			Ex[k].preempted_for = d->preempted_for;
+			if (!b->j.claimed)
+			{
+				ExpectOutcome(k, MyOutcome(&b->j, d->stop));
+				return i + 2;
+			}
+			Ex[k].stop = d->stop;
+			break;
+		case QS_STOP:
+			Ex[k].stop = QS_STOP_TIMEOUT;
+			TimeDec[k] = 1;
+			break;
+		default:
+			ExpectTimeWork(k);
+			TimeDec[k] = 1;
+			break;
+	}
+	return i + 1;
+}
+
+/* every decision, checked by the rules, then read */
+static void
+ReadDecisions(void)
+{
+	for (Rp.i = 0; Rp.i < Rp.nd;)
+	{
+		CheckRules(EV_DECISION);
+		Rp.i = ReadDecision(Rp.i);
+	}
+	CheckRules(EV_TIME_WORK);
+}
+
+/* step 1, time-based work, then step 2, the repairs (3.5) */
+static void
+ReplayTimeWorkAndRepairs(void)
+{
+	char		buf[256];
+
+	for (Rp.i = 0; Rp.i < Rp.nd; Rp.i++)
+	{
+		const QsDecision *d = &Rp.D[Rp.i];
 		int			k = (int) d->job_id - 1;
 		const QsJob *j = &B[k].j;
 
@@ -2007,67 +3072,58 @@ CheckedPass(void)
 				RPend[j->share][j->unit] -= j->count;
 		}
 	}
-
-	/* step 2: repair (3.5) */
 	for (int u = 0; u < Cf.nunits; u++)
 	{
-		FutureUse(u, false, start[u]);
-		viol[u] = Violation(u, start[u], buf) != NULL;
+		FutureUse(u, false, Rp.start[u]);
+		Rp.viol[u] = Violation(u, Rp.start[u], buf) != NULL;
 	}
-	for (; i < nd && D[i].action == QS_PREEMPT && D[i].preempted_for == 0; i++)
+	for (; Rp.i < Rp.nd && Rp.D[Rp.i].action == QS_PREEMPT && Rp.D[Rp.i].preempted_for == 0; Rp.i++)
 	{
-		int			k = (int) D[i].job_id - 1;
+		int			k = (int) Rp.D[Rp.i].job_id - 1;
 		const QsJob *j = &B[k].j;
 
-		rk[nr++] = k;
+		Rp.rk[Rp.nr++] = k;
 		Handled[k] = 1;
-		if (D[i].immediate)
+		if (Rp.D[Rp.i].immediate)
 		{
 			RUse[j->share][j->unit] -= j->count;
-			i++;
+			Rp.i++;
 		}
 		else
 			RPend[j->share][j->unit] += j->count;
 	}
-	for (int u = 0; u < Cf.nunits; u++)
-	{
-		int64_t		use[MAXS];
+	CheckRules(EV_REPAIRS);
+}
 
-		FutureUse(u, false, use);
-		if ((why = Violation(u, use, buf)) != NULL)
-			Fail("repair-incomplete", "after the repair step, once pending stops complete: %s (3.5: the pass preempts until (I1)-(I3) hold)",
-				 why);
-	}
-	CheckRepairs(rk, nr, viol, start);
+/* step 3: the re-check of promises, in promise order (3.6) */
+static void
+ReplayRecheck(void)
+{
+	char		buf[256];
 
-	/* step 3: the re-check of promises, in promise order (3.6) */
-	for (int k = 0; k < n; k++)
+	for (int k = 0; k < Rp.n; k++)
 		if (B[k].state == W_RUNNABLE && B[k].j.promised_at != QS_NO_TIME && !Handled[k])
-			plist[np++] = k;
-	qsort(plist, np, sizeof(int), CmpPromise);
-	for (int x = 0; x < out->nlapsed; x++)
+			Rp.plist[Rp.np++] = k;
+	qsort(Rp.plist, Rp.np, sizeof(int), CmpPromise);
+	CheckRules(EV_LAPSED);
+	for (int x = 0; x < Rp.out->nlapsed; x++)
 	{
-		int64_t		id = out->lapsed[x];
-
-		if (id < 1 || id > n || B[id - 1].state != W_RUNNABLE || B[id - 1].j.promised_at == QS_NO_TIME)
-			Fail("promise", "promise of job %" PRId64 " lapsed, but it held none", id);
-		lapsed[id - 1] = true;
+		Rp.lapsed[Rp.out->lapsed[x] - 1] = true;
 		St.lapses++;
 	}
-	for (int x = 0; x < np; x++)
+	for (int x = 0; x < Rp.np; x++)
 	{
-		int			k = plist[x];
+		int			k = Rp.plist[x];
 		const QsJob *j = &B[k].j;
 		int64_t		use[MAXS];
 
 		FutureUse(j->unit, true, use);
 		/* a held-back job loses its promise whatever the room (3.10) */
-		if ((why = HeldBack(j)) == NULL)
-			why = CheckJob(use, j, buf);
-		if ((why == NULL) == lapsed[k])
-			Fail("recheck", "promise of job %" PRId64 " %s, but with pending stops gone and the earlier kept promises holding %s (3.6)",
-				 j->id, lapsed[k] ? "lapsed" : "was kept", why ? why : "it may be dispatched");
-		if (why == NULL)
+		if ((Rp.why = HeldBack(j)) == NULL)
+			Rp.why = CheckJob(use, j, buf);
+		Rp.k = k;
+		CheckRules(EV_RECHECK);
+		if (Rp.why == NULL)
 		{
 			Kept[k] = 1;
 			RProm[j->share][j->unit] += j->count;
@@ -2075,397 +3131,264 @@ CheckedPass(void)
 		else
 			Ex[k].promised = false;
 	}
+}
 
-	/* step 4: promised jobs whose victims have all stopped, in promise order */
-	if (Cf.env_enabled)
+/* step 4: promised jobs whose victims have all stopped, in promise order */
+static void
+ReplayFreedPromises(void)
+{
+	char		buf[256];
+
+	for (int x = 0; x < Rp.np; x++)
 	{
-		int			e4[MAXJ];
-		int			ne4 = 0;
+		int			k = Rp.plist[x];
 
-		for (int x = 0; x < np; x++)
+		if (Kept[k] && !VictimsPending(k) && MayDispatch(k, buf) == NULL)
 		{
-			int			k = plist[x];
-
-			if (Kept[k] && !VictimsPending(k) && MayDispatch(k, buf) == NULL)
-			{
-				e4[ne4++] = k;
-				ApplyDispatch(k);
-				Step4[k] = 1;
-			}
-		}
-		for (int x = 0; x < ne4; x++)
-		{
-			if (i + x >= nd || D[i + x].action != QS_DISPATCH || !Step4[D[i + x].job_id - 1])
-				Fail("promised-first", "%d promised jobs whose victims have all stopped may be dispatched (first: job %" PRId64 "), but the pass's %d-th decision after its repairs is not one of their dispatches (3.6: they go before any other job, in promise order)",
-					 ne4, B[e4[0]].j.id, x + 1);
-		}
-		i += ne4;
-	}
-
-	/*
-	 * step 5: the dispatch loop, in lockstep with a model of the cursors.
-	 * The candidate either is the subject of the pass's next decision (a
-	 * dispatch, or victims then a dispatch or a promise) or got nothing:
-	 * then it must have been unable to start and to get victims, and the
-	 * skip rule applies to its stream.
-	 */
-	StrictCheck(D, nd);
-	if (Cf.env_enabled)
-	{
-		for (int s = 0; s < Cf.nshares; s++)
-			for (int u = 0; u < Cf.nunits; u++)
-			{
-				SBelow[s][u] = INT32_MAX;
-				StreamAdvance(s, u, true);
-			}
-		for (int c; (c = NextCandidate(&borrowing)) >= 0;)
-		{
-			const QsJob *C = &B[c].j;
-			const QsDecision *d = i < nd ? &D[i] : NULL;
-
-			if (d != NULL && d->action == QS_DISPATCH && d->job_id == C->id)
-			{
-				if ((why = MayDispatch(c, buf)) != NULL)
-					Fail("dispatch", "job %" PRId64 " (share %d, unit %d, n=%d) dispatched although %s (3.2)",
-						 d->job_id, d->share, d->unit, d->count, why);
-				ApplyDispatch(c);
-				loopjobs[nloop++] = c;
-				i++;
-			}
-			else if (d != NULL && d->action == QS_PREEMPT && d->preempted_for == C->id)
-			{
-				int			nv = 0;
-
-				if ((why = MayDispatch(c, buf)) == NULL)
-					Fail("preempt", "job %" PRId64 " was given victims although it could be dispatched at once", C->id);
-				for (; i < nd && D[i].action == QS_PREEMPT && D[i].preempted_for == C->id;)
-				{
-					vk[nv] = (int) D[i].job_id - 1;
-					imm[nv++] = D[i].immediate;
-					i += D[i].immediate ? 2 : 1;
-				}
-				CheckVictims(c, vk, imm, nv);
-				for (int x = 0; x < nv; x++)
-				{
-					const QsJob *v = &B[vk[x]].j;
-
-					Handled[vk[x]] = 1;
-					if (imm[x])
-						RUse[v->share][v->unit] -= v->count;
-					else
-						RPend[v->share][v->unit] += v->count;
-				}
-				Victimized[c] = 1;
-				loopjobs[nloop++] = c;
-				if (i < nd && D[i].action == QS_DISPATCH && D[i].job_id == C->id)
-				{
-					if ((why = MayDispatch(c, buf)) != NULL)
-						Fail("dispatch", "job %" PRId64 " dispatched right after its victims stopped, although %s",
-							 C->id, why);
-					ApplyDispatch(c);
-					i++;
-				}
-				else
-				{
-					if (MayDispatch(c, buf) == NULL)
-						Fail("promise", "job %" PRId64 " could start at once after its victims stopped, yet it was only promised", C->id);
-					inprom[c] = true;
-					Kept[c] = 1;
-					RProm[C->share][C->unit] += C->count;
-					Ex[c].promised = true;
-					/* STRICT: not dispatched, though given victims */
-					if (Cf.strict[C->share])
-					{
-						SBelow[C->share][C->unit] = 0;
-						St.strict_stops++;
-					}
-				}
-			}
-			else
-			{
-				/*
-				 * The candidate got nothing.  The order among candidates
-				 * that get nothing cannot be seen in the decisions; a
-				 * wrong order shows once a candidate that could have
-				 * started is passed over (the cursor failure below).  (c)
-				 * With FAIR, when none fitted in its own capacity and the
-				 * pass goes on with the decision of another job D, the pass
-				 * may have taken D, or the FIFO choice before it, over this
-				 * one; until D's decision is met, a cursor failure is named
-				 * "fair" (3.2: the least borrowing per weight first).  A
-				 * cursor failure of a STRICT share whose stream had a job
-				 * dispatched ahead of it is named "strict".  These notes
-				 * are hints only in the other failures.
-				 */
-				const char *cursor_tag = "cursor";
-				const char *tagged = NULL;
-				bool		held_back = HeldBack(C) != NULL;
-				QsTime		live_end, all_end;
-				int64_t		sid = d == NULL ? 0 :
-					d->action == QS_PREEMPT ? d->preempted_for : d->job_id;
-
-				if (FairJob != sid)
-					FairJob = 0;	/* D was decided on: the suspicion is gone */
-				if (Cf.fair && borrowing && d != NULL && FairJob == 0)
-				{
-					/* D itself under a cursor, or the FIFO choice, taken over C */
-					int			h = FifoChoice != c ? FifoChoice : -1;
-
-					for (int s = 0; s < Cf.nshares; s++)
-					{
-						int			x = ShareHead(s);
-
-						if (x >= 0 && x != c && B[x].j.id == sid)
-							h = x;
-					}
-					if (h >= 0)
-					{
-						FairJob = sid;
-						snprintf(FairNote, sizeof(FairNote),
-								 "; with FAIR the pass seems to have taken job %" PRId64 " of share %d (queued %" PRId64 ", borrowing %" PRId64 " / weight %d) over job %" PRId64 " of share %d (queued %" PRId64 ", borrowing %" PRId64 " / weight %d), %s",
-								 B[h].j.id, B[h].j.share, B[h].j.queued_at, FairKey(&B[h].j),
-								 Cf.weight[B[h].j.share], C->id, C->share, C->queued_at, FairKey(C),
-								 Cf.weight[C->share],
-								 QueueBefore(C, &B[h].j) ? "a later job whose borrowing per weight is not strictly less" : "one borrowing more per weight");
-					}
-				}
-
-				/*
-				 * STRICT: the model reaches a job of a STRICT share only when
-				 * every job ahead of it in its stream was dispatched (or
-				 * decided before the loop); if the pass passed it over, the
-				 * STRICT skip came after a job that was dispatched.  This
-				 * note, about the job's own stream, goes before FAIR's.
-				 */
-				if (Cf.strict[C->share])
-				{
-					int			prev = -1;
-
-					for (int x = RunFrom[C->share][C->unit]; RunIdx[x] != c; x++)
-						if (Dispatched[RunIdx[x]] && !Step4[RunIdx[x]])
-							prev = RunIdx[x];
-					if (prev >= 0)
-					{
-						cursor_tag = "strict";
-						sprintf(buf2, "; its STRICT share's job %" PRId64 " ahead of it in the stream was dispatched%s in this pass, and STRICT skips only after a job that was not dispatched",
-								B[prev].j.id, Victimized[prev] ? " right after its victims stopped" : "");
-						tagged = buf2;
-					}
-				}
-				if (tagged == NULL && FairJob != 0)
-				{
-					cursor_tag = "fair";
-					tagged = FairNote;
-				}
-				if (MayDispatch(c, buf) == NULL)
-				{
-					char		wbuf[128];
-
-					if (d != NULL)
-						sprintf(wbuf, "went on with %s of job %" PRId64, ActionName(d->action),
-								d->action == QS_PREEMPT ? d->preempted_for : d->job_id);
-					Fail(cursor_tag, "job %" PRId64 " (share %d unit %d n=%d) came under the cursor and could be dispatched, but the pass %s%s (3.2: own capacity first, then queue order%s; the skip rule; best effort)",
-						 C->id, C->share, C->unit, C->count, d ? wbuf : "dispatched nothing more",
-						 tagged ? tagged : "", Cf.fair ? " or FAIR" : "");
-				}
-				if (held_back)
-					St.held_back++;
-				if (!Kept[c] && !held_back)
-				{
-					char		pbuf[256];
-
-					if ((why = PreemptionPossible(c, true, &live_end, &all_end, pbuf)) != NULL)
-						Fail(strstr(why, "reclaim") ? "missed-reclaim" : "missed-in-share",
-							 "job %" PRId64 " (share %d unit %d n=%d prio %d) came under the cursor and got nothing, but %s%s",
-							 C->id, C->share, C->unit, C->count, C->priority, why,
-							 tagged ? tagged : "");
-					/* the earliest end of an exemption passed over (wake_at) */
-					if (all_end != QS_NO_TIME && (WakeLo == QS_NO_TIME || all_end < WakeLo))
-						WakeLo = all_end;
-					if (live_end != QS_NO_TIME)
-					{
-						QsTime		l2, a2;
-
-						/* victims but for the exemptions: it waits for them */
-						if (PreemptionPossible(c, false, &l2, &a2, pbuf) != NULL)
-						{
-							St.exempt_waits++;
-							if (WakeHi == QS_NO_TIME || live_end < WakeHi)
-							{
-								WakeHi = live_end;
-								WakeHiJob = C->id;
-								/* did the pass perhaps never try it? */
-								snprintf(WakeHint, sizeof(WakeHint), "%s", tagged ? tagged : "");
-							}
-						}
-					}
-				}
-				/*
-				 * a kept promise waiting for its victims was not tried, nor
-				 * was a held-back job (3.10)
-				 */
-				if (!Kept[c] && !held_back && C->count < SBelow[C->share][C->unit])
-					SBelow[C->share][C->unit] = C->count;
-				/* STRICT: not dispatched, whatever the reason */
-				if (Cf.strict[C->share])
-				{
-					SBelow[C->share][C->unit] = 0;
-					St.strict_stops++;
-				}
-			}
-			StreamAdvance(C->share, C->unit, false);
+			Rp.e4[Rp.ne4++] = k;
+			ApplyDispatch(k);
+			Step4[k] = 1;
 		}
 	}
-	if (i < nd)
-		Fail("cursor", "%s of job %" PRId64 " (preempted_for %" PRId64 "), which the cursor never reached: the skip rule passed it over, it was decided already, or the pass took the jobs in another order (3.2)",
-			 ActionName(D[i].action), D[i].job_id, D[i].preempted_for);
-	WakeCheck(out->wake_at, WakeLo, WakeHi, WakeHiJob, WakeHint);
+	CheckRules(EV_FREED);
+	Rp.i += Rp.ne4;
+}
 
-	/* the new promises are the preemptors that did not start at once */
-	for (int x = 0; x < out->npromised; x++)
+/* the loop (3.2): the candidate dispatched */
+static void
+ReplayDispatch(int c)
+{
+	CheckRules(EV_DISPATCH);
+	ApplyDispatch(c);
+	Rp.loopjobs[Rp.nloop++] = c;
+	Rp.i++;
+}
+
+/* the loop: the candidate given victims, then dispatched or promised */
+static void
+ReplayVictims(int c)
+{
+	const QsJob *C = &B[c].j;
+
+	for (Rp.nv = 0; Rp.i < Rp.nd && Rp.D[Rp.i].action == QS_PREEMPT &&
+		 Rp.D[Rp.i].preempted_for == C->id;)
 	{
-		int64_t		id = out->promised[x];
-
-		if (id < 1 || id > n || !inprom[id - 1])
-			Fail("promise", "job %" PRId64 " was promised room without being given victims that still hold it", id);
-		inprom[id - 1] = false;
+		Rp.vk[Rp.nv] = (int) Rp.D[Rp.i].job_id - 1;
+		Rp.imm[Rp.nv++] = Rp.D[Rp.i].immediate;
+		Rp.i += Rp.D[Rp.i].immediate ? 2 : 1;
 	}
-	for (int k = 0; k < n; k++)
-		if (inprom[k])
-			Fail("promise", "job %" PRId64 " got victims, was not dispatched and was not promised the room", B[k].j.id);
-	St.promises += out->npromised;
-
-	/* (b) the dispatch order */
-	for (int x = 0; x < nloop; x++)
-		OrderCheck(loopjobs[x], Dispatched[loopjobs[x]] ? "dispatched" : "given victims");
-
-	/* (c) the fleet's bound of each share and unit (3.10) */
-	for (int x = 0; x < Cf.nshares * Cf.nunits; x++)
+	CheckRules(EV_VICTIMS);
+	for (int x = 0; x < Rp.nv; x++)
 	{
-		int			u = x % Cf.nunits;
-		int64_t		want = Cf.agent_bound[u] ? Cf.agent_max[u] : QS_UNBOUNDED;
+		const QsJob *v = &B[Rp.vk[x]].j;
 
-		if (out->fit_limits[x].agent_max != want)
-			Fail("no-agent-fits", "fit_limits of share %d unit %d: agent_max %" PRId64 ", the agents say %" PRId64 " (3.10: the largest live, active agent when they bound the unit, else unbounded)",
-				 x / Cf.nunits, u, out->fit_limits[x].agent_max, want);
+		Handled[Rp.vk[x]] = 1;
+		if (Rp.imm[x])
+			RUse[v->share][v->unit] -= v->count;
+		else
+			RPend[v->share][v->unit] += v->count;
 	}
-
-	/* (b) explain of a STRICT share's job names the held-back job ahead */
-	StrictHeadCheck(n);
-
-	/* apply, and (c) every job where its decisions put it */
-	WApply(&W);
-	for (int k = 0; k < n; k++)
+	Victimized[c] = 1;
+	Rp.loopjobs[Rp.nloop++] = c;
+	Rp.dispatched = Rp.i < Rp.nd && Rp.D[Rp.i].action == QS_DISPATCH && Rp.D[Rp.i].job_id == C->id;
+	CheckRules(EV_AFTER_VICTIMS);
+	if (Rp.dispatched)
 	{
-		const WJob *a = &W.jobs[k];
-		const Expect *e = &Ex[k];
-
-		cnt_after[a->state]++;
-		if (a->state != e->state || (e->state <= W_RUNNING &&
-									 (a->j.stop != e->stop || a->j.claimed != e->claimed ||
-									  (a->j.promised_at != QS_NO_TIME) != e->promised)) ||
-			a->j.failed_attempts != e->fa || a->j.preemption_count != e->pc ||
-			a->j.lease_losses != e->ll || a->j.claim_requeues != e->cr ||
-			a->j.claim_backoff_until != e->backoff || a->j.preempted_for != e->preempted_for ||
-			a->j.queued_at != B[k].j.queued_at)
-			Fail("bookkeeping", "job %" PRId64 " is %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " after the pass; its decisions say %s stop %s%s%s fa=%d pc=%d ll=%d cr=%d backoff=%" PRId64 " queued=%" PRId64 " (kept)",
-				 a->j.id, StateName(a->state), StopText(a->j.stop), a->j.claimed ? " claimed" : "",
-				 a->j.promised_at != QS_NO_TIME ? " promised" : "", a->j.failed_attempts,
-				 a->j.preemption_count, a->j.lease_losses, a->j.claim_requeues,
-				 a->j.claim_backoff_until, a->j.queued_at, StateName(e->state), StopText(e->stop),
-				 e->claimed ? " claimed" : "", e->promised ? " promised" : "", e->fa, e->pc,
-				 e->ll, e->cr, e->backoff, B[k].j.queued_at);
-		if (a->j.promised_at != QS_NO_TIME && a->state != W_RUNNABLE)
-			Fail("promise", "job %" PRId64 " holds a promise but is %s", a->j.id, StateName(a->state));
-		if (a->state == W_RUNNABLE)
-		{
-			const char *r = ExpectedReason(&a->j);
-
-			if (r != NULL && strcmp(r, "NO_AGENT_FITS") == 0)
-				St.no_agent_fits++;
-			if (r != NULL && strcmp(r, "BUDGET_EXHAUSTED") == 0)
-				St.over_budget++;
-			if (r != NULL && strcmp(r, "BUDGET_EXHAUSTED") == 0 &&
-				W.budget[a->j.share][a->j.unit] != floor(W.budget[a->j.share][a->j.unit]))
-				St.over_fraction++;
-
-			if ((r == NULL) != (a->status_reason == NULL) ||
-				(r != NULL && strcmp(r, a->status_reason) != 0))
-				Fail("misconfiguration", "RUNNABLE job %" PRId64 " (share %d unit %d n=%d) has reason %s, 3.7 and 3.10 say %s",
-					 a->j.id, a->j.share, a->j.unit, a->j.count,
-					 a->status_reason ? a->status_reason : "none", r ? r : "none");
-		}
+		ApplyDispatch(c);
+		Rp.i++;
+		return;
 	}
+	Rp.inprom[c] = true;
+	Kept[c] = 1;
+	RProm[C->share][C->unit] += C->count;
+	Ex[c].promised = true;
+	/* STRICT: not dispatched, though given victims */
+	if (Cf.strict[C->share])
 	{
-		long		runnable = cnt_before[W_RUNNABLE], held = 0, failed = cnt_before[W_FAILED];
-
-		for (int x = 0; x < nd; x++)
-		{
-			const QsDecision *d = &D[x];
-			bool		was_held = IsHeld(B[d->job_id - 1].state);
-
-			if (d->action == QS_DISPATCH)
-				runnable--;
-			else if (d->action == QS_REQUEUE)
-				runnable++, held -= was_held;
-			else if (d->action == QS_FAIL)
-			{
-				failed++;
-				if (was_held)
-					held--;
-				else
-					runnable--;
-			}
-			if (d->action == QS_DISPATCH)
-				held++;
-		}
-		held += cnt_before[W_SCHEDULED] + cnt_before[W_STARTING] + cnt_before[W_RUNNING];
-		if (cnt_after[W_RUNNABLE] != runnable || cnt_after[W_FAILED] != failed ||
-			cnt_after[W_SCHEDULED] + cnt_after[W_STARTING] + cnt_after[W_RUNNING] != held ||
-			cnt_after[W_SUCCEEDED] != cnt_before[W_SUCCEEDED])
-			Fail("bookkeeping", "state counts after the pass (RUNNABLE %ld, held %ld, FAILED %ld) do not add up with the decisions (%ld, %ld, %ld)",
-				 cnt_after[W_RUNNABLE], cnt_after[W_SCHEDULED] + cnt_after[W_STARTING] + cnt_after[W_RUNNING],
-				 cnt_after[W_FAILED], runnable, held, failed);
-		if (cnt_after[0] + cnt_after[1] + cnt_after[2] + cnt_after[3] + cnt_after[4] + cnt_after[5] != n)
-			Fail("bookkeeping", "jobs lost: %d submitted, states count otherwise", n);
+		SBelow[C->share][C->unit] = 0;
+		St.strict_stops++;
 	}
+}
 
-	/* (a) the invariants after the pass, from the world as applied */
+/*
+ * FairNoteFor: with FAIR, when none fitted in its own capacity and the
+ * pass goes on with decision d, about another job D, the pass may
+ * have taken D, or the FIFO choice before it, over candidate c; until D's
+ * decision is met, a cursor failure is named "fair" (3.2: the least
+ * borrowing per weight first).
+ */
+static void
+FairNoteFor(int c, const QsDecision *d, bool borrowing)
+{
+	const QsJob *C = &B[c].j;
+	int64_t		sid = d == NULL ? 0 : d->action == QS_PREEMPT ? d->preempted_for : d->job_id;
+	int			h = FifoChoice != c ? FifoChoice : -1;
+
+	if (FairJob != sid)
+		FairJob = 0;			/* D was decided on: the suspicion is gone */
+	if (!Cf.fair || !borrowing || d == NULL || FairJob != 0)
+		return;
+	/* D itself under a cursor, or the FIFO choice, taken over C */
+	for (int s = 0; s < Cf.nshares; s++)
 	{
-		bool		now_ok = true;
+		int			x = ShareHead(s);
 
+		if (x >= 0 && x != c && B[x].j.id == sid)
+			h = x;
+	}
+	if (h < 0)
+		return;
+	FairJob = sid;
+	snprintf(FairNote, sizeof(FairNote),
+			 "; with FAIR the pass seems to have taken job %" PRId64 " of share %d (queued %" PRId64 ", borrowing %" PRId64 " / weight %d) over job %" PRId64 " of share %d (queued %" PRId64 ", borrowing %" PRId64 " / weight %d), %s",
+			 B[h].j.id, B[h].j.share, B[h].j.queued_at, FairKey(&B[h].j),
+			 Cf.weight[B[h].j.share], C->id, C->share, C->queued_at, FairKey(C),
+			 Cf.weight[C->share],
+			 QueueBefore(C, &B[h].j) ? "a later job whose borrowing per weight is not strictly less" : "one borrowing more per weight");
+}
+
+/*
+ * CursorNotes: the tag and note of a cursor failure of candidate c, which
+ * got nothing.  The order among candidates that get nothing cannot be seen
+ * in the decisions; a wrong order shows once a candidate that could have
+ * started is passed over.  STRICT: the model reaches a job of a STRICT
+ * share only when every job ahead of it in its stream was dispatched (or
+ * decided before the loop); if the pass passed it over, the STRICT skip
+ * came after a job that was dispatched: "strict", a note about the job's
+ * own stream, which goes before FAIR's (FairNoteFor).  These notes are
+ * hints only in the other failures.
+ */
+static void
+CursorNotes(int c, const QsDecision *d, bool borrowing)
+{
+	const QsJob *C = &B[c].j;
+	int			prev = -1;
+
+	FairNoteFor(c, d, borrowing);
+	Rp.cursor_tag = "cursor";
+	Rp.hint = NULL;
+	if (Cf.strict[C->share])
+		for (int x = RunFrom[C->share][C->unit]; RunIdx[x] != c; x++)
+			if (Dispatched[RunIdx[x]] && !Step4[RunIdx[x]])
+				prev = RunIdx[x];
+	if (prev >= 0)
+	{
+		Rp.cursor_tag = "strict";
+		sprintf(StrictNote, "; its STRICT share's job %" PRId64 " ahead of it in the stream was dispatched%s in this pass, and STRICT skips only after a job that was not dispatched",
+				B[prev].j.id, Victimized[prev] ? " right after its victims stopped" : "");
+		Rp.hint = StrictNote;
+	}
+	else if (FairJob != 0)
+	{
+		Rp.cursor_tag = "fair";
+		Rp.hint = FairNote;
+	}
+}
+
+/* the loop: the candidate got nothing; then the skip rule and STRICT */
+static void
+ReplayNothing(int c, const QsDecision *d, bool borrowing)
+{
+	const QsJob *C = &B[c].j;
+
+	CursorNotes(c, d, borrowing);
+	Rp.held_back = HeldBack(C) != NULL;
+	CheckRules(EV_NOTHING);
+	if (Rp.held_back)
+		St.held_back++;
+	/* a kept promise waiting for its victims was not tried, nor was a held-back job (3.10) */
+	if (!Kept[c] && !Rp.held_back && C->count < SBelow[C->share][C->unit])
+		SBelow[C->share][C->unit] = C->count;
+	/* STRICT: not dispatched, whatever the reason */
+	if (Cf.strict[C->share])
+	{
+		SBelow[C->share][C->unit] = 0;
+		St.strict_stops++;
+	}
+}
+
+/*
+ * Step 5: the dispatch loop, in lockstep with a model of the cursors.  The
+ * candidate either is the subject of the pass's next decision (a dispatch,
+ * or victims then a dispatch or a promise) or got nothing: then the rules
+ * say whether it could have started or had victims, and the skip rule
+ * applies to its stream.
+ */
+static void
+ReplayLoop(void)
+{
+	bool		borrowing;
+
+	for (int s = 0; s < Cf.nshares; s++)
 		for (int u = 0; u < Cf.nunits; u++)
 		{
-			int64_t		now[MAXS] = {0}, fut[MAXS] = {0};
-
-			for (int k = 0; k < n; k++)
-			{
-				const WJob *a = &W.jobs[k];
-
-				if (a->j.unit != u)
-					continue;
-				if (IsHeld(a->state))
-				{
-					now[a->j.share] += a->j.count;
-					if (a->j.stop == QS_STOP_NONE)
-						fut[a->j.share] += a->j.count;
-				}
-				else if (a->state == W_RUNNABLE && a->j.promised_at != QS_NO_TIME)
-					fut[a->j.share] += a->j.count;
-			}
-			if ((why = Violation(u, fut, buf)) != NULL)
-				Fail("invariant-future", "after the pass, once pending stops complete and promises are kept: %s (3.1, 3.6)", why);
-			if ((why = Violation(u, now, buf2)) != NULL)
-			{
-				now_ok = false;
-				if (!AdminDirty)
-					Fail("invariant-now", "after the pass, pending stops still holding: %s, and no limit was changed since the state last satisfied (I1)-(I3) (3.1)",
-						 why);
-			}
+			SBelow[s][u] = INT32_MAX;
+			StreamAdvance(s, u, true);
 		}
-		if (now_ok)
-			AdminDirty = false;
+	for (int c; (c = NextCandidate(&borrowing)) >= 0;)
+	{
+		const QsJob *C = &B[c].j;
+		const QsDecision *d = Rp.i < Rp.nd ? &Rp.D[Rp.i] : NULL;
+
+		Rp.k = c;
+		if (d != NULL && d->action == QS_DISPATCH && d->job_id == C->id)
+			ReplayDispatch(c);
+		else if (d != NULL && d->action == QS_PREEMPT && d->preempted_for == C->id)
+			ReplayVictims(c);
+		else
+			ReplayNothing(c, d, borrowing);
+		StreamAdvance(C->share, C->unit, false);
 	}
+}
+
+/* after WApply: the reason each RUNNABLE job must have (3.7, 3.10, 3.11) */
+static void
+ExpectReasons(void)
+{
+	Rp.nrunnable = 0;
+	for (int k = 0; k < Rp.n; k++)
+	{
+		const WJob *a = &W.jobs[k];
+		const char *r;
+
+		if (a->state != W_RUNNABLE)
+			continue;
+		Rp.runnable[Rp.nrunnable++] = k;
+		Rp.reason[k] = r = ExpectedReason(&a->j);
+		if (r != NULL && strcmp(r, "NO_AGENT_FITS") == 0)
+			St.no_agent_fits++;
+		if (IsBudgetExhausted(r))
+			St.over_budget++;
+		if (IsBudgetExhausted(r) &&
+			W.budget[a->j.share][a->j.unit] != floor(W.budget[a->j.share][a->j.unit]))
+			St.over_fraction++;
+	}
+}
+
+/*
+ * CheckedPass runs a pass and replays its decisions on a model of the
+ * pass's steps, walking the table of rules (CheckRules) at each event.
+ */
+static PassResult
+CheckedPass(void)
+{
+	PassResult	res;
+
+	PassRead(&res);
+	CheckRules(EV_READ);
+	ReadDecisions();
+	ReplayTimeWorkAndRepairs();
+	ReplayRecheck();
+	if (Cf.env_enabled)
+		ReplayFreedPromises();
+	CheckRules(EV_LOOP_BEGIN);
+	if (Cf.env_enabled)
+		ReplayLoop();
+	CheckRules(EV_LOOP_END);
+	St.promises += Rp.out->npromised;
+	WApply(&W);
+	ExpectReasons();
+	CheckRules(EV_APPLIED);
 	St.checks++;
 	LastOut = NULL;
 	WFreeAll();
@@ -2638,26 +3561,21 @@ Running(int k)
 	Trace("job %d RUNNING", k + 1);
 }
 
-/* the agent acknowledges a requested stop; the outcome checked */
+/* the agent acknowledges a requested stop; the outcome checked (EV_ACK) */
 static void
 Ack(int k)
 {
 	WJob	   *job = &W.jobs[k];
-	Outcome		o = MyOutcome(&job->j, job->j.stop);
-	int32_t		fa = job->j.failed_attempts, pc = job->j.preemption_count;
-	int32_t		ll = job->j.lease_losses;
-	QsStop		stop = job->j.stop;
 
+	Acked.k = k;
+	Acked.o = MyOutcome(&job->j, job->j.stop);
+	Acked.fa = job->j.failed_attempts;
+	Acked.pc = job->j.preemption_count;
+	Acked.ll = job->j.lease_losses;
+	Acked.stop = job->j.stop;
 	WStopped(&W, job);
-	if (job->state != (o.action == QS_FAIL ? W_FAILED : W_RUNNABLE) ||
-		job->j.failed_attempts != fa + (o.counter == QS_COUNT_FAILED_ATTEMPT) ||
-		job->j.preemption_count != pc + (o.counter == QS_COUNT_PREEMPTION) ||
-		job->j.lease_losses != ll + (o.counter == QS_COUNT_LEASE_LOSS))
-		Fail("outcome", "job %d stopped (%s, fa %d/%d, pc %d/%d): now %s fa=%d pc=%d, expected %s (3.6, 3.8)",
-			 k + 1, StopText(stop), fa, job->j.max_attempts, pc, job->j.preemption_retries,
-			 StateName(job->state), job->j.failed_attempts, job->j.preemption_count,
-			 o.action == QS_FAIL ? "FAILED" : "RUNNABLE");
-	Trace("job %d STOPPED (%s) -> %s", k + 1, StopText(stop), StateName(job->state));
+	CheckRules(EV_ACK);
+	Trace("job %d STOPPED (%s) -> %s", k + 1, StopText(Acked.stop), StateName(job->state));
 }
 
 static void
@@ -2783,93 +3701,108 @@ NewEpisode(void)
 	Trace("new configuration: %d units, %d shares", nunits, nshares);
 }
 
-static void
-AdminChange(void)
+/*
+ * AdminOption: an admin changes an option of 0.2 of share s (sh) or of the
+ * queue; true when a limit changed (lend_limit: the supply may shrink).
+ */
+static bool
+AdminOption(int s, QsShare *sh)
 {
-	int			s = Rand(0, W.nshares - 1), u = Rand(0, W.nunits - 1);
-	QsShare    *sh = &W.shares[s];
-
-	/* the options of 0.2, in a quarter of the changes */
-	if (Chance(25))
+	switch (Rand(0, 4))
 	{
-		switch (Rand(0, 4))
-		{
-			case 0:
-				sh->strict = !sh->strict;
-				Trace("admin: share %d queueing %s", s, sh->strict ? "STRICT" : "BEST_EFFORT");
-				return;			/* no limit changed */
-			case 1:
-				sh->min_runtime = Chance(30) ? 0 : RandomMinRuntime();
-				Trace("admin: share %d min_runtime %" PRId64, s, sh->min_runtime);
-				return;
-			case 2:
-				if (sh->strategy == QS_RESERVE)
-					return;		/* an error: lend_limit stays -1 */
-				sh->lend_limit = Chance(30) ? -1 : RandomLendLimit();
-				Trace("admin: share %d lend_limit %d", s, sh->lend_limit);
-				break;			/* supply may shrink: a limit changed */
-			case 3:
-				sh->weight = RandomWeight();
-				Trace("admin: share %d weight %d", s, sh->weight);
-				return;
-			case 4:
-				W.fair = !W.fair;
-				Trace("admin: borrow_order %s", W.fair ? "FAIR" : "FIFO");
-				return;
-		}
-		AdminDirty = true;
-		return;
+		case 0:
+			sh->strict = !sh->strict;
+			Trace("admin: share %d queueing %s", s, sh->strict ? "STRICT" : "BEST_EFFORT");
+			return false;		/* no limit changed */
+		case 1:
+			sh->min_runtime = Chance(30) ? 0 : RandomMinRuntime();
+			Trace("admin: share %d min_runtime %" PRId64, s, sh->min_runtime);
+			return false;
+		case 2:
+			if (sh->strategy == QS_RESERVE)
+				return false;	/* an error: lend_limit stays -1 */
+			sh->lend_limit = Chance(30) ? -1 : RandomLendLimit();
+			Trace("admin: share %d lend_limit %d", s, sh->lend_limit);
+			return true;		/* supply may shrink: a limit changed */
+		case 3:
+			sh->weight = RandomWeight();
+			Trace("admin: share %d weight %d", s, sh->weight);
+			return false;
+		case 4:
+			W.fair = !W.fair;
+			Trace("admin: borrow_order %s", W.fair ? "FAIR" : "FIFO");
+			return false;
 	}
+	return false;
+}
+
+/* an admin changes share s's strategy (and its borrow_limit, lend_limit) */
+static void
+AdminStrategy(int s, QsShare *sh)
+{
+	int			r = Rand(0, 2);
+
+	sh->strategy = r == 0 ? QS_RESERVE : r == 1 ? QS_LEND : QS_LEND_AND_BORROW;
+	sh->borrow_limit = sh->strategy == QS_LEND_AND_BORROW && Chance(50) ? Rand(0, 300) : -1;
+	if (sh->strategy == QS_RESERVE)
+		sh->lend_limit = -1;	/* else an error (1) */
+	else if (Chance(20))
+		sh->lend_limit = RandomLendLimit();
+	Trace("admin: share %d %s %d lend_limit %d", s, StratName(sh->strategy),
+		  sh->borrow_limit, sh->lend_limit);
+}
+
+/* an admin changes unit u's environment limit, near the shares' capacities */
+static void
+AdminEnvLimit(int u)
+{
+	int64_t		sum = 0, e;
+
+	for (int t = 0; t < W.nshares; t++)
+		sum += W.capacity[t][u];
+	e = Chance(30) ? sum : sum + Rand(-5, 5);
+	W.units[u].env_limit = e < 0 ? 0 : e;
+	Trace("admin: E(%d) = %" PRId64, u, W.units[u].env_limit);
+}
+
+/*
+ * AdminLimit: an admin changes a limit of share s (sh) or unit u, or
+ * another setting of the share or the queue; true when a limit changed.
+ */
+static bool
+AdminLimit(int s, int u, QsShare *sh)
+{
 	switch (Rand(0, 9))
 	{
 		case 0:
 		case 1:
 			W.capacity[s][u] = Chance(25) ? 0 : Rand(1, 6);
 			Trace("admin: C(%d,%d) = %" PRId64, s, u, W.capacity[s][u]);
-			break;
+			return true;
 		case 2:
-			{
-				int			r = Rand(0, 2);
-
-				sh->strategy = r == 0 ? QS_RESERVE : r == 1 ? QS_LEND : QS_LEND_AND_BORROW;
-				sh->borrow_limit = sh->strategy == QS_LEND_AND_BORROW && Chance(50) ? Rand(0, 300) : -1;
-				if (sh->strategy == QS_RESERVE)
-					sh->lend_limit = -1;	/* else an error (1) */
-				else if (Chance(20))
-					sh->lend_limit = RandomLendLimit();
-				Trace("admin: share %d %s %d lend_limit %d", s, StratName(sh->strategy),
-					  sh->borrow_limit, sh->lend_limit);
-				break;
-			}
+			AdminStrategy(s, sh);
+			return true;
 		case 3:
 			if (sh->strategy == QS_LEND_AND_BORROW)
 				sh->borrow_limit = Chance(30) ? -1 : Rand(0, 300);
 			Trace("admin: share %d borrow_limit %d", s, sh->borrow_limit);
-			break;
+			return true;
 		case 4:
 			sh->enabled = !sh->enabled;
 			Trace("admin: share %d %s", s, sh->enabled ? "ENABLED" : "DISABLED");
-			break;
+			return true;
 		case 5:
 		case 6:
-			{
-				int64_t		sum = 0, e;
-
-				for (int t = 0; t < W.nshares; t++)
-					sum += W.capacity[t][u];
-				e = Chance(30) ? sum : sum + Rand(-5, 5);
-				W.units[u].env_limit = e < 0 ? 0 : e;
-				Trace("admin: E(%d) = %" PRId64, u, W.units[u].env_limit);
-				break;
-			}
+			AdminEnvLimit(u);
+			return true;
 		case 7:
 			sh->in_share_preemption = !sh->in_share_preemption;
 			Trace("admin: share %d in_share_preemption %d", s, sh->in_share_preemption);
-			return;				/* no limit changed */
+			return false;		/* no limit changed */
 		case 8:
 			W.env_enabled = W.env_enabled ? !Chance(40) : Chance(80);
 			Trace("admin: environment %s", W.env_enabled ? "ENABLED" : "DISABLED");
-			return;
+			return false;
 		case 9:
 			if (Chance(50))
 				W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
@@ -2877,15 +3810,27 @@ AdminChange(void)
 				W.claim_timeout = RandomClaimTimeout();
 			Trace("admin: runnable_timeout %" PRId64 " claim_timeout %" PRId64,
 				  W.runnable_timeout, W.claim_timeout);
-			return;
+			return false;
 	}
-	AdminDirty = true;
+	return false;
+}
+
+/* an admin changes the configuration: the options of 0.2 in a quarter of the changes */
+static void
+AdminChange(void)
+{
+	int			s = Rand(0, W.nshares - 1), u = Rand(0, W.nunits - 1);
+	QsShare    *sh = &W.shares[s];
+
+	if (Chance(25) ? AdminOption(s, sh) : AdminLimit(s, u, sh))
+		AdminDirty = true;
 }
 
 /*
- * Liveness (d): freeze the outside world and repeat passes, agents claiming
- * every SCHEDULED job (none in a claim outage) and acknowledging every
- * requested stop, until a pass decides nothing with no stop pending.  At
+ * Liveness (3, 3.6): freeze the outside world and repeat passes, agents
+ * claiming every SCHEDULED job (none in a claim outage) and acknowledging
+ * every requested stop, until a pass decides nothing with no stop pending
+ * (EV_FIXED_POINT; none within NROUNDS: EV_NO_FIXED_POINT, churn).  At
  * that fixed point no promise may remain: a kept promise whose victims have
  * all stopped is dispatched (3.6), and one that could not be lapses (a
  * held-back one at once, 3.10).  Time stands still and the fleet does not
@@ -2905,9 +3850,7 @@ Liveness(void)
 
 		if (!r.stops_pending_before && r.ndecisions == 0 && r.nlapsed == 0 && r.npromised == 0)
 		{
-			for (int k = 0; k < W.njobs && W.env_enabled; k++)
-				if (W.jobs[k].state == W_RUNNABLE && W.jobs[k].j.promised_at != QS_NO_TIME)
-					Fail("liveness", "fixed point reached with job %d still promised room it never gets", k + 1);
+			CheckRules(EV_FIXED_POINT);
 			St.fixed_points++;
 			if (round > St.max_rounds)
 				St.max_rounds = round;
@@ -2922,109 +3865,158 @@ Liveness(void)
 				Ack(k);
 		}
 	}
-	Fail("liveness", "no fixed point after %d rounds of passes in a frozen world (churn)", NROUNDS);
+	CheckRules(EV_NO_FIXED_POINT);
 }
 
+/*
+ * the fleet (3.10): agents register, drain, go away, on some episodes;
+ * sometimes the large ones of a promised job's unit, so that its promise
+ * lapses
+ */
 static void
-RandomStep(void)
+FleetChange(void)
 {
-	int			r, k;
-	int			backlog = CountIn(W_RUNNABLE);
+	int			k;
 
-	/*
-	 * the fleet (3.10): agents register, drain, go away, on some episodes;
-	 * sometimes the large ones of a promised job's unit, so that its
-	 * promise lapses
-	 */
-	if (Fleet && Chance(3))
+	if (Chance(30) && (k = Pick(PPromised)) >= 0)
 	{
-		if (Chance(30) && (k = Pick(PPromised)) >= 0)
-		{
-			W.units[W.jobs[k].j.unit].agent_bound = true;
-			W.units[W.jobs[k].j.unit].agent_max = Rand(0, W.jobs[k].j.count - 1);
-			Trace("agents: unit %d bound at %" PRId64 ", below promised job %d", W.jobs[k].j.unit,
-				  W.units[W.jobs[k].j.unit].agent_max, k + 1);
-		}
-		else
-			RandomAgents(Rand(0, W.nunits - 1));
+		W.units[W.jobs[k].j.unit].agent_bound = true;
+		W.units[W.jobs[k].j.unit].agent_max = Rand(0, W.jobs[k].j.count - 1);
+		Trace("agents: unit %d bound at %" PRId64 ", below promised job %d", W.jobs[k].j.unit,
+			  W.units[W.jobs[k].j.unit].agent_max, k + 1);
+	}
+	else
+		RandomAgents(Rand(0, W.nunits - 1));
+}
+
+/* a submission, or with a deep backlog the termination of a waiting job */
+static void
+SubmitOrTerminate(void)
+{
+	int			k;
+
+	if (CountIn(W_RUNNABLE) < 60)
+		Submit();
+	else if ((k = Pick(PRunnable)) >= 0)
+	{
+		W.jobs[k].state = W_FAILED;	/* terminate a waiting job */
+		W.jobs[k].j.promised_at = QS_NO_TIME;
+		Trace("terminate RUNNABLE job %d", k + 1);
+	}
+}
+
+/* agents claim; with a claim timeout, sometimes no agent claims for a while */
+static void
+Claims(void)
+{
+	int			k;
+
+	if (ClaimOutage)
+	{
+		ClaimOutage = !Chance(20);
+		if (!ClaimOutage)
+			Trace("claim outage ends");
+	}
+	else if (W.claim_timeout != QS_NO_TIME && Chance(8))
+	{
+		ClaimOutage = true;
+		Trace("claim outage");
+	}
+	else
+		for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
+			ClaimOne(k);
+}
+
+/* a claimed job ends: SUCCEEDED, or FAILED (a pending stop is void, 3.6) */
+static void
+EndAttempt(void)
+{
+	int			k;
+	WJob	   *job;
+
+	if ((k = Pick(PClaimed)) < 0)
 		return;
-	}
-	r = Rand(0, 99);
-	if (r < 16)
+	job = &W.jobs[k];
+	if (Chance(75))
 	{
-		if (backlog < 60)
-			Submit();
-		else if ((k = Pick(PRunnable)) >= 0)
-		{
-			W.jobs[k].state = W_FAILED;	/* terminate a waiting job */
-			W.jobs[k].j.promised_at = QS_NO_TIME;
-			Trace("terminate RUNNABLE job %d", k + 1);
-		}
+		WEnd(&W, job, W_SUCCEEDED);
+		Trace("job %d SUCCEEDED", k + 1);
 	}
-	else if (r < 36)
-		CheckedPass();
-	else if (r < 46)
+	else
 	{
-		/* with a claim timeout, sometimes no agent claims for a while */
-		if (ClaimOutage)
-		{
-			ClaimOutage = !Chance(20);
-			if (!ClaimOutage)
-				Trace("claim outage ends");
-		}
-		else if (W.claim_timeout != QS_NO_TIME && Chance(8))
-		{
-			ClaimOutage = true;
-			Trace("claim outage");
-		}
-		else
-			for (int c = Rand(1, 3); c > 0 && (k = Pick(PScheduled)) >= 0; c--)
-				ClaimOne(k);
+		job->j.failed_attempts++;
+		EndAttemptHere(job, job->j.failed_attempts >= job->j.max_attempts);
+		Trace("job %d FAILED -> %s", k + 1, StateName(job->state));
 	}
-	else if (r < 54)
-	{
-		if ((k = Pick(PStarting)) >= 0)
-			Running(k);
-	}
-	else if (r < 65)
-	{
-		if ((k = Pick(PClaimed)) >= 0)
-		{
-			WJob	   *job = &W.jobs[k];
+}
 
-			if (Chance(75))
-			{
-				WEnd(&W, job, W_SUCCEEDED);
-				Trace("job %d SUCCEEDED", k + 1);
-			}
-			else
-			{
-				/* FAILED: a failed attempt; a pending stop is void (3.6) */
-				job->j.failed_attempts++;
-				EndAttemptHere(job, job->j.failed_attempts >= job->j.max_attempts);
-				Trace("job %d FAILED -> %s", k + 1, StateName(job->state));
-			}
-		}
-	}
-	else if (r < 74)
-	{
-		if ((k = Pick(PStopping)) >= 0)
-			Ack(k);
-	}
-	else if (r < 76)
-	{
-		if ((k = Pick(PClaimed)) >= 0)
-		{
-			QsTime		lease = W.jobs[k].j.lease_until;
+/* a claimed job's agent is lost: time passes its lease, the others beat */
+static void
+LoseLease(void)
+{
+	int			k;
 
-			if (W.now <= lease)
-				OverTimeAdvance(lease + 1);
-			Heartbeat(100);		/* the other agents are alive */
-			W.jobs[k].j.lease_until = lease;
-			Trace("job %d loses its lease", k + 1);
-		}
+	if ((k = Pick(PClaimed)) >= 0)
+	{
+		QsTime		lease = W.jobs[k].j.lease_until;
+
+		if (W.now <= lease)
+			OverTimeAdvance(lease + 1);
+		Heartbeat(100);			/* the other agents are alive */
+		W.jobs[k].j.lease_until = lease;
+		Trace("job %d loses its lease", k + 1);
 	}
-	else if (r < 81)
+}
+
+/*
+ * time passes: with a claim timeout, sometimes to within a microsecond of
+ * the time a claim timeout passes or a backoff ends, to try the edges; a
+ * long one: sometimes a long while passes
+ */
+static void
+TimePasses(void)
+{
+	int			k;
+
+	if (W.claim_timeout != QS_NO_TIME && Chance(25) && (k = Pick(PFleetEdge)) >= 0)
+	{
+		QsTime		edge = FleetEdge(&W.jobs[k]) + Rand(-1, 1);
+
+		OverTimeAdvance(edge > W.now ? edge : W.now);
+	}
+	else if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
+		OverTimeAdvance(W.now + W.claim_timeout * Rand(1, 3) / 2);
+	else
+		OverTimeAdvance(W.now + (QsTime) Rand(1, 20) * SEC);
+	Heartbeat(85);
+	Trace("time +");
+}
+
+/* terminate (scheduling.md 7) */
+static void
+Terminate(void)
+{
+	int			k;
+
+	if ((k = Pick(PLive)) >= 0)
+	{
+		WJob	   *job = &W.jobs[k];
+
+		if (job->state == W_RUNNABLE || (job->state == W_SCHEDULED && !job->j.claimed))
+			EndAttemptHere(job, true);
+		else if (job->j.stop == QS_STOP_NONE)
+			job->j.stop = QS_STOP_TERMINATED;
+		Trace("terminate job %d", k + 1);
+	}
+}
+
+/* the agents' and the users' steps, the rarer ones */
+static void
+OtherStep(int r)
+{
+	int			k;
+
+	if (r < 81)
 	{
 		if ((k = Pick(PLive)) >= 0 && (W.jobs[k].state == W_RUNNABLE || Chance(50)))
 		{
@@ -3035,39 +4027,9 @@ RandomStep(void)
 	else if (r < 84)
 		AdminChange();
 	else if (r < 93)
-	{
-		/*
-		 * with a claim timeout, sometimes to within a microsecond of the
-		 * time a claim timeout passes or a backoff ends, to try the edges;
-		 * a long one: sometimes a long while passes
-		 */
-		if (W.claim_timeout != QS_NO_TIME && Chance(25) && (k = Pick(PFleetEdge)) >= 0)
-		{
-			QsTime		edge = FleetEdge(&W.jobs[k]) + Rand(-1, 1);
-
-			OverTimeAdvance(edge > W.now ? edge : W.now);
-		}
-		else if (W.claim_timeout != QS_NO_TIME && W.claim_timeout > 600 * SEC && Chance(15))
-			OverTimeAdvance(W.now + W.claim_timeout * Rand(1, 3) / 2);
-		else
-			OverTimeAdvance(W.now + (QsTime) Rand(1, 20) * SEC);
-		Heartbeat(85);
-		Trace("time +");
-	}
+		TimePasses();
 	else if (r < 95)
-	{
-		/* terminate (scheduling.md 7) */
-		if ((k = Pick(PLive)) >= 0)
-		{
-			WJob	   *job = &W.jobs[k];
-
-			if (job->state == W_RUNNABLE || (job->state == W_SCHEDULED && !job->j.claimed))
-				EndAttemptHere(job, true);
-			else if (job->j.stop == QS_STOP_NONE)
-				job->j.stop = QS_STOP_TERMINATED;
-			Trace("terminate job %d", k + 1);
-		}
-	}
+		Terminate();
 	else if (r < 96)
 	{
 		/* release (5.2): a held job back to RUNNABLE, counters unchanged */
@@ -3077,13 +4039,45 @@ RandomStep(void)
 			Trace("release job %d", k + 1);
 		}
 	}
+	else if ((k = Pick(PStopping)) >= 0)
+		Ack(k);
 	else
+		CheckedPass();
+}
+
+static void
+RandomStep(void)
+{
+	int			r, k;
+
+	if (Fleet && Chance(3))
+	{
+		FleetChange();
+		return;
+	}
+	r = Rand(0, 99);
+	if (r < 16)
+		SubmitOrTerminate();
+	else if (r < 36)
+		CheckedPass();
+	else if (r < 46)
+		Claims();
+	else if (r < 54)
+	{
+		if ((k = Pick(PStarting)) >= 0)
+			Running(k);
+	}
+	else if (r < 65)
+		EndAttempt();
+	else if (r < 74)
 	{
 		if ((k = Pick(PStopping)) >= 0)
 			Ack(k);
-		else
-			CheckedPass();
 	}
+	else if (r < 76)
+		LoseLease();
+	else
+		OtherStep(r);
 }
 
 static int episode_cap;
@@ -3128,7 +4122,7 @@ main(int argc, char **argv)
 		   St.over_fraction, Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
-		printf("sim: failures [%s]: %ld\n", Tags[t], TagCount[t]);
+		printf("sim: failures %s [%s]: %ld\n", TagSection[t], Tags[t], TagCount[t]);
 	printf("sim: %ld steps, %ld failures\n", Steps, St.failures);
 	return St.failures ? 1 : 0;
 }

@@ -105,14 +105,15 @@ test_held_back_strict(void)
  * what keeps it waiting (explain: QsStrictHeadHeld), whatever holds that
  * job back: no agent fits it, its share's budget, its claim backoff.  Not
  * in a BEST_EFFORT share, not for the held-back job itself, not across
- * units, and not behind a job that only waits for capacity.
+ * units, and (test_strict_head_not_held) not behind a job that only waits
+ * for capacity.
  */
 static void
 test_strict_head_held(void)
 {
 	World		w;
 	int			a, b, gpu;
-	WJob	   *big, *small, *other_unit, *be_big, *be_small, *first;
+	WJob	   *big, *small, *other_unit, *be_big, *be_small;
 	QsJob		head;
 	const QsOutput *out;
 
@@ -148,7 +149,22 @@ test_strict_head_held(void)
 	CHECK(WStrictHead(&w, small, &head) == QS_HOLD_CLAIM_BACKOFF && head.id == big->j.id,
 		  "strict head: held by a head in its claim backoff");
 	big->j.claim_backoff_until = QS_NO_TIME;
+}
 
+/*
+ * No job ahead holds a job of a STRICT share back when it only waits for
+ * capacity, nor when step 1 fails it (test_strict_head_held, continued).
+ */
+static void
+test_strict_head_not_held(void)
+{
+	World		w;
+	int			a;
+	WJob	   *small, *first;
+	QsJob		head;
+	const QsOutput *out;
+
+	memset(&head, 0, sizeof(head));
 	WInit(&w, 4);
 	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 4);
 	w.shares[a].strict = true;
@@ -329,6 +345,7 @@ main(void)
 	test_held_back_not_tried();
 	test_held_back_strict();
 	test_strict_head_held();
+	test_strict_head_not_held();
 	test_no_agent_fits_timeout();
 	test_held_back_wants_nothing();
 	test_held_back_promise_lapses();

@@ -56,8 +56,9 @@ Example(QsLendLevel *s)
 
 #define FROM(lent, lender, borrower) ((lent).seconds[(lender) + 1][(borrower)])
 
-int
-main(void)
+/* One borrower: the unassigned capacity first, then the lenders in proportion. */
+static void
+test_one_borrower(void)
 {
 	QsLendLevel s[MAXS];
 	Lent		lent;
@@ -78,6 +79,14 @@ main(void)
 	QsLendSpan(s, 4, 10, 600, Collect, &lent);
 	CHECK(Near(FROM(lent, QS_LEND_UNASSIGNED, NLP), 600) && Near(FROM(lent, VISION, NLP), 600) &&
 		  Near(FROM(lent, SPEECH, NLP), 600), "a lender lends only its idle capacity: 600 each");
+}
+
+/* Two borrowers: each has of each source its part of all that is borrowed. */
+static void
+test_two_borrowers(void)
+{
+	QsLendLevel s[MAXS];
+	Lent		lent;
 
 	/* two borrowers of 1 each share every source half and half */
 	Example(s);
@@ -100,6 +109,14 @@ main(void)
 	CHECK(Near(FROM(lent, QS_LEND_UNASSIGNED, NLP), 75) && Near(FROM(lent, QS_LEND_UNASSIGNED, SPEECH), 25) &&
 		  Near(FROM(lent, VISION, NLP), 225) && Near(FROM(lent, VISION, SPEECH), 75),
 		  "each borrower has of each source its part of all that is borrowed");
+}
+
+/* What there is to lend bounds what is lent; no loan, no time: nothing. */
+static void
+test_bounds(void)
+{
+	QsLendLevel s[MAXS];
+	Lent		lent;
 
 	/* more borrowed than there is to lend: the excess is lent by no one */
 	Example(s);
@@ -128,6 +145,13 @@ main(void)
 	s[NLP].used = 3;
 	QsLendSpan(s, 4, 10, 0, Collect, &lent);
 	CHECK(lent.calls == 0, "nothing borrowed, or no time: nothing lent");
+}
 
+int
+main(void)
+{
+	test_one_borrower();
+	test_two_borrowers();
+	test_bounds();
 	return TapDone();
 }

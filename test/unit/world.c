@@ -279,15 +279,13 @@ ReasonExpired(const World *w, const WJob *job)
 }
 
 /*
- * Snapshot builds the snapshot of the world a pass reads: counters of held
+ * SnapshotJobs reads the jobs into the snapshot: the counters of held
  * capacity, the held jobs due for time-based work or stopping for a
- * promised job, the promised and expired RUNNABLE jobs, and sources for
- * the rest.
+ * promised job, the promised and expired RUNNABLE jobs.
  */
 static void
-Snapshot(World *w, QsInput *out)
+SnapshotJobs(World *w, QsInput *in)
 {
-	QsInput		in;
 	int			cells = w->nshares * w->nunits + 1;
 	int64_t    *held = WAlloc(NULL, sizeof(int64_t) * cells);
 	int64_t    *stopping = WAlloc(NULL, sizeof(int64_t) * cells);
@@ -297,31 +295,6 @@ Snapshot(World *w, QsInput *out)
 	QsJob	   *expired = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 	QsJob	   *no_agent = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 
-	memset(&in, 0, sizeof(in));
-	in.now = w->now;
-	in.env_enabled = w->env_enabled;
-	in.fair = w->fair;
-	if (w->memory)
-	{
-		double	   *recent = WAlloc(NULL, sizeof(double) * cells);
-
-		for (int s = 0; s < w->nshares; s++)
-			for (int u = 0; u < w->nunits; u++)
-				recent[s * w->nunits + u] = w->recent_borrow[s][u];
-		in.recent_borrow = recent;
-	}
-	in.nunits = w->nunits;
-	in.units = w->units;
-	in.nshares = w->nshares;
-	in.shares = w->shares;
-	in.held = held;
-	in.stopping = stopping;
-	in.due = due;
-	in.victims = victims;
-	in.promised = promised;
-	in.expired = expired;
-	in.no_agent_expired = no_agent;
-	in.claim_timeout = w->claim_timeout;
 	for (int i = 0; i < w->njobs; i++)
 	{
 		WJob	   *job = &w->jobs[i];
@@ -334,22 +307,60 @@ Snapshot(World *w, QsInput *out)
 			if (job->j.stop != QS_STOP_NONE)
 				stopping[at] += job->j.count;
 			if (Due(w, &job->j))
-				due[in.ndue++] = job->j;
+				due[in->ndue++] = job->j;
 			if (job->j.preempted_for != 0 && job->j.stop != QS_STOP_NONE)
-				victims[in.nvictims++] = job->j;
+				victims[in->nvictims++] = job->j;
 		}
 		else if (job->state == W_RUNNABLE)
 		{
 			if (job->j.promised_at != QS_NO_TIME)
-				promised[in.npromised++] = job->j;
+				promised[in->npromised++] = job->j;
 			if (!ReasonExpired(w, job))
 				continue;
 			if (strncmp(job->status_reason, "MISCONFIGURATION:", 17) == 0)
-				expired[in.nexpired++] = job->j;
+				expired[in->nexpired++] = job->j;
 			else if (strcmp(job->status_reason, "NO_AGENT_FITS") == 0)
-				no_agent[in.nno_agent_expired++] = job->j;
+				no_agent[in->nno_agent_expired++] = job->j;
 		}
 	}
+	in->held = held;
+	in->stopping = stopping;
+	in->due = due;
+	in->victims = victims;
+	in->promised = promised;
+	in->expired = expired;
+	in->no_agent_expired = no_agent;
+}
+
+/*
+ * Snapshot builds the snapshot of the world a pass reads: the
+ * configuration, the jobs as SnapshotJobs reads them, and sources for the
+ * rest.
+ */
+static void
+Snapshot(World *w, QsInput *out)
+{
+	QsInput		in;
+
+	memset(&in, 0, sizeof(in));
+	SnapshotJobs(w, &in);
+	in.now = w->now;
+	in.env_enabled = w->env_enabled;
+	in.fair = w->fair;
+	if (w->memory)
+	{
+		double	   *recent = WAlloc(NULL, sizeof(double) * (w->nshares * w->nunits + 1));
+
+		for (int s = 0; s < w->nshares; s++)
+			for (int u = 0; u < w->nunits; u++)
+				recent[s * w->nunits + u] = w->recent_borrow[s][u];
+		in.recent_borrow = recent;
+	}
+	in.nunits = w->nunits;
+	in.units = w->units;
+	in.nshares = w->nshares;
+	in.shares = w->shares;
+	in.claim_timeout = w->claim_timeout;
 	in.source.next = SourceNext;
 	in.source.smallest = SourceSmallest;
 	in.source.held = SourceHeld;
