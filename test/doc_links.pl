@@ -95,4 +95,37 @@ if (defined $readme)
 		print "ok 2 - README.md has at most $readme_max lines ($lines)\n";
 	}
 }
+
+# The simulator names each of its checks after a section of scheduling.md 3
+# (test/unit/sim.c's table of rules): each name is a heading there.
+if (-f 'test/unit/sim.c' && -f 'doc/scheduling.md')
+{
+	my %heading;
+	open(my $doc, '<', 'doc/scheduling.md') or die "doc/scheduling.md: $!";
+	while (<$doc>)
+	{
+		next unless /^##+ (.*?)\s*$/;
+		(my $h = $1) =~ s/^(\d+)\. /$1 /;    # "## 3. The pass" is rule "3 The pass"
+		$heading{$h} = 1;
+	}
+	close $doc;
+	open(my $sim, '<', 'test/unit/sim.c') or die "test/unit/sim.c: $!";
+	my @missing;
+	while (<$sim>)
+	{
+		push @missing, $1 if /^\t\{"(3[.0-9]* [^"]*)", Check_/ && !$heading{$1};
+	}
+	close $sim;
+	if (@missing)
+	{
+		print "# test/unit/sim.c names a rule that is no heading of doc/scheduling.md: $_\n"
+		  for @missing;
+		print "not ok 3 - the simulator's rules are sections of scheduling.md\n";
+		$failed = 1;
+	}
+	else
+	{
+		print "ok 3 - the simulator's rules are sections of scheduling.md\n";
+	}
+}
 exit($failed);
