@@ -574,6 +574,21 @@ ApplyEvent(Replay *r, const Event *e)
 	}
 }
 
+/* What every input of the core has of the world: its capacity and holdings. */
+static void
+BaseInput(Replay *r, const QsReplayConfig *c, QsInput *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->now = r->now;
+	in->env_enabled = c->env_enabled;
+	in->nunits = c->nunits;
+	in->units = c->units;
+	in->nshares = c->nshares;
+	in->shares = r->shares;
+	in->held = r->held;
+	in->stopping = r->stopping;
+}
+
 /* The snapshot a pass reads: the world as it is. */
 static void
 Snapshot(Replay *r, QsInput *out)
@@ -584,17 +599,9 @@ Snapshot(Replay *r, QsInput *out)
 	QsJob	   *promised = due + r->ndue;
 	QsJob	   *expired = promised + r->promised.n;
 
-	memset(&in, 0, sizeof(in));
-	in.now = r->now;
-	in.env_enabled = c->env_enabled;
+	BaseInput(r, c, &in);
 	in.fair = c->fair;
 	in.recent_borrow = c->half_life > 0 ? r->recent : NULL;
-	in.nunits = c->nunits;
-	in.units = c->units;
-	in.nshares = c->nshares;
-	in.shares = r->shares;
-	in.held = r->held;
-	in.stopping = r->stopping;
 	for (int i = 0; i < r->ndue; i++)
 		if (r->jobs[r->due[i]].state == QS_RUNNING)
 			due[in.ndue++] = r->jobs[r->due[i]].j;
@@ -800,16 +807,8 @@ SetupLimits(Replay *r)
 	QsInput		in;
 	QsOutput	out;
 
-	memset(&in, 0, sizeof(in));
+	BaseInput(r, c, &in);
 	memset(&out, 0, sizeof(out));
-	in.now = r->now;
-	in.env_enabled = c->env_enabled;
-	in.nunits = c->nunits;
-	in.units = c->units;
-	in.nshares = c->nshares;
-	in.shares = r->shares;
-	in.held = r->held;
-	in.stopping = r->stopping;
 	in.alloc = r->mem->alloc;
 	in.alloc_arg = r->mem->arg;
 	QsComputeFitLimits(&in, &out);

@@ -744,6 +744,22 @@ WriteEnds(const QsOutput *out, TimestampTz now)
 }
 
 /*
+ * RunForDecisions runs a statement that takes the ids of the jobs of the
+ * decisions of actions a or b as $1, and the pass's time as $2.
+ */
+static void
+RunForDecisions(QsQuery *query, const QsOutput *out, QsAction a, QsAction b, TimestampTz now)
+{
+	QsArray		ids;
+	const QsDecision *d;
+
+	QsArrayInit(&ids, INT8OID, out->ndecisions);
+	for (int i = -1; (d = NextDecision(out, &i, a, b)) != NULL;)
+		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
+	RunForJobs(query, &ids, 1, now);
+}
+
+/*
  * Ends the open rows of job_attempt of the jobs of $1 at $2, passing over
  * the rows another transaction holds (an agent's call left open): whoever
  * holds a queue's lock never waits for a row lock.  Such a row stays open.
@@ -766,14 +782,8 @@ static QsQuery CloseAttemptsQuery = {
 void
 QsWriteEnds(const QsOutput *out, TimestampTz now)
 {
-	QsArray		ids;
-	const QsDecision *d;
-
 	WriteEnds(out, now);
-	QsArrayInit(&ids, INT8OID, out->ndecisions);
-	for (int i = -1; (d = NextDecision(out, &i, QS_REQUEUE, QS_FAIL)) != NULL;)
-		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
-	RunForJobs(&CloseAttemptsQuery, &ids, 1, now);
+	RunForDecisions(&CloseAttemptsQuery, out, QS_REQUEUE, QS_FAIL, now);
 }
 
 /*
@@ -813,13 +823,7 @@ static QsQuery DispatchesQuery = {
 void
 QsWriteDispatches(const QsOutput *out, TimestampTz now)
 {
-	QsArray		ids;
-	const QsDecision *d;
-
-	QsArrayInit(&ids, INT8OID, out->ndecisions);
-	for (int i = -1; (d = NextDecision(out, &i, QS_DISPATCH, QS_DISPATCH)) != NULL;)
-		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
-	RunForJobs(&DispatchesQuery, &ids, 1, now);
+	RunForDecisions(&DispatchesQuery, out, QS_DISPATCH, QS_DISPATCH, now);
 }
 
 static QsQuery SetPromisesQuery = {
