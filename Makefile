@@ -22,7 +22,7 @@ OBJS = $(patsubst %.c,%.o,$(sort $(filter-out src/core/%,$(wildcard src/*/*.c)))
 QS_VERSION := $(shell sed -n "s/^default_version = '\([^']*\)'$$/\1/p" quota_sched.control)
 QS_PREVIOUS = 0.3
 SQL_FUNCTIONS = validation triggers pass_api agent_api user_api reporting whatif metrics chart
-SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api reporting \
+SQL_INSTALL = roles words validation triggers tables pass_api agent_api user_api reporting \
 	whatif metrics chart policies
 DATA = sql/released/quota_sched--0.1.sql sql/released/quota_sched--0.1--0.2.sql \
 	sql/released/quota_sched--0.2--0.3.sql sql/released/quota_sched--0.3.sql

@@ -35,6 +35,7 @@
 #include "policy.h"
 #include "query.h"
 #include "usage.h"
+#include "word_io.h"
 
 
 static int	AddUnit(QsQueueState *qs, const char *unit);
@@ -100,14 +101,17 @@ CapacityOf(Jsonb *map, const char *unit)
 	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
 }
 
-static QsStrategy
-StrategyFromName(const char *name)
+/*
+ * ShareWord returns the value of a word column of a share; a value that is
+ * none of its kind's words is an error (the table's CHECKs refuse it).
+ */
+static int
+ShareWord(QsWordKind kind, HeapTuple tup, TupleDesc desc, int column, const char *share)
 {
-	if (strcmp(name, "LEND_AND_BORROW") == 0)
-		return QS_LEND_AND_BORROW;
-	if (strcmp(name, "LEND") == 0)
-		return QS_LEND;
-	return QS_RESERVE;
+	char	   *name = SPI_getvalue(tup, desc, column);
+
+	return QsParseWord(ERRCODE_INVALID_TEXT_REPRESENTATION, kind, name ? name : "",
+					   psprintf("quota share \"%s\"", share));
 }
 
 static QsQuery QueueQuery = {
@@ -242,7 +246,8 @@ LoadShares(QsQueueState *qs)
 		Datum		budget;
 
 		shares[i].name = pstrdup(SPI_getvalue(tup, desc, 1));
-		shares[i].strategy = StrategyFromName(SPI_getvalue(tup, desc, 2));
+		shares[i].strategy = (QsStrategy) ShareWord(QS_KIND_STRATEGY, tup, desc, 2,
+													shares[i].name);
 		shares[i].borrow_limit = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 		shares[i].in_share_preemption = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 		shares[i].enabled = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
@@ -259,8 +264,8 @@ LoadShares(QsQueueState *qs)
 			qs->budget_maps[i] = DatumGetJsonbPCopy(budget);
 			qs->any_budget = true;
 		}
-		if (!QsPeriodFromName(SPI_getvalue(tup, desc, 12), &qs->periods[i]))
-			qs->periods[i] = QS_PERIOD_MONTH;	/* its CHECK allows no other */
+		qs->periods[i] = (QsPeriod) ShareWord(QS_KIND_BUDGET_PERIOD, tup, desc, 12,
+											  shares[i].name);
 	}
 	qs->in.nshares = n;
 	qs->in.shares = shares;
