@@ -51,18 +51,14 @@ _Static_assert(QS_LENGTHOF(ReasonNames) == QS_REASON__COUNT, "a reason without i
 _Static_assert(QS_LENGTHOF(MisfitNames) == QS_MISFIT__COUNT, "a misfit without its name");
 _Static_assert(QS_LENGTHOF(BlockedNames) == QS_BLOCKED__COUNT, "a blocked_by without its name");
 
-/* The enums number their words from 0, but for a "none" constant first. */
-_Static_assert(QS_FAILED + 1 == QS_JOB_STATE__COUNT, "QsJobState is not its list");
-_Static_assert(QS_STOP_TERMINATED == QS_STOP__COUNT, "QsStop is not QS_STOP_NONE and its list");
-_Static_assert(QS_HOLD_CLAIM_BACKOFF == QS_HOLD__COUNT, "QsHold is not QS_HOLD_NONE and its list");
-
 /* A kind: its name (its DOMAIN's, for the kinds that columns hold) and words. */
 typedef struct WordKind
 {
 	const char *name;
 	const char *const *words;
 	int			count;
-	int			first;			/* the value of the first word: 1 after a "none" */
+	int			first;			/* the value of the first word: 1 after a "none"
+								 * constant (QS_STOP_NONE, QS_HOLD_NONE) */
 } WordKind;
 
 static const WordKind Kinds[] = {
