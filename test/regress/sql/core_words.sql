@@ -98,6 +98,16 @@ ALTER TABLE quota_sched.quota_share DROP CONSTRAINT quota_share_check2,
 UPDATE quota_sched.quota_share SET strategy = 'BORROW' WHERE name = 'cw_a';
 SELECT pg_temp.refused($$SELECT * FROM quota_sched.run_pass('cw_queue', dry_run => true)$$);
 ROLLBACK;
+-- The submitters read the configuration through the same store: a queue
+-- whose state is none of the words takes no job (22P02), where the old
+-- query took any state but ENABLED for DISABLED.
+BEGIN;
+ALTER TABLE quota_sched.job_queue DROP CONSTRAINT job_queue_check,
+	DROP CONSTRAINT job_queue_word_state;
+UPDATE quota_sched.job_queue SET state = 'PAUSED' WHERE name = 'cw_queue';
+SELECT pg_temp.refused($$INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
+	VALUES ('cw_paused', 'cw_queue', 'cw_a', 'gpu')$$);
+ROLLBACK;
 -- A stop_reason of no kind (a later version's, say) is not read as "no
 -- stop": the history of the UPDATE refuses it.
 SET ROLE quota_sched_user;
