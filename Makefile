@@ -28,7 +28,7 @@ endif
 REPORTING = reporting_usage reporting_preemptions reporting_utilization reporting_lending \
 	reporting_rollup reporting_accounting
 SQL_FUNCTIONS = validation triggers pass_api agent_api user_api $(REPORTING) whatif metrics chart
-SQL_INSTALL = roles validation triggers tables pass_api agent_api user_api $(REPORTING) \
+SQL_INSTALL = roles words validation triggers tables pass_api agent_api user_api $(REPORTING) \
 	whatif metrics chart policies
 DATA = $(sort $(wildcard sql/released/quota_sched--*--*.sql))
 DATA_built = sql/built/quota_sched--$(QS_VERSION).sql sql/built/quota_sched--$(QS_PREVIOUS)--$(QS_VERSION).sql

@@ -7,7 +7,10 @@
  * own script (sql/updates/), then this file is changed to match, so that
  * a fresh install and an updated database have the same catalog
  * (test/t/006_upgrade.pl compares them).  Columns are in the order an
- * update leaves them (an added column comes last).
+ * update leaves them (an added column comes last).  Every column that
+ * holds a kind of word (a state, a strategy, ...) has a CHECK named
+ * TABLE_word_COLUMN that casts it to the kind's domain (words.sql), the
+ * one list of its words in SQL.
  */
 
 /* ---------------------------------------------------------------------
@@ -20,7 +23,8 @@ CREATE TABLE quota_sched.service_environment (
 	capacity_limits jsonb NOT NULL DEFAULT '{}'
 		CHECK (quota_sched.check_capacity_map(capacity_limits, 'service environment ' || name)),
 	state			text NOT NULL DEFAULT 'ENABLED'
-		CHECK (quota_sched.check_state(state, 'service environment ' || name))
+		CHECK (quota_sched.check_state(state, 'service environment ' || name)),
+	CONSTRAINT service_environment_word_state CHECK (state::quota_sched.config_state IS NOT NULL)
 );
 
 CREATE TABLE quota_sched.job_queue (
@@ -38,7 +42,10 @@ CREATE TABLE quota_sched.job_queue (
 		CHECK (quota_sched.check_claim_timeout(claim_timeout, 'job queue ' || name)),
 	fair_half_life	interval,
 	CONSTRAINT job_queue_fair_half_life_check
-		CHECK (quota_sched.check_fair_half_life(fair_half_life, borrow_order, 'job queue ' || name))
+		CHECK (quota_sched.check_fair_half_life(fair_half_life, borrow_order, 'job queue ' || name)),
+	CONSTRAINT job_queue_word_state CHECK (state::quota_sched.config_state IS NOT NULL),
+	CONSTRAINT job_queue_word_borrow_order
+		CHECK (borrow_order::quota_sched.borrow_order IS NOT NULL)
 );
 
 /*
@@ -79,7 +86,12 @@ CREATE TABLE quota_sched.quota_share (
 	CONSTRAINT quota_share_budget_check
 		CHECK (quota_sched.check_budget(budget, 'quota share ' || name)),
 	CONSTRAINT quota_share_budget_period_check
-		CHECK (quota_sched.check_choice(budget_period, 'budget_period', 'quota share ' || name))
+		CHECK (quota_sched.check_choice(budget_period, 'budget_period', 'quota share ' || name)),
+	CONSTRAINT quota_share_word_strategy CHECK (strategy::quota_sched.strategy IS NOT NULL),
+	CONSTRAINT quota_share_word_state CHECK (state::quota_sched.config_state IS NOT NULL),
+	CONSTRAINT quota_share_word_queueing CHECK (queueing::quota_sched.queueing IS NOT NULL),
+	CONSTRAINT quota_share_word_budget_period
+		CHECK (budget_period::quota_sched.budget_period IS NOT NULL)
 );
 
 /* ---------------------------------------------------------------------
@@ -132,10 +144,11 @@ CREATE TABLE quota_sched.job (
 	lease_losses	integer NOT NULL,
 	claim_requeues	integer NOT NULL,
 	claim_backoff_until timestamptz,
-	CONSTRAINT job_state_check CHECK (state IN ('SUBMITTED', 'PENDING', 'RUNNABLE', 'SCHEDULED',
-						  'STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED')),
 	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
-		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE
+		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE,
+	CONSTRAINT job_word_state CHECK (state::quota_sched.job_state IS NOT NULL),
+	CONSTRAINT job_word_stop_reason
+		CHECK (stop_reason IS NULL OR stop_reason::quota_sched.stop_reason IS NOT NULL)
 );
 
 ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
@@ -285,7 +298,11 @@ CREATE TABLE quota_sched.job_event (
 	old_priority	integer,
 	preempted_for	bigint,
 	exit_code		integer,
-	waited			interval
+	waited			interval,
+	CONSTRAINT job_event_word_from_state
+		CHECK (from_state IS NULL OR from_state::quota_sched.job_state IS NOT NULL),
+	CONSTRAINT job_event_word_to_state CHECK (to_state::quota_sched.job_state IS NOT NULL),
+	CONSTRAINT job_event_word_kind CHECK (kind::quota_sched.event_kind IS NOT NULL)
 );
 
 ALTER SEQUENCE quota_sched.job_event_id_seq OWNED BY quota_sched.job_event.id;
@@ -445,8 +462,8 @@ CREATE TABLE quota_sched.agent (
 	lease			interval,
 	CONSTRAINT agent_name_check CHECK (octet_length(name) BETWEEN 1 AND 128),
 	CONSTRAINT agent_instances_check CHECK (instances IS NULL OR instances >= 1),
-	CONSTRAINT agent_state_check CHECK (state IN ('ACTIVE', 'DRAINING')),
-	CONSTRAINT agent_lease_check CHECK (lease IS NULL OR lease > interval '0')
+	CONSTRAINT agent_lease_check CHECK (lease IS NULL OR lease > interval '0'),
+	CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL)
 );
 /* A queue's agents of a unit (the pass's agent bound, explain). */
 CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);

@@ -129,3 +129,18 @@ RETURN ((started_at AT TIME ZONE 'UTC') + timeout) AT TIME ZONE 'UTC';
 REVOKE ALL ON FUNCTION quota_sched.attempt_deadline(timestamptz, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.attempt_deadline(timestamptz, interval)
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;
+
+/*
+ * core_words(): every word of the policy core (src/core/words.h), kind by
+ * kind, as its tables of names have them; the pg_regress scenario
+ * core_words compares those of the kinds that columns hold with the
+ * domains of sql/words.sql.  It shows nothing but the code's own tables.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.core_words()
+RETURNS TABLE (kind text, word text)
+AS 'MODULE_PATHNAME', 'qs_core_words'
+LANGUAGE C STABLE STRICT PARALLEL SAFE ROWS 100;
+
+REVOKE ALL ON FUNCTION quota_sched.core_words() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.core_words()
+	TO quota_sched_admin, quota_sched_agent, quota_sched_user;

@@ -78,3 +78,65 @@ ALTER TABLE quota_sched.quota_share DROP CONSTRAINT quota_share_budget_check,
 DROP FUNCTION quota_sched.metrics();
 DROP VIEW quota_sched.config_review;
 DROP VIEW quota_sched.share_budget;
+
+/*
+ * One home per word (issue 38, item 1; sql/words.sql has its comment):
+ * the words of each kind that columns hold are a DOMAIN, as the policy
+ * core's lists have them (src/core/words.h), and every column of a kind
+ * is checked against its domain by a CHECK that casts it (TABLE_word_COLUMN).
+ * The columns stay text.  job.state keeps SUBMITTED and PENDING, names
+ * only, which no version wrote; stop_reason and the columns of
+ * job_event had no CHECK; agent.state's spelled its words.  The new
+ * CHECKs read the tables once (job_event's history too), and refuse a row
+ * that holds none of its kind's words.
+ */
+CREATE DOMAIN quota_sched.job_state AS text
+	CONSTRAINT job_state_check
+	CHECK (VALUE IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED',
+					 'SUBMITTED', 'PENDING'));
+CREATE DOMAIN quota_sched.stop_reason AS text
+	CONSTRAINT stop_reason_check
+	CHECK (VALUE IN ('CROSS_SHARE_PREEMPTION', 'IN_SHARE_PREEMPTION', 'CAPACITY_REDUCED',
+					 'TIMEOUT', 'TERMINATED'));
+CREATE DOMAIN quota_sched.event_kind AS text
+	CONSTRAINT event_kind_check
+	CHECK (VALUE IN ('STATE', 'STOP', 'TERMINATE', 'PRIORITY', 'PROMISE', 'PROMISE_LAPSED'));
+CREATE DOMAIN quota_sched.strategy AS text
+	CONSTRAINT strategy_check CHECK (VALUE IN ('RESERVE', 'LEND', 'LEND_AND_BORROW'));
+CREATE DOMAIN quota_sched.queueing AS text
+	CONSTRAINT queueing_check CHECK (VALUE IN ('BEST_EFFORT', 'STRICT'));
+CREATE DOMAIN quota_sched.borrow_order AS text
+	CONSTRAINT borrow_order_check CHECK (VALUE IN ('FIFO', 'FAIR'));
+CREATE DOMAIN quota_sched.budget_period AS text
+	CONSTRAINT budget_period_check CHECK (VALUE IN ('DAY', 'WEEK', 'MONTH'));
+CREATE DOMAIN quota_sched.config_state AS text
+	CONSTRAINT config_state_check CHECK (VALUE IN ('ENABLED', 'DISABLED'));
+CREATE DOMAIN quota_sched.agent_state AS text
+	CONSTRAINT agent_state_check CHECK (VALUE IN ('ACTIVE', 'DRAINING'));
+
+ALTER TABLE quota_sched.service_environment
+	ADD CONSTRAINT service_environment_word_state
+		CHECK (state::quota_sched.config_state IS NOT NULL);
+ALTER TABLE quota_sched.job_queue
+	ADD CONSTRAINT job_queue_word_state CHECK (state::quota_sched.config_state IS NOT NULL),
+	ADD CONSTRAINT job_queue_word_borrow_order
+		CHECK (borrow_order::quota_sched.borrow_order IS NOT NULL);
+ALTER TABLE quota_sched.quota_share
+	ADD CONSTRAINT quota_share_word_strategy CHECK (strategy::quota_sched.strategy IS NOT NULL),
+	ADD CONSTRAINT quota_share_word_state CHECK (state::quota_sched.config_state IS NOT NULL),
+	ADD CONSTRAINT quota_share_word_queueing CHECK (queueing::quota_sched.queueing IS NOT NULL),
+	ADD CONSTRAINT quota_share_word_budget_period
+		CHECK (budget_period::quota_sched.budget_period IS NOT NULL);
+ALTER TABLE quota_sched.job
+	DROP CONSTRAINT job_state_check,
+	ADD CONSTRAINT job_word_state CHECK (state::quota_sched.job_state IS NOT NULL),
+	ADD CONSTRAINT job_word_stop_reason
+		CHECK (stop_reason IS NULL OR stop_reason::quota_sched.stop_reason IS NOT NULL);
+ALTER TABLE quota_sched.job_event
+	ADD CONSTRAINT job_event_word_from_state
+		CHECK (from_state IS NULL OR from_state::quota_sched.job_state IS NOT NULL),
+	ADD CONSTRAINT job_event_word_to_state CHECK (to_state::quota_sched.job_state IS NOT NULL),
+	ADD CONSTRAINT job_event_word_kind CHECK (kind::quota_sched.event_kind IS NOT NULL);
+ALTER TABLE quota_sched.agent
+	DROP CONSTRAINT agent_state_check,
+	ADD CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL);

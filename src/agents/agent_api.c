@@ -33,6 +33,7 @@
 #include "policy.h"
 #include "queue_lock.h"
 #include "constants.h"
+#include "word_io.h"
 
 int			QsStopTimeoutSeconds = 600;
 
@@ -260,24 +261,14 @@ DoHeartbeat(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* What an agent reports of a job it holds (report, release). */
-typedef enum QsReport
-{
-	QS_REPORT_RUNNING,
-	QS_REPORT_SUCCEEDED,
-	QS_REPORT_FAILED,
-	QS_REPORT_STOPPED,
-	QS_REPORT_RELEASED
-} QsReport;
+/*
+ * What an agent reports of a job it holds: report()'s words (QsReport,
+ * words.h), and a release, which no word names.
+ */
+#define QS_REPORT_RELEASED ((QsReport) QS_REPORT__COUNT)
 
-/* The names report() takes, and the job state each reaches (-1: none). */
-static const char *const ReportNames[] = {
-	[QS_REPORT_RUNNING] = "RUNNING",
-	[QS_REPORT_SUCCEEDED] = "SUCCEEDED",
-	[QS_REPORT_FAILED] = "FAILED",
-	[QS_REPORT_STOPPED] = "STOPPED",
-};
-static const int ReportedStates[] = {
+/* The job state each report reaches (-1: none). */
+static const int ReportedStates[QS_REPORT__COUNT + 1] = {
 	[QS_REPORT_RUNNING] = QS_RUNNING,
 	[QS_REPORT_SUCCEEDED] = QS_SUCCEEDED,
 	[QS_REPORT_FAILED] = QS_FAILED,
@@ -380,7 +371,7 @@ ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repor
 	{
 		QsStopOutcome o = QsFailedOutcome(&row->job);
 
-		QsEndAttempt(job_id, o.action, o.counter, reason ? reason : "FAILED");
+		QsEndAttempt(job_id, o.action, o.counter, reason ? reason : QsReportName(report));
 	}
 	else if (row->job.stop != QS_STOP_NONE)
 	{
@@ -392,10 +383,11 @@ ApplyReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repor
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("job " INT64_FORMAT " has no stop to acknowledge", job_id),
-				 errhint("STOPPED acknowledges a stop that heartbeat() returned; "
-						 "release() gives a job back.")));
+				 errhint("%s acknowledges a stop that heartbeat() returned; "
+						 "release() gives a job back.", QsReportName(report))));
 	else
-		QsEndAttempt(job_id, QS_REQUEUE, QS_COUNT_NONE, reason ? reason : "RELEASED");
+		QsEndAttempt(job_id, QS_REQUEUE, QS_COUNT_NONE,
+					 reason ? reason : QsReasonName(QS_REASON_RELEASED));
 }
 
 /*
@@ -416,8 +408,8 @@ LateSuccess(const QsJobRow *row, int64 job_id, const char *agent, int32 attempt,
 		!QsAttemptLostBy(job_id, attempt, agent))
 		return false;
 	QsRequireAgentAccess(caller, row->job_queue);
-	why = psprintf("SUCCEEDED: attempt %d, whose lease had run out, reported success late "
-				   "(agent %s)", attempt, agent);
+	why = psprintf("%s: attempt %d, whose lease had run out, reported success late "
+				   "(agent %s)", QsJobStateName(QS_SUCCEEDED), attempt, agent);
 	QsChangeJob(job_id, QS_CHANGE_LATE_SUCCEEDED, why);
 	return true;
 }
@@ -479,14 +471,14 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 static QsReport
 ReportedState(const char *state)
 {
-	for (int r = QS_REPORT_RUNNING; r <= QS_REPORT_STOPPED; r++)
-		if (strcmp(state, ReportNames[r]) == 0)
-			return (QsReport) r;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid reported state \"%s\"", QsShortValue(state)),
-			 errdetail("An agent reports RUNNING, SUCCEEDED, FAILED or STOPPED.")));
-	pg_unreachable();
+	int			report;
+
+	if (!QsWordFromName(QS_KIND_REPORT, state, &report))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid reported state \"%s\"", QsShortValue(state)),
+				 errdetail("An agent reports %s.", QsWordList(QS_KIND_REPORT, "or"))));
+	return (QsReport) report;
 }
 
 /*
@@ -525,7 +517,9 @@ DoReport(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("output goes with the report of an attempt's end"),
-				 errhint("Report SUCCEEDED, FAILED or STOPPED with it, or release the job.")));
+				 errhint("Report %s, %s or %s with it, or release the job.",
+						 QsReportName(QS_REPORT_SUCCEEDED), QsReportName(QS_REPORT_FAILED),
+						 QsReportName(QS_REPORT_STOPPED))));
 	return AgentReport(job_id, agent, report, reason, attempt,
 					   PG_ARGISNULL(5) ? NULL : &exit_code, output);
 }

@@ -30,6 +30,7 @@
 #include "launcher.h"
 #include "query.h"
 #include "constants.h"
+#include "word_io.h"
 
 int			QsMaxAgentLeaseSeconds = 3600;
 
@@ -56,13 +57,13 @@ QsDefineFleetSettings(void)
 static QsQuery AgentReadyQuery = {
 	"INSERT INTO quota_sched.agent AS a"
 	"       (name, login, job_queue, capacity_unit, instances, state, registered_at, last_seen)"
-	" VALUES ($1, $2, $3, $4, $5, 'ACTIVE', now(), now())"
+	" VALUES ($1, $2, $3, $4, $5, $7, now(), now())"
 	" ON CONFLICT (name) DO UPDATE"
 	"   SET job_queue = excluded.job_queue, capacity_unit = excluded.capacity_unit,"
 	"       instances = excluded.instances, last_seen = now()"
 	" WHERE a.login = excluded.login OR $6"
 	" RETURNING a.*",
-	6, {TEXTOID, NAMEOID, TEXTOID, TEXTOID, INT4OID, BOOLOID}, SPI_OK_INSERT_RETURNING
+	7, {TEXTOID, NAMEOID, TEXTOID, TEXTOID, INT4OID, BOOLOID, TEXTOID}, SPI_OK_INSERT_RETURNING
 };
 
 /* How many agents one login may register (each pass of a queue reads its agents). */
@@ -155,8 +156,8 @@ Datum
 QsAgentReady(const char *agent, const char *login, bool admin,
 			 const char *queue, const char *unit, const int32 *instances)
 {
-	Datum		args[6];
-	char		nulls[7] = "      ";
+	Datum		args[7];
+	char		nulls[8] = "       ";
 	Name		role = palloc0(NAMEDATALEN);
 
 	namestrcpy(role, login);
@@ -168,6 +169,7 @@ QsAgentReady(const char *agent, const char *login, bool admin,
 	args[4] = Int32GetDatum(instances ? *instances : 0);
 	nulls[4] = instances ? ' ' : 'n';
 	args[5] = BoolGetDatum(admin);
+	args[6] = CStringGetTextDatum(QsAgentStateName(QS_AGENT_ACTIVE));
 	if (QsQueryRun(&AgentReadyQuery, args, nulls, false, 0) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -223,6 +225,7 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 	Interval   *most = palloc0(sizeof(Interval));
 	bool		isnull;
 	Datum		state;
+	int			word;
 
 	args[0] = CStringGetTextDatum(agent);
 	/* an agent that never registered costs its claims one index probe */
@@ -237,14 +240,19 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 	args[3] = IntervalPGetDatum(most);
 	QsQueryRun(&AgentSeenQuery, args, nulls, false, 0);
 	state = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return !isnull && strcmp(TextDatumGetCString(state), "DRAINING") == 0;
+	if (isnull)
+		return false;
+	if (!QsWordFromName(QS_KIND_AGENT_STATE, TextDatumGetCString(state), &word))
+		QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_AGENT_STATE,
+					  TextDatumGetCString(state), psprintf("agent \"%s\"", agent));
+	return word == QS_AGENT_DRAINING;
 }
 
 static QsQuery DrainAgentQuery = {
 	"UPDATE quota_sched.agent"
-	"   SET state = CASE WHEN $2 THEN 'DRAINING' ELSE 'ACTIVE' END"
+	"   SET state = $2"
 	" WHERE name = $1 RETURNING *",
-	2, {TEXTOID, BOOLOID}, SPI_OK_UPDATE_RETURNING
+	2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE_RETURNING
 };
 
 /*
@@ -272,7 +280,8 @@ ChangeAgent(QsQuery *query, Datum *args, const char *agent)
 Datum
 QsDrainAgent(const char *agent, bool draining)
 {
-	Datum		args[2] = {CStringGetTextDatum(agent), BoolGetDatum(draining)};
+	Datum		args[2] = {CStringGetTextDatum(agent),
+		CStringGetTextDatum(QsAgentStateName(draining ? QS_AGENT_DRAINING : QS_AGENT_ACTIVE))};
 
 	return ChangeAgent(&DrainAgentQuery, args, agent);
 }

@@ -22,6 +22,7 @@
 
 #include "checks.h"
 #include "constants.h"
+#include "word_io.h"
 #include "identity.h"
 
 /*
@@ -258,19 +259,33 @@ qs_check_budget(PG_FUNCTION_ARGS)
 }
 
 /*
+ * WordArg returns the value of a word of a kind given to a CHECK, or
+ * raises check_violation naming the column, the value and the object
+ * ("invalid COLUMN "VALUE" of WHAT"), with detail (a format with one %s:
+ * the kind's words, "A, B or C").
+ */
+static int
+WordArg(QsWordKind kind, const char *value, const char *column, const char *what,
+		const char *detail)
+{
+	int			word;
+
+	if (!QsWordFromName(kind, value, &word))
+		REFUSE(errmsg("invalid %s \"%s\" of %s", column, QsShortValue(value), QsShortValue(what)),
+			   psprintf(detail, QsWordList(kind, "or")));
+	return word;
+}
+
+/*
  * qs_check_state(value text, what text) is the CHECK of a state column of
  * the configuration: ENABLED or DISABLED.
  */
 Datum
 qs_check_state(PG_FUNCTION_ARGS)
 {
-	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(0));
-
 	QsCheckSchemaVersion();
-	if (strcmp(state, "ENABLED") != 0 && strcmp(state, "DISABLED") != 0)
-		REFUSE(errmsg("invalid state \"%s\" of %s", QsShortValue(state),
-					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(1)))),
-			   "The state is ENABLED or DISABLED.");
+	(void) WordArg(QS_KIND_CONFIG_STATE, text_to_cstring(PG_GETARG_TEXT_PP(0)), "state",
+				   text_to_cstring(PG_GETARG_TEXT_PP(1)), "The state is %s.");
 	PG_RETURN_BOOL(true);
 }
 
@@ -280,23 +295,25 @@ qs_check_state(PG_FUNCTION_ARGS)
  */
 typedef struct ShareLimit
 {
-	const char *strategy;
+	QsStrategy	strategy;
 	int32		limit;
 	const char *what;
 } ShareLimit;
 
 /*
  * ShareLimitArgs returns the arguments of qs_check_strategy and
- * qs_check_lend_limit.
+ * qs_check_lend_limit; a strategy that is none of the words raises
+ * check_violation.
  */
 static ShareLimit
 ShareLimitArgs(FunctionCallInfo fcinfo)
 {
 	ShareLimit	arg;
 
-	arg.strategy = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	arg.limit = PG_GETARG_INT32(1);
 	arg.what = QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	arg.strategy = (QsStrategy) WordArg(QS_KIND_STRATEGY, text_to_cstring(PG_GETARG_TEXT_PP(0)),
+										"strategy", arg.what, "The strategy is %s.");
+	arg.limit = PG_GETARG_INT32(1);
 	return arg;
 }
 
@@ -309,19 +326,16 @@ Datum
 qs_check_strategy(PG_FUNCTION_ARGS)
 {
 	ShareLimit	arg = ShareLimitArgs(fcinfo);
-	bool		borrows = strcmp(arg.strategy, "LEND_AND_BORROW") == 0;
+	const char *borrower = QsStrategyName(QS_LEND_AND_BORROW);
 
 	QsCheckSchemaVersion();
-	if (!borrows && strcmp(arg.strategy, "RESERVE") != 0 && strcmp(arg.strategy, "LEND") != 0)
-		REFUSE(errmsg("invalid strategy \"%s\" of %s", QsShortValue(arg.strategy), arg.what),
-			   "The strategy is RESERVE, LEND or LEND_AND_BORROW.");
 	if (arg.limit < -1)
 		REFUSE(errmsg("invalid borrow_limit %d of %s", arg.limit, arg.what),
 			   "borrow_limit is a percentage from 0 up, or -1 for unlimited.");
-	if (!borrows && arg.limit != -1)
-		REFUSE(errmsg("borrow_limit %d of %s needs strategy LEND_AND_BORROW, not %s",
-					  arg.limit, arg.what, arg.strategy),
-			   "Only a LEND_AND_BORROW share borrows; leave borrow_limit at -1.");
+	if (arg.strategy != QS_LEND_AND_BORROW && arg.limit != -1)
+		REFUSE(errmsg("borrow_limit %d of %s needs strategy %s, not %s",
+					  arg.limit, arg.what, borrower, QsStrategyName(arg.strategy)),
+			   psprintf("Only a %s share borrows; leave borrow_limit at -1.", borrower));
 	PG_RETURN_BOOL(true);
 }
 
@@ -434,17 +448,18 @@ QsShortValue(const char *value)
 	return psprintf("%s...", pnstrdup(value, pg_mbcliplen(value, len, 64)));
 }
 
-/* The columns that take one of a few words, and those words. */
+/*
+ * The columns that take one of a few words (each named as its kind of
+ * word, words.h), and the detail of a refusal (%s: the words).
+ */
 static const struct
 {
-	const char *column;
-	const char *words[4];
-	const char *hint;
+	QsWordKind	kind;
+	const char *detail;
 }			Choices[] = {
-	{"borrow_order", {"FIFO", "FAIR", NULL}, "borrow_order is FIFO or FAIR."},
-	{"queueing", {"BEST_EFFORT", "STRICT", NULL}, "queueing is BEST_EFFORT or STRICT."},
-	{"budget_period", {"DAY", "WEEK", "MONTH", NULL},
-	"budget_period is DAY, WEEK (from Monday) or MONTH, calendar periods in UTC."},
+	{QS_KIND_BORROW_ORDER, "borrow_order is %s."},
+	{QS_KIND_QUEUEING, "queueing is %s."},
+	{QS_KIND_BUDGET_PERIOD, "budget_period is %s, calendar periods in UTC (weeks from Monday)."},
 };
 
 /*
@@ -460,16 +475,12 @@ qs_check_choice(PG_FUNCTION_ARGS)
 
 	QsCheckSchemaVersion();
 	for (int i = 0; i < lengthof(Choices); i++)
-	{
-		if (strcmp(Choices[i].column, column) != 0)
-			continue;
-		for (int w = 0; Choices[i].words[w] != NULL; w++)
-			if (strcmp(Choices[i].words[w], value) == 0)
-				PG_RETURN_BOOL(true);
-		REFUSE(errmsg("invalid %s \"%s\" of %s", column, QsShortValue(value),
-					  QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(2)))),
-			   Choices[i].hint);
-	}
+		if (strcmp(QsKindName(Choices[i].kind), column) == 0)
+		{
+			(void) WordArg(Choices[i].kind, value, column,
+						   text_to_cstring(PG_GETARG_TEXT_PP(2)), Choices[i].detail);
+			PG_RETURN_BOOL(true);
+		}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("check_choice has no column \"%s\"", QsShortValue(column)),
@@ -492,9 +503,11 @@ qs_check_lend_limit(PG_FUNCTION_ARGS)
 		REFUSE(errmsg("invalid lend_limit %d of %s", arg.limit, arg.what),
 			   "lend_limit is a percentage of the share's own capacity from 0 to 100, "
 			   "or -1 to lend all of it.");
-	if (arg.limit != -1 && strcmp(arg.strategy, "RESERVE") == 0)
-		REFUSE(errmsg("lend_limit %d of %s: a RESERVE share lends nothing", arg.limit, arg.what),
-			   "Only LEND and LEND_AND_BORROW shares may set a lend_limit other than -1.");
+	if (arg.limit != -1 && arg.strategy == QS_RESERVE)
+		REFUSE(errmsg("lend_limit %d of %s: a %s share lends nothing", arg.limit, arg.what,
+					  QsStrategyName(QS_RESERVE)),
+			   psprintf("Only %s and %s shares may set a lend_limit other than -1.",
+						QsStrategyName(QS_LEND), QsStrategyName(QS_LEND_AND_BORROW)));
 	PG_RETURN_BOOL(true);
 }
 
@@ -533,10 +546,14 @@ qs_check_fair_half_life(PG_FUNCTION_ARGS)
 		REFUSE(errmsg("invalid fair_half_life %s of %s", shown, what),
 			   "fair_half_life is an interval from 1 minute to "
 			   CppAsString2(QS_MAX_HALF_LIFE_DAYS) " days, or null for none.");
-	if (PG_ARGISNULL(1) || strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "FAIR") != 0)
-		REFUSE(errmsg("fair_half_life %s of %s: the queue's borrow_order is not FAIR", shown, what),
-			   "A half-life weighs the FAIR borrow order by what each share borrowed lately; "
-			   "set borrow_order = 'FAIR' with it.");
+	if (PG_ARGISNULL(1) ||
+		WordArg(QS_KIND_BORROW_ORDER, text_to_cstring(PG_GETARG_TEXT_PP(1)), "borrow_order", what,
+				"borrow_order is %s.") != QS_BORROW_FAIR)
+		REFUSE(errmsg("fair_half_life %s of %s: the queue's borrow_order is not %s", shown, what,
+					  QsBorrowOrderName(QS_BORROW_FAIR)),
+			   psprintf("A half-life weighs the %s borrow order by what each share borrowed "
+						"lately; set borrow_order = '%s' with it.",
+						QsBorrowOrderName(QS_BORROW_FAIR), QsBorrowOrderName(QS_BORROW_FAIR)));
 	PG_RETURN_BOOL(true);
 }
 

@@ -20,12 +20,14 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "config_cache.h"
+#include "config_store.h"
 #include "identity.h"
 #include "launcher.h"
 #include "query.h"
@@ -123,49 +125,41 @@ QsRememberConfigTables(void)
 	config_relids[2] = get_relname_relid("quota_share", nsp);
 }
 
-/* The configuration a submission to (queue $1, share $2) is checked against. */
-static QsQuery SubmitTargetQuery = {
-	"SELECT q.state = 'ENABLED', s.name IS NOT NULL,"
-	"       s.state = 'ENABLED', s.submit_role, e.capacity_limits,"
-	"       to_jsonb(q) ->> 'fair_half_life' IS NOT NULL"
-	"  FROM quota_sched.job_queue q"
-	"  JOIN quota_sched.service_environment e"
-	"    ON e.name = q.service_environment"
-	"  LEFT JOIN quota_sched.quota_share s"
-	"    ON s.job_queue = q.name AND s.name = $2"
-	" WHERE q.name = $1",
-	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
-};
-
 /*
- * LoadTarget reads the configuration of (queue, share) with SPI into
- * memory of the cache.  Returns false when the queue does not exist.
+ * LoadTarget reads the configuration of (queue, share) from the
+ * configuration store, in the active snapshot, into the current memory
+ * context.  Returns false when the queue does not exist.
  */
 static bool
 LoadTarget(const char *queue, const char *share, QsSubmitTarget *target)
 {
-	Datum		args[2] = {CStringGetTextDatum(queue), CStringGetTextDatum(share)};
-	bool		isnull;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	MemoryContext old;
-	char	   *role;
+	QsConfigRead how = {NULL, true};
+	QsQueueConfig config;
+	QsEnvironmentConfig environment;
+	QsShareConfig share_config;
 
-	if (QsQueryRun(&SubmitTargetQuery, args, NULL, true, 1) == 0)
+	if (!QsReadSubmitConfig(queue, share, how, &config, &environment, &share_config,
+							&target->share_found))
 		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	old = MemoryContextSwitchTo(cache_cxt);
-	target->queue_enabled = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
-	target->share_found = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
-	target->share_enabled = target->share_found &&
-		DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
-	role = SPI_getvalue(tup, desc, 4);
-	target->submit_role = role;
-	target->env_limits = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 5, &isnull));
-	target->remembers_borrowing = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
-	MemoryContextSwitchTo(old);
+	target->queue_enabled = config.enabled;
+	target->share_enabled = target->share_found && share_config.policy.enabled;
+	target->submit_role = target->share_found ? share_config.submit_role : NULL;
+	target->env_limits = environment.capacity_limits;
+	target->remembers_borrowing = config.fair_half_life != NULL;
 	return true;
+}
+
+/* CopyTarget copies a target into the cache's memory. */
+static QsSubmitTarget
+CopyTarget(const QsSubmitTarget *target)
+{
+	MemoryContext old = MemoryContextSwitchTo(cache_cxt);
+	QsSubmitTarget copy = *target;
+
+	copy.submit_role = target->submit_role ? pstrdup(target->submit_role) : NULL;
+	copy.env_limits = (Jsonb *) datumCopy(JsonbPGetDatum(target->env_limits), false, -1);
+	MemoryContextSwitchTo(old);
+	return copy;
 }
 
 /*
@@ -204,7 +198,8 @@ QsFindSubmitTarget(const char *queue, const char *share)
  * (queue, share) is checked against, reading and caching it when needed, or
  * NULL when the queue does not exist.  The caller is connected to SPI, as a
  * role that may read the tables, with a pinned search_path.  Only existing
- * shares are cached, so that made-up names cannot grow the cache.
+ * shares are cached, so that made-up names cannot grow the cache; the
+ * answer about any other is in the current memory context.
  */
 const QsSubmitTarget *
 QsLookupSubmitTarget(const char *queue, const char *share)
@@ -240,7 +235,7 @@ QsLookupSubmitTarget(const char *queue, const char *share)
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	entry = hash_search(targets, &key, HASH_ENTER, &present);
-	entry->target = target;
+	entry->target = CopyTarget(&target);
 	return &entry->target;
 }
 

@@ -14,7 +14,6 @@
  *-------------------------------------------------------------------------
  */
 #include <math.h>
-#include <string.h>
 
 #include "over_time.h"
 
@@ -58,28 +57,6 @@ CivilFromDays(int64_t days, int64_t *y, int *m)
 
 	*m = (int) (mp < 10 ? mp + 3 : mp - 9);
 	*y = yoe + era * 400 + (*m <= 2);
-}
-
-static const char *const PeriodNames[QS_NPERIODS] = {"DAY", "WEEK", "MONTH"};
-
-/* QsPeriodFromName: the period of a budget_period; false if none. */
-bool
-QsPeriodFromName(const char *name, QsPeriod *period)
-{
-	for (int p = 0; p < QS_NPERIODS; p++)
-		if (strcmp(name, PeriodNames[p]) == 0)
-		{
-			*period = (QsPeriod) p;
-			return true;
-		}
-	return false;
-}
-
-/* QsPeriodName: the budget_period of a period. */
-const char *
-QsPeriodName(QsPeriod period)
-{
-	return PeriodNames[period];
 }
 
 /* QsPeriodStart: the start of the calendar period (UTC) that holds t. */

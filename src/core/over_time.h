@@ -13,17 +13,9 @@
 
 #include "policy.h"
 
-typedef enum QsPeriod
-{
-	QS_PERIOD_DAY,
-	QS_PERIOD_WEEK,				/* from Monday */
-	QS_PERIOD_MONTH
-} QsPeriod;
+/* The periods (QsPeriod, words.h): the figures kept per period. */
+#define QS_NPERIODS QS_PERIOD__COUNT
 
-#define QS_NPERIODS 3
-
-extern bool QsPeriodFromName(const char *name, QsPeriod *period);
-extern const char *QsPeriodName(QsPeriod period);
 extern QsTime QsPeriodStart(QsTime t, QsPeriod period);
 extern QsTime QsPeriodEnd(QsTime t, QsPeriod period);
 extern double QsSpentAt(double spent, QsTime since, int64_t held, QsTime now, QsPeriod period);

@@ -14,106 +14,6 @@
 #include "policy_int.h"
 
 /*
- * The names of job states (job.state), of stops (job.stop_reason) and of
- * a pass's actions (run_pass().action): one table per enum, side by side;
- * the first two are looked up by one FindName.
- */
-static const char *const JobStateNames[QS_JOB_STATES] = {
-	[QS_RUNNABLE] = "RUNNABLE",
-	[QS_SCHEDULED] = "SCHEDULED",
-	[QS_STARTING] = "STARTING",
-	[QS_RUNNING] = "RUNNING",
-	[QS_SUCCEEDED] = "SUCCEEDED",
-	[QS_FAILED] = "FAILED",
-};
-
-static const char *const StopNames[] = {
-	[QS_STOP_NONE] = NULL,
-	[QS_STOP_CROSS_SHARE] = "CROSS_SHARE_PREEMPTION",
-	[QS_STOP_IN_SHARE] = "IN_SHARE_PREEMPTION",
-	[QS_STOP_CAPACITY_REDUCED] = "CAPACITY_REDUCED",
-	[QS_STOP_TIMEOUT] = "TIMEOUT",
-	[QS_STOP_TERMINATED] = "TERMINATED",
-};
-
-static const char *const ActionNames[] = {
-	[QS_DISPATCH] = "DISPATCH",
-	[QS_PREEMPT] = "PREEMPT",
-	[QS_STOP] = "STOP",
-	[QS_REQUEUE] = "REQUEUE",
-	[QS_FAIL] = "FAIL",
-};
-
-/*
- * FindName returns the index of a name in names[from..to], or -1.
- */
-static int
-FindName(const char *const *names, int from, int to, const char *name)
-{
-	for (int i = from; i <= to; i++)
-		if (strcmp(name, names[i]) == 0)
-			return i;
-	return -1;
-}
-
-/*
- * QsActionName returns the name of a decision's action, as run_pass()
- * shows it.
- */
-const char *
-QsActionName(QsAction action)
-{
-	return ActionNames[action];
-}
-
-/*
- * QsJobStateName returns the name of a job state, as job.state holds it.
- */
-const char *
-QsJobStateName(QsJobState state)
-{
-	return JobStateNames[state];
-}
-
-/*
- * QsJobStateFromName sets *state to the state of a name; false when the
- * name is none of them.
- */
-bool
-QsJobStateFromName(const char *name, QsJobState *state)
-{
-	int			s = FindName(JobStateNames, 0, QS_JOB_STATES - 1, name);
-
-	if (s < 0)
-		return false;
-	*state = (QsJobState) s;
-	return true;
-}
-
-/*
- * QsStopName returns the stop_reason text of a stop (NULL for none).
- */
-const char *
-QsStopName(QsStop stop)
-{
-	return StopNames[stop];
-}
-
-/*
- * QsStopFromName returns the stop of a stop_reason text (NULL: none).
- */
-QsStop
-QsStopFromName(const char *name)
-{
-	int			s;
-
-	if (name == NULL)
-		return QS_STOP_NONE;
-	s = FindName(StopNames, QS_STOP_CROSS_SHARE, QS_STOP_TERMINATED, name);
-	return s < 0 ? QS_STOP_NONE : (QsStop) s;
-}
-
-/*
  * QsIsPreemption tells whether a stop is a preemption (scheduling.md 3.6), which
  * a stopped job counts in preemption_count and which loses the attempt's
  * work (replay_recorded's lost hours).
@@ -160,7 +60,7 @@ QsFailedOutcome(const QsJob *job)
 QsStopOutcome
 QsStoppedOutcome(const QsJob *job)
 {
-	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_NONE, StopNames[job->stop]};
+	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_NONE, QsStopName(job->stop)};
 
 	if (QsIsPreemption(job->stop))
 	{
@@ -180,7 +80,8 @@ QsStoppedOutcome(const QsJob *job)
 		return QsLeaseLostOutcome(job);
 #endif
 	o = QsFailedOutcome(job);
-	o.reason = job->stop == QS_STOP_TIMEOUT ? "TIMEOUT" : "LEASE_EXPIRED";
+	o.reason = job->stop == QS_STOP_TIMEOUT ? QsStopName(QS_STOP_TIMEOUT) :
+		QsReasonName(QS_REASON_LEASE_EXPIRED);
 	return o;
 }
 
@@ -193,7 +94,7 @@ QsStoppedOutcome(const QsJob *job)
 QsStopOutcome
 QsLeaseLostOutcome(const QsJob *job)
 {
-	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_LEASE_LOSS, "LEASE_EXPIRED"};
+	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_LEASE_LOSS, QsReasonName(QS_REASON_LEASE_EXPIRED)};
 
 	if (job->lease_losses + 1 > job->max_lease_losses)
 		o.action = QS_FAIL;
@@ -444,7 +345,7 @@ CoreEndAttempt(CorePlan *p, const QsJob *job)
 static void
 NotClaimed(CorePlan *p, const QsJob *job)
 {
-	QsDecision *d = CoreAddDecision(p, QS_REQUEUE, job, "NOT_CLAIMED");
+	QsDecision *d = CoreAddDecision(p, QS_REQUEUE, job, QsReasonName(QS_REASON_NOT_CLAIMED));
 
 	d->counter = QS_COUNT_NOT_CLAIMED;
 	d->backoff_until = p->in->now + QsClaimBackoff(p->in->claim_timeout,
@@ -467,7 +368,8 @@ RunnableTimeouts(CorePlan *p)
 
 #ifndef QS_MUTANT_RUNNABLE_TIMEOUT
 	for (int i = 0; i < in->nexpired; i++)
-		CoreAddDecision(p, QS_FAIL, &in->expired[i], "RUNNABLE_TIMEOUT");
+		CoreAddDecision(p, QS_FAIL, &in->expired[i],
+						QsReasonName(QS_REASON_RUNNABLE_TIMEOUT));
 #endif
 #ifndef QS_MUTANT_NO_AGENT_FITS_TIMEOUT
 	for (int i = 0; i < in->nno_agent_expired; i++)
@@ -475,7 +377,7 @@ RunnableTimeouts(CorePlan *p)
 		const QsJob *job = &in->no_agent_expired[i];
 
 		if (!CoreIdSetHas(&p->handled, job->id) && QsNoAgentFits(in, job))
-			CoreAddDecision(p, QS_FAIL, job, QS_REASON_NO_AGENT_TIMEOUT);
+			CoreAddDecision(p, QS_FAIL, job, QsReasonName(QS_REASON_RUNNABLE_TIMEOUT_NO_AGENT));
 	}
 #endif
 }
@@ -520,7 +422,7 @@ CoreTimeBasedWork(CorePlan *p)
 		if (job->state == QS_RUNNING && job->stop == QS_STOP_NONE &&
 			job->deadline != QS_NO_TIME && job->deadline <= in->now)
 		{
-			QsDecision *d = CoreAddDecision(p, QS_STOP, job, "TIMEOUT");
+			QsDecision *d = CoreAddDecision(p, QS_STOP, job, QsStopName(QS_STOP_TIMEOUT));
 
 			d->stop = QS_STOP_TIMEOUT;
 			CoreStopRequested(p, job);

@@ -19,46 +19,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "words.h"
+
 /* Microseconds; the shell passes PostgreSQL TimestampTz values as they are. */
 typedef int64_t QsTime;
 
 #define QS_NO_TIME INT64_MIN
 #define QS_UNBOUNDED INT64_MAX
 
-typedef enum QsStrategy
-{
-	QS_RESERVE,
-	QS_LEND,
-	QS_LEND_AND_BORROW
-} QsStrategy;
-
 /*
- * The states of a job (scheduling.md 4), with one table of names (QsJobStateName).
- * The policy sees only the first four: RUNNABLE jobs and those holding
- * capacity.
+ * The words of the policy (job states, stops, actions, holds, strategies
+ * and the rest) and their enums are in words.h, their one home.
  */
-typedef enum QsJobState
-{
-	QS_RUNNABLE,
-	QS_SCHEDULED,
-	QS_STARTING,
-	QS_RUNNING,
-	QS_SUCCEEDED,
-	QS_FAILED
-} QsJobState;
-
-#define QS_JOB_STATES (QS_FAILED + 1)
-
-/* A pending stop (job.stop_reason), or none. */
-typedef enum QsStop
-{
-	QS_STOP_NONE,
-	QS_STOP_CROSS_SHARE,		/* CROSS_SHARE_PREEMPTION */
-	QS_STOP_IN_SHARE,			/* IN_SHARE_PREEMPTION */
-	QS_STOP_CAPACITY_REDUCED,	/* CAPACITY_REDUCED */
-	QS_STOP_TIMEOUT,			/* TIMEOUT */
-	QS_STOP_TERMINATED			/* TERMINATED */
-} QsStop;
 
 typedef struct QsUnit
 {
@@ -122,6 +94,13 @@ typedef struct QsJob
 	QsTime		claim_backoff_until;	/* RUNNABLE: held back from dispatch
 										 * before; QS_NO_TIME: not held back */
 } QsJob;
+
+/* Whether a job in a state holds capacity: SCHEDULED, STARTING, RUNNING. */
+static inline bool
+QsHoldsCapacity(QsJobState state)
+{
+	return state == QS_SCHEDULED || state == QS_STARTING || state == QS_RUNNING;
+}
 
 /*
  * The number of the job's current attempt: every attempt that ended (failed,
@@ -212,15 +191,6 @@ typedef struct QsInput
 	void	   *alloc_arg;
 } QsInput;
 
-typedef enum QsAction
-{
-	QS_DISPATCH,
-	QS_PREEMPT,
-	QS_STOP,
-	QS_REQUEUE,
-	QS_FAIL
-} QsAction;
-
 /* The counter a REQUEUE or FAIL adds one to. */
 typedef enum QsCounter
 {
@@ -230,13 +200,6 @@ typedef enum QsCounter
 	QS_COUNT_LEASE_LOSS,		/* lease_losses */
 	QS_COUNT_NOT_CLAIMED		/* claim_requeues; and claim_backoff_until */
 } QsCounter;
-
-/*
- * The status_reason of a job that the runnable timeout failed while no agent
- * fitted it (scheduling.md 3.9, 3.10); a misconfigured one gets
- * RUNNABLE_TIMEOUT.
- */
-#define QS_REASON_NO_AGENT_TIMEOUT "RUNNABLE_TIMEOUT:NO_AGENT_FITS"
 
 /* The longest a job is held back after a claim timeout (scheduling.md 3.10). */
 #define QS_CLAIM_BACKOFF_MAX ((QsTime) 3600 * 1000000)
@@ -280,19 +243,6 @@ typedef struct QsOutput
 								 * kept a preemptor from its victims ends;
 								 * QS_NO_TIME: none */
 } QsOutput;
-
-/*
- * Why a RUNNABLE job is held back whatever the capacity (scheduling.md
- * 3.10, 3.11): it is not dispatched, gets no victims, wants nothing of its
- * share's idle capacity and loses its promise at the re-check.
- */
-typedef enum QsHold
-{
-	QS_HOLD_NONE,
-	QS_HOLD_BUDGET_EXHAUSTED,	/* its share spent its budget of the unit */
-	QS_HOLD_NO_AGENT_FITS,		/* larger than the largest live, active agent */
-	QS_HOLD_CLAIM_BACKOFF		/* in its backoff after a claim timeout */
-} QsHold;
 
 /* Which invariant keeps a job from being dispatched (scheduling.md 3.1). */
 typedef enum QsCheck
@@ -361,11 +311,6 @@ typedef struct QsStopOutcome
 	const char *reason;
 } QsStopOutcome;
 
-extern const char *QsActionName(QsAction action);
-extern const char *QsJobStateName(QsJobState state);
-extern bool QsJobStateFromName(const char *name, QsJobState *state);
-extern const char *QsStopName(QsStop stop);
-extern QsStop QsStopFromName(const char *name);
 extern int64_t QsAllowed(const QsShare *share, int unit);
 extern int64_t QsLendable(const QsShare *share, int unit);
 extern int64_t QsLendableOf(const QsShare *share, int unit);

@@ -153,7 +153,8 @@ MayNotice(void)
 				(errmsg("more jobs of this statement cannot run as configured; "
 						"their notices are left out"),
 				 errhint("SELECT id, status_reason FROM quota_sched.job WHERE status_reason "
-						 "LIKE 'MISCONFIGURATION:%%' lists them after the next pass.")));
+						 "LIKE '%s:%%' lists them after the next pass.",
+						 QsReasonName(QS_REASON_MISCONFIGURATION))));
 	return false;
 }
 
@@ -191,19 +192,20 @@ QsNoticeMisfit(const char *name, const char *queue, const char *share, const cha
 		return;
 	if (count > limit->env_max)
 	{
-		reason = "SERVICE_ENVIRONMENT_MAX_RESOURCE";
+		reason = QsMisfitName(QS_MISFIT_ENVIRONMENT);
 		what = psprintf("the service environment of job queue \"%s\" has " INT64_FORMAT,
 						queue, limit->env_max);
 	}
 	else
 	{
-		reason = "QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
+		reason = QsMisfitName(QS_MISFIT_QUOTA);
 		what = psprintf("quota share \"%s\" can have at most " INT64_FORMAT,
 						share, limit->quota_max);
 	}
 	ereport(NOTICE,
-			(errmsg("job \"%s\" cannot run as configured (MISCONFIGURATION:%s): "
-					"it needs %d x %s, and %s", name, reason, count, unit, what),
-			 errhint("It waits as RUNNABLE until the configuration changes or its "
-					 "runnable_timeout ends it; quota_sched.capacity_plan shows the limits.")));
+			(errmsg("job \"%s\" cannot run as configured (%s:%s): it needs %d x %s, and %s",
+					name, QsReasonName(QS_REASON_MISCONFIGURATION), reason, count, unit, what),
+			 errhint("It waits as %s until the configuration changes or its runnable_timeout "
+					 "ends it; quota_sched.capacity_plan shows the limits.",
+					 QsJobStateName(QS_RUNNABLE))));
 }

@@ -57,6 +57,7 @@
 #include "job_columns.h"
 #include "launcher.h"
 #include "policy.h"
+#include "word_io.h"
 #include "constants.h"
 
 PG_FUNCTION_INFO_V1(qs_job_history);
@@ -123,12 +124,9 @@ HistoryRelation(Oid *seq)
  * the worker asleep (scheduling.md 6).
  */
 static bool
-WakesWorker(const char *state)
+WakesWorker(QsJobState s)
 {
-	QsJobState	s;
-
-	return QsJobStateFromName(state, &s) &&
-		(s == QS_RUNNABLE || s == QS_SUCCEEDED || s == QS_FAILED);
+	return s == QS_RUNNABLE || s == QS_SUCCEEDED || s == QS_FAILED;
 }
 
 /* The columns of job_event, by name. */
@@ -248,16 +246,6 @@ JobIsNull(HeapTuple job, TupleDesc jdesc, JobColumn c)
 	return isnull;
 }
 
-/* whether a state is one of those that hold capacity */
-static bool
-IsHeldState(const char *state)
-{
-	QsJobState	s;
-
-	return state != NULL && QsJobStateFromName(state, &s) &&
-		(s == QS_SCHEDULED || s == QS_STARTING || s == QS_RUNNING);
-}
-
 static char *
 JobText(HeapTuple job, TupleDesc jdesc, JobColumn c)
 {
@@ -265,6 +253,29 @@ JobText(HeapTuple job, TupleDesc jdesc, JobColumn c)
 	Datum		v = heap_getattr(job, JobAttnum(jdesc, c), jdesc, &isnull);
 
 	return isnull ? NULL : TextDatumGetCString(v);
+}
+
+/* "job ID" of a job tuple, for a message. */
+static char *
+JobNamed(HeapTuple job, TupleDesc jdesc)
+{
+	bool		isnull;
+	Datum		id = heap_getattr(job, JobAttnum(jdesc, JC_ID), jdesc, &isnull);
+
+	return psprintf("job " INT64_FORMAT, isnull ? 0 : DatumGetInt64(id));
+}
+
+/* The state of a job tuple (its CHECK allows no other word). */
+static QsJobState
+JobState(HeapTuple job, TupleDesc jdesc)
+{
+	char	   *text = JobText(job, jdesc, JC_STATE);
+	QsJobState	state;
+
+	if (text == NULL || !QsJobStateFromName(text, &state))
+		QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_JOB_STATE,
+					  text ? text : "", JobNamed(job, jdesc));
+	return state;
 }
 
 /*
@@ -276,7 +287,7 @@ JobText(HeapTuple job, TupleDesc jdesc, JobColumn c)
  * before the change), and the priority.
  */
 static void
-WriteEvent(EventRow *ev, const char *kind, HeapTuple job, HeapTuple old, TupleDesc jdesc,
+WriteEvent(EventRow *ev, QsEventKind kind, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 		   const char *actor)
 {
 	memset(ev->nulls, true, sizeof(bool) * ev->desc->natts);
@@ -288,7 +299,7 @@ WriteEvent(EventRow *ev, const char *kind, HeapTuple job, HeapTuple old, TupleDe
 		EventCopy(ev, EF_FROM_STATE, old, jdesc, JC_STATE);
 	EventCopy(ev, EF_TO_STATE, job, jdesc, JC_STATE);
 	EventSet(ev, EF_ACTOR, CStringGetTextDatum(actor), false);
-	EventSet(ev, EF_KIND, CStringGetTextDatum(kind), false);
+	EventSet(ev, EF_KIND, CStringGetTextDatum(QsEventKindName(kind)), false);
 	EventCopy(ev, EF_JOB_QUEUE, job, jdesc, JC_JOB_QUEUE);
 	EventCopy(ev, EF_QUOTA_SHARE, job, jdesc, JC_QUOTA_SHARE);
 	EventCopy(ev, EF_CAPACITY_UNIT, job, jdesc, JC_CAPACITY_UNIT);
@@ -332,20 +343,21 @@ EventInsert(EventRow *ev)
  */
 static void
 WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
-				const char *actor, const char *state, const char *old_state)
+				const char *actor, QsJobState state, QsJobState old_state)
 {
 	if (WakesWorker(state))
 		QsWakeWorkerAtCommit();
-	WriteEvent(ev, "STATE", job, old, jdesc, actor);
+	WriteEvent(ev, QS_EVENT_STATE, job, old, jdesc, actor);
 	if (old != NULL)
 		EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
-	if (old != NULL && !IsHeldState(old_state) && IsHeldState(state))
+	if (old != NULL && !QsHoldsCapacity(old_state) && QsHoldsCapacity(state))
 		EventSet(ev, EF_WAITED, Waited(old, jdesc), false);
 	/* an attempt's end, or the late success of a lost one (agent_api.c) */
-	if (old != NULL && !IsHeldState(state) && (IsHeldState(old_state) || QsWrite.has_exit_code))
+	if (old != NULL && !QsHoldsCapacity(state) &&
+		(QsHoldsCapacity(old_state) || QsWrite.has_exit_code))
 		EventSet(ev, EF_EXIT_CODE, Int32GetDatum(QsWrite.exit_code),
 				 !QsWrite.has_exit_code);
-	if (old != NULL && IsHeldState(old_state) && !IsHeldState(state) &&
+	if (old != NULL && QsHoldsCapacity(old_state) && !QsHoldsCapacity(state) &&
 		JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
 		EventCopy(ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
 	EventInsert(ev);
@@ -396,29 +408,32 @@ qs_job_history(PG_FUNCTION_ARGS)
 	HeapTuple	job = is_update ? td->tg_newtuple : td->tg_trigtuple;
 	HeapTuple	old = is_update ? td->tg_trigtuple : NULL;
 	const char *actor = QsWrite.actor;
-	char	   *state;
-	char	   *old_state;
+	QsJobState	state = JobState(job, jdesc);
+	QsJobState	old_state = old ? JobState(old, jdesc) : state;
 	EventRow	ev;
 
 	QsCheckSchemaVersion();
-	state = JobText(job, jdesc, JC_STATE);
-	old_state = old ? JobText(old, jdesc, JC_STATE) : NULL;
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
 	EventOpen(&ev);
-	if (old == NULL || strcmp(state, old_state) != 0)
+	if (old == NULL || state != old_state)
 		WriteStateEvent(&ev, job, old, jdesc, actor, state, old_state);
 	if (old == NULL)
 	{
 		table_close(ev.rel, NoLock);
 		return PointerGetDatum(NULL);
 	}
-	if (StopRequested(old, job, jdesc) && strcmp(state, old_state) == 0)
+	if (StopRequested(old, job, jdesc) && state == old_state)
 	{
 		char	   *stop = JobText(job, jdesc, JC_STOP_REASON);
-		bool		terminate = strcmp(stop, "TERMINATED") == 0;
+		QsStop		s;
+		bool		terminate;
 
-		WriteEvent(&ev, terminate ? "TERMINATE" : "STOP", job, old, jdesc, actor);
+		if (!QsStopFromName(stop, &s))
+			QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_STOP_REASON, stop,
+						  JobNamed(job, jdesc));
+		terminate = s == QS_STOP_TERMINATED;
+		WriteEvent(&ev, terminate ? QS_EVENT_TERMINATE : QS_EVENT_STOP, job, old, jdesc, actor);
 		if (terminate)
 			EventCopy(&ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
 		else
@@ -430,15 +445,15 @@ qs_job_history(PG_FUNCTION_ARGS)
 	}
 	if (JobInt(old, jdesc, JC_PRIORITY) != JobInt(job, jdesc, JC_PRIORITY))
 	{
-		WriteEvent(&ev, "PRIORITY", job, old, jdesc, actor);
+		WriteEvent(&ev, QS_EVENT_PRIORITY, job, old, jdesc, actor);
 		EventCopy(&ev, EF_OLD_PRIORITY, old, jdesc, JC_PRIORITY);
 		EventInsert(&ev);
 	}
 	if (JobIsNull(old, jdesc, JC_PROMISED_AT) != JobIsNull(job, jdesc, JC_PROMISED_AT) &&
-		strcmp(state, old_state) == 0)
+		state == old_state)
 	{
-		WriteEvent(&ev, JobIsNull(job, jdesc, JC_PROMISED_AT) ? "PROMISE_LAPSED" : "PROMISE",
-				   job, old, jdesc, actor);
+		WriteEvent(&ev, JobIsNull(job, jdesc, JC_PROMISED_AT) ? QS_EVENT_PROMISE_LAPSED :
+				   QS_EVENT_PROMISE, job, old, jdesc, actor);
 		EventInsert(&ev);
 	}
 	table_close(ev.rel, NoLock);

@@ -25,6 +25,7 @@
 #include "query.h"
 #include "queue_lock.h"
 #include "constants.h"
+#include "word_io.h"
 
 /* The fields of QsJobRow, by the name of the column they come from. */
 typedef enum JobField
@@ -126,6 +127,13 @@ FieldText(const QsJobDecoder *d, HeapTuple tuple, JobField f)
 		TextDatumGetCString(v);
 }
 
+/* "job ID", for the message of an unknown word */
+static const char *
+JobOf(int64 id)
+{
+	return psprintf("job " INT64_FORMAT, id);
+}
+
 /*
  * QsJobDecode decodes one row into the current memory context.  Fields not
  * selected are zero, NULL, or QS_NO_TIME; share and unit indexes are -1
@@ -145,15 +153,17 @@ QsJobDecode(const QsJobDecoder *d, HeapTuple tuple, QsJobRow *row)
 	job->priority = FieldInt32(d, tuple, JF_PRIORITY);
 	if ((text = FieldText(d, tuple, JF_STATE)) != NULL &&
 		!QsJobStateFromName(text, &row->state))
-		elog(ERROR, "quota_sched: job " INT64_FORMAT " has an unknown state \"%s\"",
-			 job->id, text);
+		QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_JOB_STATE, text,
+					  JobOf(job->id));
 	job->state = row->state;
 	job->queued_at = FieldTime(d, tuple, JF_QUEUED_AT);
 	job->scheduled_at = FieldTime(d, tuple, JF_SCHEDULED_AT);
 	job->promised_at = FieldTime(d, tuple, JF_PROMISED_AT);
 	job->lease_until = FieldTime(d, tuple, JF_LEASE_UNTIL);
 	job->deadline = FieldTime(d, tuple, JF_DEADLINE);
-	job->stop = QsStopFromName(FieldText(d, tuple, JF_STOP_REASON));
+	if (!QsStopFromName(text = FieldText(d, tuple, JF_STOP_REASON), &job->stop))
+		QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_STOP_REASON, text,
+					  JobOf(job->id));
 	row->agent = FieldText(d, tuple, JF_AGENT);
 	job->claimed = row->agent != NULL;
 	job->preempted_for = FieldValue(d, tuple, JF_PREEMPTED_FOR, &v) ? DatumGetInt64(v) : 0;

@@ -38,6 +38,7 @@
 #include "jsonb_util.h"
 #include "query.h"
 #include "constants.h"
+#include "words.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
 
@@ -650,7 +651,7 @@ FillSystemColumns(JobValues *row, Oid caller)
 
 	row->values[JC_ID] = Int64GetDatum(nextval_internal(seq_oid, false));
 	row->values[JC_OWNER] = NameGetDatum(owner);
-	row->values[JC_STATE] = CStringGetTextDatum("RUNNABLE");
+	row->values[JC_STATE] = CStringGetTextDatum(QsJobStateName(QS_RUNNABLE));
 	row->values[JC_FAILED_ATTEMPTS] = Int32GetDatum(0);
 	row->values[JC_PREEMPTION_COUNT] = Int32GetDatum(0);
 	row->values[JC_SUBMITTED_AT] = TimestampTzGetDatum(now);

@@ -22,6 +22,7 @@
 #include "identity.h"
 #include "job_columns.h"
 #include "launcher.h"
+#include "word_io.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_update);
 PG_FUNCTION_INFO_V1(qs_job_lock_queues);
@@ -81,9 +82,16 @@ qs_job_before_update(PG_FUNCTION_ARGS)
 		Datum		state = heap_getattr(td->tg_trigtuple, JobAttnum(desc, JC_STATE), desc,
 										 &isnull);
 		char	   *name = isnull ? NULL : TextDatumGetCString(state);
+		QsJobState	s = QS_RUNNABLE;
 
+		if (name != NULL && !QsJobStateFromName(name, &s))
+			QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_JOB_STATE, name,
+						  psprintf("job " INT64_FORMAT,
+								   DatumGetInt64(heap_getattr(td->tg_trigtuple,
+															  JobAttnum(desc, JC_ID),
+															  desc, &isnull))));
 		/* an ended job is never scheduled again: a new priority means nothing */
-		if (name != NULL && (strcmp(name, "SUCCEEDED") == 0 || strcmp(name, "FAILED") == 0))
+		if (s == QS_SUCCEEDED || s == QS_FAILED)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("job " INT64_FORMAT " has ended (%s): its priority cannot change",

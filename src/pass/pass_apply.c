@@ -43,7 +43,8 @@ BudgetReason(const QsQueueState *qs, int share, int unit)
 
 	if (!QsOverBudget(sh, unit))
 		return NULL;
-	return psprintf("BUDGET_EXHAUSTED: its %s instance-hours of %s per %s are spent until %s",
+	return psprintf("%s: its %s instance-hours of %s per %s are spent until %s",
+					QsHoldName(QS_HOLD_BUDGET_EXHAUSTED),
 					QsBudgetText(sh->budget[unit]), qs->in.units[unit].name,
 					QsPeriodName(qs->periods[share]),
 					timestamptz_to_str(QsPeriodEnd(qs->in.now, qs->periods[share])));
@@ -136,7 +137,7 @@ static void
 WritePassLog(QsQueueState *qs, const QsOutput *out, int64 pass_id, TimestampTz started)
 {
 	Datum		args[7];
-	int			counts[QS_FAIL + 1] = {0};
+	int			counts[QS_ACTION__COUNT] = {0};
 
 	for (int i = 0; i < out->ndecisions; i++)
 		counts[out->decisions[i].action]++;

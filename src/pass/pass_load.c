@@ -29,6 +29,7 @@
 
 #include "borrow_memory.h"
 #include "checks.h"
+#include "config_store.h"
 #include "job_store_pass.h"
 #include "jsonb_util.h"
 #include "pass_load.h"
@@ -100,79 +101,33 @@ CapacityOf(Jsonb *map, const char *unit)
 	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
 }
 
-static QsStrategy
-StrategyFromName(const char *name)
-{
-	if (strcmp(name, "LEND_AND_BORROW") == 0)
-		return QS_LEND_AND_BORROW;
-	if (strcmp(name, "LEND") == 0)
-		return QS_LEND;
-	return QS_RESERVE;
-}
-
-static QsQuery QueueQuery = {
-	"SELECT e.state = 'ENABLED', e.capacity_limits, q.runnable_timeout,"
-	"       q.borrow_order = 'FAIR', s.passed_over, s.passed_over_passes, q.claim_timeout,"
-	"       q.fair_half_life"
-	"  FROM quota_sched.job_queue q"
-	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
-	"  LEFT JOIN quota_sched.queue_status s ON s.job_queue = q.name"
-	" WHERE q.name = $1",
-	1, {TEXTOID}, SPI_OK_SELECT
-};
-
-static QsQuery SharesQuery = {
-	"SELECT name, strategy, borrow_limit, in_share_preemption,"
-	"       state = 'ENABLED', capacity_limits, lend_limit,"
-	"       queueing = 'STRICT', min_runtime, weight,"
-	"       CASE WHEN budget <> '{}' THEN budget END, budget_period"
-	"  FROM quota_sched.quota_share WHERE job_queue = $1"
-	" ORDER BY name COLLATE \"C\"",
-	1, {TEXTOID}, SPI_OK_SELECT
-};
-
 /*
- * LoadQueue reads the queue and its environment.  Returns false when the
+ * LoadQueue reads the queue and its environment (the configuration
+ * store), and what the passes noted of it (queue_status: the jobs they
+ * passed over, and for how many passes in a row).  Returns false when the
  * queue does not exist.
  */
 static bool
 LoadQueue(QsQueueState *qs)
 {
-	Datum		queue = CStringGetTextDatum(qs->queue);
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		timeout;
-	Datum		passed_over;
+	QsConfigRead how = {qs->snapshot, false};
+	QsQueueConfig config;
+	QsEnvironmentConfig environment;
+	QsQueueStatus status;
 
-	if (QsQueryRunIn(&QueueQuery, &queue, NULL, qs->snapshot, 1) == 0)
+	if (!QsReadQueueConfig(qs->queue, how, &config, &environment, &status))
 		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	qs->in.env_enabled = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
-	qs->env_limits = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 2, &isnull));
-	timeout = SPI_getbinval(tup, desc, 3, &isnull);
-	qs->runnable_timeout = isnull ? NULL :
-		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
-	qs->in.fair = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
-	passed_over = SPI_getbinval(tup, desc, 5, &isnull);
-	if (!isnull)
-	{
-		ArrayType  *a = DatumGetArrayTypePCopy(passed_over);
-
-		/* only the pass writes it: a one-dimensional array of non-null ids */
-		if (ARR_ELEMTYPE(a) != INT8OID || ARR_NDIM(a) > 1 || ARR_HASNULL(a))
-			elog(ERROR, "quota_sched: queue_status.passed_over of \"%s\" is malformed", qs->queue);
-		qs->npassed_over = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
-		qs->passed_over = (int64 *) ARR_DATA_PTR(a);
-		qs->passed_over_passes = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
-	}
-	timeout = SPI_getbinval(tup, desc, 7, &isnull);
-	qs->claim_timeout = isnull ? NULL :
-		DatumGetIntervalP(datumCopy(timeout, false, sizeof(Interval)));
-	qs->in.claim_timeout = isnull ? QS_NO_TIME : QsIntervalUsecs(qs->claim_timeout);
-	timeout = SPI_getbinval(tup, desc, 8, &isnull);
-	qs->half_life = isnull ? 0 : QsIntervalUsecs(DatumGetIntervalP(timeout));
+	qs->passed_over = status.passed_over.ids;
+	qs->npassed_over = status.passed_over.n;
+	qs->passed_over_passes = status.passed_over_passes;
+	qs->in.env_enabled = environment.enabled;
+	qs->env_limits = environment.capacity_limits;
+	qs->runnable_timeout = config.runnable_timeout;
+	qs->in.fair = config.borrow_order == QS_BORROW_FAIR;
+	qs->claim_timeout = config.claim_timeout;
+	qs->in.claim_timeout = config.claim_timeout == NULL ? QS_NO_TIME :
+		QsIntervalUsecs(config.claim_timeout);
+	qs->half_life = config.fair_half_life == NULL ? 0 : QsIntervalUsecs(config.fair_half_life);
 	AddMapUnits(qs, qs->env_limits);
 	return true;
 }
@@ -216,51 +171,32 @@ LoadAgentBounds(QsQueueState *qs)
 }
 
 /*
- * LoadShares reads the queue's shares, in the C order of their names, and
- * returns their capacity maps; their budgets (scheduling.md 3.11) go to
- * qs->budget_maps (NULL: none) and their periods to qs->periods.  Units are the environment's, the shares',
- * and (added later) those of RUNNABLE and held jobs, so that a job of a
- * unit the environment lost is still seen (E(u) = 0).
+ * LoadShares reads the queue's shares (the configuration store), in the C
+ * order of their names, and returns their capacity maps; their budgets
+ * (scheduling.md 3.11) go to qs->budget_maps (NULL: none) and their
+ * periods to qs->periods.  Units are the environment's, the shares', and
+ * (added later) those of RUNNABLE and held jobs, so that a job of a unit
+ * the environment lost is still seen (E(u) = 0).
  */
 static Jsonb **
 LoadShares(QsQueueState *qs)
 {
-	Datum		queue = CStringGetTextDatum(qs->queue);
-	uint64		n = QsQueryRun(&SharesQuery, &queue, NULL, false, 0);
+	QsConfigRead how = {NULL, false};
+	QsShareConfig *configs;
+	int			n = QsReadShareConfigs(qs->queue, how, &configs);
 	QsShare    *shares = palloc0(sizeof(QsShare) * (n + 1));
 	Jsonb	  **maps = palloc0(sizeof(Jsonb *) * (n + 1));
 
 	qs->budget_maps = palloc0(sizeof(Jsonb *) * (n + 1));
 	qs->periods = palloc0(sizeof(QsPeriod) * (n + 1));
-
-	for (uint64 i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		min_runtime;
-		Datum		budget;
-
-		shares[i].name = pstrdup(SPI_getvalue(tup, desc, 1));
-		shares[i].strategy = StrategyFromName(SPI_getvalue(tup, desc, 2));
-		shares[i].borrow_limit = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-		shares[i].in_share_preemption = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
-		shares[i].enabled = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
-		maps[i] = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 6, &isnull));
+		shares[i] = configs[i].policy;
+		maps[i] = configs[i].capacity_limits;
 		AddMapUnits(qs, maps[i]);
-		shares[i].lend_limit = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-		shares[i].strict = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
-		min_runtime = SPI_getbinval(tup, desc, 9, &isnull);
-		shares[i].min_runtime = isnull ? 0 : QsIntervalUsecs(DatumGetIntervalP(min_runtime));
-		shares[i].weight = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
-		budget = SPI_getbinval(tup, desc, 11, &isnull);
-		if (!isnull)
-		{
-			qs->budget_maps[i] = DatumGetJsonbPCopy(budget);
-			qs->any_budget = true;
-		}
-		if (!QsPeriodFromName(SPI_getvalue(tup, desc, 12), &qs->periods[i]))
-			qs->periods[i] = QS_PERIOD_MONTH;	/* its CHECK allows no other */
+		qs->budget_maps[i] = configs[i].budget;
+		qs->any_budget |= configs[i].budget != NULL;
+		qs->periods[i] = configs[i].budget_period;
 	}
 	qs->in.nshares = n;
 	qs->in.shares = shares;

@@ -47,6 +47,7 @@
 #include "query.h"
 #include "constants.h"
 #include "usage.h"
+#include "word_io.h"
 
 PG_FUNCTION_INFO_V1(qs_job_usage);
 PG_FUNCTION_INFO_V1(qs_job_usage_flush);
@@ -188,8 +189,14 @@ TallyJob(HeapTuple tuple, TupleDesc desc, int sign)
 	int64		count;
 	UsageCell  *cell;
 
-	if (isnull || !QsJobStateFromName(state, &s) ||
-		!(s == QS_SCHEDULED || s == QS_STARTING || s == QS_RUNNING))
+	if (isnull)
+		return;
+	if (!QsJobStateFromName(state, &s))
+		QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_JOB_STATE, state,
+					  psprintf("job " INT64_FORMAT,
+							   DatumGetInt64(heap_getattr(tuple, JobAttnum(desc, JC_ID), desc,
+														  &isnull))));
+	if (!QsHoldsCapacity(s))
 		return;
 	count = DatumGetInt32(heap_getattr(tuple, JobAttnum(desc, JC_INSTANCE_COUNT), desc, &isnull));
 	cell = TallyCellOf(TextColumn(tuple, desc, JC_JOB_QUEUE, &isnull),

@@ -18,6 +18,7 @@
 #include "checks.h"
 #include "identity.h"
 #include "over_time.h"
+#include "word_io.h"
 
 PG_FUNCTION_INFO_V1(qs_spent_after);
 PG_FUNCTION_INFO_V1(qs_spent_at);
@@ -38,7 +39,7 @@ PeriodArg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid budget_period \"%s\"",
 						QsShortValue(text_to_cstring(PG_GETARG_TEXT_PP(argno)))),
-				 errdetail("budget_period is DAY, WEEK or MONTH.")));
+				 errdetail("budget_period is %s.", QsWordList(QS_KIND_BUDGET_PERIOD, "or"))));
 	return period;
 }
 

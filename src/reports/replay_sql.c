@@ -26,6 +26,7 @@
 #include "utils/timestamp.h"
 
 #include "checks.h"
+#include "config_store.h"
 #include "identity.h"
 #include "pass_load.h"
 #include "query.h"
@@ -427,11 +428,6 @@ RunScenario(ReturnSetInfo *rsinfo, const char *scenario, const Scenario *sc,
 	MemoryContextDelete(cx.keep);
 }
 
-static QsQuery QueueQuery = {
-	"SELECT 1 FROM quota_sched.job_queue WHERE name = $1",
-	1, {TEXTOID}, SPI_OK_SELECT
-};
-
 /*
  * The arguments of a replay, checked: none null, a range of at most
  * QS_REPLAY_MAX_DAYS, changes a JSON object (the tables check the rest),
@@ -444,7 +440,9 @@ CheckArguments(FunctionCallInfo fcinfo)
 	TimestampTz from,
 				to;
 	Jsonb	   *changes;
-	Datum		queue;
+	QsConfigRead how = {NULL, true};
+	QsQueueConfig queue;
+	QsEnvironmentConfig environment;
 
 	for (int a = 0; a < 4; a++)
 		if (PG_ARGISNULL(a))
@@ -467,12 +465,12 @@ CheckArguments(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("changes must be a JSON object"),
 				 errhint("Such as {\"quota_share\": {\"nlp\": {\"capacity_limits\": {\"gpu\": 4}}}}.")));
-	queue = PG_GETARG_DATUM(0);
-	if (QsQueryRun(&QueueQuery, &queue, NULL, true, 1) == 0)
+	if (!QsReadQueueConfig(TextDatumGetCString(PG_GETARG_DATUM(0)), how, &queue, &environment,
+						   NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("job queue \"%s\" does not exist",
-						QsShortValue(TextDatumGetCString(queue)))));
+						QsShortValue(TextDatumGetCString(PG_GETARG_DATUM(0))))));
 }
 
 /*

@@ -23,6 +23,7 @@
 
 #include "checks.h"
 #include "identity.h"
+#include "word_io.h"
 #include "policy.h"
 
 PG_FUNCTION_INFO_V1(qs_holds);
@@ -32,16 +33,6 @@ PG_FUNCTION_INFO_V1(qs_lendable);
 PG_FUNCTION_INFO_V1(qs_over_budget);
 
 /*
- * The names of QsStrategy, as quota_share.strategy holds them.  (The core
- * has no table of them yet: pass_load.c and explain name them too.)
- */
-static const char *const StrategyNames[] = {
-	[QS_RESERVE] = "RESERVE",
-	[QS_LEND] = "LEND",
-	[QS_LEND_AND_BORROW] = "LEND_AND_BORROW",
-};
-
-/*
  * ShareArg makes the share of one unit (capacity) whose strategy is
  * argument argno: its other columns are those of a RESERVE share, ENABLED,
  * that neither borrows nor limits its lending.
@@ -49,18 +40,10 @@ static const char *const StrategyNames[] = {
 static QsShare
 ShareArg(FunctionCallInfo fcinfo, int argno, const int64 *capacity)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	QsShare		share = {0};
-	int			s;
+	int			s = QsParseWord(ERRCODE_INVALID_PARAMETER_VALUE, QS_KIND_STRATEGY,
+								text_to_cstring(PG_GETARG_TEXT_PP(argno)), NULL);
 
-	for (s = 0; s < lengthof(StrategyNames); s++)
-		if (strcmp(name, StrategyNames[s]) == 0)
-			break;
-	if (s == lengthof(StrategyNames))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid strategy \"%s\"", QsShortValue(name)),
-				 errdetail("The strategy is RESERVE, LEND or LEND_AND_BORROW.")));
 	if (*capacity < 0 || *capacity > PG_INT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -119,8 +102,11 @@ qs_holds(PG_FUNCTION_ARGS)
 Datum
 qs_is_preemption(PG_FUNCTION_ARGS)
 {
+	QsStop		stop;
+
 	QsCheckSchemaVersion();
-	PG_RETURN_BOOL(QsIsPreemption(QsStopFromName(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
+	PG_RETURN_BOOL(QsStopFromName(text_to_cstring(PG_GETARG_TEXT_PP(0)), &stop) &&
+				   QsIsPreemption(stop));
 }
 
 /*
@@ -154,15 +140,11 @@ qs_lendable(PG_FUNCTION_ARGS)
 {
 	int64		capacity = PG_GETARG_INT64(0);
 	QsShare		share = ShareArg(fcinfo, 1, &capacity);
-	char	   *state = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	QsConfigState state = QsParseWord(ERRCODE_INVALID_PARAMETER_VALUE, QS_KIND_CONFIG_STATE,
+									  text_to_cstring(PG_GETARG_TEXT_PP(2)), NULL);
 
 	QsCheckSchemaVersion();
-	if (strcmp(state, "ENABLED") != 0 && strcmp(state, "DISABLED") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid share state \"%s\"", QsShortValue(state)),
-				 errdetail("A share's state is ENABLED or DISABLED.")));
-	share.enabled = strcmp(state, "ENABLED") == 0;
+	share.enabled = state == QS_ENABLED;
 	share.lend_limit = LimitArg(fcinfo, 3, 100, "lend_limit");
 	PG_RETURN_INT64(QsLendableOf(&share, 0));
 }

@@ -137,7 +137,9 @@ DoTerminate(PG_FUNCTION_ARGS)
 		initStringInfo(&payload);
 		appendStringInfo(&payload, "{\"job_id\":" INT64_FORMAT ",\"agent\":", job_id);
 		escape_json(&payload, row.agent);
-		appendStringInfoString(&payload, ",\"reason\":\"TERMINATED\"}");
+		appendStringInfoString(&payload, ",\"reason\":");
+		escape_json(&payload, QsStopName(QS_STOP_TERMINATED));
+		appendStringInfoChar(&payload, '}');
 		Async_Notify("quota_sched_stop", payload.data);
 	}
 	result = QsReturnJob(job_id);
@@ -230,7 +232,7 @@ KeptFromQueue(ExplainJob *ej)
 
 	if (given_up == 0)
 		return false;
-	ej->blocked_by = "QUEUE_LOCKED";
+	ej->blocked_by = QsBlockedName(QS_BLOCKED_QUEUE_LOCKED);
 	appendStringInfo(&ej->detail, "The scheduler gave up the last %d pass%s of job queue "
 					 "\"%s\": another session held the queue's lock for longer than "
 					 "quota_sched.naptime (an admin's run_pass() in a transaction that has "
@@ -248,6 +250,22 @@ KeptFromQueue(ExplainJob *ej)
 }
 
 /*
+ * Misfit returns what follows "MISCONFIGURATION:" in a status_reason (the
+ * limit a misconfigured job exceeds), or NULL when it is no such reason.
+ */
+static const char *
+Misfit(const char *status_reason)
+{
+	const char *word = QsReasonName(QS_REASON_MISCONFIGURATION);
+	size_t		len = strlen(word);
+
+	if (status_reason == NULL || strncmp(status_reason, word, len) != 0 ||
+		status_reason[len] != ':')
+		return NULL;
+	return status_reason + len + 1;
+}
+
+/*
  * WaitsForever fills blocked_by and detail for a RUNNABLE job that waits
  * for something a pass cannot change by dispatching (a lock on its row,
  * limits, victims, the environment), and tells whether it did.
@@ -256,42 +274,41 @@ static bool
 WaitsForever(const QsQueueState *qs, ExplainJob *ej)
 {
 	const QsJobRow *row = &ej->row;
+	const char *misfit;
 
 	for (int i = 0; i < qs->npassed_over; i++)
 		if (qs->passed_over[i] == row->job.id)
 		{
-			ej->blocked_by = "ROW_LOCKED";
+			ej->blocked_by = QsBlockedName(QS_BLOCKED_ROW_LOCKED);
 			appendStringInfoString(&ej->detail, "Another transaction holds its row locked "
 								   "(SELECT ... FOR UPDATE, or an UPDATE not yet committed): "
 								   "passes leave it alone until that transaction ends.");
 			return true;
 		}
-	if (row->status_reason != NULL && strncmp(row->status_reason, "MISCONFIGURATION:", 17) == 0)
+	if ((misfit = Misfit(row->status_reason)) != NULL)
 	{
-		ej->blocked_by = "MISCONFIGURATION";
+		ej->blocked_by = QsBlockedName(QS_BLOCKED_MISCONFIGURATION);
 		appendStringInfo(&ej->detail, "It needs %d x %s, more than its share or the environment "
 						 "can ever give (%s); it waits for the limits to change.",
-						 row->job.count, row->capacity_unit, row->status_reason + 17);
+						 row->job.count, row->capacity_unit, misfit);
 		return true;
 	}
 	if (row->job.promised_at != QS_NO_TIME)
 	{
-		ej->blocked_by = "WAITING_FOR_VICTIMS";
+		ej->blocked_by = QsBlockedName(QS_BLOCKED_WAITING_FOR_VICTIMS);
 		appendStringInfoString(&ej->detail, "Room was made for it by preemption; it starts "
 							   "as soon as the preempted jobs have stopped.");
 		return true;
 	}
 	if (!qs->in.env_enabled)
 	{
-		ej->blocked_by = "ENVIRONMENT_DISABLED";
-		appendStringInfoString(&ej->detail, "The service environment is DISABLED: nothing is dispatched.");
+		ej->blocked_by = QsBlockedName(QS_BLOCKED_ENVIRONMENT_DISABLED);
+		appendStringInfo(&ej->detail, "The service environment is %s: nothing is dispatched.",
+						 QsConfigStateName(QS_DISABLED));
 		return true;
 	}
 	return false;
 }
-
-/* The names of QsStrategy, for explain's keys. */
-static const char *const StrategyNames[] = {"RESERVE", "LEND", "LEND_AND_BORROW"};
 
 /* How many lenders or agents explain lists; it counts the others. */
 #define QS_EXPLAIN_LIST_MAX 20
@@ -343,7 +360,7 @@ CapacityKeys(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const QsW
 	appendStringInfo(k, ", \"instance_count\": %d, \"in_future\": %s, \"share\": "
 					 "{\"strategy\": \"%s\", \"capacity\": %lld, \"allowed\": ",
 					 job->count, why->in_future ? "true" : "false",
-					 StrategyNames[share->strategy], (long long) share->capacity[job->unit]);
+					 QsStrategyName(share->strategy), (long long) share->capacity[job->unit]);
 	if (why->allowed == QS_UNBOUNDED)
 		appendStringInfoString(k, "null");
 	else
@@ -370,7 +387,8 @@ DescribeSupply(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const Q
 
 	for (int i = 0; i < why->nlenders; i++)
 		wanted += why->lenders[i].wanted;
-	ej->blocked_by = why->must_borrow ? "NO_BORROWABLE_SUPPLY" : "OWN_CAPACITY_LENT";
+	ej->blocked_by = QsBlockedName(why->must_borrow ? QS_BLOCKED_NO_BORROWABLE_SUPPLY :
+									QS_BLOCKED_OWN_CAPACITY_LENT);
 	if (why->must_borrow)
 		appendStringInfo(&ej->detail, "It must borrow %lld x %s beyond quota share %s's own "
 						 "%lld: the shares would borrow %lld in all, and the borrowable "
@@ -398,7 +416,8 @@ DescribeAllowed(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const 
 	const QsShare *share = &qs->in.shares[job->share];
 	StringInfo	detail = &ej->detail;
 
-	ej->blocked_by = share->strategy == QS_LEND_AND_BORROW ? "BORROW_LIMIT" : "OWN_CAPACITY_FULL";
+	ej->blocked_by = QsBlockedName(share->strategy == QS_LEND_AND_BORROW ? QS_BLOCKED_BORROW_LIMIT :
+									QS_BLOCKED_OWN_CAPACITY_FULL);
 	appendStringInfo(detail, "Quota share %s holds %lld x %s (its own capacity is %lld",
 					 share->name, (long long) why->usage, ej->row.capacity_unit,
 					 (long long) share->capacity[job->unit]);
@@ -407,7 +426,7 @@ DescribeAllowed(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const 
 						 (long long) why->allowed, job->count);
 	else
 		appendStringInfo(detail, " and a %s share does not borrow); it needs %d more.",
-						 share->strategy == QS_LEND ? "LEND" : "RESERVE", job->count);
+						 QsStrategyName(share->strategy), job->count);
 }
 
 /*
@@ -431,7 +450,7 @@ DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const Qs
 			DescribeAllowed(qs, ej, job, why);
 			break;
 		case QS_CHECK_ENVIRONMENT:
-			ej->blocked_by = "ENVIRONMENT_FULL";
+			ej->blocked_by = QsBlockedName(QS_BLOCKED_ENVIRONMENT_FULL);
 			appendStringInfo(detail, "The environment has %lld x %s, of which %lld are held; "
 							 "it needs %d.", (long long) qs->in.units[job->unit].env_limit,
 							 ej->row.capacity_unit, (long long) why->env_usage, job->count);
@@ -448,7 +467,7 @@ DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const Qs
 	{
 		appendStringInfoString(&ej->keys, ", \"capacity_blocked_by\": ");
 		escape_json(&ej->keys, ej->blocked_by);
-		ej->blocked_by = "VICTIMS_EXEMPT";
+		ej->blocked_by = QsBlockedName(QS_BLOCKED_VICTIMS_EXEMPT);
 		ej->exempt_until = why->exempt_until;
 		appendStringInfo(detail, " Preemption would make room for it, but the jobs it could "
 						 "stop have not run their share's min_runtime yet; the earliest "
@@ -477,7 +496,7 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 				const char *ends = timestamptz_to_str(QsPeriodEnd(qs->in.now,
 																  qs->periods[job->share]));
 
-				ej->blocked_by = "BUDGET_EXHAUSTED";
+				ej->blocked_by = QsBlockedName(QS_BLOCKED_BUDGET_EXHAUSTED);
 				appendStringInfo(&ej->keys, ", \"budget_hours\": %s, \"spent_hours\": %.3f,"
 								 " \"budget_period\": \"%s\", \"period_end\": ",
 								 QsBudgetText(share->budget[job->unit]), share->spent[job->unit] / 3600,
@@ -491,7 +510,7 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 				return true;
 			}
 		case QS_HOLD_NO_AGENT_FITS:
-			ej->blocked_by = "NO_AGENT_FITS";
+			ej->blocked_by = QsBlockedName(QS_BLOCKED_NO_AGENT_FITS);
 			appendStringInfo(&ej->keys, ", \"instance_count\": %d, \"largest_agent\": %lld",
 							 job->count, (long long) unit->agent_max);
 			appendStringInfo(&ej->detail, "It needs %d x %s; the largest live, active agent "
@@ -501,7 +520,7 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 							 (long long) unit->agent_max);
 			return true;
 		case QS_HOLD_CLAIM_BACKOFF:
-			ej->blocked_by = "CLAIM_BACKOFF";
+			ej->blocked_by = QsBlockedName(QS_BLOCKED_CLAIM_BACKOFF);
 			appendStringInfoString(&ej->keys, ", \"backoff_until\": ");
 			escape_json(&ej->keys, timestamptz_to_str(job->claim_backoff_until));
 			appendStringInfo(&ej->keys, ", \"claim_requeues\": %d", job->claim_requeues);
@@ -543,7 +562,7 @@ StrictHeadHeld(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 	HeldBack(qs, &head, &entry.job);
 	name = SnapshotNames(ej->caller, &entry, 1, &name_null)[0];
 
-	ej->blocked_by = "STRICT_HEAD_HELD";
+	ej->blocked_by = QsBlockedName(QS_BLOCKED_STRICT_HEAD_HELD);
 	appendStringInfo(&ej->keys, ", \"strict_head\": {\"job_id\": " INT64_FORMAT ", \"name\": ",
 					 entry.job.id);
 	if (name_null)
@@ -554,9 +573,9 @@ StrictHeadHeld(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 					 head.blocked_by, head.keys.data);
 	escape_json(&ej->keys, head.detail.data);
 	appendStringInfoChar(&ej->keys, '}');
-	appendStringInfo(&ej->detail, "Quota share \"%s\" queues STRICT: its jobs of %s start in "
+	appendStringInfo(&ej->detail, "Quota share \"%s\" queues %s: its jobs of %s start in "
 					 "share order, and job " INT64_FORMAT, ej->row.quota_share,
-					 ej->row.capacity_unit, entry.job.id);
+					 QsQueueingName(QS_STRICT), ej->row.capacity_unit, entry.job.id);
 	if (!name_null)
 		appendStringInfo(&ej->detail, " (%s)", TextDatumGetCString(name));
 	appendStringInfo(&ej->detail, ", ahead of this one, is held back (%s): no later job of "
@@ -584,7 +603,7 @@ ExplainRunnable(ExplainJob *ej)
 		;
 	else if (job.share < 0)
 	{
-		ej->blocked_by = "SHARE_MISSING";
+		ej->blocked_by = QsBlockedName(QS_BLOCKED_SHARE_MISSING);
 		appendStringInfo(&ej->detail, "Its quota share \"%s\" does not exist (its row was "
 						 "removed behind the foreign key, as a restore in replica mode can): "
 						 "no pass dispatches it until an admin creates the share again or "
@@ -750,7 +769,7 @@ ExplainNotRunnable(ExplainJob *ej)
 
 	if (row->state == QS_SCHEDULED)
 	{
-		ej->blocked_by = "WAITING_FOR_AGENT";
+		ej->blocked_by = QsBlockedName(QS_BLOCKED_WAITING_FOR_AGENT);
 		AgentKeys(ej);
 	}
 	else if (row->agent != NULL && (row->state == QS_STARTING || row->state == QS_RUNNING))

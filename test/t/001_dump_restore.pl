@@ -158,7 +158,7 @@ BEGIN
 	VALUES ('dr_queue', t0 + '50 min', t0 + '50 min 0.5 s', 0, 1, 1) RETURNING id INTO p2;
 	PERFORM pg_temp.move('dr_a2', 'RUNNABLE', 'pass', p2, 'preempted for dr_c1', t0 + '50 min');
 	UPDATE quota_sched.job
-	   SET preemption_count = 1, stop_reason = 'preempted',
+	   SET preemption_count = 1, stop_reason = 'CROSS_SHARE_PREEMPTION',
 		   stop_requested_at = t0 + '50 min', stopped_at = t0 + '51 min',
 		   preempted_for = (SELECT id FROM quota_sched.job WHERE name = 'dr_c1')
 	 WHERE name = 'dr_a2';
@@ -186,10 +186,10 @@ BEGIN
 	 WHERE name IN ('dr_a1', 'dr_a2', 'dr_a3', 'dr_b3', 'dr_d1');
 	UPDATE quota_sched.job SET started_at = t0 + '54 min' WHERE name = 'dr_c1';
 	UPDATE quota_sched.job SET stopped_at = t0 + '30 min' WHERE name = 'dr_a3';
-	UPDATE quota_sched.job SET stopped_at = t0 + '40 min', failed_attempts = 1, stop_reason = 'exit 1'
+	UPDATE quota_sched.job SET stopped_at = t0 + '40 min', failed_attempts = 1, stop_reason = 'TIMEOUT'
 	 WHERE name = 'dr_b3';
 	UPDATE quota_sched.job
-	   SET stopped_at = t0 + '61 min', stop_reason = 'terminated by regress_dr_admin',
+	   SET stopped_at = t0 + '61 min', stop_reason = 'TERMINATED',
 		   stop_requested_at = t0 + '60 min'
 	 WHERE name = 'dr_d1';
 END

@@ -228,7 +228,7 @@ test_no_agent_fits_timeout(void)
 	w.now += 1;
 	out = WPassApply(&w);
 	d = WDecisionFor(out, big);
-	CHECK(d != NULL && d->action == QS_FAIL && strcmp(d->reason, QS_REASON_NO_AGENT_TIMEOUT) == 0 &&
+	CHECK(d != NULL && d->action == QS_FAIL && strcmp(d->reason, QsReasonName(QS_REASON_RUNNABLE_TIMEOUT_NO_AGENT)) == 0 &&
 		  strcmp(d->reason, "RUNNABLE_TIMEOUT:NO_AGENT_FITS") == 0 && big->state == W_FAILED,
 		  "no-agent timeout: FAIL RUNNABLE_TIMEOUT:NO_AGENT_FITS");
 	CHECK(Dispatched(out, small), "no-agent timeout: the later job it held back starts at once");

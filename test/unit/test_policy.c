@@ -881,9 +881,54 @@ test_explain_future_numbers(void)
 		  (long long) why.usage, (long long) why.env_usage);
 }
 
+/*
+ * The words of every kind (words.h): each a name of capital letters, digits,
+ * '_' and ':', none twice in its kind; a name gives its value back, and a
+ * name that is none of the kind's words (a lower-case one, an empty one)
+ * gives none.  The words that two kinds share mean the same: a report of
+ * RUNNING, SUCCEEDED or FAILED is that job state, a hold is explain's
+ * blocked_by of the same name, and so is MISCONFIGURATION of the reasons.
+ */
+static void
+test_words(void)
+{
+	int			bad = 0;
+	int			v;
+
+	for (int k = 0; k < QS_KIND__COUNT; k++)
+	{
+		int			first = QsKindFirst((QsWordKind) k);
+
+		for (int i = 0; i < QsKindWords((QsWordKind) k); i++)
+		{
+			const char *name = QsWordName((QsWordKind) k, first + i);
+
+			bad += name == NULL || name[0] == '\0' ||
+				strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:") != strlen(name) ||
+				!QsWordFromName((QsWordKind) k, name, &v) || v != first + i;
+		}
+		bad += QsWordFromName((QsWordKind) k, "", &v) ||
+			QsWordFromName((QsWordKind) k, "running", &v);
+	}
+	CHECK(bad == 0, "every word has a name of its own in its kind, and only its names are words");
+	CHECK(QsKindFromName("stop_reason", (QsWordKind *) &v) && v == QS_KIND_STOP_REASON &&
+		  strcmp(QsStopName(QS_STOP_TERMINATED), "TERMINATED") == 0 &&
+		  QsStopName(QS_STOP_NONE) == NULL && QsHoldName(QS_HOLD_NONE) == NULL,
+		  "a kind by its name; the stops and holds after their none");
+	bad = 0;
+	for (int r = QS_REPORT_RUNNING; r <= QS_REPORT_FAILED; r++)
+		bad += !QsWordFromName(QS_KIND_JOB_STATE, QsReportName((QsReport) r), &v);
+	for (int h = QS_HOLD_NONE + 1; h <= QS_HOLD__COUNT; h++)
+		bad += !QsWordFromName(QS_KIND_BLOCKED_BY, QsHoldName((QsHold) h), &v);
+	bad += strcmp(QsReasonName(QS_REASON_MISCONFIGURATION),
+				  QsBlockedName(QS_BLOCKED_MISCONFIGURATION)) != 0;
+	CHECK(bad == 0, "the words two kinds share name the same thing");
+}
+
 int
 main(void)
 {
+	test_words();
 	test_seed_step1();
 	test_allowed_rounding();
 	test_reserve_and_lend();

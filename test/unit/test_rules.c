@@ -46,19 +46,27 @@ TestHolds(void)
 		  "by name: STARTING holds");
 }
 
+/* The stop of a name, QS_STOP_NONE for a name that is none. */
+static QsStop
+Stop(const char *name)
+{
+	QsStop		stop;
+
+	return QsStopFromName(name, &stop) ? stop : QS_STOP_NONE;
+}
+
 /* QsIsPreemption: the three stops that end an attempt for another's room. */
 static void
 TestPreemption(void)
 {
-	CHECK(QsIsPreemption(QsStopFromName("CROSS_SHARE_PREEMPTION")) &&
-		  QsIsPreemption(QsStopFromName("IN_SHARE_PREEMPTION")) &&
-		  QsIsPreemption(QsStopFromName("CAPACITY_REDUCED")),
+	CHECK(QsIsPreemption(Stop("CROSS_SHARE_PREEMPTION")) &&
+		  QsIsPreemption(Stop("IN_SHARE_PREEMPTION")) &&
+		  QsIsPreemption(Stop("CAPACITY_REDUCED")),
 		  "cross-share, in-share and capacity-reduced stops are preemptions");
 	CHECK(!QsIsPreemption(QS_STOP_TIMEOUT) && !QsIsPreemption(QS_STOP_TERMINATED) &&
 		  !QsIsPreemption(QS_STOP_NONE),
 		  "a timeout, a terminate and no stop are none");
-	CHECK(!QsIsPreemption(QsStopFromName("LEASE_EXPIRED")) &&
-		  !QsIsPreemption(QsStopFromName(NULL)),
+	CHECK(!QsIsPreemption(Stop("LEASE_EXPIRED")) && !QsIsPreemption(Stop(NULL)),
 		  "a reason that is no stop (LEASE_EXPIRED, null) is no preemption");
 }
 
