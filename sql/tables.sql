@@ -372,7 +372,7 @@ ALTER SEQUENCE quota_sched.config_event_id_seq OWNED BY quota_sched.config_event
 CREATE INDEX config_event_object ON quota_sched.config_event (object, job_queue, name, at, id);
 
 /* ---------------------------------------------------------------------
- * The hourly rollup (reporting.sql): per queue, share (null: the
+ * The hourly rollup (reporting_rollup.sql): per queue, share (null: the
  * environment) and unit, each hour's integrals and event counts, and the
  * levels at its end; usage_rollup says until when each queue is rolled up
  * (an hour's edge); usage_totals keeps the counts of usage_counters over
@@ -422,7 +422,7 @@ CREATE TABLE quota_sched.usage_totals (
 );
 
 /*
- * Who lent to whom (lending_parts in reporting.sql): per queue, unit, hour,
+ * Who lent to whom (lending_parts in reporting_lending.sql): per queue, unit, hour,
  * lender (null: the environment's unassigned capacity) and borrower, the
  * instance-seconds the borrower held of the lender's capacity, for the
  * hours up to usage_rollup.lent_until.  Written by rollup() only.

@@ -6,7 +6,7 @@
  *
  * The levels of each (share, unit) and the environment's capacity are
  * step functions of time whose changes quota_sched.lending_deltas()
- * returns (reporting.sql).  This sweeps them once, unit by unit, in order
+ * returns (reporting_lending.sql).  This sweeps them once, unit by unit, in order
  * of time: between two changes (or a bucket's edge) the levels hold, and
  * the policy core's rule (src/core/lending.c) attributes that span.  So
  * the work is the changes times the unit's shares, in C, and the memory
