@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "version.h"
+
 #define RECONNECT_MAX_SECONDS 5.0
 
 /* A statement the agent runs: its name in the log, its text, its arguments. */
@@ -317,7 +319,7 @@ schema_is_ours(void)
 	}
 	snprintf(found, sizeof(found), "%s", PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "");
 	PQclear(res);
-	if (found[0] != '\0' && compare_versions(found, AGENT_VERSION) >= 0)
+	if (found[0] != '\0' && QsCompareVersions(found, AGENT_VERSION) >= 0)
 	{
 		refused[0] = '\0';
 		return true;

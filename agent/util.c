@@ -511,28 +511,3 @@ jobs_user_problem(bool local, bool noop, bool run_as, bool same_user)
 			"or signal the agent, and with it every other job of this host; see doc/agents.md)";
 	return NULL;
 }
-
-/*
- * compare_versions compares two versions "MAJOR.MINOR" (each part a
- * number, 0.10 after 0.9): negative, zero or positive as a is older than,
- * the same as or newer than b.  What is not a number counts as 0.
- */
-int
-compare_versions(const char *a, const char *b)
-{
-	char	   *end_a,
-			   *end_b;
-
-	for (;;)
-	{
-		long		part_a = strtol(a, &end_a, 10);
-		long		part_b = strtol(b, &end_b, 10);
-
-		if (part_a != part_b)
-			return part_a < part_b ? -1 : 1;
-		if (*end_a != '.' || *end_b != '.')
-			return (*end_a == '.') - (*end_b == '.');
-		a = end_a + 1;
-		b = end_b + 1;
-	}
-}

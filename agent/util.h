@@ -51,6 +51,5 @@ extern bool parse_proc_stat(const char *text, long *ppid);
 extern int	descendants_of(long root, const long *pids, const long *ppids, int n, long *out);
 extern bool parse_count(const char *s, long min, long max, long *count);
 extern const char *jobs_user_problem(bool local, bool noop, bool run_as, bool same_user);
-extern int	compare_versions(const char *a, const char *b);
 
 #endif							/* QS_AGENT_UTIL_H */

@@ -28,6 +28,7 @@
 #include "utils/syscache.h"
 
 #include "identity.h"
+#include "version.h"
 #include "constants.h"
 
 QsWriteContext QsWrite;
@@ -147,31 +148,6 @@ QsInstalledSchema(char **version)
 	}
 	*version = installed;
 	return QS_SCHEMA_OTHER;
-}
-
-/*
- * QsCompareVersions compares two versions "MAJOR.MINOR" (each part a
- * number, 0.10 after 0.9): negative, zero or positive as a is older than,
- * the same as or newer than b.
- */
-int
-QsCompareVersions(const char *a, const char *b)
-{
-	char	   *end_a,
-			   *end_b;
-
-	for (;;)
-	{
-		long		part_a = strtol(a, &end_a, 10);
-		long		part_b = strtol(b, &end_b, 10);
-
-		if (part_a != part_b)
-			return part_a < part_b ? -1 : 1;
-		if (*end_a != '.' || *end_b != '.')
-			return (*end_a == '.') - (*end_b == '.');
-		a = end_a + 1;
-		b = end_b + 1;
-	}
 }
 
 /*

@@ -57,7 +57,6 @@ typedef enum QsSchemaState
 
 extern char *QsInstalledVersion(void);
 extern QsSchemaState QsInstalledSchema(char **version);
-extern int	QsCompareVersions(const char *a, const char *b);
 extern void QsCheckSchemaVersion(void);
 extern void QsBeginSystemWrite(const char *actor, QsSavedUser *saved);
 extern void QsEndSystemWrite(const QsSavedUser *saved);

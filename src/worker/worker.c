@@ -34,6 +34,7 @@
 
 #include "config_cache.h"
 #include "identity.h"
+#include "version.h"
 #include "job_store_pass.h"
 #include "launcher.h"
 #include "pass.h"

@@ -5,7 +5,7 @@
  *		without libpq: make_valid_utf8 (what the server takes as UTF-8),
  *		json_escape, split_argv, parse_seconds and parse_count, the rule of
  *		the jobs' OS user (jobs_user_problem), the order of versions
- *		(compare_versions), and the helpers on lines and a child's end.
+ *		(QsCompareVersions, src/core/version.h), and the helpers on lines and a child's end.
  *		Prints TAP.
  *
  * Run by `make -C agent unitcheck` (and so by the top Makefile's
@@ -14,6 +14,7 @@
  *-------------------------------------------------------------------------
  */
 #include "util.h"
+#include "version.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -398,13 +399,13 @@ test_output_tail(void)
 static void
 test_versions(void)
 {
-	CHECK(compare_versions("0.3", "0.4") < 0, "compare_versions: 0.3 before 0.4");
-	CHECK(compare_versions("0.4", "0.4") == 0, "compare_versions: 0.4 is 0.4");
-	CHECK(compare_versions("0.5", "0.4") > 0, "compare_versions: 0.5 after 0.4");
-	CHECK(compare_versions("0.10", "0.9") > 0, "compare_versions: 0.10 after 0.9 (numbers, not text)");
-	CHECK(compare_versions("1.0", "0.12") > 0, "compare_versions: 1.0 after 0.12");
-	CHECK(compare_versions("0.4", "0.4.1") < 0, "compare_versions: 0.4 before 0.4.1");
-	CHECK(compare_versions("0.4.1", "0.4") > 0, "compare_versions: 0.4.1 after 0.4");
+	CHECK(QsCompareVersions("0.3", "0.4") < 0, "QsCompareVersions: 0.3 before 0.4");
+	CHECK(QsCompareVersions("0.4", "0.4") == 0, "QsCompareVersions: 0.4 is 0.4");
+	CHECK(QsCompareVersions("0.5", "0.4") > 0, "QsCompareVersions: 0.5 after 0.4");
+	CHECK(QsCompareVersions("0.10", "0.9") > 0, "QsCompareVersions: 0.10 after 0.9 (numbers, not text)");
+	CHECK(QsCompareVersions("1.0", "0.12") > 0, "QsCompareVersions: 1.0 after 0.12");
+	CHECK(QsCompareVersions("0.4", "0.4.1") < 0, "QsCompareVersions: 0.4 before 0.4.1");
+	CHECK(QsCompareVersions("0.4.1", "0.4") > 0, "QsCompareVersions: 0.4.1 after 0.4");
 }
 
 int
