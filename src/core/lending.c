@@ -46,13 +46,11 @@ QsLendSpan(const QsLendLevel *shares, int nshares, int64_t env_capacity,
 	int64_t		assigned = 0;
 	int64_t		from_unassigned;
 	int64_t		from_lenders;
-	int			lenders = 0;
 
 	for (int s = 0; s < nshares; s++)
 	{
 		borrowed += Max64(0, shares[s].used - shares[s].capacity);
 		supply += Supply(&shares[s]);
-		lenders += Supply(&shares[s]) > 0;
 		assigned += shares[s].capacity;
 	}
 	if (borrowed <= 0 || seconds <= 0)
