@@ -124,7 +124,8 @@ stylecheck:
 
 unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/test_preempt.bin \
 		test/unit/test_fleet.bin test/unit/test_lending.bin test/unit/test_over_time.bin \
-		test/unit/test_replay.bin test/unit/test_rules.bin test/unit/sim.bin
+		test/unit/test_replay.bin test/unit/test_rules.bin test/unit/test_placement.bin \
+		test/unit/sim.bin
 	test/unit/test_policy.bin
 	test/unit/test_preempt.bin
 	test/unit/test_fleet.bin
@@ -132,6 +133,7 @@ unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/tes
 	test/unit/test_over_time.bin
 	test/unit/test_replay.bin
 	test/unit/test_rules.bin
+	test/unit/test_placement.bin
 	$(MAKE) -C agent unitcheck PG_CONFIG=$(PG_CONFIG)
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
 		out=$$(test/unit/sim.bin $${run%%:*} $${run##*:}) || { echo "$$out" | tail -40; exit 1; }; \

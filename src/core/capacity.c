@@ -102,7 +102,7 @@ CoreInitAccounting(CorePlan *p)
 
 /*
  * CoreHold adds (sign +1) or removes (-1) a held job's instances, and its
- * pending stop, from the accounting.
+ * pending stop, from the accounting, and its parts from its hosts'.
  */
 void
 CoreHold(CorePlan *p, const QsJob *job, int sign)
@@ -112,6 +112,7 @@ CoreHold(CorePlan *p, const QsJob *job, int sign)
 	p->usage[at] += sign * (int64_t) job->count;
 	if (job->stop != QS_STOP_NONE)
 		p->pending[at] += sign * (int64_t) job->count;
+	CoreHostsHold(p, job, sign);
 }
 
 /*
@@ -122,6 +123,7 @@ void
 CoreStopRequested(CorePlan *p, const QsJob *job)
 {
 	p->pending[CORE_AT(p, job->share, job->unit)] += job->count;
+	CoreHostsStopRequested(p, job);
 }
 
 /*
@@ -366,11 +368,33 @@ CoreInvariantsHoldWith(CorePlan *p, const int64_t *use, const QsJob *job)
 }
 
 /*
+ * PlacementCheck: in a placed unit a job may be dispatched only if, in
+ * addition, it has a placement now and in the future state (scheduling.md
+ * 3.13).  QS_CHECK_HOSTS when it has none.  Every host has at least as
+ * much free in the future state as now (pending stops gone, the same
+ * reservations), so a placement now is one in the future state too: only
+ * now is computed.
+ */
+static QsCheck
+PlacementCheck(CorePlan *p, const QsJob *job, bool *in_future)
+{
+	CorePlacement placed;
+
+#ifndef QS_MUTANT_PLACEMENT
+	*in_future = false;
+	if (!CorePlace(p, job, CORE_NOW, NULL, 0, &placed))
+		return QS_CHECK_HOSTS;
+#endif
+	return QS_CHECK_OK;
+}
+
+/*
  * CoreDispatchCheck tells whether a RUNNABLE job may be dispatched, and if
  * not which invariant fails and whether only in the future state: (I1)-(I3)
  * must hold with it added both now (pending stops still holding) and once
  * every pending stop has completed and every kept promise holds (scheduling.md 3.2,
- * 3.6).  A promised job is already counted in the future state.
+ * 3.6); in a placed unit it must then also have a placement in both
+ * (3.13).  A promised job is already counted in the future state.
  */
 QsCheck
 CoreDispatchCheck(CorePlan *p, const QsJob *job, bool *in_future)
@@ -391,6 +415,8 @@ CoreDispatchCheck(CorePlan *p, const QsJob *job, bool *in_future)
 	*in_future = true;
 	check = CoreCheckInvariants(p, u, p->scratch_future, job);
 #endif
+	if (check == QS_CHECK_OK && p->in->units[u].placed)
+		check = PlacementCheck(p, job, in_future);
 	return check;
 }
 
@@ -411,9 +437,10 @@ CoreMayDispatch(CorePlan *p, const QsJob *job)
  * SERVICE_ENVIRONMENT_MAX_RESOURCE; otherwise more than allowed(S,u), or for
  * LEND_AND_BORROW more than C(S,u) plus the lendable capacity of every
  * other ENABLED LEND or LEND_AND_BORROW share plus unassigned(u), is
- * QUOTA_MANAGEMENT_LIMIT_EXCEEDED; otherwise more than the largest live,
- * active agent of the unit, when the agents bound it, is NO_AGENT_FITS
- * (scheduling.md 3.10).
+ * QUOTA_MANAGEMENT_LIMIT_EXCEEDED; otherwise, in a placed unit, more than
+ * its hosts could give a job with no placement constraints were every one
+ * empty (their instances in all) is NO_AGENT_FITS (scheduling.md 3.13;
+ * a job with constraints has its own bound, QsPlacementMax).
  */
 void
 CoreComputeFitLimits(CorePlan *p)
@@ -427,7 +454,8 @@ CoreComputeFitLimits(CorePlan *p)
 			const QsShare *share = &in->shares[s];
 
 			limit->env_max = in->units[u].env_limit;
-			limit->agent_max = in->units[u].agent_bound ? in->units[u].agent_max : QS_UNBOUNDED;
+			limit->agent_max = in->units[u].placed ?
+				QsPlacementMax(&in->units[u], 0, NULL) : QS_UNBOUNDED;
 			limit->quota_max = QsAllowed(share, u);
 #ifndef QS_MUTANT_MISCONFIGURED_REACH
 			if (share->strategy == QS_LEND_AND_BORROW)

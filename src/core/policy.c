@@ -139,10 +139,10 @@ QsOverBudget(const QsShare *share, int unit)
 
 /*
  * QsHeldBack tells whether a RUNNABLE job is held back from dispatch
- * whatever the capacity (scheduling.md 3.10, 3.11): its share has spent
- * its budget of the unit; it needs more instances than the largest live,
- * active agent of its unit has, when the queue's live agents of the unit
- * bound it; or it is in its backoff after a claim timeout.
+ * whatever the capacity (scheduling.md 3.10, 3.11, 3.13): its share has
+ * spent its budget of the unit; in a placed unit, it has no placement even
+ * were every host empty (NO_AGENT_FITS); or it is in its backoff after a
+ * claim timeout.
  */
 QsHold
 QsHeldBack(const QsInput *in, const QsJob *job)
@@ -161,19 +161,6 @@ QsHeldBack(const QsInput *in, const QsJob *job)
 		return QS_HOLD_CLAIM_BACKOFF;
 #endif
 	return QS_HOLD_NONE;
-}
-
-/*
- * QsNoAgentFits tells whether a job needs more instances than the largest
- * live, active agent of its unit has, when the queue's live agents of the
- * unit bound it (scheduling.md 3.10).
- */
-bool
-QsNoAgentFits(const QsInput *in, const QsJob *job)
-{
-	const QsUnit *unit = &in->units[job->unit];
-
-	return unit->agent_bound && job->count > unit->agent_max;
 }
 
 /*
@@ -442,10 +429,37 @@ PromiseOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
+ * KeepPlacement gives a promised job of a placed unit the placement its
+ * promise reserves from now on (scheduling.md 3.13): the one it reserved,
+ * if that is still valid in the future state; else one computed anew in
+ * that state.  Returns false when it has none: the promise lapses.
+ */
+static bool
+KeepPlacement(CorePlan *p, const QsJob *job)
+{
+	CorePlacement placed;
+
+	if (!p->in->units[job->unit].placed)
+		return true;
+#ifndef QS_MUTANT_KEEP_RESERVATION
+	if (CoreReservationValid(p, job))
+	{
+		CoreReserve(p, job, job->parts, job->nparts, false);
+		return true;
+	}
+#endif
+	if (!CorePlace(p, job, CORE_FUTURE, NULL, 0, &placed))
+		return false;
+	CoreReserve(p, job, placed.parts, placed.nparts, true);
+	return true;
+}
+
+/*
  * CoreRecheckPromises is step 3: in order of promised_at then id, a promised
  * job keeps its promise only if it may be dispatched with every pending
  * stop counted as gone and the earlier kept promises holding, and it is not
- * held back (3.10); otherwise the promise lapses (its victims still stop).
+ * held back (3.10); in a placed unit, it must have a placement then too
+ * (KeepPlacement).  Otherwise the promise lapses (its victims still stop).
  */
 void
 CoreRecheckPromises(CorePlan *p)
@@ -468,7 +482,8 @@ CoreRecheckPromises(CorePlan *p)
 		CoreUsage(p, job->unit, CORE_FUTURE, NULL, 0, p->scratch_future);
 #ifndef QS_MUTANT_PROMISE_RECHECK
 		if (QsHeldBack(in, job) == QS_HOLD_NONE &&
-			CoreInvariantsHoldWith(p, p->scratch_future, job))
+			CoreInvariantsHoldWith(p, p->scratch_future, job) &&
+			KeepPlacement(p, job))
 #else
 		if (true)
 #endif
@@ -480,16 +495,31 @@ CoreRecheckPromises(CorePlan *p)
 
 /*
  * CoreDispatch records the dispatch of a job and makes it hold its instances;
- * a kept promise is then fulfilled.
+ * a kept promise is then fulfilled.  In a placed unit the job is placed
+ * anew, as things are now (scheduling.md 3.13): the caller checked that it
+ * may be dispatched, which includes a placement now.
  */
 void
 CoreDispatch(CorePlan *p, const QsJob *job)
 {
 	int			at = CORE_AT(p, job->share, job->unit);
+	QsDecision *d = CoreAddDecision(p, QS_DISPATCH, job, NULL);
 	QsJob		held = *job;
 
-	CoreAddDecision(p, QS_DISPATCH, job, NULL);
 	held.stop = QS_STOP_NONE;
+	held.nparts = 0;
+	if (p->in->units[job->unit].placed)
+	{
+		CorePlacement placed;
+
+		CorePlace(p, job, CORE_NOW, NULL, 0, &placed);
+		d->parts = CoreAlloc(p, sizeof(QsPart) * (placed.nparts + 1));
+		memcpy((QsPart *) d->parts, placed.parts, sizeof(QsPart) * placed.nparts);
+		d->nparts = placed.nparts;
+		held.parts = d->parts;
+		held.nparts = d->nparts;
+		CoreUnreserve(p, job);
+	}
 	CoreHold(p, &held, +1);
 	if (CoreIdSetHas(&p->kept_promises, job->id))
 		p->promised[at] -= job->count;
@@ -554,6 +584,69 @@ QsShareOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
+ * Constrained tells whether a job of a placed unit has placement
+ * constraints (per_host or same_label), whose skip rule is kept apart from
+ * other jobs' (scheduling.md 3.13); in a unit that is not placed they are
+ * ignored.
+ */
+static bool
+Constrained(const CorePlan *p, const QsJob *job)
+{
+#ifndef QS_MUTANT_SKIP_BY_CONSTRAINTS
+	if (p->in->units[job->unit].placed)
+		return job->per_host > 0 || job->same_label != NULL;
+#endif
+	return false;
+}
+
+/*
+ * SkipBound returns the skip rule's bound that applies to a job under a
+ * cursor: the cursor's own, or, for a job with placement constraints, the
+ * bound of the jobs with the same ones (made, with no bound, when `add`;
+ * NULL when there is none yet).  The pointer lasts until the next class
+ * is added.
+ */
+static int32_t *
+SkipBound(CorePlan *p, CoreCursor *cur, const QsJob *job, bool add)
+{
+	CoreSkipClass *c;
+
+	if (!Constrained(p, job))
+		return &cur->below;
+	for (int i = 0; i < cur->nclasses; i++)
+	{
+		c = &cur->classes[i];
+		if (c->per_host == job->per_host &&
+			(c->same_label == NULL ? job->same_label == NULL :
+			 job->same_label != NULL && strcmp(c->same_label, job->same_label) == 0))
+			return &c->below;
+	}
+	if (!add)
+		return NULL;
+	cur->classes = CoreGrow(p, cur->classes, cur->nclasses, &cur->classes_cap,
+							sizeof(CoreSkipClass));
+	c = &cur->classes[cur->nclasses++];
+	*c = (CoreSkipClass) {job->per_host, job->same_label, INT32_MAX};
+	return &c->below;
+}
+
+/*
+ * Skipped tells whether the skip rule passes over a job the source gave a
+ * cursor: one with placement constraints whose class bound it reaches (the
+ * source bounds the others).
+ */
+static bool
+Skipped(CorePlan *p, CoreCursor *cur, const QsJob *job)
+{
+	int32_t    *below;
+
+	if (!Constrained(p, job))
+		return false;
+	below = SkipBound(p, cur, job, false);
+	return below != NULL && job->count >= *below;
+}
+
+/*
  * CoreCursorAdvance moves the cursor of one share and unit to its next job
  * that the skip rule lets through and that this pass has not decided on.
  */
@@ -563,15 +656,16 @@ CoreCursorAdvance(CorePlan *p, int s, int u)
 	CoreCursor *cur = &p->cursors[CORE_AT(p, s, u)];
 	QsJob		after = cur->head;
 	bool		from_start = !cur->started;
+	bool		placed = p->in->units[u].placed;
 
 	cur->started = true;
 	cur->has_head = false;
-	if (cur->below <= 1)
+	if (cur->all_skipped || (cur->below <= 1 && !placed))
 		return;					/* every job of this unit is skipped */
-	while (p->in->source.next(p->in->source.arg, s, u,
-							  from_start ? NULL : &after, cur->below, &cur->head))
+	while (p->in->source.next(p->in->source.arg, s, u, from_start ? NULL : &after,
+							  cur->below, !placed, &cur->head))
 	{
-		if (!CoreIdSetHas(&p->handled, cur->head.id))
+		if (!CoreIdSetHas(&p->handled, cur->head.id) && !Skipped(p, cur, &cur->head))
 		{
 			cur->has_head = true;
 			return;
@@ -697,10 +791,14 @@ CoreNextCandidate(CorePlan *p)
  * job tried and neither dispatched nor given victims makes the pass skip
  * every later job of its share needing the same unit and as many or more
  * instances; a promised job waiting does not count as tried, nor does a
- * job held back (3.10), which is neither dispatched nor given victims.  A job that
+ * job held back (3.10), which is neither dispatched nor given victims.  In
+ * a placed unit the skip rule holds only between jobs of the same
+ * placement constraints, and a job tried that the capacity rules would
+ * dispatch but that has no placement, and got no victims, waits
+ * WAITING_FOR_HOSTS (3.13).  A job that
  * cannot start does not block later jobs, except in a STRICT share: there
  * any job not dispatched makes the pass skip every later job of its share
- * needing the same unit (scheduling.md 3.2).
+ * needing the same unit, whatever its constraints (scheduling.md 3.2).
  */
 static void
 DispatchLoop(CorePlan *p)
@@ -715,7 +813,9 @@ DispatchLoop(CorePlan *p)
 		CoreCursor *cur = &p->cursors[CORE_AT(p, job.share, job.unit)];
 		bool		promised = CoreIdSetHas(&p->kept_promises, job.id);
 		bool		held_back = QsHeldBack(p->in, &job) != QS_HOLD_NONE;
-		bool		dispatched = !held_back && CoreMayDispatch(p, &job);
+		bool		in_future;
+		QsCheck		check = held_back ? QS_CHECK_OK : CoreDispatchCheck(p, &job, &in_future);
+		bool		dispatched = !held_back && check == QS_CHECK_OK;
 		bool		tried = !promised && !held_back;
 
 #ifdef QS_MUTANT_PROMISED_NOT_TRIED
@@ -734,13 +834,20 @@ DispatchLoop(CorePlan *p)
 			/* dispatched at once when every victim stopped at once */
 			dispatched = CoreIdSetHas(&p->handled, job.id);
 		}
+		if (p->in->units[job.unit].placed && !promised && !held_back)
+			CoreNoteHostReason(p, &job, tried && check == QS_CHECK_HOSTS);
 #ifndef QS_MUTANT_SKIP_RULE
-		if (!dispatched && tried && job.count < cur->below)
-			cur->below = job.count;
+		if (!dispatched && tried)
+		{
+			int32_t    *below = SkipBound(p, cur, &job, true);
+
+			if (job.count < *below)
+				*below = job.count;
+		}
 #endif
 #ifndef QS_MUTANT_STRICT
 		if (!dispatched && p->in->shares[job.share].strict)
-			cur->below = 0;		/* every later job of the unit is skipped */
+			cur->all_skipped = true;	/* every later job of the unit */
 #endif
 		CoreCursorAdvance(p, job.share, job.unit);
 	}
@@ -774,6 +881,7 @@ CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out)
 	p->promised_cap = in->npromised + 64;
 	out->promised = CoreAlloc(p, sizeof(int64_t) * p->promised_cap);
 	CoreInitAccounting(p);
+	CoreInitHosts(p);
 }
 
 /*

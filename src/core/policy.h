@@ -39,14 +39,56 @@ typedef struct QsUnit
 	int64_t		unowned_held;	/* held by jobs of shares that do not exist */
 
 	/*
-	 * The fleet (scheduling.md 3.10): agent_bound when the queue has live
-	 * agents for the unit and none of the live, ACTIVE ones is unbounded;
-	 * then agent_max is the largest instances of a live, ACTIVE agent (0:
-	 * none is active).  Without a bound a job of any size may be dispatched.
+	 * Placement (scheduling.md 3.13): a unit is placed when the queue has a
+	 * live agent registered for it and no live, ACTIVE agent of it is
+	 * unbounded.  Its hosts are then its live, ACTIVE, bounded agents, in
+	 * the C order of their names (QsPrepareHosts checks and indexes them);
+	 * none when every live agent is DRAINING.  In a unit that is not placed
+	 * a job of any size may be dispatched, anywhere.
 	 */
-	bool		agent_bound;
-	int64_t		agent_max;
+	bool		placed;
+	int			nhosts;
+	const struct QsHost *hosts;
+	const struct QsHostIndex *host_index;	/* QsPrepareHosts' */
 } QsUnit;
+
+/* A label of a host: {"rack": "r12"} is key "rack", value "r12". */
+typedef struct QsLabel
+{
+	const char *key;
+	const char *value;
+} QsLabel;
+
+/*
+ * A host of a placed unit (scheduling.md 3.13): a live, ACTIVE agent with a
+ * bound.  held counts the instances of the parts placed on it of the
+ * queue's jobs that hold capacity (pending stops included), stopping those
+ * of jobs whose stop is pending.
+ */
+typedef struct QsHost
+{
+	const char *name;			/* the agent's */
+	int64_t		instances;
+	int64_t		held;
+	int64_t		stopping;
+	int			nlabels;
+	const QsLabel *labels;
+} QsHost;
+
+/*
+ * A part of a job: the instances placed on one host.  A held job's parts
+ * are its placement (in rank order); a promised RUNNABLE job's are the
+ * placement its promise reserves.  lease_until and ended serve the rules
+ * of parts of one attempt (scheduling.md 3.14): a part ended has reported
+ * its end, lost its lease or was released, while others still hold.
+ */
+typedef struct QsPart
+{
+	const char *host;			/* the agent's name */
+	int32_t		count;
+	QsTime		lease_until;	/* QS_NO_TIME: not claimed */
+	bool		ended;
+} QsPart;
 
 typedef struct QsShare
 {
@@ -93,6 +135,10 @@ typedef struct QsJob
 	int32_t		claim_requeues; /* times no agent claimed it in time */
 	QsTime		claim_backoff_until;	/* RUNNABLE: held back from dispatch
 										 * before; QS_NO_TIME: not held back */
+	int32_t		per_host;		/* instances_per_host; 0: any split */
+	const char *same_label;		/* NULL: none */
+	int			nparts;			/* held jobs of a placed unit; promised jobs */
+	const QsPart *parts;
 } QsJob;
 
 /* Whether a job in a state holds capacity: SCHEDULED, STARTING, RUNNING. */
@@ -121,10 +167,14 @@ typedef struct QsJobSource
 	/*
 	 * next: the first RUNNABLE job of (share, unit) in share order
 	 * (priority DESC, queued_at, id) strictly after *after (NULL: from the
-	 * start) whose count is below `below`; false when there is none.
+	 * start) whose count is below `below`; false when there is none.  With
+	 * below_all false (a placed unit, where the skip rule is kept per
+	 * placement constraints, scheduling.md 3.13), `below` bounds only the
+	 * jobs with no per_host and no same_label: others come whatever their
+	 * count.
 	 */
 	bool		(*next) (void *arg, int share, int unit, const QsJob *after,
-						 int32_t below, QsJob *out);
+						 int32_t below, bool below_all, QsJob *out);
 
 	/*
 	 * smallest: up to max RUNNABLE jobs of (share, unit) with count at most
@@ -138,7 +188,8 @@ typedef struct QsJobSource
 	 * victim order (priority ASC, scheduled_at DESC, id DESC; scheduling.md
 	 * 3.4), strictly after *after (NULL: from the start), whose priority is
 	 * below `below` (QS_ANY_PRIORITY: any); false when there is none.  Read
-	 * only when the pass looks for victims.
+	 * only when the pass looks for victims.  In a placed unit, with its
+	 * parts.
 	 */
 	bool		(*held) (void *arg, int share, int unit, const QsJob *after,
 						 int64_t below, QsJob *out);
@@ -214,10 +265,32 @@ typedef struct QsDecision
 	const char *reason;			/* static text; NULL for DISPATCH */
 	QsStop		stop;			/* PREEMPT, STOP */
 	int64_t		preempted_for;	/* PREEMPT; 0 for repairs */
+	int			nparts;			/* DISPATCH in a placed unit: the placement, */
+	const QsPart *parts;		/* in rank order */
 	bool		immediate;		/* PREEMPT of an unclaimed job: it stops now */
 	QsCounter	counter;		/* REQUEUE, FAIL */
 	QsTime		backoff_until;	/* REQUEUE NOT_CLAIMED: held back before */
 } QsDecision;
+
+/* The placement a promise reserves (scheduling.md 3.13). */
+typedef struct QsReservation
+{
+	int64_t		job_id;
+	int			nparts;
+	const QsPart *parts;
+} QsReservation;
+
+/*
+ * A job the pass tried in a placed unit: waiting when the capacity rules
+ * would dispatch it (now and in the future state) but it has no placement
+ * and got no victims (its status_reason is then WAITING_FOR_HOSTS); else
+ * that reason, if it had it, goes.
+ */
+typedef struct QsHostReason
+{
+	int64_t		job_id;
+	bool		waiting;
+} QsHostReason;
 
 /*
  * The largest instance_count a job of (share, unit) may have before it is
@@ -242,6 +315,11 @@ typedef struct QsOutput
 	QsTime		wake_at;		/* when the earliest min_runtime exemption that
 								 * kept a preemptor from its victims ends;
 								 * QS_NO_TIME: none */
+	int			nreserved;		/* promised jobs whose reserved placement is
+								 * new (made or placed anew at the re-check) */
+	QsReservation *reserved;
+	int			nhost_reasons;	/* jobs tried in a placed unit: whether they */
+	QsHostReason *host_reasons; /* wait WAITING_FOR_HOSTS now */
 } QsOutput;
 
 /* Which invariant keeps a job from being dispatched (scheduling.md 3.1). */
@@ -250,7 +328,9 @@ typedef enum QsCheck
 	QS_CHECK_OK,
 	QS_CHECK_ALLOWED,			/* (I2) usage(S,u) <= allowed(S,u) */
 	QS_CHECK_ENVIRONMENT,		/* (I1) sum of usage <= E(u) */
-	QS_CHECK_SUPPLY				/* (I3) sum of borrowed <= borrowable supply */
+	QS_CHECK_SUPPLY,			/* (I3) sum of borrowed <= borrowable supply */
+	QS_CHECK_HOSTS				/* (I1)-(I3) hold, but it has no placement
+								 * (scheduling.md 3.13) */
 } QsCheck;
 
 /*
@@ -268,6 +348,21 @@ typedef struct QsWhyLender
 	int64_t		wanted;			/* what its own waiting jobs want of idle */
 	int64_t		lends;			/* min(idle - wanted, lendable(S,u)): its supply */
 } QsWhyLender;
+
+/*
+ * The figures of one group of hosts that decide whether a job has a
+ * placement (explain, scheduling.md 3.13), in the state checked.
+ */
+typedef struct QsHostFigures
+{
+	const char *label_value;	/* NULL: every host (no same_label) */
+	int			nhosts;
+	int64_t		largest;		/* the largest instances */
+	int64_t		largest_free;	/* the largest free */
+	int64_t		free;			/* free instances in all */
+	int64_t		fits;			/* the most a job of its per_host could have
+								 * were every host empty */
+} QsHostFigures;
 
 /*
  * Why a RUNNABLE job waits, as explain() tells it.  The numbers are those
@@ -294,6 +389,10 @@ typedef struct QsWhy
 	int			nlenders;
 	QsWhyLender *lenders;		/* the other lenders, by lendable_idle DESC,
 								 * lends DESC, share index */
+	/* QS_CHECK_HOSTS, or held back NO_AGENT_FITS in a placed unit: */
+	int			ngroups;
+	QsHostFigures *groups;		/* one per host group (per value of the
+								 * job's same_label; else one), by value */
 } QsWhy;
 
 /* A job in the queue's dispatch order (queue_snapshot, explain). */
@@ -322,6 +421,10 @@ extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);
 extern QsHold QsHeldBack(const QsInput *in, const QsJob *job);
 extern bool QsNoAgentFits(const QsInput *in, const QsJob *job);
+extern int64_t QsPlacementMax(const QsUnit *unit, int32_t per_host,
+							  const char *same_label);
+extern const char *QsPrepareHosts(QsUnit *unit, void *(*alloc) (void *arg, size_t size),
+								  void *alloc_arg);
 extern bool QsOverBudget(const QsShare *share, int unit);
 extern QsTime QsClaimBackoff(QsTime claim_timeout, int32_t claim_requeues);
 extern void QsRunPass(const QsInput *in, QsOutput *out);

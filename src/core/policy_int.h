@@ -35,14 +35,65 @@ typedef enum CoreState
 	CORE_FUTURE					/* that, and every kept promise holding */
 } CoreState;
 
+/*
+ * The skip rule's bound for the jobs of one placement class of a placed
+ * unit: those with the same per_host and same_label (scheduling.md 3.13).
+ */
+typedef struct CoreSkipClass
+{
+	int32_t		per_host;
+	const char *same_label;
+	int32_t		below;
+} CoreSkipClass;
+
 /* The pass's cursor over the RUNNABLE jobs of one share and unit. */
 typedef struct CoreCursor
 {
 	bool		started;
 	bool		has_head;
 	QsJob		head;
-	int32_t		below;			/* the skip rule: only counts below this */
+	int32_t		below;			/* the skip rule: only counts below this (in a
+								 * placed unit, of jobs with no constraint) */
+	bool		all_skipped;	/* STRICT: every later job is skipped */
+	int			nclasses;		/* a placed unit's other placement classes */
+	int			classes_cap;
+	CoreSkipClass *classes;
 } CoreCursor;
+
+/*
+ * A placed unit's hosts as the pass plans them (scheduling.md 3.13): what
+ * its parts hold now (pending stops included), what of that is stopping,
+ * and what kept promises reserve.
+ */
+typedef struct CoreHosts
+{
+	int64_t    *held;			/* [h] */
+	int64_t    *stopping;		/* [h] */
+	int64_t    *reserved;		/* [h] */
+	/* scratch of the placement (CorePlace) */
+	int64_t    *free;			/* [h] free in the state asked */
+	int		   *order;			/* [h] hosts in some order */
+	int		   *tmp;			/* [h] room for sorting */
+	int		   *cand;			/* [h] a group's hosts that may take a part */
+	const char **value;			/* [h] each host's value of a label */
+	QsPart	   *parts;			/* a group's parts */
+	QsPart	   *best;			/* the best group's parts so far */
+} CoreHosts;
+
+/* The placement a kept promise reserves now. */
+typedef struct CoreReservation
+{
+	int64_t		job_id;
+	int			nparts;
+	const QsPart *parts;
+} CoreReservation;
+
+/* A placement (scheduling.md 3.13): its parts, in rank order. */
+typedef struct CorePlacement
+{
+	int			nparts;
+	QsPart	   *parts;
+} CorePlacement;
 
 /* A lender's smallest waiting jobs of a unit (the wanted-capacity rule). */
 typedef struct CoreWantedCache
@@ -73,6 +124,12 @@ typedef struct CorePlan
 	int			npromise_order;
 	int			decisions_cap;
 	int			promised_cap;
+	CoreHosts  *hosts;			/* [u]; placed units only */
+	int			nreservations;	/* kept promises' reservations */
+	int			reservations_cap;
+	CoreReservation *reservations;
+	int			reserved_cap;	/* of out->reserved */
+	int			host_reasons_cap;
 } CorePlan;
 
 #define CORE_AT(p, s, u) ((s) * (p)->nunits + (u))
@@ -104,6 +161,22 @@ extern void CoreEndAttempt(CorePlan *p, const QsJob *job);
 extern bool CoreTryPreemption(CorePlan *p, const QsJob *job);
 extern bool CoreVictimsExempt(CorePlan *p, const QsJob *job, QsTime *until);
 extern void CoreRepairLimits(CorePlan *p);
+
+/* placement.c */
+extern void CoreInitHosts(CorePlan *p);
+extern int	CoreHostIndex(const QsUnit *unit, const char *name);
+extern void CoreHostsHold(CorePlan *p, const QsJob *job, int sign);
+extern void CoreHostsStopRequested(CorePlan *p, const QsJob *job);
+extern bool CorePlace(CorePlan *p, const QsJob *job, CoreState state,
+					  const QsJob *const *gone, int ngone, CorePlacement *out);
+extern void CoreReserve(CorePlan *p, const QsJob *job, const QsPart *parts,
+						int nparts, bool is_new);
+extern const CoreReservation *CoreReservationOf(const CorePlan *p, int64_t job_id);
+extern void CoreUnreserve(CorePlan *p, const QsJob *job);
+extern bool CoreReservationValid(CorePlan *p, const QsJob *job);
+extern void CoreNoteHostReason(CorePlan *p, const QsJob *job, bool waiting);
+extern void CoreHostFigures(CorePlan *p, const QsJob *job, CoreState state,
+							QsWhy *why);
 
 /* capacity.c */
 extern void CoreInitAccounting(CorePlan *p);

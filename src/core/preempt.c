@@ -284,7 +284,8 @@ typedef bool (*RoomTest) (CorePlan *p, const RoomGoal *goal, const JobList *vict
  * RoomForPreemptor tells whether the preemptor could be dispatched
  * (scheduling.md 3.2, the wanted-capacity rule included) once the victims
  * have stopped; when reclaiming, it must then fit in its share's own
- * capacity (a job never reclaims in order to borrow).
+ * capacity (a job never reclaims in order to borrow); in a placed unit it
+ * must then have a placement, their parts freed (3.13).
  */
 static bool
 RoomForPreemptor(CorePlan *p, const RoomGoal *goal, const JobList *victims)
@@ -297,7 +298,17 @@ RoomForPreemptor(CorePlan *p, const RoomGoal *goal, const JobList *victims)
 	if (goal->reclaim && CoreBorrowing(p, job->share, job->unit, use[job->share] + job->count))
 		return false;
 #endif
-	return CoreInvariantsHoldWith(p, use, job);
+	if (!CoreInvariantsHoldWith(p, use, job))
+		return false;
+#ifndef QS_MUTANT_VICTIMS_PLACE
+	if (p->in->units[job->unit].placed)
+	{
+		CorePlacement placed;
+
+		return CorePlace(p, job, CORE_FUTURE, victims->jobs, victims->n, &placed);
+	}
+#endif
+	return true;
 }
 
 /*
@@ -437,13 +448,19 @@ StopVictims(CorePlan *p, const JobList *victims, const QsJob *preemptor)
 
 /*
  * Promise holds the room made for a preemptor (scheduling.md 3.6): it counts in the
- * future state from now on, and the applier sets promised_at.
+ * future state from now on, and the applier sets promised_at.  In a placed
+ * unit it reserves the preemptor's placement in the future state, its
+ * victims stopping (3.13).
  */
 static void
 Promise(CorePlan *p, const QsJob *job)
 {
 	QsOutput   *out = p->out;
+	CorePlacement placed;
 
+	if (p->in->units[job->unit].placed &&
+		CorePlace(p, job, CORE_FUTURE, NULL, 0, &placed))
+		CoreReserve(p, job, placed.parts, placed.nparts, true);
 	CoreKeepPromise(p, job);
 	out->promised = CoreGrow(p, out->promised, out->npromised,
 							 &p->promised_cap, sizeof(int64_t));

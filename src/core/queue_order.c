@@ -227,9 +227,10 @@ SupplyNumbers(CorePlan *p, const QsJob *job, const int64_t *use, QsWhy *why)
  * QsExplainWait tells why a RUNNABLE job could not be dispatched now: the
  * invariant that fails with it added, now or only once pending stops
  * complete and kept promises hold, with the numbers of that state (for
- * (I3) each lender's, in memory from in->alloc); and whether preemption
- * would make room for it but for jobs exempt by min_runtime, and until
- * when.
+ * (I3) each lender's, in memory from in->alloc); in a placed unit the
+ * figures of its host groups in that state (QS_CHECK_HOSTS: it has no
+ * placement there; scheduling.md 3.13); and whether preemption would make
+ * room for it but for jobs exempt by min_runtime, and until when.
  */
 QsWhy
 QsExplainWait(const QsInput *in, const QsJob *job)
@@ -253,6 +254,8 @@ QsExplainWait(const QsInput *in, const QsJob *job)
 		why.env_usage += use[s];
 	if (why.check == QS_CHECK_SUPPLY)
 		SupplyNumbers(&plan, job, use, &why);
+	if (in->units[job->unit].placed)
+		CoreHostFigures(&plan, job, why.in_future ? CORE_FUTURE : CORE_NOW, &why);
 	why.exempt_until = QS_NO_TIME;
 	if (why.check != QS_CHECK_OK && in->env_enabled)
 		why.victims_exempt = CoreVictimsExempt(&plan, job, &why.exempt_until);

@@ -284,9 +284,12 @@ IndexOf(const QsJob *j)
 }
 
 static bool
-SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below, QsJob *out)
+SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
+		   bool below_all, QsJob *out)
 {
 	Replay	   *r = arg;
+
+	(void) below_all;			/* a replay places nothing: always true */
 	const Sorted *s = &r->runnable[share * r->cfg->nunits + unit];
 	const Sorted *by_size = &r->by_size[share * r->cfg->nunits + unit];
 

@@ -18,12 +18,23 @@
 
 #define SECOND ((QsTime) 1000000)
 
-/* Agents of unit 0 bound the jobs dispatched to max instances. */
+/*
+ * One agent of max instances is the host of unit 0, which is placed: no
+ * job larger than max has a placement (scheduling.md 3.13).
+ */
+/* Unit 0 is no longer placed (an unbounded agent came). */
+static void
+Unplace(World *w)
+{
+	w->units[0].placed = false;
+	w->nhosts[0] = 0;
+}
+
 static void
 BoundAgents(World *w, int64_t max)
 {
-	w->units[0].agent_bound = true;
-	w->units[0].agent_max = max;
+	Unplace(w);
+	WAddHost(w, 0, "agent", max);
 }
 
 /*
@@ -52,8 +63,8 @@ test_no_agent_fits(void)
 		  "no agent fits: not dispatched, no victims");
 	CHECK(big->status_reason != NULL && strcmp(big->status_reason, "NO_AGENT_FITS") == 0,
 		  "no agent fits: its reason");
-	CHECK(out->fit_limits[0].agent_max == 4, "no agent fits: the fit limit is the largest agent");
-	w.units[0].agent_bound = false;
+	CHECK(out->fit_limits[0].agent_max == 4, "no agent fits: the fit limit is what the hosts have");
+	Unplace(&w);
 	out = WPassApply(&w);
 	CHECK(ActionFor(out, low) == QS_PREEMPT, "no agent fits: without a bound it gets victims");
 	CHECK(big->status_reason == NULL, "no agent fits: the reason clears");
@@ -139,7 +150,7 @@ test_strict_head_held(void)
 	CHECK(WStrictHead(&w, be_small, &head) == QS_HOLD_NONE && be_big->state == W_RUNNABLE,
 		  "strict head: none in a BEST_EFFORT share");
 
-	w.units[0].agent_bound = false;
+	Unplace(&w);
 	w.budget[a][0] = 1;
 	w.spent[a][0] = 3600;
 	CHECK(WStrictHead(&w, small, &head) == QS_HOLD_BUDGET_EXHAUSTED && head.id == big->j.id,

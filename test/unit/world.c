@@ -127,6 +127,49 @@ WFind(World *w, const char *name)
 	return NULL;
 }
 
+/*
+ * WAddHost adds a host to a unit, which is placed from then on.
+ */
+WHost *
+WAddHost(World *w, int unit, const char *name, int64_t instances)
+{
+	WHost	   *host = &w->hosts[unit][w->nhosts[unit]++];
+
+	memset(host, 0, sizeof(*host));
+	host->name = name;
+	host->instances = instances;
+	w->units[unit].placed = true;
+	return host;
+}
+
+void
+WLabel(WHost *host, const char *key, const char *value)
+{
+	host->labels[host->nlabels++] = (QsLabel) {key, value};
+}
+
+/* WRemoveHost: the agent is no longer live (or drains); the unit stays placed. */
+void
+WRemoveHost(World *w, int unit, const char *name)
+{
+	for (int h = 0; h < w->nhosts[unit]; h++)
+		if (strcmp(w->hosts[unit][h].name, name) == 0)
+		{
+			w->hosts[unit][h] = w->hosts[unit][--w->nhosts[unit]];
+			return;
+		}
+}
+
+/* WPartOn returns the instances of a job's part on a host (0: none). */
+int
+WPartOn(const WJob *job, const char *host)
+{
+	for (int i = 0; i < job->nparts; i++)
+		if (strcmp(job->parts[i].host, host) == 0)
+			return job->parts[i].count;
+	return 0;
+}
+
 static bool
 ShareOrderBefore(const QsJob *a, const QsJob *b)
 {
@@ -149,7 +192,7 @@ NoteRead(World *w, int64_t id)
 /* The source's next(): a linear scan, as the index would answer it. */
 static bool
 SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
-		   QsJob *out)
+		   bool below_all, QsJob *out)
 {
 	World	   *w = arg;
 	const QsJob *best = NULL;
@@ -157,9 +200,10 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 	for (int i = 0; i < w->njobs; i++)
 	{
 		const QsJob *j = &w->jobs[i].j;
+		bool		bounded = below_all || (j->per_host == 0 && j->same_label == NULL);
 
 		if (w->jobs[i].state != W_RUNNABLE || j->share != share ||
-			j->unit != unit || j->count >= below)
+			j->unit != unit || (bounded && j->count >= below))
 			continue;
 		if (after != NULL && !ShareOrderBefore(after, j))
 			continue;
@@ -332,6 +376,61 @@ SnapshotJobs(World *w, QsInput *in)
 	in->no_agent_expired = no_agent;
 }
 
+static int
+CompareHostName(const void *a, const void *b)
+{
+	return strcmp(((const QsHost *) a)->name, ((const QsHost *) b)->name);
+}
+
+/* HostHolds adds a held job's parts to what its hosts hold, as the shell's counters do. */
+static void
+HostHolds(QsHost *hosts, int nhosts, const WJob *job)
+{
+	for (int i = 0; i < job->nparts; i++)
+		for (int h = 0; h < nhosts; h++)
+			if (strcmp(hosts[h].name, job->parts[i].host) == 0)
+			{
+				hosts[h].held += job->parts[i].count;
+				if (job->j.stop != QS_STOP_NONE)
+					hosts[h].stopping += job->parts[i].count;
+			}
+}
+
+/*
+ * SnapshotHosts gives each placed unit its hosts, in the order of their
+ * names, with what the parts of held jobs hold on them.
+ */
+static void
+SnapshotHosts(World *w, QsInput *in)
+{
+	QsUnit	   *units = WAlloc(NULL, sizeof(QsUnit) * (w->nunits + 1));
+
+	memcpy(units, w->units, sizeof(QsUnit) * w->nunits);
+	for (int u = 0; u < w->nunits; u++)
+	{
+		QsHost	   *hosts = WAlloc(NULL, sizeof(QsHost) * (w->nhosts[u] + 1));
+		const char *error;
+
+		if (!units[u].placed)
+			continue;
+		for (int h = 0; h < w->nhosts[u]; h++)
+			hosts[h] = (QsHost) {w->hosts[u][h].name, w->hosts[u][h].instances, 0, 0,
+				w->hosts[u][h].nlabels, w->hosts[u][h].labels};
+		qsort(hosts, w->nhosts[u], sizeof(QsHost), CompareHostName);
+		for (int i = 0; i < w->njobs; i++)
+			if (Held(&w->jobs[i]) && w->jobs[i].j.unit == u)
+				HostHolds(hosts, w->nhosts[u], &w->jobs[i]);
+		units[u].hosts = hosts;
+		units[u].nhosts = w->nhosts[u];
+		if ((error = QsPrepareHosts(&units[u], WAlloc, NULL)) != NULL)
+		{
+			fprintf(stderr, "world: %s\n", error);
+			abort();
+		}
+	}
+	in->units = units;
+}
+
 /*
  * Snapshot builds the snapshot of the world a pass reads: the
  * configuration, the jobs as SnapshotJobs reads them, and sources for the
@@ -343,6 +442,11 @@ Snapshot(World *w, QsInput *out)
 	QsInput		in;
 
 	memset(&in, 0, sizeof(in));
+	for (int i = 0; i < w->njobs; i++)
+	{
+		w->jobs[i].j.parts = w->jobs[i].parts;
+		w->jobs[i].j.nparts = w->jobs[i].nparts;
+	}
 	SnapshotJobs(w, &in);
 	in.now = w->now;
 	in.env_enabled = w->env_enabled;
@@ -357,7 +461,7 @@ Snapshot(World *w, QsInput *out)
 		in.recent_borrow = recent;
 	}
 	in.nunits = w->nunits;
-	in.units = w->units;
+	SnapshotHosts(w, &in);
 	in.nshares = w->nshares;
 	in.shares = w->shares;
 	in.claim_timeout = w->claim_timeout;
@@ -433,6 +537,83 @@ ApplyOutcome(World *w, WJob *job, QsAction action, QsCounter counter)
 	job->j.lease_until = QS_NO_TIME;
 	job->j.deadline = QS_NO_TIME;
 	job->j.promised_at = QS_NO_TIME;
+	job->nparts = 0;
+}
+
+/* SetParts gives a job a placement or a reservation. */
+static void
+SetParts(WJob *job, const QsPart *parts, int nparts)
+{
+	QsPart	   *copy = WAlloc(NULL, sizeof(QsPart) * (nparts + 1));
+
+	memcpy(copy, parts, sizeof(QsPart) * nparts);
+	job->parts = copy;
+	job->nparts = nparts;
+}
+
+/*
+ * ApplyHostReasons sets and clears WAITING_FOR_HOSTS as the shell does:
+ * the lowest of the reasons, set only where the job has no other one.
+ */
+static void
+ApplyHostReasons(World *w, const QsOutput *out)
+{
+	for (int i = 0; i < out->nhost_reasons; i++)
+	{
+		WJob	   *job = ById(w, out->host_reasons[i].job_id);
+		bool		has = job->status_reason != NULL &&
+			strcmp(job->status_reason, "WAITING_FOR_HOSTS") == 0;
+
+		if (job->state != W_RUNNABLE)
+			continue;
+		if (out->host_reasons[i].waiting && job->status_reason == NULL)
+		{
+			job->status_reason = "WAITING_FOR_HOSTS";
+			job->status_reason_at = w->now;
+		}
+		else if (!out->host_reasons[i].waiting && has)
+		{
+			job->status_reason = NULL;
+			job->status_reason_at = QS_NO_TIME;
+		}
+	}
+}
+
+/*
+ * ApplyReasons sets the reasons of RUNNABLE jobs that cannot run as the
+ * shell does (scheduling.md 3.7, 3.11, 3.13), keeping WAITING_FOR_HOSTS,
+ * the lowest, where none of them is.
+ */
+static void
+ApplyReasons(World *w, const QsOutput *out)
+{
+	QsInput		in;
+
+	Snapshot(w, &in);
+	for (int i = 0; i < w->njobs; i++)
+	{
+		WJob	   *job = &w->jobs[i];
+		const QsFitLimit *limit;
+		const char *reason = NULL;
+
+		if (job->state != W_RUNNABLE)
+			continue;
+		limit = &out->fit_limits[job->j.share * w->nunits + job->j.unit];
+		if (job->j.count > limit->env_max)
+			reason = "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE";
+		else if (job->j.count > limit->quota_max)
+			reason = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
+		else if (QsOverBudget(&w->shares[job->j.share], job->j.unit))
+			reason = "BUDGET_EXHAUSTED";
+		else if (QsNoAgentFits(&in, &job->j))
+			reason = "NO_AGENT_FITS";
+		else if (job->status_reason != NULL &&
+				 strcmp(job->status_reason, "WAITING_FOR_HOSTS") == 0)
+			reason = job->status_reason;
+		if (reason != job->status_reason)
+			job->status_reason_at = reason ? w->now : QS_NO_TIME;
+		job->status_reason = reason;
+	}
 }
 
 /*
@@ -456,6 +637,7 @@ WApply(World *w)
 				job->j.scheduled_at = w->now;
 				job->j.promised_at = QS_NO_TIME;
 				job->status_reason = NULL;
+				SetParts(job, d->parts, d->nparts);
 				break;
 			case QS_PREEMPT:
 				job->j.preempted_for = d->preempted_for;
@@ -474,32 +656,18 @@ WApply(World *w)
 		}
 	}
 	for (int i = 0; i < out->nlapsed; i++)
+	{
 		ById(w, out->lapsed[i])->j.promised_at = QS_NO_TIME;
+		ById(w, out->lapsed[i])->nparts = 0;
+	}
 	for (int i = 0; i < out->npromised; i++)
 		ById(w, out->promised[i])->j.promised_at = w->now;
-	for (int i = 0; i < w->njobs; i++)
-	{
-		WJob	   *job = &w->jobs[i];
-		const QsFitLimit *limit;
-		const char *reason = NULL;
-
-		if (job->state != W_RUNNABLE)
-			continue;
-		limit = &out->fit_limits[job->j.share * w->nunits + job->j.unit];
-		if (job->j.count > limit->env_max)
-			reason = "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE";
-		else if (job->j.count > limit->quota_max)
-			reason = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED";
-		else if (QsOverBudget(&w->shares[job->j.share], job->j.unit))
-			reason = "BUDGET_EXHAUSTED";
-		else if (job->j.count > limit->agent_max)
-			reason = "NO_AGENT_FITS";
-		if (reason != job->status_reason)
-			job->status_reason_at = reason ? w->now : QS_NO_TIME;
-		job->status_reason = reason;
-	}
+	for (int i = 0; i < out->nreserved; i++)
+		SetParts(ById(w, out->reserved[i].job_id), out->reserved[i].parts,
+				 out->reserved[i].nparts);
+	ApplyReasons(w, out);
+	ApplyHostReasons(w, out);
 }
-
 const QsOutput *
 WPassApply(World *w)
 {

@@ -15,6 +15,8 @@
 #define W_MAX_UNITS 4
 #define W_MAX_SHARES 16
 #define W_MAX_JOBS 4096
+#define W_MAX_HOSTS 64
+#define W_MAX_LABELS 4
 
 typedef enum WState
 {
@@ -33,7 +35,18 @@ typedef struct WJob
 	const char *name;
 	const char *status_reason;
 	QsTime		status_reason_at;
+	int			nparts;			/* its placement, or its reservation */
+	const QsPart *parts;
 } WJob;
+
+/* A host of a placed unit: a live, ACTIVE, bounded agent. */
+typedef struct WHost
+{
+	const char *name;
+	int64_t		instances;
+	int			nlabels;
+	QsLabel		labels[W_MAX_LABELS];
+} WHost;
 
 typedef struct World
 {
@@ -43,7 +56,9 @@ typedef struct World
 	bool		memory;			/* a fair_half_life: recent_borrow is read */
 	double		recent_borrow[W_MAX_SHARES][W_MAX_UNITS];
 	int			nunits;
-	QsUnit		units[W_MAX_UNITS];
+	QsUnit		units[W_MAX_UNITS];	/* placed: the unit has hosts below */
+	int			nhosts[W_MAX_UNITS];
+	WHost		hosts[W_MAX_UNITS][W_MAX_HOSTS];	/* any order */
 	int			nshares;
 	QsShare		shares[W_MAX_SHARES];
 	int64_t		capacity[W_MAX_SHARES][W_MAX_UNITS];
@@ -69,6 +84,10 @@ extern WJob *WSubmit(World *w, const char *name, int share, int32_t priority,
 extern WJob *WSubmitUnit(World *w, const char *name, int share, int unit,
 						 int32_t priority, int32_t count);
 extern WJob *WFind(World *w, const char *name);
+extern WHost *WAddHost(World *w, int unit, const char *name, int64_t instances);
+extern void WLabel(WHost *host, const char *key, const char *value);
+extern void WRemoveHost(World *w, int unit, const char *name);
+extern int	WPartOn(const WJob *job, const char *host);
 extern const QsOutput *WPass(World *w);
 extern QsWhy WExplain(World *w, const WJob *job);
 extern QsHold WStrictHead(World *w, const WJob *job, QsJob *head);
