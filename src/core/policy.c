@@ -51,11 +51,33 @@ QsFailedOutcome(const QsJob *job)
 }
 
 /*
+ * PeerOutcome: a job whose parts stopped after one of them failed, lost
+ * its lease or was released goes on as that first part's cause says
+ * (scheduling.md 3.14): a failed attempt, a lost lease, a release.
+ */
+static QsStopOutcome
+PeerOutcome(const QsJob *job)
+{
+	QsStopOutcome o = {QS_REQUEUE, QS_COUNT_NONE, QsReasonName(QS_REASON_RELEASED)};
+
+	if (job->stop == QS_STOP_PEER_FAILED)
+	{
+		o = QsFailedOutcome(job);
+		o.reason = QsStopName(QS_STOP_PEER_FAILED);
+	}
+	else if (job->stop == QS_STOP_PEER_LOST)
+		o = QsLeaseLostOutcome(job);
+	return o;
+}
+
+/*
  * QsStoppedOutcome: a job stopped, by its agent's STOPPED report or by its
  * lease expiring.  A preempted job goes back to RUNNABLE with
  * preemption_count + 1, or fails once that exceeds preemption_retries; a
- * timed-out attempt fails as an attempt; a terminated job fails; a lease
- * lost with no stop pending is a lease loss (scheduling.md 3.6, 3.8, 3.10).
+ * timed-out attempt fails as an attempt; a terminated job fails; a job
+ * whose peer part ended goes on as that part's cause says; a lease lost
+ * with no stop pending is a lease loss (scheduling.md 3.6, 3.8, 3.10,
+ * 3.14).
  */
 QsStopOutcome
 QsStoppedOutcome(const QsJob *job)
@@ -75,6 +97,9 @@ QsStoppedOutcome(const QsJob *job)
 		o.action = QS_FAIL;
 		return o;
 	}
+	if (job->stop == QS_STOP_PEER_FAILED || job->stop == QS_STOP_PEER_LOST ||
+		job->stop == QS_STOP_PEER_RELEASED)
+		return PeerOutcome(job);
 #ifndef QS_MUTANT_LEASE_LOSS
 	if (job->stop == QS_STOP_NONE)
 		return QsLeaseLostOutcome(job);
@@ -341,6 +366,49 @@ NotClaimed(CorePlan *p, const QsJob *job)
 }
 
 /*
+ * PartsHold tells whether a job of several parts, one of which lost its
+ * lease, still has a claimed part that holds: not ended, its lease
+ * running.  Unclaimed parts hold nothing (a stop drops them at once).
+ */
+static bool
+PartsHold(const QsJob *job, QsTime now)
+{
+#ifndef QS_MUTANT_PART_LEASES
+	for (int i = 0; i < job->nparts; i++)
+		if (!job->parts[i].ended && job->parts[i].lease_until != QS_NO_TIME &&
+			job->parts[i].lease_until >= now)
+			return true;
+#endif
+	return false;
+}
+
+/*
+ * PartLost: a part of a job lost its lease while others hold (scheduling.md
+ * 3.14): the attempt is over for every part, the others get a stop
+ * (PEER_LOST) unless one is pending already, and the job holds its
+ * capacity until they have stopped.  The shell ends the parts whose lease
+ * ran out.
+ */
+static void
+PartLost(CorePlan *p, const QsJob *job)
+{
+	QsOutput   *out = p->out;
+
+	out->lost = CoreGrow(p, out->lost, out->nlost, &p->lost_cap, sizeof(int64_t));
+	out->lost[out->nlost++] = job->id;
+	if (job->stop == QS_STOP_NONE)
+	{
+		QsDecision *d = CoreAddDecision(p, QS_STOP, job, QsStopName(QS_STOP_PEER_LOST));
+		QsJob		stopping = *job;
+
+		d->stop = stopping.stop = QS_STOP_PEER_LOST;
+		CoreStopRequested(p, &stopping);
+	}
+	else
+		CoreIdSetAdd(p, &p->handled, job->id);
+}
+
+/*
  * RunnableTimeouts fails the RUNNABLE jobs that could not run for longer
  * than the queue's runnable_timeout (scheduling.md 3.9): those whose
  * MISCONFIGURATION reason dates from before (the reason an earlier pass
@@ -392,7 +460,10 @@ CoreTimeBasedWork(CorePlan *p)
 		if (job->claimed && job->lease_until != QS_NO_TIME &&
 			job->lease_until < in->now)
 		{
-			CoreEndAttempt(p, job);
+			if (PartsHold(job, in->now))
+				PartLost(p, job);
+			else
+				CoreEndAttempt(p, job);
 			continue;
 		}
 #endif

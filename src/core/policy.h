@@ -320,6 +320,10 @@ typedef struct QsOutput
 	QsReservation *reserved;
 	int			nhost_reasons;	/* jobs tried in a placed unit: whether they */
 	QsHostReason *host_reasons; /* wait WAITING_FOR_HOSTS now */
+	int			nlost;			/* jobs of several parts one of which lost its */
+	int64_t    *lost;			/* lease while others hold: the shell ends the
+								 * parts whose lease ran out (scheduling.md
+								 * 3.14) */
 } QsOutput;
 
 /* Which invariant keeps a job from being dispatched (scheduling.md 3.1). */

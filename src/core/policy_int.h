@@ -130,6 +130,7 @@ typedef struct CorePlan
 	CoreReservation *reservations;
 	int			reserved_cap;	/* of out->reserved */
 	int			host_reasons_cap;
+	int			lost_cap;		/* of out->lost */
 } CorePlan;
 
 #define CORE_AT(p, s, u) ((s) * (p)->nunits + (u))

@@ -63,7 +63,10 @@
 	W(QS_STOP_IN_SHARE, "IN_SHARE_PREEMPTION") \
 	W(QS_STOP_CAPACITY_REDUCED, "CAPACITY_REDUCED") \
 	W(QS_STOP_TIMEOUT, "TIMEOUT") \
-	W(QS_STOP_TERMINATED, "TERMINATED")
+	W(QS_STOP_TERMINATED, "TERMINATED") \
+	W(QS_STOP_PEER_FAILED, "PEER_FAILED") /* another part of the job failed */ \
+	W(QS_STOP_PEER_LOST, "PEER_LOST") /* another part lost its lease */ \
+	W(QS_STOP_PEER_RELEASED, "PEER_RELEASED") /* another part was released */
 
 /* The kinds of a job's events (job_event.kind; job_history.c). */
 #define QS_EVENT_WORDS(W) \
@@ -106,6 +109,17 @@
 	W(QS_AGENT_ACTIVE, "ACTIVE") \
 	W(QS_AGENT_DRAINING, "DRAINING")
 
+/*
+ * The state of a part of a job on one host (job_part.state; scheduling.md
+ * 3.14): placed by the pass, claimed by its agent, running, ended (it
+ * reported its end, lost its lease or was released).
+ */
+#define QS_PART_STATE_WORDS(W) \
+	W(QS_PART_PLACED, "PLACED") \
+	W(QS_PART_CLAIMED, "CLAIMED") \
+	W(QS_PART_RUNNING, "RUNNING") \
+	W(QS_PART_ENDED, "ENDED")
+
 /* The actions of a pass's decisions (run_pass().action). */
 #define QS_ACTION_WORDS(W) \
 	W(QS_DISPATCH, "DISPATCH") \
@@ -143,6 +157,7 @@
 	W(QS_REASON_RUNNABLE_TIMEOUT, "RUNNABLE_TIMEOUT") \
 	W(QS_REASON_RUNNABLE_TIMEOUT_NO_AGENT, "RUNNABLE_TIMEOUT:NO_AGENT_FITS") \
 	W(QS_REASON_RELEASED, "RELEASED") \
+	W(QS_REASON_WAITING_FOR_HOSTS, "WAITING_FOR_HOSTS") \
 	W(QS_REASON_MISCONFIGURATION, "MISCONFIGURATION")
 
 /* Which limit a misconfigured job exceeds (scheduling.md 3.7). */
@@ -160,6 +175,7 @@
 	W(QS_BLOCKED_SHARE_MISSING, "SHARE_MISSING") \
 	W(QS_BLOCKED_BUDGET_EXHAUSTED, "BUDGET_EXHAUSTED") \
 	W(QS_BLOCKED_NO_AGENT_FITS, "NO_AGENT_FITS") \
+	W(QS_BLOCKED_WAITING_FOR_HOSTS, "WAITING_FOR_HOSTS") \
 	W(QS_BLOCKED_CLAIM_BACKOFF, "CLAIM_BACKOFF") \
 	W(QS_BLOCKED_STRICT_HEAD_HELD, "STRICT_HEAD_HELD") \
 	W(QS_BLOCKED_OWN_CAPACITY_FULL, "OWN_CAPACITY_FULL") \
@@ -179,6 +195,7 @@ typedef enum QsBorrowOrder {QS_BORROW_ORDER_WORDS(QS_WORD_ENUM)} QsBorrowOrder;
 typedef enum QsPeriod {QS_PERIOD_WORDS(QS_WORD_ENUM)} QsPeriod;
 typedef enum QsConfigState {QS_CONFIG_STATE_WORDS(QS_WORD_ENUM)} QsConfigState;
 typedef enum QsAgentState {QS_AGENT_STATE_WORDS(QS_WORD_ENUM)} QsAgentState;
+typedef enum QsPartState {QS_PART_STATE_WORDS(QS_WORD_ENUM)} QsPartState;
 typedef enum QsAction {QS_ACTION_WORDS(QS_WORD_ENUM)} QsAction;
 typedef enum QsReport {QS_REPORT_WORDS(QS_WORD_ENUM)} QsReport;
 typedef enum QsHold {QS_HOLD_NONE, QS_HOLD_WORDS(QS_WORD_ENUM)} QsHold;
@@ -196,6 +213,7 @@ typedef enum QsBlocked {QS_BLOCKED_WORDS(QS_WORD_ENUM)} QsBlocked;
 #define QS_PERIOD__COUNT (0 QS_PERIOD_WORDS(QS_WORD_ONE))
 #define QS_CONFIG_STATE__COUNT (0 QS_CONFIG_STATE_WORDS(QS_WORD_ONE))
 #define QS_AGENT_STATE__COUNT (0 QS_AGENT_STATE_WORDS(QS_WORD_ONE))
+#define QS_PART_STATE__COUNT (0 QS_PART_STATE_WORDS(QS_WORD_ONE))
 #define QS_ACTION__COUNT (0 QS_ACTION_WORDS(QS_WORD_ONE))
 #define QS_REPORT__COUNT (0 QS_REPORT_WORDS(QS_WORD_ONE))
 #define QS_HOLD__COUNT (0 QS_HOLD_WORDS(QS_WORD_ONE))
@@ -218,6 +236,7 @@ typedef enum QsWordKind
 	QS_KIND_BUDGET_PERIOD,		/* budget_period */
 	QS_KIND_CONFIG_STATE,		/* config_state */
 	QS_KIND_AGENT_STATE,		/* agent_state */
+	QS_KIND_PART_STATE,			/* part_state */
 	QS_KIND_ACTION,				/* action */
 	QS_KIND_REPORT,				/* report */
 	QS_KIND_HOLD,				/* hold */
@@ -228,7 +247,7 @@ typedef enum QsWordKind
 } QsWordKind;
 
 /* The last kind that columns hold (a DOMAIN of its name). */
-#define QS_KIND_LAST_STORED QS_KIND_AGENT_STATE
+#define QS_KIND_LAST_STORED QS_KIND_PART_STATE
 
 extern const char *QsKindName(QsWordKind kind);
 extern bool QsKindFromName(const char *name, QsWordKind *kind);
@@ -333,6 +352,12 @@ static inline const char *
 QsAgentStateName(QsAgentState state)
 {
 	return QsWordName(QS_KIND_AGENT_STATE, (int) state);
+}
+
+static inline const char *
+QsPartStateName(QsPartState state)
+{
+	return QsWordName(QS_KIND_PART_STATE, (int) state);
 }
 
 static inline const char *

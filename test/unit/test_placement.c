@@ -355,6 +355,69 @@ test_not_placed(void)
 		  "not placed: dispatched with no parts, whatever its constraints");
 }
 
+/* Leases per part: SetLeases gives each part of a job a lease. */
+static void
+SetLeases(WJob *job, QsTime lease_a, QsTime lease_b)
+{
+	QsPart	   *parts = calloc(job->nparts, sizeof(QsPart));
+
+	memcpy(parts, job->parts, sizeof(QsPart) * job->nparts);
+	parts[0].lease_until = lease_a;
+	parts[1].lease_until = lease_b;
+	job->parts = parts;
+	job->j.claimed = true;
+	job->j.lease_until = lease_a < lease_b ? lease_a : lease_b;
+}
+
+/*
+ * One part loses its lease while the other holds: the other is stopped
+ * (PEER_LOST) and the job holds on; once no part holds, a lease loss.
+ */
+static void
+test_part_lease(void)
+{
+	World		w;
+	int			a = TwoHosts(&w, 8, 2);
+	WJob	   *job = Constrained(&w, "job", a, 8, 4, NULL);
+	const QsOutput *out;
+	const QsDecision *d;
+
+	WPassApply(&w);
+	ClaimAll(&w);
+	SetLeases(job, w.now + 10, w.now + 1000);
+	w.now += 100;
+	out = WPassApply(&w);
+	d = WDecisionFor(out, job);
+	CHECK(d != NULL && d->action == QS_STOP && d->stop == QS_STOP_PEER_LOST &&
+		  out->nlost == 1 && out->lost[0] == job->j.id && job->state == W_RUNNING,
+		  "part lease: the other part is stopped, PEER_LOST; the job holds on");
+	w.now += 1000;
+	job->j.lease_until = w.now - 1;
+	out = WPassApply(&w);
+	d = WDecisionFor(out, job);
+	CHECK(d != NULL && d->action == QS_REQUEUE && d->counter == QS_COUNT_LEASE_LOSS,
+		  "part lease: no part holds: the job goes back as a lease lost");
+}
+
+/* A job stopped after a peer failed goes on as the failure says. */
+static void
+test_peer_outcome(void)
+{
+	QsJob		job = {.stop = QS_STOP_PEER_FAILED, .max_attempts = 2};
+	QsStopOutcome o = QsStoppedOutcome(&job);
+
+	CHECK(o.action == QS_REQUEUE && o.counter == QS_COUNT_FAILED_ATTEMPT,
+		  "peer failed: a failed attempt");
+	job.stop = QS_STOP_PEER_RELEASED;
+	o = QsStoppedOutcome(&job);
+	CHECK(o.action == QS_REQUEUE && o.counter == QS_COUNT_NONE, "peer released: a release");
+	job.stop = QS_STOP_PEER_LOST;
+	job.max_lease_losses = 0;
+	o = QsStoppedOutcome(&job);
+	CHECK(o.action == QS_FAIL && o.counter == QS_COUNT_LEASE_LOSS,
+		  "peer lost: a lease loss, past max_lease_losses the job fails");
+}
+
 /* explain's figures of the host groups. */
 static void
 test_explain_figures(void)
@@ -394,5 +457,7 @@ main(void)
 	test_strict();
 	test_not_placed();
 	test_explain_figures();
+	test_part_lease();
+	test_peer_outcome();
 	return TapDone();
 }
