@@ -211,6 +211,19 @@ REVOKE ALL ON quota_sched.agents FROM PUBLIC;
 GRANT SELECT ON quota_sched.agents TO quota_sched_admin, quota_sched_agent;
 
 /*
+ * agent_login(agent): the login an agent is registered for (null: none),
+ * for job_part's row-level security (an agent login sees the parts placed
+ * on its agents), which cannot read the table agent itself.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.agent_login(agent text)
+RETURNS name
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT a.login FROM quota_sched.agent a WHERE a.name = agent $$;
+REVOKE ALL ON FUNCTION quota_sched.agent_login(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.agent_login(text) TO quota_sched_agent;
+
+/*
  * job_attempt_forget: the attempts of deleted jobs (prune(), an admin's
  * DELETE, a cascade from their share or queue) and of a TRUNCATE of jobs
  * go with them, as their history does (job_history_delete).  Triggers,
@@ -227,8 +240,10 @@ AS $$
 BEGIN
 	IF TG_OP = 'TRUNCATE' THEN
 		DELETE FROM quota_sched.job_attempt;
+		DELETE FROM quota_sched.job_part;
 	ELSE
 		DELETE FROM quota_sched.job_attempt a USING deleted_jobs d WHERE a.job_id = d.id;
+		DELETE FROM quota_sched.job_part p USING deleted_jobs d WHERE p.job_id = d.id;
 	END IF;
 	RETURN NULL;
 END
@@ -260,3 +275,27 @@ SELECT a.job_id, j.name, j.owner, j.job_queue, j.quota_share, j.state, j.status_
 
 REVOKE ALL ON quota_sched.job_attempts FROM PUBLIC;
 GRANT SELECT ON quota_sched.job_attempts TO quota_sched_admin, quota_sched_user;
+
+/*
+ * job_parts (scheduling.md 3.14): per job and attempt, one row per part:
+ * where it is placed (rank, agent, address, instances), its state, the
+ * exit code it reported and the rendezvous port.  A job of a unit that is
+ * not placed has one part, rank 0, on the agent that claimed it: its
+ * current attempt's, from the job (CLAIMED while STARTING, RUNNING while
+ * RUNNING).  Read with the reader's rights: row-level security on job and
+ * job_part shows the job's team and admins its parts, and an agent login
+ * the parts placed on its agents.
+ */
+CREATE OR REPLACE VIEW quota_sched.job_parts WITH (security_invoker = true) AS
+SELECT p.job_id, p.attempt, p.rank, p.agent, p.address, p.instances, p.state, p.exit_code,
+	   p.port, p.lease_until, p.claimed_at, p.ended_at
+  FROM quota_sched.job_part p
+UNION ALL
+SELECT j.id, 1 + j.failed_attempts + j.preemption_count + j.lease_losses, 0, j.agent, j.agent,
+	   j.instance_count, CASE WHEN j.state = 'RUNNING' THEN 'RUNNING' ELSE 'CLAIMED' END,
+	   NULL, NULL, j.lease_until, j.started_at, NULL
+  FROM quota_sched.job j
+ WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent IS NOT NULL AND j.part_agents IS NULL;
+
+REVOKE ALL ON quota_sched.job_parts FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_parts TO quota_sched_admin, quota_sched_user, quota_sched_agent;

@@ -144,6 +144,8 @@ CREATE TABLE quota_sched.job (
 	lease_losses	integer NOT NULL,
 	claim_requeues	integer NOT NULL,
 	claim_backoff_until timestamptz,
+	part_agents		text[],
+	part_instances	integer[],
 	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
 		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE,
 	CONSTRAINT job_word_state CHECK (state::quota_sched.job_state IS NOT NULL),
@@ -525,6 +527,47 @@ CREATE TABLE quota_sched.job_attempt (
 	CONSTRAINT job_attempt_handle_check CHECK (octet_length(handle) <= 1024),
 	CONSTRAINT job_attempt_output_check CHECK (octet_length(output) <= 4096)
 );
+
+/* ---------------------------------------------------------------------
+ * job_part (scheduling.md 3.14): the parts of each attempt of a job
+ * placed on hosts, one row per part: its rank, the agent it is placed on
+ * and that agent's address then, its instances, its state (PLACED by the
+ * pass, CLAIMED and RUNNING by its agent, ENDED when it reported its end,
+ * lost its lease or was released), its lease, the exit code it reported
+ * and the rendezvous port rank 0's agent chose.  The job row keeps the
+ * current attempt's placement in rank order (part_agents,
+ * part_instances), which the pass reads with the job; a promised RUNNABLE
+ * job's is the placement its promise reserves, with no part rows.
+ * Written by the pass (dispatch) and the agents' functions; read by users
+ * through row-level security (policies.sql) and the view job_parts.  A
+ * job of a unit that is not placed has no rows (job_parts shows its one
+ * part from the job).  Deleted with their job (job_attempt_forget).
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE quota_sched.job_part (
+	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_attempt_forget */
+	attempt			integer NOT NULL,
+	rank			integer NOT NULL,
+	agent			text NOT NULL,
+	address			text NOT NULL,
+	instances		integer NOT NULL,
+	state			text NOT NULL,
+	lease_until		timestamptz,
+	claimed_at		timestamptz,
+	ended_at		timestamptz,
+	exit_code		integer,
+	port			integer,
+	PRIMARY KEY (job_id, attempt, rank),
+	CONSTRAINT job_part_rank_check CHECK (rank >= 0),
+	CONSTRAINT job_part_instances_check CHECK (instances >= 1),
+	CONSTRAINT job_part_port_check CHECK (port BETWEEN 1 AND 65535),
+	CONSTRAINT job_part_word_state CHECK (state::quota_sched.part_state IS NOT NULL)
+);
+/* The parts placed on an agent that it has not ended (claim, heartbeat). */
+CREATE INDEX job_part_agent ON quota_sched.job_part (agent, job_id)
+	WHERE state IN ('PLACED', 'CLAIMED', 'RUNNING');
+REVOKE ALL ON quota_sched.job_part FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_part TO quota_sched_admin, quota_sched_user, quota_sched_agent;
 
 /* ---------------------------------------------------------------------
  * Triggers (their functions: triggers.sql).

@@ -28,7 +28,7 @@ CREATE DOMAIN quota_sched.job_state AS text
 CREATE DOMAIN quota_sched.stop_reason AS text
 	CONSTRAINT stop_reason_check
 	CHECK (VALUE IN ('CROSS_SHARE_PREEMPTION', 'IN_SHARE_PREEMPTION', 'CAPACITY_REDUCED',
-					 'TIMEOUT', 'TERMINATED'));
+					 'TIMEOUT', 'TERMINATED', 'PEER_FAILED', 'PEER_LOST', 'PEER_RELEASED'));
 
 /* job_event.kind */
 CREATE DOMAIN quota_sched.event_kind AS text
@@ -58,3 +58,7 @@ CREATE DOMAIN quota_sched.config_state AS text
 /* agent.state */
 CREATE DOMAIN quota_sched.agent_state AS text
 	CONSTRAINT agent_state_check CHECK (VALUE IN ('ACTIVE', 'DRAINING'));
+
+/* job_part.state (scheduling.md 3.14) */
+CREATE DOMAIN quota_sched.part_state AS text
+	CONSTRAINT part_state_check CHECK (VALUE IN ('PLACED', 'CLAIMED', 'RUNNING', 'ENDED'));

@@ -97,7 +97,7 @@ CREATE DOMAIN quota_sched.job_state AS text
 CREATE DOMAIN quota_sched.stop_reason AS text
 	CONSTRAINT stop_reason_check
 	CHECK (VALUE IN ('CROSS_SHARE_PREEMPTION', 'IN_SHARE_PREEMPTION', 'CAPACITY_REDUCED',
-					 'TIMEOUT', 'TERMINATED'));
+					 'TIMEOUT', 'TERMINATED', 'PEER_FAILED', 'PEER_LOST', 'PEER_RELEASED'));
 CREATE DOMAIN quota_sched.event_kind AS text
 	CONSTRAINT event_kind_check
 	CHECK (VALUE IN ('STATE', 'STOP', 'TERMINATE', 'PRIORITY', 'PROMISE', 'PROMISE_LAPSED'));
@@ -113,6 +113,8 @@ CREATE DOMAIN quota_sched.config_state AS text
 	CONSTRAINT config_state_check CHECK (VALUE IN ('ENABLED', 'DISABLED'));
 CREATE DOMAIN quota_sched.agent_state AS text
 	CONSTRAINT agent_state_check CHECK (VALUE IN ('ACTIVE', 'DRAINING'));
+CREATE DOMAIN quota_sched.part_state AS text
+	CONSTRAINT part_state_check CHECK (VALUE IN ('PLACED', 'CLAIMED', 'RUNNING', 'ENDED'));
 
 ALTER TABLE quota_sched.service_environment
 	ADD CONSTRAINT service_environment_word_state
@@ -140,3 +142,48 @@ ALTER TABLE quota_sched.job_event
 ALTER TABLE quota_sched.agent
 	DROP CONSTRAINT agent_state_check,
 	ADD CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL);
+
+/*
+ * Placement on hosts (scheduling.md 3.13, 3.14): a job's placement in
+ * rank order, the parts of its attempts, who may read them.  Jobs that
+ * run now were claimed in 0.3, in units that were not placed: they have
+ * no parts, and job_parts shows their one part from the job.
+ */
+ALTER TABLE quota_sched.job
+	ADD COLUMN part_agents text[],
+	ADD COLUMN part_instances integer[];
+CREATE TABLE quota_sched.job_part (
+	job_id			bigint NOT NULL,
+	attempt			integer NOT NULL,
+	rank			integer NOT NULL,
+	agent			text NOT NULL,
+	address			text NOT NULL,
+	instances		integer NOT NULL,
+	state			text NOT NULL,
+	lease_until		timestamptz,
+	claimed_at		timestamptz,
+	ended_at		timestamptz,
+	exit_code		integer,
+	port			integer,
+	PRIMARY KEY (job_id, attempt, rank),
+	CONSTRAINT job_part_rank_check CHECK (rank >= 0),
+	CONSTRAINT job_part_instances_check CHECK (instances >= 1),
+	CONSTRAINT job_part_port_check CHECK (port BETWEEN 1 AND 65535),
+	CONSTRAINT job_part_word_state CHECK (state::quota_sched.part_state IS NOT NULL)
+);
+CREATE INDEX job_part_agent ON quota_sched.job_part (agent, job_id)
+	WHERE state IN ('PLACED', 'CLAIMED', 'RUNNING');
+REVOKE ALL ON quota_sched.job_part FROM PUBLIC;
+GRANT SELECT ON quota_sched.job_part TO quota_sched_admin, quota_sched_user, quota_sched_agent;
+CREATE OR REPLACE FUNCTION quota_sched.agent_login(agent text)
+RETURNS name
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT a.login FROM quota_sched.agent a WHERE a.name = agent $$;
+ALTER TABLE quota_sched.job_part ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_part_admin ON quota_sched.job_part FOR SELECT TO quota_sched_admin
+	USING (true);
+CREATE POLICY job_part_user ON quota_sched.job_part FOR SELECT TO quota_sched_user
+	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_part.job_id));
+CREATE POLICY job_part_agent ON quota_sched.job_part FOR SELECT TO quota_sched_agent
+	USING (quota_sched.agent_login(agent) = CURRENT_USER);

@@ -163,6 +163,16 @@ CoreHostIndex(const QsUnit *unit, const char *name)
 }
 
 /*
+ * QsHostOf returns the index of a unit's host of that name, or -1
+ * (CoreHostIndex, for the shell).
+ */
+int
+QsHostOf(const QsUnit *unit, const char *name)
+{
+	return CoreHostIndex(unit, name);
+}
+
+/*
  * GroupMax returns the most instances a job of a per_host could have on a
  * group of hosts were each empty: per_host k on each of the hosts with at
  * least k; with no per_host, the instances of the group in all.

@@ -425,6 +425,7 @@ extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);
 extern QsHold QsHeldBack(const QsInput *in, const QsJob *job);
 extern bool QsNoAgentFits(const QsInput *in, const QsJob *job);
+extern int	QsHostOf(const QsUnit *unit, const char *name);
 extern int64_t QsPlacementMax(const QsUnit *unit, int32_t per_host,
 							  const char *same_label);
 extern const char *QsPrepareHosts(QsUnit *unit, void *(*alloc) (void *arg, size_t size),

@@ -288,10 +288,10 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 		   bool below_all, QsJob *out)
 {
 	Replay	   *r = arg;
-
-	(void) below_all;			/* a replay places nothing: always true */
 	const Sorted *s = &r->runnable[share * r->cfg->nunits + unit];
 	const Sorted *by_size = &r->by_size[share * r->cfg->nunits + unit];
+
+	(void) below_all;			/* a replay places nothing: always true */
 
 	/* none of the cell's jobs is small enough (the skip rule's bound) */
 	if (by_size->n == 0 || r->jobs[by_size->at[0]].j.count >= below)

@@ -56,6 +56,10 @@ typedef enum JobField
 	JF_MAX_LEASE_LOSSES,
 	JF_CLAIM_REQUEUES,
 	JF_CLAIM_BACKOFF_UNTIL,
+	JF_INSTANCES_PER_HOST,
+	JF_SAME_LABEL,
+	JF_PART_AGENTS,
+	JF_PART_INSTANCES,
 	JF_COUNT
 } JobField;
 
@@ -65,7 +69,7 @@ static const char *const JobFieldNames[JF_COUNT] = {
 	"preempted_for", "failed_attempts", "max_attempts", "preemption_count",
 	"preemption_retries", "job_queue", "quota_share", "capacity_unit", "owner",
 	"status_reason", "agent_role", "lease_losses", "max_lease_losses", "claim_requeues",
-	"claim_backoff_until"
+	"claim_backoff_until", "instances_per_host", "same_label", "part_agents", "part_instances"
 };
 
 StaticAssertDecl(JF_COUNT <= lengthof(((QsJobDecoder *) 0)->attnums),
@@ -135,6 +139,37 @@ JobOf(int64 id)
 }
 
 /*
+ * DecodeParts decodes a job's placement (part_agents, part_instances, in
+ * rank order) into its parts; none when it has none or they were not
+ * selected.
+ */
+static void
+DecodeParts(const QsJobDecoder *d, HeapTuple tuple, QsJob *job)
+{
+	Datum		agents,
+				instances;
+	Datum	   *names,
+			   *counts;
+	int			n,
+				m;
+	QsPart	   *parts;
+
+	if (!FieldValue(d, tuple, JF_PART_AGENTS, &agents) ||
+		!FieldValue(d, tuple, JF_PART_INSTANCES, &instances))
+		return;
+	deconstruct_array(DatumGetArrayTypeP(agents), TEXTOID, -1, false, TYPALIGN_INT,
+					  &names, NULL, &n);
+	deconstruct_array(DatumGetArrayTypeP(instances), INT4OID, 4, true, TYPALIGN_INT,
+					  &counts, NULL, &m);
+	parts = palloc0(sizeof(QsPart) * (n + 1));
+	for (int i = 0; i < n && i < m; i++)
+		parts[i] = (QsPart) {TextDatumGetCString(names[i]), DatumGetInt32(counts[i]),
+			QS_NO_TIME, false};
+	job->parts = parts;
+	job->nparts = Min(n, m);
+}
+
+/*
  * QsJobDecode decodes one row into the current memory context.  Fields not
  * selected are zero, NULL, or QS_NO_TIME; share and unit indexes are -1
  * (the snapshot loader knows them).
@@ -175,6 +210,9 @@ QsJobDecode(const QsJobDecoder *d, HeapTuple tuple, QsJobRow *row)
 	job->max_lease_losses = FieldInt32(d, tuple, JF_MAX_LEASE_LOSSES);
 	job->claim_requeues = FieldInt32(d, tuple, JF_CLAIM_REQUEUES);
 	job->claim_backoff_until = FieldTime(d, tuple, JF_CLAIM_BACKOFF_UNTIL);
+	job->per_host = FieldInt32(d, tuple, JF_INSTANCES_PER_HOST);
+	job->same_label = FieldText(d, tuple, JF_SAME_LABEL);
+	DecodeParts(d, tuple, job);
 	row->job_queue = FieldText(d, tuple, JF_JOB_QUEUE);
 	row->quota_share = FieldText(d, tuple, JF_QUOTA_SHARE);
 	row->capacity_unit = FieldText(d, tuple, JF_CAPACITY_UNIT);

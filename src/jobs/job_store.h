@@ -50,7 +50,9 @@ typedef struct QsJobRow
 	" stop_reason, agent," \
 	" preempted_for, failed_attempts, max_attempts, preemption_count," \
 	" coalesce(preemption_retries, -1) AS preemption_retries," \
-	" lease_losses, max_lease_losses, claim_requeues, claim_backoff_until"
+	" lease_losses, max_lease_losses, claim_requeues, claim_backoff_until," \
+	" coalesce(instances_per_host, 0) AS instances_per_host, same_label," \
+	" part_agents, part_instances"
 
 /* Decodes the rows of one result set by column name (QsJobDecoderInit). */
 typedef struct QsJobDecoder

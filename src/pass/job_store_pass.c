@@ -52,10 +52,11 @@ typedef struct JobStream
 								 * priority of the stream's order */
 } JobStream;
 
-/* The two streams (Streams) */
+/* The streams (Streams) */
 typedef enum StreamKind
 {
 	STREAM_RUNNABLE,
+	STREAM_RUNNABLE_PLACED,
 	STREAM_HELD
 } StreamKind;
 
@@ -304,17 +305,24 @@ QsReadRunnablePairs(const char *queue)
 static const int StreamBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
 
 /*
- * The two streams: the RUNNABLE jobs with fewer instances than $4, in
+ * The streams: the RUNNABLE jobs with fewer instances than $4, in
  * share order (priorities from the highest) along the share-order index
- * ("+ 0": a filter, so that this index serves); the held jobs with no stop
+ * ("+ 0": a filter, so that this index serves); in a placed unit, where
+ * the skip rule's bound is only for jobs with no placement constraints
+ * (scheduling.md 3.13), those and the jobs with constraints; the held jobs with no stop
  * pending and a priority below $4, in victim order (priorities from the
  * lowest, scheduling.md 3.4) along the victim-order index (a job without a
  * scheduled_at, which only a write that bypassed the triggers leaves, is
  * no victim, as the row comparison leaves it out of the first statement).
  */
-static JobStream Streams[2] = {
+static JobStream Streams[3] = {
 	[STREAM_RUNNABLE] = STREAM((int64) PG_INT32_MAX + 1,
 		   "state = 'RUNNABLE' AND instance_count + 0 < $4", INT4OID,
+		   "(queued_at, id) > ($6, $7)", "queued_at, id",
+		   "priority < $5", "priority DESC, queued_at, id"),
+	[STREAM_RUNNABLE_PLACED] = STREAM((int64) PG_INT32_MAX + 1,
+		   "state = 'RUNNABLE' AND (instance_count + 0 < $4"
+		   " OR instances_per_host IS NOT NULL OR same_label IS NOT NULL)", INT4OID,
 		   "(queued_at, id) > ($6, $7)", "queued_at, id",
 		   "priority < $5", "priority DESC, queued_at, id"),
 	[STREAM_HELD] = STREAM((int64) PG_INT32_MIN - 1,
@@ -349,18 +357,20 @@ PairArgs(Datum *args, const char *queue, const char *share, const char *unit, Da
 
 /*
  * QsReadStreamBatch reads batch number `batch` of a share and unit's
- * RUNNABLE jobs with fewer instances than below, after *after in share
- * order (NULL: from the start); or, held, of its held jobs with no stop
+ * RUNNABLE jobs with fewer instances than below (placed: and those with
+ * placement constraints), after *after in share order (NULL: from the
+ * start); or, held, of its held jobs with no stop
  * pending and a priority below `below`, after *after in victim order.  In
  * the stream's two statements (pairs: see ReadJobs): those of the
  * position's priority after its time and id, then, if the batch is not
  * full, those of the priorities after it.
  */
 QsJobRows
-QsReadStreamBatch(bool held, const char *queue, const char *share, const char *unit,
-				  const QsJob *after, int64 below, int batch)
+QsReadStreamBatch(bool held, bool placed, const char *queue, const char *share,
+				  const char *unit, const QsJob *after, int64 below, int batch)
 {
-	JobStream  *stream = &Streams[held ? STREAM_HELD : STREAM_RUNNABLE];
+	JobStream  *stream = &Streams[held ? STREAM_HELD :
+								  placed ? STREAM_RUNNABLE_PLACED : STREAM_RUNNABLE];
 	int			limit = StreamBatchSizes[batch];
 	QsJobRows	rows = {0, NULL};
 	Datum		args[7];
@@ -679,6 +689,8 @@ static QsQuery EndsQuery = {
 	"   SET state = CASE WHEN d.fail THEN 'FAILED' ELSE 'RUNNABLE' END,"
 	"       agent = CASE WHEN d.fail THEN j.agent END,"
 	"       agent_role = CASE WHEN d.fail THEN j.agent_role END,"
+	"       part_agents = CASE WHEN d.fail THEN j.part_agents END,"
+	"       part_instances = CASE WHEN d.fail THEN j.part_instances END,"
 	"       lease_losses = j.lease_losses + d.lease_lost,"
 	"       claim_requeues = j.claim_requeues + d.not_claimed,"
 	"       claim_backoff_until = coalesce(d.backoff_until, j.claim_backoff_until),"
@@ -704,8 +716,8 @@ static QsQuery EndsQuery = {
 
 /*
  * WriteEnds writes REQUEUE and FAIL decisions: back to RUNNABLE (agent,
- * agent_role and lease cleared, queued_at kept) or to FAILED (agent and
- * agent_role kept), with the counter the decision names, the reason, and
+ * agent_role, placement and lease cleared, queued_at kept) or to FAILED
+ * (agent, agent_role and placement kept), with the counter the decision names, the reason, and
  * the stop cleared (preempted_for kept only when a preemption ended the
  * attempt).
  */
@@ -774,6 +786,20 @@ static QsQuery CloseAttemptsQuery = {
 };
 
 /*
+ * Ends the parts not ended yet of the jobs of $1 at $2 (scheduling.md
+ * 3.14), passing over the rows another transaction holds, as
+ * CloseAttemptsQuery does.
+ */
+static QsQuery EndPartsQuery = {
+	"WITH open AS (SELECT job_id, attempt, rank FROM quota_sched.job_part"
+	"               WHERE job_id = ANY ($1) AND state <> 'ENDED'"
+	"                 FOR NO KEY UPDATE SKIP LOCKED)"
+	" UPDATE quota_sched.job_part p SET state = 'ENDED', ended_at = $2"
+	"   FROM open WHERE (p.job_id, p.attempt, p.rank) = (open.job_id, open.attempt, open.rank)",
+	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
+/*
  * QsWriteEnds writes the REQUEUE and FAIL decisions of a pass, and ends
  * the attempt rows they leave open (issue 37, item 5): the attempt of a
  * job whose lease ran out, or whose stop never came, is over, with no exit
@@ -784,6 +810,7 @@ QsWriteEnds(const QsOutput *out, TimestampTz now)
 {
 	WriteEnds(out, now);
 	RunForDecisions(&CloseAttemptsQuery, out, QS_REQUEUE, QS_FAIL, now);
+	RunForDecisions(&EndPartsQuery, out, QS_REQUEUE, QS_FAIL, now);
 }
 
 /*
@@ -806,6 +833,7 @@ QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reaso
 	out.ndecisions = 1;
 	out.decisions = &d;
 	WriteEnds(&out, GetCurrentTransactionStartTimestamp());
+	RunForDecisions(&EndPartsQuery, &out, action, action, GetCurrentTransactionStartTimestamp());
 }
 
 static QsQuery DispatchesQuery = {
@@ -832,7 +860,10 @@ static QsQuery SetPromisesQuery = {
 };
 
 static QsQuery ClearPromisesQuery = {
-	"UPDATE quota_sched.job SET promised_at = NULL WHERE id = ANY ($1)",
+	"UPDATE quota_sched.job SET promised_at = NULL,"
+	"       part_agents = CASE WHEN state = 'RUNNABLE' THEN NULL ELSE part_agents END,"
+	"       part_instances = CASE WHEN state = 'RUNNABLE' THEN NULL ELSE part_instances END"
+	" WHERE id = ANY ($1)",
 	1, {INT8ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 

@@ -28,6 +28,7 @@
 #include "job_store_pass.h"
 #include "pass_apply.h"
 #include "pass_load.h"
+#include "placement_store.h"
 #include "policy.h"
 #include "query.h"
 #include "constants.h"
@@ -81,6 +82,35 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 }
 
 /*
+ * NotifyDispatch sends the dispatch notification of a job (scheduling.md
+ * 5.1): its id, queue, share, unit and size; in a placed unit one per
+ * part, with the part's agent and rank (3.14).
+ */
+static void
+NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
+{
+	for (int r = 0; r < Max(d->nparts, 1); r++)
+	{
+		resetStringInfo(buf);
+		appendStringInfo(buf, "{\"job_id\":" INT64_FORMAT ",\"job_queue\":", d->job_id);
+		escape_json(buf, qs->queue);
+		appendStringInfoString(buf, ",\"quota_share\":");
+		escape_json(buf, qs->in.shares[d->share].name);
+		appendStringInfoString(buf, ",\"capacity_unit\":");
+		escape_json(buf, qs->in.units[d->unit].name);
+		appendStringInfo(buf, ",\"instance_count\":%d", d->count);
+		if (d->nparts > 0)
+		{
+			appendStringInfoString(buf, ",\"agent\":");
+			escape_json(buf, d->parts[r].host);
+			appendStringInfo(buf, ",\"rank\":%d", r);
+		}
+		appendStringInfoChar(buf, '}');
+		Async_Notify("quota_sched_dispatch", buf->data);
+	}
+}
+
+/*
  * Notify sends the dispatch and stop notifications of the pass (scheduling.md 5.1):
  * the job's id, queue, share, unit and size, or its agent and stop reason,
  * never the payload; delivered when the pass commits.
@@ -103,14 +133,7 @@ Notify(QsQueueState *qs, const QsOutput *out)
 		resetStringInfo(&buf);
 		if (d->action == QS_DISPATCH)
 		{
-			appendStringInfo(&buf, "{\"job_id\":" INT64_FORMAT ",\"job_queue\":", d->job_id);
-			escape_json(&buf, qs->queue);
-			appendStringInfoString(&buf, ",\"quota_share\":");
-			escape_json(&buf, qs->in.shares[d->share].name);
-			appendStringInfoString(&buf, ",\"capacity_unit\":");
-			escape_json(&buf, qs->in.units[d->unit].name);
-			appendStringInfo(&buf, ",\"instance_count\":%d}", d->count);
-			Async_Notify("quota_sched_dispatch", buf.data);
+			NotifyDispatch(qs, d, &buf);
 			continue;
 		}
 		agent = QsAgentOf(qs, d->job_id);
@@ -184,13 +207,17 @@ QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 		QsWriteStops(out, now);
 		QsWriteEnds(out, now);
 	}
+	QsWriteLostParts(out, now);
 	QsWritePromises(out->lapsed, out->nlapsed, false, now);
 	if (out->ndecisions > 0)
 	{
 		QsWritePromises(out->promised, out->npromised, true, now);
 		QsWriteDispatches(out, now);
+		QsWritePlacements(out);
 		Notify(qs, out);
 	}
+	QsWriteReservations(out);
+	QsWriteHostReasons(out, now);
 	ApplyMisconfiguration(qs, out, now);
 	if (out->ndecisions > 0)
 		WritePassLog(qs, out, pass_id, started);

@@ -33,6 +33,7 @@
 #include "job_store_pass.h"
 #include "jsonb_util.h"
 #include "pass_load.h"
+#include "placement_store.h"
 #include "policy.h"
 #include "query.h"
 #include "usage.h"
@@ -68,8 +69,10 @@ AddUnit(QsQueueState *qs, const char *unit)
 	units[qs->in.nunits].name = MemoryContextStrdup(qs->cxt, unit);
 	units[qs->in.nunits].env_limit = CapacityOf(qs->env_limits, unit);
 	units[qs->in.nunits].unowned_held = 0;
-	units[qs->in.nunits].agent_bound = false;
-	units[qs->in.nunits].agent_max = 0;
+	units[qs->in.nunits].placed = false;
+	units[qs->in.nunits].nhosts = 0;
+	units[qs->in.nunits].hosts = NULL;
+	units[qs->in.nunits].host_index = NULL;
 	return qs->in.nunits++;
 }
 
@@ -132,42 +135,149 @@ LoadQueue(QsQueueState *qs)
 	return true;
 }
 
-static QsQuery AgentBoundsQuery = {
-	"SELECT capacity_unit, max(instances) FILTER (WHERE state = 'ACTIVE'),"
-	"       bool_or(state = 'ACTIVE' AND instances IS NULL)"
+static QsQuery AgentsQuery = {
+	"SELECT capacity_unit, name, instances, labels, state = 'ACTIVE'"
 	"  FROM quota_sched.agent"
 	" WHERE job_queue = $1 AND last_seen + coalesce(lease, interval '60 seconds') > now()"
-	" GROUP BY capacity_unit",
+	" ORDER BY capacity_unit, name COLLATE \"C\"",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
 
 /*
- * LoadAgentBounds reads, per unit, the live agents of the queue
- * (scheduling.md 3.10): a unit with live agents none of whose live, ACTIVE
- * ones is unbounded gets the bound of the largest of those (0 when none is
- * active).  Units no agent registered for have no bound; nor need units
- * that no job, share or environment of the queue names.
+ * What the parts of the queue's holding jobs hold on each agent, and of
+ * that what is stopping (scheduling.md 3.13).
+ */
+static QsQuery HostsHeldQuery = {
+	"SELECT j.capacity_unit, h.agent, sum(h.instances),"
+	"       coalesce(sum(h.instances) FILTER (WHERE j.stop_reason IS NOT NULL), 0)"
+	"  FROM quota_sched.job j, unnest(j.part_agents, j.part_instances) AS h(agent, instances)"
+	" WHERE j.job_queue = $1 AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
+	"   AND j.part_agents IS NOT NULL"
+	" GROUP BY j.capacity_unit, h.agent",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * DecodeLabels turns an agent's labels (a flat JSON object of strings)
+ * into a host's.
  */
 static void
-LoadAgentBounds(QsQueueState *qs)
+DecodeLabels(Jsonb *labels, QsHost *host)
+{
+	JsonbIterator *it = JsonbIteratorInit(&labels->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	QsLabel    *out = palloc0(sizeof(QsLabel) * (JB_ROOT_COUNT(labels) + 1));
+	int			n = 0;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			out[n].key = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE && v.type == jbvString)
+			out[n++].value = pnstrdup(v.val.string.val, v.val.string.len);
+	}
+	host->labels = out;
+	host->nlabels = n;
+}
+
+/*
+ * LoadHostsHeld sets what the parts of the queue's holding jobs hold on
+ * each host, and of that what is stopping.
+ */
+static void
+LoadHostsHeld(QsQueueState *qs)
 {
 	Datum		queue = CStringGetTextDatum(qs->queue);
-	uint64		n = QsQueryRunIn(&AgentBoundsQuery, &queue, NULL, qs->snapshot, 0);
+	uint64		n = QsQueryRunIn(&HostsHeldQuery, &queue, NULL, qs->snapshot, 0);
 
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		largest = SPI_getbinval(tup, desc, 2, &isnull);
 		int			u = QsUnitIndex(qs, SPI_getvalue(tup, desc, 1));
+		bool		isnull;
+		int			h;
+		QsHost	   *host;
+
+		if (u < 0 || !qs->in.units[u].placed ||
+			(h = QsHostOf(&qs->in.units[u], SPI_getvalue(tup, desc, 2))) < 0)
+			continue;			/* parts on an agent that is no host */
+		host = (QsHost *) &qs->in.units[u].hosts[h];
+		host->held = DatumGetInt64(DirectFunctionCall1(numeric_int8,
+													   SPI_getbinval(tup, desc, 3, &isnull)));
+		host->stopping = DatumGetInt64(DirectFunctionCall1(numeric_int8,
+														   SPI_getbinval(tup, desc, 4, &isnull)));
+	}
+}
+
+/*
+ * AddAgent counts one live agent of a unit (LoadHosts): a unit with one
+ * is placed unless a live, ACTIVE one is unbounded; its live, ACTIVE,
+ * bounded agents are its hosts, in the order of their names.
+ */
+static void
+AddAgent(QsUnit *unit, HeapTuple tup, TupleDesc desc, bool *unbounded)
+{
+	bool		bounded;
+	bool		isnull;
+	Datum		instances = SPI_getbinval(tup, desc, 3, &bounded);
+	bool		active = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	QsHost	   *host;
+
+	bounded = !bounded;
+	unit->placed = true;
+	if (active && !bounded)
+		*unbounded = true;
+	if (!active || !bounded)
+		return;
+	host = (QsHost *) &unit->hosts[unit->nhosts++];
+	host->name = SPI_getvalue(tup, desc, 2);
+	host->instances = DatumGetInt32(instances);
+	DecodeLabels(DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)), host);
+}
+
+/*
+ * LoadHosts reads the queue's live agents (scheduling.md 3.10, 3.13): which
+ * units are placed and their hosts, with what the parts of holding jobs
+ * hold on them.  Units no live agent registered for are not placed; nor
+ * need units that no job, share or environment of the queue names.
+ */
+static void
+LoadHosts(QsQueueState *qs)
+{
+	Datum		queue = CStringGetTextDatum(qs->queue);
+	uint64		n = QsQueryRunIn(&AgentsQuery, &queue, NULL, qs->snapshot, 0);
+	bool	   *unbounded = palloc0(sizeof(bool) * (qs->in.nunits + 1));
+	SPITupleTable *agents = SPI_tuptable;
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		int			u = QsUnitIndex(qs, SPI_getvalue(agents->vals[i], agents->tupdesc, 1));
 		QsUnit	   *unit = (QsUnit *) &qs->in.units[u];
 
 		if (u < 0)
 			continue;			/* no job, share or environment has the unit */
-		unit->agent_max = isnull ? 0 : DatumGetInt32(largest);
-		unit->agent_bound = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+		if (unit->hosts == NULL)
+			unit->hosts = palloc0(sizeof(QsHost) * (n + 1));
+		AddAgent(unit, agents->vals[i], agents->tupdesc, &unbounded[u]);
 	}
+	for (int u = 0; u < qs->in.nunits; u++)
+	{
+		QsUnit	   *unit = (QsUnit *) &qs->in.units[u];
+
+		if (unbounded[u])
+		{
+			unit->placed = false;
+			unit->nhosts = 0;
+		}
+		if (unit->placed && QsPrepareHosts(unit, StateAlloc, qs->cxt) != NULL)
+			elog(ERROR, "the hosts of unit \"%s\" are not in the order of their names",
+				 unit->name);
+		qs->any_placed |= unit->placed;
+	}
+	if (qs->any_placed)
+		LoadHostsHeld(qs);
 }
 
 /*
@@ -411,7 +521,8 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 	const char *uname = qs->in.units[unit].name;
 	QsJobRows	rows;
 
-	rows = QsReadStreamBatch(r->held, qs->queue, sname, uname, after, below, r->batch);
+	rows = QsReadStreamBatch(r->held, r->placed, qs->queue, sname, uname, after, below,
+							 r->batch);
 	MemoryContextSwitchTo(old);
 	if (r->cap < limit)
 	{
@@ -444,7 +555,7 @@ static bool
 ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
 				   const QsJob *after, int64 below)
 {
-	if (r->held || below >= PG_INT32_MAX)
+	if (r->held || r->placed || below >= PG_INT32_MAX)
 		return false;
 	return !QsRunnableAnyAfter(qs->queue, qs->in.shares[share].name,
 							   qs->in.units[unit].name, after, (int32) below);
@@ -492,7 +603,8 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
 		{
 			QsJob	   *job = &r->buf[r->pos++];
 
-			if ((r->held ? job->priority : job->count) < below)
+			if ((r->held ? job->priority : job->count) < below ||
+				(r->placed && (job->per_host > 0 || job->same_label != NULL)))
 			{
 				r->has_last = true;
 				r->last_id = job->id;
@@ -521,7 +633,7 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
  */
 static bool
 SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
-		   QsJob *out)
+		   bool below_all, QsJob *out)
 {
 	QsQueueState *qs = arg;
 
@@ -577,6 +689,7 @@ LoadJobs(QsQueueState *qs)
 {
 	qs->in.due = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DUE_JOBS, qs->claim_timeout),
 							&qs->in.ndue);
+	QsLoadPartLeases((QsJob *) qs->in.due, qs->in.ndue, qs->snapshot);
 	qs->in.promised = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_PROMISED_JOBS, NULL),
 								 &qs->in.npromised);
 	/* victims matter only to promised jobs (scheduling.md 3.6) */
@@ -751,6 +864,8 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 		if (s >= 0 && u >= 0)
 			qs->runnable[s * qs->in.nunits + u].has_jobs = true;
 	}
+	for (int at = 0; at < qs->in.nshares * qs->in.nunits; at++)
+		qs->runnable[at].placed = qs->in.units[at % qs->in.nunits].placed;
 	ReadRunnableHeads(qs);
 	qs->in.source.next = SourceNext;
 	qs->in.source.smallest = SourceSmallest;
@@ -801,7 +916,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	for (int i = 0; i < usage.n; i++)
 		AddUnit(qs, usage.rows[i].capacity_unit);
 	FindOrphans(qs, pairs, usage, !lock_rows);
-	LoadAgentBounds(qs);
+	LoadHosts(qs);
 	LoadJobs(qs);
 	SetUpReaders(qs, share_maps, pairs);
 	SetUpCounters(qs, usage);

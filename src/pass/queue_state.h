@@ -27,6 +27,8 @@
 typedef struct QsJobReader
 {
 	bool		held;			/* held jobs; otherwise RUNNABLE ones */
+	bool		placed;			/* RUNNABLE ones of a placed unit: its bound is
+								 * only for jobs with no placement constraints */
 	bool		has_jobs;		/* the share may have such jobs of the unit */
 	QsJob	   *buf;			/* the batch read last */
 	int			cap;
@@ -68,6 +70,7 @@ typedef struct QsQueueState
 	Jsonb	  **budget_maps;	/* [share]: its budget; NULL: none */
 	QsPeriod   *periods;		/* [share]: its budget_period */
 	bool		any_budget;		/* a share has a budget */
+	bool		any_placed;		/* a unit is placed (scheduling.md 3.13) */
 	int64		half_life;		/* fair_half_life in microseconds; 0: none */
 	struct BorrowCell *borrow_cells;	/* [share * nunits + unit], with a
 										 * half-life (borrow_memory.c) */

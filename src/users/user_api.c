@@ -430,6 +430,65 @@ DescribeAllowed(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const 
 }
 
 /*
+ * Constraints tells a job's placement constraints, for explain's detail.
+ */
+static const char *
+Constraints(const QsJob *job)
+{
+	if (job->per_host > 0 && job->same_label != NULL)
+		return psprintf(", %d on each host, all with the same \"%s\"", job->per_host,
+						job->same_label);
+	if (job->per_host > 0)
+		return psprintf(", %d on each host", job->per_host);
+	if (job->same_label != NULL)
+		return psprintf(", on hosts all with the same \"%s\"", job->same_label);
+	return "";
+}
+
+/*
+ * HostFigures adds to explain's keys the figures that decide whether a job
+ * has a placement (scheduling.md 3.13): its unit's hosts, their largest
+ * instances and largest free, the free instances in all, and the most it
+ * could have were every host empty; with a same_label, per value of it
+ * ("groups").  largest_agent (0.3's key) is the largest instances.
+ */
+static void
+HostFigures(ExplainJob *ej, const QsJob *job, const QsWhy *why)
+{
+	QsHostFigures all = {0};
+
+	for (int g = 0; g < why->ngroups; g++)
+	{
+		const QsHostFigures *f = &why->groups[g];
+
+		all.nhosts += f->nhosts;
+		all.largest = Max(all.largest, f->largest);
+		all.largest_free = Max(all.largest_free, f->largest_free);
+		all.free += f->free;
+		all.fits = Max(all.fits, f->fits);
+	}
+	appendStringInfo(&ej->keys, ", \"hosts\": %d, \"largest_agent\": %lld, "
+					 "\"largest_free\": %lld, \"free_instances\": %lld, \"most_placeable\": %lld",
+					 all.nhosts, (long long) all.largest, (long long) all.largest_free,
+					 (long long) all.free, (long long) all.fits);
+	if (job->same_label == NULL)
+		return;
+	appendStringInfoString(&ej->keys, ", \"groups\": [");
+	for (int g = 0; g < why->ngroups; g++)
+	{
+		const QsHostFigures *f = &why->groups[g];
+
+		appendStringInfoString(&ej->keys, g > 0 ? ", {\"value\": " : "{\"value\": ");
+		escape_json(&ej->keys, f->label_value);
+		appendStringInfo(&ej->keys, ", \"hosts\": %d, \"largest\": %lld, \"largest_free\": %lld,"
+						 " \"free_instances\": %lld, \"most_placeable\": %lld}", f->nhosts,
+						 (long long) f->largest, (long long) f->largest_free,
+						 (long long) f->free, (long long) f->fits);
+	}
+	appendStringInfoChar(&ej->keys, ']');
+}
+
+/*
  * DescribeCheck fills blocked_by, detail and the keys of the numbers from
  * the policy core's account of the invariant that keeps a RUNNABLE job
  * waiting (job: the policy's view of it, with its share and unit indexes).
@@ -457,6 +516,13 @@ DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const Qs
 			break;
 		case QS_CHECK_SUPPLY:
 			DescribeSupply(qs, ej, job, why);
+			break;
+		case QS_CHECK_HOSTS:
+			ej->blocked_by = QsBlockedName(QS_BLOCKED_WAITING_FOR_HOSTS);
+			HostFigures(ej, job, why);
+			appendStringInfo(detail, "The capacity rules would dispatch it, but no host has "
+							 "room for it now: it needs %d x %s%s.", job->count,
+							 ej->row.capacity_unit, Constraints(job));
 			break;
 	}
 	CapacityKeys(qs, ej, job, why);
@@ -510,15 +576,21 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 				return true;
 			}
 		case QS_HOLD_NO_AGENT_FITS:
-			ej->blocked_by = QsBlockedName(QS_BLOCKED_NO_AGENT_FITS);
-			appendStringInfo(&ej->keys, ", \"instance_count\": %d, \"largest_agent\": %lld",
-							 job->count, (long long) unit->agent_max);
-			appendStringInfo(&ej->detail, "It needs %d x %s; the largest live, active agent "
-							 "of job queue \"%s\" for that unit has %lld: it is not dispatched "
-							 "until a larger agent calls agent_ready().", job->count,
-							 ej->row.capacity_unit, ej->row.job_queue,
-							 (long long) unit->agent_max);
-			return true;
+			{
+				QsWhy		why = QsExplainWait(&qs->in, job);
+
+				ej->blocked_by = QsBlockedName(QS_BLOCKED_NO_AGENT_FITS);
+				appendStringInfo(&ej->keys, ", \"instance_count\": %d", job->count);
+				HostFigures(ej, job, &why);
+				appendStringInfo(&ej->detail, "It needs %d x %s%s; the live, active agents of "
+								 "job queue \"%s\" for that unit could give it at most %lld "
+								 "were they all idle: it is not dispatched until more or larger "
+								 "agents call agent_ready().", job->count,
+								 ej->row.capacity_unit, Constraints(job), ej->row.job_queue,
+								 (long long) QsPlacementMax(unit, job->per_host,
+															job->same_label));
+				return true;
+			}
 		case QS_HOLD_CLAIM_BACKOFF:
 			ej->blocked_by = QsBlockedName(QS_BLOCKED_CLAIM_BACKOFF);
 			appendStringInfoString(&ej->keys, ", \"backoff_until\": ");

@@ -1,0 +1,268 @@
+/*-------------------------------------------------------------------------
+ *
+ * placement_store.c
+ *		The pass's writes and reads of placements (scheduling.md 3.13,
+ *		3.14): the parts of the jobs it dispatches in a placed unit (a
+ *		job_part row each, and the job's placement in rank order), the
+ *		placements promises reserve, WAITING_FOR_HOSTS, the parts whose
+ *		lease ran out while others hold, and the leases of the parts of
+ *		the jobs due for time-based work.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "placement_store.h"
+#include "query.h"
+
+/*
+ * The parts of dispatched jobs ($1 job, $2 rank, $3 agent, $4 instances,
+ * one element per part, in rank order): the attempt's rows of job_part,
+ * PLACED, with each agent's address (its name when it has none); and the
+ * job's placement.  UnplaceQuery first removes the rows the attempt had (a
+ * job sent back unclaimed keeps its attempt number).
+ */
+static QsQuery UnplaceQuery = {
+	"DELETE FROM quota_sched.job_part d USING quota_sched.job j"
+	" WHERE j.id = ANY ($1) AND d.job_id = j.id"
+	"   AND d.attempt = 1 + j.failed_attempts + j.preemption_count + j.lease_losses",
+	1, {INT8ARRAYOID}, SPI_OK_DELETE, QS_BY_IDS
+};
+
+static QsQuery PlaceQuery = {
+	"WITH p AS (SELECT * FROM unnest($1::int8[], $2::int4[], $3::text[], $4::int4[])"
+	"             AS p(job_id, rank, agent, instances)),"
+	" placed AS (INSERT INTO quota_sched.job_part (job_id, attempt, rank, agent, address,"
+	"              instances, state)"
+	"            SELECT p.job_id, 1 + j.failed_attempts + j.preemption_count + j.lease_losses,"
+	"                   p.rank, p.agent, coalesce(a.address, p.agent), p.instances, 'PLACED'"
+	"              FROM p JOIN quota_sched.job j ON j.id = p.job_id"
+	"              LEFT JOIN quota_sched.agent a ON a.name = p.agent)"
+	" UPDATE quota_sched.job x SET part_agents = g.agents, part_instances = g.instances"
+	"   FROM (SELECT job_id, array_agg(agent ORDER BY rank) AS agents,"
+	"                array_agg(instances ORDER BY rank) AS instances"
+	"           FROM p GROUP BY job_id) g"
+	"  WHERE x.id = g.job_id",
+	4, {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
+/* The placements promises reserve ($1..$4 as PlaceQuery's): the job's only. */
+static QsQuery ReserveQuery = {
+	"UPDATE quota_sched.job x SET part_agents = g.agents, part_instances = g.instances"
+	"  FROM (SELECT job_id, array_agg(agent ORDER BY rank) AS agents,"
+	"               array_agg(instances ORDER BY rank) AS instances"
+	"          FROM unnest($1::int8[], $2::int4[], $3::text[], $4::int4[])"
+	"               AS p(job_id, rank, agent, instances) GROUP BY job_id) g"
+	" WHERE x.id = g.job_id AND x.state = 'RUNNABLE'",
+	4, {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
+/* A list of parts as the arrays PlaceQuery and ReserveQuery take. */
+typedef struct PartArrays
+{
+	QsArray		job_id;
+	QsArray		rank;
+	QsArray		agent;
+	QsArray		instances;
+} PartArrays;
+
+static void
+PartArraysInit(PartArrays *a, int n)
+{
+	QsArrayInit(&a->job_id, INT8OID, n);
+	QsArrayInit(&a->rank, INT4OID, n);
+	QsArrayInit(&a->agent, TEXTOID, n);
+	QsArrayInit(&a->instances, INT4OID, n);
+}
+
+static void
+PartArraysPush(PartArrays *a, int64 job_id, const QsPart *parts, int nparts)
+{
+	for (int r = 0; r < nparts; r++)
+	{
+		QsArrayPush(&a->job_id, Int64GetDatum(job_id), false);
+		QsArrayPush(&a->rank, Int32GetDatum(r), false);
+		QsArrayPush(&a->agent, CStringGetTextDatum(parts[r].host), false);
+		QsArrayPush(&a->instances, Int32GetDatum(parts[r].count), false);
+	}
+}
+
+static void
+PartArraysRun(QsQuery *query, PartArrays *a)
+{
+	Datum		args[4];
+
+	if (a->job_id.n == 0)
+		return;
+	args[0] = QsArrayDatum(&a->job_id);
+	args[1] = QsArrayDatum(&a->rank);
+	args[2] = QsArrayDatum(&a->agent);
+	args[3] = QsArrayDatum(&a->instances);
+	if (query == &PlaceQuery)
+		QsQueryRun(&UnplaceQuery, args, NULL, false, 0);
+	QsQueryRun(query, args, NULL, false, 0);
+}
+
+/*
+ * QsWritePlacements writes the parts of the jobs a pass dispatched in a
+ * placed unit, after their dispatch.
+ */
+void
+QsWritePlacements(const QsOutput *out)
+{
+	PartArrays	a;
+
+	PartArraysInit(&a, out->ndecisions);
+	for (int i = 0; i < out->ndecisions; i++)
+		if (out->decisions[i].action == QS_DISPATCH && out->decisions[i].nparts > 0)
+			PartArraysPush(&a, out->decisions[i].job_id, out->decisions[i].parts,
+						   out->decisions[i].nparts);
+	PartArraysRun(&PlaceQuery, &a);
+}
+
+/*
+ * QsWriteReservations writes the placements that promises reserve anew
+ * (made in this pass, or placed anew at the re-check).
+ */
+void
+QsWriteReservations(const QsOutput *out)
+{
+	PartArrays	a;
+
+	PartArraysInit(&a, out->nreserved);
+	for (int i = 0; i < out->nreserved; i++)
+		PartArraysPush(&a, out->reserved[i].job_id, out->reserved[i].parts,
+					   out->reserved[i].nparts);
+	PartArraysRun(&ReserveQuery, &a);
+}
+
+/*
+ * WAITING_FOR_HOSTS set on the RUNNABLE jobs of $1 whose $2 is true and
+ * that have no reason, cleared from those whose $2 is false ($3 the time).
+ */
+static QsQuery HostReasonsQuery = {
+	"UPDATE quota_sched.job j"
+	"   SET status_reason = CASE WHEN d.waiting THEN 'WAITING_FOR_HOSTS' END,"
+	"       status_reason_at = CASE WHEN d.waiting THEN $3 END"
+	"  FROM unnest($1::int8[], $2::bool[]) AS d(id, waiting)"
+	" WHERE j.id = d.id AND j.state = 'RUNNABLE'"
+	"   AND CASE WHEN d.waiting THEN j.status_reason IS NULL"
+	"            ELSE j.status_reason = 'WAITING_FOR_HOSTS' END",
+	3, {INT8ARRAYOID, BOOLARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
+/*
+ * QsWriteHostReasons sets WAITING_FOR_HOSTS on the jobs a pass tried that
+ * wait for hosts, where no other reason is, and clears it from those it
+ * tried with another outcome (scheduling.md 3.13).
+ */
+void
+QsWriteHostReasons(const QsOutput *out, TimestampTz now)
+{
+	QsArray		ids,
+				waiting;
+	Datum		args[3];
+
+	if (out->nhost_reasons == 0)
+		return;
+	QsArrayInit(&ids, INT8OID, out->nhost_reasons);
+	QsArrayInit(&waiting, BOOLOID, out->nhost_reasons);
+	for (int i = 0; i < out->nhost_reasons; i++)
+	{
+		QsArrayPush(&ids, Int64GetDatum(out->host_reasons[i].job_id), false);
+		QsArrayPush(&waiting, BoolGetDatum(out->host_reasons[i].waiting), false);
+	}
+	args[0] = QsArrayDatum(&ids);
+	args[1] = QsArrayDatum(&waiting);
+	args[2] = TimestampTzGetDatum(now);
+	QsQueryRun(&HostReasonsQuery, args, NULL, false, 0);
+}
+
+/*
+ * The parts of the jobs of $1 whose lease ran out before $2 end (lost);
+ * each job's lease becomes the earliest of its parts that still hold.
+ */
+static QsQuery LostPartsQuery = {
+	"WITH lost AS (UPDATE quota_sched.job_part p SET state = 'ENDED', ended_at = $2"
+	"               WHERE p.job_id = ANY ($1) AND p.state IN ('CLAIMED', 'RUNNING')"
+	"                 AND p.lease_until < $2 RETURNING p.job_id)"
+	" UPDATE quota_sched.job j SET lease_until = ("
+	"   SELECT min(p.lease_until) FROM quota_sched.job_part p"
+	"    WHERE p.job_id = j.id AND p.state IN ('CLAIMED', 'RUNNING') AND p.lease_until >= $2)"
+	"  WHERE j.id IN (SELECT job_id FROM lost)",
+	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
+/*
+ * QsWriteLostParts ends the parts that lost their lease of the jobs whose
+ * other parts hold on (scheduling.md 3.14).
+ */
+void
+QsWriteLostParts(const QsOutput *out, TimestampTz now)
+{
+	QsArray		ids;
+	Datum		args[2];
+
+	if (out->nlost == 0)
+		return;
+	QsArrayInit(&ids, INT8OID, out->nlost);
+	for (int i = 0; i < out->nlost; i++)
+		QsArrayPush(&ids, Int64GetDatum(out->lost[i]), false);
+	args[0] = QsArrayDatum(&ids);
+	args[1] = TimestampTzGetDatum(now);
+	QsQueryRun(&LostPartsQuery, args, NULL, false, 0);
+}
+
+static QsQuery PartLeasesQuery = {
+	"SELECT p.job_id, p.rank, p.lease_until, p.state = 'ENDED'"
+	"  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
+	" WHERE p.job_id = ANY ($1)"
+	"   AND p.attempt = 1 + j.failed_attempts + j.preemption_count + j.lease_losses",
+	1, {INT8ARRAYOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsLoadPartLeases sets the lease and end of each part of the jobs of
+ * several parts among jobs[] (held jobs due for time-based work), from
+ * their rows of job_part.
+ */
+void
+QsLoadPartLeases(QsJob *jobs, int njobs, Snapshot snapshot)
+{
+	QsArray		ids;
+	Datum		arg;
+	uint64		n;
+
+	QsArrayInit(&ids, INT8OID, njobs);
+	for (int i = 0; i < njobs; i++)
+		if (jobs[i].nparts > 1)
+			QsArrayPush(&ids, Int64GetDatum(jobs[i].id), false);
+	if (ids.n == 0)
+		return;
+	arg = QsArrayDatum(&ids);
+	n = QsQueryRunIn(&PartLeasesQuery, &arg, NULL, snapshot, 0);
+	for (uint64 r = 0; r < n; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull,
+					no_lease;
+		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		int32		rank = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		Datum		lease = SPI_getbinval(tup, desc, 3, &no_lease);
+		bool		ended = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+
+		for (int i = 0; i < njobs; i++)
+			if (jobs[i].id == id && rank < jobs[i].nparts)
+			{
+				QsPart	   *part = (QsPart *) &jobs[i].parts[rank];
+
+				part->lease_until = no_lease ? QS_NO_TIME : DatumGetTimestampTz(lease);
+				part->ended = ended;
+			}
+	}
+}

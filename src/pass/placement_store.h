@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * placement_store.h
+ *		The pass's writes and reads of placements (placement_store.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_PLACEMENT_STORE_H
+#define QS_PLACEMENT_STORE_H
+
+#include "utils/snapshot.h"
+#include "utils/timestamp.h"
+
+#include "policy.h"
+
+extern void QsWritePlacements(const QsOutput *out);
+extern void QsWriteReservations(const QsOutput *out);
+extern void QsWriteHostReasons(const QsOutput *out, TimestampTz now);
+extern void QsWriteLostParts(const QsOutput *out, TimestampTz now);
+extern void QsLoadPartLeases(QsJob *jobs, int njobs, Snapshot snapshot);
+
+#endif							/* QS_PLACEMENT_STORE_H */
