@@ -174,9 +174,15 @@ CREATE INDEX job_no_agent_fits ON quota_sched.job (job_queue, quota_share, capac
 /* RUNNABLE jobs of a share whose budget of the unit is spent (3.11) */
 CREATE INDEX job_budget_exhausted ON quota_sched.job (job_queue, quota_share, capacity_unit)
 	WHERE state = 'RUNNABLE' AND status_reason LIKE 'BUDGET_EXHAUSTED%';
-/* Unclaimed jobs, oldest first (claim). */
+/*
+ * Unclaimed jobs, oldest first (claim: those not placed, which any agent
+ * may claim; the claim timeout); jobs of several parts some of which are claimed (the claim
+ * timeout, scheduling.md 3.14).
+ */
 CREATE INDEX job_claimable ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NULL;
+CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
+	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 /* The smallest waiting jobs of a lender, per unit (wanted capacity, 3.2). */
 CREATE INDEX job_runnable_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, instance_count)

@@ -152,6 +152,8 @@ ALTER TABLE quota_sched.agent
 ALTER TABLE quota_sched.job
 	ADD COLUMN part_agents text[],
 	ADD COLUMN part_instances integer[];
+CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
+	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 CREATE TABLE quota_sched.job_part (
 	job_id			bigint NOT NULL,
 	attempt			integer NOT NULL,

@@ -352,7 +352,9 @@ CoreEndAttempt(CorePlan *p, const QsJob *job)
 /*
  * NotClaimed sends a SCHEDULED job that no agent claimed within the
  * queue's claim timeout back to RUNNABLE, counting no attempt, and holds
- * it back from dispatch for its backoff (scheduling.md 3.10).
+ * it back from dispatch for its backoff (scheduling.md 3.10).  A job of
+ * several parts is SCHEDULED until every part is claimed (3.14): the
+ * parts claimed let go.
  */
 static void
 NotClaimed(CorePlan *p, const QsJob *job)
@@ -468,7 +470,7 @@ CoreTimeBasedWork(CorePlan *p)
 		}
 #endif
 #ifndef QS_MUTANT_CLAIM_TIMEOUT
-		if (!job->claimed && job->state == QS_SCHEDULED && job->stop == QS_STOP_NONE &&
+		if (job->state == QS_SCHEDULED && job->stop == QS_STOP_NONE &&
 			in->claim_timeout != QS_NO_TIME && job->scheduled_at != QS_NO_TIME &&
 			job->scheduled_at < in->now - in->claim_timeout)
 		{

@@ -417,7 +417,7 @@ QsReturnJob(int64 job_id)
  */
 static QsQuery ClaimableQuery = {
 	"SELECT id, instance_count, scheduled_at FROM quota_sched.job"
-	" WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL"
+	" WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL AND part_agents IS NULL"
 	"   AND ($2::text IS NULL OR capacity_unit = $2)"
 	"   AND (scheduled_at, id) > ($3, $4)"
 	" ORDER BY scheduled_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",

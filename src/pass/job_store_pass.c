@@ -148,7 +148,14 @@ ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 	"   WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL" \
 	"     AND $2::interval IS NOT NULL AND scheduled_at < now() - $2::interval" \
 	"   ORDER BY scheduled_at, id" \
-	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") unclaimed", \
+	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") unclaimed" \
+	" UNION ALL " \
+	"SELECT * FROM (" \
+	"  SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	"   WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NOT NULL" \
+	"     AND $2::interval IS NOT NULL AND scheduled_at < now() - $2::interval" \
+	"   ORDER BY scheduled_at, id" \
+	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") partly_claimed", \
 	2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT }
 #define VICTIM_JOBS_QUERY(lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
