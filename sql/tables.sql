@@ -505,7 +505,7 @@ GRANT SELECT, INSERT, DELETE ON quota_sched.agent_access TO quota_sched_admin;
  * the host: where it ran (host), where the agent keeps its output there
  * (log_path), the external launcher's handle, and at the attempt's end its
  * exit code and the last 4096 bytes of its output.  One row per (job,
- * attempt number); a run released (no attempt counted) and run again
+ * attempt number, part: its rank, 0 for a job that is not placed); a run released (no attempt counted) and run again
  * under the same number replaces the row.  Written only by the agents'
  * functions (attempt_started, report, release: src/job_attempt.c) as the
  * job's agent; read by users through row-level security (policies.sql:
@@ -526,7 +526,8 @@ CREATE TABLE quota_sched.job_attempt (
 	output			text,
 	started_at		timestamptz,
 	ended_at		timestamptz,
-	PRIMARY KEY (job_id, attempt),
+	rank			integer NOT NULL DEFAULT 0,	/* its part (scheduling.md 3.14) */
+	PRIMARY KEY (job_id, attempt, rank),
 	CONSTRAINT job_attempt_attempt_check CHECK (attempt >= 1),
 	CONSTRAINT job_attempt_host_check CHECK (octet_length(host) <= 255),
 	CONSTRAINT job_attempt_log_path_check CHECK (octet_length(log_path) <= 4096),
@@ -552,6 +553,7 @@ CREATE TABLE quota_sched.job_attempt (
 
 CREATE TABLE quota_sched.job_part (
 	job_id			bigint NOT NULL,	/* quota_sched.job (id); see job_attempt_forget */
+	placed_at		timestamptz NOT NULL,	/* the job's scheduled_at */
 	attempt			integer NOT NULL,
 	rank			integer NOT NULL,
 	agent			text NOT NULL,
@@ -561,13 +563,17 @@ CREATE TABLE quota_sched.job_part (
 	lease_until		timestamptz,
 	claimed_at		timestamptz,
 	ended_at		timestamptz,
+	ended_as		text,
+	stop_reason		text,
 	exit_code		integer,
 	port			integer,
-	PRIMARY KEY (job_id, attempt, rank),
+	PRIMARY KEY (job_id, placed_at, rank),
 	CONSTRAINT job_part_rank_check CHECK (rank >= 0),
 	CONSTRAINT job_part_instances_check CHECK (instances >= 1),
 	CONSTRAINT job_part_port_check CHECK (port BETWEEN 1 AND 65535),
-	CONSTRAINT job_part_word_state CHECK (state::quota_sched.part_state IS NOT NULL)
+	CONSTRAINT job_part_word_state CHECK (state::quota_sched.part_state IS NOT NULL),
+	CONSTRAINT job_part_word_ended_as
+		CHECK (ended_as IS NULL OR ended_as::quota_sched.part_end IS NOT NULL)
 );
 /* The parts placed on an agent that it has not ended (claim, heartbeat). */
 CREATE INDEX job_part_agent ON quota_sched.job_part (agent, job_id)

@@ -62,3 +62,8 @@ CREATE DOMAIN quota_sched.agent_state AS text
 /* job_part.state (scheduling.md 3.14) */
 CREATE DOMAIN quota_sched.part_state AS text
 	CONSTRAINT part_state_check CHECK (VALUE IN ('PLACED', 'CLAIMED', 'RUNNING', 'ENDED'));
+
+/* job_part.ended_as: how a part ended (scheduling.md 3.14) */
+CREATE DOMAIN quota_sched.part_end AS text
+	CONSTRAINT part_end_check
+	CHECK (VALUE IN ('SUCCEEDED', 'FAILED', 'STOPPED', 'RELEASED', 'LOST', 'DROPPED'));

@@ -115,6 +115,9 @@ CREATE DOMAIN quota_sched.agent_state AS text
 	CONSTRAINT agent_state_check CHECK (VALUE IN ('ACTIVE', 'DRAINING'));
 CREATE DOMAIN quota_sched.part_state AS text
 	CONSTRAINT part_state_check CHECK (VALUE IN ('PLACED', 'CLAIMED', 'RUNNING', 'ENDED'));
+CREATE DOMAIN quota_sched.part_end AS text
+	CONSTRAINT part_end_check
+	CHECK (VALUE IN ('SUCCEEDED', 'FAILED', 'STOPPED', 'RELEASED', 'LOST', 'DROPPED'));
 
 ALTER TABLE quota_sched.service_environment
 	ADD CONSTRAINT service_environment_word_state
@@ -156,6 +159,7 @@ CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 CREATE TABLE quota_sched.job_part (
 	job_id			bigint NOT NULL,
+	placed_at		timestamptz NOT NULL,
 	attempt			integer NOT NULL,
 	rank			integer NOT NULL,
 	agent			text NOT NULL,
@@ -165,13 +169,17 @@ CREATE TABLE quota_sched.job_part (
 	lease_until		timestamptz,
 	claimed_at		timestamptz,
 	ended_at		timestamptz,
+	ended_as		text,
+	stop_reason		text,
 	exit_code		integer,
 	port			integer,
-	PRIMARY KEY (job_id, attempt, rank),
+	PRIMARY KEY (job_id, placed_at, rank),
 	CONSTRAINT job_part_rank_check CHECK (rank >= 0),
 	CONSTRAINT job_part_instances_check CHECK (instances >= 1),
 	CONSTRAINT job_part_port_check CHECK (port BETWEEN 1 AND 65535),
-	CONSTRAINT job_part_word_state CHECK (state::quota_sched.part_state IS NOT NULL)
+	CONSTRAINT job_part_word_state CHECK (state::quota_sched.part_state IS NOT NULL),
+	CONSTRAINT job_part_word_ended_as
+		CHECK (ended_as IS NULL OR ended_as::quota_sched.part_end IS NOT NULL)
 );
 CREATE INDEX job_part_agent ON quota_sched.job_part (agent, job_id)
 	WHERE state IN ('PLACED', 'CLAIMED', 'RUNNING');
@@ -189,3 +197,7 @@ CREATE POLICY job_part_user ON quota_sched.job_part FOR SELECT TO quota_sched_us
 	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_part.job_id));
 CREATE POLICY job_part_agent ON quota_sched.job_part FOR SELECT TO quota_sched_agent
 	USING (quota_sched.agent_login(agent) = CURRENT_USER);
+ALTER TABLE quota_sched.job_attempt
+	ADD COLUMN rank integer NOT NULL DEFAULT 0,
+	DROP CONSTRAINT job_attempt_pkey,
+	ADD PRIMARY KEY (job_id, attempt, rank);

@@ -24,6 +24,7 @@
 #include "utils/timestamp.h"
 
 #include "agent_api.h"
+#include "agent_parts.h"
 #include "checks.h"
 #include "fleet.h"
 #include "identity.h"
@@ -173,6 +174,32 @@ StopTimeout(void)
 }
 
 /*
+ * ClaimAll claims for an agent the parts of jobs placed on it
+ * (scheduling.md 3.14), then, within what is left of max_jobs and
+ * max_instances, jobs that are not placed, and appends their rows to
+ * claim()'s result.
+ */
+static void
+ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_jobs,
+		 int max_instances, const char *agent, const char *role, Interval *lease, bool start)
+{
+	int			nparts;
+	int64		ninstances;
+	Datum		parts = QsClaimParts(queue, unit, max_jobs, max_instances, agent, role, lease,
+									 start, &nparts, &ninstances);
+	Datum		jobs = (Datum) 0;
+
+	if (nparts < max_jobs && (max_instances == 0 || ninstances < max_instances))
+		jobs = QsClaimJobs(queue, unit, max_jobs - nparts,
+						   max_instances == 0 ? 0 : max_instances - (int) ninstances,
+						   agent, role, lease, start);
+	if (parts != (Datum) 0)
+		QsEmitJobs(rsinfo, parts);
+	if (jobs != (Datum) 0)
+		QsEmitJobs(rsinfo, jobs);
+}
+
+/*
  * qs_claim(agent, job_queue, capacity_unit, max_jobs, lease, max_instances,
  * start) RETURNS SETOF quota_sched.job: takes SCHEDULED unclaimed jobs,
  * which become STARTING, held by the agent until lease_until and claimed
@@ -196,7 +223,6 @@ DoClaim(PG_FUNCTION_ARGS)
 	int			max_instances = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
 	bool		start = DatumGetBool(NotNullArg(fcinfo, 6, "start", true));
 	QsSavedUser saved;
-	Datum		claimed;
 
 	if (max_jobs < 1)
 		ereport(ERROR,
@@ -216,12 +242,8 @@ DoClaim(PG_FUNCTION_ARGS)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
 	QsRequireAgentAccess(caller, queue);
-	if (QsAgentSeen(agent, admin ? NULL : role, lease))
-		claimed = (Datum) 0;	/* draining: nothing new */
-	else
-		claimed = QsClaimJobs(queue, unit, max_jobs, max_instances, agent, role, lease, start);
-	if (claimed != (Datum) 0)
-		QsEmitJobs(rsinfo, claimed);
+	if (!QsAgentSeen(agent, admin ? NULL : role, lease))	/* draining: nothing new */
+		ClaimAll(rsinfo, queue, unit, max_jobs, max_instances, agent, role, lease, start);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;
@@ -248,24 +270,21 @@ DoHeartbeat(PG_FUNCTION_ARGS)
 	char	   *agent = AgentArg(fcinfo, 0);
 	Interval   *lease = LeaseArg(fcinfo, 1);
 	QsSavedUser saved;
+	Datum		queues;
 
 	InitMaterializedSRF(fcinfo, 0);
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	/* only jobs of the queues locked: a claim may commit in between */
-	QsExtendLeases(rsinfo, agent, role, lease, StopTimeout(), QsLockQueuesOfAgent(agent));
+	queues = QsLockQueuesOfAgent(agent);
+	QsExtendLeases(rsinfo, agent, role, lease, StopTimeout(), queues);
+	QsExtendPartLeases(rsinfo, agent, role, lease, StopTimeout(), queues);
 	(void) QsAgentSeen(agent, role, lease);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;
 }
-
-/*
- * What an agent reports of a job it holds: report()'s words (QsReport,
- * words.h), and a release, which no word names.
- */
-#define QS_REPORT_RELEASED ((QsReport) QS_REPORT__COUNT)
 
 /* The job state each report reaches (-1: none). */
 static const int ReportedStates[QS_REPORT__COUNT + 1] = {
@@ -444,12 +463,21 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	QsLockJob(job_id, &row);
+	if (row.job.nparts > 0)
+	{
+		/* a job placed on hosts: the agent's part (scheduling.md 3.14) */
+		QsPartReport(&row, job_id, agent, report, reason, attempt, exit_code, output);
+		result = QsReturnJob(job_id);
+		SPI_finish();
+		QsEndSystemWrite(&saved);
+		return result;
+	}
 	/* about an attempt that is over: nothing to do, but a late success */
 	current = QsJobAttempt(&row.job);
 	over = attempt > 0 && attempt != current;
 	if (over && report == QS_REPORT_SUCCEEDED &&
 		LateSuccess(&row, job_id, agent, attempt, caller))
-		QsRecordAttemptEnd(job_id, attempt, agent, exit_code, output);
+		QsRecordAttemptEnd(job_id, attempt, 0, agent, exit_code, output);
 	if (!over)
 		RequireReporter(&row, job_id, report, caller, role);
 	/* a retry: nothing to do */
@@ -457,7 +485,7 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	{
 		ApplyReport(&row, job_id, agent, report, reason);
 		if (report != QS_REPORT_RUNNING)
-			QsRecordAttemptEnd(job_id, current, agent, exit_code, output);
+			QsRecordAttemptEnd(job_id, current, 0, agent, exit_code, output);
 	}
 	result = QsReturnJob(job_id);
 	SPI_finish();
@@ -672,7 +700,7 @@ DoAttemptStarted(PG_FUNCTION_ARGS)
 	{
 		RequireReporter(&row, job_id, QS_REPORT_RUNNING, caller, role);
 		RequireHeld(&row, job_id, agent);
-		result = QsRecordAttemptStart(job_id, attempt, agent, host, log_path, handle);
+		result = QsRecordAttemptStart(job_id, attempt, 0, agent, host, log_path, handle);
 	}
 	SPI_finish();
 	QsEndSystemWrite(&saved);

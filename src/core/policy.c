@@ -389,16 +389,25 @@ PartsHold(const QsJob *job, QsTime now)
  * 3.14): the attempt is over for every part, the others get a stop
  * (PEER_LOST) unless one is pending already, and the job holds its
  * capacity until they have stopped.  The shell ends the parts whose lease
- * ran out.
+ * ran out, and sets the job's lease to the earliest of those that hold
+ * (the job's lease is theirs: one that no part's is, written while another
+ * agent renewed its part, is only refreshed).
  */
 static void
 PartLost(CorePlan *p, const QsJob *job)
 {
 	QsOutput   *out = p->out;
 
+	bool		any_lost = false;
+
+	for (int i = 0; i < job->nparts; i++)
+		any_lost |= !job->parts[i].ended && job->parts[i].lease_until != QS_NO_TIME &&
+			job->parts[i].lease_until < p->in->now;
 	out->lost = CoreGrow(p, out->lost, out->nlost, &p->lost_cap, sizeof(int64_t));
 	out->lost[out->nlost++] = job->id;
-	if (job->stop == QS_STOP_NONE)
+	if (!any_lost)
+		CoreIdSetAdd(p, &p->handled, job->id); /* only its lease to refresh */
+	else if (job->stop == QS_STOP_NONE)
 	{
 		QsDecision *d = CoreAddDecision(p, QS_STOP, job, QsStopName(QS_STOP_PEER_LOST));
 		QsJob		stopping = *job;

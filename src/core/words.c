@@ -28,6 +28,7 @@ static const char *const PeriodNames[] = {QS_PERIOD_WORDS(QS_WORD_NAME)};
 static const char *const ConfigStateNames[] = {QS_CONFIG_STATE_WORDS(QS_WORD_NAME)};
 static const char *const AgentStateNames[] = {QS_AGENT_STATE_WORDS(QS_WORD_NAME)};
 static const char *const PartStateNames[] = {QS_PART_STATE_WORDS(QS_WORD_NAME)};
+static const char *const PartEndNames[] = {QS_PART_END_WORDS(QS_WORD_NAME)};
 static const char *const ActionNames[] = {QS_ACTION_WORDS(QS_WORD_NAME)};
 static const char *const ReportNames[] = {QS_REPORT_WORDS(QS_WORD_NAME)};
 static const char *const HoldNames[] = {QS_HOLD_WORDS(QS_WORD_NAME)};
@@ -50,6 +51,7 @@ _Static_assert(QS_LENGTHOF(AgentStateNames) == QS_AGENT_STATE__COUNT,
 			   "an agent state without its name");
 _Static_assert(QS_LENGTHOF(PartStateNames) == QS_PART_STATE__COUNT,
 			   "a part state without its name");
+_Static_assert(QS_LENGTHOF(PartEndNames) == QS_PART_END__COUNT, "a part end without its name");
 _Static_assert(QS_LENGTHOF(ActionNames) == QS_ACTION__COUNT, "an action without its name");
 _Static_assert(QS_LENGTHOF(ReportNames) == QS_REPORT__COUNT, "a report without its name");
 _Static_assert(QS_LENGTHOF(HoldNames) == QS_HOLD__COUNT, "a hold without its name");
@@ -78,6 +80,7 @@ static const WordKind Kinds[] = {
 	[QS_KIND_CONFIG_STATE] = {"config_state", ConfigStateNames, QS_CONFIG_STATE__COUNT, 0},
 	[QS_KIND_AGENT_STATE] = {"agent_state", AgentStateNames, QS_AGENT_STATE__COUNT, 0},
 	[QS_KIND_PART_STATE] = {"part_state", PartStateNames, QS_PART_STATE__COUNT, 0},
+	[QS_KIND_PART_END] = {"part_end", PartEndNames, QS_PART_END__COUNT, 0},
 	[QS_KIND_ACTION] = {"action", ActionNames, QS_ACTION__COUNT, 0},
 	[QS_KIND_REPORT] = {"report", ReportNames, QS_REPORT__COUNT, 0},
 	[QS_KIND_HOLD] = {"hold", HoldNames, QS_HOLD__COUNT, 1},

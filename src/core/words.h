@@ -120,6 +120,19 @@
 	W(QS_PART_RUNNING, "RUNNING") \
 	W(QS_PART_ENDED, "ENDED")
 
+/*
+ * How a part ended (job_part.ended_as; scheduling.md 3.14): as its agent
+ * reported (or released it), its lease lost, or dropped unclaimed when
+ * its job stopped or went back.
+ */
+#define QS_PART_END_WORDS(W) \
+	W(QS_PART_SUCCEEDED, "SUCCEEDED") \
+	W(QS_PART_FAILED, "FAILED") \
+	W(QS_PART_STOPPED, "STOPPED") \
+	W(QS_PART_RELEASED, "RELEASED") \
+	W(QS_PART_LOST, "LOST") \
+	W(QS_PART_DROPPED, "DROPPED")
+
 /* The actions of a pass's decisions (run_pass().action). */
 #define QS_ACTION_WORDS(W) \
 	W(QS_DISPATCH, "DISPATCH") \
@@ -196,6 +209,7 @@ typedef enum QsPeriod {QS_PERIOD_WORDS(QS_WORD_ENUM)} QsPeriod;
 typedef enum QsConfigState {QS_CONFIG_STATE_WORDS(QS_WORD_ENUM)} QsConfigState;
 typedef enum QsAgentState {QS_AGENT_STATE_WORDS(QS_WORD_ENUM)} QsAgentState;
 typedef enum QsPartState {QS_PART_STATE_WORDS(QS_WORD_ENUM)} QsPartState;
+typedef enum QsPartEnd {QS_PART_END_WORDS(QS_WORD_ENUM)} QsPartEnd;
 typedef enum QsAction {QS_ACTION_WORDS(QS_WORD_ENUM)} QsAction;
 typedef enum QsReport {QS_REPORT_WORDS(QS_WORD_ENUM)} QsReport;
 typedef enum QsHold {QS_HOLD_NONE, QS_HOLD_WORDS(QS_WORD_ENUM)} QsHold;
@@ -214,6 +228,7 @@ typedef enum QsBlocked {QS_BLOCKED_WORDS(QS_WORD_ENUM)} QsBlocked;
 #define QS_CONFIG_STATE__COUNT (0 QS_CONFIG_STATE_WORDS(QS_WORD_ONE))
 #define QS_AGENT_STATE__COUNT (0 QS_AGENT_STATE_WORDS(QS_WORD_ONE))
 #define QS_PART_STATE__COUNT (0 QS_PART_STATE_WORDS(QS_WORD_ONE))
+#define QS_PART_END__COUNT (0 QS_PART_END_WORDS(QS_WORD_ONE))
 #define QS_ACTION__COUNT (0 QS_ACTION_WORDS(QS_WORD_ONE))
 #define QS_REPORT__COUNT (0 QS_REPORT_WORDS(QS_WORD_ONE))
 #define QS_HOLD__COUNT (0 QS_HOLD_WORDS(QS_WORD_ONE))
@@ -237,6 +252,7 @@ typedef enum QsWordKind
 	QS_KIND_CONFIG_STATE,		/* config_state */
 	QS_KIND_AGENT_STATE,		/* agent_state */
 	QS_KIND_PART_STATE,			/* part_state */
+	QS_KIND_PART_END,			/* part_end */
 	QS_KIND_ACTION,				/* action */
 	QS_KIND_REPORT,				/* report */
 	QS_KIND_HOLD,				/* hold */
@@ -247,7 +263,7 @@ typedef enum QsWordKind
 } QsWordKind;
 
 /* The last kind that columns hold (a DOMAIN of its name). */
-#define QS_KIND_LAST_STORED QS_KIND_PART_STATE
+#define QS_KIND_LAST_STORED QS_KIND_PART_END
 
 extern const char *QsKindName(QsWordKind kind);
 extern bool QsKindFromName(const char *name, QsWordKind *kind);
@@ -358,6 +374,12 @@ static inline const char *
 QsPartStateName(QsPartState state)
 {
 	return QsWordName(QS_KIND_PART_STATE, (int) state);
+}
+
+static inline const char *
+QsPartEndName(QsPartEnd end)
+{
+	return QsWordName(QS_KIND_PART_END, (int) end);
 }
 
 static inline const char *

@@ -169,9 +169,9 @@ qs_safe_output(PG_FUNCTION_ARGS)
  */
 static QsQuery AttemptStartQuery = {
 	"INSERT INTO quota_sched.job_attempt AS a"
-	"       (job_id, attempt, agent, host, log_path, handle, started_at)"
-	" VALUES ($1, $2, $3, $4, $5, $6, now())"
-	" ON CONFLICT (job_id, attempt) DO UPDATE"
+	"       (job_id, attempt, agent, host, log_path, handle, started_at, rank)"
+	" VALUES ($1, $2, $3, $4, $5, $6, now(), $7)"
+	" ON CONFLICT (job_id, attempt, rank) DO UPDATE"
 	"   SET agent = excluded.agent,"
 	"       host = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
 	"                   THEN coalesce(excluded.host, a.host) ELSE excluded.host END,"
@@ -187,7 +187,7 @@ static QsQuery AttemptStartQuery = {
 	"                     THEN a.output END,"
 	"       ended_at = NULL"
 	" RETURNING a.*",
-	6, {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID}, SPI_OK_INSERT_RETURNING
+	7, {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_INSERT_RETURNING
 };
 
 /*
@@ -196,11 +196,11 @@ static QsQuery AttemptStartQuery = {
  * (for the caller to return from its function).
  */
 Datum
-QsRecordAttemptStart(int64 job_id, int32 attempt, const char *agent, const char *host,
-					 const char *log_path, const char *handle)
+QsRecordAttemptStart(int64 job_id, int32 attempt, int32 rank, const char *agent,
+					 const char *host, const char *log_path, const char *handle)
 {
-	Datum		args[6];
-	char		nulls[7] = "      ";
+	Datum		args[7];
+	char		nulls[8] = "       ";
 
 	args[0] = Int64GetDatum(job_id);
 	args[1] = Int32GetDatum(attempt);
@@ -208,6 +208,7 @@ QsRecordAttemptStart(int64 job_id, int32 attempt, const char *agent, const char 
 	args[3] = host ? CStringGetTextDatum(host) : (Datum) 0;
 	args[4] = log_path ? CStringGetTextDatum(log_path) : (Datum) 0;
 	args[5] = handle ? CStringGetTextDatum(handle) : (Datum) 0;
+	args[6] = Int32GetDatum(rank);
 	nulls[3] = host ? ' ' : 'n';
 	nulls[4] = log_path ? ' ' : 'n';
 	nulls[5] = handle ? ' ' : 'n';
@@ -227,35 +228,36 @@ QsRecordAttemptStart(int64 job_id, int32 attempt, const char *agent, const char 
 	" (a.ended_at IS NULL OR (a.exit_code IS NULL AND a.output IS NULL))"
 static QsQuery AttemptEndQuery = {
 	"INSERT INTO quota_sched.job_attempt AS a"
-	"       (job_id, attempt, agent, exit_code, output, ended_at)"
-	" VALUES ($1, $2, $3, $4, $5, now())"
-	" ON CONFLICT (job_id, attempt) DO UPDATE"
+	"       (job_id, attempt, agent, exit_code, output, ended_at, rank)"
+	" VALUES ($1, $2, $3, $4, $5, now(), $6)"
+	" ON CONFLICT (job_id, attempt, rank) DO UPDATE"
 	"   SET host = CASE WHEN " THIS_RUN " THEN a.host END,"
 	"       log_path = CASE WHEN " THIS_RUN " THEN a.log_path END,"
 	"       handle = CASE WHEN " THIS_RUN " THEN a.handle END,"
 	"       started_at = CASE WHEN " THIS_RUN " THEN a.started_at END,"
 	"       agent = excluded.agent, exit_code = excluded.exit_code,"
 	"       output = excluded.output, ended_at = excluded.ended_at",
-	5, {INT8OID, INT4OID, TEXTOID, INT4OID, TEXTOID}, SPI_OK_INSERT
+	6, {INT8OID, INT4OID, TEXTOID, INT4OID, TEXTOID, INT4OID}, SPI_OK_INSERT
 };
 
 /*
- * QsRecordAttemptEnd records the end of the job's attempt run by the
- * agent: its exit code (NULL: none known) and the last of its output
+ * QsRecordAttemptEnd records the end of the job's attempt (its part of
+ * that rank; 0 for a job that is not placed) run by the agent: its exit code (NULL: none known) and the last of its output
  * (NULL: none sent).
  */
 void
-QsRecordAttemptEnd(int64 job_id, int32 attempt, const char *agent, const int32 *exit_code,
-				   const char *output)
+QsRecordAttemptEnd(int64 job_id, int32 attempt, int32 rank, const char *agent,
+				   const int32 *exit_code, const char *output)
 {
-	Datum		args[5];
-	char		nulls[6] = "     ";
+	Datum		args[6];
+	char		nulls[7] = "      ";
 
 	args[0] = Int64GetDatum(job_id);
 	args[1] = Int32GetDatum(attempt);
 	args[2] = CStringGetTextDatum(agent);
 	args[3] = exit_code ? Int32GetDatum(*exit_code) : (Datum) 0;
 	args[4] = output ? CStringGetTextDatum(output) : (Datum) 0;
+	args[5] = Int32GetDatum(rank);
 	nulls[3] = exit_code ? ' ' : 'n';
 	nulls[4] = output ? ' ' : 'n';
 	QsQueryRun(&AttemptEndQuery, args, nulls, false, 0);

@@ -28,9 +28,9 @@ extern char *QsAttemptTextArg(FunctionCallInfo fcinfo, int argno, const char *wh
 extern char *QsAttemptOutputArg(FunctionCallInfo fcinfo, int argno);
 extern char *QsSafeOutput(const char *s);
 extern bool QsAttemptLostBy(int64 job_id, int32 attempt, const char *agent);
-extern Datum QsRecordAttemptStart(int64 job_id, int32 attempt, const char *agent,
+extern Datum QsRecordAttemptStart(int64 job_id, int32 attempt, int32 rank, const char *agent,
 								  const char *host, const char *log_path, const char *handle);
-extern void QsRecordAttemptEnd(int64 job_id, int32 attempt, const char *agent,
+extern void QsRecordAttemptEnd(int64 job_id, int32 attempt, int32 rank, const char *agent,
 							   const int32 *exit_code, const char *output);
 
 #endif							/* QS_JOB_ATTEMPT_H */

@@ -533,8 +533,12 @@ QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids)
 }
 
 static QsQuery QueuesOfAgentQuery = {
-	"SELECT DISTINCT job_queue COLLATE \"C\" FROM quota_sched.job"
+	"SELECT job_queue COLLATE \"C\" FROM quota_sched.job"
 	" WHERE agent = $1 AND state IN ('STARTING', 'RUNNING')"
+	" UNION"
+	" SELECT j.job_queue COLLATE \"C\" FROM quota_sched.job_part p"
+	"   JOIN quota_sched.job j ON j.id = p.job_id"
+	"  WHERE p.agent = $1 AND p.state IN ('CLAIMED', 'RUNNING')"
 	" ORDER BY 1",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
@@ -571,6 +575,7 @@ static QsQuery ExtendLeasesQuery = {
 	"WITH held AS ("
 	"   SELECT id, stop_reason, lease_until FROM quota_sched.job"
 	"    WHERE agent = $1 AND state IN ('STARTING', 'RUNNING') AND job_queue = ANY ($4)"
+	"      AND part_agents IS NULL"
 	"      AND ($5 IS NULL OR agent_role IS NULL OR agent_role = $5)),"
 	" locked AS ("
 	"   SELECT id FROM quota_sched.job WHERE id IN (SELECT id FROM held)"

@@ -21,6 +21,7 @@
 #include "utils/datum.h"
 #include "utils/timestamp.h"
 
+#include "job_parts.h"
 #include "job_store.h"
 #include "job_store_pass.h"
 #include "policy.h"
@@ -684,6 +685,8 @@ QsWriteStops(const QsOutput *out, TimestampTz now)
 					d->action != QS_PREEMPT || d->preempted_for == 0);
 	}
 	RunForJobs(&StopsQuery, cols, STOP_COLS, now);
+	if (cols[STOP_ID].n > 0)
+		QsDropUnclaimedParts(QsArrayDatum(&cols[STOP_ID]));
 }
 
 /*
@@ -793,16 +796,26 @@ static QsQuery CloseAttemptsQuery = {
 };
 
 /*
- * Ends the parts not ended yet of the jobs of $1 at $2 (scheduling.md
- * 3.14), passing over the rows another transaction holds, as
- * CloseAttemptsQuery does.
+ * The parts not ended yet of the jobs of $1, whose attempt ended at $2
+ * (scheduling.md 3.14): unclaimed ones are dropped, those whose lease ran
+ * out lost; a part its agent still holds (a job sent back because its
+ * other parts were not claimed in time) is told to let go: heartbeat
+ * returns it with NOT_CLAIMED until its agent releases it.  Rows another
+ * transaction holds are passed over, as CloseAttemptsQuery does.
  */
 static QsQuery EndPartsQuery = {
-	"WITH open AS (SELECT job_id, attempt, rank FROM quota_sched.job_part"
+	"WITH open AS (SELECT job_id, placed_at, rank, state, lease_until"
+	"                FROM quota_sched.job_part"
 	"               WHERE job_id = ANY ($1) AND state <> 'ENDED'"
-	"                 FOR NO KEY UPDATE SKIP LOCKED)"
-	" UPDATE quota_sched.job_part p SET state = 'ENDED', ended_at = $2"
-	"   FROM open WHERE (p.job_id, p.attempt, p.rank) = (open.job_id, open.attempt, open.rank)",
+	"                 FOR NO KEY UPDATE SKIP LOCKED),"
+	" o AS (SELECT *, state = 'PLACED' OR lease_until < $2 AS ends FROM open)"
+	" UPDATE quota_sched.job_part p"
+	"    SET state = CASE WHEN o.ends THEN 'ENDED' ELSE p.state END,"
+	"        ended_as = CASE WHEN o.state = 'PLACED' THEN 'DROPPED'"
+	"                        WHEN o.ends THEN 'LOST' ELSE p.ended_as END,"
+	"        ended_at = CASE WHEN o.ends THEN $2 ELSE p.ended_at END,"
+	"        stop_reason = CASE WHEN o.ends THEN p.stop_reason ELSE 'NOT_CLAIMED' END"
+	"   FROM o WHERE (p.job_id, p.placed_at, p.rank) = (o.job_id, o.placed_at, o.rank)",
 	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 

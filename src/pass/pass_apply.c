@@ -25,6 +25,7 @@
 
 #include "checks.h"
 #include "identity.h"
+#include "job_parts.h"
 #include "job_store_pass.h"
 #include "pass_apply.h"
 #include "pass_load.h"
@@ -112,8 +113,9 @@ NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
 
 /*
  * Notify sends the dispatch and stop notifications of the pass (scheduling.md 5.1):
- * the job's id, queue, share, unit and size, or its agent and stop reason,
- * never the payload; delivered when the pass commits.
+ * the job's id, queue, share, unit and size, or its agent and stop reason
+ * (to the agent of each part, QsNotifyStop), never the payload; delivered
+ * when the pass commits.
  */
 static void
 Notify(QsQueueState *qs, const QsOutput *out)
@@ -124,7 +126,6 @@ Notify(QsQueueState *qs, const QsOutput *out)
 	for (int i = 0; i < out->ndecisions; i++)
 	{
 		const QsDecision *d = &out->decisions[i];
-		const char *agent = NULL;
 
 		if (d->action == QS_PREEMPT && d->immediate)
 			continue;
@@ -136,13 +137,7 @@ Notify(QsQueueState *qs, const QsOutput *out)
 			NotifyDispatch(qs, d, &buf);
 			continue;
 		}
-		agent = QsAgentOf(qs, d->job_id);
-		appendStringInfo(&buf, "{\"job_id\":" INT64_FORMAT ",\"agent\":", d->job_id);
-		escape_json(&buf, agent ? agent : "");
-		appendStringInfoString(&buf, ",\"reason\":");
-		escape_json(&buf, QsStopName(d->stop));
-		appendStringInfoChar(&buf, '}');
-		Async_Notify("quota_sched_stop", buf.data);
+		QsNotifyStop(d->job_id, QsAgentOf(qs, d->job_id), d->stop);
 	}
 }
 

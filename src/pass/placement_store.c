@@ -21,24 +21,17 @@
 
 /*
  * The parts of dispatched jobs ($1 job, $2 rank, $3 agent, $4 instances,
- * one element per part, in rank order): the attempt's rows of job_part,
- * PLACED, with each agent's address (its name when it has none); and the
- * job's placement.  UnplaceQuery first removes the rows the attempt had (a
- * job sent back unclaimed keeps its attempt number).
+ * one element per part, in rank order): rows of job_part, PLACED, of the
+ * placement made at the job's scheduled_at, with each agent's address
+ * (its name when it has none); and the job's placement.
  */
-static QsQuery UnplaceQuery = {
-	"DELETE FROM quota_sched.job_part d USING quota_sched.job j"
-	" WHERE j.id = ANY ($1) AND d.job_id = j.id"
-	"   AND d.attempt = 1 + j.failed_attempts + j.preemption_count + j.lease_losses",
-	1, {INT8ARRAYOID}, SPI_OK_DELETE, QS_BY_IDS
-};
-
 static QsQuery PlaceQuery = {
 	"WITH p AS (SELECT * FROM unnest($1::int8[], $2::int4[], $3::text[], $4::int4[])"
 	"             AS p(job_id, rank, agent, instances)),"
-	" placed AS (INSERT INTO quota_sched.job_part (job_id, attempt, rank, agent, address,"
-	"              instances, state)"
-	"            SELECT p.job_id, 1 + j.failed_attempts + j.preemption_count + j.lease_losses,"
+	" placed AS (INSERT INTO quota_sched.job_part (job_id, placed_at, attempt, rank, agent,"
+	"              address, instances, state)"
+	"            SELECT p.job_id, j.scheduled_at,"
+	"                   1 + j.failed_attempts + j.preemption_count + j.lease_losses,"
 	"                   p.rank, p.agent, coalesce(a.address, p.agent), p.instances, 'PLACED'"
 	"              FROM p JOIN quota_sched.job j ON j.id = p.job_id"
 	"              LEFT JOIN quota_sched.agent a ON a.name = p.agent)"
@@ -102,8 +95,6 @@ PartArraysRun(QsQuery *query, PartArrays *a)
 	args[1] = QsArrayDatum(&a->rank);
 	args[2] = QsArrayDatum(&a->agent);
 	args[3] = QsArrayDatum(&a->instances);
-	if (query == &PlaceQuery)
-		QsQueryRun(&UnplaceQuery, args, NULL, false, 0);
 	QsQueryRun(query, args, NULL, false, 0);
 }
 
@@ -187,7 +178,8 @@ QsWriteHostReasons(const QsOutput *out, TimestampTz now)
  * each job's lease becomes the earliest of its parts that still hold.
  */
 static QsQuery LostPartsQuery = {
-	"WITH lost AS (UPDATE quota_sched.job_part p SET state = 'ENDED', ended_at = $2"
+	"WITH lost AS (UPDATE quota_sched.job_part p"
+	"                 SET state = 'ENDED', ended_as = 'LOST', ended_at = $2"
 	"               WHERE p.job_id = ANY ($1) AND p.state IN ('CLAIMED', 'RUNNING')"
 	"                 AND p.lease_until < $2 RETURNING p.job_id)"
 	" UPDATE quota_sched.job j SET lease_until = ("
@@ -220,8 +212,7 @@ QsWriteLostParts(const QsOutput *out, TimestampTz now)
 static QsQuery PartLeasesQuery = {
 	"SELECT p.job_id, p.rank, p.lease_until, p.state = 'ENDED'"
 	"  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
-	" WHERE p.job_id = ANY ($1)"
-	"   AND p.attempt = 1 + j.failed_attempts + j.preemption_count + j.lease_losses",
+	" WHERE p.job_id = ANY ($1) AND p.placed_at = j.scheduled_at",
 	1, {INT8ARRAYOID}, SPI_OK_SELECT
 };
 

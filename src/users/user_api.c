@@ -29,6 +29,7 @@
 
 #include "checks.h"
 #include "identity.h"
+#include "job_parts.h"
 #include "job_store.h"
 #include "job_store_pass.h"
 #include "pass_load.h"
@@ -131,16 +132,11 @@ DoTerminate(PG_FUNCTION_ARGS)
 	}
 	else if (row.job.stop != QS_STOP_TERMINATED)
 	{
-		StringInfoData payload;
-
 		QsChangeJob(job_id, QS_CHANGE_TERMINATE, reason);
-		initStringInfo(&payload);
-		appendStringInfo(&payload, "{\"job_id\":" INT64_FORMAT ",\"agent\":", job_id);
-		escape_json(&payload, row.agent);
-		appendStringInfoString(&payload, ",\"reason\":");
-		escape_json(&payload, QsStopName(QS_STOP_TERMINATED));
-		appendStringInfoChar(&payload, '}');
-		Async_Notify("quota_sched_stop", payload.data);
+		QsDropUnclaimedParts(PointerGetDatum(construct_array(&(Datum) {Int64GetDatum(job_id)},
+															 1, INT8OID, 8, true,
+															 TYPALIGN_DOUBLE)));
+		QsNotifyStop(job_id, row.agent, QS_STOP_TERMINATED);
 	}
 	result = QsReturnJob(job_id);
 	SPI_finish();
