@@ -54,13 +54,28 @@ typedef struct JobValues
 } JobValues;
 
 /*
- * ReadJobValues splits a tuple of quota_sched.job into a JobValues.
+ * ReadJobValues splits a tuple of quota_sched.job into a JobValues, in one
+ * pass over the tuple: heap_getattr column by column walks it from its
+ * start for every column past the first null or varlena, which every
+ * submission has (bench/submit).  The values point into the tuple, as
+ * heap_getattr's do.  A tuple being inserted has all its attributes.
  */
 static void
 ReadJobValues(HeapTuple tuple, TupleDesc desc, JobValues *row)
 {
+	Datum	   *values = palloc(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+
+	heap_deform_tuple(tuple, desc, values, nulls);
 	for (int c = 0; c < JC_COUNT; c++)
-		row->values[c] = heap_getattr(tuple, JobAttnum(desc, c), desc, &row->nulls[c]);
+	{
+		int			i = JobAttnum(desc, c) - 1;
+
+		row->values[c] = values[i];
+		row->nulls[c] = nulls[i];
+	}
+	pfree(values);
+	pfree(nulls);
 }
 
 /*
