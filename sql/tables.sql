@@ -104,6 +104,10 @@ CREATE TABLE quota_sched.quota_share (
  * which the submitter may set, the job fails); claim_requeues counts the
  * times no agent claimed it within its queue's claim_timeout, and
  * claim_backoff_until holds it back from dispatch after such a requeue.
+ * The placement constraints (0.4, scheduling.md 12.2), set by the
+ * submitter and fixed after: instances_per_host (null: any split) divides
+ * instance_count, and same_label (null: none) is a label key.  The insert
+ * trigger checks both with a clear message; the CHECKs say the same.
  * ------------------------------------------------------------------- */
 
 CREATE SEQUENCE quota_sched.job_id_seq;
@@ -144,13 +148,19 @@ CREATE TABLE quota_sched.job (
 	lease_losses	integer NOT NULL,
 	claim_requeues	integer NOT NULL,
 	claim_backoff_until timestamptz,
+	instances_per_host integer,
+	same_label		text,
 	part_agents		text[],
 	part_instances	integer[],
 	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
 		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE,
 	CONSTRAINT job_word_state CHECK (state::quota_sched.job_state IS NOT NULL),
 	CONSTRAINT job_word_stop_reason
-		CHECK (stop_reason IS NULL OR stop_reason::quota_sched.stop_reason IS NOT NULL)
+		CHECK (stop_reason IS NULL OR stop_reason::quota_sched.stop_reason IS NOT NULL),
+	CONSTRAINT job_instances_per_host_check
+		CHECK (instances_per_host BETWEEN 1 AND instance_count
+			   AND instance_count % instances_per_host = 0),
+	CONSTRAINT job_same_label_check CHECK (same_label ~ '^[a-z0-9_.-]{1,63}$')
 );
 
 ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
@@ -763,7 +773,8 @@ GRANT INSERT, UPDATE, DELETE ON quota_sched.service_environment, quota_sched.job
 GRANT SELECT, INSERT ON quota_sched.job TO quota_sched_admin, quota_sched_user;
 GRANT SELECT ON quota_sched.job TO quota_sched_agent;
 GRANT UPDATE (name, job_queue, quota_share, priority, capacity_unit, instance_count, payload,
-	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses)
+	max_attempts, preemption_retries, timeout, client_token, tags, max_lease_losses,
+	instances_per_host, same_label)
 	ON quota_sched.job TO quota_sched_admin, quota_sched_user;
 GRANT SELECT ON quota_sched.job_event, quota_sched.pass_log
 	TO quota_sched_admin, quota_sched_agent, quota_sched_user;

@@ -147,6 +147,22 @@ ALTER TABLE quota_sched.agent
 	ADD CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL);
 
 /*
+ * The placement constraints of a job (issue 39; scheduling.md 12.2;
+ * tables.sql has its comment): instances_per_host and same_label, set by
+ * the submitter (so UPDATE-able as a privilege, for the update guard to
+ * answer, as the other submitter's columns), null for the jobs of 0.3.
+ */
+ALTER TABLE quota_sched.job
+	ADD COLUMN instances_per_host integer,
+	ADD COLUMN same_label text,
+	ADD CONSTRAINT job_instances_per_host_check
+		CHECK (instances_per_host BETWEEN 1 AND instance_count
+			   AND instance_count % instances_per_host = 0),
+	ADD CONSTRAINT job_same_label_check CHECK (same_label ~ '^[a-z0-9_.-]{1,63}$');
+GRANT UPDATE (instances_per_host, same_label) ON quota_sched.job
+	TO quota_sched_admin, quota_sched_user;
+
+/*
  * Placement on hosts (scheduling.md 3.13, 3.14): a job's placement in
  * rank order, the parts of its attempts, who may read them.  Jobs that
  * run now were claimed in 0.3, in units that were not placed: they have

@@ -78,6 +78,30 @@ QsValidUnitName(const char *name, int len)
 }
 
 /*
+ * QsLabelKeyValid tells whether key is a label key: 1 to QS_MAX_LABEL_KEY_LEN
+ * characters of [a-z0-9_.-] (scheduling.md 12.1).  One rule for both uses:
+ * the job's same_label (job_submit.c, and the job table's CHECK in
+ * tables.sql says the same) and the keys of an agent's labels
+ * (agent_ready).  Pure: no allocation, no error.
+ */
+bool
+QsLabelKeyValid(const char *key)
+{
+	int			len = 0;
+
+	for (; key[len] != '\0'; len++)
+	{
+		char		c = key[len];
+
+		if (len >= QS_MAX_LABEL_KEY_LEN ||
+			!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			  c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return len >= 1;
+}
+
+/*
  * QsCheckName raises check_violation unless value is a valid name.
  */
 void

@@ -19,9 +19,12 @@
 #define QS_MAX_WEIGHT 10000
 /* the decimals of a budget's instance-hours (scheduling.md 3.11) */
 #define QS_BUDGET_DECIMALS 3
+/* the longest label key of an agent, and a job's same_label (scheduling.md 12.1) */
+#define QS_MAX_LABEL_KEY_LEN 63
 
 extern bool QsValidName(const char *name, int len);
 extern bool QsValidUnitName(const char *name, int len);
+extern bool QsLabelKeyValid(const char *key);
 extern void QsCheckName(text *value, const char *what);
 extern int64 QsIntervalUsecs(const Interval *value);
 extern const char *QsShortValue(const char *value);

@@ -19,7 +19,7 @@
 const char *const JobColumnNames[JC_COUNT] = {
 	"name", "job_queue", "quota_share", "priority", "capacity_unit",
 	"instance_count", "payload", "max_attempts", "preemption_retries",
-	"timeout", "client_token", "tags",
+	"timeout", "client_token", "tags", "instances_per_host", "same_label",
 	"id", "owner", "state", "status_reason", "status_reason_at",
 	"stop_reason", "stop_requested_at", "preempted_for", "promised_at",
 	"agent", "lease_until", "failed_attempts", "preemption_count",

@@ -54,13 +54,28 @@ typedef struct JobValues
 } JobValues;
 
 /*
- * ReadJobValues splits a tuple of quota_sched.job into a JobValues.
+ * ReadJobValues splits a tuple of quota_sched.job into a JobValues, in one
+ * pass over the tuple: heap_getattr column by column walks it from its
+ * start for every column past the first null or varlena, which every
+ * submission has (bench/submit).  The values point into the tuple, as
+ * heap_getattr's do.  A tuple being inserted has all its attributes.
  */
 static void
 ReadJobValues(HeapTuple tuple, TupleDesc desc, JobValues *row)
 {
+	Datum	   *values = palloc(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+
+	heap_deform_tuple(tuple, desc, values, nulls);
 	for (int c = 0; c < JC_COUNT; c++)
-		row->values[c] = heap_getattr(tuple, JobAttnum(desc, c), desc, &row->nulls[c]);
+	{
+		int			i = JobAttnum(desc, c) - 1;
+
+		row->values[c] = values[i];
+		row->nulls[c] = nulls[i];
+	}
+	pfree(values);
+	pfree(nulls);
 }
 
 /*
@@ -307,6 +322,49 @@ CheckCapacity(JobValues *row)
 }
 
 /*
+ * CheckPlacementColumns checks the job's placement constraints (scheduling.md
+ * 12.2), once instance_count is known (given, from the payload, or 1):
+ * instances_per_host from 1 to instance_count and a divisor of it, and
+ * same_label a label key.  Both may be null.  In C, without a query: every
+ * submission passes here.  The job table's CHECKs say the same.
+ */
+static void
+CheckPlacementColumns(JobValues *row)
+{
+	int32		count = DatumGetInt32(row->values[JC_INSTANCE_COUNT]);
+
+	if (!row->nulls[JC_INSTANCES_PER_HOST])
+	{
+		int32		per_host = DatumGetInt32(row->values[JC_INSTANCES_PER_HOST]);
+
+		CheckIntRange("instances_per_host", per_host, 1, count);
+		if (count % per_host != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("instances_per_host %d does not divide instance_count %d",
+							per_host, count),
+					 errdetail("A job runs instances_per_host instances on each of "
+							   "instance_count / instances_per_host hosts."),
+					 errhint("Choose a divisor of %d, or leave instances_per_host null "
+							 "for any split.", count)));
+	}
+	if (!row->nulls[JC_SAME_LABEL])
+	{
+		char	   *key = TextDatumGetCString(row->values[JC_SAME_LABEL]);
+
+		if (!QsLabelKeyValid(key))
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("invalid same_label \"%s\" of a job", QsShortValue(key)),
+					 errdetail("same_label is a label key: 1 to "
+							   CppAsString2(QS_MAX_LABEL_KEY_LEN) " characters of a-z, "
+							   "0-9, \"_\", \".\" and \"-\"."),
+					 errhint("Leave same_label null if the job's hosts need not share "
+							 "a label.")));
+	}
+}
+
+/*
  * CheckSubmitterValues checks every value a submitter may set, except those
  * that need the configuration (CheckSubmitTarget).
  */
@@ -357,6 +415,7 @@ CheckSubmitterValues(JobValues *row)
 	CheckCommand(row);
 	ApplyResourceConfig(row);
 	CheckCapacity(row);
+	CheckPlacementColumns(row);
 }
 
 /*

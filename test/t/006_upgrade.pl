@@ -24,7 +24,8 @@
 #   3. with the library of 0.2: "two", at 0.2, the rows of source without
 #      what 0.3 added, and an hourly rollup 0.2 made;
 #   4. with the library of 0.3: "three", at 0.3, every row of source but
-#      agent_access's (0.4), and registrations of agents of 0.3;
+#      agent_access's (0.4), without the columns 0.4 added to tables of 0.3,
+#      and registrations of agents of 0.3;
 #   5. with the current library, before ALTER EXTENSION UPDATE: every call
 #      in those databases is refused (55QS0), naming both versions, the
 #      update as its hint (section 8);
@@ -397,15 +398,20 @@ sub describe_schema
 	return \%description;
 }
 
-# without_03_columns($data): a pg_dump --data-only script without the
-# columns 0.3 added to tables of 0.2 (their COPY lists and fields), so that
-# a 0.2 database takes it.
-sub without_03_columns
+# The columns 0.3 added to tables of 0.2, and those 0.4 added to tables of
+# 0.3: a new column of the update under work goes into @added_04.
+my @added_03 = qw(claim_timeout max_lease_losses lease_losses claim_requeues
+  claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
+  changed_at spent_day spent_week spent_month);
+my @added_04 = qw(instances_per_host same_label);
+
+# without_columns($data, @columns): a pg_dump --data-only script without
+# those columns (their COPY lists and fields), so that a database of an
+# earlier release takes it.
+sub without_columns
 {
-	my ($data) = @_;
-	my %added = map { $_ => 1 } qw(claim_timeout max_lease_losses lease_losses claim_requeues
-	  claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
-	  changed_at spent_day spent_week spent_month);
+	my ($data, @columns) = @_;
+	my %added = map { $_ => 1 } @columns;
 	my (@out, @keep);
 	my $in_copy = 0;
 	foreach my $line (split /\n/, $data, -1)
@@ -690,7 +696,7 @@ switch_library('0.2');
 # "two" is created at 0.2, then given every row of "source", which the
 # real API filled at the current version, whose tables are 0.2's but for
 # those later releases added (empty or left out of the data) and the
-# columns 0.3 added (left out: without_03_columns): its jobs in every
+# columns 0.3 and 0.4 added (left out: without_columns): its jobs in every
 # state, their history and counters, the history of the configuration, and
 # the sequences' positions, restored as pg_restore would (the data of the
 # extension's tables, with the triggers off).
@@ -707,7 +713,7 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
-	$node->safe_psql('two', "SET session_replication_role = replica;\n" . without_03_columns($data));
+	$node->safe_psql('two', "SET session_replication_role = replica;\n" . without_columns($data, @added_03, @added_04));
 }
 # The hourly rollup of 0.2, three hours ago, of a queue of its own (its
 # history written as 0.2 writes it): od_run was terminated while it ran
@@ -757,7 +763,8 @@ switch_library('0.3');
 #
 # 10. A populated 0.3 database, updated (below, with the current library).
 # "three" is created at 0.3, then given every row of "source" but
-# agent_access's (0.4), restored as pg_restore would, and two
+# agent_access's (0.4), without the columns 0.4 added (without_columns),
+# restored as pg_restore would, and two
 # registrations of 0.3: regress_up_agent2's agent of up_q2 with a lease of
 # two days, and an agent of a login that no longer exists.  The update
 # keeps every row (the lease cut to an hour), lets every agent login serve
@@ -774,7 +781,7 @@ sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
-	$node->safe_psql('three', "SET session_replication_role = replica;\n" . $data);
+	$node->safe_psql('three', "SET session_replication_role = replica;\n" . without_columns($data, @added_04));
 }
 sql('three', q{
 	CREATE ROLE regress_up_gone;
@@ -1391,6 +1398,25 @@ like($stderr, qr/login "regress_up_agent2" may not serve job queue "up_q2"/,
 	'three, narrowed: a login is refused where it no longer serves');
 is(sql('three', q{SELECT count(*) FROM quota_sched.agent}), '0',
 	'three, narrowed: its agent of that queue is forgotten, and so is the agent of a login that no longer exists');
+
+# The placement constraints of 0.4 (issue 39): the jobs of 0.3 have none;
+# a submitter sets them on the updated database, and a bad one is refused.
+is(sql('three', q{SELECT count(*) FROM quota_sched.job
+				   WHERE instances_per_host IS NOT NULL OR same_label IS NOT NULL}),
+	'0', 'three, updated: the jobs of 0.3 have no instances_per_host, no same_label');
+is(as_role('three', 'regress_up_alice', q{
+		INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+									 instances_per_host, same_label)
+		VALUES ('three_placed', 'up_queue', 'lab', 'cpu', 2, 1, 'rack')
+		RETURNING instances_per_host || ' ' || same_label}),
+	'1 rack', 'three, updated: a submission sets instances_per_host and same_label');
+($ret, $stdout, $stderr) = $node->psql('three', qq{\\set VERBOSITY verbose
+	SET ROLE regress_up_alice;
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+								 instances_per_host)
+	VALUES ('three_misplaced', 'up_queue', 'lab', 'cpu', 4, 3)});
+like($stderr, qr/ERROR:  23514: instances_per_host 3 does not divide instance_count 4/,
+	'three, updated: an instances_per_host that does not divide instance_count is refused (23514)');
 
 $node->stop;
 done_testing();

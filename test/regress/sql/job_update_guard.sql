@@ -131,7 +131,7 @@ SELECT col, pg_temp.refused(format('UPDATE quota_sched.job SET %I = %I WHERE nam
                                    col, col, 'jug_user_job'))
   FROM unnest(ARRAY['name', 'job_queue', 'quota_share', 'capacity_unit', 'instance_count',
                     'payload', 'max_attempts', 'preemption_retries', 'timeout', 'client_token',
-                    'tags', 'max_lease_losses']) AS col;
+                    'tags', 'max_lease_losses', 'instances_per_host', 'same_label']) AS col;
 -- what the user sees with it: the hint
 DO $$
 DECLARE
