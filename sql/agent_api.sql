@@ -101,12 +101,15 @@ GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval,
  * The agents the scheduler knows (scheduling.md 3.10, doc/agents.md).
  * agent_ready() registers or refreshes the calling login's agent and
  * returns its row; a name another login registered is refused (42501)
- * unless the caller is an admin.  drain_agent() (admins) sets an agent
- * DRAINING, or ACTIVE again, and returns its row; an unknown agent raises
+ * unless the caller is an admin.  Its labels and address (0.4,
+ * scheduling.md 12.1): bad ones are 22023 (src/agents/host_checks.c); an
+ * agent of 0.3 calls it with four arguments, and gets no labels and its
+ * name as address.  drain_agent() (admins) sets an agent DRAINING, or
+ * ACTIVE again, and returns its row; an unknown agent raises
  * no_data_found (P0002).
  */
 CREATE OR REPLACE FUNCTION quota_sched.agent_ready(agent text, job_queue text, capacity_unit text,
-	instances integer DEFAULT NULL)
+	instances integer DEFAULT NULL, labels jsonb DEFAULT '{}', address text DEFAULT NULL)
 RETURNS quota_sched.agent
 AS 'MODULE_PATHNAME', 'qs_agent_ready'
 LANGUAGE C CALLED ON NULL INPUT;
@@ -128,9 +131,9 @@ RETURNS quota_sched.agent
 AS 'MODULE_PATHNAME', 'qs_forget_agent'
 LANGUAGE C CALLED ON NULL INPUT;
 
-REVOKE ALL ON FUNCTION quota_sched.agent_ready(text, text, text, integer),
+REVOKE ALL ON FUNCTION quota_sched.agent_ready(text, text, text, integer, jsonb, text),
 	quota_sched.drain_agent(text, boolean), quota_sched.forget_agent(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION quota_sched.agent_ready(text, text, text, integer)
+GRANT EXECUTE ON FUNCTION quota_sched.agent_ready(text, text, text, integer, jsonb, text)
 	TO quota_sched_admin, quota_sched_agent;
 GRANT EXECUTE ON FUNCTION quota_sched.drain_agent(text, boolean), quota_sched.forget_agent(text)
 	TO quota_sched_admin;
@@ -189,15 +192,23 @@ CREATE OR REPLACE TRIGGER agent_access_revoke AFTER DELETE OR UPDATE ON quota_sc
  * agents: each agent, whether it is live (its last agent_ready, claim or
  * heartbeat younger than its last lease, 60 seconds if it took none), and
  * the jobs and instances it holds (SCHEDULED, STARTING, RUNNING with its
- * name).  Admins see every agent; an agent login sees those it
- * registered.  The view reads as its owner (the table has no privilege for
- * agents), so it is a security barrier: no function of the caller's sees
- * a row before the filter.
+ * name: the lateral h, the one place that counts them); then (0.4) its
+ * labels, its address (its name when it gave none), since when it drains
+ * (null: ACTIVE) and its free instances (instances less those it holds,
+ * at least 0; null: no bound).  metrics() shows the same figures.  Admins
+ * see every agent; an agent login sees those it registered.  The view
+ * reads as its owner (the table has no privilege for agents), so it is a
+ * security barrier: no function of the caller's sees a row before the
+ * filter.
  */
 CREATE OR REPLACE VIEW quota_sched.agents WITH (security_barrier = true) AS
 SELECT a.name AS agent, a.login, a.job_queue, a.capacity_unit, a.instances, a.state,
 	   a.last_seen + coalesce(a.lease, interval '60 seconds') > pg_catalog.now() AS live,
-	   a.last_seen, h.held_jobs, h.held_instances
+	   a.last_seen, h.held_jobs, h.held_instances,
+	   a.labels, coalesce(a.address, a.name) AS address,
+	   CASE WHEN a.state = 'DRAINING' THEN a.state_changed_at END AS draining_since,
+	   CASE WHEN a.instances IS NOT NULL THEN greatest(a.instances - h.held_instances, 0) END
+		   AS free_instances
   FROM quota_sched.agent a
 	   CROSS JOIN LATERAL (
 		SELECT pg_catalog.count(*) AS held_jobs,

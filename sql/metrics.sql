@@ -75,6 +75,13 @@ BEGIN ATOMIC
 		('quota_sched_share_budget_instance_seconds', 'gauge', 'The share''s budget of the unit for its budget_period, in instance-seconds (its budget in instance-hours times 3600).'),
 		('quota_sched_share_budget_spent_instance_seconds', 'gauge', 'Instance-seconds the share''s jobs held in the current budget period.'),
 		('quota_sched_environment_capacity_instances', 'gauge', 'The capacity of the service environment.'),
+		('quota_sched_agent_live', 'gauge', '1 when the registered agent is live: its last agent_ready, claim or heartbeat is younger than its last lease (60 s if it took none).'),
+		('quota_sched_agent_draining', 'gauge', '1 when the agent is DRAINING (drain_agent): it claims nothing new.'),
+		('quota_sched_agent_draining_since_timestamp_seconds', 'gauge', 'Since when the DRAINING agent drains (absent for an ACTIVE agent).'),
+		('quota_sched_agent_instances', 'gauge', 'The instances the agent says it has in all (absent for an agent with no bound).'),
+		('quota_sched_agent_held_instances', 'gauge', 'Instances of the jobs the agent holds (SCHEDULED, STARTING, RUNNING).'),
+		('quota_sched_agent_free_instances', 'gauge', 'The agent''s instances less those it holds, at least 0 (absent for an agent with no bound).'),
+		('quota_sched_agent_last_seen_timestamp_seconds', 'gauge', 'When the agent last called agent_ready, claim or heartbeat.'),
 		('quota_sched_dispatches_total', 'counter', 'Jobs dispatched (RUNNABLE to SCHEDULED).'),
 		('quota_sched_jobs_succeeded_total', 'counter', 'Jobs that ended SUCCEEDED.'),
 		('quota_sched_jobs_failed_total', 'counter', 'Jobs that ended FAILED, but for those terminated.'),
@@ -143,6 +150,39 @@ BEGIN ATOMIC
 		   quota_sched.metric_labels('service_environment', e.name, 'capacity_unit', k.key),
 		   quota_sched.capacity_of(e.capacity_limits, k.key)::text
 	  FROM quota_sched.service_environment e, jsonb_object_keys(e.capacity_limits) AS k(key);
+END;
+
+/*
+ * The samples of the registered agents, as the view agents has them (its
+ * held and free instances counted there, once), labelled by agent, queue
+ * and unit.  metrics() reads the view as the extension's owner, who sees
+ * every agent.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.metric_agents()
+RETURNS TABLE (name text, labels text, value text)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+	WITH agents AS (SELECT a.*, quota_sched.metric_labels('agent', a.agent, 'job_queue', a.job_queue,
+														  'capacity_unit', a.capacity_unit) AS series
+					  FROM quota_sched.agents a)
+	SELECT 'quota_sched_agent_live', g.series, g.live::integer::text FROM agents g
+	UNION ALL
+	SELECT 'quota_sched_agent_draining', g.series, (g.state = 'DRAINING')::integer::text FROM agents g
+	UNION ALL
+	SELECT 'quota_sched_agent_draining_since_timestamp_seconds', g.series,
+		   extract(epoch FROM g.draining_since)::text
+	  FROM agents g WHERE g.draining_since IS NOT NULL
+	UNION ALL
+	SELECT 'quota_sched_agent_instances', g.series, g.instances::text
+	  FROM agents g WHERE g.instances IS NOT NULL
+	UNION ALL SELECT 'quota_sched_agent_held_instances', g.series, g.held_instances::text FROM agents g
+	UNION ALL
+	SELECT 'quota_sched_agent_free_instances', g.series, g.free_instances::text
+	  FROM agents g WHERE g.free_instances IS NOT NULL
+	UNION ALL
+	SELECT 'quota_sched_agent_last_seen_timestamp_seconds', g.series,
+		   extract(epoch FROM g.last_seen)::text
+	  FROM agents g;
 END;
 
 /*
@@ -264,6 +304,7 @@ BEGIN ATOMIC
 	samples(name, labels, value) AS (
 		SELECT * FROM quota_sched.metric_shares((SELECT s.share_rows FROM shares s))
 		UNION ALL SELECT * FROM quota_sched.metric_budgets()
+		UNION ALL SELECT * FROM quota_sched.metric_agents()
 		UNION ALL SELECT * FROM quota_sched.metric_counters((SELECT s.share_rows FROM shares s))
 		UNION ALL SELECT * FROM quota_sched.metric_queues((SELECT st.available FROM stats st))
 		UNION ALL SELECT * FROM quota_sched.metric_worker()
@@ -279,7 +320,8 @@ END;
 REVOKE ALL ON FUNCTION quota_sched.pass_stats(), quota_sched.worker_stats(),
 	quota_sched.metric_labels(text[]), quota_sched.metric_families(),
 	quota_sched.metric_shares(quota_sched.share_usage[]), quota_sched.metric_budgets(),
-	quota_sched.metric_counters(quota_sched.share_usage[]), quota_sched.metric_queues(boolean),
+	quota_sched.metric_agents(), quota_sched.metric_counters(quota_sched.share_usage[]),
+	quota_sched.metric_queues(boolean),
 	quota_sched.metric_worker(), quota_sched.metrics() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.pass_stats(), quota_sched.worker_stats(),
 	quota_sched.metrics() TO quota_sched_admin, pg_monitor;

@@ -463,8 +463,12 @@ CREATE UNIQUE INDEX lending_hourly_key ON quota_sched.lending_hourly
  * queue, unit and instances in all (null: no bound, as an external
  * launcher that provisions each job).  last_seen is its last agent_ready,
  * claim or heartbeat; lease the lease of its last claim or heartbeat
- * (null: it took none yet).  Written by the agents' functions only
- * (src/fleet.c); read through the view agents.
+ * (null: it took none yet).  0.4 (scheduling.md 12.1): its labels (a flat
+ * object of strings), its address (how other hosts reach it; null: by its
+ * name) and when it last became ACTIVE or DRAINING (state_changed_at: its
+ * registration, a drain_agent that changed its state; for an agent
+ * registered before 0.4, the update).  Written by the agents' functions
+ * only (src/agents/fleet.c); read through the view agents.
  * ------------------------------------------------------------------- */
 
 CREATE TABLE quota_sched.agent (
@@ -478,10 +482,16 @@ CREATE TABLE quota_sched.agent (
 	registered_at	timestamptz NOT NULL,
 	last_seen		timestamptz NOT NULL,
 	lease			interval,
+	labels			jsonb NOT NULL DEFAULT '{}',
+	address			text,
+	state_changed_at timestamptz NOT NULL DEFAULT now(),
 	CONSTRAINT agent_name_check CHECK (octet_length(name) BETWEEN 1 AND 128),
 	CONSTRAINT agent_instances_check CHECK (instances IS NULL OR instances >= 1),
 	CONSTRAINT agent_lease_check CHECK (lease IS NULL OR lease > interval '0'),
-	CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL)
+	CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL),
+	CONSTRAINT agent_labels_check CHECK (quota_sched.check_agent_labels(labels, name)),
+	CONSTRAINT agent_address_check
+		CHECK (address IS NULL OR quota_sched.check_agent_address(address, name))
 );
 /* A queue's agents of a unit (the pass's agent bound, explain). */
 CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);

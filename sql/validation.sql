@@ -78,6 +78,21 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'qs_check_fair_half_life'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
+/*
+ * an agent's labels and address (scheduling.md 12.1; src/agents/host_checks.c,
+ * which agent_ready calls too).  Not granted: only the agents' functions
+ * write the table, as its owner.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.check_agent_labels(labels jsonb, agent text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_agent_labels'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION quota_sched.check_agent_address(address text, agent text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_agent_address'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_capacity_map(jsonb, text),
 	quota_sched.check_budget(jsonb, text),
@@ -89,7 +104,9 @@ REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_lend_limit(text, integer, text),
 	quota_sched.check_min_runtime(interval, text),
 	quota_sched.check_weight(integer, text),
-	quota_sched.check_fair_half_life(interval, text, text) FROM PUBLIC;
+	quota_sched.check_fair_half_life(interval, text, text),
+	quota_sched.check_agent_labels(jsonb, text),
+	quota_sched.check_agent_address(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_capacity_map(jsonb, text),
 	quota_sched.check_budget(jsonb, text),

@@ -217,3 +217,33 @@ ALTER TABLE quota_sched.job_attempt
 	ADD COLUMN rank integer NOT NULL DEFAULT 0,
 	DROP CONSTRAINT job_attempt_pkey,
 	ADD PRIMARY KEY (job_id, attempt, rank);
+
+/*
+ * The fleet knows its hosts (issue 39, item 12.1; scheduling.md 12.1;
+ * tables.sql has the columns' comment): an agent's labels, its address,
+ * and when it last became ACTIVE or DRAINING.  Their CHECKs call
+ * check_agent_labels() and check_agent_address() (validation.sql), made
+ * here before the constraints.  An agent registered in 0.3 gets no
+ * labels, its name as address, and the update's time as state_changed_at
+ * (when it became so is not known: an agent drained in 0.3 counts as
+ * draining since the update).  agent_ready() takes labels and address: a
+ * new signature, so the function of 0.3 goes first (agent_api.sql makes
+ * the new one, which an agent of 0.3 calls with its four arguments); the
+ * view agents gains its columns at its end (CREATE OR REPLACE).
+ */
+CREATE OR REPLACE FUNCTION quota_sched.check_agent_labels(labels jsonb, agent text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_agent_labels'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION quota_sched.check_agent_address(address text, agent text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_agent_address'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+ALTER TABLE quota_sched.agent
+	ADD COLUMN labels jsonb NOT NULL DEFAULT '{}',
+	ADD COLUMN address text,
+	ADD COLUMN state_changed_at timestamptz NOT NULL DEFAULT now(),
+	ADD CONSTRAINT agent_labels_check CHECK (quota_sched.check_agent_labels(labels, name)),
+	ADD CONSTRAINT agent_address_check
+		CHECK (address IS NULL OR quota_sched.check_agent_address(address, name));
+DROP FUNCTION quota_sched.agent_ready(text, text, text, integer);

@@ -27,6 +27,7 @@
 #include "agent_parts.h"
 #include "checks.h"
 #include "fleet.h"
+#include "host_checks.h"
 #include "identity.h"
 #include "job_attempt.h"
 #include "job_store.h"
@@ -576,13 +577,15 @@ DoRelease(PG_FUNCTION_ARGS)
 }
 
 /*
- * qs_agent_ready(agent, job_queue, capacity_unit, instances) RETURNS
- * quota_sched.agent: the agent says what it can run (doc/agents.md): its
- * queue, its unit and how many instances it has in all (null: no bound).
- * It registers the agent for the calling login, or refreshes it
+ * qs_agent_ready(agent, job_queue, capacity_unit, instances, labels,
+ * address) RETURNS quota_sched.agent: the agent says what it can run
+ * (doc/agents.md): its queue, its unit, how many instances it has in all
+ * (null: no bound), its labels and how other hosts reach it (null: by its
+ * name).  It registers the agent for the calling login, or refreshes it
  * (QsAgentReady: another login's agent is refused unless the caller is an
  * admin).  The queue and unit are checked as claim checks them, and so is
- * the login's access to the queue (QsRequireAgentAccess).
+ * the login's access to the queue (QsRequireAgentAccess); bad labels or a
+ * bad address are 22023 (host_checks.c), before anything is written.
  */
 static Datum
 DoAgentReady(PG_FUNCTION_ARGS)
@@ -590,24 +593,30 @@ DoAgentReady(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 	char	   *role = GetUserNameFromId(caller, false);
 	char	   *agent = AgentArg(fcinfo, 0);
-	char	   *queue = TextDatumGetCString(NotNullArg(fcinfo, 1, "job_queue", false));
-	char	   *unit = TextDatumGetCString(NotNullArg(fcinfo, 2, "capacity_unit", false));
 	int32		instances = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3);
+	QsAgentOffer offer = {0};
 	QsSavedUser saved;
 	Datum		result;
 
+	offer.queue = TextDatumGetCString(NotNullArg(fcinfo, 1, "job_queue", false));
+	offer.unit = TextDatumGetCString(NotNullArg(fcinfo, 2, "capacity_unit", false));
+	offer.instances = PG_ARGISNULL(3) ? NULL : &instances;
+	offer.labels = DatumGetJsonbP(NotNullArg(fcinfo, 4, "labels", true));
+	offer.address = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	if (!PG_ARGISNULL(3) && instances < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid instances %d", instances),
 				 errdetail("instances is at least 1, or null for no bound.")));
+	QsCheckAgentLabels(offer.labels, ERRCODE_INVALID_PARAMETER_VALUE, agent);
+	if (offer.address != NULL)
+		QsCheckAgentAddress(offer.address, ERRCODE_INVALID_PARAMETER_VALUE, agent);
 	QsBeginSystemWrite(agent, &saved);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
-	RequireQueue(queue, unit);
-	QsRequireAgentAccess(caller, queue);
-	result = QsAgentReady(agent, role, QsIsAdmin(caller), queue, unit,
-						  PG_ARGISNULL(3) ? NULL : &instances);
+	RequireQueue(offer.queue, offer.unit);
+	QsRequireAgentAccess(caller, offer.queue);
+	result = QsAgentReady(agent, role, QsIsAdmin(caller), &offer);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return result;

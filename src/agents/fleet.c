@@ -48,22 +48,26 @@ QsDefineFleetSettings(void)
 }
 
 /*
- * Registers or refreshes an agent: a new name is the caller's ($2); a name
- * already registered is refreshed (queue, unit, instances, last_seen) only
- * by its own login or an admin ($6), and keeps its login, its state (an
- * agent drained stays drained however often it restarts) and its lease.
- * No row returned: the name is another login's.
+ * Registers or refreshes an agent: a new name is the caller's ($2), ACTIVE
+ * ($7) since now (state_changed_at); a name already registered is
+ * refreshed (queue, unit, instances, labels, address, last_seen) only by
+ * its own login or an admin ($6), and keeps its login, its state and when
+ * it became so (an agent drained stays drained however often it restarts)
+ * and its lease.  No row returned: the name is another login's.
  */
 static QsQuery AgentReadyQuery = {
 	"INSERT INTO quota_sched.agent AS a"
-	"       (name, login, job_queue, capacity_unit, instances, state, registered_at, last_seen)"
-	" VALUES ($1, $2, $3, $4, $5, $7, now(), now())"
+	"       (name, login, job_queue, capacity_unit, instances, state, registered_at, last_seen,"
+	"        labels, address, state_changed_at)"
+	" VALUES ($1, $2, $3, $4, $5, $7, now(), now(), $8, $9, now())"
 	" ON CONFLICT (name) DO UPDATE"
 	"   SET job_queue = excluded.job_queue, capacity_unit = excluded.capacity_unit,"
-	"       instances = excluded.instances, last_seen = now()"
+	"       instances = excluded.instances, labels = excluded.labels,"
+	"       address = excluded.address, last_seen = now()"
 	" WHERE a.login = excluded.login OR $6"
 	" RETURNING a.*",
-	7, {TEXTOID, NAMEOID, TEXTOID, TEXTOID, INT4OID, BOOLOID, TEXTOID}, SPI_OK_INSERT_RETURNING
+	9, {TEXTOID, NAMEOID, TEXTOID, TEXTOID, INT4OID, BOOLOID, TEXTOID, JSONBOID, TEXTOID},
+	SPI_OK_INSERT_RETURNING
 };
 
 /* How many agents one login may register (each pass of a queue reads its agents). */
@@ -147,29 +151,31 @@ QsRequireAgentAccess(Oid caller, const char *queue)
 
 /*
  * QsAgentReady registers or refreshes an agent for the calling login
- * (admin: the caller has the privileges of quota_sched_admin) and returns
- * its row, copied out of SPI's memory.  instances NULL: no bound.  An
- * agent name another login registered is refused (42501) unless the caller
- * is an admin.
+ * (admin: the caller has the privileges of quota_sched_admin) with what it
+ * offers, and returns its row, copied out of SPI's memory.  An agent name
+ * another login registered is refused (42501) unless the caller is an
+ * admin.
  */
 Datum
-QsAgentReady(const char *agent, const char *login, bool admin,
-			 const char *queue, const char *unit, const int32 *instances)
+QsAgentReady(const char *agent, const char *login, bool admin, const QsAgentOffer *offer)
 {
-	Datum		args[7];
-	char		nulls[8] = "       ";
+	Datum		args[9];
+	char		nulls[10] = "         ";
 	Name		role = palloc0(NAMEDATALEN);
 
 	namestrcpy(role, login);
 	CheckAgentsOfLogin(role, agent);
 	args[0] = CStringGetTextDatum(agent);
 	args[1] = NameGetDatum(role);
-	args[2] = CStringGetTextDatum(queue);
-	args[3] = CStringGetTextDatum(unit);
-	args[4] = Int32GetDatum(instances ? *instances : 0);
-	nulls[4] = instances ? ' ' : 'n';
+	args[2] = CStringGetTextDatum(offer->queue);
+	args[3] = CStringGetTextDatum(offer->unit);
+	args[4] = Int32GetDatum(offer->instances ? *offer->instances : 0);
+	nulls[4] = offer->instances ? ' ' : 'n';
 	args[5] = BoolGetDatum(admin);
 	args[6] = CStringGetTextDatum(QsAgentStateName(QS_AGENT_ACTIVE));
+	args[7] = JsonbPGetDatum(offer->labels);
+	args[8] = offer->address ? CStringGetTextDatum(offer->address) : (Datum) 0;
+	nulls[8] = offer->address ? ' ' : 'n';
 	if (QsQueryRun(&AgentReadyQuery, args, nulls, false, 0) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -248,9 +254,15 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 	return word == QS_AGENT_DRAINING;
 }
 
+/*
+ * Sets an agent's state ($2), and when it became so (state_changed_at)
+ * when that is a change: draining a DRAINING agent again keeps the time
+ * it has drained since.
+ */
 static QsQuery DrainAgentQuery = {
 	"UPDATE quota_sched.agent"
-	"   SET state = $2"
+	"   SET state = $2,"
+	"       state_changed_at = CASE WHEN state = $2 THEN state_changed_at ELSE now() END"
 	" WHERE name = $1 RETURNING *",
 	2, {TEXTOID, TEXTOID}, SPI_OK_UPDATE_RETURNING
 };

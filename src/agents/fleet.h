@@ -15,12 +15,23 @@
 #define QS_FLEET_H
 
 #include "datatype/timestamp.h"
+#include "utils/jsonb.h"
 
 extern int	QsMaxAgentLeaseSeconds;
 
+/* What an agent says it can run (agent_ready), checked by the caller. */
+typedef struct QsAgentOffer
+{
+	const char *queue;
+	const char *unit;
+	const int32 *instances;		/* NULL: no bound */
+	Jsonb	   *labels;			/* a flat object of strings (host_checks.c) */
+	const char *address;		/* NULL: the agent's name */
+} QsAgentOffer;
+
 extern void QsDefineFleetSettings(void);
 extern Datum QsAgentReady(const char *agent, const char *login, bool admin,
-						  const char *queue, const char *unit, const int32 *instances);
+						  const QsAgentOffer *offer);
 extern bool QsAgentSeen(const char *agent, const char *login, Interval *lease);
 extern Datum QsDrainAgent(const char *agent, bool draining);
 extern Datum QsForgetAgent(const char *agent);

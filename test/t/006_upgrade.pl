@@ -763,13 +763,16 @@ switch_library('0.3');
 #
 # 10. A populated 0.3 database, updated (below, with the current library).
 # "three" is created at 0.3, then given every row of "source" but
-# agent_access's (0.4), without the columns 0.4 added (without_columns),
+# agent_access's (0.4) and agent's (source registers none; its COPY names
+# the columns of 0.4), without the columns 0.4 added (without_columns),
 # restored as pg_restore would, and two
 # registrations of 0.3: regress_up_agent2's agent of up_q2 with a lease of
 # two days, and an agent of a login that no longer exists.  The update
-# keeps every row (the lease cut to an hour), lets every agent login serve
-# every queue as 0.3 did (admins need no row), and leaves the schema of a
-# fresh install; then the logins register and claim as before, and once
+# keeps every row (the lease cut to an hour; no labels, the name as
+# address, ACTIVE since the update), lets every agent login serve every
+# queue as 0.3 did (admins need no row), and leaves the schema of a fresh
+# install; then the logins register (as an agent of 0.3 calls agent_ready,
+# and with the labels and address of 0.4) and claim as before, and once
 # an admin narrows a login's rows it is refused elsewhere, and its agents
 # of those queues are forgotten (issue 37, item 2).
 #
@@ -778,7 +781,7 @@ sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
 {
 	my ($data, $stderr) = ('', '');
 	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent_access',
-			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
+			'--exclude-table-data=quota_sched.agent', '-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
 	$node->safe_psql('three', "SET session_replication_role = replica;\n" . without_columns($data, @added_04));
@@ -1361,6 +1364,11 @@ is(sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' O
 					FROM quota_sched.agent}),
 	'three-gone regress_up_gone 00:01:00, three-long regress_up_agent2 01:00:00',
 	'three, updated: the agents kept, a registration\'s lease cut to an hour');
+is(sql('three', q{SELECT string_agg(concat_ws(' ', a.agent, a.labels, a.address, a.state, a.draining_since IS NULL,
+										   t.state_changed_at >= t.registered_at), ', ' ORDER BY a.agent)
+					FROM quota_sched.agents a JOIN quota_sched.agent t ON t.name = a.agent}),
+	'three-gone {} three-gone ACTIVE t t, three-long {} three-long ACTIVE t t',
+	'three, updated: the agents of 0.3 have no labels, their name as address, ACTIVE since the update');
 is(sql('three', q{SELECT count(*) FROM quota_sched.job_attempt}), $outputs_before,
 	'three, updated: the attempts kept');
 is(sql('three', q{SELECT output = quota_sched.safe_output(E'done\x1b]0;owned\x07\r\n')
@@ -1388,6 +1396,10 @@ counters_consistent('three', 'after a pass');
 is(as_role('three', 'regress_up_agent2', q{
 		SELECT name || ' ' || job_queue FROM quota_sched.agent_ready('three-long', 'up_q2', 'gpu', 4)}),
 	'three-long up_q2', 'three, updated: a login registers as before');
+is(as_role('three', 'regress_up_agent2', q{
+		SELECT concat_ws(' ', name, labels, address)
+		  FROM quota_sched.agent_ready('three-long', 'up_q2', 'gpu', 4, '{"rack": "r2"}', '10.0.0.2')}),
+	'three-long {"rack": "r2"} 10.0.0.2', 'three, updated: and with labels and an address');
 ok(defined(claim('three', 'up_queue')), 'three, updated: and claims as before');
 sql('three', q{
 	INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_up_agent2', 'up_queue');
