@@ -204,10 +204,8 @@ LoadHostsHeld(QsQueueState *qs)
 			(h = QsHostOf(&qs->in.units[u], SPI_getvalue(tup, desc, 2))) < 0)
 			continue;			/* parts on an agent that is no host */
 		host = (QsHost *) &qs->in.units[u].hosts[h];
-		host->held = DatumGetInt64(DirectFunctionCall1(numeric_int8,
-													   SPI_getbinval(tup, desc, 3, &isnull)));
-		host->stopping = DatumGetInt64(DirectFunctionCall1(numeric_int8,
-														   SPI_getbinval(tup, desc, 4, &isnull)));
+		host->held = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));	/* sum(int4) */
+		host->stopping = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	}
 }
 
