@@ -687,18 +687,17 @@ CoreReservationValid(CorePlan *p, const QsJob *job)
 }
 
 /*
- * CoreNoteHostReason records whether a job tried in a placed unit waits
- * WAITING_FOR_HOSTS (scheduling.md 3.13), for the shell to set or clear
- * the reason.
+ * CoreNoteHostReason records the reason of placement of a job the pass
+ * came to in a placed unit (QsHostReason), for the shell to set or clear.
  */
 void
-CoreNoteHostReason(CorePlan *p, const QsJob *job, bool waiting)
+CoreNoteHostReason(CorePlan *p, const QsJob *job, const char *reason)
 {
 	QsOutput   *out = p->out;
 
 	out->host_reasons = CoreGrow(p, out->host_reasons, out->nhost_reasons,
 								 &p->host_reasons_cap, sizeof(QsHostReason));
-	out->host_reasons[out->nhost_reasons++] = (QsHostReason) {job->id, waiting};
+	out->host_reasons[out->nhost_reasons++] = (QsHostReason) {job->id, reason};
 }
 
 /*

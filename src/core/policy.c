@@ -867,6 +867,21 @@ CoreNextCandidate(CorePlan *p)
 }
 
 /*
+ * HostReason notes the reason of placement of a job the dispatch loop came
+ * to in a placed unit (QsHostReason): WAITING_FOR_HOSTS, NO_AGENT_FITS of a
+ * job with placement constraints, or none; a job held back otherwise
+ * keeps its own reason.
+ */
+static void
+HostReason(CorePlan *p, const QsJob *job, QsHold hold, bool waiting)
+{
+	if (hold == QS_HOLD_NO_AGENT_FITS && Constrained(p, job))
+		CoreNoteHostReason(p, job, QsHoldName(QS_HOLD_NO_AGENT_FITS));
+	else if (hold == QS_HOLD_NONE)
+		CoreNoteHostReason(p, job, waiting ? QsReasonName(QS_REASON_WAITING_FOR_HOSTS) : NULL);
+}
+
+/*
  * DispatchLoop is step 5: a cursor on each share's RUNNABLE jobs; the
  * candidate is dispatched if it may be, otherwise preemption is tried for
  * it at once (never for a promised job, which waits for its victims).  A
@@ -894,7 +909,8 @@ DispatchLoop(CorePlan *p)
 		QsJob		job = *cand;
 		CoreCursor *cur = &p->cursors[CORE_AT(p, job.share, job.unit)];
 		bool		promised = CoreIdSetHas(&p->kept_promises, job.id);
-		bool		held_back = QsHeldBack(p->in, &job) != QS_HOLD_NONE;
+		QsHold		hold = QsHeldBack(p->in, &job);
+		bool		held_back = hold != QS_HOLD_NONE;
 		bool		in_future;
 		QsCheck		check = held_back ? QS_CHECK_OK : CoreDispatchCheck(p, &job, &in_future);
 		bool		dispatched = !held_back && check == QS_CHECK_OK;
@@ -916,8 +932,8 @@ DispatchLoop(CorePlan *p)
 			/* dispatched at once when every victim stopped at once */
 			dispatched = CoreIdSetHas(&p->handled, job.id);
 		}
-		if (p->in->units[job.unit].placed && !promised && !held_back)
-			CoreNoteHostReason(p, &job, tried && check == QS_CHECK_HOSTS);
+		if (p->in->units[job.unit].placed && !promised)
+			HostReason(p, &job, hold, tried && check == QS_CHECK_HOSTS);
 #ifndef QS_MUTANT_SKIP_RULE
 		if (!dispatched && tried)
 		{

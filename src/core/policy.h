@@ -281,15 +281,18 @@ typedef struct QsReservation
 } QsReservation;
 
 /*
- * A job the pass tried in a placed unit: waiting when the capacity rules
- * would dispatch it (now and in the future state) but it has no placement
- * and got no victims (its status_reason is then WAITING_FOR_HOSTS); else
- * that reason, if it had it, goes.
+ * The reason of a job the pass came to in a placed unit (scheduling.md
+ * 3.13): WAITING_FOR_HOSTS when it tried it, the capacity rules would
+ * dispatch it (now and in the future state) but it has no placement and
+ * got no victims; NO_AGENT_FITS when it holds back a job with placement
+ * constraints that has no placement even on empty hosts (the shell sets
+ * that of other jobs from QsFitLimit.agent_max); NULL: neither (a reason
+ * of these that it had goes).
  */
 typedef struct QsHostReason
 {
 	int64_t		job_id;
-	bool		waiting;
+	const char *reason;
 } QsHostReason;
 
 /*
@@ -318,8 +321,8 @@ typedef struct QsOutput
 	int			nreserved;		/* promised jobs whose reserved placement is
 								 * new (made or placed anew at the re-check) */
 	QsReservation *reserved;
-	int			nhost_reasons;	/* jobs tried in a placed unit: whether they */
-	QsHostReason *host_reasons; /* wait WAITING_FOR_HOSTS now */
+	int			nhost_reasons;	/* jobs come to in a placed unit: their */
+	QsHostReason *host_reasons; /* reasons of placement */
 	int			nlost;			/* jobs of several parts one of which lost its */
 	int64_t    *lost;			/* lease while others hold: the shell ends the
 								 * parts whose lease ran out (scheduling.md

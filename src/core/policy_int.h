@@ -175,7 +175,7 @@ extern void CoreReserve(CorePlan *p, const QsJob *job, const QsPart *parts,
 extern const CoreReservation *CoreReservationOf(const CorePlan *p, int64_t job_id);
 extern void CoreUnreserve(CorePlan *p, const QsJob *job);
 extern bool CoreReservationValid(CorePlan *p, const QsJob *job);
-extern void CoreNoteHostReason(CorePlan *p, const QsJob *job, bool waiting);
+extern void CoreNoteHostReason(CorePlan *p, const QsJob *job, const char *reason);
 extern void CoreHostFigures(CorePlan *p, const QsJob *job, CoreState state,
 							QsWhy *why);
 

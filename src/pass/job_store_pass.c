@@ -902,6 +902,9 @@ QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now)
 	RunForJobs(is_set ? &SetPromisesQuery : &ClearPromisesQuery, &ids, 1, now);
 }
 
+/* A job with no placement constraints (scheduling.md 3.13) */
+#define UNCONSTRAINED "j.instances_per_host IS NULL AND j.same_label IS NULL"
+
 static QsQuery MisconfiguredQuery = {
 	"WITH l AS (SELECT * FROM unnest($2, $3, $4, $5, $6, $7)"
 	"             AS l(quota_share, capacity_unit, env_max, quota_max, agent_max, budget_reason)),"
@@ -917,7 +920,8 @@ static QsQuery MisconfiguredQuery = {
 	"       FROM quota_sched.job j"
 	"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
-	"        AND j.instance_count > least(l.env_max, l.quota_max, l.agent_max,"
+	"        AND j.instance_count > least(l.env_max, l.quota_max, CASE WHEN " UNCONSTRAINED
+	"                                     THEN l.agent_max END,"
 	"                                     CASE WHEN l.budget_reason IS NOT NULL THEN 0 END)"
 	"     OFFSET 0) c"
 	"   UNION ALL"
@@ -926,14 +930,16 @@ static QsQuery MisconfiguredQuery = {
 	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"      AND j.status_reason LIKE 'MISCONFIGURATION:%'"
 	"      AND l.budget_reason IS NULL"
-	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max)"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max,"
+	"                                    CASE WHEN " UNCONSTRAINED " THEN l.agent_max END)"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
 	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
-	"      AND j.status_reason = 'NO_AGENT_FITS'"
+	"      AND j.status_reason = 'NO_AGENT_FITS' AND " UNCONSTRAINED
 	"      AND l.budget_reason IS NULL"
-	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max)"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max,"
+	"                                    CASE WHEN " UNCONSTRAINED " THEN l.agent_max END)"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"

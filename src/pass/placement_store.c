@@ -132,43 +132,49 @@ QsWriteReservations(const QsOutput *out)
 }
 
 /*
- * WAITING_FOR_HOSTS set on the RUNNABLE jobs of $1 whose $2 is true and
- * that have no reason, cleared from those whose $2 is false ($3 the time).
+ * The reasons of placement (QsHostReason) of the RUNNABLE jobs of $1: $2
+ * (null: none) set where the job has no reason or one of these, and one of
+ * these cleared where $2 is null (NO_AGENT_FITS only of a job with
+ * placement constraints: the misconfiguration reasons set that of others,
+ * QsWriteMisconfiguration); $3 the time.
  */
 static QsQuery HostReasonsQuery = {
 	"UPDATE quota_sched.job j"
-	"   SET status_reason = CASE WHEN d.waiting THEN 'WAITING_FOR_HOSTS' END,"
-	"       status_reason_at = CASE WHEN d.waiting THEN $3 END"
-	"  FROM unnest($1::int8[], $2::bool[]) AS d(id, waiting)"
+	"   SET status_reason = d.reason, status_reason_at = CASE WHEN d.reason IS NOT NULL THEN $3 END"
+	"  FROM unnest($1::int8[], $2::text[]) AS d(id, reason)"
 	" WHERE j.id = d.id AND j.state = 'RUNNABLE'"
-	"   AND CASE WHEN d.waiting THEN j.status_reason IS NULL"
-	"            ELSE j.status_reason = 'WAITING_FOR_HOSTS' END",
-	3, {INT8ARRAYOID, BOOLARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
+	"   AND j.status_reason IS DISTINCT FROM d.reason"
+	"   AND (j.status_reason IS NULL OR j.status_reason = 'WAITING_FOR_HOSTS'"
+	"        OR (j.status_reason = 'NO_AGENT_FITS'"
+	"            AND (j.instances_per_host IS NOT NULL OR j.same_label IS NOT NULL)))",
+	3, {INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
- * QsWriteHostReasons sets WAITING_FOR_HOSTS on the jobs a pass tried that
- * wait for hosts, where no other reason is, and clears it from those it
- * tried with another outcome (scheduling.md 3.13).
+ * QsWriteHostReasons sets and clears WAITING_FOR_HOSTS, and NO_AGENT_FITS
+ * of jobs with placement constraints, as the pass found them
+ * (scheduling.md 3.13).
  */
 void
 QsWriteHostReasons(const QsOutput *out, TimestampTz now)
 {
 	QsArray		ids,
-				waiting;
+				reasons;
 	Datum		args[3];
 
 	if (out->nhost_reasons == 0)
 		return;
 	QsArrayInit(&ids, INT8OID, out->nhost_reasons);
-	QsArrayInit(&waiting, BOOLOID, out->nhost_reasons);
+	QsArrayInit(&reasons, TEXTOID, out->nhost_reasons);
 	for (int i = 0; i < out->nhost_reasons; i++)
 	{
+		const char *reason = out->host_reasons[i].reason;
+
 		QsArrayPush(&ids, Int64GetDatum(out->host_reasons[i].job_id), false);
-		QsArrayPush(&waiting, BoolGetDatum(out->host_reasons[i].waiting), false);
+		QsArrayPush(&reasons, reason ? CStringGetTextDatum(reason) : (Datum) 0, reason == NULL);
 	}
 	args[0] = QsArrayDatum(&ids);
-	args[1] = QsArrayDatum(&waiting);
+	args[1] = QsArrayDatum(&reasons);
 	args[2] = TimestampTzGetDatum(now);
 	QsQueryRun(&HostReasonsQuery, args, NULL, false, 0);
 }

@@ -1,10 +1,11 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(100);
+SELECT plan(103);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
-	'agent', 'agent_access', 'job_attempt', 'lending_hourly', 'held_change', 'borrow_memory']);
+	'agent', 'agent_access', 'job_attempt', 'lending_hourly', 'held_change', 'borrow_memory',
+	'job_part']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -93,12 +94,17 @@ SELECT table_privs_are('quota_sched', 'agent_access', 'quota_sched_user', ARRAY[
 SELECT function_privs_are('quota_sched', 'forget_agent', ARRAY['text'], 'quota_sched_admin', ARRAY['EXECUTE']);
 SELECT function_privs_are('quota_sched', 'forget_agent', ARRAY['text'], 'quota_sched_agent', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'forget_agent', ARRAY['text'], 'quota_sched_user', ARRAY[]::text[]);
+-- job_part (0.4): read by everyone concerned through row-level security;
+-- written by the pass and the agents' functions only.
+SELECT table_privs_are('quota_sched', 'job_part', 'quota_sched_admin', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'job_part', 'quota_sched_user', ARRAY['SELECT']);
+SELECT table_privs_are('quota_sched', 'job_part', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_user', ARRAY[]::text[]);
-SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer'],
+SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer', 'jsonb', 'text'],
 	'quota_sched_agent', ARRAY['EXECUTE']);
-SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer'],
+SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer', 'jsonb', 'text'],
 	'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'drain_agent', ARRAY['text', 'boolean'],
 	'quota_sched_admin', ARRAY['EXECUTE']);

@@ -245,6 +245,15 @@ SELECT id, 1, agent, 'gpu-host-1', '/var/lib/quota-sched-agent/logs/' || id || '
 				 WHEN 'dr_b3' THEN E'Traceback (most recent call last):\nMemoryError\n' END,
 	   started_at, CASE WHEN state IN ('SUCCEEDED', 'FAILED') THEN status_reason_at END
   FROM quota_sched.job WHERE name IN ('dr_a3', 'dr_b3', 'dr_c1');
+-- A job placed on hosts (0.4, job_part, scheduling.md 3.14): dr_a3 ran as
+-- one part on agent-1, which ended SUCCEEDED.
+INSERT INTO quota_sched.job_part (job_id, placed_at, attempt, rank, agent, address, instances,
+								  state, claimed_at, ended_at, ended_as, exit_code)
+SELECT id, scheduled_at, 1, 0, 'agent-1', 'gpu-host-1', instance_count, 'ENDED', scheduled_at,
+	   status_reason_at, 'SUCCEEDED', 0
+  FROM quota_sched.job WHERE name = 'dr_a3';
+UPDATE quota_sched.job SET part_agents = '{agent-1}', part_instances = ARRAY[instance_count]
+ WHERE name = 'dr_a3';
 });
 
 is( $node->safe_psql('src',
@@ -313,7 +322,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 18, 'src: 18 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 19, 'src: 19 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is(scalar(keys %$src_seqs), 4, 'src: 4 sequences in schema quota_sched');
@@ -335,7 +344,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 18, "$db: 18 tables compared");
+	is(scalar(keys %$rows), 19, "$db: 19 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

@@ -403,7 +403,7 @@ sub describe_schema
 my @added_03 = qw(claim_timeout max_lease_losses lease_losses claim_requeues
   claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
   changed_at spent_day spent_week spent_month);
-my @added_04 = qw(instances_per_host same_label);
+my @added_04 = qw(instances_per_host same_label part_agents part_instances rank);
 
 # without_columns($data, @columns): a pg_dump --data-only script without
 # those columns (their COPY lists and fields), so that a database of an
@@ -707,7 +707,7 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 	my ($data, $stderr) = ('', '');
 	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent',
 			'--exclude-table-data=quota_sched.agent_access',
-			'--exclude-table-data=quota_sched.job_attempt',
+			'--exclude-table-data=quota_sched.job_attempt', '--exclude-table-data=quota_sched.job_part',
 			'--exclude-table-data=quota_sched.lending_hourly',
 			'--exclude-table-data=quota_sched.held_change', '--exclude-table-data=quota_sched.borrow_memory',
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
@@ -781,7 +781,7 @@ sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
 {
 	my ($data, $stderr) = ('', '');
 	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent_access',
-			'--exclude-table-data=quota_sched.agent', '-h', $node->host, '-p', $node->port, '-d', 'source' ],
+			'--exclude-table-data=quota_sched.agent', '--exclude-table-data=quota_sched.job_part', '-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
 	$node->safe_psql('three', "SET session_replication_role = replica;\n" . without_columns($data, @added_04));

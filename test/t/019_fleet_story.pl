@@ -1,6 +1,7 @@
 # The fleet with real agents, end to end (issue 21, "done when"): two hosts
-# of 4 instances each and a job larger than both, which waits NO_AGENT_FITS
-# and holds nothing; a host SIGKILLed while it runs checkpointing jobs,
+# of 4 instances each and a job that wants 5 on one host, larger than
+# both, which waits NO_AGENT_FITS and holds nothing (a job of 5 with any
+# split runs on both: scheduling.md 3.13); a host SIGKILLed while it runs checkpointing jobs,
 # which come back without a failed attempt; jobs dispatched while no agent
 # runs, which come back after the queue's claim timeout and run once an
 # agent is back, resuming from their checkpoints; an agent drained by an
@@ -63,11 +64,13 @@ sub start_host
 # submit(WHO, SHARE, NAME, INSTANCES, COMMAND): a job of WHO's, its id
 sub submit
 {
-	my ($who, $share, $name, $instances, $command) = @_;
+	my ($who, $share, $name, $instances, $command, $per_host) = @_;
 	$command =~ s/'/''/g;
+	$per_host //= 'NULL';
 	return $node->safe_psql('postgres', qq{SET ROLE $who;
-INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count, payload)
-VALUES ('$name', 's_queue', '$share', 'gpu', $instances,
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host, payload)
+VALUES ('$name', 's_queue', '$share', 'gpu', $instances, $per_host,
 		jsonb_build_object('command', jsonb_build_array('sh', '-c', '$command'))) RETURNING id});
 }
 
@@ -84,13 +87,14 @@ sub held
 }
 
 # ---------------------------------------------------------------------------
-# A job larger than every agent waits NO_AGENT_FITS and holds nothing
+# A job that wants more on one host than any agent has waits NO_AGENT_FITS
+# and holds nothing
 # ---------------------------------------------------------------------------
 start_host('h1');
 start_host('h2');
-my $big = submit('ann', 'a', 'big', 5, 'true');
+my $big = submit('ann', 'a', 'big', 5, 'true', 5);
 ok(wait_for_job($big, "state = 'RUNNABLE' AND status_reason = 'NO_AGENT_FITS'"),
-	'a 5-instance job, within its share and the environment, waits NO_AGENT_FITS beside two 4-instance hosts');
+	'a job of 5 instances on one host, within its share and the environment, waits NO_AGENT_FITS beside two 4-instance hosts');
 is(held(), '0', 'it holds nothing');
 is( as('ann', "SELECT (e->>'blocked_by') || ' ' || (e->>'largest_agent') FROM quota_sched.explain($big) e"),
 	'NO_AGENT_FITS 4', 'explain names the largest live agent');

@@ -57,7 +57,7 @@ ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sc
 $node->safe_psql('postgres', qq{
 	SET ROLE oc_agent;
 	SELECT quota_sched.agent_ready('oc_h1', 'oc_q', 'gpu', 8);
-	SELECT count(*) FROM quota_sched.claim('oc_h1', 'oc_q');
+	SELECT count(*) FROM quota_sched.claim('oc_h1', 'oc_q', lease => '1 hour');
 	SELECT state FROM quota_sched.report($held, 'oc_h1', 'RUNNING');});
 is(state_of('a_held'), 'RUNNING', 'a_held runs on oc_h1');
 my $waiting = submit('oc_a', 'a_wait', 'oc_sa');

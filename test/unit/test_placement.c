@@ -190,7 +190,7 @@ test_waiting_for_hosts(void)
 	CHECK(WDecisionFor(out, job) == NULL && job->status_reason != NULL &&
 		  strcmp(job->status_reason, "WAITING_FOR_HOSTS") == 0,
 		  "waiting for hosts: capacity has room, no host has 2");
-	CHECK(out->nhost_reasons == 1 && out->host_reasons[0].waiting, "waiting for hosts: told");
+	CHECK(out->nhost_reasons == 1 && out->host_reasons[0].reason != NULL && strcmp(out->host_reasons[0].reason, "WAITING_FOR_HOSTS") == 0, "waiting for hosts: told");
 	WEnd(&w, x, W_SUCCEEDED);
 	out = WPassApply(&w);
 	CHECK(Dispatched(out, job) && WPartOn(job, "a") == 2 && job->status_reason == NULL,

@@ -561,21 +561,14 @@ ApplyHostReasons(World *w, const QsOutput *out)
 	for (int i = 0; i < out->nhost_reasons; i++)
 	{
 		WJob	   *job = ById(w, out->host_reasons[i].job_id);
-		bool		has = job->status_reason != NULL &&
+		const char *reason = out->host_reasons[i].reason;
+		bool		ours = job->status_reason == NULL ||
 			strcmp(job->status_reason, "WAITING_FOR_HOSTS") == 0;
 
-		if (job->state != W_RUNNABLE)
+		if (job->state != W_RUNNABLE || !ours || reason == job->status_reason)
 			continue;
-		if (out->host_reasons[i].waiting && job->status_reason == NULL)
-		{
-			job->status_reason = "WAITING_FOR_HOSTS";
-			job->status_reason_at = w->now;
-		}
-		else if (!out->host_reasons[i].waiting && has)
-		{
-			job->status_reason = NULL;
-			job->status_reason_at = QS_NO_TIME;
-		}
+		job->status_reason = reason;
+		job->status_reason_at = reason ? w->now : QS_NO_TIME;
 	}
 }
 
