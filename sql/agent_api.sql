@@ -191,8 +191,11 @@ CREATE OR REPLACE TRIGGER agent_access_revoke AFTER DELETE OR UPDATE ON quota_sc
 /*
  * agents: each agent, whether it is live (its last agent_ready, claim or
  * heartbeat younger than its last lease, 60 seconds if it took none), and
- * the jobs and instances it holds (SCHEDULED, STARTING, RUNNING with its
- * name: the lateral h, the one place that counts them); then (0.4) its
+ * the jobs and instances it holds (the lateral h, the one place that
+ * counts them: SCHEDULED, STARTING, RUNNING with its name, and of jobs
+ * placed on hosts the parts placed on it that have not ended, scheduling.md
+ * 3.14; a part that ended while its peers stop holds its host for the
+ * pass until they have, not here); then (0.4) its
  * labels, its address (its name when it gave none), since when it drains
  * (null: ACTIVE) and its free instances (instances less those it holds,
  * at least 0; null: no bound).  metrics() shows the same figures.  Admins
@@ -211,10 +214,15 @@ SELECT a.name AS agent, a.login, a.job_queue, a.capacity_unit, a.instances, a.st
 		   AS free_instances
   FROM quota_sched.agent a
 	   CROSS JOIN LATERAL (
-		SELECT pg_catalog.count(*) AS held_jobs,
-			   coalesce(pg_catalog.sum(j.instance_count), 0) AS held_instances
-		  FROM quota_sched.job j
-		 WHERE j.agent = a.name AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')) h
+		SELECT pg_catalog.count(*) AS held_jobs, coalesce(pg_catalog.sum(x.n), 0) AS held_instances
+		  FROM (SELECT j.instance_count AS n FROM quota_sched.job j
+				 WHERE j.agent = a.name AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+				   AND j.part_agents IS NULL
+				UNION ALL
+				SELECT p.instances FROM quota_sched.job_part p
+				  JOIN quota_sched.job j ON j.id = p.job_id AND j.scheduled_at = p.placed_at
+				 WHERE p.agent = a.name AND p.state IN ('PLACED', 'CLAIMED', 'RUNNING')
+				   AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')) x) h
  WHERE a.login = CURRENT_USER
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'quota_sched_admin', 'USAGE');
 

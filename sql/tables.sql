@@ -582,6 +582,7 @@ CREATE TABLE quota_sched.job_part (
 	state			text NOT NULL,
 	lease_until		timestamptz,
 	claimed_at		timestamptz,
+	agent_role		name,
 	ended_at		timestamptz,
 	ended_as		text,
 	stop_reason		text,

@@ -184,6 +184,7 @@ CREATE TABLE quota_sched.job_part (
 	state			text NOT NULL,
 	lease_until		timestamptz,
 	claimed_at		timestamptz,
+	agent_role		name,
 	ended_at		timestamptz,
 	ended_as		text,
 	stop_reason		text,
@@ -212,7 +213,8 @@ CREATE POLICY job_part_admin ON quota_sched.job_part FOR SELECT TO quota_sched_a
 CREATE POLICY job_part_user ON quota_sched.job_part FOR SELECT TO quota_sched_user
 	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_part.job_id));
 CREATE POLICY job_part_agent ON quota_sched.job_part FOR SELECT TO quota_sched_agent
-	USING (quota_sched.agent_login(agent) = CURRENT_USER);
+	USING (agent_role = CURRENT_USER
+		   OR (agent_role IS NULL AND quota_sched.agent_login(agent) = CURRENT_USER));
 ALTER TABLE quota_sched.job_attempt
 	ADD COLUMN rank integer NOT NULL DEFAULT 0,
 	DROP CONSTRAINT job_attempt_pkey,

@@ -467,7 +467,7 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	if (row.job.nparts > 0)
 	{
 		/* a job placed on hosts: the agent's part (scheduling.md 3.14) */
-		QsPartReport(&row, job_id, agent, report, reason, attempt, exit_code, output);
+		QsPartReport(&row, job_id, agent, report, reason, attempt, exit_code, output, caller);
 		result = QsReturnJob(job_id);
 		SPI_finish();
 		QsEndSystemWrite(&saved);
@@ -705,7 +705,10 @@ DoAttemptStarted(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	QsLockJob(job_id, &row);
-	if (attempt == QsJobAttempt(&row.job))
+	if (attempt == QsJobAttempt(&row.job) && row.job.nparts > 0)
+		result = QsRecordAttemptStart(job_id, attempt, QsHeldPartRank(job_id, agent, caller),
+									  agent, host, log_path, handle);
+	else if (attempt == QsJobAttempt(&row.job))
 	{
 		RequireReporter(&row, job_id, QS_REPORT_RUNNING, caller, role);
 		RequireHeld(&row, job_id, agent);

@@ -53,10 +53,10 @@ static QsQuery ClaimablePartsQuery = {
 static QsQuery ClaimPartsQuery = {
 	"UPDATE quota_sched.job_part p"
 	"   SET state = CASE WHEN $5 THEN 'RUNNING' ELSE 'CLAIMED' END,"
-	"       lease_until = now() + $4, claimed_at = now()"
+	"       lease_until = now() + $4, claimed_at = now(), agent_role = $6"
 	"  FROM unnest($1::int8[], $2::timestamptz[], $3::int4[]) AS c(job_id, placed_at, rank)"
 	" WHERE (p.job_id, p.placed_at, p.rank) = (c.job_id, c.placed_at, c.rank)",
-	5, {INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT4ARRAYOID, INTERVALOID, BOOLOID},
+	6, {INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT4ARRAYOID, INTERVALOID, BOOLOID, NAMEOID},
 	SPI_OK_UPDATE, QS_BY_IDS
 };
 
@@ -159,7 +159,8 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 			 int *nparts, int64 *ninstances)
 {
 	Picked		picked = {0};
-	Datum		args[5];
+	Datum		args[6];
+	Name		name = palloc0(NAMEDATALEN);
 
 	PickParts(queue, unit, agent, max_jobs, max_instances, &picked);
 	*nparts = picked.n;
@@ -171,6 +172,8 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	args[2] = QsArrayDatum(&picked.rank);
 	args[3] = IntervalPGetDatum(lease);
 	args[4] = BoolGetDatum(start);
+	namestrcpy(name, role);
+	args[5] = NameGetDatum(name);
 	QsQueryRun(&ClaimPartsQuery, args, NULL, false, 0);
 	SyncJobs(args[0], role);
 	return args[0];
@@ -186,12 +189,13 @@ typedef struct PartRow
 	QsPartState state;
 	bool		current;		/* of the job's placement now, which holds */
 	bool		let_go;			/* its agent was told to let go */
+	char	   *agent_role;		/* the role that claimed it; NULL: none yet */
 } PartRow;
 
 static QsQuery PartOfQuery = {
 	"SELECT p.placed_at, p.attempt, p.rank, p.state,"
 	"       " CURRENT_PART " AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING'),"
-	"       p.stop_reason IS NOT NULL"
+	"       p.stop_reason IS NOT NULL, p.agent_role"
 	"  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
 	" WHERE p.job_id = $1 AND p.agent = $2"
 	" ORDER BY p.placed_at DESC LIMIT 1 FOR NO KEY UPDATE OF p",
@@ -225,6 +229,7 @@ PartOf(int64 job_id, const char *agent)
 	part.state = (QsPartState) state;
 	part.current = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 	part.let_go = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	part.agent_role = SPI_getvalue(tup, desc, 7);
 	return part;
 }
 
@@ -341,29 +346,35 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 }
 
 /*
- * RequirePartAgent refuses a login acting for an agent that is not its
- * own (registered by another login, or not at all) unless it is an admin.
+ * RequirePartRole refuses a report on a part another role claimed (or, not
+ * claimed yet, placed on an agent another login registered) unless the
+ * caller is an admin, who is then the actor of the history: the rule of
+ * jobs that are not placed (agent_api.c's RequireReporter), per part.
  */
 static void
-RequirePartAgent(const char *agent, Oid caller)
+RequirePartRole(const PartRow *part, const char *agent, Oid caller, const char *role)
 {
 	static QsQuery LoginQuery = {
 		"SELECT quota_sched.agent_login($1)", 1, {TEXTOID}, SPI_OK_SELECT
 	};
-	Datum		arg = CStringGetTextDatum(agent);
-	char	   *login;
+	const char *owner = part->agent_role;
 
-	if (QsIsAdmin(caller))
+	if (owner == NULL)
+	{
+		Datum		arg = CStringGetTextDatum(agent);
+
+		QsQueryRun(&LoginQuery, &arg, NULL, true, 1);
+		owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	}
+	if (owner != NULL && strcmp(owner, role) == 0)
 		return;
-	QsQueryRun(&LoginQuery, &arg, NULL, true, 1);
-	login = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (login == NULL || strcmp(login, GetUserNameFromId(caller, false)) != 0)
+	if (!QsIsAdmin(caller))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("role \"%s\" may not act for agent \"%s\"",
-						GetUserNameFromId(caller, false), agent),
-				 errdetail("The parts of a job placed on an agent are the business of "
-						   "the login that registered it (agent_ready), or of an admin.")));
+				 errmsg("role \"%s\" may not act for agent \"%s\"", role, agent),
+				 errdetail("A part of a job is the business of the role that claimed it "
+						   "(before, of the login that registered its agent), or of an admin.")));
+	QsWrite.actor = role;		/* an admin acting for the agent */
 }
 
 /*
@@ -402,15 +413,16 @@ NotHeld(int64 job_id, const char *agent, const char *why)
  */
 void
 QsPartReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport report,
-			 const char *reason, int32 attempt, const int32 *exit_code, const char *output)
+			 const char *reason, int32 attempt, const int32 *exit_code, const char *output,
+			 Oid caller)
 {
-	PartRow		part;
+	char	   *role = GetUserNameFromId(caller, false);
+	PartRow		part = PartOf(job_id, agent);
 	bool		ends = report != QS_REPORT_RUNNING;
 
-	RequirePartAgent(agent, GetUserId());
-	part = PartOf(job_id, agent);
 	if (!part.found)
 		NotHeld(job_id, agent, "does not exist: the job is not placed on it");
+	RequirePartRole(&part, agent, caller, role);
 	if ((attempt > 0 && attempt != part.attempt) || (ends && part.state == QS_PART_ENDED) ||
 		(!ends && part.state == QS_PART_RUNNING && part.current))
 		return;					/* over, or a repeat */
@@ -426,7 +438,7 @@ QsPartReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repo
 	if (!ends)
 	{
 		SetPart(job_id, &part, QS_PART_RUNNING, NULL, NULL);
-		SyncJobs(OneId(job_id), GetUserNameFromId(GetUserId(), false));
+		SyncJobs(OneId(job_id), role);
 		return;
 	}
 	if (report == QS_REPORT_STOPPED && row->job.stop == QS_STOP_NONE)
@@ -444,8 +456,8 @@ QsPartReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repo
  * were not told to let go get their leases renewed (until now + $2, at
  * most the stop's request + $3), passing over rows another transaction
  * holds; each is returned with the stop it must make (NOT_CLAIMED: the
- * job went on without it) and its lease.  The role $5 (null: an admin)
- * must be the agent's login.
+ * job went on without it) and its lease.  Only the parts the role $5
+ * claimed count (null: an admin's heartbeat, every part).
  */
 static QsQuery ExtendPartsQuery = {
 	"WITH mine AS ("
@@ -454,7 +466,7 @@ static QsQuery ExtendPartsQuery = {
 	"          " CURRENT_PART " AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING') AS current"
 	"     FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
 	"    WHERE p.agent = $1 AND " HOLDING_PART " AND j.job_queue = ANY ($4)"
-	"      AND ($5::name IS NULL OR quota_sched.agent_login($1) = $5)),"
+	"      AND ($5::name IS NULL OR p.agent_role = $5)),"
 	" locked AS ("
 	"   SELECT p.job_id, p.placed_at, p.rank FROM quota_sched.job_part p"
 	"     JOIN mine m ON (m.job_id, m.placed_at, m.rank) = (p.job_id, p.placed_at, p.rank)"
@@ -531,4 +543,24 @@ QsExtendPartLeases(ReturnSetInfo *rsinfo, const char *agent, const char *role,
 
 		QsQueryRun(&JobLeasesQuery, &ids, NULL, false, 0);
 	}
+}
+
+/*
+ * QsHeldPartRank returns the rank of the part of a job placed on hosts
+ * that the agent holds now (claimed or running, of the job's current
+ * placement), for the caller's role (RequirePartRole); an error when it
+ * holds none (attempt_started).
+ */
+int32
+QsHeldPartRank(int64 job_id, const char *agent, Oid caller)
+{
+	PartRow		part = PartOf(job_id, agent);
+
+	if (!part.found)
+		NotHeld(job_id, agent, "does not exist: the job is not placed on it");
+	RequirePartRole(&part, agent, caller, GetUserNameFromId(caller, false));
+	if (!part.current || part.let_go ||
+		(part.state != QS_PART_CLAIMED && part.state != QS_PART_RUNNING))
+		NotHeld(job_id, agent, "is not claimed, has ended, or must let go");
+	return part.rank;
 }
