@@ -230,19 +230,6 @@ REVOKE ALL ON quota_sched.agents FROM PUBLIC;
 GRANT SELECT ON quota_sched.agents TO quota_sched_admin, quota_sched_agent;
 
 /*
- * agent_login(agent): the login an agent is registered for (null: none),
- * for job_part's row-level security (an agent login sees the parts placed
- * on its agents), which cannot read the table agent itself.
- */
-CREATE OR REPLACE FUNCTION quota_sched.agent_login(agent text)
-RETURNS name
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT a.login FROM quota_sched.agent a WHERE a.name = agent $$;
-REVOKE ALL ON FUNCTION quota_sched.agent_login(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION quota_sched.agent_login(text) TO quota_sched_agent;
-
-/*
  * job_attempt_forget: the attempts of deleted jobs (prune(), an admin's
  * DELETE, a cascade from their share or queue) and of a TRUNCATE of jobs
  * go with them, as their history does (job_history_delete).  Triggers,

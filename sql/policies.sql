@@ -57,8 +57,7 @@ CREATE POLICY job_attempt_user ON quota_sched.job_attempt FOR SELECT TO quota_sc
 /*
  * job_part (scheduling.md 3.14): admins see every part; a user the parts
  * of the jobs they see, through job's own policies; an agent login the
- * parts it claimed, and those not claimed yet placed on its agents
- * (quota_sched.agent_login).
+ * parts it claimed.
  */
 ALTER TABLE quota_sched.job_part ENABLE ROW LEVEL SECURITY;
 CREATE POLICY job_part_admin ON quota_sched.job_part FOR SELECT TO quota_sched_admin
@@ -66,5 +65,4 @@ CREATE POLICY job_part_admin ON quota_sched.job_part FOR SELECT TO quota_sched_a
 CREATE POLICY job_part_user ON quota_sched.job_part FOR SELECT TO quota_sched_user
 	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_part.job_id));
 CREATE POLICY job_part_agent ON quota_sched.job_part FOR SELECT TO quota_sched_agent
-	USING (agent_role = CURRENT_USER
-		   OR (agent_role IS NULL AND quota_sched.agent_login(agent) = CURRENT_USER));
+	USING (agent_role = CURRENT_USER);

@@ -202,19 +202,13 @@ CREATE INDEX job_part_agent ON quota_sched.job_part (agent, job_id)
 	WHERE state IN ('PLACED', 'CLAIMED', 'RUNNING');
 REVOKE ALL ON quota_sched.job_part FROM PUBLIC;
 GRANT SELECT ON quota_sched.job_part TO quota_sched_admin, quota_sched_user, quota_sched_agent;
-CREATE OR REPLACE FUNCTION quota_sched.agent_login(agent text)
-RETURNS name
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT a.login FROM quota_sched.agent a WHERE a.name = agent $$;
 ALTER TABLE quota_sched.job_part ENABLE ROW LEVEL SECURITY;
 CREATE POLICY job_part_admin ON quota_sched.job_part FOR SELECT TO quota_sched_admin
 	USING (true);
 CREATE POLICY job_part_user ON quota_sched.job_part FOR SELECT TO quota_sched_user
 	USING (EXISTS (SELECT 1 FROM quota_sched.job j WHERE j.id = job_part.job_id));
 CREATE POLICY job_part_agent ON quota_sched.job_part FOR SELECT TO quota_sched_agent
-	USING (agent_role = CURRENT_USER
-		   OR (agent_role IS NULL AND quota_sched.agent_login(agent) = CURRENT_USER));
+	USING (agent_role = CURRENT_USER);
 ALTER TABLE quota_sched.job_attempt
 	ADD COLUMN rank integer NOT NULL DEFAULT 0,
 	DROP CONSTRAINT job_attempt_pkey,

@@ -183,6 +183,7 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 typedef struct PartRow
 {
 	bool		found;
+	int64		job_id;
 	Datum		placed_at;
 	int32		attempt;
 	int32		rank;
@@ -220,6 +221,7 @@ PartOf(int64 job_id, const char *agent)
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	part.found = true;
+	part.job_id = job_id;
 	part.placed_at = SPI_getbinval(tup, desc, 1, &isnull);
 	part.attempt = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 	part.rank = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
@@ -346,34 +348,22 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 }
 
 /*
- * RequirePartRole refuses a report on a part another role claimed (or, not
- * claimed yet, placed on an agent another login registered) unless the
- * caller is an admin, who is then the actor of the history: the rule of
- * jobs that are not placed (agent_api.c's RequireReporter), per part.
+ * RequirePartRole refuses a report on a part another role claimed unless
+ * the caller is an admin, who is then the actor of the history: the rule
+ * of jobs that are not placed (agent_api.c's RequireReporter), per part.
  */
 static void
 RequirePartRole(const PartRow *part, const char *agent, Oid caller, const char *role)
 {
-	static QsQuery LoginQuery = {
-		"SELECT quota_sched.agent_login($1)", 1, {TEXTOID}, SPI_OK_SELECT
-	};
-	const char *owner = part->agent_role;
-
-	if (owner == NULL)
-	{
-		Datum		arg = CStringGetTextDatum(agent);
-
-		QsQueryRun(&LoginQuery, &arg, NULL, true, 1);
-		owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	}
-	if (owner != NULL && strcmp(owner, role) == 0)
+	if (part->agent_role != NULL && strcmp(part->agent_role, role) == 0)
 		return;
 	if (!QsIsAdmin(caller))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("role \"%s\" may not act for agent \"%s\"", role, agent),
-				 errdetail("A part of a job is the business of the role that claimed it "
-						   "(before, of the login that registered its agent), or of an admin.")));
+				 errmsg("role \"%s\" may not act for agent \"%s\" on job " INT64_FORMAT,
+						role, agent, part->job_id),
+				 errdetail("A part of a job is the business of the role that claimed it, "
+						   "or of an admin.")));
 	QsWrite.actor = role;		/* an admin acting for the agent */
 }
 
@@ -420,14 +410,15 @@ QsPartReport(const QsJobRow *row, int64 job_id, const char *agent, QsReport repo
 	PartRow		part = PartOf(job_id, agent);
 	bool		ends = report != QS_REPORT_RUNNING;
 
-	if (!part.found)
-		NotHeld(job_id, agent, "does not exist: the job is not placed on it");
+	if (!part.found || part.state == QS_PART_PLACED)
+		NotHeld(job_id, agent, part.found ? "is not claimed" :
+				"does not exist: the job is not placed on it");
 	RequirePartRole(&part, agent, caller, role);
 	if ((attempt > 0 && attempt != part.attempt) || (ends && part.state == QS_PART_ENDED) ||
 		(!ends && part.state == QS_PART_RUNNING && part.current))
 		return;					/* over, or a repeat */
-	if (part.state == QS_PART_PLACED || part.state == QS_PART_ENDED)
-		NotHeld(job_id, agent, part.state == QS_PART_PLACED ? "is not claimed" : "has ended");
+	if (part.state == QS_PART_ENDED)
+		NotHeld(job_id, agent, "has ended");
 	if (!part.current || part.let_go)
 	{
 		if (!ends)
@@ -556,8 +547,9 @@ QsHeldPartRank(int64 job_id, const char *agent, Oid caller)
 {
 	PartRow		part = PartOf(job_id, agent);
 
-	if (!part.found)
-		NotHeld(job_id, agent, "does not exist: the job is not placed on it");
+	if (!part.found || part.state == QS_PART_PLACED)
+		NotHeld(job_id, agent, part.found ? "is not claimed" :
+				"does not exist: the job is not placed on it");
 	RequirePartRole(&part, agent, caller, GetUserNameFromId(caller, false));
 	if (!part.current || part.let_go ||
 		(part.state != QS_PART_CLAIMED && part.state != QS_PART_RUNNING))

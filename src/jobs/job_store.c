@@ -248,7 +248,8 @@ static QsQuery JobQueueQuery = {
 static QsQuery LockJobQuery = {
 	"SELECT id, job_queue, owner, state, agent, agent_role, stop_reason,"
 	"       failed_attempts, max_attempts, preemption_count,"
-	"       coalesce(preemption_retries, -1) AS preemption_retries, lease_losses"
+	"       coalesce(preemption_retries, -1) AS preemption_retries, lease_losses,"
+	"       max_lease_losses, part_agents, part_instances"
 	"  FROM quota_sched.job WHERE id = $1 FOR UPDATE SKIP LOCKED",
 	1, {INT8OID}, SPI_OK_SELECT
 };
@@ -311,6 +312,8 @@ static QsQuery JobPositionQuery = {
 	"SELECT j.id, j.instance_count, j.priority, j.queued_at, j.state, j.quota_share,"
 	"       j.capacity_unit, j.status_reason, j.agent, j.stop_reason, j.promised_at,"
 	"       j.job_queue, j.owner, j.claim_requeues, j.claim_backoff_until,"
+	"       coalesce(j.instances_per_host, 0) AS instances_per_host, j.same_label,"
+	"       j.part_agents, j.part_instances,"
 	"       (SELECT count(*) + 1 FROM quota_sched.job o"
 	"         WHERE o.job_queue = j.job_queue AND o.quota_share = j.quota_share"
 	"           AND o.state = 'RUNNABLE'"

@@ -902,7 +902,11 @@ QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now)
 	RunForJobs(is_set ? &SetPromisesQuery : &ClearPromisesQuery, &ids, 1, now);
 }
 
-/* A job with no placement constraints (scheduling.md 3.13) */
+/*
+ * A job with no placement constraints (scheduling.md 3.13): the pass sets
+ * and clears NO_AGENT_FITS of the others (QsWriteHostReasons) but where
+ * they are larger than agent_max, what the hosts have in all.
+ */
 #define UNCONSTRAINED "j.instances_per_host IS NULL AND j.same_label IS NULL"
 
 static QsQuery MisconfiguredQuery = {
@@ -920,8 +924,7 @@ static QsQuery MisconfiguredQuery = {
 	"       FROM quota_sched.job j"
 	"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
-	"        AND j.instance_count > least(l.env_max, l.quota_max, CASE WHEN " UNCONSTRAINED
-	"                                     THEN l.agent_max END,"
+	"        AND j.instance_count > least(l.env_max, l.quota_max, l.agent_max,"
 	"                                     CASE WHEN l.budget_reason IS NOT NULL THEN 0 END)"
 	"     OFFSET 0) c"
 	"   UNION ALL"
@@ -930,16 +933,14 @@ static QsQuery MisconfiguredQuery = {
 	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"      AND j.status_reason LIKE 'MISCONFIGURATION:%'"
 	"      AND l.budget_reason IS NULL"
-	"      AND j.instance_count <= least(l.env_max, l.quota_max,"
-	"                                    CASE WHEN " UNCONSTRAINED " THEN l.agent_max END)"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max)"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
 	"    WHERE j.job_queue = $1 AND j.state = 'RUNNABLE'"
 	"      AND j.status_reason = 'NO_AGENT_FITS' AND " UNCONSTRAINED
 	"      AND l.budget_reason IS NULL"
-	"      AND j.instance_count <= least(l.env_max, l.quota_max,"
-	"                                    CASE WHEN " UNCONSTRAINED " THEN l.agent_max END)"
+	"      AND j.instance_count <= least(l.env_max, l.quota_max, l.agent_max)"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"

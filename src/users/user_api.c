@@ -825,6 +825,55 @@ AgentKeys(ExplainJob *ej)
 						 ej->row.job.count);
 }
 
+/* The parts of a job's current placement, in rank order (PartKeys). */
+static QsQuery PartsOfJobQuery = {
+	"SELECT floor(extract(epoch FROM now() - j.scheduled_at))::bigint, p.rank, p.agent,"
+	"       p.instances, p.state"
+	"  FROM quota_sched.job j JOIN quota_sched.job_part p"
+	"    ON p.job_id = j.id AND p.placed_at = j.scheduled_at"
+	" WHERE j.id = $1 ORDER BY p.rank",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * PartKeys tells of a SCHEDULED job placed on hosts (scheduling.md 3.14)
+ * how long ago it was dispatched and its parts ("parts": rank, agent,
+ * instances, state): it starts once every part is claimed, and the detail
+ * names those that are not.
+ */
+static void
+PartKeys(ExplainJob *ej)
+{
+	Datum		arg = Int64GetDatum(ej->row.job.id);
+	uint64		n = QsQueryRun(&PartsOfJobQuery, &arg, NULL, true, 0);
+	StringInfoData waiting;
+	bool		isnull;
+
+	initStringInfo(&waiting);
+	appendStringInfo(&ej->keys, ", \"waiting_seconds\": %s, \"parts\": [",
+					 n > 0 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : "0");
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *agent = SPI_getvalue(tup, desc, 3);
+		char	   *state = SPI_getvalue(tup, desc, 5);
+
+		appendStringInfo(&ej->keys, "%s{\"rank\": %d, \"agent\": ", i > 0 ? ", " : "",
+						 DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull)));
+		escape_json(&ej->keys, agent);
+		appendStringInfo(&ej->keys, ", \"instances\": %s, \"state\": \"%s\"}",
+						 SPI_getvalue(tup, desc, 4), state);
+		if (strcmp(state, QsPartStateName(QS_PART_PLACED)) == 0)
+			appendStringInfo(&waiting, "%s%s", waiting.len > 0 ? ", " : "", agent);
+	}
+	appendStringInfoChar(&ej->keys, ']');
+	appendStringInfo(&ej->detail, "It was dispatched %s s ago on " UINT64_FORMAT " host%s; it "
+					 "starts once every part is claimed.  Not claimed yet: %s.",
+					 n > 0 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : "0",
+					 n, n == 1 ? "" : "s", waiting.len > 0 ? waiting.data : "none");
+}
+
 /*
  * ExplainNotRunnable says what became of a job that does not wait: it
  * waits for an agent, runs, or has ended.
@@ -838,7 +887,10 @@ ExplainNotRunnable(ExplainJob *ej)
 	if (row->state == QS_SCHEDULED)
 	{
 		ej->blocked_by = QsBlockedName(QS_BLOCKED_WAITING_FOR_AGENT);
-		AgentKeys(ej);
+		if (row->job.nparts > 0)
+			PartKeys(ej);
+		else
+			AgentKeys(ej);
 	}
 	else if (row->agent != NULL && (row->state == QS_STARTING || row->state == QS_RUNNING))
 		appendStringInfo(&ej->detail, "Agent %s holds it%s%s.", row->agent,

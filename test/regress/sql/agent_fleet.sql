@@ -27,10 +27,10 @@ CREATE ROLE regress_af_ops NOLOGIN IN ROLE quota_sched_admin;
 CREATE ROLE regress_af_alice NOLOGIN IN ROLE quota_sched_user;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
-VALUES ('af_env', '{"gpu": 8, "cpu": 4}');
+VALUES ('af_env', '{"gpu": 8, "cpu": 8}');
 INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('af_queue', 'af_env');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-VALUES ('af_queue', 'af_share', '{"gpu": 8, "cpu": 4}', 'RESERVE');
+VALUES ('af_queue', 'af_share', '{"gpu": 8, "cpu": 8}', 'RESERVE');
 -- both hosts serve the queue (agent_access: sql/agent_access.sql)
 INSERT INTO quota_sched.agent_access (login, job_queue)
 VALUES ('regress_af_host_a', 'af_queue'), ('regress_af_host_b', 'af_queue');
@@ -120,23 +120,25 @@ UPDATE quota_sched.agent SET last_seen = now() - interval '2 minutes' WHERE name
 
 -- A claim and a heartbeat refresh last_seen and lease, and only for the
 -- agent's own login; an unregistered agent claims and heartbeats as
--- before and gets no row.
+-- before and gets no row.  The jobs are of cpu, for which no agent is
+-- registered: any agent may claim them (gpu is placed on its agents,
+-- scheduling.md 3.13: pass_placement).
 SET ROLE regress_af_alice;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
-VALUES ('af_1', 'af_queue', 'af_share', 'gpu', 2),
-	   ('af_2', 'af_queue', 'af_share', 'gpu', 1),
-	   ('af_3', 'af_queue', 'af_share', 'gpu', 1);
+VALUES ('af_1', 'af_queue', 'af_share', 'cpu', 2),
+	   ('af_2', 'af_queue', 'af_share', 'cpu', 1),
+	   ('af_3', 'af_queue', 'af_share', 'cpu', 1);
 RESET ROLE;
 SELECT name, action FROM pg_temp.pass('af_queue');
 SET ROLE regress_af_host_b;
-SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'gpu', lease => '5 minutes');
+SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'cpu', lease => '5 minutes');
 RESET ROLE;
 SELECT name, lease, seen_lately FROM pg_temp.af_agents();
 SET ROLE regress_af_host_a;
 -- af_b's name from another login: the claim goes through (agent names are
 -- free to claim with), the row stays af_b's own
-SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'gpu', lease => '7 minutes');
-SELECT name, state FROM quota_sched.claim('af_unregistered', 'af_queue', 'gpu', lease => '9 minutes');
+SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'cpu', lease => '7 minutes');
+SELECT name, state FROM quota_sched.claim('af_unregistered', 'af_queue', 'cpu', lease => '9 minutes');
 RESET ROLE;
 SELECT name, lease, seen_lately FROM pg_temp.af_agents();
 SELECT count(*) AS unregistered_rows FROM quota_sched.agent WHERE name = 'af_unregistered';
@@ -165,23 +167,23 @@ RESET ROLE;
 -- draining; drain_agent(..., false) makes it ACTIVE again and it claims.
 SET ROLE regress_af_alice;
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
-VALUES ('af_4', 'af_queue', 'af_share', 'gpu');
+VALUES ('af_4', 'af_queue', 'af_share', 'cpu');
 RESET ROLE;
 SELECT name, action FROM pg_temp.pass('af_queue');
 SET ROLE regress_af_host_b;
-SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'gpu', max_jobs => 5);
+SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'cpu', max_jobs => 5);
 SELECT count(*) FROM quota_sched.heartbeat('af_b');
 SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'af_1'),
 										   'af_b', 'SUCCEEDED');
 SELECT name, state FROM quota_sched.agent_ready('af_b', 'af_queue', 'gpu', 2);
-SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'gpu', max_jobs => 5);
+SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'cpu', max_jobs => 5);
 RESET ROLE;
 SELECT agent, state, held_jobs, held_instances FROM quota_sched.agents WHERE agent = 'af_b';
 SET ROLE regress_af_ops;
 SELECT name, state FROM quota_sched.drain_agent('af_b', false);
 RESET ROLE;
 SET ROLE regress_af_host_b;
-SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'gpu', max_jobs => 5);
+SELECT name, state FROM quota_sched.claim('af_b', 'af_queue', 'cpu', max_jobs => 5);
 RESET ROLE;
 SELECT agent, state, held_jobs, held_instances FROM quota_sched.agents WHERE agent = 'af_b';
 

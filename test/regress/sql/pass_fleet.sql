@@ -62,10 +62,11 @@ SELECT * FROM pg_temp.pass('pf_queue');
 SELECT name, state FROM quota_sched.terminate(pg_temp.id('pf_before'));
 
 ------------------------------------------------------------------------
--- Two live agents of 4 gpus: a 5-instance job is held back (NO_AGENT_FITS,
--- no victims, nothing held); a 4-instance job behind it in the same share
--- is dispatched (the held-back job does not count as tried), as is a cpu
--- job (no agent registered for cpu).
+-- Two live agents of 4 gpus: a job of 5 instances on one host is held
+-- back (NO_AGENT_FITS, no victims, nothing held: a job of 5 with any split
+-- would run on both, scheduling.md 3.13); a 4-instance job behind it in
+-- the same share is dispatched (the held-back job does not count as
+-- tried), as is a cpu job (no agent registered for cpu).
 ------------------------------------------------------------------------
 SET ROLE regress_pf_host_a;
 SELECT name, instances FROM quota_sched.agent_ready('pf_a', 'pf_queue', 'gpu', 4);
@@ -73,10 +74,11 @@ RESET ROLE;
 SET ROLE regress_pf_host_b;
 SELECT name, instances FROM quota_sched.agent_ready('pf_b', 'pf_queue', 'gpu', 4);
 RESET ROLE;
-INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count, priority)
-VALUES ('pf_big', 'pf_queue', 'pf_share', 'gpu', 5, 9),
-       ('pf_four', 'pf_queue', 'pf_share', 'gpu', 4, 1),
-       ('pf_cpu', 'pf_queue', 'pf_share', 'cpu', 4, 1);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count, priority,
+							 instances_per_host)
+VALUES ('pf_big', 'pf_queue', 'pf_share', 'gpu', 5, 9, 5),
+       ('pf_four', 'pf_queue', 'pf_share', 'gpu', 4, 1, NULL),
+       ('pf_cpu', 'pf_queue', 'pf_share', 'cpu', 4, 1, NULL);
 SELECT * FROM pg_temp.pass('pf_queue');
 SELECT * FROM pg_temp.pf_jobs() WHERE name IN ('pf_big', 'pf_four', 'pf_cpu');
 SELECT quota_share, capacity_unit, sum(instances) AS held FROM quota_sched.held_capacity
