@@ -265,7 +265,8 @@ CREATE OR REPLACE TRIGGER job_attempt_truncate AFTER TRUNCATE ON quota_sched.job
 
 /*
  * job_attempts (issue 21, a job's own output): "why did my job fail", each
- * attempt of a job with where it ran, its exit code and the last lines of
+ * attempt of a job (each part of it, rank, for a job placed on several
+ * hosts: scheduling.md 3.14) with where it ran, its exit code and the last lines of
  * its output, beside the job's name, owner and state.  Read with the
  * reader's rights (security_invoker): row-level security on job and
  * job_attempt shows a user the attempts of their own and their teams'
@@ -275,7 +276,7 @@ CREATE OR REPLACE TRIGGER job_attempt_truncate AFTER TRUNCATE ON quota_sched.job
 CREATE OR REPLACE VIEW quota_sched.job_attempts WITH (security_invoker = true) AS
 SELECT a.job_id, j.name, j.owner, j.job_queue, j.quota_share, j.state, j.status_reason,
 	   a.attempt, a.agent, a.host, a.log_path, a.handle, a.exit_code, a.output,
-	   a.started_at, a.ended_at
+	   a.started_at, a.ended_at, a.rank
   FROM quota_sched.job_attempt a
   JOIN quota_sched.job j ON j.id = a.job_id;
 

@@ -464,9 +464,12 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	QsLockJob(job_id, &row);
-	if (row.job.nparts > 0)
+	if (row.job.nparts > 0 || (!IsHeldBy(&row, agent) && QsAgentHasPart(job_id, agent)))
 	{
-		/* a job placed on hosts: the agent's part (scheduling.md 3.14) */
+		/*
+		 * a job placed on hosts, or that went on without the part the
+		 * agent still holds: the agent's part (scheduling.md 3.14)
+		 */
 		QsPartReport(&row, job_id, agent, report, reason, attempt, exit_code, output, caller);
 		result = QsReturnJob(job_id);
 		SPI_finish();

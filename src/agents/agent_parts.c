@@ -314,11 +314,17 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 	Datum		arg = Int64GetDatum(job_id);
 	HeapTuple	tup;
 	bool		isnull;
+	int64		holding;
+	bool		all_succeeded,
+				any_failed;
 	QsStopOutcome o;
 
 	QsQueryRun(&PartsLeftQuery, &arg, NULL, false, 0);
 	tup = SPI_tuptable->vals[0];
-	if (DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull)) > 0)
+	holding = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	all_succeeded = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+	any_failed = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
+	if (holding > 0)
 	{
 		if ((report == QS_REPORT_FAILED || report == QS_REPORT_RELEASED) &&
 			row->job.stop == QS_STOP_NONE)
@@ -327,14 +333,14 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 		return;
 	}
 	QsDropUnclaimedParts(OneId(job_id));
-	if (DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull)))
+	if (all_succeeded)
 	{
 		if (row->state == QS_STARTING)
 			QsChangeJob(job_id, QS_CHANGE_RUNNING, NULL);
 		QsChangeJob(job_id, QS_CHANGE_SUCCEEDED, reason);
 		return;
 	}
-	if (DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull)))
+	if (any_failed)
 	{
 		o = QsFailedOutcome(&row->job);
 		o.reason = reason ? reason : QsReportName(QS_REPORT_FAILED);
@@ -555,4 +561,22 @@ QsHeldPartRank(int64 job_id, const char *agent, Oid caller)
 		(part.state != QS_PART_CLAIMED && part.state != QS_PART_RUNNING))
 		NotHeld(job_id, agent, "is not claimed, has ended, or must let go");
 	return part.rank;
+}
+
+/*
+ * QsAgentHasPart tells whether an agent holds a part of a job (claimed or
+ * running, of any placement): a report on a job that went on without it
+ * is about that part.
+ */
+bool
+QsAgentHasPart(int64 job_id, const char *agent)
+{
+	static QsQuery HasPartQuery = {
+		"SELECT 1 FROM quota_sched.job_part p"
+		" WHERE p.job_id = $1 AND p.agent = $2 AND " HOLDING_PART,
+		2, {INT8OID, TEXTOID}, SPI_OK_SELECT
+	};
+	Datum		args[2] = {Int64GetDatum(job_id), CStringGetTextDatum(agent)};
+
+	return QsQueryRun(&HasPartQuery, args, NULL, true, 1) > 0;
 }

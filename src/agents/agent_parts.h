@@ -26,6 +26,7 @@ extern Datum QsClaimParts(const char *queue, const char *unit, int max_jobs, int
 extern void QsPartReport(const QsJobRow *row, int64 job_id, const char *agent,
 						 QsReport report, const char *reason, int32 attempt,
 						 const int32 *exit_code, const char *output, Oid caller);
+extern bool QsAgentHasPart(int64 job_id, const char *agent);
 extern int32 QsHeldPartRank(int64 job_id, const char *agent, Oid caller);
 extern void QsExtendPartLeases(ReturnSetInfo *rsinfo, const char *agent, const char *role,
 							   Interval *lease, Interval *stop_timeout, Datum queues);
