@@ -104,7 +104,7 @@ CREATE TABLE quota_sched.quota_share (
  * which the submitter may set, the job fails); claim_requeues counts the
  * times no agent claimed it within its queue's claim_timeout, and
  * claim_backoff_until holds it back from dispatch after such a requeue.
- * The placement constraints (0.4, scheduling.md 12.2), set by the
+ * The placement constraints (0.4, scheduling.md 3.13), set by the
  * submitter and fixed after: instances_per_host (null: any split) divides
  * instance_count, and same_label (null: none) is a label key.  The insert
  * trigger checks both with a clear message; the CHECKs say the same.
@@ -463,7 +463,7 @@ CREATE UNIQUE INDEX lending_hourly_key ON quota_sched.lending_hourly
  * queue, unit and instances in all (null: no bound, as an external
  * launcher that provisions each job).  last_seen is its last agent_ready,
  * claim or heartbeat; lease the lease of its last claim or heartbeat
- * (null: it took none yet).  0.4 (scheduling.md 12.1): its labels (a flat
+ * (null: it took none yet).  0.4 (scheduling.md 3.13): its labels (a flat
  * object of strings), its address (how other hosts reach it; null: by its
  * name) and when it last became ACTIVE or DRAINING (state_changed_at: its
  * registration, a drain_agent that changed its state; for an agent

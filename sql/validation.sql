@@ -79,7 +79,7 @@ AS 'MODULE_PATHNAME', 'qs_check_fair_half_life'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 /*
- * an agent's labels and address (scheduling.md 12.1; src/agents/host_checks.c,
+ * an agent's labels and address (scheduling.md 3.13; src/agents/host_checks.c,
  * which agent_ready calls too).  Not granted: only the agents' functions
  * write the table, as its owner.
  */

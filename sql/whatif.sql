@@ -1,6 +1,6 @@
 /*
  * whatif.sql
- *		What-if (scheduling.md 3.13): replay a queue's recorded workload
+ *		What-if (scheduling.md 3.15): replay a queue's recorded workload
  *		under its configuration as it is and under a candidate change, in
  *		an ideal world, beside what the history itself says.
  *

@@ -147,7 +147,7 @@ ALTER TABLE quota_sched.agent
 	ADD CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL);
 
 /*
- * The placement constraints of a job (issue 39; scheduling.md 12.2;
+ * The placement constraints of a job (issue 39; scheduling.md 3.13;
  * tables.sql has its comment): instances_per_host and same_label, set by
  * the submitter (so UPDATE-able as a privilege, for the update guard to
  * answer, as the other submitter's columns), null for the jobs of 0.3.
@@ -215,7 +215,7 @@ ALTER TABLE quota_sched.job_attempt
 	ADD PRIMARY KEY (job_id, attempt, rank);
 
 /*
- * The fleet knows its hosts (issue 39, item 12.1; scheduling.md 12.1;
+ * The fleet knows its hosts (issue 39, item 12.1; scheduling.md 3.13;
  * tables.sql has the columns' comment): an agent's labels, its address,
  * and when it last became ACTIVE or DRAINING.  Their CHECKs call
  * check_agent_labels() and check_agent_address() (validation.sql), made

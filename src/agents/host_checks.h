@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * host_checks.h
- *		The checks of an agent's labels and address (scheduling.md 12.1,
+ *		The checks of an agent's labels and address (scheduling.md 3.13,
  *		doc/agents.md), by the rules of src/core/host_labels.h: for
  *		agent_ready (22023) and for the CHECKs of quota_sched.agent (23514),
  *		one home for both.

@@ -79,7 +79,7 @@ QsValidUnitName(const char *name, int len)
 
 /*
  * QsLabelKeyValid tells whether key is a label key: 1 to QS_MAX_LABEL_KEY_LEN
- * characters of [a-z0-9_.-] (scheduling.md 12.1).  One rule for both uses:
+ * characters of [a-z0-9_.-] (scheduling.md 3.13).  One rule for both uses:
  * the job's same_label (job_submit.c, and the job table's CHECK in
  * tables.sql says the same) and the keys of an agent's labels
  * (agent_ready).  Pure: no allocation, no error.

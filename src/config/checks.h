@@ -19,7 +19,7 @@
 #define QS_MAX_WEIGHT 10000
 /* the decimals of a budget's instance-hours (scheduling.md 3.11) */
 #define QS_BUDGET_DECIMALS 3
-/* the longest label key of an agent, and a job's same_label (scheduling.md 12.1) */
+/* the longest label key of an agent, and a job's same_label (scheduling.md 3.13) */
 #define QS_MAX_LABEL_KEY_LEN 63
 
 extern bool QsValidName(const char *name, int len);

@@ -32,7 +32,7 @@ typedef enum JobColumn
 	JC_TIMEOUT,
 	JC_CLIENT_TOKEN,
 	JC_TAGS,
-	JC_INSTANCES_PER_HOST,		/* 0.4, placement (scheduling.md 12.2) */
+	JC_INSTANCES_PER_HOST,		/* 0.4, placement (scheduling.md 3.13) */
 	JC_SAME_LABEL,				/* 0.4, placement */
 	/* kept by the system */
 	JC_ID,

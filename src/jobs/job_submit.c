@@ -323,7 +323,7 @@ CheckCapacity(JobValues *row)
 
 /*
  * CheckPlacementColumns checks the job's placement constraints (scheduling.md
- * 12.2), once instance_count is known (given, from the payload, or 1):
+ * 3.13), once instance_count is known (given, from the payload, or 1):
  * instances_per_host from 1 to instance_count and a divisor of it, and
  * same_label a label key.  Both may be null.  In C, without a query: every
  * submission passes here.  The job table's CHECKs say the same.

@@ -145,14 +145,18 @@ static QsQuery AgentsQuery = {
 
 /*
  * What the parts of the queue's holding jobs hold on each agent, and of
- * that what is stopping (scheduling.md 3.13).
+ * that what is stopping (scheduling.md 3.13); a job claimed while its unit
+ * was not placed (before 0.4, or before its agents registered) holds its
+ * instances on the agent that claimed it.
  */
 static QsQuery HostsHeldQuery = {
 	"SELECT j.capacity_unit, h.agent, sum(h.instances),"
 	"       coalesce(sum(h.instances) FILTER (WHERE j.stop_reason IS NOT NULL), 0)"
-	"  FROM quota_sched.job j, unnest(j.part_agents, j.part_instances) AS h(agent, instances)"
+	"  FROM quota_sched.job j,"
+	"       unnest(coalesce(j.part_agents, ARRAY[j.agent]),"
+	"              coalesce(j.part_instances, ARRAY[j.instance_count])) AS h(agent, instances)"
 	" WHERE j.job_queue = $1 AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
-	"   AND j.part_agents IS NOT NULL"
+	"   AND (j.part_agents IS NOT NULL OR j.agent IS NOT NULL)"
 	" GROUP BY j.capacity_unit, h.agent",
 	1, {TEXTOID}, SPI_OK_SELECT
 };

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * replay_sql.c
- *		What-if (scheduling.md 3.13), the shell: replay_run reads a queue's
+ *		What-if (scheduling.md 3.15), the shell: replay_run reads a queue's
  *		recorded workload (quota_sched.replay_workload) and its
  *		configuration as it is (baseline) and with a candidate change
  *		applied in a subtransaction that is rolled back (candidate: the

@@ -1,4 +1,4 @@
--- A job's placement constraints (issue 39, scheduling.md 12.2): two columns a
+-- A job's placement constraints (issue 39, scheduling.md 3.13): two columns a
 -- submitter may set in the INSERT, fixed after it.
 --   instances_per_host: null (any split), or from 1 to instance_count and a
 --     divisor of it, the instance_count the job runs with: given, from the

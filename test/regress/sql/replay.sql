@@ -1,4 +1,4 @@
--- What-if (scheduling.md 3.13): replay(job_queue, from, to, changes) runs
+-- What-if (scheduling.md 3.15): replay(job_queue, from, to, changes) runs
 -- the recorded workload through the passes in an ideal world, under the
 -- configuration as it is (baseline) and with a change (candidate), beside
 -- the history's own figures (recorded); replay_jobs says which jobs'
