@@ -363,6 +363,26 @@ QsAgentOf(const QsQueueState *qs, int64 job_id)
 	return e ? e->agent : NULL;
 }
 
+/*
+ * PartOfClaimer gives a held job with no placement that an agent claimed
+ * (claimed while its unit was not placed: before 0.4, or before its agents
+ * registered) one part, all its instances on that agent: what the pass
+ * counts it as holding there (HostsHeldQuery), and frees there when it
+ * stops.
+ */
+static void
+PartOfClaimer(QsQueueState *qs, QsJob *job, const char *agent)
+{
+	QsPart	   *part;
+
+	if (job->nparts > 0 || agent == NULL || !QsHoldsCapacity(job->state))
+		return;
+	part = MemoryContextAllocZero(qs->cxt, sizeof(QsPart));
+	*part = (QsPart) {MemoryContextStrdup(qs->cxt, agent), job->count, job->lease_until, false};
+	job->parts = part;
+	job->nparts = 1;
+}
+
 /* How many of an orphaned share's jobs its WARNING names (WarnOrphans) */
 #define QS_ORPHANS_NAMED 10
 
@@ -501,10 +521,33 @@ PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs)
 		jobs[n].share = share;
 		jobs[n].unit = AddUnit(qs, rows.rows[i].capacity_unit);
 		NoteAgent(qs, jobs[n].id, rows.rows[i].agent);
+		PartOfClaimer(qs, &jobs[n], rows.rows[i].agent);
 		n++;
 	}
 	*njobs = n;
 	return jobs;
+}
+
+/*
+ * KeepJobText copies what a job read in a batch's scratch memory points to
+ * (its same_label, its parts) into the state's memory.
+ */
+static void
+KeepJobText(QsQueueState *qs, QsJob *job)
+{
+	QsPart	   *parts;
+
+	if (job->same_label != NULL)
+		job->same_label = MemoryContextStrdup(qs->cxt, job->same_label);
+	if (job->nparts == 0)
+		return;
+	parts = MemoryContextAlloc(qs->cxt, sizeof(QsPart) * job->nparts);
+	for (int i = 0; i < job->nparts; i++)
+	{
+		parts[i] = job->parts[i];
+		parts[i].host = MemoryContextStrdup(qs->cxt, job->parts[i].host);
+	}
+	job->parts = parts;
 }
 
 /*
@@ -539,8 +582,12 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 		r->buf[i] = rows.rows[i].job;
 		r->buf[i].share = share;
 		r->buf[i].unit = unit;
+		KeepJobText(qs, &r->buf[i]);
 		if (r->held)
+		{
 			NoteAgent(qs, r->buf[i].id, rows.rows[i].agent);
+			PartOfClaimer(qs, &r->buf[i], rows.rows[i].agent);
+		}
 	}
 	r->exhausted = rows.n < limit;
 	MemoryContextDelete(scratch);
