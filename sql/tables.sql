@@ -599,6 +599,7 @@ CREATE TABLE quota_sched.job_part (
 /* The parts placed on an agent that it has not ended (claim, heartbeat). */
 CREATE INDEX job_part_agent ON quota_sched.job_part (agent, job_id)
 	WHERE state IN ('PLACED', 'CLAIMED', 'RUNNING');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_part', '');
 REVOKE ALL ON quota_sched.job_part FROM PUBLIC;
 GRANT SELECT ON quota_sched.job_part TO quota_sched_admin, quota_sched_user, quota_sched_agent;
 

@@ -200,6 +200,7 @@ CREATE TABLE quota_sched.job_part (
 );
 CREATE INDEX job_part_agent ON quota_sched.job_part (agent, job_id)
 	WHERE state IN ('PLACED', 'CLAIMED', 'RUNNING');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_part', '');
 REVOKE ALL ON quota_sched.job_part FROM PUBLIC;
 GRANT SELECT ON quota_sched.job_part TO quota_sched_admin, quota_sched_user, quota_sched_agent;
 ALTER TABLE quota_sched.job_part ENABLE ROW LEVEL SECURITY;

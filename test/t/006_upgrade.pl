@@ -798,8 +798,8 @@ sql('three', q{
 	SELECT min(id), 1, 'three-out', 0, E'done\x1b]0;owned\x07\r\n', now(), now() FROM quota_sched.job
 	ON CONFLICT (job_id, attempt) DO UPDATE SET output = excluded.output});
 my $three_columns = table_columns('three');
-is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('source') } ], ['agent_access'],
-	"three, 0.3: the tables of $current but agent_access");
+is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('source') } ],
+	['agent_access', 'job_part'], "three, 0.3: the tables of $current but agent_access and job_part");
 my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
 									 FROM quota_sched.agent});
 delete $three_columns->{agent};

@@ -50,13 +50,16 @@ sub submit
 		VALUES ('$name', 'oc_q', '$share', 'gpu') RETURNING id});
 }
 
-# team a's job a_held runs on agent oc_h1 (oc_agent's), a_wait waits
+# team a's job a_held runs on agent oc_h1 (oc_agent's), a_wait waits;
+# oc_h1 is an agent with no bound, so that the many jobs of team b the
+# checks submit are dispatched as capacity allows, wherever (not placed on
+# hosts: scheduling.md 3.13)
 my $held = submit('oc_a', 'a_held', 'oc_sa');
 ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE id = $held"),
 	'a_held is dispatched');
 $node->safe_psql('postgres', qq{
 	SET ROLE oc_agent;
-	SELECT quota_sched.agent_ready('oc_h1', 'oc_q', 'gpu', 8);
+	SELECT quota_sched.agent_ready('oc_h1', 'oc_q', 'gpu', NULL);
 	SELECT count(*) FROM quota_sched.claim('oc_h1', 'oc_q', lease => '1 hour');
 	SELECT state FROM quota_sched.report($held, 'oc_h1', 'RUNNING');});
 is(state_of('a_held'), 'RUNNING', 'a_held runs on oc_h1');
