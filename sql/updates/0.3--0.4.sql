@@ -142,8 +142,8 @@ ALTER TABLE quota_sched.agent
 	ADD CONSTRAINT agent_word_state CHECK (state::quota_sched.agent_state IS NOT NULL);
 
 /*
- * The fleet knows its hosts (issue 39, item 12.1; scheduling.md 12.1;
- * tables.sql has the columns' comment): an agent's labels, its address,
+ * The fleet knows its hosts (issue 39, item 12.1; doc/agents.md,
+ * "Labels and address"; tables.sql has the columns' comment): an agent's labels, its address,
  * and when it last became ACTIVE or DRAINING.  Their CHECKs call
  * check_agent_labels() and check_agent_address() (validation.sql), made
  * here before the constraints.  An agent registered in 0.3 gets no

@@ -96,9 +96,9 @@ SELECT function_privs_are('quota_sched', 'forget_agent', ARRAY['text'], 'quota_s
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_admin', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_agent', ARRAY['SELECT']);
 SELECT table_privs_are('quota_sched', 'agents', 'quota_sched_user', ARRAY[]::text[]);
-SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer'],
+SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer', 'jsonb', 'text'],
 	'quota_sched_agent', ARRAY['EXECUTE']);
-SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer'],
+SELECT function_privs_are('quota_sched', 'agent_ready', ARRAY['text', 'text', 'text', 'integer', 'jsonb', 'text'],
 	'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'drain_agent', ARRAY['text', 'boolean'],
 	'quota_sched_admin', ARRAY['EXECUTE']);
