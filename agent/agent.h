@@ -33,6 +33,8 @@ typedef struct AgentOptions
 	const char *queue;			/* --queue */
 	const char *unit;			/* --capacity-unit, NULL: any */
 	long		instances;		/* --instances */
+	const char *labels;			/* --labels as a JSON object ("{}": none) */
+	const char *address;		/* --address; NULL: the database takes the name */
 	double		lease;			/* --lease, seconds */
 	double		heartbeat;		/* --heartbeat, seconds (default: lease / 3) */
 	double		grace;			/* --grace, seconds */

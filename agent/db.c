@@ -81,8 +81,9 @@ static const Statement statements[NUM_STATEMENTS] = {
 		" $4::text, $5::text, $6::text)",
 	6},
 	[STMT_READY] = {"agent_ready",
-		"SELECT 1 FROM quota_sched.agent_ready($1::text, $2::text, $3::text, $4::integer)",
-	4},
+		"SELECT 1 FROM quota_sched.agent_ready($1::text, $2::text, $3::text, $4::integer,"
+		" $5::jsonb, $6::text)",
+	6},
 };
 
 PGconn	   *conn = NULL;

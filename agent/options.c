@@ -25,6 +25,7 @@
 AgentOptions opts = {
 	.conninfo = "",
 	.instances = 1,
+	.labels = "{}",
 	.lease = 60,
 	.heartbeat = 0,				/* 0: lease / 3 */
 	.grace = 30,
@@ -109,6 +110,38 @@ opt_agent_name(const OptionDef *opt, const char *arg)
 	if (strlen(arg) < 1 || strlen(arg) > 128)
 		bad_usage("--agent must have 1 to 128 bytes");
 	snprintf(opts.agent, sizeof(opts.agent), "%s", arg);
+}
+
+/*
+ * opt_labels: --labels KEY=VALUE,..., made the JSON object agent_ready
+ * takes, by the rules the database checks (labels_json)
+ */
+static void
+opt_labels(const OptionDef *opt, const char *arg)
+{
+	size_t		cap = labels_json_size(arg);
+	char	   *json = malloc(cap);
+	char		err[512];
+
+	(void) opt;
+	if (json == NULL)
+		bad_usage("out of memory");
+	if (!labels_json(arg, json, cap, err, sizeof(err)))
+		bad_usage("%s (--labels takes KEY=VALUE,KEY=VALUE; see --help)", err);
+	opts.labels = json;
+}
+
+/* opt_address: --address, by the rule the database checks (address_problem) */
+static void
+opt_address(const OptionDef *opt, const char *arg)
+{
+	const char *problem = address_problem(arg);
+
+	(void) opt;
+	if (problem != NULL)
+		bad_usage("--address \"%s\": %s (a host name or an IP address that other hosts reach this "
+				  "one by)", arg, problem);
+	opts.address = arg;
 }
 
 /* opt_count: an integer from opt->min to opt->max, into a long */
@@ -241,6 +274,15 @@ static const OptionDef options[] = {
 	{"instances", 'n', "N", opt_count, &opts.instances, 1, 100000,
 	"instances this host can run at once (default 1): it\n"
 	"claims while the jobs it runs hold fewer"},
+	{"labels", 0, "K=V,...", opt_labels, NULL, 0, 0,
+	"this host's labels, such as rack=r12,nvlink=nvl3, told\n"
+	"the database with what it can run (at most 16; keys\n"
+	"of a-z, 0-9, _ . -; values of 1 to 128 characters, no\n"
+	"comma; needs --capacity-unit)"},
+	{"address", 0, "ADDR", opt_address, NULL, 0, 0,
+	"how other hosts reach this one, a host name or an IP\n"
+	"address, told the database with what it can run\n"
+	"(default: the agent's name; needs --capacity-unit)"},
 	{"lease", 'l', "SECONDS", opt_seconds, &opts.lease, 0, 0,
 	"lease of each claim and heartbeat (default 60)"},
 	{"heartbeat", 'b', "SECONDS", opt_seconds, &opts.heartbeat, 0, 0,
@@ -434,6 +476,9 @@ check_options(void)
 		bad_usage("--queue is required (see --help)");
 	if (opts.agent[0] == '\0')
 		default_agent_name();
+	if (opts.unit == NULL && (strcmp(opts.labels, "{}") != 0 || opts.address != NULL))
+		bad_usage("--labels and --address are told the database with what the agent can run, "
+				  "which needs --capacity-unit");
 	if (opts.heartbeat == 0)
 		opts.heartbeat = opts.lease / 3;
 	if (opts.heartbeat >= opts.lease)

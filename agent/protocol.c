@@ -452,18 +452,18 @@ do_claim(void)
 
 /*
  * do_ready tells the database what the agent can run (agent_ready: its
- * queue, unit and instances; no bound with an external launcher, which
- * provisions each job), after every connection: the scheduler then knows
- * the agent, and dispatches to its queue nothing larger than the largest
- * live agent could take.  Without --capacity-unit it registers nothing
- * (it takes jobs of any unit).
+ * queue, unit and instances, no bound with an external launcher, which
+ * provisions each job; its labels and address), after every connection:
+ * the scheduler then knows the agent, and dispatches to its queue nothing
+ * larger than the largest live agent could take.  Without
+ * --capacity-unit it registers nothing (it takes jobs of any unit).
  */
 void
 do_ready(void)
 {
 	char		instances[16];
-	const char *params[4] = {opts.agent, opts.queue, opts.unit,
-	opts.start_cmd ? NULL : instances};
+	const char *params[6] = {opts.agent, opts.queue, opts.unit,
+	opts.start_cmd ? NULL : instances, opts.labels, opts.address};
 	PGresult   *res;
 	int			rc;
 
@@ -474,8 +474,10 @@ do_ready(void)
 	rc = db_exec(STMT_READY, params, &res, NULL);
 	if (rc == DB_OK)
 	{
-		log_event("info", "agent_ready", NULL, "registered for queue %s, unit %s, %s instance(s)",
-				  opts.queue, opts.unit, params[3] ? instances : "any number of");
+		log_event("info", "agent_ready", NULL,
+				  "registered for queue %s, unit %s, %s instance(s), labels %s, address %s",
+				  opts.queue, opts.unit, params[3] ? instances : "any number of", opts.labels,
+				  opts.address ? opts.address : opts.agent);
 		PQclear(res);
 	}
 }

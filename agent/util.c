@@ -12,6 +12,8 @@
  */
 #include "util.h"
 
+#include "host_labels.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -137,6 +139,22 @@ make_valid_utf8(char *s)
 		else
 			p += n;
 	}
+}
+
+/* valid_utf8: whether s is well-formed UTF-8 throughout (utf8_sequence_length) */
+static bool
+valid_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *) s;
+	int			n;
+
+	while (*p)
+	{
+		if ((n = utf8_sequence_length(p)) == 0)
+			return false;
+		p += n;
+	}
+	return true;
 }
 
 /*
@@ -510,4 +528,121 @@ jobs_user_problem(bool local, bool noop, bool run_as, bool same_user)
 			"as USER) or --same-user (the jobs run as the agent's own user, so any of them can stop "
 			"or signal the agent, and with it every other job of this host; see doc/agents.md)";
 	return NULL;
+}
+
+/* the longest KEY=VALUE of --labels: a key, "=", a value of 4-byte characters */
+#define MAX_LABEL_BYTES (QS_MAX_LABEL_KEY_CHARS + 1 + 4 * QS_MAX_LABEL_VALUE_CHARS)
+
+/* refuse writes what is wrong into err (of size errcap), and returns false */
+static bool refuse(char *err, size_t errcap, const char *fmt,...) PRINTF_LIKE(3, 4);
+
+static bool
+refuse(char *err, size_t errcap, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errcap, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/*
+ * one_label checks one KEY=VALUE of --labels (item, len bytes, at most
+ * MAX_LABEL_BYTES; keys: the n keys before it) by the rules of
+ * src/core/host_labels.h, and appends it to the JSON object in out (at
+ * *out_len); false, with what is wrong in err.
+ */
+static bool
+one_label(const char *item, size_t len, char **keys, int n, char *out, size_t cap,
+		  size_t *out_len, char *err, size_t errcap)
+{
+	const char *eq = memchr(item, '=', len);
+	size_t		klen = eq ? (size_t) (eq - item) : 0;
+	size_t		vlen = eq ? len - klen - 1 : 0;
+	const char *problem;
+	char		value[MAX_LABEL_BYTES + 1];
+
+	if (eq == NULL)
+		return refuse(err, errcap, "--labels: \"%.*s\" is not KEY=VALUE", (int) len, item);
+	if ((problem = QsLabelKeyProblem(item, klen)) != NULL)
+		return refuse(err, errcap, "--labels: key \"%.*s\": %s", (int) klen, item, problem);
+	for (int i = 0; i < n; i++)
+		if (strlen(keys[i]) == klen && strncmp(keys[i], item, klen) == 0)
+			return refuse(err, errcap, "--labels: key \"%.*s\" given twice", (int) klen, item);
+	memcpy(value, eq + 1, vlen);
+	value[vlen] = '\0';
+	problem = QsLabelValueProblem(QsUtf8Chars(value, vlen));
+	if (problem == NULL && !valid_utf8(value))
+		problem = "a label value is UTF-8 text";
+	if (problem != NULL)
+		return refuse(err, errcap, "--labels: the value of \"%.*s\": %s", (int) klen, item, problem);
+	keys[n] = strndup(item, klen);
+	append(out, cap, out_len, "%s\"%s\": \"", n > 0 ? ", " : "", keys[n] ? keys[n] : "");
+	json_escape(out, cap, out_len, value);
+	append(out, cap, out_len, "\"");
+	return keys[n] != NULL || refuse(err, errcap, "out of memory");
+}
+
+/*
+ * labels_json turns --labels, "KEY=VALUE,KEY=VALUE" (the empty string: no
+ * labels), into the JSON object agent_ready takes, in out (of size cap, at
+ * least labels_json_size(arg)), checked by the rules the database checks
+ * it with (src/core/host_labels.h), a key given twice refused too; a
+ * value has no comma, and the first "=" of a label ends its key.  Returns
+ * false, with what is wrong in err (of size errcap), when arg breaks them.
+ */
+bool
+labels_json(const char *arg, char *out, size_t cap, char *err, size_t errcap)
+{
+	char	   *keys[QS_MAX_HOST_LABELS] = {0};
+	size_t		out_len = 0;
+	int			n = 0;
+	bool		ok = true;
+	const char *item = arg;
+
+	append(out, cap, &out_len, "{");
+	while (ok && *arg != '\0')
+	{
+		size_t		len = strcspn(item, ",");
+		const char *problem = QsLabelCountProblem(n + 1);
+
+		if (problem == NULL && len == 0)
+			problem = "an empty label (a comma too many)";
+		else if (problem == NULL && len > MAX_LABEL_BYTES)
+			problem = "a label longer than a key and a value may be";
+		if (problem != NULL)
+			ok = refuse(err, errcap, "--labels: %s", problem);
+		else
+			ok = one_label(item, len, keys, n++, out, cap, &out_len, err, errcap);
+		if (item[len] == '\0')
+			break;
+		item += len + 1;
+	}
+	append(out, cap, &out_len, "}");
+	for (int i = 0; i < n; i++)
+		free(keys[i]);
+	return ok;
+}
+
+/* labels_json_size: the size labels_json's out needs for arg (every byte escaped) */
+size_t
+labels_json_size(const char *arg)
+{
+	return 6 * strlen(arg) + 8 * QS_MAX_HOST_LABELS + 3;
+}
+
+/*
+ * address_problem: what is wrong with --address, by the rule the database
+ * checks it with (src/core/host_labels.h), or NULL.
+ */
+const char *
+address_problem(const char *address)
+{
+	size_t		len = strlen(address);
+	const char *problem = QsAddressProblem(address, len, QsUtf8Chars(address, len));
+
+	if (problem == NULL && !valid_utf8(address))
+		problem = "an address is UTF-8 text";
+	return problem;
 }

@@ -50,6 +50,9 @@ extern int	long_argument(char **argv, size_t limit);
 extern bool parse_proc_stat(const char *text, long *ppid);
 extern int	descendants_of(long root, const long *pids, const long *ppids, int n, long *out);
 extern bool parse_count(const char *s, long min, long max, long *count);
+extern bool labels_json(const char *arg, char *out, size_t cap, char *err, size_t errcap);
+extern size_t labels_json_size(const char *arg);
+extern const char *address_problem(const char *address);
 extern const char *jobs_user_problem(bool local, bool noop, bool run_as, bool same_user);
 
 #endif							/* QS_AGENT_UTIL_H */

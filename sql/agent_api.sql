@@ -102,7 +102,7 @@ GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval,
  * agent_ready() registers or refreshes the calling login's agent and
  * returns its row; a name another login registered is refused (42501)
  * unless the caller is an admin.  Its labels and address (0.4,
- * scheduling.md 3.13): bad ones are 22023 (src/agents/host_checks.c); an
+ * doc/agents.md): bad ones are 22023 (src/agents/host_checks.c); an
  * agent of 0.3 calls it with four arguments, and gets no labels and its
  * name as address.  drain_agent() (admins) sets an agent DRAINING, or
  * ACTIVE again, and returns its row; an unknown agent raises

@@ -463,7 +463,7 @@ CREATE UNIQUE INDEX lending_hourly_key ON quota_sched.lending_hourly
  * queue, unit and instances in all (null: no bound, as an external
  * launcher that provisions each job).  last_seen is its last agent_ready,
  * claim or heartbeat; lease the lease of its last claim or heartbeat
- * (null: it took none yet).  0.4 (scheduling.md 3.13): its labels (a flat
+ * (null: it took none yet).  0.4 (doc/agents.md): its labels (a flat
  * object of strings), its address (how other hosts reach it; null: by its
  * name) and when it last became ACTIVE or DRAINING (state_changed_at: its
  * registration, a drain_agent that changed its state; for an agent

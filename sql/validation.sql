@@ -79,8 +79,8 @@ AS 'MODULE_PATHNAME', 'qs_check_fair_half_life'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 /*
- * an agent's labels and address (scheduling.md 3.13; src/agents/host_checks.c,
- * which agent_ready calls too).  Not granted: only the agents' functions
+ * an agent's labels and address (doc/agents.md, "Labels and address";
+ * src/agents/host_checks.c, which agent_ready calls too).  Not granted: only the agents' functions
  * write the table, as its owner.
  */
 CREATE OR REPLACE FUNCTION quota_sched.check_agent_labels(labels jsonb, agent text)

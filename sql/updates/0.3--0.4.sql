@@ -216,8 +216,8 @@ ALTER TABLE quota_sched.job_attempt
 	ADD PRIMARY KEY (job_id, attempt, rank);
 
 /*
- * The fleet knows its hosts (issue 39, item 12.1; scheduling.md 3.13;
- * tables.sql has the columns' comment): an agent's labels, its address,
+ * The fleet knows its hosts (issue 39; scheduling.md 3.13; tables.sql has
+ * the columns' comment): an agent's labels, its address,
  * and when it last became ACTIVE or DRAINING.  Their CHECKs call
  * check_agent_labels() and check_agent_address() (validation.sql), made
  * here before the constraints.  An agent registered in 0.3 gets no

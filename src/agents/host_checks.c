@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * host_checks.c
- *		The checks of an agent's labels and address (scheduling.md 3.13):
+ *		The checks of an agent's labels and address (doc/agents.md):
  *		agent_ready refuses a bad value with 22023 (invalid_parameter_value)
  *		before it writes anything, and the CHECKs of quota_sched.agent
  *		(check_agent_labels, check_agent_address: validation.sql) refuse it

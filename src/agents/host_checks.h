@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * host_checks.h
- *		The checks of an agent's labels and address (scheduling.md 3.13,
- *		doc/agents.md), by the rules of src/core/host_labels.h: for
+ *		The checks of an agent's labels and address (doc/agents.md,
+ *		"Labels and address"), by the rules of src/core/host_labels.h: for
  *		agent_ready (22023) and for the CHECKs of quota_sched.agent (23514),
  *		one home for both.
  *

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * host_labels.h
- *		What an agent's labels and address may be (scheduling.md 3.13): one
+ *		What an agent's labels and address may be (doc/agents.md): one
  *		home for the library (agent_ready and the CHECKs of quota_sched.agent,
  *		src/agents/host_checks.c) and the agent (--labels, --address,
  *		agent/util.c), as version.h is for versions.

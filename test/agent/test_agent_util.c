@@ -5,7 +5,9 @@
  *		without libpq: make_valid_utf8 (what the server takes as UTF-8),
  *		json_escape, split_argv, parse_seconds and parse_count, the rule of
  *		the jobs' OS user (jobs_user_problem), the order of versions
- *		(QsCompareVersions, src/core/version.h), and the helpers on lines and a child's end.
+ *		(QsCompareVersions, src/core/version.h), --labels and --address
+ *		(labels_json, address_problem: src/core/host_labels.h's rules), and
+ *		the helpers on lines and a child's end.
  *		Prints TAP.
  *
  * Run by `make -C agent unitcheck` (and so by the top Makefile's
@@ -408,6 +410,92 @@ test_versions(void)
 	CHECK(QsCompareVersions("0.4.1", "0.4") > 0, "QsCompareVersions: 0.4.1 after 0.4");
 }
 
+/* labels_case: labels_json(arg) gives want (ok), or fails with an error that contains want */
+static void
+labels_case(const char *what, const char *arg, bool ok, const char *want)
+{
+	size_t		cap = labels_json_size(arg);
+	char	   *out = malloc(cap);
+	char		err[256] = "";
+	bool		got = out != NULL && labels_json(arg, out, cap, err, sizeof(err));
+
+	if (ok && !CHECK(got && strcmp(out, want) == 0, "labels_json: %s", what))
+		printf("#   got %s (%s)\n", got ? out : "a failure", err);
+	if (!ok && !CHECK(!got && strstr(err, want) != NULL, "labels_json refuses %s", what))
+		printf("#   got %s\n", got ? out : err);
+	free(out);
+}
+
+static void
+test_labels(void)
+{
+	char		many[256] = "";
+	char		json[600] = "{";
+	char		value[200];
+	char		arg[300];
+
+	labels_case("none", "", true, "{}");
+	labels_case("one", "rack=r1", true, "{\"rack\": \"r1\"}");
+	labels_case("two, in order", "rack=r1,nvlink=nvl-3", true,
+				"{\"rack\": \"r1\", \"nvlink\": \"nvl-3\"}");
+	labels_case("a value with \"=\", quotes and a backslash", "a.b_c-9=x=\"y\\", true,
+				"{\"a.b_c-9\": \"x=\\\"y\\\\\"}");
+	labels_case("a non-ASCII value", "zone=\xC3\xA9t\xC3\xA9", true, "{\"zone\": \"\xC3\xA9t\xC3\xA9\"}");
+	labels_case("an uppercase key", "Rack=r1", false, "key \"Rack\": a label key has only");
+	labels_case("an empty key", "=r1", false, "key \"\": a label key has 1 to 63");
+	labels_case("no \"=\"", "rack", false, "\"rack\" is not KEY=VALUE");
+	labels_case("an empty value", "rack=", false, "the value of \"rack\": a label value has 1 to 128");
+	labels_case("a key given twice", "rack=r1,rack=r2", false, "key \"rack\" given twice");
+	labels_case("a comma too many", "rack=r1,", false, "an empty label");
+	labels_case("a value that is not UTF-8", "rack=\xff", false, "a label value is UTF-8 text");
+	for (int i = 0; i < 17; i++)
+	{
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sk%d=v", i ? "," : "", i);
+		if (i < 16)
+			snprintf(json + strlen(json), sizeof(json) - strlen(json), "%s\"k%d\": \"v\"",
+					 i ? ", " : "", i);
+	}
+	labels_case("17 labels", many, false, "at most 16 labels");
+	*strrchr(many, ',') = '\0';
+	strcat(json, "}");
+	labels_case("16 labels", many, true, json);
+	memset(value, 'v', 129);
+	value[129] = '\0';
+	snprintf(arg, sizeof(arg), "rack=%s", value);
+	labels_case("a value of 129 characters", arg, false, "a label value has 1 to 128");
+	strcpy(arg, "rack=");
+	strcpy(json, "{\"rack\": \"");
+	for (int i = 0; i < 128; i++)
+	{
+		strcat(arg, "\xC3\xA9");
+		strcat(json, "\xC3\xA9");
+	}
+	strcat(json, "\"}");
+	labels_case("a value of 128 characters of 2 bytes", arg, true, json);
+}
+
+static void
+test_address(void)
+{
+	char		value[200];
+	char		arg[300];
+
+	CHECK(address_problem("10.0.0.7") == NULL, "address_problem: an IPv4 address");
+	CHECK(address_problem("fe80::1") == NULL, "address_problem: an IPv6 address");
+	CHECK(address_problem("gpu-07.example.com") == NULL, "address_problem: a host name");
+	CHECK(address_problem("") != NULL, "address_problem: empty");
+	CHECK(address_problem("gpu 07") != NULL, "address_problem: a blank");
+	CHECK(address_problem("gpu\t07") != NULL, "address_problem: a tab");
+	CHECK(address_problem("gpu\x7f") != NULL, "address_problem: DEL");
+	CHECK(address_problem("gpu\xff") != NULL, "address_problem: not UTF-8");
+	memset(value, 'a', 199);
+	value[199] = '\0';
+	snprintf(arg, sizeof(arg), "%s%.54s", value, value);
+	CHECK(strlen(arg) == 253 && address_problem(arg) == NULL, "address_problem: 253 characters");
+	strcat(arg, "a");
+	CHECK(address_problem(arg) != NULL, "address_problem: 254 characters");
+}
+
 int
 main(void)
 {
@@ -422,6 +510,8 @@ main(void)
 	test_processes();
 	test_output_tail();
 	test_versions();
+	test_labels();
+	test_address();
 	printf("1..%d\n", tests_run);
 	if (tests_failed)
 		printf("# %d of %d agent unit tests failed\n", tests_failed, tests_run);

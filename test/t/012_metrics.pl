@@ -7,7 +7,9 @@
 # restored copy of the database in the same cluster shows neither the
 # worker nor the passes of the original; in a cluster without the preload,
 # metrics() says the counters of passes and of the worker are not kept,
-# and shows none.
+# and shows none.  The fleet (0.4): a series per registered agent, with
+# the figures of the view agents (live, draining and since when, its
+# instances, held and free, when it was last seen).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -115,10 +117,52 @@ ok(sample('quota_sched_passed_over_passes', $q) >= 1, 'and for how many passes')
 # its lint (a unit other than Prometheus's base units, seconds and bytes;
 # a counter without _total) is a failure here, whatever its exit code.
 $node->safe_psql('postgres', q{
+	SELECT count(*) FROM quota_sched.agent_ready('mt_agent', 'mt_queue', 'gpu', 4, '{"rack": "r1"}');
 	SELECT count(*) FROM quota_sched.claim('mt_agent', 'mt_queue');
 	SELECT quota_sched.terminate(id) FROM quota_sched.job WHERE name = 'first';});
 is(sample('quota_sched_stop_requests_total', '{job_queue="mt_queue",quota_share="mt_share",capacity_unit="gpu",reason="TERMINATED"}'),
 	'1', 'a stop requested by a terminate');
+
+# The fleet: mt_agent (4 instances) holds the job "first", whose stop is
+# pending; mt_drained (2) is drained and holds nothing; mt_remote has no
+# bound; mt_gone was last seen two minutes ago, with no lease.
+$node->safe_psql('postgres', q{
+	SELECT count(*) FROM quota_sched.agent_ready('mt_drained', 'mt_queue', 'gpu', 2);
+	SELECT count(*) FROM quota_sched.drain_agent('mt_drained');
+	SELECT count(*) FROM quota_sched.agent_ready('mt_remote', 'mt_queue', 'gpu');
+	SELECT count(*) FROM quota_sched.agent_ready('mt_gone', 'mt_queue', 'gpu', 1);
+	UPDATE quota_sched.agent SET last_seen = now() - interval '2 minutes' WHERE name = 'mt_gone';});
+my %fleet = map { my ($a, $v) = split /\|/; ($a => $v) } split /\n/, $node->safe_psql('postgres', q{
+	SELECT agent || '|' || concat_ws(' ', live::int, (state = 'DRAINING')::int, coalesce(instances::text, '-'),
+									held_instances, coalesce(free_instances::text, '-'))
+	  FROM quota_sched.agents});
+# one agent's sample of the metrics read once ('-': absent)
+my $fleet_text = $node->safe_psql('postgres', 'SELECT quota_sched.metrics()',
+	extra_params => [ '-U', 'mt_monitor' ]);
+sub agent_sample
+{
+	my ($metric, $agent) = @_;
+	my $series = qq(quota_sched_agent_$metric\{agent="$agent",job_queue="mt_queue",capacity_unit="gpu"\});
+	return $fleet_text =~ /^\Q$series\E (\S+)$/m ? $1 : '-';
+}
+foreach my $agent (sort keys %fleet)
+{
+	is(join(' ', map { agent_sample($_, $agent) } qw(live draining instances held_instances free_instances)),
+		$fleet{$agent}, "$agent: metrics() has the agents view's figures ($fleet{$agent})");
+}
+is_deeply(\%fleet, { mt_agent => '1 0 4 1 3', mt_drained => '1 1 2 0 2', mt_remote => '1 0 - 0 -',
+		mt_gone => '0 0 1 0 1' },
+	'the view: mt_agent live, holding 1 of its 4; mt_drained draining; mt_remote with no bound; mt_gone not live');
+my %times = map { my ($a, $v) = split /\|/; ($a => $v) } split /\n/, $node->safe_psql('postgres', q{
+	SELECT name || '|' || extract(epoch FROM last_seen) || ' '
+		   || coalesce(CASE WHEN state = 'DRAINING' THEN extract(epoch FROM state_changed_at)::text END, '-')
+	  FROM quota_sched.agent});
+foreach my $agent (sort keys %times)
+{
+	is(agent_sample('last_seen_timestamp_seconds', $agent) . ' '
+		  . agent_sample('draining_since_timestamp_seconds', $agent),
+		$times{$agent}, "$agent: when it was last seen, and drains since (only when it drains)");
+}
 my $text = $node->safe_psql('postgres', 'SELECT quota_sched.metrics()',
 	extra_params => [ '-U', 'mt_monitor' ]) . "\n";
 my $file = $node->basedir . '/metrics.txt';
@@ -129,7 +173,7 @@ my @families = ($text =~ /^# TYPE (\S+)/mg);
 my $rolled = $node->safe_psql('postgres', 'SELECT count(*) > 0 FROM quota_sched.usage_rollup') eq 't';
 is(scalar(grep { /rollup/ } @families), $rolled ? 1 : 0,
 	$rolled ? 'an hour is rolled up: its family is there' : 'no rollup yet');
-is(scalar(@families), $rolled ? 31 : 30, 'every other metric family is there');
+is(scalar(@families), $rolled ? 38 : 37, 'every other metric family is there');
 is(sample('quota_sched_stats_available', ''), '1', 'preloaded: the counters of passes are kept');
 SKIP:
 {

@@ -1,8 +1,10 @@
 # The shipped agent and the fleet (issue 21, item 2): it says what it can
 # run (agent_ready) when it connects and again after every reconnection, a
-# local agent with its --instances, an external launcher with no bound;
-# with --drain, SIGTERM lets its jobs run to their end, claims nothing
-# more, and exits once they are reported.
+# local agent with its --instances, its --labels and its --address (0.4),
+# an external launcher with no bound, no labels and its name as address;
+# bad --labels or --address stop it before it connects (exit code 2,
+# saying why); with --drain, SIGTERM lets its jobs run to their end,
+# claims nothing more, and exits once they are reported.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -11,6 +13,7 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use QsAgents;
+use IPC::Run;
 
 my $agent_bin = agent_bin();
 my $node = agents_node('fleet');
@@ -51,13 +54,36 @@ sub agent_row
 {
 	return $node->safe_psql('postgres',
 		"SELECT login || ' ' || job_queue || ' ' || capacity_unit || ' ' || coalesce(instances::text, 'none')"
-		  . " || ' ' || state || ' ' || live FROM quota_sched.agents WHERE agent = '$_[0]'");
+		  . " || ' ' || state || ' ' || live || ' ' || labels || ' ' || address"
+		  . " FROM quota_sched.agents WHERE agent = '$_[0]'");
 }
 
-# a local agent registers with its instances
-start_agent('f1', '--same-user', '--instances', '2', '--drain');
+# bad --labels or --address: exit code 2 before connecting, saying why
+foreach my $bad (
+	[ [ '--labels', 'Rack=r1' ], qr/--labels: key "Rack": a label key has only the characters/ ],
+	[ [ '--labels', 'rack=r1,rack=r2' ], qr/--labels: key "rack" given twice/ ],
+	[ [ '--labels', join(',', map { "k$_=v" } 1 .. 17) ], qr/--labels: an agent has at most 16 labels/ ],
+	[ [ '--address', 'gpu 07' ], qr/--address "gpu 07": an address has no whitespace/ ])
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[
+			$agent_bin, '--dbname', $connstr, '--agent', 'f_bad', '--queue', 'f_queue',
+			'--capacity-unit', 'gpu', '--noop', @{ $bad->[0] }
+		],
+		'<', \undef, '>', \$out, '2>', \$err);
+	is($? >> 8, 2, "$bad->[0][0]: exit code 2");
+	like($err, $bad->[1], "$bad->[0][0] $bad->[0][1]: it says why");
+}
+is($node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.agent WHERE name = 'f_bad'"), '0',
+	'no agent registered with them');
+
+# a local agent registers with its instances, labels and address
+start_agent('f1', '--same-user', '--instances', '2', '--drain', '--labels', 'rack=r1,nvlink=nvl-3',
+	'--address', '127.0.0.2');
 ok(wait_for_log('f1', qr/"event":"agent_ready"|agent_ready.*registered/), 'f1 says it registered');
-is(agent_row('f1'), 'f_host f_queue gpu 2 ACTIVE true', 'f1 is known: its login, queue, unit, 2 instances, live');
+is(agent_row('f1'), 'f_host f_queue gpu 2 ACTIVE true {"rack": "r1", "nvlink": "nvl-3"} 127.0.0.2',
+	'f1 is known: its login, queue, unit, 2 instances, live, its labels and address');
 
 # and again after a reconnection
 $node->safe_psql('postgres', q{
@@ -68,7 +94,8 @@ ok(wait_for_log('f1', qr/registered[^\n]*\n(?:.*\n)*.*registered/), 'f1 register
 start_agent('f2', '--start-cmd', 'echo remote-1', '--status-cmd', 'echo RUNNING',
 	'--stop-cmd', 'true');
 ok(wait_for_log('f2', qr/registered/), 'f2 says it registered');
-is(agent_row('f2'), 'f_host f_queue gpu none ACTIVE true', 'an external launcher has no bound');
+is(agent_row('f2'), 'f_host f_queue gpu none ACTIVE true {} f2',
+	'an external launcher has no bound, no labels, its name as address');
 is(stop_agent('f2'), 0, 'f2 exits 0');
 
 # --drain: a running job runs to its end; nothing more is claimed

@@ -6,9 +6,12 @@
 # Debian's node_exporter serving it with its textfile collector, Debian's
 # Prometheus scraping that with the rules loaded.  Prometheus's HTTP API
 # then answers with the figures the database has: a share's in-use and
-# idle instances, the worker's up; the rule for a spent budget fires for
-# the share whose budget is spent and for no other, and the worker-down
-# alert is not even pending.  The binaries come from test/setup.sh
+# idle instances, the worker's up, a registered agent's live and
+# instances; the rule for a spent budget fires for the share whose budget
+# is spent and for no other, the rule for an agent down is pending or
+# firing for the ACTIVE agent last seen long ago and for no other (not
+# for a live one, nor for a dead one that drains and holds nothing), and
+# the worker-down alert is not even pending.  The binaries come from test/setup.sh
 # (QS_PROMTOOL, QS_PROMETHEUS, QS_NODE_EXPORTER); without them the test
 # is skipped, unless QS_REQUIRE_PROMTOOL is set (test/run sets it).
 use strict;
@@ -69,6 +72,25 @@ my %db = map { split /\|/ } split /\n/, $node->safe_psql('postgres',
 	"SELECT quota_share || '|' || in_use || E'\\n' || quota_share || '_idle|' || idle
 	   FROM quota_sched.share_usage WHERE job_queue = 'pm_queue'");
 is("$db{pm_busy}/$db{pm_busy_idle}", '3/1', 'the database: pm_busy holds 3 gpus, 1 idle');
+
+# The fleet: pm_a live (its heartbeat's lease of an hour), pm_b drained
+# and pm_c ACTIVE, both last seen two minutes ago (not live), holding
+# nothing.
+$node->safe_psql('postgres', <<'SQL');
+CREATE ROLE pm_host LOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('pm_host', 'pm_queue');
+SET ROLE pm_host;
+SELECT count(*) FROM quota_sched.agent_ready('pm_a', 'pm_queue', 'gpu', 8, '{"rack": "r1"}', '127.0.0.1');
+SELECT count(*) FROM quota_sched.heartbeat('pm_a', '1 hour');
+SELECT count(*) FROM quota_sched.agent_ready('pm_b', 'pm_queue', 'gpu', 4);
+SELECT count(*) FROM quota_sched.agent_ready('pm_c', 'pm_queue', 'gpu', 4);
+RESET ROLE;
+SELECT count(*) FROM quota_sched.drain_agent('pm_b');
+UPDATE quota_sched.agent SET last_seen = now() - interval '2 minutes' WHERE name IN ('pm_b', 'pm_c');
+SQL
+is($node->safe_psql('postgres',
+		"SELECT string_agg(agent || ' ' || live || ' ' || state, ', ' ORDER BY agent) FROM quota_sched.agents"),
+	'pm_a true ACTIVE, pm_b false DRAINING, pm_c false ACTIVE', 'the database: pm_a live, pm_b and pm_c not');
 
 # Every metric the rules name is one that metrics() has (a # TYPE line).
 my $metrics = $node->safe_psql('postgres', 'SELECT quota_sched.metrics()',
@@ -168,6 +190,10 @@ is(value('quota_sched_share_idle_instances{quota_share="pm_busy",capacity_unit="
 my $up = $node->safe_psql('postgres', 'SELECT running::int FROM quota_sched.worker_stats()');
 is($up, '1', 'the database: the worker runs');
 is(value('quota_sched_worker_up'), $up, "Prometheus: quota_sched_worker_up is $up");
+is(value('quota_sched_agent_live{agent="pm_a",job_queue="pm_queue",capacity_unit="gpu"}') . ' '
+	  . value('quota_sched_agent_instances{agent="pm_a"}'),
+	'1 8', 'Prometheus: the agent pm_a is live, with its 8 instances');
+is(value('quota_sched_agent_live{agent="pm_c"}'), '0', 'and pm_c is not live');
 
 # the rules: the spent budget fires (no `for`), for pm_broke alone
 sub alerts
@@ -182,6 +208,10 @@ my @fired = map { "$_->{labels}{alertname}:" . ($_->{labels}{quota_share} // '')
 is_deeply([ grep { /^QuotaSchedBudget/ } @fired ], ['QuotaSchedBudgetSpent:pm_broke:firing'],
 	'for pm_broke, whose budget of 0 is spent, and for no other share');
 ok(!grep({ /^QuotaSchedWorker/ } @fired), 'no alert about the worker, pending or firing') or diag("@fired");
+ok( poll(sub { grep { $_->{labels}{alertname} eq 'QuotaSchedAgentDown' } @{ alerts() } }),
+	'the alert QuotaSchedAgentDown is pending (or firing)');
+my @down = sort map { $_->{labels}{agent} } grep { $_->{labels}{alertname} eq 'QuotaSchedAgentDown' } @{ alerts() };
+is("@down", 'pm_c', 'for pm_c, ACTIVE and not live, and for no other agent');
 
 $prom->signal('TERM');
 $ne->signal('TERM');

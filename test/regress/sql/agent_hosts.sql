@@ -1,4 +1,4 @@
--- The fleet knows its hosts (scheduling.md 3.13, doc/agents.md): agent_ready()
+-- The fleet knows its hosts (issue 39, doc/agents.md): agent_ready()
 -- takes an agent's labels (a flat JSON object of at most 16 strings, keys
 -- of [a-z0-9_.-]) and its address (how other hosts reach it; default its
 -- name); a bad one is 22023 and writes nothing, neither a new agent nor a
