@@ -677,9 +677,8 @@ CoreReservationValid(CorePlan *p, const QsJob *job)
 }
 
 /*
- * CoreNoteHostReason records whether a job tried in a placed unit waits
- * WAITING_FOR_HOSTS (scheduling.md 3.13), for the shell to set or clear
- * the reason.
+ * CoreNoteHostReason records whether a job tried waits WAITING_FOR_HOSTS
+ * (scheduling.md 3.13), for the shell to set or clear the reason.
  */
 void
 CoreNoteHostReason(CorePlan *p, const QsJob *job, bool waiting)

@@ -284,7 +284,9 @@ typedef struct QsReservation
  * A job the pass tried in a placed unit: waiting when the capacity rules
  * would dispatch it (now and in the future state) but it has no placement
  * and got no victims (its status_reason is then WAITING_FOR_HOSTS); else
- * that reason, if it had it, goes.
+ * that reason, if it had it, goes.  A job tried and not dispatched in a
+ * unit that is not placed is one too, never waiting: a reason from when
+ * its unit was placed goes (scheduling.md 3.13).
  */
 typedef struct QsHostReason
 {
@@ -318,7 +320,7 @@ typedef struct QsOutput
 	int			nreserved;		/* promised jobs whose reserved placement is
 								 * new (made or placed anew at the re-check) */
 	QsReservation *reserved;
-	int			nhost_reasons;	/* jobs tried in a placed unit: whether they */
+	int			nhost_reasons;	/* jobs tried (QsHostReason): whether they */
 	QsHostReason *host_reasons; /* wait WAITING_FOR_HOSTS now */
 } QsOutput;
 

@@ -198,6 +198,34 @@ test_waiting_for_hosts(void)
 	(void) y;
 }
 
+/*
+ * A pass that tries a job WAITING_FOR_HOSTS with another outcome replaces
+ * the reason (scheduling.md 3.13), also once its unit is no longer placed.
+ */
+static void
+test_waiting_unit_not_placed(void)
+{
+	World		w;
+	int			a = TwoHosts(&w, 8, 2);
+	WJob	   *x = WSubmit(&w, "x", a, 0, 3);
+	WJob	   *y = WSubmit(&w, "y", a, 0, 3);
+	WJob	   *job;
+	const QsOutput *out;
+
+	WPassApply(&w);				/* x on a, y on b: 1 free on each */
+	job = Constrained(&w, "job", a, 2, 2, NULL);
+	WPassApply(&w);
+	CHECK(job->status_reason != NULL && strcmp(job->status_reason, "WAITING_FOR_HOSTS") == 0,
+		  "not placed any more: the job waited for hosts");
+	w.units[0].placed = false;	/* an unbounded agent came */
+	w.capacity[a][0] = 7;		/* 6 held: the job of 2 does not fit */
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, job) == NULL && job->status_reason == NULL,
+		  "not placed any more: tried, not dispatched, the reason is gone");
+	(void) x;
+	(void) y;
+}
+
 /* A host whose job is stopping is not free yet: the job waits for it. */
 static void
 test_placement_now(void)
@@ -387,6 +415,7 @@ main(void)
 	test_label_tie();
 	test_held_back();
 	test_waiting_for_hosts();
+	test_waiting_unit_not_placed();
 	test_placement_now();
 	test_victims_for_placement();
 	test_reservation();
