@@ -318,7 +318,8 @@ typedef struct QsOutput
 								 * kept a preemptor from its victims ends;
 								 * QS_NO_TIME: none */
 	int			nreserved;		/* promised jobs whose reserved placement is
-								 * new (made or placed anew at the re-check) */
+								 * new (made or placed anew at the re-check),
+								 * still promised after the pass */
 	QsReservation *reserved;
 	int			nhost_reasons;	/* jobs tried (QsHostReason): whether they */
 	QsHostReason *host_reasons; /* wait WAITING_FOR_HOSTS now */

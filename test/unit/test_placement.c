@@ -323,6 +323,42 @@ test_reservation(void)
 	CHECK(Dispatched(out, job) && WPartOn(job, "a") == 4, "reservation: dispatched where reserved");
 }
 
+/*
+ * A promise whose reserved host went is placed anew at the re-check (in the
+ * future state: c, whose stopping job frees 2) and dispatched in the same
+ * pass on a placement of now (a): the reservation is not written, and the
+ * job's parts are its dispatch's.
+ */
+static void
+test_replaced_then_dispatched(void)
+{
+	World		w;
+	int			a;
+	WJob	   *s1, *s2, *job;
+	const QsOutput *out;
+	static const QsPart gone[] = {{"b", 2, QS_NO_TIME, false}};
+
+	WInit(&w, 12);
+	WAddHost(&w, 0, "c", 4);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 12);
+	s1 = WSubmit(&w, "s1", a, 0, 2);
+	s2 = WSubmit(&w, "s2", a, 0, 2);
+	WPassApply(&w);
+	ClaimAll(&w);
+	CHECK(WPartOn(s1, "c") == 2 && WPartOn(s2, "c") == 2, "replaced: s1 and s2 on c");
+	WAddHost(&w, 0, "a", 4);
+	s1->j.stop = QS_STOP_TIMEOUT;
+	job = WSubmit(&w, "job", a, 0, 2);
+	job->j.promised_at = w.now;	/* its promise reserved b, which went */
+	job->parts = gone;
+	job->nparts = 1;
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, job) && WPartOn(job, "a") == 2 && job->nparts == 1,
+		  "replaced: dispatched on a; its parts are its dispatch's");
+	CHECK(out->nreserved == 0, "replaced: no reservation written for a job dispatched");
+	(void) s2;
+}
+
 /* The skip rule holds only between jobs with the same constraints. */
 static void
 test_skip_by_constraints(void)
@@ -419,6 +455,7 @@ main(void)
 	test_placement_now();
 	test_victims_for_placement();
 	test_reservation();
+	test_replaced_then_dispatched();
 	test_skip_by_constraints();
 	test_strict();
 	test_not_placed();
