@@ -3616,12 +3616,12 @@ HostReasonsCheck(void)
 	for (int i = 0; i < n; i++)
 		if (out->host_reasons[i].job_id != NoteId[i] ||
 			out->host_reasons[i].waiting != NoteWaiting[i])
-			Fail("host-reasons", "the pass's host reason %d is job %" PRId64 " %s, 3.13 says job %" PRId64 " %s (the jobs tried in a placed unit, in order; waiting: the capacity rules would dispatch it, no placement, no victims)",
+			Fail("host-reasons", "the pass's host reason %d is job %" PRId64 " %s, 3.13 says job %" PRId64 " %s (the jobs tried, in order: of a placed unit, or not dispatched; waiting: the capacity rules would dispatch it, no placement, no victims)",
 				 i, out->host_reasons[i].job_id,
 				 out->host_reasons[i].waiting ? "waiting" : "not waiting", NoteId[i],
 				 NoteWaiting[i] ? "waiting" : "not waiting");
 	if (out->nhost_reasons != NNotes)
-		Fail("host-reasons", "the pass reports %d host reasons, 3.13 says %d (the jobs tried in a placed unit); the first beyond: job %" PRId64,
+		Fail("host-reasons", "the pass reports %d host reasons, 3.13 says %d (the jobs tried: of a placed unit, or not dispatched); the first beyond: job %" PRId64,
 			 out->nhost_reasons, NNotes,
 			 n < out->nhost_reasons ? out->host_reasons[n].job_id : NoteId[n]);
 }
