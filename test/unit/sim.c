@@ -128,7 +128,8 @@
  *		(2 or 3 values) and "nvlink"; jobs draw instances_per_host and
  *		same_label ("zone": a key no host has).  Hosts come and go between
  *		passes (FleetChange, ReservedHostDown: a removed host's jobs run on,
- *		their parts on no host); rarely a unit becomes placed or not.  A
+ *		their parts on no host), or re-register with other labels
+ *		(HostRelabel); rarely a unit becomes placed or not.  A
  *		dispatch in a placed unit is placement(J) now, exactly, ranks
  *		included [placement], its parts valid [parts] and within each
  *		host's free [host-capacity]; none in a unit not placed
@@ -4744,6 +4745,7 @@ typedef struct Pool
 	const char *rack[MAXH];
 	const char *nvlink[MAXH];
 	bool		live[MAXH];
+	int			nracks;			/* values of "rack" */
 } Pool;
 
 static Pool Pools[MAXU];
@@ -4762,6 +4764,16 @@ RandomHostSize(void)
 	int			r = Rand(0, 99);
 
 	return r < 25 ? 1 : r < 60 ? 2 : r < 90 ? 4 : 8;
+}
+
+/* the labels of host i of unit u's pool: most have a rack, some an nvlink */
+static void
+RandomLabels(int u, int i)
+{
+	Pool	   *p = &Pools[u];
+
+	p->rack[i] = Chance(70) ? Racks[Rand(0, p->nracks - 1)] : NULL;
+	p->nvlink[i] = Chance(30) ? Nvlinks[Rand(0, 1)] : NULL;
 }
 
 /*
@@ -4796,8 +4808,8 @@ RandomPool(int u)
 		p->name[i] = HostNames[x];
 		p->inst[i] = RandomHostSize();
 		total += p->inst[i];
-		p->rack[i] = Chance(70) ? Racks[Rand(0, nracks - 1)] : NULL;
-		p->nvlink[i] = Chance(30) ? Nvlinks[Rand(0, 1)] : NULL;
+		p->nracks = nracks;
+		RandomLabels(u, i);
 		p->live[i] = false;
 	}
 }
@@ -5087,8 +5099,21 @@ PReserved(const WJob *j)
 }
 
 /*
- * a host of promised job k's reservation goes, and often another comes:
- * the promise is placed anew at the re-check, or lapses
+ * a live host re-registers (agent_ready) with other labels, drawn anew
+ * (SPEC 12.1: its parts stay on it)
+ */
+static void
+HostRelabel(int u, int i)
+{
+	HostDown(u, i);
+	RandomLabels(u, i);
+	HostUp(u, i);
+}
+
+/*
+ * a host of promised job k's reservation goes, and often another comes,
+ * or it re-registers with other labels: the promise keeps its reservation
+ * if it is still valid at the re-check, else is placed anew, or lapses
  */
 static void
 ReservedHostDown(int k)
@@ -5096,11 +5121,17 @@ ReservedHostDown(int k)
 	const WJob *job = &W.jobs[k];
 	int			u = job->j.unit, i;
 	const char *name = job->parts[Rand(0, job->nparts - 1)].host;
+	bool		relabel = Chance(30);
 
 	for (i = 0; i < Pools[u].n; i++)
 		if (Pools[u].live[i] && strcmp(Pools[u].name[i], name) == 0)
-			HostDown(u, i);
-	if (Chance(60) && (i = SomeHost(u, false)) >= 0)
+		{
+			if (relabel)
+				HostRelabel(u, i);
+			else
+				HostDown(u, i);
+		}
+	if (!relabel && Chance(60) && (i = SomeHost(u, false)) >= 0)
 		HostUp(u, i);
 }
 
@@ -5121,7 +5152,9 @@ FleetChange(void)
 		HostDown(u, i);
 	else if (r < 92 && (i = SomeHost(u, false)) >= 0)
 		HostUp(u, i);
-	else if (r >= 92 && r < 96)
+	else if (r >= 92 && r < 94 && (i = SomeHost(u, true)) >= 0)
+		HostRelabel(u, i);
+	else if (r >= 94 && r < 96)
 	{
 		while ((i = SomeHost(u, true)) >= 0)
 			HostDown(u, i);
