@@ -632,11 +632,24 @@ CoreReserve(CorePlan *p, const QsJob *job, const QsPart *parts, int nparts, bool
 }
 
 /*
- * CoreUnreserve ends what a kept promise reserves (it is dispatched).
+ * CoreUnreserve ends what a kept promise reserves (it is dispatched); a
+ * reservation it was given anew in this pass (at the re-check) is then no
+ * promised job's and leaves the output, where it would be written over the
+ * job's parts.
  */
 void
 CoreUnreserve(CorePlan *p, const QsJob *job)
 {
+	QsOutput   *out = p->out;
+
+	for (int i = 0; i < out->nreserved; i++)
+		if (out->reserved[i].job_id == job->id)
+		{
+			memmove(&out->reserved[i], &out->reserved[i + 1],
+					sizeof(QsReservation) * (out->nreserved - i - 1));
+			out->nreserved--;
+			break;
+		}
 	for (int i = 0; i < p->nreservations; i++)
 	{
 		CoreReservation *r = &p->reservations[i];

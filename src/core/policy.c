@@ -892,7 +892,8 @@ HostReason(CorePlan *p, const QsJob *job, QsHold hold, bool waiting)
  * a placed unit the skip rule holds only between jobs of the same
  * placement constraints, and a job tried that the capacity rules would
  * dispatch but that has no placement, and got no victims, waits
- * WAITING_FOR_HOSTS (3.13).  A job that
+ * WAITING_FOR_HOSTS (3.13); a job tried with another outcome has that
+ * reason no longer, also in a unit no longer placed.  A job that
  * cannot start does not block later jobs, except in a STRICT share: there
  * any job not dispatched makes the pass skip every later job of its share
  * needing the same unit, whatever its constraints (scheduling.md 3.2).
@@ -932,7 +933,7 @@ DispatchLoop(CorePlan *p)
 			/* dispatched at once when every victim stopped at once */
 			dispatched = CoreIdSetHas(&p->handled, job.id);
 		}
-		if (p->in->units[job.unit].placed && !promised)
+		if (!promised && (p->in->units[job.unit].placed || !dispatched))
 			HostReason(p, &job, hold, tried && check == QS_CHECK_HOSTS);
 #ifndef QS_MUTANT_SKIP_RULE
 		if (!dispatched && tried)

@@ -287,7 +287,9 @@ typedef struct QsReservation
  * got no victims; NO_AGENT_FITS when it holds back a job with placement
  * constraints that has no placement even on empty hosts (the shell sets
  * that of other jobs from QsFitLimit.agent_max); NULL: neither (a reason
- * of these that it had goes).
+ * of these that it had goes).  A job tried and not dispatched in a unit
+ * that is not placed is one too, with none: a reason from when its unit
+ * was placed goes.
  */
 typedef struct QsHostReason
 {
@@ -319,7 +321,8 @@ typedef struct QsOutput
 								 * kept a preemptor from its victims ends;
 								 * QS_NO_TIME: none */
 	int			nreserved;		/* promised jobs whose reserved placement is
-								 * new (made or placed anew at the re-check) */
+								 * new (made or placed anew at the re-check),
+								 * still promised after the pass */
 	QsReservation *reserved;
 	int			nhost_reasons;	/* jobs come to in a placed unit: their */
 	QsHostReason *host_reasons; /* reasons of placement */

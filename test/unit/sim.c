@@ -3,7 +3,7 @@
  * sim.c
  *		A randomized simulator of the policy core (scheduling.md 3): random queue
  *		configurations and random steps (submissions, passes, agents, lease
- *		losses, the fleet, priority and limit changes, time) on a World, with every
+ *		losses, hosts, priority and limit changes, time) on a World, with every
  *		pass checked by an accounting of its own, written here from doc/scheduling.md
  *		(it calls nothing of the core but QsRunPass, through WPass,
  *		QsStoppedOutcome, through WStopped, and explain's QsStrictHeadHeld,
@@ -88,23 +88,24 @@
  *		max_lease_losses (drawn 0..3 a job), reason LEASE_EXPIRED, queued_at
  *		kept; with a stop pending the lease's end counts as that stop.
  *	3.9	runnable timeouts: of a misconfigured job, and of one whose
- *		NO_AGENT_FITS reason is older than runnable_timeout and that no agent
- *		fits still (RunnableExpired).
+ *		NO_AGENT_FITS reason is older than runnable_timeout and that has no
+ *		placement on empty hosts still (RunnableExpired).
  *	3.10	with a claim timeout (drawn an episode, often none; claim
  *		outages, when no agent claims for a while, make it pass), a
  *		SCHEDULED job unclaimed for longer is REQUEUEd NOT_CLAIMED, its
  *		capacity released, and held back until now + claim_timeout *
  *		2^(k-1), at most 1 h, after its k-th (ClaimExpired, MyBackoff
- *		[claim-timeout]).  On a minority of episodes the agents come and go
- *		(RandomAgents): a unit bound by its largest live, active agent (0:
- *		only draining ones live) holds back the larger jobs.  A job held
- *		back (HeldBack, for either reason, or its share's budget: 3.11) is
- *		never dispatched nor given victims [held-back], wants nothing of its
- *		lender's idle capacity (Wanted), does not count as tried for the
- *		skip rule (the cursors, OrderCheck) but blocks a STRICT stream
- *		(StrictCheck), and loses its promise at the re-check [recheck];
- *		fit_limits' agent_max is the bound [no-agent-fits], and the reason
- *		NO_AGENT_FITS.
+ *		[claim-timeout]).  A job of a placed unit (3.13) that has no
+ *		placement even were every host empty (NoPlacementEver: the model's
+ *		own placement on empty hosts) is held back, as 0.3's job larger
+ *		than every agent was.  A job held back (HeldBack, for either reason,
+ *		or its share's budget: 3.11) is never dispatched nor given victims
+ *		[held-back], wants nothing of its lender's idle capacity (Wanted),
+ *		does not count as tried for the skip rule (the cursors, OrderCheck)
+ *		but blocks a STRICT stream (StrictCheck), and loses its promise at
+ *		the re-check [recheck]; fit_limits' agent_max is a placed unit's
+ *		hosts' instances in all, else unbounded [no-agent-fits], and the
+ *		reason NO_AGENT_FITS.
  *	3.11, 3.12	the rules over time of 0.3 (OverTimeSync): budgets of a day
  *		(whole instance-hours or, from 0.4, with a fraction: RandomBudget)
  *		on a minority of (share, unit) pairs and, on some FAIR queues, a
@@ -117,7 +118,39 @@
  *		BUDGET_EXHAUSTED after the misconfigurations), and with a half-life
  *		the model of the cursors orders borrowers by recent_borrow / weight
  *		first.
- *	(3.13, the what-if replay, is test_replay.c's.)
+ *	3.13	placement on hosts (SPEC 12.1-12.3a), with a model of its own
+ *		(MyPlace: the host groups, instances_per_host, best fit, the fewest
+ *		hosts, the choice of a group, the ranks; HostFree: free(A,u) in the
+ *		state planned so far, pending stops, reservations, victims).  Each
+ *		unit is placed or not an episode (unplaced: 0.3's rules, exactly
+ *		as before, constraints ignored), with a pool of up to 16 hosts of
+ *		1, 2, 4 or 8 instances, names whose C order matters, labels "rack"
+ *		(2 or 3 values) and "nvlink"; jobs draw instances_per_host and
+ *		same_label ("zone": a key no host has).  Hosts come and go between
+ *		passes (FleetChange, ReservedHostDown: a removed host's jobs run on,
+ *		their parts on no host), or re-register with other labels
+ *		(HostRelabel); rarely a unit becomes placed or not.  A
+ *		dispatch in a placed unit is placement(J) now, exactly, ranks
+ *		included [placement], its parts valid [parts] and within each
+ *		host's free [host-capacity]; none in a unit not placed
+ *		[not-placed].  May the job be dispatched (MayDispatch) includes a
+ *		placement now and in the future state, so the cursors, the missed
+ *		preemptions (PreemptionPossible) and the victims (enough,
+ *		minimal: VictimChoiceCheck) count the hosts too.  A promise reserves
+ *		placement(J) in the future state, its victims stopping; at the
+ *		re-check it keeps it while valid, else is placed anew, else lapses;
+ *		the pass writes exactly the new reservations of jobs still promised
+ *		[reservation], never a kept one again [keep-reservation].  The host
+ *		reasons the pass reports, in the loop's order [host-reasons], and
+ *		WAITING_FOR_HOSTS after the pass [waiting-for-hosts] (12.3a).  After
+ *		every pass, per host: the parts held (pending stops included), and
+ *		those held without a stop with the reservations, within its
+ *		instances [host-invariant]; each promise's parts the model's
+ *		[reservation].  The skip rule splits by (instances_per_host,
+ *		same_label) in a placed unit's BEST_EFFORT shares (SkipClass).
+ *		Lease rules per part (SPEC 12.3) are not in the core yet: a job's
+ *		lease is one, as before.
+ *	(The what-if replay, scheduling.md 3.13 too for now, is test_replay.c's.)
  * The options of 0.2 are drawn on a minority of shares and queues
  * (RandomOptions, AdminChange): lend_limit caps a lender's supply in (I3),
  * min(max(0, idle - wanted), lendable) for a borrower (3.1, 3.2), and the
@@ -127,8 +160,7 @@
  *
  * Build (as the Makefile builds the unit tests; -DQS_MUTANT_X for a mutant):
  *	cc -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Isrc/core -Itest/unit \
- *	   -o /tmp/sim test/unit/sim.c test/unit/world.c src/core/policy.c \
- *	   src/core/capacity.c src/core/preempt.c src/core/queue_order.c
+ *	   -o /tmp/sim test/unit/sim.c test/unit/world.c src/core/[a-z]*.c -lm
  *
  *-------------------------------------------------------------------------
  */
@@ -141,6 +173,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "over_time.h"
 #include "world.h"
@@ -152,9 +187,22 @@
 #define NROUNDS 50
 #define LIVENESS_EVERY 200
 #define BIG INT64_MAX
+#define MAXH 16					/* hosts of a unit's pool, at most */
+#define NKEYS 3					/* label keys */
+
+/* the label keys the hosts and the jobs' same_label draw from ("zone": none has it) */
+static const char *const LabelKeys[NKEYS] = {"rack", "nvlink", "zone"};
 
 static World W;
 static WJob B[MAXJ];			/* the world as the pass read it */
+
+/*
+ * The jobs' parts (their placement, or a promise's reservation; 3.13): the
+ * world's in memory of the sim's (WKeepParts), which WFreeAll does not
+ * free, and a copy of them as the pass read them, for B.
+ */
+static QsPart WParts[MAXJ][MAXH];
+static QsPart BParts[MAXJ][MAXH];
 static QsTime Timeout[MAXJ];	/* per job: attempt timeout; QS_NO_TIME: none */
 
 static uint64_t Seed, Rng;
@@ -174,6 +222,8 @@ static struct
 	long		lease_losses, claim_requeues, held_back, no_agent_fits, over_budget;
 	long		no_agent_timeouts, strict_heads;
 	long		over_fraction;	/* over_budget on a budget with a fraction */
+	long		placed_dispatches, multi_host, waiting_for_hosts, reserved_new, reserved_kept,
+				host_changes, victims_for_hosts, replaced, split_groups;
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
@@ -276,7 +326,71 @@ DumpJob(const WJob *job)
 	if (job->status_reason)
 		printf(" [%s]", strncmp(job->status_reason, "MISCONFIGURATION:", 17) == 0 ?
 			   job->status_reason + 17 : job->status_reason);
+	if (j->per_host > 0 || j->same_label != NULL)
+		printf(" per_host=%d same_label=%s", j->per_host, j->same_label ? j->same_label : "-");
+	for (int i = 0; i < job->nparts; i++)
+		printf("%s%s:%d", i ? "," : " parts=", job->parts[i].host, job->parts[i].count);
 	printf("\n");
+}
+
+/* unit u's hosts (as the pass read them: they change between passes only) */
+static void
+DumpHosts(int u)
+{
+	if (!W.units[u].placed)
+		return;
+	printf("    placed, %d hosts (any order):", W.nhosts[u]);
+	for (int h = 0; h < W.nhosts[u]; h++)
+	{
+		const WHost *wh = &W.hosts[u][h];
+
+		printf(" %s=%" PRId64, wh->name, wh->instances);
+		for (int l = 0; l < wh->nlabels; l++)
+			printf("/%s:%s", wh->labels[l].key, wh->labels[l].value);
+	}
+	printf("\n");
+}
+
+/* a list of parts: " on host:count,..." */
+static void
+DumpParts(const QsPart *parts, int n)
+{
+	for (int x = 0; x < n; x++)
+		printf("%s%s:%d", x ? "," : " on ", parts[x].host, parts[x].count);
+}
+
+/* the output of the pass being checked */
+static void
+DumpOutput(const QsOutput *out)
+{
+	printf("-- decisions of the pass:\n");
+	for (int i = 0; i < out->ndecisions; i++)
+	{
+		const QsDecision *d = &out->decisions[i];
+
+		printf("  %d: %s job %" PRId64 " (share %d unit %d n=%d)", i, ActionName(d->action),
+			   d->job_id, d->share, d->unit, d->count);
+		if (d->action == QS_PREEMPT)
+			printf(" %s for %" PRId64 "%s", StopText(d->stop), d->preempted_for,
+				   d->immediate ? " immediate" : "");
+		if (d->reason && d->action != QS_PREEMPT)
+			printf(" %s", d->reason);
+		DumpParts(d->parts, d->nparts);
+		printf("\n");
+	}
+	for (int i = 0; i < out->nlapsed; i++)
+		printf("  lapsed: %" PRId64 "\n", out->lapsed[i]);
+	for (int i = 0; i < out->npromised; i++)
+		printf("  promised: %" PRId64 "\n", out->promised[i]);
+	for (int i = 0; i < out->nreserved; i++)
+	{
+		printf("  reserved: %" PRId64, out->reserved[i].job_id);
+		DumpParts(out->reserved[i].parts, out->reserved[i].nparts);
+		printf("\n");
+	}
+	for (int i = 0; i < out->nhost_reasons; i++)
+		printf("  host reason: %" PRId64 " %s\n", out->host_reasons[i].job_id,
+			   out->host_reasons[i].reason ? out->host_reasons[i].reason : "none");
 }
 
 static void
@@ -291,10 +405,8 @@ DumpWorld(void)
 		printf("%" PRId64 "):\n", W.claim_timeout);
 	for (int u = 0; u < W.nunits; u++)
 	{
-		printf("  unit %d: E=%" PRId64, u, W.units[u].env_limit);
-		if (W.units[u].agent_bound)
-			printf(" agents bound it at %" PRId64, W.units[u].agent_max);
-		printf("\n");
+		printf("  unit %d: E=%" PRId64 "\n", u, W.units[u].env_limit);
+		DumpHosts(u);
 	}
 	for (int s = 0; s < W.nshares; s++)
 	{
@@ -314,26 +426,7 @@ DumpWorld(void)
 		if (B[k].state <= W_RUNNING)
 			DumpJob(&B[k]);
 	if (LastOut != NULL)
-	{
-		printf("-- decisions of the pass:\n");
-		for (int i = 0; i < LastOut->ndecisions; i++)
-		{
-			const QsDecision *d = &LastOut->decisions[i];
-
-			printf("  %d: %s job %" PRId64 " (share %d unit %d n=%d)", i, ActionName(d->action),
-				   d->job_id, d->share, d->unit, d->count);
-			if (d->action == QS_PREEMPT)
-				printf(" %s for %" PRId64 "%s", StopText(d->stop), d->preempted_for,
-					   d->immediate ? " immediate" : "");
-			if (d->reason && d->action != QS_PREEMPT)
-				printf(" %s", d->reason);
-			printf("\n");
-		}
-		for (int i = 0; i < LastOut->nlapsed; i++)
-			printf("  lapsed: %" PRId64 "\n", LastOut->lapsed[i]);
-		for (int i = 0; i < LastOut->npromised; i++)
-			printf("  promised: %" PRId64 "\n", LastOut->promised[i]);
-	}
+		DumpOutput(LastOut);
 }
 
 static void Trace(const char *fmt,...);
@@ -397,12 +490,58 @@ typedef struct Cfg
 	bool		env_enabled;
 	bool		fair;			/* borrow_order FAIR */
 	QsTime		now;
-	bool		agent_bound[MAXU];	/* the fleet (3.10): live agents bound u */
-	int64_t		agent_max[MAXU];	/* then: the largest live, active agent */
 	QsTime		claim_timeout;	/* QS_NO_TIME: none */
+	/* placement (3.13): a placed unit's hosts, in the C order of their names */
+	bool		placed[MAXU];
+	int			nhosts[MAXU];
+	const char *hname[MAXU][MAXH];
+	int64_t		hinst[MAXU][MAXH];
+	const char *hlabel[MAXU][MAXH][NKEYS];	/* each label key's value, or NULL */
 } Cfg;
 
 static Cfg Cf;
+static long CfSerial;			/* one a pass: what was computed of Cf is kept */
+
+/* a host of the world as the pass reads it, at index `at` of Cf's hosts of u */
+static void
+SetHost(int u, int at, const WHost *wh)
+{
+	Cf.hname[u][at] = wh->name;
+	Cf.hinst[u][at] = wh->instances;
+	for (int key = 0; key < NKEYS; key++)
+	{
+		Cf.hlabel[u][at][key] = NULL;
+		for (int l = 0; l < wh->nlabels; l++)
+			if (strcmp(wh->labels[l].key, LabelKeys[key]) == 0)
+				Cf.hlabel[u][at][key] = wh->labels[l].value;
+	}
+}
+
+/*
+ * TakeHosts: whether unit u is placed, and its hosts (the world's, in any
+ * order) in the C order of their names (an insertion sort of its own).
+ */
+static void
+TakeHosts(int u)
+{
+	int			n = 0;
+
+	Cf.placed[u] = W.units[u].placed;
+	for (int i = 0; i < W.nhosts[u] && i < MAXH; i++)
+	{
+		int			at = n++;
+
+		while (at > 0 && strcmp(Cf.hname[u][at - 1], W.hosts[u][i].name) > 0)
+		{
+			Cf.hname[u][at] = Cf.hname[u][at - 1];
+			Cf.hinst[u][at] = Cf.hinst[u][at - 1];
+			memcpy(Cf.hlabel[u][at], Cf.hlabel[u][at - 1], sizeof(Cf.hlabel[u][at]));
+			at--;
+		}
+		SetHost(u, at, &W.hosts[u][i]);
+	}
+	Cf.nhosts[u] = n;
+}
 
 static void
 TakeCfg(void)
@@ -413,11 +552,11 @@ TakeCfg(void)
 	Cf.fair = W.fair;
 	Cf.now = W.now;
 	Cf.claim_timeout = W.claim_timeout;
+	CfSerial++;
 	for (int u = 0; u < W.nunits; u++)
 	{
 		Cf.E[u] = W.units[u].env_limit;
-		Cf.agent_bound[u] = W.units[u].agent_bound;
-		Cf.agent_max[u] = W.units[u].agent_max;
+		TakeHosts(u);
 	}
 	for (int s = 0; s < W.nshares; s++)
 	{
@@ -688,6 +827,235 @@ Violation(int u, const int64_t *use, char *buf)
 }
 
 /* ---------------------------------------------------------------- */
+/* placement on hosts (scheduling.md 3.13), written here					 */
+
+/*
+ * A placement: parts on hosts (an index into Cf's hosts of the job's unit,
+ * which are in name order) with their instances, in rank order.
+ */
+typedef struct Plc
+{
+	int			n;
+	int			h[MAXH];
+	int32_t		c[MAXH];
+} Plc;
+
+/* the index of a label key, or -1 */
+static int
+LabelKey(const char *key)
+{
+	for (int i = 0; key != NULL && i < NKEYS; i++)
+		if (strcmp(key, LabelKeys[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* the index of unit u's host of that name, or -1: no host of u now */
+static int
+HostIdx(int u, const char *name)
+{
+	for (int h = 0; h < Cf.nhosts[u]; h++)
+		if (strcmp(Cf.hname[u][h], name) == 0)
+			return h;
+	return -1;
+}
+
+static void
+PlcAdd(Plc *p, int h, int64_t c)
+{
+	p->h[p->n] = h;
+	p->c[p->n++] = (int32_t) c;
+}
+
+/*
+ * PerHostParts (12.2, 2): with instances_per_host k, the n/k hosts of the
+ * group with the least free that is at least k (ties: the least name, the
+ * least index), k on each; taken one by one.
+ */
+static bool
+PerHostParts(const QsJob *j, const int64_t *free, const int *m, int nm, Plc *g)
+{
+	bool		used[MAXH] = {0};
+
+	for (int t = 0; t < j->count / j->per_host; t++)
+	{
+		int			best = -1;
+
+		for (int i = 0; i < nm; i++)
+			if (!used[m[i]] && free[m[i]] >= j->per_host &&
+				(best < 0 || free[m[i]] < free[best] || (free[m[i]] == free[best] && m[i] < best)))
+				best = m[i];
+		if (best < 0)
+			return false;
+		used[best] = true;
+		PlcAdd(g, best, j->per_host);
+	}
+	return true;
+}
+
+/*
+ * AnySplitParts (12.2, 2): with no instances_per_host, the one host with
+ * the least free that is at least n (best fit); else the hosts by free
+ * descending, each giving all its free instances but the last, which
+ * gives the rest.  Ties: the least name.
+ */
+static bool
+AnySplitParts(const QsJob *j, const int64_t *free, const int *m, int nm, Plc *g)
+{
+	bool		used[MAXH] = {0};
+	int			best = -1;
+	int64_t		got = 0;
+
+	for (int i = 0; i < nm; i++)
+		if (free[m[i]] >= j->count && (best < 0 || free[m[i]] < free[best]))
+			best = m[i];		/* m in name order: the first of a tie stays */
+	if (best >= 0)
+	{
+		PlcAdd(g, best, j->count);
+		return true;
+	}
+	while (got < j->count)
+	{
+		best = -1;
+		for (int i = 0; i < nm; i++)
+			if (!used[m[i]] && free[m[i]] > 0 && (best < 0 || free[m[i]] > free[best]))
+				best = m[i];
+		if (best < 0)
+			return false;
+		used[best] = true;
+		PlcAdd(g, best, Min(free[best], j->count - got));
+		got += free[best];
+	}
+	return true;
+}
+
+/* ranks (12.2, 4): instances descending, then the agent name */
+static void
+RankParts(Plc *p)
+{
+	for (int i = 0; i < p->n; i++)
+		for (int x = i + 1; x < p->n; x++)
+			if (p->c[x] > p->c[i] || (p->c[x] == p->c[i] && p->h[x] < p->h[i]))
+			{
+				int			h = p->h[i];
+				int32_t		c = p->c[i];
+
+				p->h[i] = p->h[x];
+				p->c[i] = p->c[x];
+				p->h[x] = h;
+				p->c[x] = c;
+			}
+}
+
+/*
+ * GroupOf (12.2, 1): the members of the host group of unit u that host
+ * `first` opens: every host with no label key, else the hosts whose value
+ * of the key is v; -1 when `first` opens none (no value, or a value an
+ * earlier host has).
+ */
+static int
+GroupOf(int u, int key, int first, int *m, const char **v)
+{
+	int			nm = 0;
+
+	*v = key >= 0 ? Cf.hlabel[u][first][key] : NULL;
+	if (key >= 0 && *v == NULL)
+		return -1;
+	for (int h = 0; h < Cf.nhosts[u]; h++)
+	{
+		const char *w = key >= 0 ? Cf.hlabel[u][h][key] : NULL;
+
+		if (key < 0 || (w != NULL && strcmp(w, *v) == 0))
+		{
+			if (h < first && key >= 0)
+				return -1;		/* the group was opened by an earlier host */
+			m[nm++] = h;
+		}
+	}
+	return nm;
+}
+
+/*
+ * MyPlace: placement(J) over the hosts of its unit with their free (12.2):
+ * in each host group the parts, then the group with the fewest hosts, the
+ * least free in all, the least label value; the parts in rank order.
+ * False: no group has a placement.
+ */
+static bool
+MyPlace(const QsJob *j, const int64_t *free, Plc *out)
+{
+	int			u = j->unit, key = LabelKey(j->same_label);
+	int64_t		best_free = 0;
+	const char *best_value = NULL;
+
+	out->n = 0;
+	if (j->same_label != NULL && key < 0)
+		return false;
+	for (int first = 0; first < Cf.nhosts[u] && (key >= 0 || first == 0); first++)
+	{
+		int			m[MAXH], nm;
+		int64_t		gfree = 0;
+		const char *v;
+		Plc			g = {0};
+
+		if ((nm = GroupOf(u, key, first, m, &v)) < 0)
+			continue;
+		for (int i = 0; i < nm; i++)
+			gfree += free[m[i]];
+		if (!(j->per_host > 0 ? PerHostParts(j, free, m, nm, &g) :
+			  AnySplitParts(j, free, m, nm, &g)))
+			continue;
+		if (out->n == 0 || g.n < out->n ||
+			(g.n == out->n && (gfree < best_free ||
+							   (gfree == best_free && v != NULL && strcmp(v, best_value) < 0))))
+		{
+			*out = g;
+			best_free = gfree;
+			best_value = v;
+		}
+	}
+	RankParts(out);
+	return out->n > 0;
+}
+
+/*
+ * NoPlacementEver (12.2): a job of a placed unit that has no placement even
+ * were every host of its unit empty is held back (as 0.3's NO_AGENT_FITS).
+ * Kept for the configuration of the pass (CfSerial).
+ */
+static bool
+NoPlacementEver(const QsJob *j)
+{
+	static long at[MAXJ];
+	static bool none[MAXJ];
+	int			k = (int) j->id - 1;
+	Plc			p;
+
+	if (!Cf.placed[j->unit])
+		return false;
+	if (at[k] != CfSerial)
+	{
+		at[k] = CfSerial;
+		none[k] = !MyPlace(j, Cf.hinst[j->unit], &p);
+	}
+	return none[k];
+}
+
+/* a placement as text: host:instances,... in rank order */
+static const char *
+PlcText(int u, const Plc *p, char *buf)
+{
+	int			len = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < p->n; i++)
+		len += sprintf(buf + len, "%s%s:%d", i ? "," : "", Cf.hname[u][p->h[i]], p->c[i]);
+	if (p->n == 0)
+		strcpy(buf, "none");
+	return buf;
+}
+
+/* ---------------------------------------------------------------- */
 /* the replay of a pass: the state planned so far, from the decisions		 */
 
 static int64_t RUse[MAXS][MAXU];	/* held now, pending stops included */
@@ -700,6 +1068,172 @@ static unsigned char NDec[MAXJ];	/* decisions in this pass */
 static unsigned char TimeDec[MAXJ];	/* decided by the time-based work */
 static unsigned char Step4[MAXJ];	/* dispatched as a freed promise (step 4) */
 static unsigned char Dispatched[MAXJ];
+
+/* placement (3.13): the placed units' hosts in the state planned so far */
+static int64_t RHHeld[MAXU][MAXH];	/* parts of held jobs, pending stops included */
+static int64_t RHStop[MAXU][MAXH];	/* of those, of jobs whose stop is pending */
+static int64_t RHRes[MAXU][MAXH];	/* reserved by kept promises (MyRes) */
+static Plc MyRes[MAXJ];			/* the placement a kept promise reserves */
+static unsigned char ResNew[MAXJ];	/* made in this pass, or placed anew */
+static Plc PendingRes;			/* a new promise's, before it is kept */
+
+/*
+ * The jobs the loop tried (3.13, 12.3a): whether each waits
+ * WAITING_FOR_HOSTS (SpecNote; -1: not tried in this pass), and, in the
+ * loop's order, those the pass must report (QsOutput.host_reasons): of a
+ * placed unit, and of a unit not placed those not dispatched (whose reason
+ * from when the unit was placed goes).
+ */
+static signed char SpecNote[MAXJ];
+static int64_t NoteId[MAXJ];
+static const char *NoteReason[MAXJ];
+static int NNotes;
+
+/* the loop tried job c, which waits WAITING_FOR_HOSTS or not, dispatched or not */
+static void
+NoteTried(int c, bool waiting, bool dispatched)
+{
+	SpecNote[c] = waiting;
+	if (!Cf.placed[B[c].j.unit] && dispatched)
+		return;					/* dispatch clears the reason */
+	NoteId[NNotes] = B[c].j.id;
+	NoteReason[NNotes++] = waiting ? "WAITING_FOR_HOSTS" : NULL;
+}
+
+/*
+ * the loop held back job c of a placed unit with placement constraints
+ * that no host could ever take: its reason NO_AGENT_FITS is the pass's to
+ * set (that of a job with none is the fit limits', QsFitLimit.agent_max)
+ */
+static void
+NoteNoFit(int c)
+{
+	const QsJob *j = &B[c].j;
+
+	if (!Cf.placed[j->unit] || (j->per_host == 0 && j->same_label == NULL))
+		return;
+	NoteId[NNotes] = j->id;
+	NoteReason[NNotes++] = "NO_AGENT_FITS";
+}
+
+/* a reason of placement to print */
+static const char *
+ReasonText(const char *reason)
+{
+	return reason != NULL ? reason : "none";
+}
+
+/* the parts of a job (names) added, sign times, to a counter of unit u's hosts */
+static void
+AddParts(int u, int64_t *counter, const QsPart *parts, int n, int sign)
+{
+	for (int i = 0; i < n; i++)
+	{
+		int			h = HostIdx(u, parts[i].host);
+
+		if (h >= 0)				/* a part on no host now holds nothing of any */
+			counter[h] += sign * (int64_t) parts[i].count;
+	}
+}
+
+static void
+AddPlc(int64_t *counter, const Plc *p, int sign)
+{
+	for (int i = 0; i < p->n; i++)
+		counter[p->h[i]] += sign * (int64_t) p->c[i];
+}
+
+/*
+ * HostFree: free(A,u) of each host of job k's unit in the planned state
+ * (12.1, 12.3a): its instances, less the parts held (now: pending stops
+ * included; in the future state not, nor the parts of the jobs gone[]),
+ * less what kept promises reserve but k's own; at least 0.
+ */
+static void
+HostFree(int k, bool future, const int *gone, int ngone, int64_t *free)
+{
+	int			u = B[k].j.unit;
+	int64_t		used[MAXH];
+
+	for (int h = 0; h < Cf.nhosts[u]; h++)
+		used[h] = RHHeld[u][h] + RHRes[u][h] - (future ? RHStop[u][h] : 0);
+	if (Kept[k])
+		AddPlc(used, &MyRes[k], -1);
+	for (int i = 0; i < ngone; i++)
+		AddParts(u, used, B[gone[i]].parts, B[gone[i]].nparts, -1);
+	for (int h = 0; h < Cf.nhosts[u]; h++)
+		free[h] = Cf.hinst[u][h] - used[h] > 0 ? Cf.hinst[u][h] - used[h] : 0;
+}
+
+/* placement(J) of job k now (pending stops holding) */
+static bool
+PlaceNow(int k, Plc *p)
+{
+	int64_t		free[MAXH];
+
+	HostFree(k, false, NULL, 0, free);
+	return MyPlace(&B[k].j, free, p);
+}
+
+/* placement(J) of job k in the future state, the jobs gone[] stopped too */
+static bool
+PlaceFuture(int k, const int *gone, int ngone, Plc *p)
+{
+	int64_t		free[MAXH];
+
+	HostFree(k, true, gone, ngone, free);
+	return MyPlace(&B[k].j, free, p);
+}
+
+/* a placed unit's job: has it a placement in the future state, gone[] stopped? */
+static bool
+FuturePlaced(int k, const int *gone, int ngone)
+{
+	Plc			p;
+
+	return !Cf.placed[B[k].j.unit] || PlaceFuture(k, gone, ngone, &p);
+}
+
+/*
+ * PlacementWhy (12.2): in a placed unit a job may be dispatched only if
+ * it has a placement now and in the future state; NULL, or why not.
+ */
+static const char *
+PlacementWhy(int k)
+{
+	Plc			p;
+
+	if (!Cf.placed[B[k].j.unit])
+		return NULL;
+	if (!PlaceNow(k, &p))
+		return "no placement on the hosts now (3.13)";
+	if (!PlaceFuture(k, NULL, 0, &p))
+		return "no placement on the hosts in the future state (3.13)";
+	return NULL;
+}
+
+/* the held job k's parts: holding on their hosts (sign +1) or not (-1) */
+static void
+HostsHold(int k, int sign)
+{
+	const QsJob *j = &B[k].j;
+
+	if (!Cf.placed[j->unit])
+		return;
+	AddParts(j->unit, RHHeld[j->unit], B[k].parts, B[k].nparts, sign);
+	if (j->stop != QS_STOP_NONE)
+		AddParts(j->unit, RHStop[j->unit], B[k].parts, B[k].nparts, sign);
+}
+
+/* the held job k's stop is requested: its parts are stopping */
+static void
+HostsStopping(int k)
+{
+	const QsJob *j = &B[k].j;
+
+	if (Cf.placed[j->unit])
+		AddParts(j->unit, RHStop[j->unit], B[k].parts, B[k].nparts, +1);
+}
 
 /* RUNNABLE jobs read by the pass, by share and unit, in share order */
 static int RunIdx[MAXJ];
@@ -770,10 +1304,11 @@ FutureUse(int u, bool with_prom, int64_t *use)
 
 /*
  * HeldBack (3.10): is RUNNABLE job j held back from dispatch whatever the
- * capacity?  It is when the live agents bound its unit and it needs more
- * instances than the largest live, active one has (0: only draining agents
- * live), or while it is in its backoff after a claim timeout (before
- * claim_backoff_until).  Returns why, or NULL.  A held-back job is not
+ * capacity?  It is when its share spent its budget of the unit (3.11),
+ * when its unit is placed and it has no placement even were every host
+ * empty (3.13; none when only draining agents live), or while it is in its
+ * backoff after a claim timeout (before claim_backoff_until).  Returns
+ * why, or NULL.  A held-back job is not
  * dispatched, gets no victims, does not count as tried for the skip rule
  * (but blocks a STRICT stream like any job not dispatched), wants nothing
  * of its share's idle capacity and loses its promise at the re-check.
@@ -789,12 +1324,16 @@ BudgetHold(const QsJob *j)
 	return NULL;
 }
 
-/* FleetHold: held back by the agents or a claim timeout (3.10), or NULL */
+/*
+ * FleetHold: held back by the hosts (no placement even were every host of
+ * its placed unit empty: 3.13, as 3.10's NO_AGENT_FITS) or a claim timeout
+ * (3.10), or NULL
+ */
 static const char *
 FleetHold(const QsJob *j)
 {
-	if (Cf.agent_bound[j->unit] && j->count > Cf.agent_max[j->unit])
-		return "held back: no live, active agent of its unit fits it (3.10)";
+	if (NoPlacementEver(j))
+		return "held back: no placement even on empty hosts (3.10, 3.13)";
 	if (j->claim_backoff_until != QS_NO_TIME && Cf.now < j->claim_backoff_until)
 		return "held back: in its backoff after a claim timeout (3.10)";
 	return NULL;
@@ -887,18 +1426,16 @@ CheckJob(const int64_t *use, const QsJob *j, char *buf)
 }
 
 /*
- * May the job be dispatched in the planned state, now and in the future?
- * Not while it is held back (3.10).
+ * CapacityWhy: do the capacity rules let the job be dispatched in the
+ * planned state, now and in the future (3.2)?  NULL, or why not.
  */
 static const char *
-MayDispatch(int k, char *buf)
+CapacityWhy(int k, char *buf)
 {
 	const QsJob *j = &B[k].j;
 	int64_t		use[MAXS];
 	const char *why;
 
-	if ((why = HeldBack(j)) != NULL)
-		return why;
 	NowUse(j->unit, use);
 	if ((why = CheckJob(use, j, buf)) != NULL)
 		return why;
@@ -913,11 +1450,39 @@ MayDispatch(int k, char *buf)
 	return NULL;
 }
 
+/*
+ * May the job be dispatched in the planned state, now and in the future?
+ * Not while it is held back (3.10); in a placed unit only with a placement
+ * now and in the future state (3.13).
+ */
+static const char *
+MayDispatch(int k, char *buf)
+{
+	const char *why;
+
+	if ((why = HeldBack(&B[k].j)) != NULL)
+		return why;
+	if ((why = CapacityWhy(k, buf)) != NULL)
+		return why;
+	return PlacementWhy(k);
+}
+
+/*
+ * ApplyDispatch: job k holds its instances from now on; in a placed unit
+ * on placement(J) now (3.13: computed anew at its dispatch, here), and a
+ * reservation it held ends.
+ */
 static void
 ApplyDispatch(int k)
 {
 	const QsJob *j = &B[k].j;
+	Plc			p;
 
+	if (Cf.placed[j->unit] && PlaceNow(k, &p))
+		AddPlc(RHHeld[j->unit], &p, +1);
+	if (Kept[k])
+		AddPlc(RHRes[j->unit], &MyRes[k], -1);
+	MyRes[k].n = 0;
 	RUse[j->share][j->unit] += j->count;
 	if (Kept[k])
 		RProm[j->share][j->unit] -= j->count;
@@ -1016,8 +1581,8 @@ LeaseExpired(const WJob *b)
  * a RUNNABLE job that could not run for longer than the runnable timeout:
  * RUNNABLE_TIMEOUT for a job whose MISCONFIGURATION reason (as an earlier
  * pass recorded it) dates from before; RUNNABLE_TIMEOUT:NO_AGENT_FITS for
- * one whose NO_AGENT_FITS reason does, and that no live, active agent of
- * its unit fits still (3.10).  NULL: none.
+ * one whose NO_AGENT_FITS reason does, and that has no placement even on
+ * empty hosts still (3.10, 3.13).  NULL: none.
  */
 static const char *
 RunnableExpired(const WJob *b)
@@ -1027,16 +1592,16 @@ RunnableExpired(const WJob *b)
 		return NULL;
 	if (strncmp(b->status_reason, "MISCONFIGURATION:", 17) == 0)
 		return "RUNNABLE_TIMEOUT";
-	if (strcmp(b->status_reason, "NO_AGENT_FITS") == 0 && Cf.agent_bound[b->j.unit] &&
-		b->j.count > Cf.agent_max[b->j.unit])
+	if (strcmp(b->status_reason, "NO_AGENT_FITS") == 0 && NoPlacementEver(&b->j))
 		return "RUNNABLE_TIMEOUT:NO_AGENT_FITS";
 	return NULL;
 }
 
 /*
- * scheduling.md 3.7 and 3.10, written here: the misconfiguration reasons
- * first, then NO_AGENT_FITS for a job larger than the largest live, active
- * agent of its unit, when the agents bound it.
+ * scheduling.md 3.7, 3.10 and 3.11, written here: the misconfiguration
+ * reasons first, BUDGET_EXHAUSTED, then NO_AGENT_FITS for a job of a
+ * placed unit with no placement even were every host empty (3.13).
+ * (WAITING_FOR_HOSTS, the lowest: WaitingReason.)
  */
 static const char *
 ExpectedReason(const QsJob *j)
@@ -1059,7 +1624,7 @@ ExpectedReason(const QsJob *j)
 	}
 	if (OverBudget(s, u))
 		return "BUDGET_EXHAUSTED";
-	if (Cf.agent_bound[u] && j->count > Cf.agent_max[u])
+	if (NoPlacementEver(j))
 		return "NO_AGENT_FITS";
 	return NULL;
 }
@@ -1200,6 +1765,21 @@ VictimKindsCheck(int jk, const int *vk, int nv)
 }
 
 /*
+ * OthersPlace (3.13): has preemptor J a placement in the future state once
+ * every victim but the one at `but` stopped (true in a unit not placed)?
+ */
+static bool
+OthersPlace(const QsJob *J, const int *vk, int nv, int but)
+{
+	int			others[MAXJ], n = 0;
+
+	for (int i = 0; i < nv; i++)
+		if (i != but)
+			others[n++] = vk[i];
+	return FuturePlaced((int) J->id - 1, others, n);
+}
+
+/*
  * VictimsMinimal (3.4): none of the victims is superfluous (the backwards
  * walk); fut: the future state with all of them stopped.  With a
  * cross-share victim the attempt was the reclaim, whose room test also
@@ -1227,6 +1807,8 @@ VictimsMinimal(const QsJob *J, const int *vk, int nv, int64_t *fut, bool cross)
 		if (!cross && RUse[S][u] >= Cf.C[S][u])
 			superfluous = CheckJob(fut, J, buf) == NULL;
 		fut[v->share] -= v->count;
+		if (superfluous && !OthersPlace(J, vk, nv, i))
+			superfluous = false;	/* the placement needs it (3.13) */
 		if (superfluous)
 			Fail("minimal", "victim %" PRId64 " of job %" PRId64 " was not needed: with the other %d victims stopped the job could start (3.4: the backwards walk drops it)",
 				 v->id, J->id, nv - 1);
@@ -1267,7 +1849,8 @@ VictimChoiceCheck(int jk, const int *vk, int nv)
 	FutureUse(u, true, fut);
 	for (int i = 0; i < nv; i++)
 		fut[B[vk[i]].j.share] -= B[vk[i]].j.count;
-	if ((why = CheckJob(fut, J, buf)) != NULL)
+	if ((why = CheckJob(fut, J, buf)) != NULL ||
+		(!OthersPlace(J, vk, nv, -1) && (why = "it has no placement on the hosts (3.13)")))
 		Fail("victims", "job %" PRId64 " was given %d victims but could still not start once they stopped: %s",
 			 J->id, nv, why);
 	VictimsMinimal(J, vk, nv, fut, cross);
@@ -1299,7 +1882,7 @@ Exempt(int h, bool exemptions, QsTime *live_end, QsTime *all_end)
  * stop, not decided in this pass, not exempt: see Exempt).
  */
 static int64_t
-LowerInShare(int k, bool exemptions, QsTime *live_end, QsTime *all_end)
+LowerInShare(int k, bool exemptions, QsTime *live_end, QsTime *all_end, int *gone, int *ngone)
 {
 	const QsJob *J = &B[k].j;
 	int64_t		freed = 0;
@@ -1311,10 +1894,15 @@ LowerInShare(int k, bool exemptions, QsTime *live_end, QsTime *all_end)
 		if (IsHeld(B[h].state) && c->unit == J->unit && c->share == J->share &&
 			c->stop == QS_STOP_NONE && c->priority < J->priority &&
 			!Exempt(h, exemptions, live_end, all_end) && !Handled[h])
+		{
 			freed += c->count;
+			gone[(*ngone)++] = h;	/* its parts freed too (3.13) */
+		}
 	}
 	return freed;
 }
+
+static int Gone[MAXJ];			/* the candidates of an attempt, all taken */
 
 /*
  * ReclaimPossible: would the reclaim (3.3, attempt 1) find victims for job
@@ -1331,11 +1919,12 @@ ReclaimPossible(int k, bool exemptions, const int64_t *fut0, QsTime *live_end, Q
 	int			S = J->share, u = J->unit;
 	int64_t		fut[MAXS], futnp[MAXS], taken[MAXS] = {0};
 	static int	cand[MAXJ];
-	int			nc = 0;
+	int			nc = 0, ngone = 0;
 	char		buf[256];
 
 	if (RUse[S][u] >= Cf.C[S][u] ||
-		(fut0[S] + J->count <= Cf.C[S][u] && CheckJob(fut0, J, buf) == NULL))
+		(fut0[S] + J->count <= Cf.C[S][u] && CheckJob(fut0, J, buf) == NULL &&
+		 FuturePlaced(k, NULL, 0)))
 		return false;
 	memcpy(fut, fut0, sizeof(fut));
 	FutureUse(u, false, futnp);
@@ -1357,11 +1946,13 @@ ReclaimPossible(int k, bool exemptions, const int64_t *fut0, QsTime *live_end, Q
 		{
 			taken[c->share] += c->count;
 			fut[c->share] -= c->count;
+			Gone[ngone++] = cand[i];
 		}
 	}
 	if (Cf.isp[S])
-		fut[S] -= LowerInShare(k, exemptions, live_end, all_end);
-	return fut[S] + J->count <= Cf.C[S][u] && CheckJob(fut, J, buf) == NULL;
+		fut[S] -= LowerInShare(k, exemptions, live_end, all_end, Gone, &ngone);
+	return fut[S] + J->count <= Cf.C[S][u] && CheckJob(fut, J, buf) == NULL &&
+		FuturePlaced(k, Gone, ngone);
 }
 
 /*
@@ -1398,11 +1989,13 @@ PreemptionPossible(int k, bool exemptions, QsTime *live_end, QsTime *all_end,
 	}
 
 	/* 2. in-share */
-	if (Cf.isp[S] && CheckJob(fut0, J, buf) != NULL)
+	if (Cf.isp[S] && (CheckJob(fut0, J, buf) != NULL || !FuturePlaced(k, NULL, 0)))
 	{
+		int			ngone = 0;
+
 		memcpy(fut, fut0, sizeof(fut));
-		fut[S] -= LowerInShare(k, exemptions, live_end, all_end);
-		if (CheckJob(fut, J, buf) == NULL)
+		fut[S] -= LowerInShare(k, exemptions, live_end, all_end, Gone, &ngone);
+		if (CheckJob(fut, J, buf) == NULL && FuturePlaced(k, Gone, ngone))
 		{
 			sprintf(msg, "stopping its share's lower-priority jobs (in_share_preemption) would let it start (3.3)");
 			return msg;
@@ -1414,15 +2007,40 @@ PreemptionPossible(int k, bool exemptions, QsTime *live_end, QsTime *all_end,
 /* ---------------------------------------------------------------- */
 /* the cursors of the dispatch loop (3.2), modelled here					 */
 
+/*
+ * The skip rule's classes (3.2, 3.13): in a BEST_EFFORT share of a placed
+ * unit, the jobs with the same instances_per_host (0 to 9: no job needs
+ * more than 9) and same_label (none or a key of LabelKeys); in a unit
+ * that is not placed every job is of class 0, constraints ignored.
+ */
+#define NCLASS (10 * (NKEYS + 1))
+
 static int SPos[MAXS][MAXU];	/* index in RunIdx of the stream's head */
-static int32_t SBelow[MAXS][MAXU];	/* the skip rule */
+static int32_t SBelow[MAXS][MAXU][NCLASS];	/* the skip rule, per class */
+static bool SShut[MAXS][MAXU];	/* STRICT: every later job is skipped */
+
+static int
+SkipClass(const QsJob *j)
+{
+	if (!Cf.placed[j->unit])
+		return 0;
+	return j->per_host * (NKEYS + 1) + LabelKey(j->same_label) + 1;
+}
+
+static bool
+Skipped(int k)
+{
+	const QsJob *j = &B[k].j;
+
+	return SShut[j->share][j->unit] || j->count >= SBelow[j->share][j->unit][SkipClass(j)];
+}
 
 static void
 StreamAdvance(int s, int u, bool from_start)
 {
 	int			p = from_start ? RunFrom[s][u] : SPos[s][u] + 1;
 
-	while (p < RunTo[s][u] && (Handled[RunIdx[p]] || B[RunIdx[p]].j.count >= SBelow[s][u]))
+	while (p < RunTo[s][u] && (Handled[RunIdx[p]] || Skipped(RunIdx[p])))
 		p++;
 	SPos[s][u] = p;
 }
@@ -1623,7 +2241,7 @@ OrderCheck(int jk, const char *what)
 		if (k == jk)
 			return;				/* the rest comes after J in share order */
 		if (K->count <= J->count && NDec[k] == 0 && !Victimized[k] && !Kept[k] &&
-			HeldBack(K) == NULL)
+			HeldBack(K) == NULL && SkipClass(K) == SkipClass(J))
 			Fail("order", "job %" PRId64 " (priority %d, n=%d) was %s while job %" PRId64 " of the same share %d and unit %d, ahead of it in share order (priority %d, n=%d), stayed RUNNABLE with nothing decided (3.2: the skip rule passes over J)",
 				 J->id, J->priority, J->count, what, K->id, J->share, J->unit, K->priority,
 				 K->count);
@@ -1678,7 +2296,7 @@ MyHold(const QsJob *j)
 {
 	if (OverBudget(j->share, j->unit))
 		return QS_HOLD_BUDGET_EXHAUSTED;
-	if (Cf.agent_bound[j->unit] && j->count > Cf.agent_max[j->unit])
+	if (NoPlacementEver(j))
 		return QS_HOLD_NO_AGENT_FITS;
 	if (j->claim_backoff_until != QS_NO_TIME && Cf.now < j->claim_backoff_until)
 		return QS_HOLD_CLAIM_BACKOFF;
@@ -1834,6 +2452,7 @@ typedef enum Ev
 	EV_REPAIRS,					/* step 2 replayed */
 	EV_LAPSED,					/* step 3 begins: the lapses the pass reports */
 	EV_RECHECK,					/* step 3: job Rp.k's promise re-checked; Rp.why */
+	EV_FREED_ONE,				/* step 4: Rp.k is dispatched (decision Rp.di) */
 	EV_FREED,					/* step 4 replayed: Rp.e4, dispatched from Rp.i on */
 	EV_LOOP_BEGIN,				/* step 5 begins */
 	EV_DISPATCH,				/* the loop: candidate Rp.k dispatched (not applied yet) */
@@ -1855,6 +2474,7 @@ static struct
 	const QsDecision *D;
 	int			i;				/* the next decision the replay takes */
 	int			k;				/* the job of the event */
+	int			di;				/* EV_FREED_ONE: the decision that must be its dispatch */
 	const char *why;			/* EV_RECHECK: why the promise cannot be kept, or NULL */
 	int			vk[MAXJ], nv;	/* EV_VICTIMS: the victims, */
 	bool		imm[MAXJ];		/* each stopped at once or not */
@@ -2551,9 +3171,24 @@ BudgetReason(const char *want, const char *got)
 }
 
 static bool
+IsWaitingForHosts(const char *r)
+{
+	return r != NULL && strcmp(r, "WAITING_FOR_HOSTS") == 0;
+}
+
+/* WAITING_FOR_HOSTS (3.13), the lowest of the reasons */
+static bool
+HostsReason(const char *want, const char *got)
+{
+	return !MisconfigurationReason(want, got) && !BudgetReason(want, got) &&
+		(IsWaitingForHosts(want) || IsWaitingForHosts(got));
+}
+
+static bool
 FleetReason(const char *want, const char *got)
 {
-	return !MisconfigurationReason(want, got) && !BudgetReason(want, got);
+	return !MisconfigurationReason(want, got) && !BudgetReason(want, got) &&
+		!HostsReason(want, got);
 }
 
 /*
@@ -2730,22 +3365,25 @@ FitLimitsCheck(void)
 	for (int x = 0; x < Cf.nshares * Cf.nunits; x++)
 	{
 		int			u = x % Cf.nunits;
-		int64_t		want = Cf.agent_bound[u] ? Cf.agent_max[u] : QS_UNBOUNDED;
+		int64_t		want = Cf.placed[u] ? 0 : QS_UNBOUNDED;
 
+		for (int h = 0; h < Cf.nhosts[u] && Cf.placed[u]; h++)
+			want += Cf.hinst[u][h];
 		if (Rp.out->fit_limits[x].agent_max != want)
-			Fail("no-agent-fits", "fit_limits of share %d unit %d: agent_max %" PRId64 ", the agents say %" PRId64 " (3.10: the largest live, active agent when they bound the unit, else unbounded)",
+			Fail("no-agent-fits", "fit_limits of share %d unit %d: agent_max %" PRId64 ", the hosts say %" PRId64 " (3.13: a placed unit's hosts' instances in all, else unbounded)",
 				 x / Cf.nunits, u, Rp.out->fit_limits[x].agent_max, want);
 	}
 }
 
 /*
- * 3.10 The fleet: a job no live, active agent fits, or in its backoff
- * after a claim timeout, is held back: not dispatched, no victims
- * (FleetHold); a SCHEDULED job unclaimed past the claim timeout is
+ * 3.10 The fleet: a job with no placement even on empty hosts (3.13), or
+ * in its backoff after a claim timeout, is held back: not dispatched, no
+ * victims (FleetHold); a SCHEDULED job unclaimed past the claim timeout is
  * requeued NOT_CLAIMED with its backoff, and step 1 leaves none behind;
- * fit_limits' agent_max is the fleet's bound; NO_AGENT_FITS is a RUNNABLE
- * job's reason exactly when no misconfiguration or budget reason comes
- * first and no agent fits it.
+ * fit_limits' agent_max is a placed unit's hosts' instances in all;
+ * NO_AGENT_FITS is a RUNNABLE job's reason exactly when no
+ * misconfiguration or budget reason comes first and it has no placement
+ * even on empty hosts.
  */
 static void
 Check_3_10_Fleet(Ev ev)
@@ -2820,10 +3458,304 @@ Check_3_12_FairShareWithMemory(Ev ev)
 }
 
 /* ---------------------------------------------------------------- */
+/* 3.13 Placement on hosts														 */
+
+/* the decision's parts as a placement of unit u (a part on no host: index -1) */
+static void
+DecisionPlc(int u, const QsDecision *d, Plc *p)
+{
+	p->n = 0;
+	for (int i = 0; i < d->nparts && i < MAXH; i++)
+		PlcAdd(p, HostIdx(u, d->parts[i].host), d->parts[i].count);
+}
+
+static bool
+SamePlc(const Plc *a, const Plc *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (a->h[i] != b->h[i] || a->c[i] != b->c[i])
+			return false;
+	return true;
+}
+
+/*
+ * PartsCheck (12.2, 12.3): a dispatch's parts are on hosts of the unit now,
+ * one a host, sum to the job's count, k each with instances_per_host k, on
+ * hosts with the same value of same_label; and each fits in its host's
+ * free(A,u) now ([host-capacity]: its instances less the parts held there,
+ * pending stops included, and the reservations of promises, at least 0).
+ */
+static void
+PartsCheck(int k, const QsDecision *d)
+{
+	const QsJob *j = &B[k].j;
+	int			u = j->unit, key = LabelKey(j->same_label);
+	int64_t		sum = 0, free[MAXH];
+	const char *value = NULL;
+	bool		seen[MAXH] = {0};
+
+	HostFree(k, false, NULL, 0, free);
+	for (int i = 0; i < d->nparts; i++)
+	{
+		const QsPart *part = &d->parts[i];
+		int			h = HostIdx(u, part->host);
+		const char *v = h >= 0 && key >= 0 ? Cf.hlabel[u][h][key] : NULL;
+
+		if (h < 0 || seen[h] || part->count < 1 || (j->per_host > 0 && part->count != j->per_host))
+			Fail("parts", "job %" PRId64 " (n=%d, per_host %d) dispatched with part %s:%d: %s (3.13)",
+				 j->id, j->count, j->per_host, part->host, part->count,
+				 h < 0 ? "no host of its unit now" : seen[h] ? "a second part on that host" :
+				 "not instances_per_host instances");
+		if (j->same_label != NULL && (v == NULL || (value != NULL && strcmp(v, value) != 0)))
+			Fail("parts", "job %" PRId64 " (same_label %s) dispatched with a part on %s, whose value is %s, another part's %s (3.13)",
+				 j->id, j->same_label, part->host, v ? v : "none", value ? value : "none");
+		value = v;
+		seen[h] = true;
+		sum += part->count;
+		if (part->count > free[h])
+			Fail("host-capacity", "job %" PRId64 " dispatched with %d instances on %s, whose free(A,u) is %" PRId64 " (%" PRId64 " instances, %" PRId64 " held, %" PRId64 " reserved; 3.13)",
+				 j->id, part->count, part->host, free[h], Cf.hinst[u][h], RHHeld[u][h], RHRes[u][h]);
+	}
+	if (sum != j->count)
+		Fail("parts", "job %" PRId64 " (n=%d) dispatched with %d parts of %" PRId64 " instances in all (3.13)",
+			 j->id, j->count, d->nparts, sum);
+}
+
+/*
+ * DispatchPlacementCheck (3.13): a dispatch in a unit that is not placed
+ * has no parts; in a placed one its parts are valid (PartsCheck) and are
+ * placement(J) now, in rank order.
+ */
+static void
+DispatchPlacementCheck(int k, const QsDecision *d)
+{
+	const QsJob *j = &B[k].j;
+	Plc			want, got;
+	char		a[512], b[512];
+
+	if (!Cf.placed[j->unit])
+	{
+		if (d->nparts != 0)
+			Fail("not-placed", "job %" PRId64 " of unit %d, which is not placed, dispatched with %d parts (3.13)",
+				 j->id, j->unit, d->nparts);
+		return;
+	}
+	PartsCheck(k, d);
+	PlaceNow(k, &want);
+	DecisionPlc(j->unit, d, &got);
+	if (!SamePlc(&want, &got))
+		Fail("placement", "job %" PRId64 " (n=%d, per_host %d, same_label %s) dispatched on %s, placement(J) now is %s (3.13: best fit, per_host, the fewest hosts, the group, the ranks)",
+			 j->id, j->count, j->per_host, j->same_label ? j->same_label : "none",
+			 PlcText(j->unit, &got, a), PlcText(j->unit, &want, b));
+	St.placed_dispatches++;
+	St.multi_host += got.n > 1;
+}
+
+/* the placement out->reserved gives job id, or NULL */
+static const QsReservation *
+ReservedFor(int64_t id)
+{
+	for (int i = 0; i < Rp.out->nreserved; i++)
+		if (Rp.out->reserved[i].job_id == id)
+			return &Rp.out->reserved[i];
+	return NULL;
+}
+
+/* the reservation a decision-like list of parts gives, as a placement of unit u */
+static void
+PartsPlc(int u, const QsPart *parts, int n, Plc *p)
+{
+	QsDecision	d = {0};
+
+	d.nparts = n;
+	d.parts = parts;
+	DecisionPlc(u, &d, p);
+}
+
+/*
+ * ReservedCheck (3.13, 12.3a): the pass writes (QsOutput.reserved) the
+ * reservation of every job still promised after the loop whose reservation
+ * is new in this pass (made with its victims, or placed anew at the
+ * re-check because the one it kept is no longer valid), as the model made
+ * it, once; and no other: not a promise's that stays as it was, not one
+ * of a job dispatched since.
+ */
+static void
+ReservedCheck(int k)
+{
+	const QsJob *j = &B[k].j;
+	const QsReservation *r = ReservedFor(j->id);
+	Plc			got;
+	char		a[512], b[512];
+
+	if (ResNew[k] && Kept[k])
+	{
+		if (r == NULL)
+			Fail("reservation", "job %" PRId64 " reserves %s, new in this pass, but the pass wrote no reservation (3.13)",
+				 j->id, PlcText(j->unit, &MyRes[k], a));
+		PartsPlc(j->unit, r->parts, r->nparts, &got);
+		if (!SamePlc(&got, &MyRes[k]))
+			Fail("reservation", "job %" PRId64 " reserves %s, placement(J) in the future state is %s (3.13)",
+				 j->id, PlcText(j->unit, &got, b), PlcText(j->unit, &MyRes[k], a));
+		St.reserved_new++;
+	}
+	else if (r != NULL)
+		Fail(Kept[k] && !ResNew[k] ? "keep-reservation" : "reservation",
+			 "the pass wrote a reservation for job %" PRId64 ", which %s (3.13, 12.3a)", j->id,
+			 Dispatched[k] ? "it dispatched" : !Kept[k] ? "holds no promise after the pass" :
+			 "kept the one it reserved, still valid in the future state");
+}
+
+/* the reservations written: those of ReservedCheck, each once */
+static void
+ReservedListCheck(void)
+{
+	for (int k = 0; k < Rp.n; k++)
+		ReservedCheck(k);
+	for (int i = 0; i < Rp.out->nreserved; i++)
+	{
+		int64_t		id = Rp.out->reserved[i].job_id;
+
+		if (id < 1 || id > Rp.n || ReservedFor(id) != &Rp.out->reserved[i])
+			Fail("reservation", "the pass wrote a reservation for job %" PRId64 " twice, or for no job (3.13)",
+				 id);
+	}
+}
+
+/*
+ * HostReasonsCheck (3.13, 12.3a): the pass reports, in the loop's order,
+ * every job it tried (not held back, not promised) of a placed unit, and
+ * of a unit not placed if it was not dispatched: waiting WAITING_FOR_HOSTS
+ * when the capacity rules, now and in the future state, would dispatch it
+ * but it has no placement and got no victims.
+ */
+static void
+HostReasonsCheck(void)
+{
+	const QsOutput *out = Rp.out;
+	int			n = out->nhost_reasons < NNotes ? out->nhost_reasons : NNotes;
+
+	for (int i = 0; i < n; i++)
+		if (out->host_reasons[i].job_id != NoteId[i] ||
+			strcmp(ReasonText(out->host_reasons[i].reason), ReasonText(NoteReason[i])) != 0)
+			Fail("host-reasons", "the pass's host reason %d is job %" PRId64 " %s, 3.13 says job %" PRId64 " %s (the jobs tried, in order: of a placed unit, or not dispatched; WAITING_FOR_HOSTS: the capacity rules would dispatch it, no placement, no victims; NO_AGENT_FITS: held back, with placement constraints)",
+				 i, out->host_reasons[i].job_id,
+				 ReasonText(out->host_reasons[i].reason), NoteId[i], ReasonText(NoteReason[i]));
+	if (out->nhost_reasons != NNotes)
+		Fail("host-reasons", "the pass reports %d host reasons, 3.13 says %d (the jobs tried: of a placed unit, or not dispatched); the first beyond: job %" PRId64,
+			 out->nhost_reasons, NNotes,
+			 n < out->nhost_reasons ? out->host_reasons[n].job_id : NoteId[n]);
+}
+
+/*
+ * HostUse: what the world's jobs hold on each host of placed unit u after
+ * the pass: now (held parts, pending stops included), and in the future
+ * state (held parts without a stop pending, and promises' reservations).
+ */
+static void
+HostUse(int u, int64_t *now, int64_t *fut)
+{
+	for (int h = 0; h < Cf.nhosts[u]; h++)
+		now[h] = fut[h] = 0;
+	for (int k = 0; k < Rp.n; k++)
+	{
+		const WJob *a = &W.jobs[k];
+
+		if (a->j.unit != u)
+			continue;
+		if (IsHeld(a->state))
+		{
+			AddParts(u, now, a->parts, a->nparts, +1);
+			if (a->j.stop == QS_STOP_NONE)
+				AddParts(u, fut, a->parts, a->nparts, +1);
+		}
+		else if (a->state == W_RUNNABLE && a->j.promised_at != QS_NO_TIME)
+			AddParts(u, fut, a->parts, a->nparts, +1);
+	}
+}
+
+/*
+ * HostInvariantCheck (3.13): after every pass, on every host of a placed
+ * unit, the parts held (pending stops included) fit in its instances, and
+ * so do those held without a pending stop with the promises' reservations
+ * (dispatches go only where free(A,u) allows, reservations only where the
+ * future state has room); each promised job reserves what the model says.
+ */
+static void
+HostInvariantCheck(void)
+{
+	char		a[512], b[512];
+
+	for (int u = 0; u < Cf.nunits; u++)
+	{
+		int64_t		now[MAXH], fut[MAXH];
+
+		if (!Cf.placed[u])
+			continue;
+		HostUse(u, now, fut);
+		for (int h = 0; h < Cf.nhosts[u]; h++)
+			if (now[h] > Cf.hinst[u][h] || fut[h] > Cf.hinst[u][h])
+				Fail("host-invariant", "after the pass host %s of unit %d (%" PRId64 " instances) holds %" PRId64 " (pending stops included), %" PRId64 " in the future state with the reservations (3.13)",
+					 Cf.hname[u][h], u, Cf.hinst[u][h], now[h], fut[h]);
+	}
+	for (int k = 0; k < Rp.n; k++)
+	{
+		const WJob *w = &W.jobs[k];
+		Plc			got;
+
+		if (w->state != W_RUNNABLE || w->j.promised_at == QS_NO_TIME || !Cf.placed[w->j.unit])
+			continue;
+		PartsPlc(w->j.unit, w->parts, w->nparts, &got);
+		if (!SamePlc(&got, &MyRes[k]))
+			Fail("reservation", "promised job %" PRId64 " reserves %s after the pass, 3.13 says %s",
+				 w->j.id, PlcText(w->j.unit, &got, a), PlcText(w->j.unit, &MyRes[k], b));
+		St.reserved_kept += !ResNew[k];
+	}
+}
+
+/*
+ * 3.13 Placement on hosts: in a placed unit every dispatch is placed on
+ * placement(J) now, its parts valid and within each host's free(A,u)
+ * (DispatchPlacementCheck); a unit not placed dispatches no parts; a
+ * promise reserves placement(J) in the future state, kept at the re-check
+ * while valid, else placed anew, written exactly when new and still
+ * promised (ReservedListCheck); the host reasons of the jobs
+ * tried (HostReasonsCheck) and WAITING_FOR_HOSTS after the pass (12.3a);
+ * the hosts' invariants and the reservations after the pass
+ * (HostInvariantCheck).  (Held back when no placement could exist: 3.10.)
+ */
+static void
+Check_3_13_Placement(Ev ev)
+{
+	const QsDecision *d = Rp.di < Rp.nd ? &Rp.D[Rp.di] : NULL;
+
+	if (ev == EV_DISPATCH || (ev == EV_AFTER_VICTIMS && Rp.dispatched))
+		DispatchPlacementCheck(Rp.k, &Rp.D[Rp.i]);
+	else if (ev == EV_FREED_ONE && d != NULL && d->action == QS_DISPATCH &&
+			 d->job_id == B[Rp.k].j.id)
+		DispatchPlacementCheck(Rp.k, d);
+	else if (ev == EV_AFTER_VICTIMS && Cf.placed[B[Rp.k].j.unit] && PendingRes.n == 0)
+		Fail("reservation", "job %" PRId64 " was promised the room its victims make, but has no placement in the future state (3.13)",
+			 B[Rp.k].j.id);
+	else if (ev == EV_LOOP_END)
+	{
+		HostReasonsCheck();
+		ReservedListCheck();
+	}
+	else if (ev == EV_APPLIED)
+	{
+		HostInvariantCheck();
+		ReasonsCheck("waiting-for-hosts", HostsReason);
+	}
+}
+
+/* ---------------------------------------------------------------- */
 /* the table of the rules														 */
 
 /*
- * One check a section of scheduling.md 3 (3.13, the what-if replay, is
+ * One check a section of scheduling.md 3 (the what-if replay is
  * test_replay.c's), walked in this order at every event; a failure names
  * the rule being checked.
  */
@@ -2847,6 +3779,7 @@ static const Rule Rules[] = {
 	{"3.10 The fleet: agents the pass knows, the claim timeout, lost hosts", Check_3_10_Fleet},
 	{"3.11 Budgets: instance-hours per period", Check_3_11_Budgets},
 	{"3.12 Fair share with memory", Check_3_12_FairShareWithMemory},
+	{"3.13 Placement on hosts", Check_3_13_Placement},
 };
 
 /* CheckRules: every rule at event ev, in the table's order */
@@ -2873,6 +3806,24 @@ typedef struct PassResult
 static int64_t FairJob;			/* a job the pass may have taken early (CursorNotes) */
 static char FairNote[512];
 static char StrictNote[512];
+
+/* what the parts of held jobs hold on each host as the pass read it (3.13) */
+static void
+ReadHosts(void)
+{
+	memset(RHHeld, 0, sizeof(RHHeld));
+	memset(RHStop, 0, sizeof(RHStop));
+	memset(RHRes, 0, sizeof(RHRes));
+	memset(ResNew, 0, sizeof(ResNew));
+	memset(SpecNote, -1, sizeof(SpecNote));
+	NNotes = 0;
+	for (int k = 0; k < Rp.n; k++)
+	{
+		MyRes[k].n = 0;
+		if (IsHeld(B[k].state))
+			HostsHold(k, +1);
+	}
+}
 
 /* the expectations of each job, and the state held, as the pass read it */
 static void
@@ -2916,6 +3867,7 @@ ReadJobs(PassResult *res)
 			}
 		}
 	}
+	ReadHosts();
 }
 
 /* run the pass on the world as it is, keep what it read, fold its output */
@@ -2928,6 +3880,12 @@ PassRead(PassResult *res)
 	TakeCfg();
 	Rp.n = W.njobs;
 	memcpy(B, W.jobs, sizeof(WJob) * Rp.n);
+	for (int k = 0; k < Rp.n; k++)
+	{
+		memcpy(BParts[k], B[k].parts, sizeof(QsPart) * B[k].nparts);
+		B[k].parts = B[k].j.parts = BParts[k];
+		B[k].j.nparts = B[k].nparts;
+	}
 	LastN = Rp.n;
 	LastOut = NULL;
 	out = WPass(&W);
@@ -2942,6 +3900,8 @@ PassRead(PassResult *res)
 		Fold(Rp.D[x].stop);
 		Fold(Rp.D[x].preempted_for);
 		Fold(Rp.D[x].immediate);
+		for (int i = 0; i < Rp.D[x].nparts; i++)
+			Fold(Rp.D[x].parts[i].count);
 	}
 	for (int x = 0; x < out->npromised; x++)
 		Fold(out->promised[x]);
@@ -3048,6 +4008,28 @@ ReadDecisions(void)
 	CheckRules(EV_TIME_WORK);
 }
 
+/* the held job k's stop is requested: it holds on, stopping */
+static void
+StopRequested(int k)
+{
+	const QsJob *j = &B[k].j;
+
+	RPend[j->share][j->unit] += j->count;
+	HostsStopping(k);
+}
+
+/* the held job k stopped or ended: it holds nothing from now on */
+static void
+Released(int k)
+{
+	const QsJob *j = &B[k].j;
+
+	RUse[j->share][j->unit] -= j->count;
+	if (j->stop != QS_STOP_NONE)
+		RPend[j->share][j->unit] -= j->count;
+	HostsHold(k, -1);
+}
+
 /* step 1, time-based work, then step 2, the repairs (3.5) */
 static void
 ReplayTimeWorkAndRepairs(void)
@@ -3058,19 +4040,14 @@ ReplayTimeWorkAndRepairs(void)
 	{
 		const QsDecision *d = &Rp.D[Rp.i];
 		int			k = (int) d->job_id - 1;
-		const QsJob *j = &B[k].j;
 
 		if (!TimeDec[k])
 			break;
 		Handled[k] = 1;
 		if (d->action == QS_STOP)
-			RPend[j->share][j->unit] += j->count;
+			StopRequested(k);
 		else if (IsHeld(B[k].state))
-		{
-			RUse[j->share][j->unit] -= j->count;
-			if (j->stop != QS_STOP_NONE)
-				RPend[j->share][j->unit] -= j->count;
-		}
+			Released(k);
 	}
 	for (int u = 0; u < Cf.nunits; u++)
 	{
@@ -3080,19 +4057,72 @@ ReplayTimeWorkAndRepairs(void)
 	for (; Rp.i < Rp.nd && Rp.D[Rp.i].action == QS_PREEMPT && Rp.D[Rp.i].preempted_for == 0; Rp.i++)
 	{
 		int			k = (int) Rp.D[Rp.i].job_id - 1;
-		const QsJob *j = &B[k].j;
 
 		Rp.rk[Rp.nr++] = k;
 		Handled[k] = 1;
 		if (Rp.D[Rp.i].immediate)
 		{
-			RUse[j->share][j->unit] -= j->count;
+			Released(k);		/* a victim's stop is not pending before */
 			Rp.i++;
 		}
 		else
-			RPend[j->share][j->unit] += j->count;
+			StopRequested(k);
 	}
 	CheckRules(EV_REPAIRS);
+}
+
+/*
+ * ResValid (12.3a): is the placement the promised job k reserved (its
+ * parts as the pass read them) still valid in the future state: every part
+ * on a host now with that much free, as its per_host and same_label want,
+ * all its instances?  Then *p is that placement.
+ */
+static bool
+ResValid(int k, Plc *p)
+{
+	const QsJob *j = &B[k].j;
+	int			u = j->unit, key = LabelKey(j->same_label);
+	int64_t		free[MAXH], sum = 0;
+	const char *value = NULL;
+
+	HostFree(k, true, NULL, 0, free);
+	p->n = 0;
+	for (int i = 0; i < B[k].nparts; i++)
+	{
+		int			h = HostIdx(u, B[k].parts[i].host);
+		int32_t		c = B[k].parts[i].count;
+		const char *v = h >= 0 && key >= 0 ? Cf.hlabel[u][h][key] : NULL;
+
+		if (h < 0 || free[h] < c || (j->per_host > 0 && c != j->per_host) ||
+			(j->same_label != NULL && (v == NULL || (value != NULL && strcmp(v, value) != 0))))
+			return false;
+		value = v;
+		PlcAdd(p, h, c);
+		sum += c;
+	}
+	return p->n > 0 && sum == j->count;
+}
+
+/*
+ * RecheckPlacement (3.13, 12.3a): a promised job of a placed unit that
+ * may keep its promise by the capacity rules keeps the placement it
+ * reserved if that is still valid in the future state, else one computed
+ * anew there (ResNew), else its promise lapses: why, or NULL.
+ */
+static const char *
+RecheckPlacement(int k)
+{
+	if (!Cf.placed[B[k].j.unit])
+		return NULL;
+	if (ResValid(k, &MyRes[k]))
+		return NULL;
+	if (PlaceFuture(k, NULL, 0, &MyRes[k]))
+	{
+		ResNew[k] = 1;
+		St.replaced += B[k].nparts > 0;
+		return NULL;
+	}
+	return "no placement on the hosts in the future state (3.13)";
 }
 
 /* step 3: the re-check of promises, in promise order (3.6) */
@@ -3119,14 +4149,15 @@ ReplayRecheck(void)
 
 		FutureUse(j->unit, true, use);
 		/* a held-back job loses its promise whatever the room (3.10) */
-		if ((Rp.why = HeldBack(j)) == NULL)
-			Rp.why = CheckJob(use, j, buf);
+		if ((Rp.why = HeldBack(j)) == NULL && (Rp.why = CheckJob(use, j, buf)) == NULL)
+			Rp.why = RecheckPlacement(k);
 		Rp.k = k;
 		CheckRules(EV_RECHECK);
 		if (Rp.why == NULL)
 		{
 			Kept[k] = 1;
 			RProm[j->share][j->unit] += j->count;
+			AddPlc(RHRes[j->unit], &MyRes[k], +1);
 		}
 		else
 			Ex[k].promised = false;
@@ -3145,6 +4176,9 @@ ReplayFreedPromises(void)
 
 		if (Kept[k] && !VictimsPending(k) && MayDispatch(k, buf) == NULL)
 		{
+			Rp.k = k;
+			Rp.di = Rp.i + Rp.ne4;
+			CheckRules(EV_FREED_ONE);
 			Rp.e4[Rp.ne4++] = k;
 			ApplyDispatch(k);
 			Step4[k] = 1;
@@ -3159,6 +4193,8 @@ static void
 ReplayDispatch(int c)
 {
 	CheckRules(EV_DISPATCH);
+	if (!Kept[c])
+		NoteTried(c, false, true);	/* not a promised job: it was tried */
 	ApplyDispatch(c);
 	Rp.loopjobs[Rp.nloop++] = c;
 	Rp.i++;
@@ -3178,19 +4214,27 @@ ReplayVictims(int c)
 		Rp.i += Rp.D[Rp.i].immediate ? 2 : 1;
 	}
 	CheckRules(EV_VICTIMS);
+	{
+		char		buf[256];
+
+		St.victims_for_hosts += CapacityWhy(c, buf) == NULL;	/* the hosts wanted them */
+	}
 	for (int x = 0; x < Rp.nv; x++)
 	{
-		const QsJob *v = &B[Rp.vk[x]].j;
-
 		Handled[Rp.vk[x]] = 1;
 		if (Rp.imm[x])
-			RUse[v->share][v->unit] -= v->count;
+			Released(Rp.vk[x]);
 		else
-			RPend[v->share][v->unit] += v->count;
+			StopRequested(Rp.vk[x]);
 	}
 	Victimized[c] = 1;
 	Rp.loopjobs[Rp.nloop++] = c;
 	Rp.dispatched = Rp.i < Rp.nd && Rp.D[Rp.i].action == QS_DISPATCH && Rp.D[Rp.i].job_id == C->id;
+	NoteTried(c, false, Rp.dispatched);
+	/* the placement a promise would reserve: in the future state, its victims stopping (3.13) */
+	PendingRes.n = 0;
+	if (Cf.placed[C->unit])
+		PlaceFuture(c, NULL, 0, &PendingRes);
 	CheckRules(EV_AFTER_VICTIMS);
 	if (Rp.dispatched)
 	{
@@ -3201,11 +4245,14 @@ ReplayVictims(int c)
 	Rp.inprom[c] = true;
 	Kept[c] = 1;
 	RProm[C->share][C->unit] += C->count;
+	MyRes[c] = PendingRes;
+	ResNew[c] = Cf.placed[C->unit];	/* a unit not placed reserves nothing */
+	AddPlc(RHRes[C->unit], &MyRes[c], +1);
 	Ex[c].promised = true;
 	/* STRICT: not dispatched, though given victims */
 	if (Cf.strict[C->share])
 	{
-		SBelow[C->share][C->unit] = 0;
+		SShut[C->share][C->unit] = true;
 		St.strict_stops++;
 	}
 }
@@ -3285,6 +4332,22 @@ CursorNotes(int c, const QsDecision *d, bool borrowing)
 	}
 }
 
+/*
+ * WaitsForHosts (12.3a): a job tried that got nothing waits
+ * WAITING_FOR_HOSTS when the capacity rules, now and in the future state,
+ * would dispatch it, in a placed unit, but it has no placement.
+ */
+static bool
+WaitsForHosts(int c)
+{
+	char		buf[256];
+
+	if (!Cf.placed[B[c].j.unit] || CapacityWhy(c, buf) != NULL || PlacementWhy(c) == NULL)
+		return false;
+	St.waiting_for_hosts++;
+	return true;
+}
+
 /* the loop: the candidate got nothing; then the skip rule and STRICT */
 static void
 ReplayNothing(int c, const QsDecision *d, bool borrowing)
@@ -3297,12 +4360,16 @@ ReplayNothing(int c, const QsDecision *d, bool borrowing)
 	if (Rp.held_back)
 		St.held_back++;
 	/* a kept promise waiting for its victims was not tried, nor was a held-back job (3.10) */
-	if (!Kept[c] && !Rp.held_back && C->count < SBelow[C->share][C->unit])
-		SBelow[C->share][C->unit] = C->count;
+	if (!Kept[c] && !Rp.held_back)
+		NoteTried(c, WaitsForHosts(c), false);
+	else if (!Kept[c] && BudgetHold(C) == NULL && NoPlacementEver(C))
+		NoteNoFit(c);
+	if (!Kept[c] && !Rp.held_back && C->count < SBelow[C->share][C->unit][SkipClass(C)])
+		SBelow[C->share][C->unit][SkipClass(C)] = C->count;
 	/* STRICT: not dispatched, whatever the reason */
 	if (Cf.strict[C->share])
 	{
-		SBelow[C->share][C->unit] = 0;
+		SShut[C->share][C->unit] = true;
 		St.strict_stops++;
 	}
 }
@@ -3322,7 +4389,9 @@ ReplayLoop(void)
 	for (int s = 0; s < Cf.nshares; s++)
 		for (int u = 0; u < Cf.nunits; u++)
 		{
-			SBelow[s][u] = INT32_MAX;
+			for (int c = 0; c < NCLASS; c++)
+				SBelow[s][u][c] = INT32_MAX;
+			SShut[s][u] = false;
 			StreamAdvance(s, u, true);
 		}
 	for (int c; (c = NextCandidate(&borrowing)) >= 0;)
@@ -3341,7 +4410,20 @@ ReplayLoop(void)
 	}
 }
 
-/* after WApply: the reason each RUNNABLE job must have (3.7, 3.10, 3.11) */
+/*
+ * WaitingReason (12.3a): WAITING_FOR_HOSTS, when no other reason comes
+ * first, for a job the loop tried that waits for hosts; a job tried with
+ * another outcome has it no longer, one not tried keeps it.
+ */
+static const char *
+WaitingReason(int k)
+{
+	if (SpecNote[k] >= 0)
+		return SpecNote[k] ? "WAITING_FOR_HOSTS" : NULL;
+	return IsWaitingForHosts(B[k].status_reason) ? "WAITING_FOR_HOSTS" : NULL;
+}
+
+/* after WApply: the reason each RUNNABLE job must have (3.7, 3.10, 3.11, 3.13) */
 static void
 ExpectReasons(void)
 {
@@ -3355,6 +4437,8 @@ ExpectReasons(void)
 			continue;
 		Rp.runnable[Rp.nrunnable++] = k;
 		Rp.reason[k] = r = ExpectedReason(&a->j);
+		if (r == NULL)
+			Rp.reason[k] = WaitingReason(k);
 		if (r != NULL && strcmp(r, "NO_AGENT_FITS") == 0)
 			St.no_agent_fits++;
 		if (IsBudgetExhausted(r))
@@ -3362,6 +4446,25 @@ ExpectReasons(void)
 		if (IsBudgetExhausted(r) &&
 			W.budget[a->j.share][a->j.unit] != floor(W.budget[a->j.share][a->j.unit]))
 			St.over_fraction++;
+	}
+}
+
+/*
+ * WKeepParts moves the parts the world's jobs were given (in memory that
+ * WFreeAll frees) to memory of the sim's.
+ */
+static void
+WKeepParts(void)
+{
+	for (int k = 0; k < W.njobs; k++)
+	{
+		WJob	   *job = &W.jobs[k];
+
+		if (job->nparts > MAXH)
+			abort();			/* no unit has more than MAXH hosts */
+		if (job->nparts > 0 && job->parts != WParts[k])
+			memmove(WParts[k], job->parts, sizeof(QsPart) * job->nparts);
+		job->parts = WParts[k];
 	}
 }
 
@@ -3387,6 +4490,7 @@ CheckedPass(void)
 	CheckRules(EV_LOOP_END);
 	St.promises += Rp.out->npromised;
 	WApply(&W);
+	WKeepParts();
 	ExpectReasons();
 	CheckRules(EV_APPLIED);
 	St.checks++;
@@ -3497,6 +4601,7 @@ EndAttemptHere(WJob *job, bool fail)
 	job->j.lease_until = QS_NO_TIME;
 	job->j.deadline = QS_NO_TIME;
 	job->j.promised_at = QS_NO_TIME;
+	job->nparts = 0;			/* its placement ends with its attempt */
 }
 
 static void
@@ -3511,6 +4616,26 @@ Trace(const char *fmt,...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	printf("\n");
+}
+
+/*
+ * RandomConstraints: instances_per_host (a divisor of the count) and
+ * same_label on some jobs, of any unit: a unit that is not placed ignores
+ * them (3.13); "zone" is a key no host has.
+ */
+static void
+RandomConstraints(QsJob *j)
+{
+	int			r = Rand(0, 99);
+
+	if (Chance(30))
+	{
+		do
+			j->per_host = Rand(1, j->count);
+		while (j->count % j->per_host != 0);
+	}
+	if (Chance(20))
+		j->same_label = LabelKeys[r < 50 ? 0 : r < 88 ? 1 : 2];
 }
 
 static void
@@ -3537,6 +4662,7 @@ Submit(void)
 	job->j.preemption_retries = n < 4 ? -1 : n < 6 ? 0 : Rand(1, 3);
 	job->j.max_lease_losses = Rand(0, 3);
 	Timeout[k] = Chance(30) ? (QsTime) Rand(20, 200) * SEC : QS_NO_TIME;
+	RandomConstraints(&job->j);
 	St.submitted++;
 	Trace("submit job %" PRId64 " share %d unit %d n=%d prio %d", job->j.id, s, u, job->j.count,
 		  job->j.priority);
@@ -3624,23 +4750,141 @@ RandomOptions(QsShare *sh)
 	sh->weight = RandomWeight();
 }
 
-static bool Fleet;				/* this episode's agents come and go (3.10) */
+static bool Fleet;				/* this episode's hosts come and go (3.10, 3.13) */
 static bool ClaimOutage;		/* no agent claims for a while */
 
 /*
- * RandomAgents draws the fleet of unit u (3.10): no bound (an unbounded
- * agent is live, or none is), or the largest live, active agent's
- * instances, 0 when only draining agents are live.
+ * The hosts (3.13): each unit draws a pool of up to MAXH hosts an episode:
+ * names whose C order matters ("B" < "a", "h10" < "h2"), 1, 2, 4 or 8
+ * instances (ties are many), most with a "rack" of 2 or 3 values, some
+ * with an "nvlink"; most of them live.  Hosts come and go (FleetChange).
+ * A unit is placed or not (an unbounded agent is live: 0.3's rules), and
+ * keeps its pool for when that changes.
+ */
+typedef struct Pool
+{
+	int			n;
+	const char *name[MAXH];
+	int64_t		inst[MAXH];
+	const char *rack[MAXH];
+	const char *nvlink[MAXH];
+	bool		live[MAXH];
+	int			nracks;			/* values of "rack" */
+} Pool;
+
+static Pool Pools[MAXU];
+
+static const char *const HostNames[] = {"a", "b", "c", "B", "C", "Z", "h", "h1", "h2", "h3",
+	"h9", "h10", "h11", "h20", "n01", "n1", "n10", "x", "y", "z", "gpu-1", "gpu-10", "gpu-2",
+"gpu-a"};
+static const char *const Racks[] = {"r1", "r10", "r2"};
+static const char *const Nvlinks[] = {"nvl0", "nvl1"};
+
+#define NHOSTNAMES ((int) (sizeof(HostNames) / sizeof(HostNames[0])))
+
+static int64_t
+RandomHostSize(void)
+{
+	int			r = Rand(0, 99);
+
+	return r < 25 ? 1 : r < 60 ? 2 : r < 90 ? 4 : 8;
+}
+
+/* the labels of host i of unit u's pool: most have a rack, some an nvlink */
+static void
+RandomLabels(int u, int i)
+{
+	Pool	   *p = &Pools[u];
+
+	p->rack[i] = Chance(70) ? Racks[Rand(0, p->nracks - 1)] : NULL;
+	p->nvlink[i] = Chance(30) ? Nvlinks[Rand(0, 1)] : NULL;
+}
+
+/*
+ * RandomPool: unit u's pool of hosts for the episode, none live yet: their
+ * instances in all near E(u) (half to one and a half times), so that the
+ * hosts bind as often as the capacity limits do; sometimes a pool of 0 to
+ * 2 hosts, or a large one.
  */
 static void
-RandomAgents(int u)
+RandomPool(int u)
 {
-	int			r = Rand(0, 9);
+	Pool	   *p = &Pools[u];
+	int			r = Rand(0, 9), nracks = Rand(2, 3);
+	int64_t		target = W.units[u].env_limit * Rand(50, 150) / 100, total = 0;
+	bool		taken[NHOSTNAMES];
 
-	W.units[u].agent_bound = r >= 3;
-	W.units[u].agent_max = r <= 3 ? 0 : r < 7 ? Rand(1, 3) : Rand(4, 9);
-	Trace("agents: unit %d %s %" PRId64, u, W.units[u].agent_bound ? "bound at" : "unbound",
-		  W.units[u].agent_max);
+	memset(taken, 0, sizeof(taken));
+	p->n = r < 1 ? Rand(0, 2) : r < 2 ? Rand(9, MAXH) : MAXH;
+	for (int i = 0; i < p->n; i++)
+	{
+		if (r >= 2 && i > 0 && total >= target)
+		{
+			p->n = i;
+			break;
+		}
+		int			x;
+
+		do
+			x = Rand(0, NHOSTNAMES - 1);
+		while (taken[x]);
+		taken[x] = true;
+		p->name[i] = HostNames[x];
+		p->inst[i] = RandomHostSize();
+		total += p->inst[i];
+		p->nracks = nracks;
+		RandomLabels(u, i);
+		p->live[i] = false;
+	}
+}
+
+/* host i of unit u's pool becomes live (agent_ready), with its labels */
+static void
+HostUp(int u, int i)
+{
+	Pool	   *p = &Pools[u];
+	bool		placed = W.units[u].placed;
+	WHost	   *h = WAddHost(&W, u, p->name[i], p->inst[i]);
+
+	W.units[u].placed = placed; /* WAddHost places the unit: whether it is, is ours */
+	if (p->rack[i] != NULL)
+		WLabel(h, LabelKeys[0], p->rack[i]);
+	if (p->nvlink[i] != NULL)
+		WLabel(h, LabelKeys[1], p->nvlink[i]);
+	p->live[i] = true;
+	Trace("host %s of unit %d up (%" PRId64 " instances)", p->name[i], u, p->inst[i]);
+}
+
+/* host i of unit u's pool goes (not live, or DRAINING): its parts stay on it */
+static void
+HostDown(int u, int i)
+{
+	WRemoveHost(&W, u, Pools[u].name[i]);
+	Pools[u].live[i] = false;
+	Trace("host %s of unit %d down", Pools[u].name[i], u);
+}
+
+/* unit u's pool, most hosts live (placed or not: drawn before) */
+static void
+RandomHosts(int u)
+{
+	RandomPool(u);
+	for (int i = 0; i < Pools[u].n; i++)
+		if (Chance(85))
+			HostUp(u, i);
+	Trace("unit %d %s, %d hosts", u, W.units[u].placed ? "placed" : "not placed", W.nhosts[u]);
+}
+
+/* a random host of unit u's pool that is live (or not), or -1 */
+static int
+SomeHost(int u, bool live)
+{
+	int			c = 0, pick = -1;
+
+	for (int i = 0; i < Pools[u].n; i++)
+		if (Pools[u].live[i] == live && Rand(0, c++) == 0)
+			pick = i;
+	return pick;
 }
 
 /*
@@ -3667,6 +4911,8 @@ NewEpisode(void)
 	W.units[0].name = unames[0];
 	for (int u = 1; u < nunits; u++)
 		WAddUnit(&W, unames[u], 0);
+	for (int u = 0; u < nunits; u++)
+		W.units[u].placed = Chance(65);	/* its hosts: RandomHosts */
 	for (int s = 0; s < nshares; s++)
 	{
 		int			r = Rand(0, 2);
@@ -3675,8 +4921,9 @@ NewEpisode(void)
 
 		WAddShare(&W, snames[s], st, bl, Chance(50), 0);
 		RandomOptions(&W.shares[s]);
+		/* twice as much of a placed unit: room for jobs of several hosts */
 		for (int u = 0; u < nunits; u++)
-			W.capacity[s][u] = Chance(20) ? 0 : Rand(1, 5);
+			W.capacity[s][u] = Chance(20) ? 0 : Rand(1, 5) * (W.units[u].placed ? 2 : 1);
 	}
 	for (int u = 0; u < nunits; u++)
 	{
@@ -3691,10 +4938,10 @@ NewEpisode(void)
 	W.fair = Chance(35);
 	W.claim_timeout = RandomClaimTimeout();
 	RandomOverTime();
-	Fleet = Chance(30);
+	Fleet = Chance(60);
 	ClaimOutage = false;
-	for (int u = 0; u < nunits && Fleet; u++)
-		RandomAgents(u);
+	for (int u = 0; u < nunits; u++)
+		RandomHosts(u);
 	memset(Timeout, 0, sizeof(Timeout));
 	AdminDirty = false;
 	St.episodes++;
@@ -3868,25 +5115,79 @@ Liveness(void)
 	CheckRules(EV_NO_FIXED_POINT);
 }
 
+/* a promised job of a placed unit with a reservation */
+static bool
+PReserved(const WJob *j)
+{
+	return PPromised(j) && j->nparts > 0 && W.units[j->j.unit].placed;
+}
+
 /*
- * the fleet (3.10): agents register, drain, go away, on some episodes;
- * sometimes the large ones of a promised job's unit, so that its promise
- * lapses
+ * a live host re-registers (agent_ready) with other labels, drawn anew
+ * (SPEC 12.1: its parts stay on it)
+ */
+static void
+HostRelabel(int u, int i)
+{
+	HostDown(u, i);
+	RandomLabels(u, i);
+	HostUp(u, i);
+}
+
+/*
+ * a host of promised job k's reservation goes, and often another comes,
+ * or it re-registers with other labels: the promise keeps its reservation
+ * if it is still valid at the re-check, else is placed anew, or lapses
+ */
+static void
+ReservedHostDown(int k)
+{
+	const WJob *job = &W.jobs[k];
+	int			u = job->j.unit, i;
+	const char *name = job->parts[Rand(0, job->nparts - 1)].host;
+	bool		relabel = Chance(30);
+
+	for (i = 0; i < Pools[u].n; i++)
+		if (Pools[u].live[i] && strcmp(Pools[u].name[i], name) == 0)
+		{
+			if (relabel)
+				HostRelabel(u, i);
+			else
+				HostDown(u, i);
+		}
+	if (!relabel && Chance(60) && (i = SomeHost(u, false)) >= 0)
+		HostUp(u, i);
+}
+
+/*
+ * the fleet (3.10, 3.13), on some episodes: a host goes (its jobs run on,
+ * on a host that holds nothing now), sometimes one a promise reserved; a
+ * host comes back; every host of a unit goes (all DRAINING: placed with no
+ * hosts); rarely a unit becomes placed or not (an unbounded agent comes
+ * or goes)
  */
 static void
 FleetChange(void)
 {
-	int			k;
+	int			u = Rand(0, W.nunits - 1), r = Rand(0, 99), i;
 
-	if (Chance(30) && (k = Pick(PPromised)) >= 0)
+	St.host_changes++;
+	if (r < 55 && (i = SomeHost(u, true)) >= 0)
+		HostDown(u, i);
+	else if (r < 92 && (i = SomeHost(u, false)) >= 0)
+		HostUp(u, i);
+	else if (r >= 92 && r < 94 && (i = SomeHost(u, true)) >= 0)
+		HostRelabel(u, i);
+	else if (r >= 94 && r < 96)
 	{
-		W.units[W.jobs[k].j.unit].agent_bound = true;
-		W.units[W.jobs[k].j.unit].agent_max = Rand(0, W.jobs[k].j.count - 1);
-		Trace("agents: unit %d bound at %" PRId64 ", below promised job %d", W.jobs[k].j.unit,
-			  W.units[W.jobs[k].j.unit].agent_max, k + 1);
+		while ((i = SomeHost(u, true)) >= 0)
+			HostDown(u, i);
 	}
-	else
-		RandomAgents(Rand(0, W.nunits - 1));
+	else if (r >= 96)
+	{
+		W.units[u].placed = !W.units[u].placed;
+		Trace("unit %d %s", u, W.units[u].placed ? "placed" : "not placed");
+	}
 }
 
 /* a submission, or with a deep backlog the termination of a waiting job */
@@ -4055,6 +5356,12 @@ RandomStep(void)
 		FleetChange();
 		return;
 	}
+	if (Fleet && Chance(5) && (k = Pick(PReserved)) >= 0)
+	{
+		St.host_changes++;
+		ReservedHostDown(k);	/* while a promise waits, often short */
+		return;
+	}
 	r = Rand(0, 99);
 	if (r < 16)
 		SubmitOrTerminate();
@@ -4093,6 +5400,11 @@ main(int argc, char **argv)
 	KeepGoing = getenv("SIM_KEEP_GOING") != NULL && atoi(getenv("SIM_KEEP_GOING")) != 0;
 	Verbose = getenv("SIM_VERBOSE") != NULL && atoi(getenv("SIM_VERBOSE")) != 0;
 	Rng = Seed;
+#ifdef __GLIBC__
+	/* the world's snapshots are large blocks, made and freed every pass: from the heap */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
 	printf("sim: seed %" PRIu64 "\n", Seed);
 	fflush(stdout);
 
@@ -4114,12 +5426,14 @@ main(int argc, char **argv)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld strict_heads=%ld over_budget=%ld over_fraction=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld strict_heads=%ld over_budget=%ld over_fraction=%ld placed_dispatches=%ld multi_host=%ld waiting_for_hosts=%ld reserved_new=%ld reserved_kept=%ld replaced=%ld victims_for_hosts=%ld host_changes=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
 		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
 		   St.exempt_waits, St.wakes, St.fair_picks, St.lease_losses, St.claim_requeues,
 		   St.held_back, St.no_agent_fits, St.no_agent_timeouts, St.strict_heads, St.over_budget,
-		   St.over_fraction, Fingerprint,
+		   St.over_fraction, St.placed_dispatches, St.multi_host, St.waiting_for_hosts,
+		   St.reserved_new, St.reserved_kept, St.replaced, St.victims_for_hosts, St.host_changes,
+		   Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures %s [%s]: %ld\n", TagSection[t], Tags[t], TagCount[t]);

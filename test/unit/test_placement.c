@@ -198,6 +198,34 @@ test_waiting_for_hosts(void)
 	(void) y;
 }
 
+/*
+ * A pass that tries a job WAITING_FOR_HOSTS with another outcome replaces
+ * the reason (scheduling.md 3.13), also once its unit is no longer placed.
+ */
+static void
+test_waiting_unit_not_placed(void)
+{
+	World		w;
+	int			a = TwoHosts(&w, 8, 2);
+	WJob	   *x = WSubmit(&w, "x", a, 0, 3);
+	WJob	   *y = WSubmit(&w, "y", a, 0, 3);
+	WJob	   *job;
+	const QsOutput *out;
+
+	WPassApply(&w);				/* x on a, y on b: 1 free on each */
+	job = Constrained(&w, "job", a, 2, 2, NULL);
+	WPassApply(&w);
+	CHECK(job->status_reason != NULL && strcmp(job->status_reason, "WAITING_FOR_HOSTS") == 0,
+		  "not placed any more: the job waited for hosts");
+	w.units[0].placed = false;	/* an unbounded agent came */
+	w.capacity[a][0] = 7;		/* 6 held: the job of 2 does not fit */
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, job) == NULL && job->status_reason == NULL,
+		  "not placed any more: tried, not dispatched, the reason is gone");
+	(void) x;
+	(void) y;
+}
+
 /* A host whose job is stopping is not free yet: the job waits for it. */
 static void
 test_placement_now(void)
@@ -293,6 +321,42 @@ test_reservation(void)
 	WStopped(&w, b1);
 	out = WPassApply(&w);
 	CHECK(Dispatched(out, job) && WPartOn(job, "a") == 4, "reservation: dispatched where reserved");
+}
+
+/*
+ * A promise whose reserved host went is placed anew at the re-check (in the
+ * future state: c, whose stopping job frees 2) and dispatched in the same
+ * pass on a placement of now (a): the reservation is not written, and the
+ * job's parts are its dispatch's.
+ */
+static void
+test_replaced_then_dispatched(void)
+{
+	World		w;
+	int			a;
+	WJob	   *s1, *s2, *job;
+	const QsOutput *out;
+	static const QsPart gone[] = {{"b", 2, QS_NO_TIME, false}};
+
+	WInit(&w, 12);
+	WAddHost(&w, 0, "c", 4);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 12);
+	s1 = WSubmit(&w, "s1", a, 0, 2);
+	s2 = WSubmit(&w, "s2", a, 0, 2);
+	WPassApply(&w);
+	ClaimAll(&w);
+	CHECK(WPartOn(s1, "c") == 2 && WPartOn(s2, "c") == 2, "replaced: s1 and s2 on c");
+	WAddHost(&w, 0, "a", 4);
+	s1->j.stop = QS_STOP_TIMEOUT;
+	job = WSubmit(&w, "job", a, 0, 2);
+	job->j.promised_at = w.now;	/* its promise reserved b, which went */
+	job->parts = gone;
+	job->nparts = 1;
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, job) && WPartOn(job, "a") == 2 && job->nparts == 1,
+		  "replaced: dispatched on a; its parts are its dispatch's");
+	CHECK(out->nreserved == 0, "replaced: no reservation written for a job dispatched");
+	(void) s2;
 }
 
 /* The skip rule holds only between jobs with the same constraints. */
@@ -450,9 +514,11 @@ main(void)
 	test_label_tie();
 	test_held_back();
 	test_waiting_for_hosts();
+	test_waiting_unit_not_placed();
 	test_placement_now();
 	test_victims_for_placement();
 	test_reservation();
+	test_replaced_then_dispatched();
 	test_skip_by_constraints();
 	test_strict();
 	test_not_placed();
