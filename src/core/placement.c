@@ -328,12 +328,35 @@ CoreInitHosts(CorePlan *p)
 		hs->value = CoreAlloc(p, sizeof(char *) * n1);
 		hs->parts = CoreAlloc(p, sizeof(QsPart) * n1);
 		hs->best = CoreAlloc(p, sizeof(QsPart) * n1);
-		for (int h = 0; h < unit->nhosts; h++)
-		{
-			hs->held[h] = unit->hosts[h].held;
-			hs->stopping[h] = unit->hosts[h].stopping;
-		}
 	}
+}
+
+/*
+ * HostUsage returns a placed unit's hosts as the pass plans them, having
+ * taken what their parts hold from the input the first time (the source's
+ * host_usage, which reads it only then: a pass that places nothing reads
+ * nothing of it).
+ */
+static CoreHosts *
+HostUsage(CorePlan *p, int u)
+{
+	const QsUnit *unit = &p->in->units[u];
+	CoreHosts  *hs = &p->hosts[u];
+
+	if (hs->loaded)
+		return hs;
+	hs->loaded = true;
+	if (p->in->source.host_usage != NULL)
+	{
+		p->in->source.host_usage(p->in->source.arg, u, hs->held, hs->stopping);
+		return hs;
+	}
+	for (int h = 0; h < unit->nhosts; h++)
+	{
+		hs->held[h] = unit->hosts[h].held;
+		hs->stopping[h] = unit->hosts[h].stopping;
+	}
+	return hs;
 }
 
 /*
@@ -361,11 +384,14 @@ CoreHostsHold(CorePlan *p, const QsJob *job, int sign)
 {
 	const QsUnit *unit = &p->in->units[job->unit];
 
-	if (!unit->placed)
+	CoreHosts  *hs;
+
+	if (!unit->placed || job->nparts == 0)
 		return;
-	AddParts(unit, p->hosts[job->unit].held, job->parts, job->nparts, sign);
+	hs = HostUsage(p, job->unit);
+	AddParts(unit, hs->held, job->parts, job->nparts, sign);
 	if (job->stop != QS_STOP_NONE)
-		AddParts(unit, p->hosts[job->unit].stopping, job->parts, job->nparts, sign);
+		AddParts(unit, hs->stopping, job->parts, job->nparts, sign);
 }
 
 /*
@@ -377,8 +403,8 @@ CoreHostsStopRequested(CorePlan *p, const QsJob *job)
 {
 	const QsUnit *unit = &p->in->units[job->unit];
 
-	if (unit->placed)
-		AddParts(unit, p->hosts[job->unit].stopping, job->parts, job->nparts, +1);
+	if (unit->placed && job->nparts > 0)
+		AddParts(unit, HostUsage(p, job->unit)->stopping, job->parts, job->nparts, +1);
 }
 
 /*
@@ -393,7 +419,7 @@ HostFree(CorePlan *p, const QsJob *job, CoreState state, const QsJob *const *gon
 		 int ngone)
 {
 	const QsUnit *unit = &p->in->units[job->unit];
-	CoreHosts  *hs = &p->hosts[job->unit];
+	CoreHosts  *hs = HostUsage(p, job->unit);
 	const CoreReservation *own = CoreReservationOf(p, job->id);
 	int64_t    *used = hs->free;
 

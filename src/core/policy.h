@@ -63,7 +63,7 @@ typedef struct QsLabel
  * A host of a placed unit (scheduling.md 3.13): a live, ACTIVE agent with a
  * bound.  held counts the instances of the parts placed on it of the
  * queue's jobs that hold capacity (pending stops included), stopping those
- * of jobs whose stop is pending.
+ * of jobs whose stop is pending (unless the source gives them: host_usage).
  */
 typedef struct QsHost
 {
@@ -193,6 +193,15 @@ typedef struct QsJobSource
 	 */
 	bool		(*held) (void *arg, int share, int unit, const QsJob *after,
 						 int64_t below, QsJob *out);
+
+	/*
+	 * host_usage: what the parts of holding jobs hold on each host of a
+	 * placed unit, and of that what is stopping, into held[] and
+	 * stopping[] (one per host, in the unit's order).  Asked at most once
+	 * per unit, and only when a placement is computed or a held job's
+	 * parts change; NULL: the hosts' own held and stopping.
+	 */
+	void		(*host_usage) (void *arg, int unit, int64_t *held, int64_t *stopping);
 	void	   *arg;
 } QsJobSource;
 

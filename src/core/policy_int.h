@@ -67,6 +67,7 @@ typedef struct CoreCursor
  */
 typedef struct CoreHosts
 {
+	bool		loaded;			/* held and stopping are known (HostUsage) */
 	int64_t    *held;			/* [h] */
 	int64_t    *stopping;		/* [h] */
 	int64_t    *reserved;		/* [h] */

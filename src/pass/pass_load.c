@@ -241,9 +241,10 @@ AddAgent(QsUnit *unit, HeapTuple tup, TupleDesc desc, bool *unbounded)
 
 /*
  * LoadHosts reads the queue's live agents (scheduling.md 3.10, 3.13): which
- * units are placed and their hosts, with what the parts of holding jobs
- * hold on them.  Units no live agent registered for are not placed; nor
- * need units that no job, share or environment of the queue names.
+ * units are placed and their hosts (what the parts of holding jobs hold on
+ * them is read only when the policy asks: SourceHostUsage).  Units no live
+ * agent registered for are not placed; nor need units that no job, share
+ * or environment of the queue names.
  */
 static void
 LoadHosts(QsQueueState *qs)
@@ -278,8 +279,6 @@ LoadHosts(QsQueueState *qs)
 				 unit->name);
 		qs->any_placed |= unit->placed;
 	}
-	if (qs->any_placed)
-		LoadHostsHeld(qs);
 }
 
 /*
@@ -706,6 +705,29 @@ SourceHeld(void *arg, int share, int unit, const QsJob *after, int64_t below,
 }
 
 /*
+ * SourceHostUsage is the policy's source of what the parts of holding jobs
+ * hold on each host of a placed unit (scheduling.md 3.13): read for every
+ * placed unit of the queue the first time a placement is computed.
+ */
+static void
+SourceHostUsage(void *arg, int unit, int64_t *held, int64_t *stopping)
+{
+	QsQueueState *qs = arg;
+	const QsUnit *u = &qs->in.units[unit];
+
+	if (!qs->hosts_held_read)
+	{
+		qs->hosts_held_read = true;
+		LoadHostsHeld(qs);
+	}
+	for (int h = 0; h < u->nhosts; h++)
+	{
+		held[h] = u->hosts[h].held;
+		stopping[h] = u->hosts[h].stopping;
+	}
+}
+
+/*
  * SourceSmallest gives a lender's smallest RUNNABLE jobs of a unit, for the
  * wanted-capacity rule.
  */
@@ -919,6 +941,7 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 	qs->in.source.next = SourceNext;
 	qs->in.source.smallest = SourceSmallest;
 	qs->in.source.held = SourceHeld;
+	qs->in.source.host_usage = SourceHostUsage;
 	qs->in.source.arg = qs;
 }
 
