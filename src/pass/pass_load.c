@@ -988,7 +988,8 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	for (int i = 0; i < usage.n; i++)
 		AddUnit(qs, usage.rows[i].capacity_unit);
 	FindOrphans(qs, pairs, usage, !lock_rows);
-	LoadHosts(qs);
+	if (pairs != NIL)
+		LoadHosts(qs);			/* only RUNNABLE jobs need them */
 	LoadJobs(qs);
 	SetUpReaders(qs, share_maps, pairs);
 	SetUpCounters(qs, usage);
