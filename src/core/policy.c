@@ -666,6 +666,18 @@ QsShareOrderBefore(const QsJob *a, const QsJob *b)
 }
 
 /*
+ * SplitSkip tells whether the skip rule of a share and unit keeps jobs of
+ * other placement constraints apart (scheduling.md 3.13): in a placed unit
+ * where such jobs may wait.
+ */
+static bool
+SplitSkip(const CorePlan *p, int s, int u)
+{
+	return p->in->units[u].placed &&
+		(p->in->constrained == NULL || p->in->constrained[CORE_AT(p, s, u)]);
+}
+
+/*
  * Constrained tells whether a job of a placed unit has placement
  * constraints (per_host or same_label), whose skip rule is kept apart from
  * other jobs' (scheduling.md 3.13); in a unit that is not placed they are
@@ -738,14 +750,14 @@ CoreCursorAdvance(CorePlan *p, int s, int u)
 	CoreCursor *cur = &p->cursors[CORE_AT(p, s, u)];
 	QsJob		after = cur->head;
 	bool		from_start = !cur->started;
-	bool		placed = p->in->units[u].placed;
+	bool		split = SplitSkip(p, s, u);
 
 	cur->started = true;
 	cur->has_head = false;
-	if (cur->all_skipped || (cur->below <= 1 && !placed))
+	if (cur->all_skipped || (cur->below <= 1 && !split))
 		return;					/* every job of this unit is skipped */
 	while (p->in->source.next(p->in->source.arg, s, u, from_start ? NULL : &after,
-							  cur->below, !placed, &cur->head))
+							  cur->below, !split, &cur->head))
 	{
 		if (!CoreIdSetHas(&p->handled, cur->head.id) && !Skipped(p, cur, &cur->head))
 		{
@@ -933,7 +945,7 @@ DispatchLoop(CorePlan *p)
 			/* dispatched at once when every victim stopped at once */
 			dispatched = CoreIdSetHas(&p->handled, job.id);
 		}
-		if (!promised && (p->in->units[job.unit].placed || !dispatched))
+		if (!promised && p->in->units[job.unit].placed)
 			HostReason(p, &job, hold, tried && check == QS_CHECK_HOSTS);
 #ifndef QS_MUTANT_SKIP_RULE
 		if (!dispatched && tried)

@@ -171,7 +171,7 @@ typedef struct QsJobSource
 	 * below_all false (a placed unit, where the skip rule is kept per
 	 * placement constraints, scheduling.md 3.13), `below` bounds only the
 	 * jobs with no per_host and no same_label: others come whatever their
-	 * count.
+	 * count.  below_all is false only where QsInput.constrained allows.
 	 */
 	bool		(*next) (void *arg, int share, int unit, const QsJob *after,
 						 int32_t below, bool below_all, QsJob *out);
@@ -221,6 +221,12 @@ typedef struct QsInput
 	const QsUnit *units;
 	int			nshares;
 	const QsShare *shares;
+	/*
+	 * [share * nunits + unit]: it may have RUNNABLE jobs with placement
+	 * constraints (the skip rule keeps them apart only there, scheduling.md
+	 * 3.13); NULL: any may
+	 */
+	const bool *constrained;
 	/* [share * nunits + unit]: the counters of held capacity */
 	const int64_t *held;		/* instances held: SCHEDULED, STARTING, RUNNING */
 	const int64_t *stopping;	/* of those, instances whose stop is pending */
@@ -296,9 +302,8 @@ typedef struct QsReservation
  * got no victims; NO_AGENT_FITS when it holds back a job with placement
  * constraints that has no placement even on empty hosts (the shell sets
  * that of other jobs from QsFitLimit.agent_max); NULL: neither (a reason
- * of these that it had goes).  A job tried and not dispatched in a unit
- * that is not placed is one too, with none: a reason from when its unit
- * was placed goes.
+ * of these that it had goes).  (In a unit that is not placed, the shell
+ * clears these reasons of every RUNNABLE job: QsClearPlacementReasons.)
  */
 typedef struct QsHostReason
 {

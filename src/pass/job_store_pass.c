@@ -241,6 +241,38 @@ static QsQuery RunnablePairsQuery = {
 	1, {TEXTOID}, SPI_OK_SELECT
 };
 
+static QsQuery ConstrainedPairsQuery = {
+	"SELECT DISTINCT quota_share, capacity_unit FROM quota_sched.job"
+	" WHERE job_queue = $1 AND state = 'RUNNABLE'"
+	"   AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsReadConstrainedPairs lists, as QsReadRunnablePairs does, the (share,
+ * unit) pairs of a queue that have RUNNABLE jobs with placement
+ * constraints (scheduling.md 3.13): only there does the skip rule keep
+ * classes of jobs apart.  Read from a partial index of those jobs.
+ */
+List *
+QsReadConstrainedPairs(const char *queue)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	Datum		arg = CStringGetTextDatum(queue);
+	List	   *pairs = NIL;
+	uint64		n = QsQueryRunIn(&ConstrainedPairsQuery, &arg, NULL, read_snapshot, 0);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(outer);
+
+		pairs = lappend(pairs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		pairs = lappend(pairs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+		MemoryContextSwitchTo(old);
+	}
+	return pairs;
+}
+
 /*
  * QsReadRunnablePairs lists the (share, unit) pairs of a queue that have
  * RUNNABLE jobs, as a list of share, unit, share, unit... in the caller's

@@ -42,6 +42,7 @@ typedef enum QsJobSet
 
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *interval);
 extern List *QsReadRunnablePairs(const char *queue);
+extern List *QsReadConstrainedPairs(const char *queue);
 extern bool QsQueueHasRunnable(const char *queue);
 
 #define QS_STREAM_BATCHES 4

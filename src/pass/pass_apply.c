@@ -213,6 +213,7 @@ QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 	}
 	QsWriteReservations(out);
 	QsWriteHostReasons(out, now);
+	QsClearPlacementReasons(qs->queue, &qs->in);
 	ApplyMisconfiguration(qs, out, now);
 	if (out->ndecisions > 0)
 		WritePassLog(qs, out, pass_id, started);

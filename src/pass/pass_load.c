@@ -374,8 +374,9 @@ PartOfClaimer(QsQueueState *qs, QsJob *job, const char *agent)
 {
 	QsPart	   *part;
 
-	if (job->nparts > 0 || agent == NULL || !QsHoldsCapacity(job->state))
-		return;
+	if (job->nparts > 0 || agent == NULL || !QsHoldsCapacity(job->state) ||
+		job->unit < 0 || !qs->in.units[job->unit].placed)
+		return;					/* parts matter only in a placed unit */
 	part = MemoryContextAllocZero(qs->cxt, sizeof(QsPart));
 	*part = (QsPart) {MemoryContextStrdup(qs->cxt, agent), job->count, job->lease_until, false};
 	job->parts = part;
@@ -910,6 +911,29 @@ SetUpBudget(QsQueueState *qs, int s)
 }
 
 /*
+ * SetUpConstrained notes, in a queue with a placed unit, the shares and
+ * units of those with RUNNABLE jobs with placement constraints, whose
+ * readers read those jobs whatever the skip rule's bound of the others
+ * (scheduling.md 3.13).
+ */
+static void
+SetUpConstrained(QsQueueState *qs)
+{
+	bool	   *constrained = palloc0(sizeof(bool) * (qs->in.nshares * qs->in.nunits + 1));
+	List	   *pairs = qs->any_placed ? QsReadConstrainedPairs(qs->queue) : NIL;
+
+	for (int i = 0; i + 1 < list_length(pairs); i += 2)
+	{
+		int			s = QsShareIndex(qs, list_nth(pairs, i));
+		int			u = QsUnitIndex(qs, list_nth(pairs, i + 1));
+
+		if (s >= 0 && u >= 0 && qs->in.units[u].placed)
+			constrained[s * qs->in.nunits + u] = qs->runnable[s * qs->in.nunits + u].placed = true;
+	}
+	qs->in.constrained = constrained;
+}
+
+/*
  * SetUpReaders sets the capacities of the shares, now that every unit is
  * known, and a RUNNABLE reader per share and unit, marking those that have
  * jobs.
@@ -935,8 +959,7 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 		if (s >= 0 && u >= 0)
 			qs->runnable[s * qs->in.nunits + u].has_jobs = true;
 	}
-	for (int at = 0; at < qs->in.nshares * qs->in.nunits; at++)
-		qs->runnable[at].placed = qs->in.units[at % qs->in.nunits].placed;
+	SetUpConstrained(qs);
 	ReadRunnableHeads(qs);
 	qs->in.source.next = SourceNext;
 	qs->in.source.smallest = SourceSmallest;

@@ -180,6 +180,46 @@ QsWriteHostReasons(const QsOutput *out, TimestampTz now)
 }
 
 /*
+ * The reasons of placement of the RUNNABLE jobs of units of queue $1 that
+ * are not placed ($2): WAITING_FOR_HOSTS, and NO_AGENT_FITS of jobs with
+ * placement constraints, cleared; rows another transaction holds are
+ * passed over (a later pass clears them).
+ */
+static QsQuery ClearReasonsQuery = {
+	"WITH l AS (SELECT id FROM quota_sched.job"
+	"            WHERE job_queue = $1 AND capacity_unit = ANY ($2) AND state = 'RUNNABLE'"
+	"              AND status_reason IN ('WAITING_FOR_HOSTS', 'NO_AGENT_FITS')"
+	"              AND (status_reason = 'WAITING_FOR_HOSTS'"
+	"                   OR instances_per_host IS NOT NULL OR same_label IS NOT NULL)"
+	"              FOR NO KEY UPDATE SKIP LOCKED)"
+	" UPDATE quota_sched.job j SET status_reason = NULL, status_reason_at = NULL"
+	"   FROM l WHERE j.id = l.id",
+	2, {TEXTOID, TEXTARRAYOID}, SPI_OK_UPDATE
+};
+
+/*
+ * QsClearPlacementReasons clears the reasons of placement of the RUNNABLE
+ * jobs of the queue's units that are not placed (scheduling.md 3.13): no
+ * job waits for hosts where nothing is placed.
+ */
+void
+QsClearPlacementReasons(const char *queue, const QsInput *in)
+{
+	QsArray		units;
+	Datum		args[2];
+
+	QsArrayInit(&units, TEXTOID, in->nunits);
+	for (int u = 0; u < in->nunits; u++)
+		if (!in->units[u].placed)
+			QsArrayPush(&units, CStringGetTextDatum(in->units[u].name), false);
+	if (units.n == 0)
+		return;
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = QsArrayDatum(&units);
+	QsQueryRun(&ClearReasonsQuery, args, NULL, false, 0);
+}
+
+/*
  * The parts of the jobs of $1 whose lease ran out before $2 end (lost);
  * each job's lease becomes the earliest of its parts that still hold.
  */

@@ -27,8 +27,9 @@
 typedef struct QsJobReader
 {
 	bool		held;			/* held jobs; otherwise RUNNABLE ones */
-	bool		placed;			/* RUNNABLE ones of a placed unit: its bound is
-								 * only for jobs with no placement constraints */
+	bool		placed;			/* RUNNABLE ones of a placed unit with jobs with
+								 * placement constraints: its bound is only for
+								 * the others */
 	bool		has_jobs;		/* the share may have such jobs of the unit */
 	QsJob	   *buf;			/* the batch read last */
 	int			cap;

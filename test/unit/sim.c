@@ -1094,8 +1094,9 @@ static void
 NoteTried(int c, bool waiting, bool dispatched)
 {
 	SpecNote[c] = waiting;
-	if (!Cf.placed[B[c].j.unit] && dispatched)
-		return;					/* dispatch clears the reason */
+	(void) dispatched;
+	if (!Cf.placed[B[c].j.unit])
+		return;					/* the shell clears every reason of placement there */
 	NoteId[NNotes] = B[c].j.id;
 	NoteReason[NNotes++] = waiting ? "WAITING_FOR_HOSTS" : NULL;
 }
@@ -4413,11 +4414,14 @@ ReplayLoop(void)
 /*
  * WaitingReason (12.3a): WAITING_FOR_HOSTS, when no other reason comes
  * first, for a job the loop tried that waits for hosts; a job tried with
- * another outcome has it no longer, one not tried keeps it.
+ * another outcome has it no longer, one not tried keeps it; in a unit
+ * that is not placed no job has it.
  */
 static const char *
 WaitingReason(int k)
 {
+	if (!Cf.placed[B[k].j.unit])
+		return NULL;			/* no job waits for hosts where nothing is placed */
 	if (SpecNote[k] >= 0)
 		return SpecNote[k] ? "WAITING_FOR_HOSTS" : NULL;
 	return IsWaitingForHosts(B[k].status_reason) ? "WAITING_FOR_HOSTS" : NULL;

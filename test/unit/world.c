@@ -573,6 +573,32 @@ ApplyHostReasons(World *w, const QsOutput *out)
 }
 
 /*
+ * ClearUnplacedReasons clears, as the shell does, the reasons of placement
+ * of the RUNNABLE jobs of units that are not placed: WAITING_FOR_HOSTS, and
+ * NO_AGENT_FITS of jobs with placement constraints (no job waits for
+ * hosts where nothing is placed).
+ */
+static void
+ClearUnplacedReasons(World *w)
+{
+	for (int i = 0; i < w->njobs; i++)
+	{
+		WJob	   *job = &w->jobs[i];
+		const char *r = job->status_reason;
+
+		if (job->state != W_RUNNABLE || w->units[job->j.unit].placed || r == NULL)
+			continue;
+		if (strcmp(r, "WAITING_FOR_HOSTS") == 0 ||
+			(strcmp(r, "NO_AGENT_FITS") == 0 &&
+			 (job->j.per_host > 0 || job->j.same_label != NULL)))
+		{
+			job->status_reason = NULL;
+			job->status_reason_at = QS_NO_TIME;
+		}
+	}
+}
+
+/*
  * ApplyReasons sets the reasons of RUNNABLE jobs that cannot run as the
  * shell does (scheduling.md 3.7, 3.11, 3.13), keeping WAITING_FOR_HOSTS,
  * the lowest, where none of them is.
@@ -660,6 +686,7 @@ WApply(World *w)
 				 out->reserved[i].nparts);
 	ApplyReasons(w, out);
 	ApplyHostReasons(w, out);
+	ClearUnplacedReasons(w);
 }
 const QsOutput *
 WPassApply(World *w)
