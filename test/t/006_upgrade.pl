@@ -25,7 +25,9 @@
 #      what 0.3 added, and an hourly rollup 0.2 made;
 #   4. with the library of 0.3: "three", at 0.3, every row of source but
 #      agent_access's (0.4), without the columns 0.4 added to tables of 0.3,
-#      and registrations of agents of 0.3;
+#      and registrations of agents of 0.3; and a queue of its own whose
+#      jobs run (one STARTING) on two agents of 4 instances registered and
+#      claiming as the agent of 0.3 does (section 11);
 #   5. with the current library, before ALTER EXTENSION UPDATE: every call
 #      in those databases is refused (55QS0), naming both versions, the
 #      update as its hint (section 8);
@@ -46,7 +48,13 @@
 #   - the policies of 0.2 on the old data: a member of a share's
 #     submit_role sees, explains, reprioritises and terminates a
 #     teammate's job of 0.1 (in 0.1 he saw nothing of it) (7);
-#   - what each later release made of the rows of 0.2 and 0.3 (9, 10).
+#   - what each later release made of the rows of 0.2 and 0.3 (9, 10);
+#   - the jobs running on the agents of 0.3 keep running: their agents
+#     heartbeat, report and claim as before, job_parts derives their one
+#     part each (the update writes none), and the pass counts them on
+#     their hosts: a job with no room on them waits WAITING_FOR_HOSTS, one
+#     with room goes where it is, and no host is booked beyond its
+#     instances (11).
 # As a bonus, the counters that the triggers kept in "source" while the
 # jobs moved must equal those that the update from 0.1 computes from the
 # same jobs.
@@ -797,11 +805,87 @@ sql('three', q{
 	INSERT INTO quota_sched.job_attempt (job_id, attempt, agent, exit_code, output, started_at, ended_at)
 	SELECT min(id), 1, 'three-out', 0, E'done\x1b]0;owned\x07\r\n', now(), now() FROM quota_sched.job
 	ON CONFLICT (job_id, attempt) DO UPDATE SET output = excluded.output});
+
+#
+# 11. Jobs running on hosts registered in 0.3 (issue 39, item 5), in
+# "three", in a queue of their own: h_queue (10 gpu, one share) and two
+# agents of regress_up_agent, h-1 and h-2, of 4 instances each, which
+# register (agent_ready's four arguments) and claim as the agent of 0.3
+# does (max_instances: what it has free; a lease of an hour, which no
+# step here outlives): h-1 runs h_three (3 gpu) and h_old (1), h-2 runs
+# h_two (2) and has claimed h_start (1), STARTING; each said where its
+# attempt runs (attempt_started).  h_old has no agent_role, as a job
+# claimed in 0.1 has none (written as a restore would).  The update writes
+# no parts for them (scheduling.md 3.14): job_parts derives each one's part
+# from the job, rank 0 on the agent that claimed it, and the pass counts
+# their instances on those hosts, so that none is booked twice; their
+# agents go on heartbeating, reporting and claiming (below, "11, updated").
+#
+as_role('three', 'regress_up_admin', q{
+	INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('h_env', '{"gpu": 10}');
+	INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('h_queue', 'h_env');
+	INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+	VALUES ('h_queue', 'h_share', '{"gpu": 10}', 'RESERVE')});
+is(as_role('three', 'regress_up_agent', q{
+	SELECT string_agg(concat_ws(' ', a.name, a.instances, a.state), ', ' ORDER BY a.name)
+	  FROM unnest(ARRAY['h-1', 'h-2']) AS n(name),
+		   quota_sched.agent_ready(n.name, 'h_queue', 'gpu', 4) a}),
+	'h-1 4 ACTIVE, h-2 4 ACTIVE', 'three, 0.3: two agents of 4 gpu register for h_queue');
+as_role('three', 'regress_up_alice', q{
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+	VALUES ('h_three', 'h_queue', 'h_share', 'gpu', 3), ('h_two', 'h_queue', 'h_share', 'gpu', 2),
+		   ('h_start', 'h_queue', 'h_share', 'gpu', 1), ('h_old', 'h_queue', 'h_share', 'gpu', 1)});
+is(run_pass_of('three', 'h_queue'),
+	"h_three DISPATCH\nh_two DISPATCH\nh_start DISPATCH\nh_old DISPATCH",
+	'three, 0.3: the pass of 0.3 dispatches the four (none larger than an agent)');
+
+# claim_on(DB, AGENT, MAX_JOBS, MAX_INSTANCES): the claim of the agent of
+# 0.3 in h_queue, as regress_up_agent, with a lease of an hour.
+sub claim_on
+{
+	my ($db, $agent, $max_jobs, $max_instances) = @_;
+	return as_role($db, 'regress_up_agent', qq{
+		SELECT coalesce(string_agg(name || ' ' || state, ', ' ORDER BY name COLLATE "C"), '')
+		  FROM quota_sched.claim('$agent', 'h_queue', 'gpu', max_jobs => $max_jobs,
+								 lease => '1 hour', max_instances => $max_instances)});
+}
+# report_on(DB, JOB, AGENT, STATE): AGENT's report on JOB, as regress_up_agent
+sub report_on
+{
+	my ($db, $job, $agent, $state) = @_;
+	return as_role($db, 'regress_up_agent', qq{
+		SELECT state FROM quota_sched.report(
+			(SELECT id FROM quota_sched.job WHERE name = '$job'), '$agent', '$state')});
+}
+is(claim_on('three', 'h-1', 1, 4), 'h_three STARTING', 'three, 0.3: h-1, 4 free, claims h_three');
+is(claim_on('three', 'h-2', 2, 4), 'h_start STARTING, h_two STARTING',
+	'three, 0.3: h-2, 4 free, claims h_two and h_start');
+is(claim_on('three', 'h-1', 1, 1), 'h_old STARTING', 'three, 0.3: h-1, 1 free, claims h_old');
+is(as_role('three', 'regress_up_agent', q{
+	SELECT string_agg(j.name || ' ' || s.host, ', ' ORDER BY j.name COLLATE "C")
+	  FROM quota_sched.job j,
+		   quota_sched.attempt_started(j.id, j.agent, 1, j.agent || '.example', '/var/log/' || j.name) s
+	 WHERE j.job_queue = 'h_queue'}),
+	'h_old h-1.example, h_start h-2.example, h_three h-1.example, h_two h-2.example',
+	'three, 0.3: each says where its attempt runs');
+is(as_role('three', 'regress_up_agent', q{
+	SELECT string_agg(r.name || ' ' || r.state, ', ' ORDER BY r.name COLLATE "C")
+	  FROM quota_sched.job j, quota_sched.report(j.id, j.agent, 'RUNNING') r
+	 WHERE j.job_queue = 'h_queue' AND j.name <> 'h_start'}),
+	'h_old RUNNING, h_three RUNNING, h_two RUNNING', 'three, 0.3: all but h_start run');
+sql('three', q{SET session_replication_role = replica;
+	UPDATE quota_sched.job SET agent_role = NULL WHERE name = 'h_old'});
+# what the update must leave of them: their jobs' rows (with every other
+# row of "three", below) and their attempts
+my $h_attempts_before = sql('three', q{
+	SELECT string_agg(to_jsonb(a)::text, E'\n' ORDER BY a.job_id)
+	  FROM quota_sched.job_attempt a JOIN quota_sched.job j ON j.id = a.job_id
+	 WHERE j.job_queue = 'h_queue'});
 my $three_columns = table_columns('three');
 is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('source') } ],
 	['agent_access', 'job_part'], "three, 0.3: the tables of $current but agent_access and job_part");
 my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
-									 FROM quota_sched.agent});
+									 FROM quota_sched.agent WHERE name LIKE 'three-%'});
 delete $three_columns->{agent};
 delete $three_columns->{job_attempt};
 my $outputs_before = sql('three', q{SELECT count(*) FROM quota_sched.job_attempt});
@@ -1361,12 +1445,13 @@ is_deeply(table_rows('three', $three_columns), $three_rows_before, 'three, updat
 is($agents_before, 'three-gone regress_up_gone 00:01:00, three-long regress_up_agent2 2 days',
 	'three, 0.3: its agents');
 is(sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
-					FROM quota_sched.agent}),
+					FROM quota_sched.agent WHERE name LIKE 'three-%'}),
 	'three-gone regress_up_gone 00:01:00, three-long regress_up_agent2 01:00:00',
 	'three, updated: the agents kept, a registration\'s lease cut to an hour');
 is(sql('three', q{SELECT string_agg(concat_ws(' ', a.agent, a.labels, a.address, a.state, a.draining_since IS NULL,
 										   t.state_changed_at >= t.registered_at), ', ' ORDER BY a.agent)
-					FROM quota_sched.agents a JOIN quota_sched.agent t ON t.name = a.agent}),
+					FROM quota_sched.agents a JOIN quota_sched.agent t ON t.name = a.agent
+				   WHERE a.agent LIKE 'three-%'}),
 	'three-gone {} three-gone ACTIVE t t, three-long {} three-long ACTIVE t t',
 	'three, updated: the agents of 0.3 have no labels, their name as address, ACTIVE since the update');
 is(sql('three', q{SELECT count(*) FROM quota_sched.job_attempt}), $outputs_before,
@@ -1408,7 +1493,7 @@ my ($ret, $stdout, $stderr) = $node->psql('three', q{SET ROLE regress_up_agent2;
 	SELECT quota_sched.agent_ready('three-long', 'up_q2', 'gpu', 4)});
 like($stderr, qr/login "regress_up_agent2" may not serve job queue "up_q2"/,
 	'three, narrowed: a login is refused where it no longer serves');
-is(sql('three', q{SELECT count(*) FROM quota_sched.agent}), '0',
+is(sql('three', q{SELECT count(*) FROM quota_sched.agent WHERE name LIKE 'three-%'}), '0',
 	'three, narrowed: its agent of that queue is forgotten, and so is the agent of a login that no longer exists');
 
 # The placement constraints of 0.4 (issue 39): the jobs of 0.3 have none;
@@ -1429,6 +1514,164 @@ is(as_role('three', 'regress_up_alice', q{
 	VALUES ('three_misplaced', 'up_queue', 'lab', 'cpu', 4, 3)});
 like($stderr, qr/ERROR:  23514: instances_per_host 3 does not divide instance_count 4/,
 	'three, updated: an instances_per_host that does not divide instance_count is refused (23514)');
+
+#
+# 11, updated: the jobs that ran on the hosts of 0.3 keep running on them,
+# their parts derived from the jobs (no job_part rows), and the pass
+# counts them on those hosts: a job that fits the pool but not the room
+# left on the hosts waits WAITING_FOR_HOSTS, one that fits goes to the host
+# with room, and no host is booked beyond its instances.
+#
+is(sql('three', q{
+	SELECT count(*) FILTER (WHERE part_agents IS NOT NULL OR part_instances IS NOT NULL) || ' '
+		   || (SELECT count(*) FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id
+				WHERE j.job_queue = 'h_queue')
+	  FROM quota_sched.job WHERE job_queue = 'h_queue'}),
+	'0 0', 'three, updated: the update wrote no parts for the jobs claimed on hosts of 0.3');
+# the parts of h_queue's jobs as their owner sees them (job_parts):
+# "job attempt rank agent address instances state"
+my $h_parts = q{
+	SELECT string_agg(concat_ws(' ', j.name, p.attempt, p.rank, p.agent, p.address, p.instances, p.state),
+					  E'\n' ORDER BY j.name COLLATE "C", p.attempt, p.rank)
+	  FROM quota_sched.job_parts p JOIN quota_sched.job j ON j.id = p.job_id
+	 WHERE j.job_queue = 'h_queue'};
+is(as_role('three', 'regress_up_alice', $h_parts), <<'PARTS' =~ s/\n\z//r,
+h_old 1 0 h-1 h-1 1 RUNNING
+h_start 1 0 h-2 h-2 1 CLAIMED
+h_three 1 0 h-1 h-1 3 RUNNING
+h_two 1 0 h-2 h-2 2 RUNNING
+PARTS
+	'three, updated: job_parts derives each one\'s part: rank 0 on its agent, its instances and state');
+is(sql('three', q{
+	SELECT string_agg((to_jsonb(a) - 'rank')::text, E'\n' ORDER BY a.job_id)
+	  FROM quota_sched.job_attempt a JOIN quota_sched.job j ON j.id = a.job_id
+	 WHERE j.job_queue = 'h_queue'}),
+	$h_attempts_before, 'three, updated: their attempts as they were');
+is(as_role('three', 'regress_up_alice', q{
+	SELECT string_agg(concat_ws(' ', name, attempt, rank, agent, host), ', ' ORDER BY name COLLATE "C")
+	  FROM quota_sched.job_attempts WHERE job_queue = 'h_queue'}),
+	'h_old 1 0 h-1 h-1.example, h_start 1 0 h-2 h-2.example, h_three 1 0 h-1 h-1.example, '
+	  . 'h_two 1 0 h-2 h-2.example',
+	'three, updated: job_attempts shows each attempt as rank 0, where it runs');
+
+# The agents, as the agent of 0.3 refreshes them (agent_ready's four
+# arguments): live, each holding what runs on it.
+is(as_role('three', 'regress_up_agent', q{
+	SELECT string_agg(concat_ws(' ', a.name, a.instances, a.state), ', ' ORDER BY a.name)
+	  FROM unnest(ARRAY['h-1', 'h-2']) AS n(name),
+		   quota_sched.agent_ready(n.name, 'h_queue', 'gpu', 4) a}),
+	'h-1 4 ACTIVE, h-2 4 ACTIVE', 'three, updated: the agents of 0.3 register again as before');
+# "agent live instances held_jobs held_instances free_instances", and what
+# is booked on each host by the parts (derived or not) of the jobs that
+# hold capacity
+my $h_agents = q{
+	SELECT string_agg(concat_ws(' ', agent, live, instances, held_jobs, held_instances, free_instances),
+					  E'\n' ORDER BY agent)
+	  FROM quota_sched.agents WHERE job_queue = 'h_queue'};
+my $h_booked = q{
+	SELECT string_agg(concat_ws(' ', a.name, a.instances, coalesce(b.booked, 0),
+								coalesce(b.booked, 0) <= a.instances),
+					  E'\n' ORDER BY a.name)
+	  FROM quota_sched.agent a
+	  LEFT JOIN (SELECT p.agent, sum(p.instances) AS booked
+				   FROM quota_sched.job_parts p JOIN quota_sched.job j ON j.id = p.job_id
+				  WHERE j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+					AND p.state IN ('PLACED', 'CLAIMED', 'RUNNING')
+				  GROUP BY p.agent) b ON b.agent = a.name
+	 WHERE a.job_queue = 'h_queue'};
+is(as_role('three', 'regress_up_agent', $h_agents), "h-1 t 4 2 4 0\nh-2 t 4 2 3 1",
+	'three, updated: the agents view counts what runs on each agent, and its free instances');
+is(sql('three', $h_booked), "h-1 4 4 t\nh-2 4 3 t",
+	'three, updated: the parts book no host beyond its instances');
+
+# They keep running: each agent's heartbeat renews its jobs' leases and
+# asks no stop.
+foreach my $hb ([ 'h-1', 'h_old, h_three' ], [ 'h-2', 'h_start, h_two' ])
+{
+	my ($agent, $names) = @$hb;
+	is(as_role('three', 'regress_up_agent', qq{
+		SELECT concat_ws(' ', string_agg(j.name, ', ' ORDER BY j.name COLLATE "C"),
+						 bool_and(h.stop_reason IS NULL),
+						 bool_and(h.lease_until > now() + interval '119 minutes'))
+		  FROM quota_sched.heartbeat('$agent', lease => '2 hours') h
+		  JOIN quota_sched.job j ON j.id = h.job_id}),
+		"$names t t", "three, updated: $agent\'s heartbeat returns $names, no stop, their leases renewed");
+}
+is(sql('three', q{
+	SELECT string_agg(concat_ws(' ', name, lease_until > now() + interval '119 minutes'), ', '
+					  ORDER BY name COLLATE "C")
+	  FROM quota_sched.job WHERE job_queue = 'h_queue'}),
+	'h_old t, h_start t, h_three t, h_two t', 'three, updated: the jobs\' leases are renewed');
+counters_consistent('three', 'the jobs on hosts of 0.3 heartbeat');
+
+# The pass counts them on their hosts: h_wait (2 gpu) fits the pool (7 of
+# its 10 gpu held) but no host has 2 free (h-1 0, h-2 1): it waits
+# WAITING_FOR_HOSTS (were the derived parts not counted, it would go to an
+# empty host); h_fit (1) goes to h-2, the one host with room.
+as_role('three', 'regress_up_alice', q{
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+	VALUES ('h_wait', 'h_queue', 'h_share', 'gpu', 2)});
+is(run_pass_of('three', 'h_queue'), '', 'three, updated: the pass does not dispatch h_wait');
+is(as_role('three', 'regress_up_alice', q{
+	SELECT concat_ws(' ', j.state, j.status_reason, e ->> 'blocked_by', e ->> 'hosts', e ->> 'largest_free',
+					 e ->> 'free_instances')
+	  FROM quota_sched.job j, quota_sched.explain(j.id) e WHERE j.name = 'h_wait'}),
+	'RUNNABLE WAITING_FOR_HOSTS WAITING_FOR_HOSTS 2 1 1',
+	'three, updated: h_wait waits for hosts, explain counting 1 free on 2 hosts');
+as_role('three', 'regress_up_alice', q{
+	INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+	VALUES ('h_fit', 'h_queue', 'h_share', 'gpu', 1)});
+is(run_pass_of('three', 'h_queue'), 'h_fit DISPATCH', 'three, updated: the pass dispatches h_fit');
+is(sql('three', q{SELECT concat_ws(' ', part_agents, part_instances) FROM quota_sched.job WHERE name = 'h_fit'}),
+	'{h-2} {1}', 'three, updated: h_fit is placed on h-2, the host with room');
+is(sql('three', $h_booked), "h-1 4 4 t\nh-2 4 4 t",
+	'three, updated, h_fit placed: no host booked beyond its instances');
+is(as_role('three', 'regress_up_agent', $h_agents), "h-1 t 4 2 4 0\nh-2 t 4 3 4 0",
+	'three, updated, h_fit placed: the agents view counts it on h-2');
+counters_consistent('three', 'h_fit dispatched');
+
+# The agent of 0.3 claims as before (claim's arguments of 0.3): h-1 gets
+# nothing, h_fit being placed on h-2, which gets it.
+is(claim_on('three', 'h-1', 10, 4), '', 'three, updated: h-1\'s claim takes nothing');
+is(claim_on('three', 'h-2', 10, 4), 'h_fit STARTING', 'three, updated: h-2 claims h_fit');
+
+# Their agents report as before: h_start runs (its derived part RUNNING),
+# h_three succeeds, and the room it leaves on h-1 takes h_wait.
+is(report_on('three', 'h_start', 'h-2', 'RUNNING'), 'RUNNING', 'three, updated: h_start runs');
+is(report_on('three', 'h_three', 'h-1', 'SUCCEEDED'), 'SUCCEEDED', 'three, updated: h_three succeeds');
+counters_consistent('three', 'h_three succeeded');
+is(as_role('three', 'regress_up_agent', $h_agents), "h-1 t 4 1 1 3\nh-2 t 4 3 4 0",
+	'three, updated, h_three succeeded: h-1 has 3 free');
+is(run_pass_of('three', 'h_queue'), 'h_wait DISPATCH', 'three, updated: the pass dispatches h_wait');
+is(sql('three', q{SELECT concat_ws(' ', part_agents, part_instances) FROM quota_sched.job WHERE name = 'h_wait'}),
+	'{h-1} {2}', 'three, updated: h_wait is placed on h-1');
+is(as_role('three', 'regress_up_alice', $h_parts), <<'PARTS' =~ s/\n\z//r,
+h_fit 1 0 h-2 h-2 1 CLAIMED
+h_old 1 0 h-1 h-1 1 RUNNING
+h_start 1 0 h-2 h-2 1 RUNNING
+h_two 1 0 h-2 h-2 2 RUNNING
+h_wait 1 0 h-1 h-1 2 PLACED
+PARTS
+	'three, updated: job_parts shows the derived parts beside those placed since');
+is(sql('three', $h_booked), "h-1 4 3 t\nh-2 4 4 t",
+	'three, updated, h_wait placed: no host booked beyond its instances');
+counters_consistent('three', 'h_wait dispatched');
+
+# A stop reaches a job of 0.3 through its agent's heartbeat: alice
+# terminates h_old, h-1 is told, stops it, and its instance is free.
+is(as_role('three', 'regress_up_alice', q{
+	SELECT concat_ws(' ', state, stop_reason)
+	  FROM quota_sched.terminate((SELECT id FROM quota_sched.job WHERE name = 'h_old'), 'not needed')}),
+	'RUNNING TERMINATED', 'three, updated: alice terminates h_old: a stop is pending');
+is(as_role('three', 'regress_up_agent', q{
+	SELECT string_agg(concat_ws(' ', j.name, coalesce(h.stop_reason, '-')), ', ' ORDER BY j.name COLLATE "C")
+	  FROM quota_sched.heartbeat('h-1', lease => '2 hours') h JOIN quota_sched.job j ON j.id = h.job_id}),
+	'h_old TERMINATED', 'three, updated: h-1\'s heartbeat tells it to stop h_old');
+is(report_on('three', 'h_old', 'h-1', 'STOPPED'), 'FAILED', 'three, updated: h_old stopped: terminated');
+counters_consistent('three', 'h_old terminated');
+is(sql('three', $h_booked), "h-1 4 2 t\nh-2 4 4 t", 'three, updated, h_old terminated: its instance is free');
+is(as_role('three', 'regress_up_agent', $h_agents), "h-1 t 4 1 2 2\nh-2 t 4 3 4 0",
+	'three, updated, h_old terminated: h-1 has 2 free');
 
 $node->stop;
 done_testing();
