@@ -9,8 +9,10 @@
 # attempt fails once both stopped; a cross-share reclaim stops both parts
 # of a borrower and places its owner's job where they ran; a job of one
 # rack (same_label) stays in one rack, and waits for room there rather
-# than spread over two.  The commands are small shell loops that wait for
-# a flag file; everything is polled.
+# than spread over two; a job not claimed by every part within the claim
+# timeout goes back, and the agent that had started its part lets go.
+# The commands are small shell loops that wait for a flag file;
+# everything is polled.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -53,7 +55,7 @@ foreach my $h (@hosts)
 		[
 			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 'p_queue', '--same-user',
 			'--capacity-unit', 'gpu', '--instances', '4', '--labels', "rack=$rack",
-			'--address', $address, '--lease', '10', '--heartbeat', '1', '--grace', '2',
+			'--address', $address, '--lease', '20', '--heartbeat', '1', '--grace', '2',
 			'--checkpoint-root', "$tmp/ckpt-$name", '--log-dir', "$tmp/logs-$name"
 		]);
 }
@@ -207,7 +209,7 @@ ok( $node->poll_query_until('postgres', qq{
 my $a1_big = wait_procs('big', 'a1');
 ok(defined $a1_big, "a1 runs its part's command");
 ok( $node->poll_query_until('postgres', qq{
-		SELECT lease_until > claimed_at + interval '10 seconds' FROM quota_sched.job_part
+		SELECT lease_until > claimed_at + interval '20 seconds' FROM quota_sched.job_part
 		 WHERE job_id = $big AND agent = 'a1'}),
 	"a1's heartbeat renews its part's lease meanwhile");
 ok(kill(0, $a1_big), 'and its command runs on');
@@ -238,6 +240,10 @@ is( sql(qq{
 		  FROM quota_sched.job_attempts WHERE job_id = $big}),
 	'1 0 a1 0 part on a1 of 8|done; 1 1 a2 0 part on a2 of 8|done',
 	'job_attempts: one row per part, each agent\'s own output (QUOTA_SCHED_INSTANCE_COUNT the job\'s 8) and exit code');
+is( sql(qq{SELECT string_agg(rank || ' ' || (log_path LIKE '$tmp/logs-' || agent || '/$big/%')
+		                  || ' ' || (started_at IS NOT NULL AND ended_at IS NOT NULL), ', ' ORDER BY rank)
+		     FROM quota_sched.job_attempts WHERE job_id = $big}),
+	'0 true true, 1 true true', 'each part\'s row has its start, its end and its agent\'s log file');
 is( sql(qq{SELECT string_agg(agent || ' ' || state || ' ' || exit_code, ', ' ORDER BY rank)
 		     FROM quota_sched.job_parts WHERE job_id = $big}),
 	'a1 ENDED 0, a2 ENDED 0', 'job_parts: both parts ended with exit code 0');
@@ -348,6 +354,38 @@ foreach my $id ($x2, $z4, $rack)
 {
 	ok(wait_for_job($id, "state = 'SUCCEEDED'"), "job $id succeeds");
 }
+ok(free_all(), 'every agent is whole again');
+
+# ---------------------------------------------------------------------------
+# 6. Not claimed by every part in time (a claim timeout of 4 s; a2 stopped
+# meanwhile): the job goes back (NOT_CLAIMED), and a1, which had claimed
+# and started its part, is told to let go: its command ends (within the
+# claim backoff of 4 s, before the job is dispatched again).  Once a2 goes
+# on, the job runs on two hosts and succeeds.
+# ---------------------------------------------------------------------------
+sql("UPDATE quota_sched.job_queue SET claim_timeout = '4 seconds' WHERE name = 'p_queue'");
+ok(kill('STOP', agent_pid('a2')), 'a2 is stopped (SIGSTOP)');
+my $slow = submit('a', 'slow', 8, wait_script('f6', 'slow'), instances_per_host => 4);
+my $a1_slow = wait_procs('slow', 'a1');
+ok(defined $a1_slow, 'a1 claims and starts its part');
+ok( $node->poll_query_until('postgres', qq{
+		SELECT EXISTS (SELECT FROM quota_sched.job_event
+		                WHERE job_id = $slow AND from_state = 'SCHEDULED' AND to_state = 'RUNNABLE'
+		                  AND reason = 'NOT_CLAIMED')}),
+	'a2 does not claim its part in time: the job goes back, NOT_CLAIMED');
+ok(kill('CONT', agent_pid('a2')), 'a2 goes on (SIGCONT)');
+ok(process_gone($a1_slow), "a1 is told to let go: its part's command ends");
+ok( $node->poll_query_until('postgres', qq{
+		SELECT state = 'ENDED' FROM quota_sched.job_part WHERE job_id = $slow AND agent = 'a1'
+		 ORDER BY placed_at LIMIT 1}),
+	"a1's part of that placement has ended");
+ok(wait_for_job($slow, "state = 'RUNNING'"), 'the job is dispatched again and runs on two hosts');
+is(job_field($slow, "failed_attempts || ' ' || claim_requeues || ' ' || cardinality(part_agents)"),
+	'0 1 2', 'no failed attempt, one claim requeue');
+flag('f6');
+ok(wait_for_job($slow, "state = 'SUCCEEDED'"), 'and succeeds');
+sql("UPDATE quota_sched.job_queue SET claim_timeout = DEFAULT WHERE name = 'p_queue'");
+ok(free_all(), 'every agent is whole again');
 is(sql('SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'the counters of held capacity match the jobs');
 
