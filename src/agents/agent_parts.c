@@ -199,12 +199,16 @@ static QsQuery PartOfQuery = {
 	"       p.stop_reason IS NOT NULL, p.agent_role"
 	"  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
 	" WHERE p.job_id = $1 AND p.agent = $2"
-	" ORDER BY p.placed_at DESC LIMIT 1 FOR NO KEY UPDATE OF p",
+	" ORDER BY " HOLDING_PART " DESC, p.placed_at DESC LIMIT 1 FOR NO KEY UPDATE OF p",
 	2, {INT8OID, TEXTOID}, SPI_OK_SELECT
 };
 
 /*
- * PartOf finds the latest part of a job placed on an agent, locked.
+ * PartOf finds the part of a job placed on an agent that a report is
+ * about, locked: the one the agent holds (claimed or running), else the
+ * latest.  A part told to let go while the job was placed again on the
+ * same agent is held until its agent says it ended: that report is about
+ * it, not about the new part placed beside it.
  */
 static PartRow
 PartOf(int64 job_id, const char *agent)
