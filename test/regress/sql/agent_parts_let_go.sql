@@ -1,11 +1,14 @@
 -- A part its agent was told to let go (scheduling.md 3.14: the job was not
 -- claimed by every part in time and went back, NOT_CLAIMED) while the job
 -- is placed again on the same agent: the agent's report of it is about
--- that part, the one it holds, not the new part placed on it.  Found with
--- real agents (test/t/024_placement_agents.pl): a part slow to stop, its
--- report refused as "not claimed", was left RUNNING for ever, its
--- NOT_CLAIMED returned by every heartbeat beside the new part, which the
--- agent then stopped.  Times are never printed.
+-- that part, the one it holds, not the new part placed on it; and an
+-- agent that claims the new part has let go of the old one (a claim of a
+-- job ends the agent's parts of its earlier placements), so that
+-- heartbeat returns the job once, with no stop.  Found with real agents
+-- (test/t/024_placement_agents.pl): a part slow to stop, its report
+-- refused as "not claimed", was left RUNNING for ever, its NOT_CLAIMED
+-- returned by every heartbeat beside the new part, which the agent then
+-- stopped.  Times are never printed.
 
 \i test/regress/include/helpers.sql
 
@@ -91,6 +94,38 @@ SELECT name, state FROM quota_sched.report(pg_temp.id('plg_slow'), 'h2', 'SUCCEE
 RESET ROLE;
 SELECT * FROM pg_temp.parts('plg_slow');
 
+------------------------------------------------------------------------
+-- h1 claims the new part without a word of the old one (an agent that
+-- gave up its old attempt when it claimed the job again): the old part
+-- ends at the claim, and heartbeat returns the job once, with no stop.
+------------------------------------------------------------------------
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host)
+VALUES ('plg_again', 'plg_queue', 'plg_share', 'gpu', 8, 4);
+SELECT * FROM pg_temp.pass('plg_queue');
+SET ROLE regress_plg_host;
+SELECT name, state FROM quota_sched.claim('h1', 'plg_queue', 'gpu', start => true);
+RESET ROLE;
+SELECT pg_temp.age('plg_again');
+SELECT * FROM pg_temp.pass('plg_queue');
+SELECT pg_temp.lift('plg_again');
+SELECT * FROM pg_temp.pass('plg_queue');
+SELECT state, part_agents FROM quota_sched.job WHERE name = 'plg_again';
+SET ROLE regress_plg_host;
+SELECT name, state FROM quota_sched.claim('h1', 'plg_queue', 'gpu', start => true);
+SELECT job_id = pg_temp.id('plg_again') AS again, stop_reason FROM quota_sched.heartbeat('h1');
+RESET ROLE;
+SELECT * FROM pg_temp.parts('plg_again');
+SET ROLE regress_plg_host;
+-- a late report of the old part lands on the part h1 holds now: a
+-- repeat of its state, nothing changes
+SELECT name, state FROM quota_sched.report(pg_temp.id('plg_again'), 'h1', 'RUNNING', attempt => 1);
+SELECT name, state FROM quota_sched.claim('h2', 'plg_queue', 'gpu', start => true);
+SELECT name, state FROM quota_sched.report(pg_temp.id('plg_again'), 'h1', 'SUCCEEDED', attempt => 1);
+SELECT name, state FROM quota_sched.report(pg_temp.id('plg_again'), 'h2', 'SUCCEEDED', attempt => 1);
+SELECT count(*) FROM quota_sched.heartbeat('h1');
+RESET ROLE;
+SELECT * FROM pg_temp.parts('plg_again');
 SELECT count(*) FROM quota_sched.held_capacity_drift();
 
 -- Clean up: rows go with their queue.
