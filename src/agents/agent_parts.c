@@ -107,9 +107,20 @@ static QsQuery RunJobsQuery = {
 	1, {INT8ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
+static QsQuery LockJobsQuery = {
+	"SELECT 1 FROM quota_sched.job WHERE id = ANY ($1) ORDER BY id FOR NO KEY UPDATE",
+	1, {INT8ARRAYOID}, SPI_OK_SELECT, QS_BY_IDS
+};
+
 /*
  * SyncJobs brings jobs whose parts changed to the state their parts say
- * (SyncJobsQuery, RunJobsQuery).
+ * (SyncJobsQuery, RunJobsQuery).  The jobs' rows are locked first, and
+ * their parts counted after: two agents that claim the two parts of a job
+ * at once each wait for the other's commit on the job's row, and the last
+ * one counts both parts claimed (counted before the wait, in the
+ * statement that updates the row, its own snapshot would have had the
+ * other's part PLACED, and the job would have stayed SCHEDULED with every
+ * part claimed).
  */
 static void
 SyncJobs(Datum ids, const char *role)
@@ -118,6 +129,7 @@ SyncJobs(Datum ids, const char *role)
 	Datum		args[2] = {ids, NameGetDatum(name)};
 
 	namestrcpy(name, role);
+	QsQueryRun(&LockJobsQuery, args, NULL, false, 0);
 	QsQueryRun(&SyncJobsQuery, args, NULL, false, 0);
 	QsQueryRun(&RunJobsQuery, args, NULL, false, 0);
 }
