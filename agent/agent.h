@@ -115,7 +115,8 @@ typedef struct Job
 	char		id_text[24];
 	int			attempt;
 	char		attempt_text[16];
-	int			instances;
+	int			instances;		/* what it holds here: its part's, on several hosts */
+	int			job_instances;	/* the job's instance_count, on all its hosts */
 	bool		alive;			/* runs: its child is not reaped, or its remote
 								 * end is not known */
 	StopKind	stop;

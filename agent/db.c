@@ -35,11 +35,16 @@ typedef struct Statement
 /*
  * The claim also checks each job's payload->'command' (a reason when it is
  * not a non-empty array of strings) and returns the argv as "LEN:BYTES"
- * pieces (split_argv), so that the agent parses no JSON.
+ * pieces (split_argv), so that the agent parses no JSON.  Its second
+ * column is what the agent holds of the job: of a job placed on several
+ * hosts, the instances of its own part (scheduling.md 3.14); the job's
+ * instance_count comes last.
  */
 static const Statement statements[NUM_STATEMENTS] = {
 	[STMT_CLAIM] = {"claim",
-		"SELECT c.id, c.instance_count, 1 + c.failed_attempts + c.preemption_count + c.lease_losses,\n"
+		"SELECT c.id, coalesce(c.part_instances[array_position(c.part_agents, $1::text)],\n"
+		"                      c.instance_count),\n"
+		"       1 + c.failed_attempts + c.preemption_count + c.lease_losses,\n"
 		"       CASE WHEN c.payload->'command' IS NULL\n"
 		"            THEN 'the job has no command (payload->''command'' must be a JSON array of strings)'\n"
 		"            WHEN jsonb_typeof(c.payload->'command') <> 'array'\n"
@@ -50,7 +55,7 @@ static const Statement statements[NUM_STATEMENTS] = {
 		"            THEN format('element %s of the job''s command is a JSON %s, not a string',\n"
 		"                        a.bad - 1, a.bad_type)\n"
 		"       END,\n"
-		"       a.argv, c.payload::text\n"
+		"       a.argv, c.payload::text, c.instance_count\n"
 		"  FROM quota_sched.claim($1::text, $2::text, $3::text, max_jobs => $4::integer,\n"
 		"                         lease => $5::interval, max_instances => $4::integer, start => true) c\n"
 		"  LEFT JOIN LATERAL (\n"

@@ -437,7 +437,7 @@ reset_child(const Job *job)
 	}
 	setenv("QUOTA_SCHED_JOB_ID", job->id_text, 1);
 	setenv("QUOTA_SCHED_ATTEMPT", job->attempt_text, 1);
-	snprintf(num, sizeof(num), "%d", job->instances);
+	snprintf(num, sizeof(num), "%d", job->job_instances);
 	setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
 	setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
 	setenv("QUOTA_SCHED_AGENT", opts.agent, 1);

@@ -375,7 +375,8 @@ do_heartbeat(void)
 
 /*
  * take_claimed puts row i of claim()'s answer (t0: when it was asked) into
- * the job table and has its launcher start it (--noop: reported at once).
+ * the job table (holding, of a job on several hosts, its part's instances)
+ * and has its launcher start it (--noop: reported at once).
  */
 static void
 take_claimed(PGresult *res, int i, double t0)
@@ -401,6 +402,7 @@ take_claimed(PGresult *res, int i, double t0)
 				  atoi(PQgetvalue(res, i, 2)),
 				  atoi(PQgetvalue(res, i, 1)));
 
+	job->job_instances = atoi(PQgetvalue(res, i, 6));
 	job->lease_deadline = t0 + opts.lease;
 	if (opts.pickup_log)
 		fprintf(opts.pickup_log, "%" PRId64 " %lld\n", job->id, now_real_us());

@@ -61,6 +61,25 @@ static QsQuery ClaimPartsQuery = {
 };
 
 /*
+ * The parts of earlier placements of the jobs whose parts agent $3 just
+ * claimed ($1, placed at $2) that the agent still holds (told to let go:
+ * the job went on without them) end, RELEASED: an agent that claims a job
+ * again has let go of what it held of it (the shipped agent kills the
+ * attempt it still runs), so that heartbeat and report know one part of
+ * the job on it.  Rows another transaction holds are passed over.
+ */
+static QsQuery EndEarlierPartsQuery = {
+	"WITH o AS (SELECT p.job_id, p.placed_at, p.rank FROM quota_sched.job_part p"
+	"             JOIN unnest($1::int8[], $2::timestamptz[]) AS c(job_id, placed_at)"
+	"               ON p.job_id = c.job_id AND p.placed_at < c.placed_at"
+	"            WHERE p.agent = $3 AND " HOLDING_PART
+	"              FOR NO KEY UPDATE OF p SKIP LOCKED)"
+	" UPDATE quota_sched.job_part p SET state = 'ENDED', ended_as = 'RELEASED', ended_at = now()"
+	"   FROM o WHERE (p.job_id, p.placed_at, p.rank) = (o.job_id, o.placed_at, o.rank)",
+	3, {INT8ARRAYOID, TIMESTAMPTZARRAYOID, TEXTOID}, SPI_OK_UPDATE, QS_BY_IDS
+};
+
+/*
  * The jobs of $1 as their parts say: claimed (rank 0's agent, the role $2
  * of the first claim) once any part is, STARTING once every part is, with
  * the earliest lease of the parts that hold; RUNNING (started now) once
@@ -88,9 +107,20 @@ static QsQuery RunJobsQuery = {
 	1, {INT8ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
+static QsQuery LockJobsQuery = {
+	"SELECT 1 FROM quota_sched.job WHERE id = ANY ($1) ORDER BY id FOR NO KEY UPDATE",
+	1, {INT8ARRAYOID}, SPI_OK_SELECT, QS_BY_IDS
+};
+
 /*
  * SyncJobs brings jobs whose parts changed to the state their parts say
- * (SyncJobsQuery, RunJobsQuery).
+ * (SyncJobsQuery, RunJobsQuery).  The jobs' rows are locked first, and
+ * their parts counted after: two agents that claim the two parts of a job
+ * at once each wait for the other's commit on the job's row, and the last
+ * one counts both parts claimed (counted before the wait, in the
+ * statement that updates the row, its own snapshot would have had the
+ * other's part PLACED, and the job would have stayed SCHEDULED with every
+ * part claimed).
  */
 static void
 SyncJobs(Datum ids, const char *role)
@@ -99,6 +129,7 @@ SyncJobs(Datum ids, const char *role)
 	Datum		args[2] = {ids, NameGetDatum(name)};
 
 	namestrcpy(name, role);
+	QsQueryRun(&LockJobsQuery, args, NULL, false, 0);
 	QsQueryRun(&SyncJobsQuery, args, NULL, false, 0);
 	QsQueryRun(&RunJobsQuery, args, NULL, false, 0);
 }
@@ -149,8 +180,9 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
 
 /*
  * QsClaimParts claims for an agent the parts placed on it (PickParts),
- * CLAIMED until now + lease (RUNNING at once with start), and brings
- * their jobs to the state the parts say.  Returns the jobs' ids as a
+ * CLAIMED until now + lease (RUNNING at once with start), ends the parts
+ * of earlier placements of those jobs it still held, and brings their
+ * jobs to the state the parts say.  Returns the jobs' ids as a
  * bigint[] ((Datum) 0: none), and the parts and instances taken.
  */
 Datum
@@ -160,6 +192,7 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 {
 	Picked		picked = {0};
 	Datum		args[6];
+	Datum		earlier[3];
 	Name		name = palloc0(NAMEDATALEN);
 
 	PickParts(queue, unit, agent, max_jobs, max_instances, &picked);
@@ -175,6 +208,10 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	namestrcpy(name, role);
 	args[5] = NameGetDatum(name);
 	QsQueryRun(&ClaimPartsQuery, args, NULL, false, 0);
+	earlier[0] = args[0];
+	earlier[1] = args[1];
+	earlier[2] = CStringGetTextDatum(agent);
+	QsQueryRun(&EndEarlierPartsQuery, earlier, NULL, false, 0);
 	SyncJobs(args[0], role);
 	return args[0];
 }
@@ -199,12 +236,16 @@ static QsQuery PartOfQuery = {
 	"       p.stop_reason IS NOT NULL, p.agent_role"
 	"  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
 	" WHERE p.job_id = $1 AND p.agent = $2"
-	" ORDER BY p.placed_at DESC LIMIT 1 FOR NO KEY UPDATE OF p",
+	" ORDER BY " HOLDING_PART " DESC, p.placed_at DESC LIMIT 1 FOR NO KEY UPDATE OF p",
 	2, {INT8OID, TEXTOID}, SPI_OK_SELECT
 };
 
 /*
- * PartOf finds the latest part of a job placed on an agent, locked.
+ * PartOf finds the part of a job placed on an agent that a report is
+ * about, locked: the one the agent holds (claimed or running), else the
+ * latest.  A part told to let go while the job was placed again on the
+ * same agent is held until its agent says it ended: that report is about
+ * it, not about the new part placed beside it.
  */
 static PartRow
 PartOf(int64 job_id, const char *agent)
