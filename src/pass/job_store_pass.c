@@ -249,18 +249,16 @@ static QsQuery ConstrainedPairsQuery = {
 };
 
 /*
- * QsReadConstrainedPairs lists, as QsReadRunnablePairs does, the (share,
- * unit) pairs of a queue that have RUNNABLE jobs with placement
- * constraints (scheduling.md 3.13): only there does the skip rule keep
- * classes of jobs apart.  Read from a partial index of those jobs.
+ * ReadPairs runs a query of (share, unit) pairs of a queue and returns
+ * them as a list of share, unit, share, unit... in the caller's memory.
  */
-List *
-QsReadConstrainedPairs(const char *queue)
+static List *
+ReadPairs(QsQuery *query, const char *queue)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	Datum		arg = CStringGetTextDatum(queue);
 	List	   *pairs = NIL;
-	uint64		n = QsQueryRunIn(&ConstrainedPairsQuery, &arg, NULL, read_snapshot, 0);
+	uint64		n = QsQueryRunIn(query, &arg, NULL, read_snapshot, 0);
 
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -274,6 +272,18 @@ QsReadConstrainedPairs(const char *queue)
 }
 
 /*
+ * QsReadConstrainedPairs lists, as QsReadRunnablePairs does, the (share,
+ * unit) pairs of a queue that have RUNNABLE jobs with placement
+ * constraints (scheduling.md 3.13): only there does the skip rule keep
+ * classes of jobs apart.  Read from a partial index of those jobs.
+ */
+List *
+QsReadConstrainedPairs(const char *queue)
+{
+	return ReadPairs(&ConstrainedPairsQuery, queue);
+}
+
+/*
  * QsReadRunnablePairs lists the (share, unit) pairs of a queue that have
  * RUNNABLE jobs, as a list of share, unit, share, unit... in the caller's
  * memory: a loose index scan, one probe per pair.
@@ -281,20 +291,7 @@ QsReadConstrainedPairs(const char *queue)
 List *
 QsReadRunnablePairs(const char *queue)
 {
-	MemoryContext outer = CurrentMemoryContext;
-	Datum		arg = CStringGetTextDatum(queue);
-	List	   *pairs = NIL;
-	uint64		n = QsQueryRunIn(&RunnablePairsQuery, &arg, NULL, read_snapshot, 0);
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		MemoryContext old = MemoryContextSwitchTo(outer);
-
-		pairs = lappend(pairs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-		pairs = lappend(pairs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
-		MemoryContextSwitchTo(old);
-	}
-	return pairs;
+	return ReadPairs(&RunnablePairsQuery, queue);
 }
 
 /*
