@@ -55,7 +55,7 @@ foreach my $h (@hosts)
 		[
 			$agent_bin, '--dbname', $connstr, '--agent', $name, '--queue', 'p_queue', '--same-user',
 			'--capacity-unit', 'gpu', '--instances', '4', '--labels', "rack=$rack",
-			'--address', $address, '--lease', '20', '--heartbeat', '1', '--grace', '2',
+			'--address', $address, '--lease', '20', '--heartbeat', '1', '--grace', '5',
 			'--checkpoint-root', "$tmp/ckpt-$name", '--log-dir', "$tmp/logs-$name"
 		]);
 }
@@ -384,6 +384,56 @@ is(job_field($slow, "failed_attempts || ' ' || claim_requeues || ' ' || cardinal
 	'0 1 2', 'no failed attempt, one claim requeue');
 flag('f6');
 ok(wait_for_job($slow, "state = 'SUCCEEDED'"), 'and succeeds');
+sql("UPDATE quota_sched.job_queue SET claim_timeout = DEFAULT WHERE name = 'p_queue'");
+ok(free_all(), 'every agent is whole again');
+
+# ---------------------------------------------------------------------------
+# 7. The same with a part slow to stop (its first run ignores SIGTERM,
+# and is killed after the agent's grace of 5 s) and a claim timeout of
+# 3.5 s: the job is placed again on a1 while a1 still stops its part of
+# the first placement.  a1's report of that part is about that part, not
+# the new one; a1 claims the new part once the old is gone, and runs it
+# to its end: no heartbeat tells it to let go of the new part.
+# ---------------------------------------------------------------------------
+sql("UPDATE quota_sched.job_queue SET claim_timeout = '3.5 seconds' WHERE name = 'p_queue'");
+ok(kill('STOP', agent_pid('a2')), 'a2 is stopped (SIGSTOP)');
+my $stubborn = submit('a', 'stubborn', 8,
+	"if [ ! -e $tmp/stubborn-once ]; then : > $tmp/stubborn-once; trap '' TERM; fi; "
+	  . wait_script('f7', 'stubborn'),
+	instances_per_host => 4);
+my $a1_stubborn = wait_procs('stubborn', 'a1');
+ok(defined $a1_stubborn, 'a1 claims and starts its part');
+ok( $node->poll_query_until('postgres', qq{
+		SELECT EXISTS (SELECT FROM quota_sched.job_event
+		                WHERE job_id = $stubborn AND from_state = 'SCHEDULED' AND to_state = 'RUNNABLE'
+		                  AND reason = 'NOT_CLAIMED')}),
+	'a2 does not claim its part in time: the job goes back, NOT_CLAIMED');
+ok(kill('CONT', agent_pid('a2')), 'a2 goes on (SIGCONT)');
+ok(process_gone($a1_stubborn), "a1's part, deaf to SIGTERM, is killed after the grace");
+ok(wait_for_job($stubborn, "state = 'RUNNING'"), 'the job runs on two hosts');
+my $a1_again = wait_procs('stubborn', 'a1');
+ok(defined $a1_again, "a1 runs its new part's command");
+ok( $node->poll_query_until('postgres', qq{
+		SELECT p.lease_until > p.claimed_at + interval '21.5 seconds'
+		  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id
+		 WHERE p.job_id = $stubborn AND p.agent = 'a1' AND p.placed_at = j.scheduled_at}),
+	"a1's heartbeats renew its new part");
+ok(kill(0, $a1_again), 'and its command runs on');
+is(job_field($stubborn, 'state'), 'RUNNING', 'the job still runs');
+flag('f7');
+ok(wait_for_job($stubborn, "state = 'SUCCEEDED'"), 'and succeeds');
+is(job_field($stubborn, "failed_attempts || ' ' || (claim_requeues >= 1) || ' ' || preemption_count"),
+	'0 true 0', 'no failed attempt, no preemption: only claim requeues');
+is( sql(qq{SELECT count(*) FROM quota_sched.job_event
+		    WHERE job_id = $stubborn AND reason IN ('RELEASED', 'PEER_RELEASED', 'NOT_CLAIMED')
+		      AND kind = 'STOP'}), '0', 'no part was stopped or released by mistake');
+is( sql(qq{SELECT count(*) FROM quota_sched.job_part
+		    WHERE job_id = $stubborn AND state IN ('CLAIMED', 'RUNNING')}),
+	'0', 'no part of it is left held');
+unlike(agent_log('a1'), qr/(?:job_forgotten|sql_error) job=$stubborn\b/,
+	"a1 had no report of it refused");
+like(agent_log('a1'), qr/job_reported job=$stubborn attempt=1: reported STOPPED/,
+	'a1 reported its part of the first placement STOPPED');
 sql("UPDATE quota_sched.job_queue SET claim_timeout = DEFAULT WHERE name = 'p_queue'");
 ok(free_all(), 'every agent is whole again');
 is(sql('SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
