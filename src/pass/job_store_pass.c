@@ -57,7 +57,7 @@ typedef struct JobStream
 typedef enum StreamKind
 {
 	STREAM_RUNNABLE,
-	STREAM_RUNNABLE_PLACED,
+	STREAM_RUNNABLE_CONSTRAINED,
 	STREAM_HELD
 } StreamKind;
 
@@ -344,9 +344,10 @@ static const int StreamBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
 /*
  * The streams: the RUNNABLE jobs with fewer instances than $4, in
  * share order (priorities from the highest) along the share-order index
- * ("+ 0": a filter, so that this index serves); in a placed unit, where
- * the skip rule's bound is only for jobs with no placement constraints
- * (scheduling.md 3.13), those and the jobs with constraints; the held jobs with no stop
+ * ("+ 0": a filter, so that this index serves); those of them with
+ * placement constraints along the index of those alone (a placed unit's
+ * skip rule keeps their bound apart, scheduling.md 3.13, so the pass reads
+ * them beside the others whatever their bound); the held jobs with no stop
  * pending and a priority below $4, in victim order (priorities from the
  * lowest, scheduling.md 3.4) along the victim-order index (a job without a
  * scheduled_at, which only a write that bypassed the triggers leaves, is
@@ -357,9 +358,9 @@ static JobStream Streams[3] = {
 		   "state = 'RUNNABLE' AND instance_count + 0 < $4", INT4OID,
 		   "(queued_at, id) > ($6, $7)", "queued_at, id",
 		   "priority < $5", "priority DESC, queued_at, id"),
-	[STREAM_RUNNABLE_PLACED] = STREAM((int64) PG_INT32_MAX + 1,
-		   "state = 'RUNNABLE' AND (instance_count + 0 < $4"
-		   " OR instances_per_host IS NOT NULL OR same_label IS NOT NULL)", INT4OID,
+	[STREAM_RUNNABLE_CONSTRAINED] = STREAM((int64) PG_INT32_MAX + 1,
+		   "state = 'RUNNABLE' AND instance_count + 0 < $4"
+		   " AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)", INT4OID,
 		   "(queued_at, id) > ($6, $7)", "queued_at, id",
 		   "priority < $5", "priority DESC, queued_at, id"),
 	[STREAM_HELD] = STREAM((int64) PG_INT32_MIN - 1,
@@ -394,8 +395,8 @@ PairArgs(Datum *args, const char *queue, const char *share, const char *unit, Da
 
 /*
  * QsReadStreamBatch reads batch number `batch` of a share and unit's
- * RUNNABLE jobs with fewer instances than below (placed: and those with
- * placement constraints), after *after in share order (NULL: from the
+ * RUNNABLE jobs with fewer instances than below (constrained: of those
+ * with placement constraints), after *after in share order (NULL: from the
  * start); or, held, of its held jobs with no stop
  * pending and a priority below `below`, after *after in victim order.  In
  * the stream's two statements (pairs: see ReadJobs): those of the
@@ -403,11 +404,11 @@ PairArgs(Datum *args, const char *queue, const char *share, const char *unit, Da
  * full, those of the priorities after it.
  */
 QsJobRows
-QsReadStreamBatch(bool held, bool placed, const char *queue, const char *share,
+QsReadStreamBatch(bool held, bool constrained, const char *queue, const char *share,
 				  const char *unit, const QsJob *after, int64 below, int batch)
 {
 	JobStream  *stream = &Streams[held ? STREAM_HELD :
-								  placed ? STREAM_RUNNABLE_PLACED : STREAM_RUNNABLE];
+								  constrained ? STREAM_RUNNABLE_CONSTRAINED : STREAM_RUNNABLE];
 	int			limit = StreamBatchSizes[batch];
 	QsJobRows	rows = {0, NULL};
 	Datum		args[7];

@@ -47,7 +47,7 @@ extern bool QsQueueHasRunnable(const char *queue);
 
 #define QS_STREAM_BATCHES 4
 extern int	QsStreamBatchSize(int batch);
-extern QsJobRows QsReadStreamBatch(bool held, bool placed, const char *queue, const char *share,
+extern QsJobRows QsReadStreamBatch(bool held, bool constrained, const char *queue, const char *share,
 								   const char *unit, const QsJob *after, int64 below, int batch);
 extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 							   const QsJob *after, int32 below);

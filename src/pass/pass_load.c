@@ -566,7 +566,7 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 	const char *uname = qs->in.units[unit].name;
 	QsJobRows	rows;
 
-	rows = QsReadStreamBatch(r->held, r->placed, qs->queue, sname, uname, after, below,
+	rows = QsReadStreamBatch(r->held, r->constrained, qs->queue, sname, uname, after, below,
 							 r->batch);
 	MemoryContextSwitchTo(old);
 	if (r->cap < limit)
@@ -604,10 +604,28 @@ static bool
 ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
 				   const QsJob *after, int64 below)
 {
-	if (r->held || r->placed || below >= PG_INT32_MAX)
+	if (r->held || r->constrained || below >= PG_INT32_MAX)
 		return false;
 	return !QsRunnableAnyAfter(qs->queue, qs->in.shares[share].name,
 							   qs->in.units[unit].name, after, (int32) below);
+}
+
+/*
+ * ReaderGives tells whether a reader gives a job it read: one below its
+ * bound (a RUNNABLE job with fewer instances, a held job of lower
+ * priority), of its kind (with or without placement constraints, where a
+ * split reader reads them apart: QsSplitReader).
+ */
+static bool
+ReaderGives(const QsJobReader *r, const QsJob *job, int64 below)
+{
+	bool		constrained = job->per_host > 0 || job->same_label != NULL;
+
+	if (r->constrained)
+		return constrained;
+	if (r->free_only && constrained)
+		return false;
+	return (r->held ? job->priority : job->count) < below;
 }
 
 /*
@@ -652,8 +670,7 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
 		{
 			QsJob	   *job = &r->buf[r->pos++];
 
-			if ((r->held ? job->priority : job->count) < below ||
-				(r->placed && (job->per_host > 0 || job->same_label != NULL)))
+			if (ReaderGives(r, job, below))
 			{
 				r->has_last = true;
 				r->last_id = job->id;
@@ -677,17 +694,72 @@ ReaderNext(QsQueueState *qs, QsJobReader *r, int share, int unit,
 }
 
 /*
+ * SplitRead reads the next job of reader i of a split reader (0: the free
+ * one, 1: the constrained one, which has no bound) after a position (NULL:
+ * from the start) into its head.
+ */
+static void
+SplitRead(QsQueueState *qs, QsSplitReader *sp, QsJobReader *free_reader, int i,
+		  int share, int unit, const QsJob *after, int32_t below)
+{
+	sp->has[i] = ReaderNext(qs, i == 0 ? free_reader : &sp->constrained, share, unit,
+							after, i == 0 ? below : PG_INT32_MAX, &sp->head[i]);
+}
+
+/*
+ * SplitNext gives the next job of a split reader (QsSplitReader) after a
+ * position (NULL: from the start), below a size bound that only the jobs
+ * without placement constraints have: the earlier in share order of its
+ * two readers' next jobs.  Going on from the job it gave last, only the
+ * reader that gave it moves on (and the other, if the bound, which only
+ * shrinks, now excludes its head); from anywhere else, both start afresh.
+ */
+static bool
+SplitNext(QsQueueState *qs, QsSplitReader *sp, QsJobReader *free_reader, int share,
+		  int unit, const QsJob *after, int32_t below, QsJob *out)
+{
+	QsJob		from;
+
+	if (after == NULL || !sp->has_last || sp->last_id != after->id)
+	{
+		for (int i = 0; i < 2; i++)
+			SplitRead(qs, sp, free_reader, i, share, unit, after, below);
+	}
+	else
+	{
+		from = sp->head[sp->gave];
+		SplitRead(qs, sp, free_reader, sp->gave, share, unit, &from, below);
+		if (sp->gave == 1 && sp->has[0] && sp->head[0].count >= below)
+		{
+			from = sp->head[0];
+			SplitRead(qs, sp, free_reader, 0, share, unit, &from, below);
+		}
+	}
+	if (!sp->has[0] && !sp->has[1])
+		return false;
+	sp->gave = sp->has[0] && (!sp->has[1] || QsShareOrderBefore(&sp->head[0], &sp->head[1]))
+		? 0 : 1;
+	sp->has_last = true;
+	sp->last_id = sp->head[sp->gave].id;
+	*out = sp->head[sp->gave];
+	return true;
+}
+
+/*
  * SourceNext is the policy's source of RUNNABLE jobs: the next job of a
- * share and unit in share order after a position, below a size bound.
+ * share and unit in share order after a position, below a size bound (in a
+ * split reader, only for the jobs without placement constraints).
  */
 static bool
 SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 		   bool below_all, QsJob *out)
 {
 	QsQueueState *qs = arg;
+	int			at = share * qs->in.nunits + unit;
 
-	return ReaderNext(qs, &qs->runnable[share * qs->in.nunits + unit], share, unit,
-					  after, below, out);
+	if (qs->split[at] != NULL)
+		return SplitNext(qs, qs->split[at], &qs->runnable[at], share, unit, after, below, out);
+	return ReaderNext(qs, &qs->runnable[at], share, unit, after, below, out);
 }
 
 /*
@@ -913,8 +985,8 @@ SetUpBudget(QsQueueState *qs, int s)
 /*
  * SetUpConstrained notes, in a queue with a placed unit, the shares and
  * units of those with RUNNABLE jobs with placement constraints, whose
- * readers read those jobs whatever the skip rule's bound of the others
- * (scheduling.md 3.13).
+ * skip rule's bound is only for the others (scheduling.md 3.13): their
+ * readers are split in two (QsSplitReader).
  */
 static void
 SetUpConstrained(QsQueueState *qs)
@@ -926,9 +998,14 @@ SetUpConstrained(QsQueueState *qs)
 	{
 		int			s = QsShareIndex(qs, list_nth(pairs, i));
 		int			u = QsUnitIndex(qs, list_nth(pairs, i + 1));
+		int			at = s * qs->in.nunits + u;
 
-		if (s >= 0 && u >= 0 && qs->in.units[u].placed)
-			constrained[s * qs->in.nunits + u] = qs->runnable[s * qs->in.nunits + u].placed = true;
+		if (s < 0 || u < 0 || !qs->in.units[u].placed)
+			continue;
+		constrained[at] = qs->runnable[at].free_only = true;
+		qs->split[at] = palloc0(sizeof(QsSplitReader));
+		qs->split[at]->constrained.constrained = true;
+		qs->split[at]->constrained.has_jobs = true;
 	}
 	qs->in.constrained = constrained;
 }
@@ -951,6 +1028,7 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 		SetUpBudget(qs, s);
 	}
 	qs->runnable = palloc0(sizeof(QsJobReader) * (qs->in.nshares * qs->in.nunits + 1));
+	qs->split = palloc0(sizeof(QsSplitReader *) * (qs->in.nshares * qs->in.nunits + 1));
 	for (int i = 0; i + 1 < list_length(pairs); i += 2)
 	{
 		int			s = QsShareIndex(qs, list_nth(pairs, i));

@@ -27,9 +27,11 @@
 typedef struct QsJobReader
 {
 	bool		held;			/* held jobs; otherwise RUNNABLE ones */
-	bool		placed;			/* RUNNABLE ones of a placed unit with jobs with
-								 * placement constraints: its bound is only for
-								 * the others */
+	bool		free_only;		/* RUNNABLE ones without placement constraints
+								 * (those with them have a reader of their
+								 * own: QsSplitReader) */
+	bool		constrained;	/* RUNNABLE ones with placement constraints,
+								 * whatever the bound */
 	bool		has_jobs;		/* the share may have such jobs of the unit */
 	QsJob	   *buf;			/* the batch read last */
 	int			cap;
@@ -45,6 +47,24 @@ typedef struct QsJobReader
 } QsJobReader;
 
 /*
+ * The RUNNABLE jobs of a share and unit of a placed unit that has jobs
+ * with placement constraints, whose skip rule's bound is only for the
+ * others (scheduling.md 3.13): two readers, the share and unit's
+ * (free_only) and the constrained one, merged in share order, so that
+ * neither reads the other's jobs only to pass over them.  head[i] is what
+ * reader i gave last and the merge did not give yet (has[i]).
+ */
+typedef struct QsSplitReader
+{
+	QsJobReader constrained;
+	QsJob		head[2];		/* 0: the free reader's, 1: the constrained one's */
+	bool		has[2];
+	int			gave;			/* whose head the merge gave last */
+	bool		has_last;		/* it gave one */
+	int64		last_id;
+} QsSplitReader;
+
+/*
  * The state of one queue as a pass (or explain, or queue_snapshot) reads it:
  * the policy core's input, and what the applier needs beside it, read in
  * one snapshot taken after the queue's lock (or, in a pass's second try,
@@ -58,6 +78,9 @@ typedef struct QsQueueState
 	struct HTAB *agents;		/* job id -> agent, of the held jobs read */
 	QsJobReader *runnable;		/* [share * nunits + unit] */
 	QsJobReader *held;			/* [share * nunits + unit] */
+	QsSplitReader **split;	/* [share * nunits + unit]: NULL, or the
+									 * constrained jobs' reader beside
+									 * runnable[] (SourceNext) */
 	Interval   *runnable_timeout;	/* NULL: none */
 	Interval   *claim_timeout;	/* NULL: none */
 	Jsonb	   *env_limits;		/* the environment's capacity map */
