@@ -15,7 +15,8 @@ SET jit = off;	/* a pass is many tiny queries; JIT would cost more than them */
 
 CREATE OR REPLACE FUNCTION quota_sched.queue_snapshot(job_queue text, max_jobs integer DEFAULT 100)
 RETURNS TABLE (queue_position integer, job_id bigint, quota_share text, priority integer,
-			   queued_at timestamptz, capacity_unit text, instance_count integer, name text)
+			   queued_at timestamptz, capacity_unit text, instance_count integer, name text,
+			   hosts text[], host_instances integer[])
 AS 'MODULE_PATHNAME', 'qs_queue_snapshot'
 LANGUAGE C STABLE CALLED ON NULL INPUT
 SET jit = off;

@@ -76,6 +76,8 @@ ALTER TABLE quota_sched.quota_share DROP CONSTRAINT quota_share_budget_check,
 	ADD CONSTRAINT quota_share_budget_check
 		CHECK (quota_sched.check_budget(budget, 'quota share ' || name));
 DROP FUNCTION quota_sched.metrics();
+/* queue_snapshot gains hosts and host_instances (issue 39) */
+DROP FUNCTION quota_sched.queue_snapshot(text, integer);
 DROP VIEW quota_sched.config_review;
 DROP VIEW quota_sched.share_budget;
 

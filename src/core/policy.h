@@ -424,6 +424,10 @@ typedef struct QsQueueEntry
 {
 	QsJob		job;
 	int			position;		/* 1-based; 0: beyond the horizon */
+	int			nparts;			/* in a placed unit, the placement it would have
+								 * if dispatched now (0: none: it would wait
+								 * for hosts, or its unit is not placed) */
+	QsPart	   *parts;			/* in rank order */
 } QsQueueEntry;
 
 /* The outcome of a job that stopped or ended its attempt. */

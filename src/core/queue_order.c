@@ -20,6 +20,39 @@
 #define Min64(a, b) ((a) < (b) ? (a) : (b))
 
 /*
+ * PlaceEntries gives each job of a placed unit the placement it would have
+ * if it were dispatched now, alone, on the hosts as they are (scheduling.md
+ * 3.13): what the jobs before it would take is not counted.
+ */
+static void
+PlaceEntries(CorePlan *p, QsQueueEntry *entries, int n)
+{
+	bool		any = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		entries[i].nparts = 0;
+		entries[i].parts = NULL;
+		any |= p->in->units[entries[i].job.unit].placed;
+	}
+	if (!any)
+		return;
+	CoreInitHosts(p);
+	for (int i = 0; i < n; i++)
+	{
+		QsQueueEntry *e = &entries[i];
+		CorePlacement pl;
+
+		if (!p->in->units[e->job.unit].placed ||
+			!CorePlace(p, &e->job, CORE_NOW, NULL, 0, &pl))
+			continue;
+		e->parts = CoreAlloc(p, sizeof(QsPart) * pl.nparts);
+		memcpy(e->parts, pl.parts, sizeof(QsPart) * pl.nparts);
+		e->nparts = pl.nparts;
+	}
+}
+
+/*
  * QsQueueOrder writes the first `front` jobs of the queue in dispatch order
  * (positions 1..front), then the head of every share not among them, with
  * its position if it comes within `horizon` jobs (else 0).  Returns how
@@ -82,6 +115,7 @@ QsQueueOrder(const QsInput *in, int front, int horizon, QsQueueEntry *entries)
 				}
 		CoreCursorAdvance(&plan, job.share, job.unit);
 	}
+	PlaceEntries(&plan, entries, n);
 	return n;
 }
 

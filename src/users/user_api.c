@@ -1028,9 +1028,32 @@ SnapshotNames(Oid caller, const QsQueueEntry *entries, int n, bool *nulls)
 }
 
 /*
+ * SnapshotPlacement sets the hosts (agents, in rank order) and instances of
+ * the placement a job of queue_snapshot would have if dispatched now.
+ */
+static void
+SnapshotPlacement(const QsQueueEntry *e, Datum *hosts, Datum *instances)
+{
+	QsArray		h;
+	QsArray		c;
+
+	QsArrayInit(&h, TEXTOID, e->nparts);
+	QsArrayInit(&c, INT4OID, e->nparts);
+	for (int i = 0; i < e->nparts; i++)
+	{
+		QsArrayPush(&h, CStringGetTextDatum(e->parts[i].host), false);
+		QsArrayPush(&c, Int32GetDatum(e->parts[i].count), false);
+	}
+	*hosts = QsArrayDatum(&h);
+	*instances = QsArrayDatum(&c);
+}
+
+/*
  * SnapshotRows puts the rows of queue_snapshot into the function's result:
  * position (null past the horizon), job, share, priority, queued_at, unit,
- * instance count and name (SnapshotNames).
+ * instance count, name (SnapshotNames), and in a placed unit the hosts and
+ * instances of the placement the job would have if dispatched now (null:
+ * none, or a unit not placed).
  */
 static void
 SnapshotRows(ReturnSetInfo *rsinfo, const QsQueueState *qs, const QsQueueEntry *entries,
@@ -1042,9 +1065,9 @@ SnapshotRows(ReturnSetInfo *rsinfo, const QsQueueState *qs, const QsQueueEntry *
 	for (int i = 0; i < n; i++)
 	{
 		const QsJob *job = &entries[i].job;
-		Datum		values[8];
-		bool		nulls[8] = {entries[i].position == 0, false, false, false, false,
-		false, false, name_nulls[i]};
+		Datum		values[10];
+		bool		nulls[10] = {entries[i].position == 0, false, false, false, false,
+		false, false, name_nulls[i], entries[i].nparts == 0, entries[i].nparts == 0};
 
 		values[0] = Int32GetDatum(entries[i].position);
 		values[1] = Int64GetDatum(job->id);
@@ -1054,6 +1077,7 @@ SnapshotRows(ReturnSetInfo *rsinfo, const QsQueueState *qs, const QsQueueEntry *
 		values[5] = CStringGetTextDatum(qs->in.units[job->unit].name);
 		values[6] = Int32GetDatum(job->count);
 		values[7] = names[i];
+		SnapshotPlacement(&entries[i], &values[8], &values[9]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
@@ -1061,8 +1085,8 @@ SnapshotRows(ReturnSetInfo *rsinfo, const QsQueueState *qs, const QsQueueEntry *
 /*
  * qs_queue_snapshot(job_queue, max_jobs) RETURNS TABLE (queue_position int,
  * job_id bigint, quota_share text, priority int, queued_at timestamptz,
- * capacity_unit text, instance_count int, name text): the front of the
- * queue in dispatch order, then the head of each share not among them (AWS
+ * capacity_unit text, instance_count int, name text, hosts text[],
+ * host_instances int[]): the front of the queue in dispatch order, then the head of each share not among them (AWS
  * GetJobQueueSnapshot); a head's position is null when it is further than
  * 10000 jobs back.  Every row has the job's unit and size (the order mixes
  * units); the name only where the caller may see the job (SnapshotNames).

@@ -55,6 +55,14 @@ SELECT action, count(*) FROM pg_temp.pass('ppo_queue') GROUP BY 1 ORDER BY 1;
 SELECT name, state, cardinality(part_agents) AS hosts
   FROM quota_sched.job WHERE job_queue = 'ppo_queue' ORDER BY priority DESC;
 SELECT count(*) FROM quota_sched.held_capacity_drift();
+-- What each host holds and has free (agents), and where the waiting jobs
+-- would go if each were dispatched now (queue_snapshot): E (1) on h3, the
+-- host with the least room that holds it (best fit); F (2 in one rack) on
+-- h4 alone, the fewest hosts of rack r2, the only one with 2 free.
+SELECT agent, labels->>'rack' AS rack, held_instances, free_instances
+  FROM quota_sched.agents WHERE job_queue = 'ppo_queue' ORDER BY agent;
+SELECT queue_position, name, instance_count, hosts, host_instances
+  FROM quota_sched.queue_snapshot('ppo_queue');
 
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'ppo_queue';
