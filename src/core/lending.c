@@ -80,6 +80,10 @@ QsLendSpan(const QsLendLevel *shares, int nshares, int64_t env_capacity,
 			if (lends <= 0)
 				continue;
 #ifdef QS_MUTANT_LENDING_PRO_RATA
+			int			lenders = 0;
+
+			for (int k = 0; k < nshares; k++)
+				lenders += Supply(&shares[k]) > 0;
 			emit(arg, l, b, part * (double) from_lenders / lenders);
 #else
 			emit(arg, l, b, part * (double) from_lenders * (double) lends / (double) supply);
