@@ -187,9 +187,11 @@ CREATE INDEX job_budget_exhausted ON quota_sched.job (job_queue, quota_share, ca
 /*
  * Unclaimed jobs, oldest first (claim: those not placed, which any agent
  * may claim; the claim timeout); jobs of several parts some of which are claimed (the claim
- * timeout, scheduling.md 3.14); the shares and units with RUNNABLE jobs
- * with placement constraints, in share order (their reader, 3.13); the jobs waiting for
- * hosts (a unit no longer placed clears their reason, 3.13).
+ * timeout, scheduling.md 3.14); the RUNNABLE jobs with placement
+ * constraints of each share and unit, in share order (their reader, 3.13)
+ * and by class and size (the classes; whether a class has a job below its
+ * skip bound); the jobs waiting for hosts (a unit no longer placed clears
+ * their reason, 3.13).
  */
 CREATE INDEX job_claimable ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NULL;
@@ -197,6 +199,10 @@ CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 CREATE INDEX job_runnable_constrained ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
+	WHERE state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
+CREATE INDEX job_runnable_constrained_by_size ON quota_sched.job
+	(job_queue, quota_share, capacity_unit, (coalesce(instances_per_host, 0)),
+	 (coalesce(same_label, '')), instance_count)
 	WHERE state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
 CREATE INDEX job_placement_reason ON quota_sched.job (job_queue, capacity_unit)
 	WHERE state = 'RUNNABLE' AND status_reason IN ('WAITING_FOR_HOSTS', 'NO_AGENT_FITS');

@@ -178,6 +178,10 @@ CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
 CREATE INDEX job_runnable_constrained ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
 	WHERE state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
+CREATE INDEX job_runnable_constrained_by_size ON quota_sched.job
+	(job_queue, quota_share, capacity_unit, (coalesce(instances_per_host, 0)),
+	 (coalesce(same_label, '')), instance_count)
+	WHERE state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
 CREATE INDEX job_placement_reason ON quota_sched.job (job_queue, capacity_unit)
 	WHERE state = 'RUNNABLE' AND status_reason IN ('WAITING_FOR_HOSTS', 'NO_AGENT_FITS');
 CREATE TABLE quota_sched.job_part (

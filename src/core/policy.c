@@ -694,6 +694,42 @@ Constrained(const CorePlan *p, const QsJob *job)
 }
 
 /*
+ * QsSkipClassOf returns the class of a job with placement constraints among
+ * classes[0..nclasses) (the same per_host and same_label), or NULL.
+ */
+const QsSkipClass *
+QsSkipClassOf(const QsSkipClass *classes, int nclasses, const QsJob *job)
+{
+	for (int i = 0; i < nclasses; i++)
+	{
+		const QsSkipClass *c = &classes[i];
+
+		if (c->per_host == job->per_host &&
+			(c->same_label == NULL ? job->same_label == NULL :
+			 job->same_label != NULL && strcmp(c->same_label, job->same_label) == 0))
+			return c;
+	}
+	return NULL;
+}
+
+/*
+ * QsSourceGives tells whether the skip rule's bounds given to a source's
+ * next (QsJobSource) let a RUNNABLE job through: the contract of every
+ * source, which the shell's readers and the tests' sources share.
+ */
+bool
+QsSourceGives(const QsJob *job, int32_t below, bool below_all,
+			  const QsSkipClass *classes, int nclasses)
+{
+	const QsSkipClass *c;
+
+	if (below_all || (job->per_host == 0 && job->same_label == NULL))
+		return job->count < below;
+	c = QsSkipClassOf(classes, nclasses, job);
+	return c == NULL || job->count < c->below;
+}
+
+/*
  * SkipBound returns the skip rule's bound that applies to a job under a
  * cursor: the cursor's own, or, for a job with placement constraints, the
  * bound of the jobs with the same ones (made, with no bound, when `add`;
@@ -703,24 +739,19 @@ Constrained(const CorePlan *p, const QsJob *job)
 static int32_t *
 SkipBound(CorePlan *p, CoreCursor *cur, const QsJob *job, bool add)
 {
-	CoreSkipClass *c;
+	QsSkipClass *c;
 
 	if (!Constrained(p, job))
 		return &cur->below;
-	for (int i = 0; i < cur->nclasses; i++)
-	{
-		c = &cur->classes[i];
-		if (c->per_host == job->per_host &&
-			(c->same_label == NULL ? job->same_label == NULL :
-			 job->same_label != NULL && strcmp(c->same_label, job->same_label) == 0))
-			return &c->below;
-	}
+	c = (QsSkipClass *) QsSkipClassOf(cur->classes, cur->nclasses, job);
+	if (c != NULL)
+		return &c->below;
 	if (!add)
 		return NULL;
 	cur->classes = CoreGrow(p, cur->classes, cur->nclasses, &cur->classes_cap,
-							sizeof(CoreSkipClass));
+							sizeof(QsSkipClass));
 	c = &cur->classes[cur->nclasses++];
-	*c = (CoreSkipClass) {job->per_host, job->same_label, INT32_MAX};
+	*c = (QsSkipClass) {job->per_host, job->same_label, INT32_MAX};
 	return &c->below;
 }
 
@@ -757,7 +788,7 @@ CoreCursorAdvance(CorePlan *p, int s, int u)
 	if (cur->all_skipped || (cur->below <= 1 && !split))
 		return;					/* every job of this unit is skipped */
 	while (p->in->source.next(p->in->source.arg, s, u, from_start ? NULL : &after,
-							  cur->below, !split, &cur->head))
+							  cur->below, !split, cur->classes, cur->nclasses, &cur->head))
 	{
 		if (!CoreIdSetHas(&p->handled, cur->head.id) && !Skipped(p, cur, &cur->head))
 		{

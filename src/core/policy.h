@@ -159,6 +159,19 @@ QsJobAttempt(const QsJob *job)
 }
 
 /*
+ * The skip rule's bound of the jobs with one set of placement constraints
+ * (per_host 0: none; same_label NULL: none) in a placed unit, where it is
+ * kept apart from the others' (scheduling.md 3.13): only jobs with fewer
+ * instances than `below` are tried.
+ */
+typedef struct QsSkipClass
+{
+	int32_t		per_host;
+	const char *same_label;
+	int32_t		below;
+} QsSkipClass;
+
+/*
  * Where the jobs come from, pulled as the pass consumes them so that a pass
  * never reads the whole backlog, nor every job holding capacity.
  */
@@ -167,14 +180,18 @@ typedef struct QsJobSource
 	/*
 	 * next: the first RUNNABLE job of (share, unit) in share order
 	 * (priority DESC, queued_at, id) strictly after *after (NULL: from the
-	 * start) whose count is below `below`; false when there is none.  With
-	 * below_all false (a placed unit, where the skip rule is kept per
-	 * placement constraints, scheduling.md 3.13), `below` bounds only the
-	 * jobs with no per_host and no same_label: others come whatever their
-	 * count.  below_all is false only where QsInput.constrained allows.
+	 * start) that the skip rule's bounds let through (QsSourceGives):
+	 * whose count is below `below`; or, with below_all false (a placed
+	 * unit, where the skip rule is kept per placement constraints,
+	 * scheduling.md 3.13), `below` bounds only the jobs with no per_host
+	 * and no same_label, and a job with them is bounded by its class's
+	 * bound among classes[0..nclasses) (none: it comes whatever its
+	 * count).  false when there is none.  below_all is false only where
+	 * QsInput.constrained allows.
 	 */
 	bool		(*next) (void *arg, int share, int unit, const QsJob *after,
-						 int32_t below, bool below_all, QsJob *out);
+						 int32_t below, bool below_all, const QsSkipClass *classes,
+						 int nclasses, QsJob *out);
 
 	/*
 	 * smallest: up to max RUNNABLE jobs of (share, unit) with count at most
@@ -444,6 +461,10 @@ extern int64_t QsLendableOf(const QsShare *share, int unit);
 extern bool QsHolds(QsJobState state);
 extern bool QsIsPreemption(QsStop stop);
 extern bool QsShareOrderBefore(const QsJob *a, const QsJob *b);
+extern const QsSkipClass *QsSkipClassOf(const QsSkipClass *classes, int nclasses,
+										const QsJob *job);
+extern bool QsSourceGives(const QsJob *job, int32_t below, bool below_all,
+						  const QsSkipClass *classes, int nclasses);
 extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);

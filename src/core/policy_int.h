@@ -35,17 +35,6 @@ typedef enum CoreState
 	CORE_FUTURE					/* that, and every kept promise holding */
 } CoreState;
 
-/*
- * The skip rule's bound for the jobs of one placement class of a placed
- * unit: those with the same per_host and same_label (scheduling.md 3.13).
- */
-typedef struct CoreSkipClass
-{
-	int32_t		per_host;
-	const char *same_label;
-	int32_t		below;
-} CoreSkipClass;
-
 /* The pass's cursor over the RUNNABLE jobs of one share and unit. */
 typedef struct CoreCursor
 {
@@ -57,7 +46,7 @@ typedef struct CoreCursor
 	bool		all_skipped;	/* STRICT: every later job is skipped */
 	int			nclasses;		/* a placed unit's other placement classes */
 	int			classes_cap;
-	CoreSkipClass *classes;
+	QsSkipClass *classes;
 } CoreCursor;
 
 /*

@@ -285,13 +285,16 @@ IndexOf(const QsJob *j)
 
 static bool
 SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
-		   bool below_all, QsJob *out)
+		   bool below_all, const QsSkipClass *classes, int nclasses, QsJob *out)
 {
 	Replay	   *r = arg;
 	const Sorted *s = &r->runnable[share * r->cfg->nunits + unit];
 	const Sorted *by_size = &r->by_size[share * r->cfg->nunits + unit];
 
-	(void) below_all;			/* a replay places nothing: always true */
+	/* a replay places nothing: below_all is always true */
+	(void) below_all;
+	(void) classes;
+	(void) nclasses;
 
 	/* none of the cell's jobs is small enough (the skip rule's bound) */
 	if (by_size->n == 0 || r->jobs[by_size->at[0]].j.count >= below)

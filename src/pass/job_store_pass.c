@@ -241,10 +241,26 @@ static QsQuery RunnablePairsQuery = {
 	1, {TEXTOID}, SPI_OK_SELECT
 };
 
-static QsQuery ConstrainedPairsQuery = {
-	"SELECT DISTINCT quota_share, capacity_unit FROM quota_sched.job"
-	" WHERE job_queue = $1 AND state = 'RUNNABLE'"
-	"   AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)",
+/*
+ * The classes of placement constraints (per_host, 0: none; same_label, '':
+ * none) of a queue's RUNNABLE jobs, per share and unit: a loose index scan
+ * of job_runnable_constrained_by_size, one probe per class.
+ */
+#define CONSTRAINED_CLASS "quota_share, capacity_unit, coalesce(instances_per_host, 0)," \
+	" coalesce(same_label, '')"
+#define CONSTRAINED_WHERE "job_queue = $1 AND state = 'RUNNABLE'" \
+	" AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)"
+static QsQuery ConstrainedClassesQuery = {
+	"WITH RECURSIVE c(quota_share, capacity_unit, per_host, same_label) AS ("
+	"  (SELECT " CONSTRAINED_CLASS " FROM quota_sched.job WHERE " CONSTRAINED_WHERE
+	"    ORDER BY 1, 2, 3, 4 LIMIT 1)"
+	"  UNION ALL"
+	"  SELECT n.* FROM c, LATERAL ("
+	"    SELECT " CONSTRAINED_CLASS " FROM quota_sched.job WHERE " CONSTRAINED_WHERE
+	"       AND (" CONSTRAINED_CLASS ") > (c.quota_share, c.capacity_unit, c.per_host,"
+	"                                     c.same_label)"
+	"     ORDER BY 1, 2, 3, 4 LIMIT 1) n)"
+	" SELECT * FROM c",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
 
@@ -272,15 +288,36 @@ ReadPairs(QsQuery *query, const char *queue)
 }
 
 /*
- * QsReadConstrainedPairs lists, as QsReadRunnablePairs does, the (share,
- * unit) pairs of a queue that have RUNNABLE jobs with placement
- * constraints (scheduling.md 3.13): only there does the skip rule keep
- * classes of jobs apart.  Read from a partial index of those jobs.
+ * QsReadConstrainedClasses returns the classes of placement constraints of
+ * a queue's RUNNABLE jobs, per share and unit (scheduling.md 3.13: only
+ * there does the skip rule keep classes of jobs apart), in the caller's
+ * memory; *n is their number.
  */
-List *
-QsReadConstrainedPairs(const char *queue)
+QsConstrainedClass *
+QsReadConstrainedClasses(const char *queue, int *n)
 {
-	return ReadPairs(&ConstrainedPairsQuery, queue);
+	MemoryContext outer = CurrentMemoryContext;
+	Datum		arg = CStringGetTextDatum(queue);
+	uint64		rows = QsQueryRunIn(&ConstrainedClassesQuery, &arg, NULL, read_snapshot, 0);
+	QsConstrainedClass *classes = MemoryContextAlloc(outer, sizeof(QsConstrainedClass) *
+													 (rows + 1));
+
+	for (uint64 i = 0; i < rows; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(outer);
+		bool		isnull;
+		char	   *label = SPI_getvalue(tup, desc, 4);
+
+		classes[i].share = SPI_getvalue(tup, desc, 1);
+		classes[i].unit = SPI_getvalue(tup, desc, 2);
+		classes[i].per_host = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		classes[i].same_label = label[0] == '\0' ? NULL : label;
+		MemoryContextSwitchTo(old);
+	}
+	*n = (int) rows;
+	return classes;
 }
 
 /*
@@ -470,6 +507,66 @@ QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 	args[5] = TimestampTzGetDatum(after ? after->queued_at : 0);
 	args[6] = Int64GetDatum(after ? after->id : 0);
 	n = QsQueryRunIn(&RunnableAnyAfterQuery, args, NULL, read_snapshot, 0);
+	SPI_freetuptable(SPI_tuptable);
+	return n > 0;
+}
+
+/*
+ * Whether a share and unit has a RUNNABLE job with placement constraints
+ * after a position in share order ($7 the priority, an int8, ($8, $9) the
+ * queued_at and id) that one of its classes' bounds lets through ($4-$6:
+ * per_host, same_label and the bound of each class): per class, an ordered
+ * walk of job_runnable_constrained_by_size up to the class's bound (see
+ * RunnableAnyAfterQuery; LATERAL with a LIMIT, so that it is a walk per
+ * class and never a join of the share's constrained jobs).
+ */
+static QsQuery ConstrainedAnyAfterQuery = {
+	"SELECT 1 FROM unnest($4::int4[], $5::text[], $6::int4[]) AS c(per_host, same_label, below)"
+	" CROSS JOIN LATERAL (SELECT instance_count FROM quota_sched.job"
+	"   WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3"
+	"     AND state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)"
+	"     AND coalesce(instances_per_host, 0) = c.per_host"
+	"     AND coalesce(same_label, '') = c.same_label AND instance_count < c.below"
+	"     AND (priority + 0 < $7 OR (priority + 0 = $7 AND (queued_at, id) > ($8, $9)))"
+	"   ORDER BY instance_count LIMIT 1) j"
+	" LIMIT 1",
+	9, {TEXTOID, TEXTOID, TEXTOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT8OID,
+		TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsConstrainedAnyAfter tells whether a share and unit has a RUNNABLE job
+ * with placement constraints after *after in share order (NULL: from the
+ * start) that the bound of its class lets through: classes[i] (per_host,
+ * same_label) has bound below[i].  The constrained reader of a split
+ * reader asks this before it reads on (see QsRunnableAnyAfter).
+ */
+bool
+QsConstrainedAnyAfter(const char *queue, const char *share, const char *unit,
+					  const QsJob *after, const QsConstrainedClass *classes,
+					  const int32 *below, int nclasses)
+{
+	QsArray		cols[3];
+	Datum		args[9];
+	uint64		n;
+
+	QsArrayInit(&cols[0], INT4OID, nclasses);
+	QsArrayInit(&cols[1], TEXTOID, nclasses);
+	QsArrayInit(&cols[2], INT4OID, nclasses);
+	for (int i = 0; i < nclasses; i++)
+	{
+		QsArrayPush(&cols[0], Int32GetDatum(classes[i].per_host), false);
+		QsArrayPush(&cols[1], CStringGetTextDatum(classes[i].same_label ?
+												  classes[i].same_label : ""), false);
+		QsArrayPush(&cols[2], Int32GetDatum(below[i]), false);
+	}
+	PairArgs(args, queue, share, unit, QsArrayDatum(&cols[0]));
+	args[4] = QsArrayDatum(&cols[1]);
+	args[5] = QsArrayDatum(&cols[2]);
+	args[6] = Int64GetDatum(after ? (int64) after->priority : (int64) PG_INT32_MAX + 1);
+	args[7] = TimestampTzGetDatum(after ? after->queued_at : 0);
+	args[8] = Int64GetDatum(after ? after->id : 0);
+	n = QsQueryRunIn(&ConstrainedAnyAfterQuery, args, NULL, read_snapshot, 0);
 	SPI_freetuptable(SPI_tuptable);
 	return n > 0;
 }

@@ -42,7 +42,19 @@ typedef enum QsJobSet
 
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *interval);
 extern List *QsReadRunnablePairs(const char *queue);
-extern List *QsReadConstrainedPairs(const char *queue);
+/* A class of placement constraints of a share and unit's RUNNABLE jobs. */
+typedef struct QsConstrainedClass
+{
+	char	   *share;
+	char	   *unit;
+	int32		per_host;		/* 0: none */
+	char	   *same_label;		/* NULL: none */
+} QsConstrainedClass;
+
+extern QsConstrainedClass *QsReadConstrainedClasses(const char *queue, int *n);
+extern bool QsConstrainedAnyAfter(const char *queue, const char *share, const char *unit,
+								  const QsJob *after, const QsConstrainedClass *classes,
+								  const int32 *below, int nclasses);
 extern bool QsQueueHasRunnable(const char *queue);
 
 #define QS_STREAM_BATCHES 4

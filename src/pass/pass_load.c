@@ -596,6 +596,30 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 }
 
 /*
+ * ConstrainedAnyAfter tells whether the constrained reader of a split
+ * reader has a job after a position that the bound of its class lets
+ * through (a class the policy has not bounded yet: any).
+ */
+static bool
+ConstrainedAnyAfter(QsQueueState *qs, QsSplitReader *sp, int share, int unit,
+					const QsJob *after)
+{
+	for (int i = 0; i < sp->nclasses; i++)
+	{
+		QsJob		probe = {0};
+		const QsSkipClass *c;
+
+		probe.per_host = sp->classes[i].per_host;
+		probe.same_label = sp->classes[i].same_label;
+		c = QsSkipClassOf(sp->bounds, sp->nbounds, &probe);
+		sp->class_below[i] = c != NULL ? c->below : PG_INT32_MAX;
+	}
+	return QsConstrainedAnyAfter(qs->queue, qs->in.shares[share].name,
+								 qs->in.units[unit].name, after, sp->classes,
+								 sp->class_below, sp->nclasses);
+}
+
+/*
  * ReaderNothingBelow tells whether a RUNNABLE reader, whose size bound the
  * skip rule narrowed, has no job left after a position below it
  * (QsRunnableAnyAfter), before it reads on along the share-order index.
@@ -604,7 +628,9 @@ static bool
 ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
 				   const QsJob *after, int64 below)
 {
-	if (r->held || r->constrained || below >= PG_INT32_MAX)
+	if (r->constrained)
+		return !ConstrainedAnyAfter(qs, r->split, share, unit, after);
+	if (r->held || below >= PG_INT32_MAX)
 		return false;
 	return !QsRunnableAnyAfter(qs->queue, qs->in.shares[share].name,
 							   qs->in.units[unit].name, after, (int32) below);
@@ -614,7 +640,8 @@ ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
  * ReaderGives tells whether a reader gives a job it read: one below its
  * bound (a RUNNABLE job with fewer instances, a held job of lower
  * priority), of its kind (with or without placement constraints, where a
- * split reader reads them apart: QsSplitReader).
+ * split reader reads them apart: QsSplitReader); a constrained one, below
+ * the bound of its class.
  */
 static bool
 ReaderGives(const QsJobReader *r, const QsJob *job, int64 below)
@@ -622,7 +649,8 @@ ReaderGives(const QsJobReader *r, const QsJob *job, int64 below)
 	bool		constrained = job->per_host > 0 || job->same_label != NULL;
 
 	if (r->constrained)
-		return constrained;
+		return constrained && QsSourceGives(job, (int32) below, false, r->split->bounds,
+											r->split->nbounds);
 	if (r->free_only && constrained)
 		return false;
 	return (r->held ? job->priority : job->count) < below;
@@ -711,8 +739,8 @@ SplitRead(QsQueueState *qs, QsSplitReader *sp, QsJobReader *free_reader, int i,
  * position (NULL: from the start), below a size bound that only the jobs
  * without placement constraints have: the earlier in share order of its
  * two readers' next jobs.  Going on from the job it gave last, only the
- * reader that gave it moves on (and the other, if the bound, which only
- * shrinks, now excludes its head); from anywhere else, both start afresh.
+ * reader that gave it moves on (and the other, if the bounds, which only
+ * shrink, now exclude its head); from anywhere else, both start afresh.
  */
 static bool
 SplitNext(QsQueueState *qs, QsSplitReader *sp, QsJobReader *free_reader, int share,
@@ -727,12 +755,15 @@ SplitNext(QsQueueState *qs, QsSplitReader *sp, QsJobReader *free_reader, int sha
 	}
 	else
 	{
+		int			other = 1 - sp->gave;
+
 		from = sp->head[sp->gave];
 		SplitRead(qs, sp, free_reader, sp->gave, share, unit, &from, below);
-		if (sp->gave == 1 && sp->has[0] && sp->head[0].count >= below)
+		if (sp->has[other] && !ReaderGives(other == 0 ? free_reader : &sp->constrained,
+										   &sp->head[other], other == 0 ? below : PG_INT32_MAX))
 		{
-			from = sp->head[0];
-			SplitRead(qs, sp, free_reader, 0, share, unit, &from, below);
+			from = sp->head[other];
+			SplitRead(qs, sp, free_reader, other, share, unit, &from, below);
 		}
 	}
 	if (!sp->has[0] && !sp->has[1])
@@ -752,13 +783,17 @@ SplitNext(QsQueueState *qs, QsSplitReader *sp, QsJobReader *free_reader, int sha
  */
 static bool
 SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
-		   bool below_all, QsJob *out)
+		   bool below_all, const QsSkipClass *classes, int nclasses, QsJob *out)
 {
 	QsQueueState *qs = arg;
 	int			at = share * qs->in.nunits + unit;
 
 	if (qs->split[at] != NULL)
+	{
+		qs->split[at]->bounds = classes;
+		qs->split[at]->nbounds = nclasses;
 		return SplitNext(qs, qs->split[at], &qs->runnable[at], share, unit, after, below, out);
+	}
 	return ReaderNext(qs, &qs->runnable[at], share, unit, after, below, out);
 }
 
@@ -992,20 +1027,29 @@ static void
 SetUpConstrained(QsQueueState *qs)
 {
 	bool	   *constrained = palloc0(sizeof(bool) * (qs->in.nshares * qs->in.nunits + 1));
-	List	   *pairs = qs->any_placed ? QsReadConstrainedPairs(qs->queue) : NIL;
+	int			n = 0;
+	QsConstrainedClass *classes = qs->any_placed ? QsReadConstrainedClasses(qs->queue, &n)
+		: NULL;
 
-	for (int i = 0; i + 1 < list_length(pairs); i += 2)
+	for (int i = 0; i < n; i++)
 	{
-		int			s = QsShareIndex(qs, list_nth(pairs, i));
-		int			u = QsUnitIndex(qs, list_nth(pairs, i + 1));
+		int			s = QsShareIndex(qs, classes[i].share);
+		int			u = QsUnitIndex(qs, classes[i].unit);
 		int			at = s * qs->in.nunits + u;
+		QsSplitReader *sp;
 
 		if (s < 0 || u < 0 || !qs->in.units[u].placed)
 			continue;
-		constrained[at] = qs->runnable[at].free_only = true;
-		qs->split[at] = palloc0(sizeof(QsSplitReader));
-		qs->split[at]->constrained.constrained = true;
-		qs->split[at]->constrained.has_jobs = true;
+		if (qs->split[at] == NULL)
+		{
+			constrained[at] = qs->runnable[at].free_only = true;
+			sp = qs->split[at] = palloc0(sizeof(QsSplitReader));
+			sp->constrained.constrained = sp->constrained.has_jobs = true;
+			sp->constrained.split = sp;
+			sp->classes = &classes[i];	/* a pair's classes are in a row */
+			sp->class_below = palloc(sizeof(int32) * (n - i));
+		}
+		qs->split[at]->nclasses++;
 	}
 	qs->in.constrained = constrained;
 }

@@ -31,7 +31,8 @@ typedef struct QsJobReader
 								 * (those with them have a reader of their
 								 * own: QsSplitReader) */
 	bool		constrained;	/* RUNNABLE ones with placement constraints,
-								 * whatever the bound */
+								 * bounded by their classes' bounds (split) */
+	struct QsSplitReader *split;	/* constrained: the split reader it is of */
 	bool		has_jobs;		/* the share may have such jobs of the unit */
 	QsJob	   *buf;			/* the batch read last */
 	int			cap;
@@ -57,6 +58,12 @@ typedef struct QsJobReader
 typedef struct QsSplitReader
 {
 	QsJobReader constrained;
+	int			nclasses;		/* the classes of its constrained jobs */
+	struct QsConstrainedClass *classes;
+	int32	   *class_below;	/* their bounds, for the constrained reader's
+								 * look ahead (QsConstrainedAnyAfter) */
+	const QsSkipClass *bounds;	/* the policy's bounds of the classes, as its */
+	int			nbounds;		/* last call gave them (QsJobSource.next) */
 	QsJob		head[2];		/* 0: the free reader's, 1: the constrained one's */
 	bool		has[2];
 	int			gave;			/* whose head the merge gave last */

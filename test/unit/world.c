@@ -192,7 +192,7 @@ NoteRead(World *w, int64_t id)
 /* The source's next(): a linear scan, as the index would answer it. */
 static bool
 SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
-		   bool below_all, QsJob *out)
+		   bool below_all, const QsSkipClass *classes, int nclasses, QsJob *out)
 {
 	World	   *w = arg;
 	const QsJob *best = NULL;
@@ -200,10 +200,9 @@ SourceNext(void *arg, int share, int unit, const QsJob *after, int32_t below,
 	for (int i = 0; i < w->njobs; i++)
 	{
 		const QsJob *j = &w->jobs[i].j;
-		bool		bounded = below_all || (j->per_host == 0 && j->same_label == NULL);
 
 		if (w->jobs[i].state != W_RUNNABLE || j->share != share ||
-			j->unit != unit || (bounded && j->count >= below))
+			j->unit != unit || !QsSourceGives(j, below, below_all, classes, nclasses))
 			continue;
 		if (after != NULL && !ShareOrderBefore(after, j))
 			continue;

@@ -41,6 +41,33 @@ END $$;
 SELECT pg_temp.setup('psr_dec', 'decreasing');
 SELECT pg_temp.setup('psr_inc', 'increasing');
 SELECT pg_temp.setup('psr_uni', 'uniform');
+
+-- psr_pl: a unit placed on two hosts of 5,000 (rack r1), where the jobs
+-- with placement constraints have skip bounds of their own, one per class
+-- (scheduling.md 3.13): 3,000 jobs in turn of 3 instances, of 4 on two
+-- hosts (instances_per_host 2), and of 4 in one rack (same_label rack).
+-- The first of each kind is tried; each class's bound then passes over
+-- the rest of its jobs, which the pass must not read one by one either.
+CREATE ROLE regress_psr_host NOLOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.service_environment (name, capacity_limits)
+VALUES ('psr_pl_env', '{"gpu": 10000}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('psr_pl', 'psr_pl_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('psr_pl', 's', '{"gpu": 10000}', 'RESERVE');
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_psr_host', 'psr_pl');
+SET ROLE regress_psr_host;
+SELECT count(quota_sched.agent_ready('psr_h' || i, 'psr_pl', 'gpu', 5000, '{"rack": "r1"}'))
+  FROM generate_series(1, 2) i;
+RESET ROLE;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('psr_pl_holder', 'psr_pl', 's', 'gpu', 9998);
+SELECT count(*) FROM quota_sched.run_pass('psr_pl');
+SELECT state, part_agents, part_instances FROM quota_sched.job WHERE name = 'psr_pl_holder';
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host, same_label)
+SELECT 'psr_pl_' || i, 'psr_pl', 's', 'gpu', CASE i % 3 WHEN 0 THEN 3 ELSE 4 END,
+	   CASE i % 3 WHEN 1 THEN 2 END, CASE i % 3 WHEN 2 THEN 'rack' END
+  FROM generate_series(1, 3000) i ORDER BY i;
 SELECT job_queue, state, count(*), min(instance_count), max(instance_count)
   FROM quota_sched.job WHERE job_queue LIKE 'psr\_%' GROUP BY 1, 2 ORDER BY 1, 2;
 ANALYZE quota_sched.job;
@@ -82,11 +109,15 @@ COMMIT;
 BEGIN;
 SELECT * FROM pg_temp.pass_reads('psr_uni', 1);
 COMMIT;
+BEGIN;
+SELECT * FROM pg_temp.pass_reads('psr_pl', 3);
+COMMIT;
 -- a second pass of each, with the plans made
 BEGIN;
 SELECT * FROM pg_temp.pass_reads('psr_dec', 3000);
 SELECT * FROM pg_temp.pass_reads('psr_inc', 1);
 SELECT * FROM pg_temp.pass_reads('psr_uni', 1);
+SELECT * FROM pg_temp.pass_reads('psr_pl', 3);
 COMMIT;
 
 -- With 1,000 more instances (rolled back): in psr_dec the first job that
@@ -133,3 +164,4 @@ DELETE FROM quota_sched.job_queue WHERE name LIKE 'psr\_%';
 DELETE FROM quota_sched.service_environment WHERE name LIKE 'psr\_%';
 SELECT count(*) AS jobs_left FROM quota_sched.job WHERE job_queue LIKE 'psr\_%';
 SELECT * FROM quota_sched.held_capacity_drift();
+DROP ROLE regress_psr_host;
