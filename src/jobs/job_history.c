@@ -43,12 +43,14 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "commands/async.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -337,9 +339,31 @@ EventInsert(EventRow *ev)
 }
 
 /*
+ * NotifyJobEnd tells listeners of quota_sched_job_end, at commit, that a
+ * job ended (SUCCEEDED or FAILED): its id, state and queue, so that a
+ * client waits for its job without polling (scheduling.md 5.1).
+ */
+static void
+NotifyJobEnd(HeapTuple job, TupleDesc jdesc, QsJobState state)
+{
+	StringInfoData payload;
+	bool		isnull;
+	int64		id = DatumGetInt64(heap_getattr(job, JobAttnum(jdesc, JC_ID), jdesc, &isnull));
+
+	initStringInfo(&payload);
+	appendStringInfo(&payload, "{\"job_id\":" INT64_FORMAT ",\"state\":\"%s\",\"job_queue\":",
+					 id, QsJobStateName(state));
+	escape_json(&payload, JobText(job, jdesc, JC_JOB_QUEUE));
+	appendStringInfoChar(&payload, '}');
+	Async_Notify("quota_sched_job_end", payload.data);
+	pfree(payload.data);
+}
+
+/*
  * WriteStateEvent appends the STATE event of a job submitted (old NULL) or
- * whose state changed (old_state to state), and wakes the worker at commit
- * if the job now asks for capacity or has ended (WakesWorker).
+ * whose state changed (old_state to state), wakes the worker at commit
+ * if the job now asks for capacity or has ended (WakesWorker), and tells
+ * the end of a job (NotifyJobEnd).
  */
 static void
 WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
@@ -347,6 +371,8 @@ WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 {
 	if (WakesWorker(state))
 		QsWakeWorkerAtCommit();
+	if (old != NULL && (state == QS_SUCCEEDED || state == QS_FAILED))
+		NotifyJobEnd(job, jdesc, state);
 	WriteEvent(ev, QS_EVENT_STATE, job, old, jdesc, actor);
 	if (old != NULL)
 		EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
