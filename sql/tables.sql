@@ -108,6 +108,10 @@ CREATE TABLE quota_sched.quota_share (
  * submitter and fixed after: instances_per_host (null: any split) divides
  * instance_count, and same_label (null: none) is a label key.  The insert
  * trigger checks both with a clear message; the CHECKs say the same.
+ * Arrays (0.4, scheduling.md 3.16): an INSERT with array_size (2 to
+ * 10,000) submits that many jobs, index 0 the row inserted and the others
+ * made by the same statement (job_array_expand); each has array_id (the id
+ * of index 0) and array_index, and its name the suffix [index].
  * ------------------------------------------------------------------- */
 
 CREATE SEQUENCE quota_sched.job_id_seq;
@@ -152,6 +156,9 @@ CREATE TABLE quota_sched.job (
 	same_label		text,
 	part_agents		text[],
 	part_instances	integer[],
+	array_size		integer,
+	array_id		bigint,
+	array_index		integer,
 	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
 		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE,
 	CONSTRAINT job_word_state CHECK (state::quota_sched.job_state IS NOT NULL),
@@ -160,7 +167,8 @@ CREATE TABLE quota_sched.job (
 	CONSTRAINT job_instances_per_host_check
 		CHECK (instances_per_host BETWEEN 1 AND instance_count
 			   AND instance_count % instances_per_host = 0),
-	CONSTRAINT job_same_label_check CHECK (same_label ~ '^[a-z0-9_.-]{1,63}$')
+	CONSTRAINT job_same_label_check CHECK (same_label ~ '^[a-z0-9_.-]{1,63}$'),
+	CONSTRAINT job_array_size_check CHECK (array_size BETWEEN 2 AND 10000)
 );
 
 ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
@@ -204,6 +212,8 @@ CREATE INDEX job_runnable_constrained_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, (coalesce(instances_per_host, 0)),
 	 (coalesce(same_label, '')), instance_count)
 	WHERE state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
+/* The jobs of an array (terminate(array => true)). */
+CREATE INDEX job_array ON quota_sched.job (array_id) WHERE array_id IS NOT NULL;
 CREATE INDEX job_placement_reason ON quota_sched.job (job_queue, capacity_unit)
 	WHERE state = 'RUNNABLE' AND status_reason IN ('WAITING_FOR_HOSTS', 'NO_AGENT_FITS');
 /* The smallest waiting jobs of a lender, per unit (wanted capacity, 3.2). */

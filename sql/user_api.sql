@@ -7,7 +7,13 @@
  * (CREATE OR REPLACE), so this is the one text of these functions.
  */
 
-CREATE OR REPLACE FUNCTION quota_sched.terminate(job_id bigint, reason text DEFAULT 'Terminated by user')
+/*
+ * terminate(job_id, reason, array): ends a job (scheduling.md 7); with
+ * array => true, of the job of index 0 of an array, every job of the
+ * array that has not ended.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.terminate(job_id bigint, reason text DEFAULT 'Terminated by user',
+	"array" boolean DEFAULT false)
 RETURNS quota_sched.job
 AS 'MODULE_PATHNAME', 'qs_terminate'
 LANGUAGE C CALLED ON NULL INPUT;
@@ -29,11 +35,28 @@ RETURNS integer
 AS 'MODULE_PATHNAME', 'qs_set_priority'
 LANGUAGE C CALLED ON NULL INPUT;
 
-REVOKE ALL ON FUNCTION quota_sched.terminate(bigint, text), quota_sched.explain(bigint),
+REVOKE ALL ON FUNCTION quota_sched.terminate(bigint, text, boolean), quota_sched.explain(bigint),
 	quota_sched.set_priority(bigint, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION quota_sched.terminate(bigint, text), quota_sched.explain(bigint),
+GRANT EXECUTE ON FUNCTION quota_sched.terminate(bigint, text, boolean), quota_sched.explain(bigint),
 	quota_sched.set_priority(bigint, integer)
 	TO quota_sched_admin, quota_sched_user;
+
+/*
+ * Arrays (scheduling.md 3.16): an INSERT of a job with array_size submits
+ * the array's other jobs in the same statement (src/jobs/job_submit.c),
+ * as the submitter, each through job_before_insert.  The trigger is made
+ * here, after the table (tables.sql, or the update's own script):
+ * CREATE OR REPLACE TRIGGER, so that every update may run this file again.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.job_array_expand()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_job_array_expand'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION quota_sched.job_array_expand() FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER job_array_expand AFTER INSERT ON quota_sched.job
+	FOR EACH ROW WHEN (NEW.array_size IS NOT NULL AND NEW.array_index = 0)
+	EXECUTE FUNCTION quota_sched.job_array_expand();
 
 /*
  * team_shares(): the caller's team shares, those whose submit_role the

@@ -76,7 +76,8 @@ ALTER TABLE quota_sched.quota_share DROP CONSTRAINT quota_share_budget_check,
 	ADD CONSTRAINT quota_share_budget_check
 		CHECK (quota_sched.check_budget(budget, 'quota share ' || name));
 DROP FUNCTION quota_sched.metrics();
-/* queue_snapshot gains hosts and host_instances (issue 39) */
+/* terminate gains array (issue 41); queue_snapshot gains hosts and host_instances (issue 39) */
+DROP FUNCTION quota_sched.terminate(bigint, text);
 DROP FUNCTION quota_sched.queue_snapshot(text, integer);
 DROP VIEW quota_sched.config_review;
 DROP VIEW quota_sched.share_budget;
@@ -173,6 +174,19 @@ GRANT UPDATE (instances_per_host, same_label) ON quota_sched.job
 ALTER TABLE quota_sched.job
 	ADD COLUMN part_agents text[],
 	ADD COLUMN part_instances integer[];
+
+/*
+ * Arrays (issue 41; scheduling.md 3.16; tables.sql has its comment):
+ * array_size set by the submitter at the INSERT only (no UPDATE), array_id
+ * and array_index by the system; null for the jobs of 0.3.
+ */
+ALTER TABLE quota_sched.job
+	ADD COLUMN array_size integer,
+	ADD COLUMN array_id bigint,
+	ADD COLUMN array_index integer,
+	ADD CONSTRAINT job_array_size_check CHECK (array_size BETWEEN 2 AND 10000);
+CREATE INDEX job_array ON quota_sched.job (array_id) WHERE array_id IS NOT NULL;
+
 CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 CREATE INDEX job_runnable_constrained ON quota_sched.job

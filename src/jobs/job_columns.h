@@ -34,6 +34,7 @@ typedef enum JobColumn
 	JC_TAGS,
 	JC_INSTANCES_PER_HOST,		/* 0.4, placement (scheduling.md 3.13) */
 	JC_SAME_LABEL,				/* 0.4, placement */
+	JC_ARRAY_SIZE,				/* 0.4, arrays */
 	/* kept by the system */
 	JC_ID,
 	JC_OWNER,
@@ -54,6 +55,8 @@ typedef enum JobColumn
 	JC_STARTED_AT,
 	JC_STOPPED_AT,
 	JC_AGENT_ROLE,
+	JC_ARRAY_ID,				/* 0.4, arrays */
+	JC_ARRAY_INDEX,
 	/* set by the submitter, then kept by the system */
 	JC_MAX_LEASE_LOSSES,
 	JC_LEASE_LOSSES,

@@ -692,3 +692,24 @@ QsJobShareTeam(int64 job_id)
 		return NULL;
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
+
+static QsQuery ArrayIndexQuery = {
+	"SELECT array_index FROM quota_sched.job WHERE id = $1", 1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsJobArrayIndex returns a job's index in its array; -1 when it is in
+ * none (or does not exist).
+ */
+int32
+QsJobArrayIndex(int64 job_id)
+{
+	Datum		arg = Int64GetDatum(job_id);
+	bool		isnull;
+	Datum		v;
+
+	if (QsQueryRun(&ArrayIndexQuery, &arg, NULL, true, 1) == 0)
+		return -1;
+	v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? -1 : DatumGetInt32(v);
+}

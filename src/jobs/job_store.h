@@ -88,5 +88,6 @@ extern void QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char 
 /* What the agents' and users' functions check their arguments against. */
 extern bool QsQueueKnowsUnit(const char *queue, const char *unit, bool *unit_known);
 extern char *QsJobShareTeam(int64 job_id);
+extern int32 QsJobArrayIndex(int64 job_id);
 
 #endif							/* QS_JOB_STORE_H */

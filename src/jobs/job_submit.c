@@ -41,8 +41,12 @@
 #include "words.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
+PG_FUNCTION_INFO_V1(qs_job_array_expand);
 
 #define QS_MAX_ATTEMPTS 10
+#define QS_MAX_ARRAY_SIZE 10000
+/* room for an array index's suffix, "[9999]" */
+#define QS_ARRAY_SUFFIX_LEN 6
 #define QS_MAX_LEASE_LOSSES 10
 #define QS_MAX_TOKEN_LEN 255
 
@@ -411,6 +415,18 @@ CheckSubmitterValues(JobValues *row)
 					 errmsg("tags of a job must be a JSON object, not %s", QsShortValue(text))));
 	}
 
+	if (!row->nulls[JC_ARRAY_SIZE])
+	{
+		CheckIntRange("array_size", DatumGetInt32(row->values[JC_ARRAY_SIZE]), 2,
+					  QS_MAX_ARRAY_SIZE);
+		if (VARSIZE_ANY_EXHDR(DatumGetTextPP(row->values[JC_NAME])) >
+			QS_MAX_NAME_LEN - QS_ARRAY_SUFFIX_LEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("the name of an array of jobs is too long"),
+					 errdetail("Each job of an array is named NAME[INDEX]: NAME has at most %d "
+							   "characters.", QS_MAX_NAME_LEN - QS_ARRAY_SUFFIX_LEN)));
+	}
 	CheckPayloadSize(row);
 	CheckCommand(row);
 	ApplyResourceConfig(row);
@@ -677,19 +693,73 @@ CheckClientToken(JobValues *row, Relation rel)
 }
 
 /*
+ * The array being expanded by this backend (qs_job_array_expand): while it
+ * inserts the jobs of indexes 1 and up, their array_id and array_index are
+ * its to give.
+ */
+static struct
+{
+	bool		active;
+	int64		array_id;
+	int32		size;
+}			Expanding;
+
+/*
+ * ExpandingColumn tells whether a system column a row gives is an array's
+ * id or index given by the array's expansion, and checks them.
+ */
+static bool
+ExpandingColumn(JobValues *row, JobColumn c)
+{
+	if (!Expanding.active || (c != JC_ARRAY_ID && c != JC_ARRAY_INDEX))
+		return false;
+	if (row->nulls[JC_ARRAY_ID] || row->nulls[JC_ARRAY_INDEX] ||
+		DatumGetInt64(row->values[JC_ARRAY_ID]) != Expanding.array_id ||
+		DatumGetInt32(row->values[JC_ARRAY_INDEX]) < 1 ||
+		DatumGetInt32(row->values[JC_ARRAY_INDEX]) >= Expanding.size)
+		elog(ERROR, "quota_sched: a job of array " INT64_FORMAT " has a wrong index",
+			 Expanding.array_id);
+	return true;
+}
+
+/*
  * CheckNoSystemColumns refuses a submission that sets a column the system
- * keeps.  Those columns have no defaults, so any value came from the caller.
+ * keeps.  Those columns have no defaults, so any value came from the caller
+ * (but for an array's id and index, from its expansion).
  */
 static void
 CheckNoSystemColumns(JobValues *row)
 {
 	for (int c = 0; c < JC_COUNT; c++)
-		if (JobColumnIsSystem(c) && !row->nulls[c])
+		if (JobColumnIsSystem(c) && !row->nulls[c] && !ExpandingColumn(row, c))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("column \"%s\" of a job is set by quota_sched, not by the submitter",
 							JobColumnNames[c]),
 					 errhint("Leave \"%s\" out of the INSERT.", JobColumnNames[c])));
+}
+
+/*
+ * FillArrayColumns sets a job of an array's id and index (index 0: the row
+ * inserted, whose id is the array's; the others come from its expansion
+ * with theirs) and its name, NAME[INDEX].
+ */
+static void
+FillArrayColumns(JobValues *row)
+{
+	int32		index = 0;
+
+	if (Expanding.active)
+		index = DatumGetInt32(row->values[JC_ARRAY_INDEX]);
+	else
+	{
+		row->values[JC_ARRAY_ID] = row->values[JC_ID];
+		row->values[JC_ARRAY_INDEX] = Int32GetDatum(0);
+		row->nulls[JC_ARRAY_ID] = row->nulls[JC_ARRAY_INDEX] = false;
+	}
+	row->values[JC_NAME] = CStringGetTextDatum(psprintf("%s[%d]",
+														TextDatumGetCString(row->values[JC_NAME]),
+														index));
 }
 
 /*
@@ -721,6 +791,8 @@ FillSystemColumns(JobValues *row, Oid caller)
 	row->values[JC_LEASE_LOSSES] = Int32GetDatum(0);
 	row->values[JC_CLAIM_REQUEUES] = Int32GetDatum(0);
 	row->nulls[JC_LEASE_LOSSES] = row->nulls[JC_CLAIM_REQUEUES] = false;
+	if (!row->nulls[JC_ARRAY_SIZE])
+		FillArrayColumns(row);
 }
 
 /*
@@ -765,9 +837,84 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	CheckSubmitTarget(&row, td->tg_relation, caller);
 	CheckClientToken(&row, td->tg_relation);
 	FillSystemColumns(&row, caller);
-	QsNoticeMisfit(TextDatumGetCString(row.values[JC_NAME]), TextDatumGetCString(row.values[JC_JOB_QUEUE]),
+	if (!Expanding.active)		/* an array's misfit is told once, of index 0 */
+		QsNoticeMisfit(TextDatumGetCString(row.values[JC_NAME]), TextDatumGetCString(row.values[JC_JOB_QUEUE]),
 				   TextDatumGetCString(row.values[JC_QUOTA_SHARE]),
 				   TextDatumGetCString(row.values[JC_CAPACITY_UNIT]),
 				   DatumGetInt32(row.values[JC_INSTANCE_COUNT]), td->tg_relation->rd_rel->relowner);
 	return PointerGetDatum(BuildJobTuple(td->tg_trigtuple, desc, &row));
+}
+
+/*
+ * ArrayCopyQuery builds the INSERT of the jobs of indexes 1 to $4 - 1 of an
+ * array: every column the row of index 0 was given by its submitter ($1,
+ * the row), but its name ($2, the name without its index), its
+ * client_token (unique: index 0 has it), and the array's id ($3) and index.
+ */
+static char *
+ArrayCopyQuery(HeapTuple job, TupleDesc desc)
+{
+	StringInfoData cols;
+	StringInfoData values;
+
+	initStringInfo(&cols);
+	initStringInfo(&values);
+	for (int c = 0; c < JC_COUNT; c++)
+	{
+		if ((JobColumnIsSystem(c)) || c == JC_NAME || c == JC_CLIENT_TOKEN ||
+			heap_attisnull(job, JobAttnum(desc, c), desc))
+			continue;
+		appendStringInfo(&cols, "%s, ", quote_identifier(JobColumnNames[c]));
+		appendStringInfo(&values, "($1).%s, ", quote_identifier(JobColumnNames[c]));
+	}
+	return psprintf("INSERT INTO " QS_SCHEMA ".job (%sname, array_id, array_index)"
+					" SELECT %s$2, $3, i FROM generate_series(1, $4 - 1) AS i",
+					cols.data, values.data);
+}
+
+/*
+ * qs_job_array_expand (AFTER INSERT, for each row that is index 0 of an
+ * array) submits the array's other jobs in the same statement, as the
+ * submitter: each goes through job_before_insert as any submission, with
+ * the array's id and its index (Expanding).
+ */
+Datum
+qs_job_array_expand(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = CheckJobTrigger(fcinfo, "job_array_expand", false);
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	HeapTuple	job = td->tg_trigtuple;
+	bool		isnull;
+	char	   *name = TextDatumGetCString(heap_getattr(job, JobAttnum(desc, JC_NAME), desc,
+														&isnull));
+	Oid			types[4] = {desc->tdtypeid, TEXTOID, INT8OID, INT4OID};
+	Datum		args[4];
+
+	QsCheckSchemaVersion();
+	if (DatumGetInt32(heap_getattr(job, JobAttnum(desc, JC_ARRAY_INDEX), desc, &isnull)) != 0)
+		return PointerGetDatum(NULL);
+	name[strlen(name) - strlen("[0]")] = '\0';
+	args[0] = heap_copy_tuple_as_datum(job, desc);
+	args[1] = CStringGetTextDatum(name);
+	args[2] = heap_getattr(job, JobAttnum(desc, JC_ID), desc, &isnull);
+	args[3] = heap_getattr(job, JobAttnum(desc, JC_ARRAY_SIZE), desc, &isnull);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	Expanding.active = true;
+	Expanding.array_id = DatumGetInt64(args[2]);
+	Expanding.size = DatumGetInt32(args[3]);
+	PG_TRY();
+	{
+		if (SPI_execute_with_args(ArrayCopyQuery(job, desc), 4, types, args, NULL, false, 0) !=
+			SPI_OK_INSERT)
+			elog(ERROR, "quota_sched: the jobs of array " INT64_FORMAT " were not inserted",
+				 Expanding.array_id);
+	}
+	PG_FINALLY();
+	{
+		Expanding.active = false;
+	}
+	PG_END_TRY();
+	SPI_finish();
+	return PointerGetDatum(NULL);
 }

@@ -85,45 +85,34 @@ RequireJobAccess(Oid caller, const QsJobRow *row, const char *verb)
 }
 
 /*
- * qs_terminate(job_id, reason) RETURNS quota_sched.job: a RUNNABLE or
+ * qs_terminate(job_id, reason, array) RETURNS quota_sched.job: a RUNNABLE or
  * unclaimed job fails at once; a claimed one gets a stop (TERMINATED) and
  * fails when it stops.  Either way its history has a TERMINATE event
  * before it fails, by which reports count terminations apart from
  * failures (usage_counts, reporting_utilization.sql).  Like every function a user
  * calls, it holds the queue's lock while it runs, not after
  * (QS_UNLOCKED_FUNCTION): a user who leaves the transaction open holds
- * only the job's row, which passes pass over (QsLockJobs).
+ * only the job's row, which passes pass over (QsLockJobs).  With array,
+ * of the job of index 0 of an array: every job of the array that has not
+ * ended (TerminateArray).  TerminateOne ends one job (in_array: one that
+ * ended meanwhile is left alone).
  */
-static Datum
-DoTerminate(PG_FUNCTION_ARGS)
+static void
+TerminateOne(Oid caller, int64 job_id, const char *reason, bool in_array)
 {
-	Oid			caller = GetUserId();
-	char	   *reason;
-	QsSavedUser saved;
 	QsJobRow	row;
-	Datum		result;
-	int64		job_id;
 
-	for (int a = 0; a < 2; a++)
-		if (PG_ARGISNULL(a))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s must not be null", a == 0 ? "job_id" : "reason"),
-					 a == 1 ? errhint("Leave reason out for \"Terminated by user\".") : 0));
-	job_id = PG_GETARG_INT64(0);
-	reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
-
-	QsBeginSystemWrite(GetUserNameFromId(caller, false), &saved);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "quota_sched: SPI_connect failed");
 	QsLockJob(job_id, &row);
 	RequireJobAccess(caller, &row, "terminate");
 	if (row.state == QS_SUCCEEDED || row.state == QS_FAILED)
+	{
+		if (in_array)
+			return;				/* ended since the array's jobs were listed */
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("job " INT64_FORMAT " has already ended (%s)", job_id,
 						QsJobStateName(row.state))));
+	}
 	if (row.agent == NULL)
 	{
 		/* its TERMINATE event first: reports tell it from a failure */
@@ -138,6 +127,79 @@ DoTerminate(PG_FUNCTION_ARGS)
 															 TYPALIGN_DOUBLE)));
 		QsNotifyStop(job_id, row.agent, QS_STOP_TERMINATED);
 	}
+}
+
+/*
+ * The jobs of an array that have not ended, by index, but index 0 (the
+ * array's id, $1).
+ */
+static QsQuery ArrayJobsQuery = {
+	"SELECT id FROM quota_sched.job"
+	" WHERE array_id = $1 AND id <> $1 AND state NOT IN ('SUCCEEDED', 'FAILED')"
+	" ORDER BY array_index",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * TerminateArray terminates every job of the array whose index 0 is job_id
+ * that has not ended (terminate(array => true)): index 0 last, so that
+ * what it returns is its row as the others' ends left it.
+ */
+static void
+TerminateArray(Oid caller, int64 job_id, const char *reason)
+{
+	QsJobRow	row;
+	Datum		arg = Int64GetDatum(job_id);
+	uint64		n;
+	int64	   *ids;
+
+	QsLockJob(job_id, &row);
+	RequireJobAccess(caller, &row, "terminate");
+	if (QsJobArrayIndex(job_id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("job " INT64_FORMAT " is not the first job of an array", job_id),
+				 errhint("terminate(array => true) takes the array's id: its job of index 0.")));
+	n = QsQueryRun(&ArrayJobsQuery, &arg, NULL, true, 0);
+	ids = palloc(sizeof(int64) * (n + 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+											 &isnull));
+	}
+	for (uint64 i = 0; i < n; i++)
+		TerminateOne(caller, ids[i], reason, true);
+	TerminateOne(caller, job_id, reason, true);
+}
+
+static Datum
+DoTerminate(PG_FUNCTION_ARGS)
+{
+	Oid			caller = GetUserId();
+	char	   *reason;
+	QsSavedUser saved;
+	Datum		result;
+	int64		job_id;
+
+	for (int a = 0; a < 3; a++)
+		if (PG_ARGISNULL(a))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must not be null", a == 0 ? "job_id" : a == 1 ? "reason" : "array"),
+					 a == 1 ? errhint("Leave reason out for \"Terminated by user\".") : 0));
+	job_id = PG_GETARG_INT64(0);
+	reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	QsCheckSize("reason", strlen(reason), QS_MAX_REASON_BYTES);
+
+	QsBeginSystemWrite(GetUserNameFromId(caller, false), &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	if (PG_GETARG_BOOL(2))
+		TerminateArray(caller, job_id, reason);
+	else
+		TerminateOne(caller, job_id, reason, false);
 	result = QsReturnJob(job_id);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
