@@ -59,8 +59,20 @@ SELECT pg_temp.report('a1', 'SUCCEEDED'), pg_temp.report('c_low', 'SUCCEEDED');
 SELECT * FROM pg_temp.pass('rp_queue');
 SELECT * FROM pg_temp.pass('rp_queue2');
 SELECT pg_temp.agent('rp_queue') UNION ALL SELECT pg_temp.agent('rp_queue2');
--- (a2's last attempt, its work in the replay, is longer than b1 came after it)
-SELECT pg_sleep(0.3);
+-- a2's last attempt, its work in the replay, runs until it is well longer
+-- than b1 came after a2 (twice that, and at least 0.3 s), so that in the
+-- replay too b1 comes while a2 runs, however slow the machine made the
+-- statements between them
+DO $$
+DECLARE
+	gap interval := (SELECT b.submitted_at - a.submitted_at FROM quota_sched.job a, quota_sched.job b
+					  WHERE a.name = 'a2' AND b.name = 'b1');
+BEGIN
+	WHILE clock_timestamp() - (SELECT started_at FROM quota_sched.job WHERE name = 'a2')
+		  < greatest(interval '0.3 seconds', 2 * gap) LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
 SELECT pg_temp.report('b1', 'SUCCEEDED'), pg_temp.report('a2', 'SUCCEEDED'),
 	   pg_temp.report('c_high', 'SUCCEEDED');
 ALTER TABLE rp_t ADD COLUMN t1 timestamptz;
