@@ -14,6 +14,10 @@
  *
  *-------------------------------------------------------------------------
  */
+/* syscall() */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "devprog.h"
 
 #include <errno.h>

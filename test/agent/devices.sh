@@ -25,6 +25,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 0
 fi
 agent=$(pg_config --bindir)/quota-sched-agent
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)	# the tree: test_devprog's sources
 n=0
 failed=0
 pids=()
@@ -323,6 +324,31 @@ check "the agent stops (exit code 0)" equals "$?" 0
 pids=()
 for c in memory cpu devices pids; do rmdir "/sys/fs/cgroup/$c/quota_sched/cg" 2> /dev/null; done
 rmdir /sys/fs/cgroup/quota_sched/cg 2> /dev/null
+
+# -- cgroup v2's device rules: the agent's BPF device program
+# (agent/devprog.c) in a real v2 cgroup, by test/agent/test_devprog.c: on a
+# v2 host its hierarchy; on a v1 host the v2 hierarchy mounted beside the
+# controllers (/sys/fs/cgroup/unified, systemd's), which takes device
+# programs though it has no controllers
+v2root=
+if [ -n "$v2" ]; then v2root=/sys/fs/cgroup
+elif [ "$(stat -f -c %T /sys/fs/cgroup/unified 2> /dev/null)" = cgroup2fs ]; then v2root=/sys/fs/cgroup/unified
+fi
+if [ -z "$v2root" ]; then
+	echo "# no cgroup v2 hierarchy here: the device program is not tried"
+elif ! gcc -Wall -Wextra -Werror -I"$src/agent" -o "$d/test_devprog" "$src/test/agent/test_devprog.c" \
+	"$src/agent/devprog.c"; then
+	check "test_devprog builds" false
+else
+	echo "# the device program in $v2root"
+	while read -r line; do
+		case $line in
+			"ok "*) check "cgroup v2: ${line#ok * - }" true ;;
+			"not ok "*) check "cgroup v2: ${line#not ok * - }" false ;;
+			"#"*) echo "$line" ;;
+		esac
+	done < <("$d/test_devprog" "$v2root" "$d/dev"; echo "# test_devprog exit $?")
+fi
 
 echo "1..$n"
 exit "$failed"
