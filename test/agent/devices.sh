@@ -227,6 +227,8 @@ poll has_devices "$a" && poll has_devices "$b"
 check "job_attempts has each part's devices, as its variables" \
 	bash -c '[ "$1" = "$2" ] && [ "$3" = "$4" ]' _ "$(devices_of "$a")" \
 	"$(env_of a CUDA_VISIBLE_DEVICES)" "$(devices_of "$b")" "$(env_of b CUDA_VISIBLE_DEVICES)"
+psql -X -h "$d/pg" -U postgres -d postgres -c \
+	"SELECT job_id, name, attempt, rank, agent, devices FROM quota_sched.job_attempts ORDER BY job_id" | sed 's/^/# /'
 check "without --cgroup nothing fences the nodes: a job opens another's device (ENXIO, no driver)" \
 	has "$d/out/a.open" "^nvidia$(env_of b CUDA_VISIBLE_DEVICES | cut -d, -f1) ENXIO"
 touch "$d/out/a.go"
@@ -290,6 +292,10 @@ else
 		has "$(cg_file e devices devices.list)" "^c 195:$(env_of e CUDA_VISIBLE_DEVICES | cut -d, -f1) rwm"
 	check "and in its pids cgroup" has "$d/out/e.cgroup" ":pids:/quota_sched/cg/$e\.1\."
 fi
+for f in memory/memory.limit_in_bytes cpu/cpu.cfs_quota_us memory/memory.max cpu/cpu.max; do
+	file=$(cg_file e "${f%%/*}" "${f#*/}")
+	[ -e "$file" ] && echo "# $file: $(cat "$file")"
+done
 edir=$(cg_file e memory "")
 touch "$d/out/e.go" "$d/out/f.go"
 check "both end" poll all_are SUCCEEDED "$e" "$f"
@@ -299,6 +305,7 @@ hog=$(submit hog 1 "[\"perl\", \"$d/jobs/hog.pl\"]")
 check "a job that allocates 256 MiB over its 64 MiB fails" poll job_is "$hog" FAILED
 reason=$(q "SELECT status_reason FROM quota_sched.job WHERE id = $hog")
 echo "# $reason"
+grep -E "agent_limits|job_exited.*OOM|job_reported.*OUT_OF" "$d/cg.log" | sed 's/^/# /'
 check "its reason starts with OUT_OF_MEMORY" has <(echo "$reason") "^OUT_OF_MEMORY: "
 check "it says the limit" has <(echo "$reason") "limit of 64 MiB"
 log=$(q "SELECT log_path FROM quota_sched.job_attempts WHERE job_id = $hog")
