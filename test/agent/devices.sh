@@ -177,6 +177,24 @@ cat > "$d/jobs/hog.pl" << 'PL'
 my $x = "x" x (256 * 1024 * 1024);
 print "survived\n";
 PL
+# a job that spins for 2 to 3 s of wall time (time() counts whole
+# seconds): its CPU time, and how often its
+# cgroup's CFS quota held it back (v1 cpu.stat nr_throttled; v2 the same)
+cat > "$d/jobs/spin.pl" << 'PL'
+my $out = shift;
+my $t0 = time;
+1 while time - $t0 < 3;
+my ($user, $system) = times;
+open(my $cg, '<', '/proc/self/cgroup') or die $!;
+my ($path) = map { /^\d+:(?:cpu|):(\/.*)$/ ? $1 : () } <$cg>;
+my $stat = -e "/sys/fs/cgroup/cpu$path/cpu.stat" ? "/sys/fs/cgroup/cpu$path/cpu.stat" : "/sys/fs/cgroup$path/cpu.stat";
+open(my $st, '<', $stat) or die "$stat: $!";
+my ($throttled) = map { /^nr_throttled (\d+)/ ? $1 : () } <$st>;
+open(my $f, '>', "$out/spin.tmp") or die $!;
+printf $f "cpu %.2f throttled %d\n", $user + $system, $throttled;
+close($f);
+rename("$out/spin.tmp", "$out/spin") or die $!;
+PL
 chmod 0755 "$d/jobs" "$d/jobs"/*.pl
 
 cd "$d" || exit 1
@@ -292,14 +310,22 @@ else
 		has "$(cg_file e devices devices.list)" "^c 195:$(env_of e CUDA_VISIBLE_DEVICES | cut -d, -f1) rwm"
 	check "and in its pids cgroup" has "$d/out/e.cgroup" ":pids:/quota_sched/cg/$e\.1\."
 fi
-for f in memory/memory.limit_in_bytes cpu/cpu.cfs_quota_us memory/memory.max cpu/cpu.max; do
-	file=$(cg_file e "${f%%/*}" "${f#*/}")
+for limit in memory/memory.limit_in_bytes cpu/cpu.cfs_quota_us memory/memory.max cpu/cpu.max; do
+	file=$(cg_file e "${limit%%/*}" "${limit#*/}")
 	[ -e "$file" ] && echo "# $file: $(cat "$file")"
 done
 edir=$(cg_file e memory "")
 touch "$d/out/e.go" "$d/out/f.go"
 check "both end" poll all_are SUCCEEDED "$e" "$f"
 check "their cgroups are removed once they ended" poll test ! -e "$edir"
+
+spin=$(submit spin 1 "[\"perl\", \"$d/jobs/spin.pl\", \"$d/out\"]")
+check "a job that spins for 3 s under a limit of 0.5 CPU ends" poll job_is "$spin" SUCCEEDED
+echo "# spin: $(cat "$d/out/spin")"
+check "its CPU time is at most about half of it (at most 1.8 s)" \
+	awk '$1 == "cpu" && $2 <= 1.8 && $2 > 0 { ok = 1 } END { exit !ok }' "$d/out/spin"
+check "its cgroup's CFS quota held it back (nr_throttled above 0)" \
+	awk '$3 == "throttled" && $4 > 0 { ok = 1 } END { exit !ok }' "$d/out/spin"
 
 hog=$(submit hog 1 "[\"perl\", \"$d/jobs/hog.pl\"]")
 check "a job that allocates 256 MiB over its 64 MiB fails" poll job_is "$hog" FAILED
