@@ -409,6 +409,19 @@ has_word(const char *dir, const char *file, const char *word)
 }
 
 /*
+ * give_controllers, on v2: the controllers memory and cpu (and pids, if
+ * the host has it) to the cgroups below dir; false if memory or cpu could
+ * not be given
+ */
+static bool
+give_controllers(const char *dir)
+{
+	write_file(dir, "cgroup.subtree_control", "+pids");
+	return write_file(dir, "cgroup.subtree_control", "+memory") &&
+		write_file(dir, "cgroup.subtree_control", "+cpu");
+}
+
+/*
  * make_agent_dirs makes the agent's cgroup under each controller (on v2
  * with memory, cpu and pids given to the cgroups below each level); the
  * problem, or NULL
@@ -428,13 +441,11 @@ make_agent_dirs(void)
 		slash = strrchr(dir, '/');
 		*slash = '\0';			/* .../quota_sched */
 		if (mode == CG_V2)
-			write_file(CGROUP_ROOT, "cgroup.subtree_control", "+memory +cpu +pids");
-		if ((mkdir(dir, 0755) != 0 && errno != EEXIST) ||
-			(mode == CG_V2 && !write_file(dir, "cgroup.subtree_control", "+memory +cpu +pids")))
+			give_controllers(CGROUP_ROOT);
+		if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mode == CG_V2 && !give_controllers(dir)))
 			break;
 		*slash = '/';
-		if ((mkdir(dir, 0755) != 0 && errno != EEXIST) ||
-			(mode == CG_V2 && !write_file(dir, "cgroup.subtree_control", "+memory +cpu +pids")))
+		if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mode == CG_V2 && !give_controllers(dir)))
 			break;
 	}
 	if (c == ncontrollers())
