@@ -357,8 +357,10 @@ kill -TERM "${pids[0]}"
 wait "${pids[0]}"
 check "the agent stops (exit code 0)" equals "$?" 0
 pids=()
-for c in memory cpu devices pids; do rmdir "/sys/fs/cgroup/$c/quota_sched/cg" 2> /dev/null; done
-rmdir /sys/fs/cgroup/quota_sched/cg 2> /dev/null
+# the agent's cgroups, and quota_sched's if no other agent of the host has one
+for c in memory/ cpu/ devices/ pids/ ""; do
+	rmdir "/sys/fs/cgroup/${c}quota_sched/cg" "/sys/fs/cgroup/${c}quota_sched" 2> /dev/null
+done
 
 # -- cgroup v2's device rules: the agent's BPF device program
 # (agent/devprog.c) in a real v2 cgroup, by test/agent/test_devprog.c: on a
