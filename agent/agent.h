@@ -14,6 +14,7 @@
 #define QS_AGENT_H
 
 #include "util.h"
+#include "part_limits.h"
 
 #include <limits.h>
 #include <poll.h>
@@ -59,6 +60,11 @@ typedef struct AgentOptions
 	gid_t		run_as_gid;
 	const char *run_as_home;
 	bool		same_user;		/* --same-user: the jobs run as the agent's user */
+	DeviceList	devices;		/* --devices (n 0: none) */
+	const char *device_node_pattern;	/* --device-node-pattern */
+	bool		cgroup;			/* --cgroup: a cgroup per part */
+	long long	memory_per_instance;	/* --memory-per-instance, bytes; 0: no limit */
+	double		cpus_per_instance;	/* --cpus-per-instance; 0: no limit */
 } AgentOptions;
 
 extern AgentOptions opts;
@@ -134,6 +140,8 @@ typedef struct Job
 	bool		tell_attempt;	/* attempt_started() is to be called */
 	const char *handle;			/* the external launcher's handle; NULL: none */
 	double		retry_at;		/* when to try again (monotonic s); 0: now */
+	uint64_t	device_mask;	/* the devices it holds (bits of opts.devices) */
+	char		devices[4096];	/* their names, comma-separated ("": none) */
 } Job;
 
 /* What the claim says of a job, for its launcher's start. */
@@ -255,6 +263,20 @@ extern void kill_strays(const pid_t *keep, int n);
 
 /* local.c */
 extern void sweep_strays(void);
+
+/* devices.c */
+extern const char *devices_problem(void);
+extern bool devices_take(Job *job);
+extern bool devices_adopt(Job *job, const char *names);
+extern void devices_free(Job *job);
+extern void devices_setenv(const Job *job);
+
+/* cgroup.c */
+extern const char *cgroups_problem(void);
+extern void cgroup_sweep(void);
+extern bool cgroup_create(const Job *job, pid_t shim, const char **what);
+extern bool cgroup_enter(const Job *job, pid_t shim, const char **what);
+extern long cgroup_finish(const Job *job, pid_t shim);
 
 /* protocol.c */
 extern double next_heartbeat;

@@ -83,8 +83,8 @@ static const Statement statements[NUM_STATEMENTS] = {
 	4},
 	[STMT_ATTEMPT] = {"attempt_started",
 		"SELECT 1 FROM quota_sched.attempt_started($1::bigint, $2::text, $3::integer,"
-		" $4::text, $5::text, $6::text)",
-	6},
+		" $4::text, $5::text, $6::text, devices => $7::text[])",
+	7},
 	[STMT_READY] = {"agent_ready",
 		"SELECT 1 FROM quota_sched.agent_ready($1::text, $2::text, $3::text, $4::integer,"
 		" $5::jsonb, $6::text)",

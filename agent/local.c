@@ -122,6 +122,7 @@ exec_went_through(Job *job, char **argv, pid_t pid, int errfd)
 		return true;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	cgroup_finish(job, pid);
 	close_checkpoint_dir(job);
 	close_attempt_log(job);
 	exec_failed(job, argv, &f);
@@ -238,8 +239,10 @@ local_start(Job *job, const ClaimedJob *claimed)
 		log_event("info", "job_not_runnable", job, "%s", claimed->command_error);
 		set_report(job, "FAILED", 0, false, "%s", claimed->command_error);
 	}
-	else
+	else if (devices_take(job))
 		start_job(job, claimed->argv_text);
+	if (!job->alive)
+		devices_free(job);
 }
 
 /* local_stop: SIGTERM to the job's processes (through its shim); SIGKILL after the grace */
@@ -337,6 +340,20 @@ sweep_strays(void)
 }
 
 /*
+ * out_of_memory: the reason of a part that did not succeed and in whose
+ * cgroup the kernel's OOM killer killed (kills processes), into buf
+ */
+static void
+out_of_memory(const Job *job, long kills, const char *how, char *buf, size_t cap)
+{
+	snprintf(buf, cap,
+			 "OUT_OF_MEMORY: over its memory limit of %lld MiB (--memory-per-instance %lld MiB x %d "
+			 "instance(s)), the kernel killed %ld of its processes; %s",
+			 opts.memory_per_instance * job->instances / (1024 * 1024),
+			 opts.memory_per_instance / (1024 * 1024), job->instances, kills, how);
+}
+
+/*
  * child_ended: what the shim's exit status (the command's) means for its
  * job, once what is left of its output is read; the job's directory is
  * closed to the run-as user again.  The shim
@@ -348,15 +365,26 @@ child_ended(LocalJob *lj, int status)
 {
 	Job		   *job = &lj->job;
 	char		how[128];
+	char		oom[400];
 	bool		exited = WIFEXITED(status);
 	int			code = exited ? WEXITSTATUS(status) : 0;
+	long		kills;
 
 	read_output(lj, true);
 	job->alive = false;
 	sweep_strays();
+	kills = cgroup_finish(job, lj->pid);
+	devices_free(job);
 	close_checkpoint_dir(job);
 	describe_wait_status(status, how, sizeof(how));
-	log_event("info", "job_exited", job, "pid %d: %s", (int) lj->pid, how);
+	log_event("info", "job_exited", job, "pid %d: %s%s", (int) lj->pid, how,
+			  kills > 0 ? " (the OOM killer killed in its cgroup)" : "");
+	if (kills > 0 && !(exited && code == 0))
+	{
+		out_of_memory(job, kills, how, oom, sizeof(oom));
+		settle(job, "FAILED", code, exited, oom);
+		return;
+	}
 
 	settle(job, exited && code == 0 ? "SUCCEEDED" : "FAILED", exited ? code : 0, exited,
 		   exited && code == 0 ? "" : how);

@@ -341,6 +341,21 @@ guard_secrets(void)
 	hide_password();
 }
 
+/* log_limits: the devices and the parts' limits, if any */
+static void
+log_limits(void)
+{
+	char		names[4096];
+
+	if (opts.devices.n == 0 && !opts.cgroup)
+		return;
+	device_names(&opts.devices, ~(uint64_t) 0, ",", names, sizeof(names));
+	log_event("info", "agent_limits", NULL,
+			  "devices %s, a cgroup per part %s, memory per instance %lld bytes, cpus per instance %g",
+			  names[0] ? names : "(none)", opts.cgroup ? "yes" : "no", opts.memory_per_instance,
+			  opts.cpus_per_instance);
+}
+
 /*
  * main: the options, the signals, the loop.  Exits 0 when done (no job
  * held), 1 when it had to leave jobs unreleased (their leases run out) or
@@ -366,6 +381,8 @@ main(int argc, char **argv)
 			  opts.run_as ? ", jobs run as " :
 			  opts.same_user ? ", jobs run as the agent's own user (--same-user)" : "",
 			  opts.run_as ? opts.run_as : "");
+	log_limits();
+	cgroup_sweep();
 
 	while (loop_step())
 		;

@@ -24,7 +24,8 @@
 
 AgentOptions opts = {
 	.conninfo = "",
-	.instances = 1,
+	.instances = 0,				/* 0: not given (1, or the number of --devices) */
+	.device_node_pattern = "/dev/nvidia%d",
 	.labels = "{}",
 	.lease = 60,
 	.heartbeat = 0,				/* 0: lease / 3 */
@@ -142,6 +143,48 @@ opt_address(const OptionDef *opt, const char *arg)
 		bad_usage("--address \"%s\": %s (a host name or an IP address that other hosts reach this "
 				  "one by)", arg, problem);
 	opts.address = arg;
+}
+
+/* opt_devices: --devices, the host's devices (part_limits.c's rules) */
+static void
+opt_devices(const OptionDef *opt, const char *arg)
+{
+	char		err[256];
+
+	(void) opt;
+	if (!parse_device_list(arg, &opts.devices, err, sizeof(err)))
+		bad_usage("--devices: %s (it takes indexes such as 0,1,2,3 or UUIDs such as "
+				  "GPU-8d3f...,GPU-1c2a... or GPU-8d3f...=0,GPU-1c2a...=1)", err);
+}
+
+/* opt_node_pattern: --device-node-pattern, an absolute path with one %d */
+static void
+opt_node_pattern(const OptionDef *opt, const char *arg)
+{
+	const char *problem = node_pattern_problem(arg);
+
+	(void) opt;
+	if (problem)
+		bad_usage("--device-node-pattern \"%s\": %s", arg, problem);
+	opts.device_node_pattern = arg;
+}
+
+/* opt_bytes: a size (4M, 2G, ...: parse_bytes), at least 4 MiB, into a long long */
+static void
+opt_bytes(const OptionDef *opt, const char *arg)
+{
+	if (!parse_bytes(arg, 4 * 1024 * 1024, (long long *) opt->target))
+		bad_usage("--%s must be a size of at least 4 MiB such as 512M or 16G (K, M, G, T: KiB ...), "
+				  "not \"%s\"", opt->name, arg);
+}
+
+/* opt_cpus: a number of CPUs, 0.01 to 4096, into a double */
+static void
+opt_cpus(const OptionDef *opt, const char *arg)
+{
+	if (!parse_cpus(arg, (double *) opt->target))
+		bad_usage("--%s must be a number of CPUs from 0.01 to 4096, such as 0.5 or 4, not \"%s\"",
+				  opt->name, arg);
 }
 
 /* opt_count: an integer from opt->min to opt->max, into a long */
@@ -272,8 +315,30 @@ static const OptionDef options[] = {
 	{"capacity-unit", 'u', "UNIT", opt_string, &opts.unit, 0, 0,
 	"claim only jobs of this capacity unit (default: any)"},
 	{"instances", 'n', "N", opt_count, &opts.instances, 1, 100000,
-	"instances this host can run at once (default 1): it\n"
-	"claims while the jobs it runs hold fewer"},
+	"instances this host can run at once (default 1, or\n"
+	"the number of --devices): it claims while the jobs it\n"
+	"runs hold fewer"},
+	{"devices", 0, "LIST", opt_devices, NULL, 0, 0,
+	"this host's devices (GPUs) of the unit, by index\n"
+	"(0,1,2,3) or UUID (GPU-...; GPU-...=INDEX names its\n"
+	"node): a part of k instances gets k that no other\n"
+	"part of the agent has, in CUDA_VISIBLE_DEVICES and\n"
+	"NVIDIA_VISIBLE_DEVICES"},
+	{"device-node-pattern", 0, "PATTERN", opt_node_pattern, NULL, 0, 0,
+	"the node of device INDEX, with %d for it (default\n"
+	"/dev/nvidia%d); nvidiactl and nvidia-uvm are in its\n"
+	"directory (for --cgroup's device rules)"},
+	{"cgroup", 0, NULL, opt_true, &opts.cgroup, 0, 0,
+	"run each part in a cgroup of its own (v1 or v2; the\n"
+	"agent runs as root): the limits below and, with\n"
+	"--devices, access to its own devices' nodes only"},
+	{"memory-per-instance", 0, "SIZE", opt_bytes, &opts.memory_per_instance, 0, 0,
+	"with --cgroup, a part's memory limit per instance\n"
+	"(512M, 16G, ...; no swap): over it, the kernel\n"
+	"kills it and it FAILs with OUT_OF_MEMORY"},
+	{"cpus-per-instance", 0, "N", opt_cpus, &opts.cpus_per_instance, 0, 0,
+	"with --cgroup, a part's CPU time per instance, in\n"
+	"CPUs (0.5, 4, ...; a CFS quota)"},
 	{"labels", 0, "K=V,...", opt_labels, NULL, 0, 0,
 	"this host's labels, such as rack=r12,nvlink=nvl3, told\n"
 	"the database with what it can run (at most 16; keys\n"
@@ -379,7 +444,8 @@ static const char usage_end[] =
 "under --log-dir (read by the agent, which keeps their last 4 KiB), and in its\n"
 "environment QUOTA_SCHED_JOB_ID, QUOTA_SCHED_ATTEMPT (1 + failed attempts +\n"
 "preemptions), QUOTA_SCHED_INSTANCE_COUNT, QUOTA_SCHED_CHECKPOINT_DIR and\n"
-"QUOTA_SCHED_AGENT, not the agent's PGPASSWORD.  Exit code 0: SUCCEEDED; any\n"
+"QUOTA_SCHED_AGENT, not the agent's PGPASSWORD; with --devices its own devices\n"
+"in CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES.  Exit code 0: SUCCEEDED; any\n"
 "other, or a signal: FAILED.  A job without a runnable command, or with an\n"
 "argument over 131072 bytes, FAILs.  A stop (preemption, terminate) sends\n"
 "SIGTERM to every process of the job, SIGKILL after the grace, and reports\n"
@@ -496,6 +562,12 @@ check_options(void)
 	if (opts.run_as && geteuid() != 0)
 		bad_usage("--run-as needs the agent to run as root, to set each job's user (it runs as uid %d)",
 				  (int) geteuid());
+	if (opts.instances == 0)
+		opts.instances = opts.devices.n > 0 ? opts.devices.n : 1;
+	if (opts.devices.n > 0 && opts.start_cmd)
+		bad_usage("--devices is for local jobs: it goes with no --start-cmd");
+	if ((problem = devices_problem()) != NULL || (problem = cgroups_problem()) != NULL)
+		bad_usage("%s", problem);
 	if (gethostname(opts.host, sizeof(opts.host) - 1) != 0)
 		opts.host[0] = '\0';
 	opts.host[sizeof(opts.host) - 1] = '\0';

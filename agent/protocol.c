@@ -110,7 +110,8 @@ send_action(Job *job, PGresult **res)
 /*
  * tell_attempt tells the database where the job's attempt runs
  * (attempt_started): this host, the file of its output, the external
- * launcher's handle once known; each made printable for the server.
+ * launcher's handle once known, the devices it was given (--devices);
+ * each made printable for the server.
  * False if the connection is lost (told after the reconnection); any
  * other failure is logged and not tried again: it is no reason to hold
  * back the job's end.
@@ -121,7 +122,8 @@ tell_attempt(Job *job)
 	char		host[sizeof(opts.host)];
 	char		path[PATH_MAX];
 	char		handle[1024];
-	const char *params[6] = {job->id_text, opts.agent, job->attempt_text, NULL, NULL, NULL};
+	char		devices[sizeof(job->devices) + 2];
+	const char *params[7] = {job->id_text, opts.agent, job->attempt_text, NULL, NULL, NULL, NULL};
 	PGresult   *res;
 	int			rc;
 
@@ -132,6 +134,9 @@ tell_attempt(Job *job)
 	params[3] = host[0] ? host : NULL;
 	params[4] = path[0] ? path : NULL;
 	params[5] = handle[0] ? handle : NULL;
+	/* the devices' names are of letters, digits, '-' and '/': an array literal as they are */
+	snprintf(devices, sizeof(devices), "{%s}", job->devices);
+	params[6] = job->devices[0] ? devices : NULL;
 	rc = db_exec(STMT_ATTEMPT, params, &res, job);
 	if (rc == DB_LOST)
 	{

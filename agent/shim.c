@@ -409,7 +409,7 @@ exec_job_command(const Job *job, char **argv, int errfd, int outfd, pid_t shim)
 		if (outfd > STDERR_FILENO)
 			close(outfd);
 	}
-	if (!drop_privileges(&what))
+	if (!cgroup_enter(job, shim, &what) || !drop_privileges(&what))
 	{
 		tell_failure(errfd, true, what);
 		_exit(127);
@@ -421,6 +421,7 @@ exec_job_command(const Job *job, char **argv, int errfd, int outfd, pid_t shim)
 	if (getppid() != shim)
 		_exit(127);
 	reset_child(job);
+	devices_setenv(job);
 	/* a user's job gets none of the agent's own database credentials */
 	unsetenv("PGPASSWORD");
 	unsetenv("PGPASSFILE");
@@ -443,6 +444,7 @@ run_shim(const Job *job, char **argv, int errfd, int outfd)
 {
 	Shim		sh = {.job = job};
 	sigset_t	set;
+	const char *what = "";
 
 	setpgid(0, 0);
 	sigemptyset(&set);
@@ -458,6 +460,11 @@ run_shim(const Job *job, char **argv, int errfd, int outfd)
 		_exit(127);
 	forget_password();
 	close_other_fds(errfd, outfd);
+	if (!cgroup_create(job, getpid(), &what))
+	{
+		tell_failure(errfd, true, what);
+		_exit(127);
+	}
 	sh.cmd = fork();
 	if (sh.cmd < 0)
 	{

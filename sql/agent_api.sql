@@ -57,17 +57,18 @@ AS 'MODULE_PATHNAME', 'qs_release'
 LANGUAGE C CALLED ON NULL INPUT;
 
 /*
- * attempt_started(job_id, agent, attempt, host, log_path, handle): the
- * agent that holds the job says where its attempt runs: the host, the
- * file of its output there, and (external launcher) its handle, which a
- * second call gives once the start command printed it (a null keeps what
- * the row has).  Returns the attempt's row of job_attempt; null (a no-op)
+ * attempt_started(job_id, agent, attempt, host, log_path, handle, devices):
+ * the agent that holds the job says where its attempt runs: the host, the
+ * file of its output there, (external launcher) its handle, which a
+ * second call gives once the start command printed it, and the host's
+ * devices (GPU indexes or UUIDs) it gave the part (a null keeps what the
+ * row has).  Returns the attempt's row of job_attempt; null (a no-op)
  * for an attempt that is over.  The same checks as report(): another
  * login's job is refused (42501), a job the agent does not hold too
  * (55000).
  */
 CREATE OR REPLACE FUNCTION quota_sched.attempt_started(job_id bigint, agent text, attempt integer,
-	host text, log_path text, handle text DEFAULT NULL)
+	host text, log_path text, handle text DEFAULT NULL, devices text[] DEFAULT NULL)
 RETURNS quota_sched.job_attempt
 AS 'MODULE_PATHNAME', 'qs_attempt_started'
 LANGUAGE C CALLED ON NULL INPUT;
@@ -89,12 +90,12 @@ REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, in
 	quota_sched.heartbeat(text, interval),
 	quota_sched.report(bigint, text, text, text, integer, integer, text),
 	quota_sched.release(bigint, text, text, text),
-	quota_sched.attempt_started(bigint, text, integer, text, text, text) FROM PUBLIC;
+	quota_sched.attempt_started(bigint, text, integer, text, text, text, text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
 	quota_sched.heartbeat(text, interval),
 	quota_sched.report(bigint, text, text, text, integer, integer, text),
 	quota_sched.release(bigint, text, text, text),
-	quota_sched.attempt_started(bigint, text, integer, text, text, text)
+	quota_sched.attempt_started(bigint, text, integer, text, text, text, text[])
 	TO quota_sched_agent;
 
 /*
@@ -276,7 +277,7 @@ CREATE OR REPLACE TRIGGER job_attempt_truncate AFTER TRUNCATE ON quota_sched.job
 CREATE OR REPLACE VIEW quota_sched.job_attempts WITH (security_invoker = true) AS
 SELECT a.job_id, j.name, j.owner, j.job_queue, j.quota_share, j.state, j.status_reason,
 	   a.attempt, a.agent, a.host, a.log_path, a.handle, a.exit_code, a.output,
-	   a.started_at, a.ended_at, a.rank
+	   a.started_at, a.ended_at, a.rank, a.devices
   FROM quota_sched.job_attempt a
   JOIN quota_sched.job j ON j.id = a.job_id;
 

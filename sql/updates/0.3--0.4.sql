@@ -269,3 +269,16 @@ ALTER TABLE quota_sched.agent
 	ADD CONSTRAINT agent_address_check
 		CHECK (address IS NULL OR quota_sched.check_agent_address(address, name));
 DROP FUNCTION quota_sched.agent_ready(text, text, text, integer);
+
+/*
+ * The devices (GPUs) a part was given (issue 40; tables.sql has the
+ * column's comment): job_attempt.devices, told by attempt_started's new
+ * argument devices, a new signature, so the function of 0.3 goes first
+ * (agent_api.sql makes the new one, with its grants, which agents of 0.3
+ * call with their six arguments); the view job_attempts gains the column
+ * at its end (CREATE OR REPLACE).
+ */
+ALTER TABLE quota_sched.job_attempt
+	ADD COLUMN devices text[],
+	ADD CONSTRAINT job_attempt_devices_check CHECK (cardinality(devices) BETWEEN 1 AND 256);
+DROP FUNCTION quota_sched.attempt_started(bigint, text, integer, text, text, text);

@@ -676,11 +676,11 @@ DoForgetAgent(PG_FUNCTION_ARGS)
 }
 
 /*
- * qs_attempt_started(job_id, agent, attempt, host, log_path, handle)
+ * qs_attempt_started(job_id, agent, attempt, host, log_path, handle, devices)
  * RETURNS quota_sched.job_attempt: the agent that holds the job says where
  * its attempt runs (issue 21): the host, the file of its output there,
- * the external launcher's handle (QsRecordAttemptStart: a null keeps what
- * the row has).  The checks of report(): another role's job is refused
+ * the external launcher's handle, the host's devices it gave the part
+ * (issue 40; QsRecordAttemptStart: a null keeps what the row has).  The checks of report(): another role's job is refused
  * unless the caller is an admin (RequireReporter, 42501), a job the agent
  * does not hold too (55000); an attempt that is over is a no-op (null).
  */
@@ -695,6 +695,7 @@ DoAttemptStarted(PG_FUNCTION_ARGS)
 	char	   *host = QsAttemptTextArg(fcinfo, 3, "host", QS_MAX_HOST_BYTES);
 	char	   *log_path = QsAttemptTextArg(fcinfo, 4, "log_path", QS_MAX_LOG_PATH_BYTES);
 	char	   *handle = QsAttemptTextArg(fcinfo, 5, "handle", QS_MAX_HANDLE_BYTES);
+	Datum		devices = QsAttemptDevicesArg(fcinfo, 6);
 	QsSavedUser saved;
 	QsJobRow	row;
 	Datum		result = (Datum) 0;
@@ -710,12 +711,12 @@ DoAttemptStarted(PG_FUNCTION_ARGS)
 	QsLockJob(job_id, &row);
 	if (attempt == QsJobAttempt(&row.job) && row.job.nparts > 0)
 		result = QsRecordAttemptStart(job_id, attempt, QsHeldPartRank(job_id, agent, caller),
-									  agent, host, log_path, handle);
+									  agent, host, log_path, handle, devices);
 	else if (attempt == QsJobAttempt(&row.job))
 	{
 		RequireReporter(&row, job_id, QS_REPORT_RUNNING, caller, role);
 		RequireHeld(&row, job_id, agent);
-		result = QsRecordAttemptStart(job_id, attempt, 0, agent, host, log_path, handle);
+		result = QsRecordAttemptStart(job_id, attempt, 0, agent, host, log_path, handle, devices);
 	}
 	SPI_finish();
 	QsEndSystemWrite(&saved);

@@ -21,6 +21,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "checks.h"
@@ -54,6 +55,69 @@ QsAttemptTextArg(FunctionCallInfo fcinfo, int argno, const char *what, size_t li
 				 errmsg("%s must not be empty", what),
 				 errhint("Pass null for none.")));
 	return value;
+}
+
+/*
+ * CheckDeviceName refuses a device's name (an element of devices) that is
+ * empty, over QS_MAX_DEVICE_BYTES or holds a control character (22023).
+ */
+static void
+CheckDeviceName(const char *name)
+{
+	if (name[0] == '\0' || strlen(name) > QS_MAX_DEVICE_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a device's name must have 1 to %d bytes", QS_MAX_DEVICE_BYTES)));
+	for (const unsigned char *c = (const unsigned char *) name; *c != '\0'; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a device's name must not contain control characters")));
+}
+
+/*
+ * QsAttemptDevicesArg returns the devices argument of attempt_started (the
+ * host's devices a part was given: GPU indexes or UUIDs), or (Datum) 0
+ * for a null: a one-dimensional array of 1 to QS_MAX_DEVICES names, none
+ * null or repeated, each a name CheckDeviceName takes (22023; 22004 for a
+ * null element).
+ */
+Datum
+QsAttemptDevicesArg(FunctionCallInfo fcinfo, int argno)
+{
+	ArrayType  *array;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (PG_ARGISNULL(argno))
+		return (Datum) 0;
+	array = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("devices must be a one-dimensional array")));
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n < 1 || n > QS_MAX_DEVICES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("devices must name 1 to %d devices, not %d", QS_MAX_DEVICES, n),
+				 errhint("Pass null for none.")));
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("devices must not contain nulls")));
+		CheckDeviceName(TextDatumGetCString(elems[i]));
+		for (int j = 0; j < i; j++)
+			if (strcmp(TextDatumGetCString(elems[i]), TextDatumGetCString(elems[j])) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("devices names \"%s\" twice",
+								QsShortValue(TextDatumGetCString(elems[i])))));
+	}
+	return PointerGetDatum(array);
 }
 
 /* LastBytes returns the end of s of at most max bytes, from a character's first byte on. */
@@ -169,8 +233,8 @@ qs_safe_output(PG_FUNCTION_ARGS)
  */
 static QsQuery AttemptStartQuery = {
 	"INSERT INTO quota_sched.job_attempt AS a"
-	"       (job_id, attempt, agent, host, log_path, handle, started_at, rank)"
-	" VALUES ($1, $2, $3, $4, $5, $6, now(), $7)"
+	"       (job_id, attempt, agent, host, log_path, handle, started_at, rank, devices)"
+	" VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8)"
 	" ON CONFLICT (job_id, attempt, rank) DO UPDATE"
 	"   SET agent = excluded.agent,"
 	"       host = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
@@ -179,6 +243,8 @@ static QsQuery AttemptStartQuery = {
 	"                       THEN coalesce(excluded.log_path, a.log_path) ELSE excluded.log_path END,"
 	"       handle = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
 	"                     THEN coalesce(excluded.handle, a.handle) ELSE excluded.handle END,"
+	"       devices = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
+	"                      THEN coalesce(excluded.devices, a.devices) ELSE excluded.devices END,"
 	"       started_at = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
 	"                         THEN a.started_at ELSE now() END,"
 	"       exit_code = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
@@ -187,20 +253,22 @@ static QsQuery AttemptStartQuery = {
 	"                     THEN a.output END,"
 	"       ended_at = NULL"
 	" RETURNING a.*",
-	7, {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID}, SPI_OK_INSERT_RETURNING
+	8, {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTARRAYOID},
+	SPI_OK_INSERT_RETURNING
 };
 
 /*
  * QsRecordAttemptStart records where the agent runs the job's attempt:
- * host, log_path and handle (each NULL: none, or kept).  Returns the row
- * (for the caller to return from its function).
+ * host, log_path, handle and devices (a text[]; each NULL or (Datum) 0:
+ * none, or kept).  Returns the row (for the caller to return from its
+ * function).
  */
 Datum
 QsRecordAttemptStart(int64 job_id, int32 attempt, int32 rank, const char *agent,
-					 const char *host, const char *log_path, const char *handle)
+					 const char *host, const char *log_path, const char *handle, Datum devices)
 {
-	Datum		args[7];
-	char		nulls[8] = "       ";
+	Datum		args[8];
+	char		nulls[9] = "        ";
 
 	args[0] = Int64GetDatum(job_id);
 	args[1] = Int32GetDatum(attempt);
@@ -212,6 +280,8 @@ QsRecordAttemptStart(int64 job_id, int32 attempt, int32 rank, const char *agent,
 	nulls[3] = host ? ' ' : 'n';
 	nulls[4] = log_path ? ' ' : 'n';
 	nulls[5] = handle ? ' ' : 'n';
+	args[7] = devices;
+	nulls[7] = devices ? ' ' : 'n';
 	if (QsQueryRun(&AttemptStartQuery, args, nulls, false, 0) != 1)
 		elog(ERROR, "quota_sched: could not record attempt %d of job " INT64_FORMAT,
 			 attempt, job_id);

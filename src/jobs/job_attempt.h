@@ -22,14 +22,19 @@
 #define QS_MAX_HOST_BYTES 255
 #define QS_MAX_LOG_PATH_BYTES 4096
 #define QS_MAX_HANDLE_BYTES 1024
+/* attempt_started's devices: how many, and the bytes of each name */
+#define QS_MAX_DEVICES 256
+#define QS_MAX_DEVICE_BYTES 128
 
 extern char *QsAttemptTextArg(FunctionCallInfo fcinfo, int argno, const char *what,
 							  size_t limit);
+extern Datum QsAttemptDevicesArg(FunctionCallInfo fcinfo, int argno);
 extern char *QsAttemptOutputArg(FunctionCallInfo fcinfo, int argno);
 extern char *QsSafeOutput(const char *s);
 extern bool QsAttemptLostBy(int64 job_id, int32 attempt, const char *agent);
 extern Datum QsRecordAttemptStart(int64 job_id, int32 attempt, int32 rank, const char *agent,
-								  const char *host, const char *log_path, const char *handle);
+								  const char *host, const char *log_path, const char *handle,
+								  Datum devices);
 extern void QsRecordAttemptEnd(int64 job_id, int32 attempt, int32 rank, const char *agent,
 							   const int32 *exit_code, const char *output);
 

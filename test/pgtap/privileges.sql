@@ -125,11 +125,11 @@ SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_user', ARRAY[
 SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_attempts', 'public', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'quota_sched_agent', ARRAY['EXECUTE']);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'text[]'], 'quota_sched_agent', ARRAY['EXECUTE']);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'quota_sched_user', ARRAY[]::text[]);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'text[]'], 'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'public', ARRAY[]::text[]);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'text[]'], 'public', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'job_attempt_forget', ARRAY[]::text[],
 	'public', ARRAY[]::text[]);
 SELECT ok((SELECT relrowsecurity FROM pg_class WHERE oid = 'quota_sched.job_attempt'::regclass),

@@ -85,6 +85,26 @@ SELECT pg_temp.refused(format($$SELECT quota_sched.attempt_started(%s, 'ao_other
 SELECT host, log_path, handle
   FROM quota_sched.attempt_started(:job_id, 'ao_agent', 1, NULL, NULL, 'arn:aws:sagemaker:job/ao-1');
 
+-- The devices the agent gave the part (its --devices): kept by a null,
+-- each name 1 to 128 bytes without control characters, 1 to 256 of them,
+-- none null (22004) or twice, one dimension (22023); nothing stored.
+SELECT host, handle, devices
+  FROM quota_sched.attempt_started(:job_id, 'ao_agent', 1, NULL, NULL, devices => ARRAY['2', '3']);
+SELECT devices FROM quota_sched.attempt_started(:job_id, 'ao_agent', 1, NULL, NULL);
+SELECT devices
+  FROM quota_sched.attempt_started(:b_id, 'ao_agent', 1, NULL, NULL,
+								   devices => ARRAY['GPU-8d3f5a2e-1c4b-4e2a-9f0d-3b6c7a1e2f40']);
+SELECT pg_temp.refused(format($$SELECT quota_sched.attempt_started(%s, 'ao_agent', 1, NULL, NULL, devices => %L)$$,
+							  :job_id, x.d))
+  FROM (VALUES ('{}'), ('{0,NULL}'), ('{0,0}'), ('{""}'), ('{{0,1},{2,3}}')) x(d);
+SELECT pg_temp.refused(format($$SELECT quota_sched.attempt_started(%s, 'ao_agent', 1, NULL, NULL, devices => %L)$$,
+							  :job_id, ARRAY[repeat('g', 129)]));
+SELECT pg_temp.refused(format($$SELECT quota_sched.attempt_started(%s, 'ao_agent', 1, NULL, NULL, devices => %L)$$,
+							  :job_id, ARRAY[E'GPU\n0']));
+SELECT pg_temp.refused(format($$SELECT quota_sched.attempt_started(%s, 'ao_agent', 1, NULL, NULL, devices => %L)$$,
+							  :job_id, (SELECT array_agg(i::text) FROM generate_series(0, 256) i)));
+SELECT devices AS still FROM quota_sched.attempt_started(:job_id, 'ao_agent', 1, NULL, NULL);
+
 -- Output: with RUNNING it is refused (22023); over 65536 bytes too (54000).
 SELECT pg_temp.refused(format($$SELECT quota_sched.report(%s, 'ao_agent', 'RUNNING', output => 'x')$$,
 							  :job_id));
