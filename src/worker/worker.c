@@ -210,8 +210,9 @@ typedef struct PassArg
 
 /*
  * When the earliest min_runtime exemption that kept a job from its victims
- * in the last round ends (0: none): the next round runs then, even before
- * a naptime has passed.
+ * in the last round ends, or the fence_grace of a lease that ran out
+ * (scheduling.md 3.10), whichever comes first (0: none): the next round
+ * runs then, even before a naptime has passed.
  */
 static TimestampTz wake_at = 0;
 
@@ -400,7 +401,8 @@ RunAllPasses(void)
  * finds the worker idle is served at once, and a stream of commits is
  * served by rounds back to back, each taking whatever committed during the
  * one before; no round runs without a commit or a naptime, except when a
- * min_runtime exemption that held a job back ends earlier (wake_at).
+ * min_runtime exemption that held a job back, or a lease's fence_grace,
+ * ends earlier (wake_at).
  */
 static void
 WaitForNextRound(void)
