@@ -358,8 +358,10 @@ MaybeRollup(TimestampTz now)
 
 /*
  * RunAllPasses runs the pass of every queue, one transaction each.  A
- * round is full when a naptime has passed since the last full round began
- * or the configuration changed: then every queue's pass runs.  Rounds in
+ * round is full when a naptime has passed since the last full round began,
+ * the configuration changed, or the wake_at of the last round has come (a
+ * lease's fence_grace ends in a queue that may have nothing RUNNABLE):
+ * then every queue's pass runs.  Rounds in
  * between (woken by commits) run only the passes of queues with RUNNABLE
  * jobs, since only those may have something to dispatch: a commit that
  * freed capacity in a queue where nothing waits costs no pass.
@@ -375,7 +377,8 @@ RunAllPasses(void)
 
 	ListQueues();
 	pa.only_if_runnable = last_full != 0 && full_generation == queues_generation &&
-		!TimestampDifferenceExceeds(last_full, now, QsNaptimeMs);
+		!TimestampDifferenceExceeds(last_full, now, QsNaptimeMs) &&
+		!(wake_at != 0 && now >= wake_at);
 	if (!pa.only_if_runnable)
 	{
 		last_full = now;
