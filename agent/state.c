@@ -297,7 +297,10 @@ state_forget(pid_t pid)
 
 /*
  * parse_part fills rec from the text of a PID.part file; false if it is
- * not one of this agent's (another agent's name, or unreadable).
+ * not one of this agent's (another agent's name, or unreadable).  Keys it
+ * does not know are skipped, so that a record may gain lines (a part's
+ * devices, written by state_write_part and restored by adopt_one) and an
+ * older agent still read it.
  */
 static bool
 parse_part(char *text, PartRecord *rec)
