@@ -384,7 +384,13 @@ RunAllPasses(void)
 		last_full = now;
 		full_generation = queues_generation;
 	}
-	wake_at = 0;
+	/*
+	 * A round that passes over queues keeps the wake_at they set earlier
+	 * (a lease's grace in a queue with nothing RUNNABLE now) until a full
+	 * round: at worst one full round too many.
+	 */
+	if (!pa.only_if_runnable)
+		wake_at = 0;
 	foreach(lc, queues)
 	{
 		pa.queue = lfirst(lc);

@@ -1049,8 +1049,9 @@ is(sql('old', qq{
 				(SELECT to_jsonb(e) FROM quota_sched.service_environment e WHERE e.name = c.name)
 			WHEN 'job_queue' THEN
 				-- the 0.1 to 0.2 step wrote the baseline; 0.3 then added claim_timeout
-				-- and fair_half_life, and the shares' budget and budget_period
-				(SELECT to_jsonb(q) - 'claim_timeout' - 'fair_half_life'
+				-- and fair_half_life, and the shares' budget and budget_period; 0.4
+				-- fence_grace
+				(SELECT to_jsonb(q) - 'claim_timeout' - 'fair_half_life' - 'fence_grace'
 				   FROM quota_sched.job_queue q WHERE q.name = c.name)
 			ELSE (SELECT to_jsonb(s) - 'budget' - 'budget_period' FROM quota_sched.quota_share s
 				   WHERE s.job_queue = c.job_queue AND s.name = c.name) END}),
