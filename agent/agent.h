@@ -65,6 +65,8 @@ typedef struct AgentOptions
 	bool		cgroup;			/* --cgroup: a cgroup per part */
 	long long	memory_per_instance;	/* --memory-per-instance, bytes; 0: no limit */
 	double		cpus_per_instance;	/* --cpus-per-instance; 0: no limit */
+	const char *state_dir;		/* --state-dir, made absolute */
+	bool		keep_jobs;		/* --keep-jobs: SIGTERM leaves the parts running */
 } AgentOptions;
 
 extern AgentOptions opts;
@@ -257,12 +259,46 @@ extern void close_attempt_log(Job *job);
 extern size_t attempt_tail(const Job *job, char *out, size_t cap);
 
 /* shim.c */
-extern void run_shim(const Job *job, char **argv, int errfd, int outfd);
+extern void run_shim(Job *job, char **argv, int errfd, const int outpipe[2]);
 extern void become_subreaper(void);
 extern void kill_strays(const pid_t *keep, int n);
 
 /* local.c */
 extern void sweep_strays(void);
+extern void lease_renewed(Job *job);
+extern int	keep_parts(void);
+extern void adopt_parts(void);
+
+/*
+ * A part the state directory records (state.c): what an agent started
+ * again needs to adopt it.
+ */
+typedef struct PartRecord
+{
+	pid_t		pid;			/* its shim */
+	bool		mine;			/* recorded by an agent of this --agent name */
+	int64_t		job;
+	int			attempt;
+	int			instances;
+	int			job_instances;
+	unsigned long long start;	/* the shim's start time (/proc, clock ticks) */
+	char		checkpoint_dir[PATH_MAX];
+	char		log_path[PATH_MAX];
+	char		devices[4096];	/* as Job.devices had them ("": none) */
+} PartRecord;
+
+/* state.c */
+extern void setup_state_dir(const char *arg);
+extern unsigned long long proc_start_time(pid_t pid);
+extern void state_write_part(const Job *job, pid_t pid);
+extern void state_write_lease(const Job *job, pid_t pid);
+extern double state_read_lease(pid_t pid);
+extern void state_mark(pid_t pid, const char *ext);
+extern bool state_has(pid_t pid, const char *ext);
+extern void state_write_end(const Job *job, pid_t pid, int status, bool fenced);
+extern bool state_read_end(Job *job, pid_t pid, int *status, bool *fenced);
+extern void state_forget(pid_t pid);
+extern void state_parts(void (*found) (const PartRecord *rec));
 
 /* devices.c */
 extern const char *devices_problem(void);

@@ -427,6 +427,7 @@ reset_child(const Job *job)
 	sigaction(SIGPIPE, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	fd = open("/dev/null", O_RDONLY);

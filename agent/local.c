@@ -7,19 +7,23 @@
  *
  * A stop sends SIGTERM to the process group, SIGKILL after the grace
  * period (at once on a second SIGTERM to the agent).  The command's stdout
- * and stderr are a pipe the agent reads as the loop polls it, into the
- * attempt's file and tail (output.c); at the child's end what is left in
- * it is read before the end is told.
+ * and stderr are a pipe its shim reads into the attempt's file and tail
+ * (shim.c); at its end the shim writes the tail to the state directory
+ * (state.c), where the agent takes it with the end.  The agent writes each
+ * renewal of the job's lease there for the shim, and an agent started again
+ * adopts the parts an earlier one left running (adopt_parts).
  *
  *-------------------------------------------------------------------------
  */
 #include "agent.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,9 +31,10 @@
 typedef struct LocalJob
 {
 	Job			job;			/* first: a LocalJob is a Job */
-	pid_t		pid;			/* the child, and its process group; 0: none */
+	pid_t		pid;			/* the shim, and its process group; 0: none */
 	bool		killed;			/* SIGKILL sent */
-	int			out_fd;			/* the read end of its output's pipe; -1: closed */
+	bool		adopted;		/* left running by an earlier agent: no child of this one */
+	int			pidfd;			/* an adopted shim's pidfd, readable at its end; -1: none */
 } LocalJob;
 
 /*
@@ -155,27 +160,34 @@ spawn_command(Job *job, char **argv)
 	if (pid == 0)
 	{
 		close(errpipe[0]);
-		close(outpipe[0]);
-		run_shim(job, argv, errpipe[1], outpipe[1]);
+		run_shim(job, argv, errpipe[1], outpipe);
 	}
 	close(errpipe[1]);
+	close(outpipe[0]);
 	close(outpipe[1]);
 	describe_argv(argv, line, sizeof(line));
 	if (pid < 0)
 	{
 		close(errpipe[0]);
-		close(outpipe[0]);
 		close_checkpoint_dir(job);
 		close_attempt_log(job);
 		cannot_start(job, "fork");
 		return;
 	}
 	setpgid(pid, pid);			/* both sides, whichever runs first */
-	lj->out_fd = outpipe[0];
 	if (!exec_went_through(job, argv, pid, errpipe[0]))
+	{
+		state_forget(pid);
 		return;
+	}
+	/* the shim writes the output file: the agent keeps no descriptor of it */
+	if (job->log.fd >= 0)
+		close(job->log.fd);
+	job->log.fd = -1;
 	lj->pid = pid;
 	job->alive = true;
+	state_write_part(job, pid);
+	state_write_lease(job, pid);
 	agent_fault_cleared();
 	log_event("info", "job_started", job, "pid %d, %d instance(s), checkpoints in %s, output in %s: %s",
 			  (int) pid, job->instances, job->checkpoint_dir,
@@ -223,7 +235,7 @@ local_new_job(void)
 
 	if (lj == NULL)
 		return NULL;
-	lj->out_fd = -1;
+	lj->pidfd = -1;
 	return &lj->job;
 }
 
@@ -285,38 +297,9 @@ local_wake(const Job *job)
 
 	if (job->alive && job->term_at > 0 && !lj->killed)
 		return job->term_at + opts.grace;
+	if (job->alive && lj->adopted && lj->pidfd < 0)
+		return now_mono() + 0.5;	/* no pidfd: its end is looked for */
 	return 1e300;
-}
-
-/*
- * read_output reads what the job's command wrote to its pipe, as much as
- * there is now, into its attempt's output (attempt_output); at the end
- * of the pipe, or at the child's end (last), it is closed: a process the
- * job left that still holds it writes to nobody.
- */
-static void
-read_output(LocalJob *lj, bool last)
-{
-	char		chunk[8192];
-	ssize_t		n;
-	int			reads = 0;
-
-	/* at the end, 8 MiB at most: a process left behind may write on */
-	while (lj->out_fd >= 0)
-	{
-		n = read(lj->out_fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n > 0 && !(last && ++reads > 1024))
-		{
-			attempt_output(&lj->job, chunk, (size_t) n);
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !last)
-			return;
-		close(lj->out_fd);
-		lj->out_fd = -1;
-	}
 }
 
 /*
@@ -366,18 +349,28 @@ child_ended(LocalJob *lj, int status)
 	Job		   *job = &lj->job;
 	char		how[128];
 	char		oom[400];
-	bool		exited = WIFEXITED(status);
-	int			code = exited ? WEXITSTATUS(status) : 0;
+	bool		exited,
+				fenced = false;
+	int			code;
 	long		kills;
 
-	read_output(lj, true);
+	/* what the shim wrote of its end: the output's tail, a lease it fenced */
+	if (!state_read_end(job, lj->pid, &status, &fenced) && lj->adopted)
+		status = SIGKILL;		/* an adopted shim killed before it could say */
+	state_forget(lj->pid);
+	if (fenced && job->stop != STOP_LOST)
+		job->stop = STOP_LOST;
+	exited = WIFEXITED(status);
+	code = exited ? WEXITSTATUS(status) : 0;
 	job->alive = false;
-	sweep_strays();
+	if (!lj->adopted)
+		sweep_strays();
 	kills = cgroup_finish(job, lj->pid);
 	devices_free(job);
 	close_checkpoint_dir(job);
 	describe_wait_status(status, how, sizeof(how));
 	log_event("info", "job_exited", job, "pid %d: %s%s", (int) lj->pid, how,
+			  fenced ? " (the shim killed it: its lease ran out)" :
 			  kills > 0 ? " (the OOM killer killed in its cgroup)" : "");
 	if (kills > 0 && !(exited && code == 0))
 	{
@@ -396,41 +389,168 @@ local_reaped(Job *job, pid_t pid, int status)
 {
 	LocalJob   *lj = (LocalJob *) job;
 
-	if (!job->alive || lj->pid != pid)
+	if (!job->alive || lj->pid != pid || lj->adopted)
 		return false;
 	child_ended(lj, status);
 	return true;
 }
 
-/* local_poll_fds: the pipe of the child's output, read as it comes */
+/*
+ * local_poll_fds: an adopted shim's pidfd, readable once it has ended (the
+ * shim writes the job's output itself: the agent reads none)
+ */
 static int
 local_poll_fds(const Job *job, struct pollfd *fds)
 {
 	const LocalJob *lj = (const LocalJob *) job;
 
-	if (lj->out_fd < 0)
+	if (lj->pidfd < 0 || !job->alive)
 		return 0;
-	fds[0].fd = lj->out_fd;
+	fds[0].fd = lj->pidfd;
 	fds[0].events = POLLIN;
 	return 1;
 }
 
-/* local_input: what the child wrote */
+/*
+ * local_input: an adopted shim that has ended (its pidfd readable, or,
+ * without a pidfd, its process gone) is taken as a child's end is
+ */
 static void
 local_input(Job *job)
 {
-	read_output((LocalJob *) job, false);
+	LocalJob   *lj = (LocalJob *) job;
+	struct pollfd pfd = {.fd = lj->pidfd, .events = POLLIN};
+
+	if (!lj->adopted || !job->alive)
+		return;
+	if (lj->pidfd >= 0 ? poll(&pfd, 1, 0) == 1 : kill(lj->pid, 0) != 0 && errno == ESRCH)
+		child_ended(lj, 0);
 }
 
-/* local_free_job: the job's memory and pipe (its child, if any, is reaped or killed) */
+/* local_free_job: the job's memory (its child, if any, is reaped or killed) */
 static void
 local_free_job(Job *job)
 {
 	LocalJob   *lj = (LocalJob *) job;
 
-	if (lj->out_fd >= 0)
-		close(lj->out_fd);
+	if (lj->pidfd >= 0)
+		close(lj->pidfd);
 	free(job);
+}
+
+/*
+ * lease_renewed: a heartbeat renewed the job's lease: its shim is told
+ * (the state directory), so that it does not fence the part
+ */
+void
+lease_renewed(Job *job)
+{
+	LocalJob   *lj = (LocalJob *) job;
+
+	if (job->ops == &local_launch_ops && job->alive && lj->pid > 0)
+		state_write_lease(job, lj->pid);
+}
+
+/*
+ * keep_parts, as the agent exits keeping its jobs (SIGUSR2, or SIGTERM
+ * with --keep-jobs): each part's shim is told to outlive it (SIGUSR2: no
+ * death signal), and the agent waits up to 3 s for each to say it heard
+ * (PID.kept).  Returns how many did; one that did not is killed as the
+ * agent exits (its death signal), its lease then runs out.
+ */
+int
+keep_parts(void)
+{
+	double		until = now_mono() + 3;
+	int			i,
+				n;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i]->ops == &local_launch_ops && jobs[i]->alive)
+			kill(((LocalJob *) jobs[i])->pid, SIGUSR2);
+	do
+	{
+		for (i = n = 0; i < njobs; i++)
+			if (jobs[i]->ops == &local_launch_ops && jobs[i]->alive)
+				n += !state_has(((LocalJob *) jobs[i])->pid, "kept");
+		if (n > 0)
+			usleep(20000);
+	} while (n > 0 && now_mono() < until);
+	for (i = n = 0; i < njobs; i++)
+		if (jobs[i]->ops == &local_launch_ops && jobs[i]->alive)
+		{
+			bool		kept = state_has(((LocalJob *) jobs[i])->pid, "kept");
+
+			n += kept;
+			log_event(kept ? "info" : "warning", "job_kept", jobs[i], "shim %d %s",
+					  (int) ((LocalJob *) jobs[i])->pid,
+					  kept ? "runs on after the agent" : "did not answer: it dies with the agent");
+		}
+	return n;
+}
+
+/*
+ * adopt_one: a part an earlier agent of this name left running (rec): a
+ * shim still there (the same process: its start time) whose lease has not
+ * run out is the agent's again, as if it had started it: no new attempt,
+ * no release; its end comes through its pidfd and what it writes to the
+ * state directory.  One kept that ended meanwhile is told as it ended
+ * (unless it fenced a lost lease); one whose lease ran out is being killed
+ * by its shim, and is only waited for (STOP_LOST); one that died with its
+ * agent (not kept) is forgotten, and the heartbeat releases its job.  (Devices an agent assigns a part would be restored here.)
+ */
+static void
+adopt_one(const PartRecord *rec)
+{
+	bool		alive = rec->start != 0 && proc_start_time(rec->pid) == rec->start;
+	double		deadline = state_read_lease(rec->pid);
+	Job		   *job;
+	LocalJob   *lj;
+
+	if (!alive && !(state_has(rec->pid, "end") && state_has(rec->pid, "kept")))
+	{
+		/* it died with its agent (SIGKILL, a crash): the job is released */
+		log_event("info", "job_not_adopted", NULL, "job %" PRId64 ": shim %d ended with its agent",
+				  rec->job, (int) rec->pid);
+		state_forget(rec->pid);
+		return;
+	}
+	job = add_job(rec->job, rec->attempt, rec->instances);
+	lj = (LocalJob *) job;
+	job->job_instances = rec->job_instances;
+	snprintf(job->checkpoint_dir, sizeof(job->checkpoint_dir), "%s", rec->checkpoint_dir);
+	snprintf(job->log.path, sizeof(job->log.path), "%s", rec->log_path);
+	job->log.opened = true;
+	lj->pid = rec->pid;
+	lj->adopted = true;
+	job->alive = true;
+	if (!devices_adopt(job, rec->devices))
+		log_event("warning", "devices_not_adopted", job,
+				  "its devices \"%s\" are not all free devices of --devices: none is counted "
+				  "as its", rec->devices);
+	job->lease_deadline = deadline > 0 ? deadline : now_mono();
+	if (!alive)
+	{
+		child_ended(lj, 0);
+		return;
+	}
+	lj->pidfd = (int) syscall(SYS_pidfd_open, rec->pid, 0);
+	if (job->lease_deadline <= now_mono() || state_has(rec->pid, "fenced"))
+	{
+		log_event("warning", "job_not_adopted", job,
+				  "shim %d: the part's lease ran out, its shim kills it", (int) rec->pid);
+		begin_stop(job, STOP_LOST, "not adopted: its lease ran out");
+		return;
+	}
+	log_event("info", "job_adopted", job, "shim %d, lease ends in %.1f s, output in %s",
+			  (int) rec->pid, job->lease_deadline - now_mono(), job->log.path);
+}
+
+/* adopt_parts: the parts this agent's name left running (state.c), adopted */
+void
+adopt_parts(void)
+{
+	state_parts(adopt_one);
 }
 
 const LaunchOps local_launch_ops = {

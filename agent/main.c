@@ -66,6 +66,7 @@ bool		want_heartbeat = false;
 
 static int	self_pipe[2] = {-1, -1};
 static volatile sig_atomic_t got_child = 0;
+static volatile sig_atomic_t got_keep = 0;	/* SIGUSR2: exit keeping the jobs */
 volatile sig_atomic_t got_term = 0;
 
 /* wake_self, in a signal handler: a byte to the self-pipe wakes the loop's poll() */
@@ -100,6 +101,15 @@ on_sigterm(int sig)
 	wake_self();
 }
 
+/* on_sigusr2: SIGUSR2: the agent exits leaving its jobs running (a restart) */
+static void
+on_sigusr2(int sig)
+{
+	(void) sig;
+	got_keep = 1;
+	wake_self();
+}
+
 /*
  * setup_signals: the handlers only set a flag and write to the self-pipe
  * (non-blocking, close-on-exec); SIGPIPE and SIGHUP are ignored.
@@ -126,6 +136,8 @@ setup_signals(void)
 	sa.sa_handler = on_sigterm;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_sigusr2;
+	sigaction(SIGUSR2, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -173,6 +185,28 @@ begin_shutdown(void)
 			  "stopping %d job(s) and releasing them", alive_children());
 	for (i = 0; i < njobs; i++)
 		begin_stop(jobs[i], STOP_SHUTDOWN, "the agent shuts down");
+}
+
+/*
+ * exit_keeping_jobs: SIGUSR2, or SIGTERM with --keep-jobs (local launcher):
+ * the agent exits for a restart or an upgrade and leaves its parts running
+ * under their shims, which outlive it (keep_parts) and fence their leases
+ * on their own; what it has to tell is told first.  An agent started again
+ * with the same --agent and --state-dir adopts them (adopt_parts).
+ */
+static void
+exit_keeping_jobs(void)
+{
+	int			n;
+
+	if (conn)
+		flush_actions();
+	n = keep_parts();
+	log_event("info", "agent_exit", NULL,
+			  "exiting, keeping %d part(s) running under their shims (state in %s): an agent started again as %s adopts them within their leases",
+			  n, opts.state_dir, opts.agent);
+	PQfinish(conn);
+	exit(0);
 }
 
 /*
@@ -288,6 +322,8 @@ loop_step(void)
 	drain_self_pipe();
 	if (got_child)
 		reap_children();
+	if ((got_keep || (got_term && opts.keep_jobs)) && launcher == &local_launch_ops)
+		exit_keeping_jobs();
 	if (got_term > (opts.drain ? 1 : 0) && !shutting_down)
 		begin_shutdown();
 	else if (got_term && opts.drain && !draining)
@@ -382,6 +418,8 @@ main(int argc, char **argv)
 			  opts.same_user ? ", jobs run as the agent's own user (--same-user)" : "",
 			  opts.run_as ? opts.run_as : "");
 	log_limits();
+	if (launcher == &local_launch_ops)
+		adopt_parts();		/* before the sweep: an adopted part's cgroup stays */
 	cgroup_sweep();
 
 	while (loop_step())

@@ -63,6 +63,7 @@ static void usage(FILE *f);
 
 static const char *checkpoint_root_arg = NULL;	/* --checkpoint-root */
 static const char *log_dir_arg = NULL;	/* --log-dir */
+static const char *state_dir_arg = NULL;	/* --state-dir */
 
 /* bad_usage tells what is wrong with the command line, and exits 2 */
 static void bad_usage(const char *fmt,...) PRINTF_LIKE(1, 2);
@@ -370,6 +371,13 @@ static const OptionDef options[] = {
 	"database at its end (default: $STATE_DIRECTORY/logs\n"
 	"under systemd, else quota-sched-logs beside the\n"
 	"checkpoint root)"},
+	{"state-dir", 0, "DIR", opt_string, &state_dir_arg, 0, 0,
+	"where each running part's shim and the agent keep\n"
+	"its record, lease and end (mode 0700), so that the\n"
+	"shim kills a part whose lease was not renewed, and an\n"
+	"agent started again adopts the parts left running\n"
+	"(default: $STATE_DIRECTORY/parts under systemd, else\n"
+	"quota-sched-state beside the checkpoint root)"},
 	{"log-max-bytes", 0, "N", opt_count, &opts.log_max_bytes, 4096, LONG_MAX,
 	"keep the first N bytes of an attempt's output in its\n"
 	"file, and say how many more were left out (default\n"
@@ -393,6 +401,11 @@ static const OptionDef options[] = {
 	"on SIGTERM or SIGINT, claim nothing more, let the\n"
 	"jobs run to their end, report them, then exit (a\n"
 	"second signal: stop and release them, a third: kill)"},
+	{"keep-jobs", 0, NULL, opt_true, &opts.keep_jobs, 0, 0,
+	"on SIGTERM, exit leaving the running parts to their\n"
+	"shims, for an agent started again with the same\n"
+	"--agent and --state-dir to adopt (as SIGUSR2 always\n"
+	"does; local jobs)"},
 	{"no-listen", 0, NULL, opt_false, &opts.listen, 0, 0,
 	"no LISTEN (for a transaction-mode pooler): dispatches\n"
 	"and stops are then seen at the heartbeats only"},
@@ -554,6 +567,10 @@ check_options(void)
 		bad_usage("--start-cmd, --status-cmd and --stop-cmd go together: give all three, or none");
 	if (opts.start_cmd && opts.noop)
 		bad_usage("--noop runs nothing: it goes with no --start-cmd");
+	if (opts.keep_jobs && opts.drain)
+		bad_usage("--keep-jobs and --drain each say what SIGTERM does: give one");
+	if (opts.keep_jobs && opts.start_cmd)
+		bad_usage("--keep-jobs keeps local jobs: it goes with no --start-cmd");
 	if (opts.status_interval == 0)
 		opts.status_interval = opts.heartbeat;
 	if ((problem = jobs_user_problem(opts.start_cmd == NULL, opts.noop, opts.run_as != NULL,
@@ -681,4 +698,6 @@ parse_options(int argc, char **argv)
 	check_options();
 	setup_checkpoint_root();
 	setup_log_dir(log_dir_arg);
+	if (!opts.start_cmd)
+		setup_state_dir(state_dir_arg);
 }

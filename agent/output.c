@@ -2,7 +2,7 @@
  *
  * output.c
  *		A job's own output (issue 21): each attempt's stdout and stderr (a
- *		local job's, through a pipe the agent reads; what an external
+ *		local job's, through a pipe its shim reads; what an external
  *		launcher's commands print) go to a file of the attempt's, under
  *		the log directory the agent owns, and the last OUTPUT_TAIL_BYTES of
  *		them to the database with the attempt's end (protocol.c).

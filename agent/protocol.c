@@ -314,6 +314,7 @@ heartbeat_row(PGresult *res, int i, double t0)
 	 */
 	job->lease_deadline = PQgetisnull(res, i, 2) ? t0 + opts.lease
 		: t0 + strtod(PQgetvalue(res, i, 2), NULL);
+	lease_renewed(job);
 	if (stop && job->alive && job->stop == STOP_NONE)
 	{
 		char		why[300];

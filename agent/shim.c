@@ -17,11 +17,23 @@
  * command did (its exit code, or the same signal), so that the agent
  * reports what the command did.
  *
+ * The shim reads the job's output from a pipe and writes it to the
+ * attempt's file and tail (output.c, on its own copy of the job), and keeps
+ * the part's lease: the agent writes each renewal to the state directory
+ * (state.c), and when the lease's end comes within the lead (--grace, at
+ * most half of what a heartbeat leaves) without one, the shim kills the
+ * job on its own, SIGKILL by the lease's end, even while the agent is
+ * stopped or hung (issue 40).  SIGUSR2 tells it to outlive the agent (the
+ * agent exits keeping its jobs: no death signal any more); as it exits it
+ * writes its end (wait status, a fenced lease, the output's tail) to the
+ * state directory, where an agent that did not fork it (one started again,
+ * which adopted it) reads it.
+ *
  * The shim is a copy of the agent without exec: it inherits the agent's
  * not-dumpable mark (no job of the agent's user can read its memory) and
  * closes every descriptor but its standard ones (the agent's, for its own
- * log lines) and the pipe of the job's output, which becomes the
- * command's stdout and stderr (the shim keeps no end of it).  With --run-as, the shim
+ * log lines), the attempt's file and the output's pipe, whose write end
+ * becomes the command's stdout and stderr.  With --run-as, the shim
  * stays root and the command alone becomes the user, so the job cannot
  * signal the shim.  The agent itself is a child subreaper too (local
  * launcher only), and kills any process it adopts that is not a shim of
@@ -38,7 +50,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,18 +188,24 @@ signal_tree(pid_t root, int sig, int *denied)
 /* What the shim knows of its job. */
 typedef struct Shim
 {
-	const Job  *job;
+	Job		   *job;			/* its copy of the agent's */
 	pid_t		cmd;			/* the command's first process */
 	bool		cmd_done;		/* it has ended (cmd_status) */
 	int			cmd_status;
 	double		term_at;		/* SIGTERM sent to the job's processes; 0: not yet */
+	double		kill_due;		/* when SIGKILL is to follow */
 	double		kill_at;		/* SIGKILL sent; 0: not yet */
+	int			outfd;			/* the read end of the output's pipe; -1: closed */
+	int			sigfd;			/* signalfd of SIGCHLD, SIGTERM, SIGUSR1, SIGUSR2 */
+	double		deadline;		/* the part's lease, as the agent last wrote it */
+	double		lead;			/* the kill begins this long before it */
+	bool		fenced;			/* killed for a lease that was not renewed */
 } Shim;
 
 /*
  * shim_term: SIGTERM to the job's processes: its process group (all there
  * is to find where /proc is not Linux's), and all that descend from the
- * shim
+ * shim; SIGKILL is due after the grace
  */
 static void
 shim_term(Shim *sh, const char *why)
@@ -195,6 +215,7 @@ shim_term(Shim *sh, const char *why)
 	if (sh->term_at > 0)
 		return;
 	sh->term_at = now_mono();
+	sh->kill_due = sh->term_at + opts.grace;
 	kill(-sh->cmd, SIGTERM);
 	n = signal_tree(getpid(), SIGTERM, NULL);
 	if (sh->cmd_done && n > 0)
@@ -233,55 +254,164 @@ shim_reap(Shim *sh)
 }
 
 /*
- * shim_wait waits for the command, then for every process the job left
- * (SIGTERM, SIGKILL after the grace), taking the agent's SIGTERM (stop)
- * and SIGUSR1 (kill now; also the agent's death) meanwhile.  It returns
- * once none is left, or KILL_WAIT_SECONDS after SIGKILL.
+ * shim_output reads what the job wrote to its pipe, as much as there is
+ * now, into the attempt's file and tail (output.c, on the shim's copy of
+ * the job); at the pipe's end, or at the shim's (last: 8 MiB at most, a
+ * process left behind may write on), it is closed.
  */
 static void
-shim_wait(Shim *sh, const sigset_t *set)
+shim_output(Shim *sh, bool last)
+{
+	char		chunk[8192];
+	ssize_t		n;
+	int			reads = 0;
+
+	while (sh->outfd >= 0)
+	{
+		n = read(sh->outfd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0 && !(last && ++reads > 1024))
+		{
+			attempt_output(sh->job, chunk, (size_t) n);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !last)
+			return;
+		close(sh->outfd);
+		sh->outfd = -1;
+	}
+}
+
+/*
+ * shim_check_lease: once the part's lease is within its lead of its end,
+ * the deadline the agent last wrote (state.c) is read again; if it was not
+ * renewed, the shim kills the job on its own (the agent is stopped, hung,
+ * cut off or gone): SIGTERM now, SIGKILL by the lease's end, so that the
+ * job is gone before the pass may run it elsewhere (fence_grace).
+ */
+static void
+shim_check_lease(Shim *sh, double now)
+{
+	double		renewed;
+
+	if (sh->fenced || sh->deadline <= 0 || now < sh->deadline - sh->lead)
+		return;
+	renewed = state_read_lease(getpid());
+	if (renewed > sh->deadline)
+	{
+		sh->deadline = renewed;
+		if (now < sh->deadline - sh->lead)
+			return;
+	}
+	sh->fenced = true;
+	state_mark(getpid(), "fenced");
+	log_event("warning", "lease_fenced", sh->job,
+			  "the part's lease ends in %.1f s and was not renewed: SIGTERM to its processes, SIGKILL by the lease's end",
+			  sh->deadline - now);
+	shim_term(sh, "its lease ran out");
+	if (sh->kill_due > sh->deadline)
+		sh->kill_due = sh->deadline;
+}
+
+/*
+ * shim_kill_due: SIGKILL once it is due, again every turn after; true when
+ * the shim gives up, KILL_WAIT_SECONDS after it (what is left is logged).
+ */
+static bool
+shim_kill_due(Shim *sh, double now)
+{
+	int			denied = 0;
+	int			left;
+
+	if (sh->term_at == 0 || (sh->kill_at == 0 && now < sh->kill_due))
+		return false;
+	if (sh->kill_at > 0 && now >= sh->kill_at + KILL_WAIT_SECONDS)
+	{
+		left = shim_kill(sh, &denied);
+		log_event("warning", "job_leftovers", sh->job,
+				  "%d process(es) of the job still there %g s after SIGKILL (%d of another user): left behind",
+				  left, KILL_WAIT_SECONDS, denied);
+		return true;
+	}
+	shim_kill(sh, &denied);
+	return false;
+}
+
+/*
+ * shim_signal: what a signal asks: SIGTERM a stop, SIGUSR1 a kill (the
+ * agent's after its grace, or its death), SIGUSR2 to outlive the agent
+ * (it exits keeping its jobs: no death signal any more, and PID.kept tells
+ * it the shim heard); SIGCHLD only wakes.
+ */
+static void
+shim_signal(Shim *sh, int sig)
+{
+	if (sig == SIGTERM)
+		shim_term(sh, "stop");
+	else if (sig == SIGUSR1)
+	{
+		shim_term(sh, "killed");
+		shim_kill(sh, NULL);
+	}
+#ifdef __linux__
+	else if (sig == SIGUSR2)
+	{
+		prctl(PR_SET_PDEATHSIG, 0);
+		state_mark(getpid(), "kept");
+		log_event("info", "job_kept", sh->job, "the shim outlives its agent");
+	}
+#endif
+}
+
+/* shim_next: how long the shim may sleep, in ms */
+static int
+shim_next(const Shim *sh, double now)
+{
+	double		wake = 60;
+
+	if (sh->kill_at > 0)
+		wake = 0.05;
+	else if (sh->term_at > 0 && sh->kill_due - now < wake)
+		wake = sh->kill_due - now;
+	if (!sh->fenced && sh->deadline > 0 && sh->deadline - sh->lead - now < wake)
+		wake = sh->deadline - sh->lead - now;
+	return wake < 0.001 ? 1 : (int) (wake * 1000) + 1;
+}
+
+/*
+ * shim_wait waits for the command, then for every process the job left
+ * (SIGTERM, SIGKILL after the grace), taking the job's output, the
+ * agent's signals and the part's lease meanwhile.  It returns once none
+ * is left, or KILL_WAIT_SECONDS after SIGKILL.
+ */
+static void
+shim_wait(Shim *sh)
 {
 	for (;;)
 	{
-		double		now,
-					wake;
-		struct timespec ts;
-		int			sig;
+		struct pollfd fds[2] = {{.fd = sh->sigfd, .events = POLLIN},
+		{.fd = sh->outfd, .events = POLLIN}};
+		double		now;
 
 		if (!shim_reap(sh))
 			return;
 		now = now_mono();
 		if (sh->cmd_done && sh->term_at == 0)
 			shim_term(sh, "the job's first process ended");
-		if (sh->term_at > 0 && (sh->kill_at > 0 || now >= sh->term_at + opts.grace))
+		shim_check_lease(sh, now);
+		if (shim_kill_due(sh, now))
+			return;
+		if (poll(fds, 2, shim_next(sh, now)) < 0 && errno != EINTR)
+			return;
+		if (fds[1].revents)
+			shim_output(sh, false);
+		if (fds[0].revents & POLLIN)
 		{
-			int			denied = 0;
-			int			left;
+			struct signalfd_siginfo si;
 
-			if (sh->kill_at > 0 && now >= sh->kill_at + KILL_WAIT_SECONDS)
-			{
-				left = shim_kill(sh, &denied);
-				log_event("warning", "job_leftovers", sh->job,
-						  "%d process(es) of the job still there %g s after SIGKILL (%d of another user): left behind",
-						  left, KILL_WAIT_SECONDS, denied);
-				return;
-			}
-			shim_kill(sh, &denied);
-		}
-		wake = sh->kill_at > 0 ? 0.05 : sh->term_at > 0 ? sh->term_at + opts.grace - now : 60;
-		if (wake > 60)
-			wake = 60;
-		if (wake < 0.001)
-			wake = 0.001;
-		ts.tv_sec = (time_t) wake;
-		ts.tv_nsec = (long) ((wake - ts.tv_sec) * 1e9);
-		sig = sigtimedwait(set, NULL, &ts);
-		if (sig == SIGTERM)
-			shim_term(sh, "stop");
-		else if (sig == SIGUSR1)
-		{
-			shim_term(sh, "killed");
-			shim_kill(sh, NULL);
+			while (read(sh->sigfd, &si, sizeof(si)) == sizeof(si))
+				shim_signal(sh, (int) si.ssi_signo);
 		}
 	}
 }
@@ -329,33 +459,37 @@ tell_failure(int errfd, bool agent_side, const char *what)
 
 /*
  * close_other_fds closes every descriptor of the shim but stdin, stdout,
- * stderr, keep and keep2: the agent's connection, its pipes and files are
- * none of the job's business (most are close-on-exec already; the shim
- * execs nothing).
+ * stderr and the nkeep of keep: the agent's connection, its pipes and
+ * files are none of the job's business (most are close-on-exec already;
+ * the shim execs nothing).
  */
 static void
-close_other_fds(int keep, int keep2)
+close_other_fds(const int *keep, int nkeep)
 {
 	int			fds[1024];
 	int			n = 0,
-				i;
+				i,
+				k;
 	DIR		   *dir = opendir("/proc/self/fd");
 	struct dirent *de;
 
-	if (dir == NULL)
+	if (dir != NULL)
 	{
-		for (i = 3; i < 1024; i++)
-			if (i != keep && i != keep2)
-				close(i);
-		return;
+		while ((de = readdir(dir)) != NULL && n < 1024)
+			if (de->d_name[0] >= '0' && de->d_name[0] <= '9' && atoi(de->d_name) != dirfd(dir))
+				fds[n++] = atoi(de->d_name);
+		closedir(dir);
 	}
-	while ((de = readdir(dir)) != NULL && n < 1024)
-		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
-			fds[n++] = atoi(de->d_name);
+	else
+		for (i = 3; i < 1024; i++)
+			fds[n++] = i;
 	for (i = 0; i < n; i++)
-		if (fds[i] > 2 && fds[i] != keep && fds[i] != keep2 && fds[i] != dirfd(dir))
+	{
+		for (k = 0; k < nkeep && keep[k] != fds[i]; k++)
+			;
+		if (fds[i] > 2 && k == nkeep)
 			close(fds[i]);
-	closedir(dir);
+	}
 }
 
 /*
@@ -434,15 +568,42 @@ exec_job_command(const Job *job, char **argv, int errfd, int outfd, pid_t shim)
 }
 
 /*
+ * start_command, in the shim: forks the job's command (its output to the
+ * pipe's write end, which the shim then closes); false if it could not
+ * (told through errfd).
+ */
+static bool
+start_command(Shim *sh, char **argv, int errfd, const int outpipe[2])
+{
+	sh->cmd = fork();
+	if (sh->cmd < 0)
+	{
+		tell_failure(errfd, true, "fork");
+		return false;
+	}
+	if (sh->cmd == 0)
+		exec_job_command(sh->job, argv, errfd, outpipe[1], getppid());
+	setpgid(sh->cmd, sh->cmd);	/* both sides, whichever runs first */
+	close(errfd);
+	close(outpipe[1]);
+	return true;
+}
+
+/*
  * run_shim, in the child the agent forked for a job: the job's subreaper,
- * dying (SIGUSR1, which kills the job) with the agent, its signals taken
- * by sigtimedwait; forks the command (its output to outfd), waits for it
- * and for all it started, and exits as the command did.  Never returns.
+ * dying (SIGUSR1, which kills the job) with the agent unless told to
+ * outlive it (SIGUSR2), its signals taken through a signalfd; forks the
+ * command, writes its output (outpipe: the shim reads [0], the command
+ * writes [1]) to the attempt's file, kills it on its own if the part's
+ * lease is not renewed (the agent writes each renewal to the state
+ * directory), waits for it and for all it started, writes its end to the
+ * state directory, and exits as the command did.  Never returns.
  */
 void
-run_shim(const Job *job, char **argv, int errfd, int outfd)
+run_shim(Job *job, char **argv, int errfd, const int outpipe[2])
 {
-	Shim		sh = {.job = job};
+	Shim		sh = {.job = job, .outfd = outpipe[0], .deadline = job->lease_deadline};
+	int			keep[4] = {errfd, outpipe[0], outpipe[1], job->log.fd};
 	sigset_t	set;
 	const char *what = "";
 
@@ -451,6 +612,7 @@ run_shim(const Job *job, char **argv, int errfd, int outfd)
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 #ifdef __linux__
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -459,25 +621,24 @@ run_shim(const Job *job, char **argv, int errfd, int outfd)
 	if (getppid() != agent_pid)
 		_exit(127);
 	forget_password();
-	close_other_fds(errfd, outfd);
+	close_other_fds(keep, 4);
 	if (!cgroup_create(job, getpid(), &what))
 	{
 		tell_failure(errfd, true, what);
 		_exit(127);
 	}
-	sh.cmd = fork();
-	if (sh.cmd < 0)
-	{
-		tell_failure(errfd, true, "fork");
+	/* the kill's lead: --grace, but at most half the time a renewal leaves */
+	sh.lead = (opts.lease - opts.heartbeat) / 2;
+	if (opts.grace < sh.lead)
+		sh.lead = opts.grace;
+	if (!start_command(&sh, argv, errfd, outpipe))
 		_exit(127);
-	}
-	if (sh.cmd == 0)
-		exec_job_command(job, argv, errfd, outfd, getppid());
-	setpgid(sh.cmd, sh.cmd);	/* both sides, whichever runs first */
-	close(errfd);
-	if (outfd >= 0)
-		close(outfd);
-	shim_wait(&sh, &set);
+	sh.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	fcntl(sh.outfd, F_SETFL, fcntl(sh.outfd, F_GETFL) | O_NONBLOCK);
+	shim_wait(&sh);
+	shim_output(&sh, true);
+	close_attempt_log(job);
+	state_write_end(job, getpid(), sh.cmd_status, sh.fenced);
 	exit_as(sh.cmd_status);
 }
 

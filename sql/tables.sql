@@ -45,7 +45,10 @@ CREATE TABLE quota_sched.job_queue (
 		CHECK (quota_sched.check_fair_half_life(fair_half_life, borrow_order, 'job queue ' || name)),
 	CONSTRAINT job_queue_word_state CHECK (state::quota_sched.config_state IS NOT NULL),
 	CONSTRAINT job_queue_word_borrow_order
-		CHECK (borrow_order::quota_sched.borrow_order IS NOT NULL)
+		CHECK (borrow_order::quota_sched.borrow_order IS NOT NULL),
+	/* how long after a lease ran out the pass takes its job back (scheduling.md 3.10) */
+	fence_grace		interval NOT NULL DEFAULT '10 seconds'
+		CHECK (quota_sched.check_fence_grace(fence_grace, 'job queue ' || name))
 );
 
 /*

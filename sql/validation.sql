@@ -50,6 +50,11 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'qs_check_claim_timeout'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+CREATE OR REPLACE FUNCTION quota_sched.check_fence_grace(value interval, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_fence_grace'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 /* a queue's borrow_order, a share's queueing */
 CREATE OR REPLACE FUNCTION quota_sched.check_choice(value text, column_name text, what text)
 RETURNS boolean
@@ -100,6 +105,7 @@ REVOKE ALL ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_strategy(text, integer, text),
 	quota_sched.check_runnable_timeout(interval, text),
 	quota_sched.check_claim_timeout(interval, text),
+	quota_sched.check_fence_grace(interval, text),
 	quota_sched.check_choice(text, text, text),
 	quota_sched.check_lend_limit(text, integer, text),
 	quota_sched.check_min_runtime(interval, text),
@@ -114,6 +120,7 @@ GRANT EXECUTE ON FUNCTION quota_sched.check_name(text, text),
 	quota_sched.check_strategy(text, integer, text),
 	quota_sched.check_runnable_timeout(interval, text),
 	quota_sched.check_claim_timeout(interval, text),
+	quota_sched.check_fence_grace(interval, text),
 	quota_sched.check_choice(text, text, text),
 	quota_sched.check_lend_limit(text, integer, text),
 	quota_sched.check_min_runtime(interval, text),

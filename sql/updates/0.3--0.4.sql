@@ -282,3 +282,19 @@ ALTER TABLE quota_sched.job_attempt
 	ADD COLUMN devices text[],
 	ADD CONSTRAINT job_attempt_devices_check CHECK (cardinality(devices) BETWEEN 1 AND 256);
 DROP FUNCTION quota_sched.attempt_started(bigint, text, integer, text, text, text);
+
+/*
+ * A lost lease fenced (issue 40; scheduling.md 3.10; tables.sql has the
+ * column): a queue's fence_grace, how long after a lease ran out the pass
+ * takes the job back, so that the agent's supervisor has killed the old
+ * copy before a new one starts.  Every queue of 0.3 gets the default, 10
+ * seconds (0.3 acted at once: set it to 0 for that).  Its CHECK calls
+ * check_fence_grace() (validation.sql), made here before the column.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.check_fence_grace(value interval, what text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_check_fence_grace'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+ALTER TABLE quota_sched.job_queue
+	ADD COLUMN fence_grace interval NOT NULL DEFAULT '10 seconds'
+		CHECK (quota_sched.check_fence_grace(fence_grace, 'job queue ' || name));

@@ -439,6 +439,34 @@ qs_check_claim_timeout(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
+PG_FUNCTION_INFO_V1(qs_check_fence_grace);
+
+/*
+ * qs_check_fence_grace(value interval, what text) is the CHECK of a
+ * queue's fence_grace (scheduling.md 3.10): from 0 to QS_MAX_FENCE_GRACE_SECS
+ * (compared as intervals are, a month counting 30 days: nothing overflows).
+ * Null passes (STRICT); the column is NOT NULL.
+ */
+Datum
+qs_check_fence_grace(PG_FUNCTION_ARGS)
+{
+	Interval	zero = {0};
+	Interval	most = {.time = (int64) QS_MAX_FENCE_GRACE_SECS * USECS_PER_SEC};
+	Datum		value = PG_GETARG_DATUM(0);
+
+	QsCheckSchemaVersion();
+	if (DatumGetBool(DirectFunctionCall2(interval_lt, value, IntervalPGetDatum(&zero))) ||
+		DatumGetBool(DirectFunctionCall2(interval_gt, value, IntervalPGetDatum(&most))))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid fence_grace %s of %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, value)),
+						text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errdetail("fence_grace is an interval from 0 to 1 hour: how long after a lease "
+						   "ran out the pass takes the job back.")));
+	PG_RETURN_BOOL(true);
+}
+
 PG_FUNCTION_INFO_V1(qs_check_choice);
 PG_FUNCTION_INFO_V1(qs_check_lend_limit);
 PG_FUNCTION_INFO_V1(qs_check_min_runtime);

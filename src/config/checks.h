@@ -15,6 +15,7 @@
 /* the longest timeout, runnable_timeout, lease or min_runtime */
 #define QS_MAX_INTERVAL_DAYS 365
 #define QS_MAX_HALF_LIFE_DAYS 365	/* fair_half_life (scheduling.md 3.12) */
+#define QS_MAX_FENCE_GRACE_SECS 3600	/* fence_grace (scheduling.md 3.10) */
 /* the largest weight of a share */
 #define QS_MAX_WEIGHT 10000
 /* the decimals of a budget's instance-hours (scheduling.md 3.11) */

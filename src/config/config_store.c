@@ -90,6 +90,7 @@ static const Field QueueFields[] = {
 	{"borrow_order", F_WORD, QUEUE(borrow_order), QS_KIND_BORROW_ORDER},
 	{"claim_timeout", F_INTERVAL, QUEUE(claim_timeout)},
 	{"fair_half_life", F_INTERVAL, QUEUE(fair_half_life)},
+	{"fence_grace", F_USECS, QUEUE(fence_grace)},
 };
 
 #define SHARE(f) offsetof(QsShareConfig, f)

@@ -44,6 +44,7 @@ typedef struct QsQueueConfig
 	QsBorrowOrder borrow_order;
 	Interval   *claim_timeout;	/* NULL: none */
 	Interval   *fair_half_life; /* NULL: none */
+	QsTime		fence_grace;	/* microseconds (scheduling.md 3.10) */
 } QsQueueConfig;
 
 /*

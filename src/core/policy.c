@@ -373,20 +373,50 @@ NotClaimed(CorePlan *p, const QsJob *job)
  * running.  Unclaimed parts hold nothing (a stop drops them at once).
  */
 static bool
-PartsHold(const QsJob *job, QsTime now)
+PartsHold(const QsJob *job, QsTime lapsed)
 {
 #ifndef QS_MUTANT_PART_LEASES
 	for (int i = 0; i < job->nparts; i++)
 		if (!job->parts[i].ended && job->parts[i].lease_until != QS_NO_TIME &&
-			job->parts[i].lease_until >= now)
+			job->parts[i].lease_until >= lapsed)
 			return true;
 #endif
 	return false;
 }
 
 /*
- * PartLost: a part of a job lost its lease while others hold (scheduling.md
- * 3.14): the attempt is over for every part, the others get a stop
+ * LeaseLapsedBefore: a lease that ran out before this time is lost now (the
+ * queue's fence_grace after its end, scheduling.md 3.10: the agent's
+ * supervisor has killed the job's processes by then).  A lease that ran out
+ * later is within its grace: the pass wakes when that ends (wake_at).
+ */
+static QsTime
+LeaseLapsedBefore(const QsInput *in)
+{
+#ifndef QS_MUTANT_FENCE_GRACE
+	return in->now - in->fence_grace;
+#else
+	return in->now;
+#endif
+}
+
+/*
+ * LeaseInGrace notes, for a claimed job whose lease ran out but is within
+ * its fence_grace, when the grace ends: the pass is to run again then.
+ */
+static void
+LeaseInGrace(CorePlan *p, const QsJob *job)
+{
+	QsTime		end = job->lease_until + p->in->fence_grace + 1;
+
+	if (job->claimed && job->lease_until != QS_NO_TIME && job->lease_until < p->in->now &&
+		(p->out->wake_at == QS_NO_TIME || end < p->out->wake_at))
+		p->out->wake_at = end;
+}
+
+/*
+ * PartLost: a part of a job lost its lease (ran out more than fence_grace
+ * ago) while others hold (scheduling.md 3.14): the attempt is over for every part, the others get a stop
  * (PEER_LOST) unless one is pending already, and the job holds its
  * capacity until they have stopped.  The shell ends the parts whose lease
  * ran out, and sets the job's lease to the earliest of those that hold
@@ -402,7 +432,7 @@ PartLost(CorePlan *p, const QsJob *job)
 
 	for (int i = 0; i < job->nparts; i++)
 		any_lost |= !job->parts[i].ended && job->parts[i].lease_until != QS_NO_TIME &&
-			job->parts[i].lease_until < p->in->now;
+			job->parts[i].lease_until < LeaseLapsedBefore(p->in);
 	out->lost = CoreGrow(p, out->lost, out->nlost, &p->lost_cap, sizeof(int64_t));
 	out->lost[out->nlost++] = job->id;
 	if (!any_lost)
@@ -449,8 +479,9 @@ RunnableTimeouts(CorePlan *p)
 }
 
 /*
- * CoreTimeBasedWork is step 1: leases that expired (a pending preemption stop
- * counts as done, scheduling.md 3.8), SCHEDULED jobs no agent claimed in
+ * CoreTimeBasedWork is step 1: leases that expired more than the queue's
+ * fence_grace ago (a pending preemption stop counts as done, scheduling.md
+ * 3.8, 3.10; one within its grace sets wake_at), SCHEDULED jobs no agent claimed in
  * time (3.10), attempts that ran past their timeout (a stop
  * is requested) and RUNNABLE jobs that could not run for longer than the
  * queue's runnable_timeout (scheduling.md 3.9).  The due jobs the shell read are
@@ -469,14 +500,15 @@ CoreTimeBasedWork(CorePlan *p)
 			continue;			/* listed twice */
 #ifndef QS_MUTANT_LEASE_EXPIRY
 		if (job->claimed && job->lease_until != QS_NO_TIME &&
-			job->lease_until < in->now)
+			job->lease_until < LeaseLapsedBefore(in))
 		{
-			if (PartsHold(job, in->now))
+			if (PartsHold(job, LeaseLapsedBefore(in)))
 				PartLost(p, job);
 			else
 				CoreEndAttempt(p, job);
 			continue;
 		}
+		LeaseInGrace(p, job);
 #endif
 #ifndef QS_MUTANT_CLAIM_TIMEOUT
 		if (job->state == QS_SCHEDULED && job->stop == QS_STOP_NONE &&

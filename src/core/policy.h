@@ -269,6 +269,9 @@ typedef struct QsInput
 	const QsJob *no_agent_expired;
 	QsTime		claim_timeout;	/* SCHEDULED jobs unclaimed for longer go back
 								 * to RUNNABLE; QS_NO_TIME: none */
+	QsTime		fence_grace;	/* a lease that ran out is acted on only this
+								 * long after (the queue's fence_grace,
+								 * scheduling.md 3.10); 0: at once */
 	QsJobSource source;
 	void	   *(*alloc) (void *arg, size_t size);	/* zeroed memory */
 	void	   *alloc_arg;
@@ -349,8 +352,9 @@ typedef struct QsOutput
 	int64_t    *promised;
 	QsFitLimit *fit_limits;		/* [share * nunits + unit] */
 	QsTime		wake_at;		/* when the earliest min_runtime exemption that
-								 * kept a preemptor from its victims ends;
-								 * QS_NO_TIME: none */
+								 * kept a preemptor from its victims ends, or
+								 * the earliest fence_grace of a lease that
+								 * ran out; QS_NO_TIME: none */
 	int			nreserved;		/* promised jobs whose reserved placement is
 								 * new (made or placed anew at the re-check),
 								 * still promised after the pass */

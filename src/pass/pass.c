@@ -126,8 +126,9 @@ DecideLocked(QsQueueState *qs, QsOutput *out, const char *queue, bool dry_run,
  * and decides, and not a moment longer: no pass interleaves with it, and
  * it holds up no pass once it has returned, whatever its transaction does
  * next.  With wake_at, it sets *wake_at to when a min_runtime exemption
- * that kept a job from its victims ends, if that is before *wake_at (0:
- * none yet): a pass then may decide what this one could not.  Jobs whose
+ * that kept a job from its victims ends, or the fence_grace of a lease
+ * that ran out (scheduling.md 3.10), if that is before *wake_at (0: none
+ * yet): a pass then may decide what this one could not.  Jobs whose
  * rows another transaction holds locked are passed over (DecideLocked) and
  * recorded in queue_status (QsWritePassedOver).
  */

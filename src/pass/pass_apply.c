@@ -202,7 +202,7 @@ QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 		QsWriteStops(out, now);
 		QsWriteEnds(out, now);
 	}
-	QsWriteLostParts(out, now);
+	QsWriteLostParts(out, now, now - qs->in.fence_grace);
 	QsWritePromises(out->lapsed, out->nlapsed, false, now);
 	if (out->ndecisions > 0)
 	{

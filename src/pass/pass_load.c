@@ -131,6 +131,7 @@ LoadQueue(QsQueueState *qs)
 	qs->in.claim_timeout = config.claim_timeout == NULL ? QS_NO_TIME :
 		QsIntervalUsecs(config.claim_timeout);
 	qs->half_life = config.fair_half_life == NULL ? 0 : QsIntervalUsecs(config.fair_half_life);
+	qs->in.fence_grace = config.fence_grace;
 	AddMapUnits(qs, qs->env_limits);
 	return true;
 }

@@ -220,30 +220,32 @@ QsClearPlacementReasons(const char *queue, const QsInput *in)
 }
 
 /*
- * The parts of the jobs of $1 whose lease ran out before $2 end (lost);
- * each job's lease becomes the earliest of its parts that still hold.
+ * The parts of the jobs of $1 whose lease ran out before $3 (the queue's
+ * fence_grace before $2, the pass's time) end (lost) at $2; each job's
+ * lease becomes the earliest of its parts that still hold.
  */
 static QsQuery LostPartsQuery = {
 	"WITH lost AS (UPDATE quota_sched.job_part p"
 	"                 SET state = 'ENDED', ended_as = 'LOST', ended_at = $2"
 	"               WHERE p.job_id = ANY ($1) AND p.state IN ('CLAIMED', 'RUNNING')"
-	"                 AND p.lease_until < $2 RETURNING p.job_id)"
+	"                 AND p.lease_until < $3 RETURNING p.job_id)"
 	" UPDATE quota_sched.job j SET lease_until = ("
 	"   SELECT min(p.lease_until) FROM quota_sched.job_part p"
-	"    WHERE p.job_id = j.id AND p.state IN ('CLAIMED', 'RUNNING') AND p.lease_until >= $2)"
+	"    WHERE p.job_id = j.id AND p.state IN ('CLAIMED', 'RUNNING') AND p.lease_until >= $3)"
 	"  WHERE j.id IN (SELECT job_id FROM lost)",
-	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
+	3, {INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
- * QsWriteLostParts ends the parts that lost their lease of the jobs whose
- * other parts hold on (scheduling.md 3.14).
+ * QsWriteLostParts ends the parts that lost their lease (it ran out before
+ * lapsed: the queue's fence_grace before now) of the jobs whose other parts
+ * hold on (scheduling.md 3.10, 3.14).
  */
 void
-QsWriteLostParts(const QsOutput *out, TimestampTz now)
+QsWriteLostParts(const QsOutput *out, TimestampTz now, TimestampTz lapsed)
 {
 	QsArray		ids;
-	Datum		args[2];
+	Datum		args[3];
 
 	if (out->nlost == 0)
 		return;
@@ -252,6 +254,7 @@ QsWriteLostParts(const QsOutput *out, TimestampTz now)
 		QsArrayPush(&ids, Int64GetDatum(out->lost[i]), false);
 	args[0] = QsArrayDatum(&ids);
 	args[1] = TimestampTzGetDatum(now);
+	args[2] = TimestampTzGetDatum(lapsed);
 	QsQueryRun(&LostPartsQuery, args, NULL, false, 0);
 }
 

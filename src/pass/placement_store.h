@@ -17,7 +17,7 @@ extern void QsWritePlacements(const QsOutput *out);
 extern void QsWriteReservations(const QsOutput *out);
 extern void QsWriteHostReasons(const QsOutput *out, TimestampTz now);
 extern void QsClearPlacementReasons(const char *queue, const QsInput *in);
-extern void QsWriteLostParts(const QsOutput *out, TimestampTz now);
+extern void QsWriteLostParts(const QsOutput *out, TimestampTz now, TimestampTz lapsed);
 extern void QsLoadPartLeases(QsJob *jobs, int njobs, Snapshot snapshot);
 
 #endif							/* QS_PLACEMENT_STORE_H */

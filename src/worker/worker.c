@@ -210,8 +210,9 @@ typedef struct PassArg
 
 /*
  * When the earliest min_runtime exemption that kept a job from its victims
- * in the last round ends (0: none): the next round runs then, even before
- * a naptime has passed.
+ * in the last round ends, or the fence_grace of a lease that ran out
+ * (scheduling.md 3.10), whichever comes first (0: none): the next round
+ * runs then, even before a naptime has passed.
  */
 static TimestampTz wake_at = 0;
 
@@ -357,8 +358,10 @@ MaybeRollup(TimestampTz now)
 
 /*
  * RunAllPasses runs the pass of every queue, one transaction each.  A
- * round is full when a naptime has passed since the last full round began
- * or the configuration changed: then every queue's pass runs.  Rounds in
+ * round is full when a naptime has passed since the last full round began,
+ * the configuration changed, or the wake_at of the last round has come (a
+ * lease's fence_grace ends in a queue that may have nothing RUNNABLE):
+ * then every queue's pass runs.  Rounds in
  * between (woken by commits) run only the passes of queues with RUNNABLE
  * jobs, since only those may have something to dispatch: a commit that
  * freed capacity in a queue where nothing waits costs no pass.
@@ -374,13 +377,20 @@ RunAllPasses(void)
 
 	ListQueues();
 	pa.only_if_runnable = last_full != 0 && full_generation == queues_generation &&
-		!TimestampDifferenceExceeds(last_full, now, QsNaptimeMs);
+		!TimestampDifferenceExceeds(last_full, now, QsNaptimeMs) &&
+		!(wake_at != 0 && now >= wake_at);
 	if (!pa.only_if_runnable)
 	{
 		last_full = now;
 		full_generation = queues_generation;
 	}
-	wake_at = 0;
+	/*
+	 * A round that passes over queues keeps the wake_at they set earlier
+	 * (a lease's grace in a queue with nothing RUNNABLE now) until a full
+	 * round: at worst one full round too many.
+	 */
+	if (!pa.only_if_runnable)
+		wake_at = 0;
 	foreach(lc, queues)
 	{
 		pa.queue = lfirst(lc);
@@ -400,7 +410,8 @@ RunAllPasses(void)
  * finds the worker idle is served at once, and a stream of commits is
  * served by rounds back to back, each taking whatever committed during the
  * one before; no round runs without a commit or a naptime, except when a
- * min_runtime exemption that held a job back ends earlier (wake_at).
+ * min_runtime exemption that held a job back, or a lease's fence_grace,
+ * ends earlier (wake_at).
  */
 static void
 WaitForNextRound(void)

@@ -23,7 +23,9 @@ $node->start;
 $node->safe_psql('postgres', <<'SQL');
 CREATE EXTENSION quota_sched;
 INSERT INTO quota_sched.service_environment VALUES ('w_env', '{"gpu": 10}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('w_queue', 'w_env');
+-- fence_grace 0: a lease is lost as soon as it runs out (the grace: below)
+INSERT INTO quota_sched.job_queue (name, service_environment, fence_grace)
+VALUES ('w_queue', 'w_env', '0');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('w_queue', 'w_share', '{"gpu": 10}', 'RESERVE');
 SQL
@@ -222,6 +224,47 @@ ok($node->poll_query_until('postgres',
 		  . " AND stop_reason = 'IN_SHARE_PREEMPTION'"),
 	'min_runtime: a low job is preempted once its exemption ends');
 cmp_ok(time - $t0, '<', 30, 'min_runtime: by a round at the exemption\'s end, not at the naptime');
+
+# A lease that ran out is taken back only the queue's fence_grace after
+# (scheduling.md 3.10): a pass within the grace leaves the job, and the
+# worker runs a full round when the grace ends, not at its naptime (an hour
+# here), though the queue has nothing RUNNABLE by then (the job that made
+# the pass run was terminated, a round that passes over the queue).
+$node->safe_psql('postgres', <<'SQL');
+INSERT INTO quota_sched.service_environment VALUES ('f_env', '{"gpu": 1}');
+INSERT INTO quota_sched.job_queue (name, service_environment, fence_grace)
+VALUES ('f_queue', 'f_env', '3 seconds');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('f_queue', 'f_queue_share', '{"gpu": 1}', 'RESERVE');
+SQL
+submit('f_held', 'f_queue');
+ok($node->poll_query_until('postgres', "SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'f_held'"),
+	'fence_grace: the job is dispatched');
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM quota_sched.claim('f_agent', 'f_queue', lease => '1 second')");
+ok($node->poll_query_until('postgres', "SELECT lease_until < now() FROM quota_sched.job WHERE name = 'f_held'"),
+	'fence_grace: its lease runs out');
+ok(wait_worker_quiet($node, 0), 'the worker waits');
+$rounds = worker_rounds($node);
+$t0 = time;
+submit('f_wait', 'f_queue');
+ok($node->poll_query_until('postgres', "SELECT rounds > $rounds FROM quota_sched.worker_stats()"),
+	'fence_grace: a submission makes the queue\'s pass run');
+is(state_of('f_held'), 'STARTING', 'fence_grace: within the grace the job is left to its agent');
+$node->safe_psql('postgres',
+	"SELECT quota_sched.terminate(id) FROM quota_sched.job WHERE name = 'f_wait'");
+is(state_of('f_wait'), 'FAILED', 'fence_grace: the queue has nothing RUNNABLE any more');
+ok($node->poll_query_until('postgres',
+		"SELECT lease_losses = 1 FROM quota_sched.job WHERE name = 'f_held'"),
+	'fence_grace: the lease is lost once the grace has passed');
+is($node->safe_psql('postgres', q{
+	SELECT e.at >= s.at + interval '4 seconds'
+	  FROM quota_sched.job j
+	  JOIN quota_sched.job_event e ON e.job_id = j.id AND e.reason = 'LEASE_EXPIRED'
+	  JOIN quota_sched.job_event s ON s.job_id = j.id AND s.to_state = 'STARTING'
+	 WHERE j.name = 'f_held'}), 't',
+	'fence_grace: no sooner than fence_grace (3 s) after the lease (1 s from the claim) ran out');
+cmp_ok(time - $t0, '<', 60, 'fence_grace: by a round at the grace\'s end, not at the naptime');
 
 # quota_sched.enabled = off: no passes.  A session that has it off wakes
 # no worker, and the worker, woken by the reload, reads it before a round.

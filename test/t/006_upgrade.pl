@@ -412,7 +412,7 @@ my @added_03 = qw(claim_timeout max_lease_losses lease_losses claim_requeues
   claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
   changed_at spent_day spent_week spent_month);
 my @added_04 = qw(instances_per_host same_label part_agents part_instances rank array_size array_id
-	array_index devices);
+	array_index devices fence_grace);
 
 # without_columns($data, @columns): a pg_dump --data-only script without
 # those columns (their COPY lists and fields), so that a database of an
@@ -1050,8 +1050,9 @@ is(sql('old', qq{
 				(SELECT to_jsonb(e) FROM quota_sched.service_environment e WHERE e.name = c.name)
 			WHEN 'job_queue' THEN
 				-- the 0.1 to 0.2 step wrote the baseline; 0.3 then added claim_timeout
-				-- and fair_half_life, and the shares' budget and budget_period
-				(SELECT to_jsonb(q) - 'claim_timeout' - 'fair_half_life'
+				-- and fair_half_life, and the shares' budget and budget_period; 0.4
+				-- fence_grace
+				(SELECT to_jsonb(q) - 'claim_timeout' - 'fair_half_life' - 'fence_grace'
 				   FROM quota_sched.job_queue q WHERE q.name = c.name)
 			ELSE (SELECT to_jsonb(s) - 'budget' - 'budget_period' FROM quota_sched.quota_share s
 				   WHERE s.job_queue = c.job_queue AND s.name = c.name) END}),

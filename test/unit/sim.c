@@ -87,6 +87,9 @@
  *		REQUEUE with lease_losses + 1, FAIL once that exceeds
  *		max_lease_losses (drawn 0..3 a job), reason LEASE_EXPIRED, queued_at
  *		kept; with a stop pending the lease's end counts as that stop.
+ *		A lease is lost only fence_grace (drawn an episode, often 0)
+ *		after its end; meanwhile the pass sets wake_at to when the
+ *		earliest grace ends (GraceEnd, WakeCheck).
  *	3.9	runnable timeouts: of a misconfigured job, and of one whose
  *		NO_AGENT_FITS reason is older than runnable_timeout and that has no
  *		placement on empty hosts still (RunnableExpired).
@@ -491,6 +494,7 @@ typedef struct Cfg
 	bool		fair;			/* borrow_order FAIR */
 	QsTime		now;
 	QsTime		claim_timeout;	/* QS_NO_TIME: none */
+	QsTime		fence_grace;	/* a lease is lost this long after its end */
 	/* placement (3.13): a placed unit's hosts, in the C order of their names */
 	bool		placed[MAXU];
 	int			nhosts[MAXU];
@@ -552,6 +556,7 @@ TakeCfg(void)
 	Cf.fair = W.fair;
 	Cf.now = W.now;
 	Cf.claim_timeout = W.claim_timeout;
+	Cf.fence_grace = W.fence_grace;
 	CfSerial++;
 	for (int u = 0; u < W.nunits; u++)
 	{
@@ -1574,7 +1579,29 @@ static bool
 LeaseExpired(const WJob *b)
 {
 	return IsHeld(b->state) && b->j.claimed && b->j.lease_until != QS_NO_TIME &&
-		b->j.lease_until < Cf.now;
+		b->j.lease_until < Cf.now - Cf.fence_grace;
+}
+
+/*
+ * GraceEnd (3.10): the earliest time a lease that ran out, but no more than
+ * fence_grace ago, is lost: lease_until + fence_grace + 1 (the pass is to
+ * run again then, wake_at); QS_NO_TIME: none.
+ */
+static QsTime
+GraceEnd(void)
+{
+	QsTime		end = QS_NO_TIME;
+
+	for (int h = 0; h < LastN; h++)
+	{
+		const WJob *b = &B[h];
+
+		if (IsHeld(b->state) && b->j.claimed && b->j.lease_until != QS_NO_TIME &&
+			b->j.lease_until < Cf.now && !LeaseExpired(b) &&
+			(end == QS_NO_TIME || b->j.lease_until + Cf.fence_grace + 1 < end))
+			end = b->j.lease_until + Cf.fence_grace + 1;
+	}
+	return end;
 }
 
 /*
@@ -2368,7 +2395,13 @@ static void
 WakeCheck(QsTime wake, QsTime lo, QsTime hi, int64_t hi_job, const char *hint)
 {
 	bool		found = false;
+	QsTime		grace = GraceEnd();
 
+	if (grace != QS_NO_TIME && (wake == QS_NO_TIME || wake > grace))
+		Fail("wake", "a lease ran out within its fence_grace, which ends at %" PRId64 ", but wake_at is %" PRId64 " (3.10)",
+			 grace, wake);
+	if (grace != QS_NO_TIME && wake == grace && (hi == QS_NO_TIME || wake <= hi))
+		return;
 	if (wake == QS_NO_TIME)
 	{
 		if (hi != QS_NO_TIME)
@@ -4941,6 +4974,9 @@ NewEpisode(void)
 	W.runnable_timeout = Chance(50) ? QS_NO_TIME : (QsTime) Rand(30, 300) * SEC;
 	W.fair = Chance(35);
 	W.claim_timeout = RandomClaimTimeout();
+	/* from the episode's number, not the random stream, which the seeds
+	 * of `make unitcheck` keep as they found their cases */
+	W.fence_grace = St.episodes % 2 ? 0 : (QsTime) (St.episodes * 7 % 40 + 1) * SEC;
 	RandomOverTime();
 	Fleet = Chance(60);
 	ClaimOutage = false;

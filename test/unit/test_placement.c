@@ -463,6 +463,35 @@ test_part_lease(void)
 		  "part lease: no part holds: the job goes back as a lease lost");
 }
 
+/*
+ * With a fence_grace (scheduling.md 3.10, 3.14), a part whose lease ran out
+ * no more than the grace ago is not lost yet: its peer is not stopped
+ * until the grace has passed.
+ */
+static void
+test_part_lease_grace(void)
+{
+	World		w;
+	int			a = TwoHosts(&w, 8, 2);
+	WJob	   *job = Constrained(&w, "job", a, 8, 4, NULL);
+	const QsOutput *out;
+	const QsDecision *d;
+
+	w.fence_grace = 20;
+	WPassApply(&w);
+	ClaimAll(&w);
+	SetLeases(job, w.now + 10, w.now + 1000);
+	w.now += 30;
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, job) == NULL && out->nlost == 0 && out->wake_at == w.now - 30 + 10 + 21,
+		  "part lease grace: a part within its fence_grace is not lost, the pass wakes when it ends");
+	w.now += 1;
+	out = WPassApply(&w);
+	d = WDecisionFor(out, job);
+	CHECK(d != NULL && d->action == QS_STOP && d->stop == QS_STOP_PEER_LOST && out->nlost == 1,
+		  "part lease grace: past the grace, the other part is stopped, PEER_LOST");
+}
+
 /* A job stopped after a peer failed goes on as the failure says. */
 static void
 test_peer_outcome(void)
@@ -524,6 +553,7 @@ main(void)
 	test_not_placed();
 	test_explain_figures();
 	test_part_lease();
+	test_part_lease_grace();
 	test_peer_outcome();
 	return TapDone();
 }

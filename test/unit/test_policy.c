@@ -350,6 +350,52 @@ test_lease_expiry(void)
 		  "lease: past max_lease_losses the job fails");
 }
 
+/*
+ * scheduling.md 3.10: with a fence_grace, a lease that ran out is acted on
+ * only once the grace has passed since its end (the agent's supervisor has
+ * killed the job by then); meanwhile the pass asks to run again when the
+ * grace ends (wake_at), and a renewal within the grace keeps the job.
+ */
+static void
+test_fence_grace(void)
+{
+	World		w;
+	int			a;
+	WJob	   *job;
+	const QsOutput *out;
+	QsTime		end;
+
+	WInit(&w, 1);
+	w.fence_grace = 50;
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	job = WSubmit(&w, "job", a, 0, 1);
+	WPassApply(&w);
+	WClaim(&w, job, 10);
+	end = job->j.lease_until;
+	w.now = end + 50;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0 && job->state == W_STARTING && job->j.lease_losses == 0,
+		  "fence_grace: a lease ran out no more than fence_grace ago is not acted on");
+	CHECK(out->wake_at == end + 51, "fence_grace: the pass is to run again when the grace ends");
+	WClaim(&w, job, 10);
+	w.now += 30;
+	out = WPassApply(&w);
+	CHECK(out->ndecisions == 0 && job->j.lease_losses == 0,
+		  "fence_grace: a lease renewed within the grace holds on");
+	end = job->j.lease_until;
+	w.now = end + 51;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_REQUEUE && out->decisions[0].counter == QS_COUNT_LEASE_LOSS &&
+		  strcmp(out->decisions[0].reason, "LEASE_EXPIRED") == 0,
+		  "fence_grace: once the grace has passed, a lease loss");
+	w.fence_grace = 0;
+	WPassApply(&w);
+	WClaim(&w, job, 10);
+	w.now = job->j.lease_until + 1;
+	out = WPassApply(&w);
+	CHECK(ActionFor(out, job) == QS_REQUEUE, "fence_grace 0: at once, as before");
+}
+
 /* scheduling.md 3.10: max_lease_losses 0 fails the job on its first lease loss. */
 static void
 test_lease_expiry_no_losses(void)
@@ -942,6 +988,7 @@ main(void)
 	test_misconfiguration();
 	test_lease_expiry();
 	test_lease_expiry_no_losses();
+	test_fence_grace();
 	test_lease_expiry_with_timeout();
 	test_lease_expiry_with_stop();
 	test_timeout();

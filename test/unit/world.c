@@ -464,6 +464,7 @@ Snapshot(World *w, QsInput *out)
 	in.nshares = w->nshares;
 	in.shares = w->shares;
 	in.claim_timeout = w->claim_timeout;
+	in.fence_grace = w->fence_grace;
 	in.source.next = SourceNext;
 	in.source.smallest = SourceSmallest;
 	in.source.held = SourceHeld;

@@ -68,6 +68,7 @@ typedef struct World
 	WJob		jobs[W_MAX_JOBS];
 	QsTime		runnable_timeout;	/* QS_NO_TIME: none */
 	QsTime		claim_timeout;	/* QS_NO_TIME: none */
+	QsTime		fence_grace;	/* 0: none */
 	/* what the last pass read through the source, by job id */
 	int			nread;
 	int64_t		read[W_MAX_JOBS];

@@ -38,7 +38,8 @@ CREATE ROLE regress_aid_alice NOLOGIN IN ROLE quota_sched_user;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('aid_env', '{"gpu": 10}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('aid_queue', 'aid_env');
+-- fence_grace 0: a lease is lost as soon as it runs out (pass_fence_grace shows the grace)
+INSERT INTO quota_sched.job_queue (name, service_environment, fence_grace) VALUES ('aid_queue', 'aid_env', '0');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('aid_queue', 'aid_share', '{"gpu": 10}', 'RESERVE');
 

@@ -47,7 +47,8 @@ $$;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('hcc_env', '{"gpu": 8, "cpu": 4}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('hcc_queue', 'hcc_env');
+-- fence_grace 0: a lease is lost as soon as it runs out (pass_fence_grace shows the grace)
+INSERT INTO quota_sched.job_queue (name, service_environment, fence_grace) VALUES ('hcc_queue', 'hcc_env', '0');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, in_share_preemption)
 VALUES ('hcc_queue', 'hcc_a', '{"gpu": 4}', 'RESERVE', true),
 	   ('hcc_queue', 'hcc_b', '{"cpu": 4}', 'RESERVE', false),

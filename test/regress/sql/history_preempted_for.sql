@@ -28,7 +28,8 @@ $$;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('hpf_env', '{"ua": 1, "ub": 1}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('hpf_queue', 'hpf_env');
+-- fence_grace 0: a lease is lost as soon as it runs out (pass_fence_grace shows the grace)
+INSERT INTO quota_sched.job_queue (name, service_environment, fence_grace) VALUES ('hpf_queue', 'hpf_env', '0');
 INSERT INTO quota_sched.quota_share
 	(job_queue, name, capacity_limits, strategy, in_share_preemption)
 VALUES ('hpf_queue', 'S1', '{"ua": 1}', 'RESERVE', true),

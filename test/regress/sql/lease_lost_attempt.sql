@@ -14,7 +14,8 @@
 
 CREATE ROLE regress_ll_agent NOLOGIN IN ROLE quota_sched_agent;
 INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('ll_env', '{"gpu": 3}');
-INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('ll_queue', 'll_env');
+-- fence_grace 0: a lease is lost as soon as it runs out (pass_fence_grace shows the grace)
+INSERT INTO quota_sched.job_queue (name, service_environment, fence_grace) VALUES ('ll_queue', 'll_env', '0');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('ll_queue', 'll_share', '{"gpu": 3}', 'RESERVE');
 INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_ll_agent', 'll_queue');

@@ -36,8 +36,9 @@ $$;
 
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('plt_env', '{"ml.g5.xlarge": 1}'), ('plt_tenv', '{"ml.g5.xlarge": 3}');
-INSERT INTO quota_sched.job_queue (name, service_environment)
-VALUES ('plt_queue', 'plt_env'), ('plt_tq', 'plt_tenv');
+-- fence_grace 0: a lease is lost as soon as it runs out (pass_fence_grace shows the grace)
+INSERT INTO quota_sched.job_queue (name, service_environment, fence_grace)
+VALUES ('plt_queue', 'plt_env', '0'), ('plt_tq', 'plt_tenv', '0');
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('plt_queue', 'S', '{"ml.g5.xlarge": 1}', 'LEND'),
        ('plt_tq', 'S', '{"ml.g5.xlarge": 3}', 'LEND');
