@@ -369,7 +369,7 @@ sub compare_with_src
 		is($rows->{$t}, $src_rows->{$t}, "$db: every row of $t as in src");
 	}
 	my $seqs = sequence_values($db);
-	is(scalar(keys %$seqs), 4, "$db: 4 sequences compared");
+	is(scalar(keys %$seqs), 5, "$db: 5 sequences compared");
 	foreach my $s (sort keys %$src_seqs)
 	{
 		is($seqs->{$s}, $src_seqs->{$s}, "$db: sequence $s as in src");
