@@ -718,6 +718,7 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 			'--exclude-table-data=quota_sched.job_attempt', '--exclude-table-data=quota_sched.job_part',
 			'--exclude-table-data=quota_sched.lending_hourly',
 			'--exclude-table-data=quota_sched.held_change', '--exclude-table-data=quota_sched.borrow_memory',
+			'--exclude-table-data=quota_sched.host_held', '--exclude-table-data=quota_sched.agent_change*',
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
@@ -789,7 +790,9 @@ sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
 {
 	my ($data, $stderr) = ('', '');
 	IPC::Run::run([ 'pg_dump', '--data-only', '--exclude-table-data=quota_sched.agent_access',
-			'--exclude-table-data=quota_sched.agent', '--exclude-table-data=quota_sched.job_part', '-h', $node->host, '-p', $node->port, '-d', 'source' ],
+			'--exclude-table-data=quota_sched.agent', '--exclude-table-data=quota_sched.job_part',
+			'--exclude-table-data=quota_sched.host_held', '--exclude-table-data=quota_sched.agent_change*',
+			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
 	$node->safe_psql('three', "SET session_replication_role = replica;\n" . without_columns($data, @added_04));
