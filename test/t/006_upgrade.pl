@@ -886,7 +886,8 @@ my $h_attempts_before = sql('three', q{
 	 WHERE j.job_queue = 'h_queue'});
 my $three_columns = table_columns('three');
 is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('source') } ],
-	['agent_access', 'job_part'], "three, 0.3: the tables of $current but agent_access and job_part");
+	['agent_access', 'agent_change', 'host_held', 'job_part'],
+	"three, 0.3: the tables of $current but agent_access, agent_change, host_held and job_part");
 my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
 									 FROM quota_sched.agent WHERE name LIKE 'three-%'});
 delete $three_columns->{agent};
@@ -1022,8 +1023,9 @@ foreach my $t (sort keys %$rows_before)
 my $seqs_after = sequence_values('old');
 is_deeply({ map { $_ => $seqs_after->{$_} } keys %$seqs_before }, $seqs_before,
 	'old, upgraded: the sequences unchanged');
-is_deeply([ sort grep { !exists $seqs_before->{$_} } keys %$seqs_after ], ['config_event_id_seq'],
-	'old, upgraded: one new sequence, that of config_event');
+is_deeply([ sort grep { !exists $seqs_before->{$_} } keys %$seqs_after ],
+	['agent_change_seq', 'config_event_id_seq'],
+	'old, upgraded: two new sequences, those of agent_change and config_event');
 
 # The history of the configuration (config_event) starts with the
 # configuration the upgrade found: one BASELINE row per environment, queue
