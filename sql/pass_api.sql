@@ -59,8 +59,55 @@ AS $$
 	 ORDER BY 1, 2, 3
 $$;
 
-REVOKE ALL ON FUNCTION quota_sched.held_capacity_drift() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION quota_sched.held_capacity_drift() TO quota_sched_admin;
+/*
+ * The counters of what the hosts hold (host_held) that do not match the
+ * parts of the holding jobs, recounted from them (jobs with no
+ * part_agents count nothing there): none, as for held_capacity_drift().
+ */
+CREATE OR REPLACE FUNCTION quota_sched.host_held_drift()
+RETURNS TABLE (job_queue text, capacity_unit text, agent text,
+			   kept_instances bigint, counted_instances bigint,
+			   kept_stopping_instances bigint, counted_stopping_instances bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH counted AS (
+		SELECT j.job_queue, j.capacity_unit, p.agent, sum(p.instances)::bigint AS instances,
+			   coalesce(sum(p.instances) FILTER (WHERE j.stop_reason IS NOT NULL), 0)::bigint
+				   AS stopping_instances
+		  FROM quota_sched.job j, unnest(j.part_agents, j.part_instances) AS p(agent, instances)
+		 WHERE j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')
+		 GROUP BY 1, 2, 3),
+	kept AS (
+		SELECT h.job_queue, h.capacity_unit, h.agent, sum(h.instances)::bigint AS instances,
+			   sum(h.stopping_instances)::bigint AS stopping_instances
+		  FROM quota_sched.host_held h
+		 GROUP BY 1, 2, 3)
+	SELECT job_queue, capacity_unit, agent,
+		   coalesce(k.instances, 0), coalesce(c.instances, 0),
+		   coalesce(k.stopping_instances, 0), coalesce(c.stopping_instances, 0)
+	  FROM counted c FULL JOIN kept k USING (job_queue, capacity_unit, agent)
+	 WHERE (coalesce(k.instances, 0), coalesce(k.stopping_instances, 0))
+		   IS DISTINCT FROM (coalesce(c.instances, 0), coalesce(c.stopping_instances, 0))
+	 ORDER BY 1, 2, 3
+$$;
+
+/*
+ * How many times this backend read a queue's agents rather than take its
+ * cache of hosts (src/pass/host_cache.c): for tests.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.host_cache_reloads()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'qs_host_cache_reloads'
+LANGUAGE C VOLATILE STRICT;
+
+REVOKE ALL ON FUNCTION quota_sched.host_cache_reloads() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.host_cache_reloads() TO quota_sched_admin;
+
+REVOKE ALL ON FUNCTION quota_sched.held_capacity_drift(), quota_sched.host_held_drift()
+	FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.held_capacity_drift(), quota_sched.host_held_drift()
+	TO quota_sched_admin;
 
 REVOKE ALL ON FUNCTION quota_sched.run_pass(text, boolean),
 	quota_sched.queue_snapshot(text, integer) FROM PUBLIC;

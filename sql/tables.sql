@@ -243,6 +243,16 @@ CREATE INDEX job_deadline ON quota_sched.job
 CREATE INDEX job_stopping_for ON quota_sched.job (job_queue, preempted_for)
 	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND stop_reason IS NOT NULL
 	  AND preempted_for IS NOT NULL;
+/*
+ * Held jobs claimed while their unit was not placed (part_agents null, an
+ * agent set: claimed before 0.4, or before the unit's agents registered):
+ * they hold their instances on that agent's host (scheduling.md 3.13), and
+ * a pass of a placed unit reads them here beside the counters of what the
+ * hosts hold (host_held).  Empty for a placed unit in the steady state.
+ */
+CREATE INDEX job_held_unplaced ON quota_sched.job (job_queue, capacity_unit)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND part_agents IS NULL
+	  AND agent IS NOT NULL;
 /* Ended jobs, oldest first (prune). */
 CREATE INDEX job_ended ON quota_sched.job (status_reason_at)
 	WHERE state IN ('SUCCEEDED', 'FAILED');
@@ -286,6 +296,26 @@ CREATE TABLE quota_sched.held_capacity (
 	spent_week		double precision NOT NULL,
 	spent_month		double precision NOT NULL,
 	PRIMARY KEY (job_queue, quota_share, capacity_unit, stripe)
+) WITH (fillfactor = 50);
+
+/*
+ * What the hosts hold (scheduling.md 3.13; issue 39, item 6): per queue,
+ * unit and agent, the instances held by the parts (part_agents,
+ * part_instances) of SCHEDULED, STARTING and RUNNING jobs placed on it,
+ * and those of them whose stop is pending.  Kept by the same triggers and
+ * in the same stripes as held_capacity (src/pass/usage.c): a job with no
+ * part_agents counts nothing here.  A pass reads these rows instead of the
+ * parts of every holding job.  Rows of agents that hold nothing are kept
+ * (at zero): they are updated in place when the agent holds again.
+ */
+CREATE TABLE quota_sched.host_held (
+	job_queue		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	agent			text NOT NULL,
+	stripe			smallint NOT NULL,
+	instances		bigint NOT NULL,
+	stopping_instances bigint NOT NULL,
+	PRIMARY KEY (job_queue, capacity_unit, agent, stripe)
 ) WITH (fillfactor = 50);
 
 /* ---------------------------------------------------------------------
@@ -522,6 +552,26 @@ CREATE TABLE quota_sched.agent (
 /* A queue's agents of a unit (the pass's agent bound, explain). */
 CREATE INDEX agent_queue_unit ON quota_sched.agent (job_queue, capacity_unit);
 
+/*
+ * agent_change (issue 39, item 6): a row per change of a queue's agents
+ * that changes its hosts (the agent_hosts_* triggers: an insert, a delete,
+ * a change of instances, labels, state, capacity_unit, job_queue or lease,
+ * and an UPDATE of an agent whose lease had run out, which brings it
+ * back), but none for a heartbeat of a live agent; generation is a new
+ * value of agent_change_seq, never reused.  Rows are only inserted, so no
+ * writer waits for another (claim and heartbeat hold a queue's lock); the
+ * pass of the queue replaces many by one (that only passes delete).  A
+ * pass reads the generations of its queue in its snapshot, and keeps the
+ * hosts it read while they are the same (src/pass/host_cache.c): two
+ * snapshots that see the same rows see the same agents.
+ */
+CREATE SEQUENCE quota_sched.agent_change_seq;
+CREATE TABLE quota_sched.agent_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL
+);
+CREATE INDEX agent_change_queue ON quota_sched.agent_change (job_queue, generation);
+
 /* ---------------------------------------------------------------------
  * agent_access (issue 37, item 2): the job queues an agent login may
  * serve, which admins write (INSERT, DELETE).  A login serves no queue
@@ -655,15 +705,35 @@ CREATE TRIGGER job_history_update
 CREATE TRIGGER job_history_delete AFTER DELETE ON quota_sched.job
 	REFERENCING OLD TABLE AS deleted_jobs
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_history_delete();
-CREATE TRIGGER job_usage_update AFTER UPDATE OF state, stop_reason ON quota_sched.job
+CREATE TRIGGER job_usage_update
+	AFTER UPDATE OF state, stop_reason, part_agents, part_instances ON quota_sched.job
 	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
-					   OR OLD.stop_reason IS DISTINCT FROM NEW.stop_reason)
+					   OR OLD.stop_reason IS DISTINCT FROM NEW.stop_reason
+					   OR OLD.part_agents IS DISTINCT FROM NEW.part_agents
+					   OR OLD.part_instances IS DISTINCT FROM NEW.part_instances)
 	EXECUTE FUNCTION quota_sched.job_usage();
 CREATE TRIGGER job_usage_delete AFTER DELETE ON quota_sched.job
 	FOR EACH ROW WHEN (OLD.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))
 	EXECUTE FUNCTION quota_sched.job_usage();
 CREATE TRIGGER job_usage_flush AFTER UPDATE OR DELETE OR TRUNCATE ON quota_sched.job
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_usage_flush();
+
+CREATE TRIGGER agent_hosts_insert_delete AFTER INSERT OR DELETE ON quota_sched.agent
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent
+	FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name
+					   OR OLD.job_queue IS DISTINCT FROM NEW.job_queue
+					   OR OLD.capacity_unit IS DISTINCT FROM NEW.capacity_unit
+					   OR OLD.instances IS DISTINCT FROM NEW.instances
+					   OR OLD.state IS DISTINCT FROM NEW.state
+					   OR OLD.labels IS DISTINCT FROM NEW.labels
+					   OR OLD.lease IS DISTINCT FROM NEW.lease
+					   OR (OLD.last_seen IS DISTINCT FROM NEW.last_seen
+						   AND OLD.last_seen + coalesce(OLD.lease, interval '60 seconds')
+							   <= clock_timestamp()))
+	EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+CREATE TRIGGER agent_hosts_truncate AFTER TRUNCATE ON quota_sched.agent
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.agent_hosts_changed();
 
 CREATE TRIGGER service_environment_changed
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.service_environment
@@ -764,6 +834,9 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_event_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.pass_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_capacity', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.queue_status', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', '');
@@ -786,9 +859,11 @@ REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sche
 	quota_sched.job, quota_sched.job_event, quota_sched.pass_log, quota_sched.held_capacity,
 	quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
-	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory FROM PUBLIC;
+	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory,
+	quota_sched.host_held, quota_sched.agent_change FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
-	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq FROM PUBLIC;
+	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq,
+	quota_sched.agent_change_seq FROM PUBLIC;
 
 /* Configuration: admins write it, everybody reads it. */
 GRANT SELECT ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share

@@ -107,6 +107,36 @@ GRANT EXECUTE ON FUNCTION
  * Configuration changes invalidate the backends' cached configuration (and
  * take effect at the next pass).
  */
+/*
+ * A change of agents that changes a queue's hosts (agent_change,
+ * tables.sql; the triggers' WHEN leaves out heartbeats of live agents):
+ * a new generation of each queue it touches; a TRUNCATE, of every queue
+ * that had one.  Inserted only: it never waits for another writer.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.agent_hosts_changed()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF TG_OP = 'TRUNCATE' THEN
+		INSERT INTO quota_sched.agent_change
+		SELECT q, nextval('quota_sched.agent_change_seq')
+		  FROM (SELECT DISTINCT job_queue FROM quota_sched.agent_change) AS d(q);
+		RETURN NULL;
+	END IF;
+	IF TG_OP <> 'INSERT' THEN
+		INSERT INTO quota_sched.agent_change
+		VALUES (OLD.job_queue, nextval('quota_sched.agent_change_seq'));
+	END IF;
+	IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND NEW.job_queue <> OLD.job_queue) THEN
+		INSERT INTO quota_sched.agent_change
+		VALUES (NEW.job_queue, nextval('quota_sched.agent_change_seq'));
+	END IF;
+	RETURN NULL;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION quota_sched.config_changed()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_config_changed'
@@ -285,4 +315,5 @@ REVOKE ALL ON FUNCTION quota_sched.job_before_insert(), quota_sched.job_before_u
 	quota_sched.job_history(), quota_sched.job_history_delete(),
 	quota_sched.job_usage(), quota_sched.job_usage_flush(), quota_sched.config_changed(),
 	quota_sched.refuse_delete_with_live_jobs(), quota_sched.warn_capacity_plan(),
-	quota_sched.config_history(), quota_sched.job_before_delete() FROM PUBLIC;
+	quota_sched.config_history(), quota_sched.job_before_delete(),
+	quota_sched.agent_hosts_changed() FROM PUBLIC;

@@ -298,3 +298,69 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 ALTER TABLE quota_sched.job_queue
 	ADD COLUMN fence_grace interval NOT NULL DEFAULT '10 seconds'
 		CHECK (quota_sched.check_fence_grace(fence_grace, 'job queue ' || name));
+
+/*
+ * The pass stays cheap with hosts (issue 39, item 6; tables.sql has the
+ * comments): the counters of what the hosts hold (host_held), kept by the
+ * job_usage triggers, which now also see part_agents and part_instances;
+ * the held jobs claimed without parts (all of 0.3's: they hold on their
+ * agent's host), which the pass reads beside them; and a generation of
+ * each queue's agents (agent_change), one row for each queue that has
+ * agents now.  The jobs of 0.3 have no parts: host_held starts empty.
+ * agent_hosts_changed() is made here for its triggers, and again by the
+ * sources (triggers.sql) with its body.
+ */
+CREATE TABLE quota_sched.host_held (
+	job_queue		text NOT NULL,
+	capacity_unit	text NOT NULL,
+	agent			text NOT NULL,
+	stripe			smallint NOT NULL,
+	instances		bigint NOT NULL,
+	stopping_instances bigint NOT NULL,
+	PRIMARY KEY (job_queue, capacity_unit, agent, stripe)
+) WITH (fillfactor = 50);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held', '');
+REVOKE ALL ON quota_sched.host_held FROM PUBLIC;
+CREATE INDEX job_held_unplaced ON quota_sched.job (job_queue, capacity_unit)
+	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND part_agents IS NULL
+	  AND agent IS NOT NULL;
+DROP TRIGGER job_usage_update ON quota_sched.job;
+CREATE TRIGGER job_usage_update
+	AFTER UPDATE OF state, stop_reason, part_agents, part_instances ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+					   OR OLD.stop_reason IS DISTINCT FROM NEW.stop_reason
+					   OR OLD.part_agents IS DISTINCT FROM NEW.part_agents
+					   OR OLD.part_instances IS DISTINCT FROM NEW.part_instances)
+	EXECUTE FUNCTION quota_sched.job_usage();
+
+CREATE SEQUENCE quota_sched.agent_change_seq;
+CREATE TABLE quota_sched.agent_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL
+);
+CREATE INDEX agent_change_queue ON quota_sched.agent_change (job_queue, generation);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change_seq', '');
+REVOKE ALL ON quota_sched.agent_change FROM PUBLIC;
+REVOKE ALL ON SEQUENCE quota_sched.agent_change_seq FROM PUBLIC;
+INSERT INTO quota_sched.agent_change
+SELECT q, nextval('quota_sched.agent_change_seq')
+  FROM (SELECT DISTINCT job_queue FROM quota_sched.agent) AS d(q);
+CREATE FUNCTION quota_sched.agent_hosts_changed() RETURNS trigger
+LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+CREATE TRIGGER agent_hosts_insert_delete AFTER INSERT OR DELETE ON quota_sched.agent
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent
+	FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name
+					   OR OLD.job_queue IS DISTINCT FROM NEW.job_queue
+					   OR OLD.capacity_unit IS DISTINCT FROM NEW.capacity_unit
+					   OR OLD.instances IS DISTINCT FROM NEW.instances
+					   OR OLD.state IS DISTINCT FROM NEW.state
+					   OR OLD.labels IS DISTINCT FROM NEW.labels
+					   OR OLD.lease IS DISTINCT FROM NEW.lease
+					   OR (OLD.last_seen IS DISTINCT FROM NEW.last_seen
+						   AND OLD.last_seen + coalesce(OLD.lease, interval '60 seconds')
+							   <= clock_timestamp()))
+	EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+CREATE TRIGGER agent_hosts_truncate AFTER TRUNCATE ON quota_sched.agent
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.agent_hosts_changed();

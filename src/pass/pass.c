@@ -21,6 +21,7 @@
 #include "checks.h"
 #include "identity.h"
 #include "job_store_pass.h"
+#include "host_cache.h"
 #include "pass.h"
 #include "borrow_memory.h"
 #include "pass_apply.h"
@@ -163,6 +164,7 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 				QsApplyDecisions(&qs, &out, started);
 				QsWritePassedOver(&qs, passed_over, npassed_over);
 				QsWriteBorrowMemory(&qs);
+				QsCompactAgentChanges(queue);
 			}
 			if (store != NULL)
 				EmitDecisions(&qs, &out, store, desc);

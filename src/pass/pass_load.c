@@ -30,6 +30,7 @@
 #include "borrow_memory.h"
 #include "checks.h"
 #include "config_store.h"
+#include "host_cache.h"
 #include "job_store_pass.h"
 #include "jsonb_util.h"
 #include "pass_load.h"
@@ -136,66 +137,42 @@ LoadQueue(QsQueueState *qs)
 	return true;
 }
 
-static QsQuery AgentsQuery = {
-	"SELECT capacity_unit, name, instances, labels, state = 'ACTIVE'"
-	"  FROM quota_sched.agent"
-	" WHERE job_queue = $1 AND last_seen + coalesce(lease, interval '60 seconds') > now()"
-	" ORDER BY capacity_unit, name COLLATE \"C\"",
-	1, {TEXTOID}, SPI_OK_SELECT
-};
 
 /*
- * What the parts of the queue's holding jobs hold on each agent, and of
- * that what is stopping (scheduling.md 3.13); a job claimed while its unit
- * was not placed (before 0.4, or before its agents registered) holds its
- * instances on the agent that claimed it.
+ * What the parts of the queue's holding jobs hold on each agent of the
+ * units given, and of that what is stopping (scheduling.md 3.13): the
+ * counters of host_held (src/pass/host_usage.c), and the jobs claimed
+ * while their unit was not placed (before 0.4, or before its agents
+ * registered), which hold their instances on the agent that claimed them
+ * (the index job_held_unplaced: none in the steady state).
  */
-static QsQuery HostsHeldQuery = {
-	"SELECT j.capacity_unit, h.agent, sum(h.instances),"
-	"       coalesce(sum(h.instances) FILTER (WHERE j.stop_reason IS NOT NULL), 0)"
-	"  FROM quota_sched.job j,"
-	"       unnest(coalesce(j.part_agents, ARRAY[j.agent]),"
-	"              coalesce(j.part_instances, ARRAY[j.instance_count])) AS h(agent, instances)"
-	" WHERE j.job_queue = $1 AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')"
-	"   AND (j.part_agents IS NOT NULL OR j.agent IS NOT NULL)"
-	" GROUP BY j.capacity_unit, h.agent",
-	1, {TEXTOID}, SPI_OK_SELECT
-};
-
-/*
- * DecodeLabels turns an agent's labels (a flat JSON object of strings)
- * into a host's.
- */
-static void
-DecodeLabels(Jsonb *labels, QsHost *host)
-{
-	JsonbIterator *it = JsonbIteratorInit(&labels->root);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	QsLabel    *out = palloc0(sizeof(QsLabel) * (JB_ROOT_COUNT(labels) + 1));
-	int			n = 0;
-
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+static QsQuery HostsHeldQuery[2] = {
 	{
-		if (tok == WJB_KEY)
-			out[n].key = pnstrdup(v.val.string.val, v.val.string.len);
-		else if (tok == WJB_VALUE && v.type == jbvString)
-			out[n++].value = pnstrdup(v.val.string.val, v.val.string.len);
-	}
-	host->labels = out;
-	host->nlabels = n;
-}
+		"SELECT capacity_unit, agent, sum(instances)::int8, sum(stopping_instances)::int8"
+		"  FROM quota_sched.host_held"
+		" WHERE job_queue = $1 AND capacity_unit = ANY ($2)"
+		" GROUP BY capacity_unit, agent",
+		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
+	},
+	{
+		"SELECT capacity_unit, agent, sum(instance_count)::int8,"
+		"       coalesce(sum(instance_count) FILTER (WHERE stop_reason IS NOT NULL), 0)::int8"
+		"  FROM quota_sched.job"
+		" WHERE job_queue = $1 AND capacity_unit = ANY ($2)"
+		"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND part_agents IS NULL"
+		"   AND agent IS NOT NULL"
+		" GROUP BY capacity_unit, agent",
+		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
+	},
+};
 
 /*
- * LoadHostsHeld sets what the parts of the queue's holding jobs hold on
- * each host, and of that what is stopping.
+ * AddHostsHeld adds the rows of a query of HostsHeldQuery (unit, agent,
+ * held, stopping) to the hosts they name.
  */
 static void
-LoadHostsHeld(QsQueueState *qs)
+AddHostsHeld(QsQueueState *qs, uint64 n)
 {
-	Datum		queue = CStringGetTextDatum(qs->queue);
-	uint64		n = QsQueryRunIn(&HostsHeldQuery, &queue, NULL, qs->snapshot, 0);
-
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -209,76 +186,70 @@ LoadHostsHeld(QsQueueState *qs)
 			(h = QsHostOf(&qs->in.units[u], SPI_getvalue(tup, desc, 2))) < 0)
 			continue;			/* parts on an agent that is no host */
 		host = (QsHost *) &qs->in.units[u].hosts[h];
-		host->held = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));	/* sum(int4) */
-		host->stopping = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		host->held += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		host->stopping += DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	}
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*
- * AddAgent counts one live agent of a unit (LoadHosts): a unit with one
- * is placed unless a live, ACTIVE one is unbounded; its live, ACTIVE,
- * bounded agents are its hosts, in the order of their names.
+ * LoadHostsHeld sets what the parts of the queue's holding jobs hold on
+ * each host of its placed units, and of that what is stopping.
  */
 static void
-AddAgent(QsUnit *unit, HeapTuple tup, TupleDesc desc, bool *unbounded)
+LoadHostsHeld(QsQueueState *qs)
 {
-	bool		bounded;
-	bool		isnull;
-	Datum		instances = SPI_getbinval(tup, desc, 3, &bounded);
-	bool		active = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
-	QsHost	   *host;
+	QsArray		units;
+	Datum		args[2];
 
-	bounded = !bounded;
-	unit->placed = true;
-	if (active && !bounded)
-		*unbounded = true;
-	if (!active || !bounded)
+	QsArrayInit(&units, TEXTOID, qs->in.nunits);
+	for (int u = 0; u < qs->in.nunits; u++)
+		if (qs->in.units[u].placed && qs->in.units[u].nhosts > 0)
+			QsArrayPush(&units, CStringGetTextDatum(qs->in.units[u].name), false);
+	if (units.n == 0)
 		return;
-	host = (QsHost *) &unit->hosts[unit->nhosts++];
-	host->name = SPI_getvalue(tup, desc, 2);
-	host->instances = DatumGetInt32(instances);
-	DecodeLabels(DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)), host);
+	args[0] = CStringGetTextDatum(qs->queue);
+	args[1] = QsArrayDatum(&units);
+	for (int q = 0; q < 2; q++)
+		AddHostsHeld(qs, QsQueryRunIn(&HostsHeldQuery[q], args, NULL, qs->snapshot, 0));
 }
 
 /*
- * LoadHosts reads the queue's live agents (scheduling.md 3.10, 3.13): which
- * units are placed and their hosts (what the parts of holding jobs hold on
- * them is read only when the policy asks: SourceHostUsage).  Units no live
- * agent registered for are not placed; nor need units that no job, share
- * or environment of the queue names.
+ * LoadHosts reads the queue's live agents (scheduling.md 3.10, 3.13), from
+ * the cache of hosts when its snapshot sees them as they were read
+ * (host_cache.c): which units are placed and their hosts (what the parts
+ * of holding jobs hold on them is read only when the policy asks:
+ * SourceHostUsage).  Units no live agent registered for are not placed;
+ * nor need units that no job, share or environment of the queue names.
+ * The hosts are copied (the pass sets what they hold); their names and
+ * labels are the cache's.
  */
 static void
 LoadHosts(QsQueueState *qs)
 {
-	Datum		queue = CStringGetTextDatum(qs->queue);
-	uint64		n = QsQueryRunIn(&AgentsQuery, &queue, NULL, qs->snapshot, 0);
-	bool	   *unbounded = palloc0(sizeof(bool) * (qs->in.nunits + 1));
-	SPITupleTable *agents = SPI_tuptable;
+	const QsHostSet *set = QsLoadHosts(qs->queue, qs->in.now, qs->snapshot);
 
-	for (uint64 i = 0; i < n; i++)
+	for (int i = 0; i < set->nunits; i++)
 	{
-		int			u = QsUnitIndex(qs, SPI_getvalue(agents->vals[i], agents->tupdesc, 1));
-		QsUnit	   *unit = (QsUnit *) &qs->in.units[u];
+		const QsHostUnit *from = &set->units[i];
+		int			u = QsUnitIndex(qs, from->name);
+		QsUnit	   *unit;
+		QsHost	   *hosts;
 
 		if (u < 0)
 			continue;			/* no job, share or environment has the unit */
-		if (unit->hosts == NULL)
-			unit->hosts = palloc0(sizeof(QsHost) * (n + 1));
-		AddAgent(unit, agents->vals[i], agents->tupdesc, &unbounded[u]);
-	}
-	for (int u = 0; u < qs->in.nunits; u++)
-	{
-		QsUnit	   *unit = (QsUnit *) &qs->in.units[u];
-
-		if (unbounded[u])
-		{
-			unit->placed = false;
-			unit->nhosts = 0;
-		}
-		if (unit->placed && QsPrepareHosts(unit, StateAlloc, qs->cxt) != NULL)
+		unit = (QsUnit *) &qs->in.units[u];
+		unit->placed = !from->unbounded;
+		if (!unit->placed)
+			continue;
+		hosts = palloc(sizeof(QsHost) * (from->nhosts + 1));
+		memcpy(hosts, from->hosts, sizeof(QsHost) * from->nhosts);
+		unit->hosts = hosts;
+		unit->nhosts = from->nhosts;
+		if (QsPrepareHosts(unit, StateAlloc, qs->cxt) != NULL)
 			elog(ERROR, "the hosts of unit \"%s\" are not in the order of their names",
 				 unit->name);
-		qs->any_placed |= unit->placed;
+		qs->any_placed = true;
 	}
 }
 

@@ -40,6 +40,7 @@
 #include "utils/rel.h"
 
 #include "config_cache.h"
+#include "host_usage.h"
 #include "identity.h"
 #include "job_columns.h"
 #include "over_time.h"
@@ -80,6 +81,7 @@ QsUsageReset(void)
 {
 	Tally = NULL;
 	TallyCount = TallyCap = 0;
+	QsHostTallyReset();
 }
 
 /*
@@ -94,6 +96,7 @@ ForgetTally(int level)
 		if (Tally[i].level < level)
 			Tally[kept++] = Tally[i];
 	TallyCount = kept;
+	QsHostTallyForget(level);
 }
 
 /*
@@ -129,6 +132,7 @@ QsUsageXactEvent(XactEvent event)
 						 errdetail("Job queue \"%s\", quota share \"%s\", capacity unit \"%s\".",
 								   Tally[i].job_queue, Tally[i].quota_share,
 								   Tally[i].capacity_unit)));
+		QsHostTallyCheck();
 	}
 	else
 		QsUsageReset();
@@ -178,7 +182,8 @@ TextColumn(HeapTuple tuple, TupleDesc desc, JobColumn column, bool *isnull)
 /*
  * TallyJob adds (sign +1) or takes away (-1) what one version of a job
  * holds: its instances when it is SCHEDULED, STARTING or RUNNING, and them
- * again as stopping when its stop is pending.
+ * again as stopping when its stop is pending; and so what its parts hold
+ * on their hosts (host_usage.c).
  */
 static void
 TallyJob(HeapTuple tuple, TupleDesc desc, int sign)
@@ -207,11 +212,13 @@ TallyJob(HeapTuple tuple, TupleDesc desc, int sign)
 	(void) heap_getattr(tuple, JobAttnum(desc, JC_STOP_REASON), desc, &isnull);
 	if (!isnull)
 		cell->stopping_instances += sign * count;
+	QsHostTallyJob(tuple, desc, cell->job_queue, cell->capacity_unit, !isnull, sign,
+				   cell->level);
 }
 
 /*
- * qs_job_usage (AFTER UPDATE OF state, stop_reason, or AFTER DELETE, for
- * each row whose holding may change) tallies the difference the change
+ * qs_job_usage (AFTER UPDATE OF state, stop_reason, part_agents,
+ * part_instances, or AFTER DELETE, for each row whose holding may change) tallies the difference the change
  * makes to its share's held capacity.
  */
 Datum
@@ -313,6 +320,9 @@ LogChanges(QsArray *cols, Datum at)
 static QsQuery TruncateQuery = {
 	"TRUNCATE quota_sched.held_capacity", 0, {InvalidOid}, SPI_OK_UTILITY
 };
+static QsQuery TruncateHostsQuery = {
+	"TRUNCATE quota_sched.host_held", 0, {InvalidOid}, SPI_OK_UTILITY
+};
 
 /*
  * CompareCells orders tallies by queue, share and unit (byte order).
@@ -329,6 +339,16 @@ CompareCells(const void *a, const void *b)
 	if (c == 0)
 		c = strcmp(x->capacity_unit, y->capacity_unit);
 	return c;
+}
+
+/*
+ * UsageStripe is the stripe this backend writes: 0 for a pass, which
+ * nobody else writes, or the backend's own.
+ */
+static int16
+UsageStripe(void)
+{
+	return QsWrite.pass ? 0 : 1 + MyProc->pgprocno % (QS_USAGE_STRIPES - 1);
 }
 
 /*
@@ -376,7 +396,7 @@ WriteTally(int level)
 		return;
 	for (int c = 0; c < 6; c++)
 		args[c] = QsArrayDatum(&cols[c]);
-	args[6] = Int16GetDatum(QsWrite.pass ? 0 : 1 + MyProc->pgprocno % (QS_USAGE_STRIPES - 1));
+	args[6] = Int16GetDatum(UsageStripe());
 	args[7] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	QsQueryRun(&AddQuery, args, NULL, false, 0);
 	LogChanges(cols, args[7]);
@@ -404,6 +424,7 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 	truncate = TRIGGER_FIRED_BY_TRUNCATE(td->tg_event);
 	for (int i = 0; i < TallyCount && !any; i++)
 		any = Tally[i].level >= level;
+	any = any || QsHostTallyAny(level);
 	if (!any && !truncate)
 		return PointerGetDatum(NULL);
 
@@ -413,9 +434,13 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 	if (truncate)
 	{
 		QsQueryRun(&TruncateQuery, NULL, NULL, false, 0);
+		QsQueryRun(&TruncateHostsQuery, NULL, NULL, false, 0);
 	}
 	else
+	{
 		WriteTally(level);
+		QsHostTallyWrite(level, UsageStripe());
+	}
 	SPI_finish();
 	QsRestoreUser(&saved);
 	/* after a TRUNCATE every counter is zero: no tally is left to write */

@@ -145,6 +145,8 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	('quota_sched.team_shares()', 'regress_bi_user', '{}', NULL, '{}'),
 	('quota_sched.run_pass(text, boolean)', 'regress_bi_admin', ARRAY[$$'bi_queue'$$, 'false'], NULL, '{}'),
 	('quota_sched.held_capacity_drift()', 'regress_bi_admin', '{}', NULL, '{}'),
+	('quota_sched.host_held_drift()', 'regress_bi_admin', '{}', NULL, '{}'),
+	('quota_sched.host_cache_reloads()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.core_words()', 'regress_bi_user', '{}', NULL, '{}'),
 	('quota_sched.attempt_deadline(timestamp with time zone, interval)', 'regress_bi_user',
 	 ARRAY['now()', $$'1 hour'$$], NULL, '{}'),

@@ -1,0 +1,406 @@
+/*-------------------------------------------------------------------------
+ *
+ * host_cache.c
+ *		A backend-local cache of each queue's hosts (scheduling.md 3.13;
+ *		issue 39, item 6): the live agents a pass reads, decoded (names,
+ *		instances, labels), by unit, so that the passes of a queue, which
+ *		the worker's backend runs one after another, read and decode its
+ *		agents only when they changed.
+ *
+ * When the cache is right.  Every change of a queue's agents that changes
+ * its hosts inserts a row of a new generation (never reused) into
+ * quota_sched.agent_change, in its own transaction (the agent_hosts_*
+ * triggers, tables.sql); a heartbeat that only moves last_seen of a live
+ * agent inserts none.  The cache keeps, with the hosts, the set of
+ * generations it saw, read in the same statement (so in the same snapshot)
+ * as the agents.  A pass reads the set in its own snapshot (one index
+ * probe, QsLoadHosts): two snapshots that see the same set see the same
+ * committed changes of the queue's agents (each change adds a generation
+ * nobody saw before, and the pass that replaces many rows by one adds one
+ * too), so the same agents but for the last_seen of live ones.  Whether an
+ * agent is live also depends on the time: the cache is used only at a
+ * time (the transaction's start, as the read's now()) from that of its read
+ * up to the earliest moment a live agent read may have run out of lease.
+ * An agent that was not live at the read and comes back later changes the
+ * set (the trigger compares its lease with the clock when the UPDATE runs);
+ * one whose UPDATE ran before its lease ran out, and had not committed when
+ * the read took its snapshot, left its xmax on the row read: such a read is
+ * not cached.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "constants.h"
+#include "host_cache.h"
+#include "identity.h"
+#include "query.h"
+
+PG_FUNCTION_INFO_V1(qs_host_cache_reloads);
+
+#define QS_HOST_QUEUE_BUF (QS_MAX_NAME_LEN + 1)
+
+/* More rows than this in a queue's agent_change: its pass replaces them by one. */
+#define QS_AGENT_CHANGE_KEEP 16
+
+typedef struct HostCacheEntry
+{
+	char		queue[QS_HOST_QUEUE_BUF];	/* the key */
+	MemoryContext cxt;			/* of what follows, NULL: nothing cached */
+	QsHostSet	set;
+	Oid			relid;			/* agent_change's, when read */
+	int			ngens;
+	int64	   *gens;			/* the generations seen, ascending */
+	TimestampTz read_at;		/* now() of the read */
+	TimestampTz until;			/* the earliest end of a live agent's lease */
+	bool		compact;		/* the pass is to replace the rows by one */
+} HostCacheEntry;
+
+static HTAB *HostCache = NULL;
+static int64 Reloads = 0;
+
+/* The generations of a queue's agents, with the table's oid (none: NULL). */
+static QsQuery GenerationsQuery = {
+	"SELECT array_agg(generation ORDER BY generation), min(tableoid::oid)"
+	"  FROM quota_sched.agent_change WHERE job_queue = $1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * The queue's live agents, in one statement with the generations and the
+ * xmax of the agents that are not live (a lock or an update by a
+ * transaction, perhaps in progress: QsLoadHosts), so that all three come
+ * from one snapshot.  One row with null agent columns when there is no
+ * live agent.
+ */
+static QsQuery AgentsQuery = {
+	"SELECT a.capacity_unit, a.name, a.instances, a.labels, a.state = 'ACTIVE',"
+	"       a.last_seen + coalesce(a.lease, interval '60 seconds'), g.gens, g.relid, g.busy"
+	"  FROM (SELECT array_agg(c.generation ORDER BY c.generation) AS gens,"
+	"               min(c.tableoid::oid) AS relid,"
+	"               (SELECT array_agg(d.xmax::text::int8) FROM quota_sched.agent d"
+	"                 WHERE d.job_queue = $1 AND NOT (d.xmax = '0'::xid)"
+	"                   AND d.last_seen + coalesce(d.lease, interval '60 seconds')"
+	"                       <= now()) AS busy"
+	"          FROM quota_sched.agent_change c WHERE c.job_queue = $1) g"
+	"  LEFT JOIN quota_sched.agent a"
+	"    ON a.job_queue = $1 AND a.last_seen + coalesce(a.lease, interval '60 seconds') > now()"
+	" ORDER BY a.capacity_unit COLLATE \"C\", a.name COLLATE \"C\"",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * EntryOf returns the cache entry of a queue, adding an empty one; NULL
+ * when the name is too long to be a queue's.
+ */
+static HostCacheEntry *
+EntryOf(const char *queue)
+{
+	char		key[QS_HOST_QUEUE_BUF];
+	HostCacheEntry *entry;
+	bool		found;
+
+	if (strlen(queue) >= QS_HOST_QUEUE_BUF)
+		return NULL;
+	if (HostCache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = QS_HOST_QUEUE_BUF;
+		ctl.entrysize = sizeof(HostCacheEntry);
+		ctl.hcxt = TopMemoryContext;
+		HostCache = hash_create("quota_sched hosts", 16, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(key, 0, sizeof(key));
+	strlcpy(key, queue, QS_HOST_QUEUE_BUF);
+	entry = hash_search(HostCache, key, HASH_ENTER, &found);
+	if (!found)
+		entry->cxt = NULL;
+	return entry;
+}
+
+/*
+ * Forget drops what an entry holds: at the end of the transaction, since
+ * a queue state loaded before in it may still point into it.
+ */
+static void
+Forget(HostCacheEntry *entry)
+{
+	if (entry->cxt != NULL)
+		MemoryContextSetParent(entry->cxt, TopTransactionContext);
+	entry->cxt = NULL;
+}
+
+/*
+ * ReadGenerations reads an int8[] (column `col` of a row: the generations,
+ * or the xmax of agents; or null) into the current memory context.
+ */
+static int
+ReadGenerations(HeapTuple tup, TupleDesc desc, int col, int64 **gens)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(tup, desc, col, &isnull);
+	Datum	   *elems;
+	int			n;
+
+	*gens = NULL;
+	if (isnull)
+		return 0;
+	deconstruct_array(DatumGetArrayTypeP(value), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, NULL, &n);
+	*gens = palloc(sizeof(int64) * (n + 1));
+	for (int i = 0; i < n; i++)
+		(*gens)[i] = DatumGetInt64(elems[i]);
+	return n;
+}
+
+/*
+ * Busy tells whether an agent that is not live may be coming back in a
+ * transaction that the snapshot of the read does not see (column `col`:
+ * the xmax of such agents): its UPDATE ran before its lease ran out, so
+ * the trigger did not count it as a change.  Without the snapshot (each
+ * statement takes its own), any xmax is.
+ */
+static bool
+Busy(HeapTuple tup, TupleDesc desc, int col, Snapshot snapshot)
+{
+	int64	   *xmax;
+	int			n = ReadGenerations(tup, desc, col, &xmax);
+
+	for (int i = 0; i < n; i++)
+		if (snapshot == NULL || XidInMVCCSnapshot((TransactionId) xmax[i], snapshot))
+			return true;
+	return false;
+}
+
+/*
+ * StillRight tells whether an entry holds the hosts of a snapshot that
+ * sees the generations gens (relid: of agent_change) at time now.
+ */
+static bool
+StillRight(const HostCacheEntry *entry, Oid relid, const int64 *gens, int ngens,
+		   TimestampTz now)
+{
+	if (entry->cxt == NULL || entry->relid != relid || entry->ngens != ngens)
+		return false;
+	if (now < entry->read_at || now >= entry->until)
+		return false;
+	for (int i = 0; i < ngens; i++)
+		if (entry->gens[i] != gens[i])
+			return false;
+	return true;
+}
+
+/*
+ * DecodeLabels turns an agent's labels (a flat JSON object of strings)
+ * into a host's.
+ */
+static void
+DecodeLabels(Jsonb *labels, QsHost *host)
+{
+	JsonbIterator *it = JsonbIteratorInit(&labels->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	QsLabel    *out = palloc0(sizeof(QsLabel) * (JB_ROOT_COUNT(labels) + 1));
+	int			n = 0;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			out[n].key = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE && v.type == jbvString)
+			out[n++].value = pnstrdup(v.val.string.val, v.val.string.len);
+	}
+	host->labels = out;
+	host->nlabels = n;
+}
+
+/*
+ * UnitOf returns the set's unit of a name, adding it (the rows come in
+ * the order of their units: a new one is the last).
+ */
+static QsHostUnit *
+UnitOf(QsHostSet *set, const char *name, int cap)
+{
+	QsHostUnit *unit;
+
+	if (set->nunits > 0 && strcmp(set->units[set->nunits - 1].name, name) == 0)
+		return &set->units[set->nunits - 1];
+	unit = &set->units[set->nunits++];
+	unit->name = pstrdup(name);
+	unit->hosts = palloc0(sizeof(QsHost) * (cap + 1));
+	return unit;
+}
+
+/*
+ * AddAgent adds one live agent row of AgentsQuery to the set: its unit is
+ * placed, unbounded when a live, ACTIVE agent is; its live, ACTIVE,
+ * bounded agents are its hosts, in the order of their names.  Returns the
+ * end of its lease.
+ */
+static TimestampTz
+AddAgent(QsHostSet *set, HeapTuple tup, TupleDesc desc, int cap)
+{
+	bool		unbounded;
+	bool		isnull;
+	Datum		instances = SPI_getbinval(tup, desc, 3, &unbounded);
+	bool		active = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	QsHostUnit *unit = UnitOf(set, SPI_getvalue(tup, desc, 1), cap);
+	QsHost	   *host;
+
+	if (active && unbounded)
+		unit->unbounded = true;
+	if (active && !unbounded)
+	{
+		host = &unit->hosts[unit->nhosts++];
+		host->name = SPI_getvalue(tup, desc, 2);
+		host->instances = DatumGetInt32(instances);
+		DecodeLabels(DatumGetJsonbP(SPI_getbinval(tup, desc, 4, &isnull)), host);
+	}
+	return DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
+}
+
+/*
+ * Reload reads the queue's live agents into the entry, with the
+ * generations of the same snapshot, in the caller's memory context; with
+ * keep, and unless the read saw an agent that is not live being changed,
+ * the cache keeps them.
+ */
+static const QsHostSet *
+Reload(HostCacheEntry *entry, bool keep, const char *queue, TimestampTz now, Snapshot snapshot)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+	uint64		n = QsQueryRunIn(&AgentsQuery, &arg, NULL, snapshot, 0);
+	SPITupleTable *rows = SPI_tuptable;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched hosts of a queue",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	bool		isnull;
+	bool		busy;
+
+	Forget(entry);
+	Reloads++;
+	entry->until = DT_NOEND;
+	entry->set.nunits = 0;
+	entry->set.units = palloc0(sizeof(QsHostUnit) * (n + 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		TimestampTz lease_end;
+
+		(void) SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull);
+		if (isnull)
+			continue;			/* no live agent */
+		lease_end = AddAgent(&entry->set, rows->vals[i], rows->tupdesc, (int) n);
+		entry->until = Min(entry->until, lease_end);
+	}
+	entry->ngens = ReadGenerations(rows->vals[0], rows->tupdesc, 7, &entry->gens);
+	entry->relid = DatumGetObjectId(SPI_getbinval(rows->vals[0], rows->tupdesc, 8, &isnull));
+	if (isnull)
+		entry->relid = InvalidOid;
+	busy = Busy(rows->vals[0], rows->tupdesc, 9, snapshot);
+	entry->read_at = now;
+	entry->compact = entry->ngens > QS_AGENT_CHANGE_KEEP;
+	MemoryContextSwitchTo(old);
+	SPI_freetuptable(rows);
+	if (keep && !busy)
+	{
+		MemoryContextSetParent(cxt, TopMemoryContext);
+		entry->cxt = cxt;
+	}
+	return &entry->set;			/* else its memory goes with the caller's */
+}
+
+/*
+ * QsLoadHosts returns the hosts of a queue as a snapshot sees them at time
+ * now (the transaction's start, which the read's now() is): from the
+ * cache when the snapshot sees the generations it was read with, else read
+ * again.  Their memory is the cache's (or the caller's, when the read is
+ * not kept): the caller copies what it changes.  The caller is connected
+ * to SPI; snapshot NULL: the current one.
+ */
+const QsHostSet *
+QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot)
+{
+	HostCacheEntry *entry = EntryOf(queue);
+	Datum		arg = CStringGetTextDatum(queue);
+	int64	   *gens;
+	int			ngens;
+	bool		isnull;
+	Oid			relid;
+
+	if (entry == NULL)
+		return Reload(palloc0(sizeof(HostCacheEntry)), false, queue, now, snapshot);
+	if (entry->cxt != NULL)
+	{
+		QsQueryRunIn(&GenerationsQuery, &arg, NULL, snapshot, 0);
+		ngens = ReadGenerations(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &gens);
+		relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+											   &isnull));
+		if (isnull)
+			relid = InvalidOid;
+		SPI_freetuptable(SPI_tuptable);
+		if (StillRight(entry, relid, gens, ngens, now))
+			return &entry->set;
+	}
+	return Reload(entry, true, queue, now, snapshot);
+}
+
+/*
+ * The pass replaces a queue's rows of agent_change by one of a new
+ * generation: only passes delete them, one at a time per queue (they hold
+ * its lock), so this never waits.
+ */
+static QsQuery CompactQuery = {
+	"WITH gone AS (DELETE FROM quota_sched.agent_change"
+	"               WHERE job_queue = $1 AND generation = ANY ($2))"
+	" INSERT INTO quota_sched.agent_change"
+	" VALUES ($1, nextval('quota_sched.agent_change_seq'))",
+	2, {TEXTOID, INT8ARRAYOID}, SPI_OK_INSERT
+};
+
+/*
+ * QsCompactAgentChanges replaces, after a pass that read many rows of
+ * its queue's agent_change, those it read by one.  The caller holds the
+ * queue's lock exclusively and is connected to SPI as the owner.
+ */
+void
+QsCompactAgentChanges(const char *queue)
+{
+	HostCacheEntry *entry = HostCache == NULL || strlen(queue) >= QS_HOST_QUEUE_BUF ? NULL :
+		EntryOf(queue);
+	QsArray		gens;
+	Datum		args[2];
+
+	if (entry == NULL || entry->cxt == NULL || !entry->compact)
+		return;
+	QsArrayInit(&gens, INT8OID, entry->ngens);
+	for (int i = 0; i < entry->ngens; i++)
+		QsArrayPush(&gens, Int64GetDatum(entry->gens[i]), false);
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = QsArrayDatum(&gens);
+	QsQueryRun(&CompactQuery, args, NULL, false, 0);
+	entry->compact = false;
+}
+
+/*
+ * qs_host_cache_reloads() returns how many times this backend read a
+ * queue's agents (not from its cache): for tests.
+ */
+Datum
+qs_host_cache_reloads(PG_FUNCTION_ARGS)
+{
+	QsCheckSchemaVersion();
+	PG_RETURN_INT64(Reloads);
+}

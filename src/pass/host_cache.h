@@ -1,0 +1,39 @@
+/*-------------------------------------------------------------------------
+ *
+ * host_cache.h
+ *		A backend-local cache of each queue's hosts (host_cache.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QS_HOST_CACHE_H
+#define QS_HOST_CACHE_H
+
+#include "datatype/timestamp.h"
+#include "utils/snapshot.h"
+
+#include "policy.h"
+
+/*
+ * The live agents of one unit of a queue: the unit is placed (it has one),
+ * unless a live, ACTIVE one is unbounded; its hosts are its live, ACTIVE,
+ * bounded agents, in the C order of their names (held and stopping 0).
+ */
+typedef struct QsHostUnit
+{
+	const char *name;
+	bool		unbounded;
+	int			nhosts;
+	QsHost	   *hosts;
+} QsHostUnit;
+
+/* A queue's units with live agents, in the C order of their names. */
+typedef struct QsHostSet
+{
+	int			nunits;
+	QsHostUnit *units;
+} QsHostSet;
+
+extern const QsHostSet *QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot);
+extern void QsCompactAgentChanges(const char *queue);
+
+#endif							/* QS_HOST_CACHE_H */
