@@ -248,3 +248,16 @@ ALTER TABLE quota_sched.agent
 	ADD CONSTRAINT agent_address_check
 		CHECK (address IS NULL OR quota_sched.check_agent_address(address, name));
 DROP FUNCTION quota_sched.agent_ready(text, text, text, integer);
+
+/*
+ * A multi-host job's rendezvous (issue 40; doc/agents.md "Running a
+ * multi-host job"): attempt_started() takes the port that rank 0's agent
+ * chose, kept in the attempt's row (job_attempt.port, tables.sql) and in
+ * rank 0's part (job_part.port); a new signature, so the function of 0.3
+ * goes first (agent_api.sql makes the new one, with its grants, and
+ * job_peers(), and the view job_attempts with port at its end).
+ */
+ALTER TABLE quota_sched.job_attempt
+	ADD COLUMN port integer,
+	ADD CONSTRAINT job_attempt_port_check CHECK (port BETWEEN 1 AND 65535);
+DROP FUNCTION quota_sched.attempt_started(bigint, text, integer, text, text, text);

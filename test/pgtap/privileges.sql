@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(103);
+SELECT plan(106);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
@@ -125,11 +125,18 @@ SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_user', ARRAY[
 SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_attempts', 'public', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'quota_sched_agent', ARRAY['EXECUTE']);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'integer'], 'quota_sched_agent', ARRAY['EXECUTE']);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'quota_sched_user', ARRAY[]::text[]);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'integer'], 'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text'], 'public', ARRAY[]::text[]);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'integer'], 'public', ARRAY[]::text[]);
+-- job_peers() (0.4, a multi-host job's rendezvous): the agents'.
+SELECT function_privs_are('quota_sched', 'job_peers', ARRAY['bigint', 'text'],
+	'quota_sched_agent', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'job_peers', ARRAY['bigint', 'text'],
+	'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'job_peers', ARRAY['bigint', 'text'],
+	'public', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'job_attempt_forget', ARRAY[]::text[],
 	'public', ARRAY[]::text[]);
 SELECT ok((SELECT relrowsecurity FROM pg_class WHERE oid = 'quota_sched.job_attempt'::regclass),
