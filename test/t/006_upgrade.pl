@@ -411,7 +411,7 @@ sub describe_schema
 my @added_03 = qw(claim_timeout max_lease_losses lease_losses claim_requeues
   claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
   changed_at spent_day spent_week spent_month);
-my @added_04 = qw(instances_per_host same_label part_agents part_instances rank);
+my @added_04 = qw(instances_per_host same_label part_agents part_instances rank port);
 
 # without_columns($data, @columns): a pg_dump --data-only script without
 # those columns (their COPY lists and fields), so that a database of an
