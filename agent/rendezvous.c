@@ -341,13 +341,18 @@ do_rendezvous(void)
 	}
 }
 
-/* rendezvous_wake: when the part that waits is next to be asked about */
+/*
+ * rendezvous_wake: when the part that waits is next to be asked about
+ * (not while the database cannot be reached: then when its lease runs out)
+ */
 double
 rendezvous_wake(const Job *job)
 {
 	if (!job->rdv.waiting || job->action != ACT_NONE)
 		return 1e300;
-	return job->rdv.ask_at < job->lease_deadline ? job->rdv.ask_at : job->lease_deadline;
+	if (conn == NULL || job->rdv.ask_at > job->lease_deadline)
+		return job->lease_deadline;
+	return job->rdv.ask_at;
 }
 
 /* put_env: setenv of a number */
