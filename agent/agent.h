@@ -112,6 +112,29 @@ typedef struct AttemptLog
 } AttemptLog;
 
 /*
+ * A job's rendezvous (rendezvous.c): a part claimed waits (its command not
+ * started) until every part of the attempt is claimed and rank 0's port is
+ * known, from job_peers(); then its command gets the variables of its
+ * place (QUOTA_SCHED_HOSTS, MASTER_ADDR, RANK, ...).
+ */
+typedef struct Rendezvous
+{
+	bool		waiting;		/* claimed, its start held for its peers */
+	char	   *command_error;	/* the claim's, kept while it waits (malloc'd) */
+	char	   *argv_text;
+	char	   *payload;
+	double		ask_at;			/* when to ask job_peers again (monotonic s) */
+	double		waited_from;	/* when it began to wait */
+	bool		known;			/* the fields below are set: it may start */
+	int			nhosts;			/* parts of the job */
+	int			rank;			/* this part's */
+	int			port;			/* rank 0's rendezvous port */
+	char	   *hosts;			/* the parts' addresses in rank order, comma-separated */
+	char		address[256];	/* this part's address */
+	char		master[256];	/* rank 0's address */
+} Rendezvous;
+
+/*
  * A job the agent holds, whichever way it runs: each launcher's job (local.c's
  * LocalJob, remote.c's RemoteJob) has a Job as its first member, and the
  * launcher's operations (ops) are the only code that looks further.
@@ -144,6 +167,7 @@ typedef struct Job
 	double		retry_at;		/* when to try again (monotonic s); 0: now */
 	uint64_t	device_mask;	/* the devices it holds (bits of opts.devices) */
 	char		devices[4096];	/* their names, comma-separated ("": none) */
+	Rendezvous	rdv;			/* its place among the job's parts (rendezvous.c) */
 } Job;
 
 /* What the claim says of a job, for its launcher's start. */
@@ -313,6 +337,15 @@ extern void cgroup_sweep(void);
 extern bool cgroup_create(const Job *job, pid_t shim, const char **what);
 extern bool cgroup_enter(const Job *job, pid_t shim, const char **what);
 extern long cgroup_finish(const Job *job, pid_t shim);
+
+/* rendezvous.c */
+extern bool want_peers;
+extern void begin_rendezvous(Job *job, const ClaimedJob *claimed);
+extern void do_rendezvous(void);
+extern double rendezvous_wake(const Job *job);
+extern void end_wait(Job *job, Action action, const char *why);
+extern void free_rendezvous(Job *job);
+extern void set_rendezvous_env(const Job *job);
 
 /* protocol.c */
 extern double next_heartbeat;

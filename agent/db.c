@@ -83,12 +83,16 @@ static const Statement statements[NUM_STATEMENTS] = {
 	4},
 	[STMT_ATTEMPT] = {"attempt_started",
 		"SELECT 1 FROM quota_sched.attempt_started($1::bigint, $2::text, $3::integer,"
-		" $4::text, $5::text, $6::text, devices => $7::text[])",
-	7},
+		" $4::text, $5::text, $6::text, port => $7::integer, devices => $8::text[])",
+	8},
 	[STMT_READY] = {"agent_ready",
 		"SELECT 1 FROM quota_sched.agent_ready($1::text, $2::text, $3::text, $4::integer,"
 		" $5::jsonb, $6::text)",
 	6},
+	[STMT_PEERS] = {"job_peers",
+		"SELECT rank, peer_agent, address, instances, claimed, port, attempt"
+		"  FROM quota_sched.job_peers($1::bigint, $2::text)",
+	2},
 };
 
 PGconn	   *conn = NULL;
@@ -108,7 +112,8 @@ static bool prepared[NUM_STATEMENTS];
 
 /*
  * collect_notifies takes the notifications that came: a dispatch asks for
- * a claim, a stop for a heartbeat.
+ * a claim, a stop for a heartbeat, a part claimed or a port given for the
+ * parts that wait to ask job_peers (rendezvous.c).
  */
 void
 collect_notifies(void)
@@ -124,6 +129,8 @@ collect_notifies(void)
 			want_claim = true;
 		else if (strcmp(n->relname, "quota_sched_stop") == 0)
 			want_heartbeat = true;
+		else if (strcmp(n->relname, "quota_sched_peers") == 0)
+			want_peers = true;
 		PQfreemem(n);
 	}
 }
@@ -234,8 +241,9 @@ on_notice(void *arg, const char *message)
 static bool
 listen_setup(void)
 {
-	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop"};
-	int			nsetup = opts.listen ? 2 : 0;
+	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop",
+	"LISTEN quota_sched_peers"};
+	int			nsetup = opts.listen ? 3 : 0;
 	char		msg[1024];
 	int			i;
 

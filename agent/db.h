@@ -20,8 +20,9 @@ typedef enum StatementId
 	STMT_REPORT,				/* report(): how a job ended, with its output */
 	STMT_HEARTBEAT,				/* heartbeat(): leases renewed, stops */
 	STMT_RELEASE,				/* release(): a job given back, with its output */
-	STMT_ATTEMPT,				/* attempt_started(): host, log file, handle */
+	STMT_ATTEMPT,				/* attempt_started(): host, log file, handle, port */
 	STMT_READY,					/* agent_ready(): what the agent can run */
+	STMT_PEERS,					/* job_peers(): a multi-host job's parts */
 	NUM_STATEMENTS
 } StatementId;
 

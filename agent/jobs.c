@@ -100,12 +100,16 @@ remove_job(Job *job)
 		if (jobs[i] == job)
 		{
 			jobs[i] = jobs[--njobs];
+			free_rendezvous(job);
 			job->ops->free_job(job);
 			return;
 		}
 }
 
-/* count_alive: the jobs that run here, or (weigh) the instances they hold */
+/*
+ * count_alive: the jobs that run here, or (weigh) the instances they hold,
+ * those of the parts that wait for their peers too
+ */
 static int
 count_alive(bool weigh)
 {
@@ -115,6 +119,8 @@ count_alive(bool weigh)
 	for (i = 0; i < njobs; i++)
 		if (jobs[i]->alive)
 			n += weigh ? jobs[i]->instances : 1;
+		else if (weigh && jobs[i]->rdv.waiting && jobs[i]->action == ACT_NONE)
+			n += jobs[i]->instances;
 	return n;
 }
 
@@ -408,7 +414,8 @@ child_setup(const Job *job)
 /*
  * reset_child: what a child that is to exec a job's command or a
  * launcher's starts with: default signals, none blocked, stdin from
- * /dev/null, and the job's QUOTA_SCHED_* variables.
+ * /dev/null, and the job's QUOTA_SCHED_* variables, with those of its
+ * place among the job's parts (set_rendezvous_env).
  */
 void
 reset_child(const Job *job)
@@ -442,4 +449,5 @@ reset_child(const Job *job)
 	setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
 	setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
 	setenv("QUOTA_SCHED_AGENT", opts.agent, 1);
+	set_rendezvous_env(job);
 }

@@ -218,7 +218,8 @@ start_job(Job *job, const char *argv_text)
 	}
 	else if (prepare_checkpoint_dir(job))
 	{
-		open_attempt_log(job);
+		if (!job->log.opened)	/* opened while the part waited for its peers */
+			open_attempt_log(job);
 		spawn_command(job, argv);
 	}
 	free_argv(argv);

@@ -250,6 +250,8 @@ next_wake(void)
 
 		if (launcher_wake < wake)
 			wake = launcher_wake;
+		if (rendezvous_wake(job) < wake)
+			wake = rendezvous_wake(job);
 		if (job->alive && job->stop != STOP_LOST && job->lease_deadline < wake)
 			wake = job->lease_deadline;
 		if (job->action != ACT_NONE && job->retry_at > 0 && job->retry_at < wake)
@@ -346,6 +348,7 @@ loop_step(void)
 		do_heartbeat();
 	if (conn && want_claim)
 		do_claim();
+	do_rendezvous();
 	enforce_deadlines(now_mono());
 	if (conn)
 		flush_actions();

@@ -110,8 +110,8 @@ send_action(Job *job, PGresult **res)
 /*
  * tell_attempt tells the database where the job's attempt runs
  * (attempt_started): this host, the file of its output, the external
- * launcher's handle once known, the devices it was given (--devices);
- * each made printable for the server.
+ * launcher's handle once known, rank 0's rendezvous port, the devices it
+ * was given (--devices); each made printable for the server.
  * False if the connection is lost (told after the reconnection); any
  * other failure is logged and not tried again: it is no reason to hold
  * back the job's end.
@@ -122,12 +122,17 @@ tell_attempt(Job *job)
 	char		host[sizeof(opts.host)];
 	char		path[PATH_MAX];
 	char		handle[1024];
+	char		port[16];
 	char		devices[sizeof(job->devices) + 2];
-	const char *params[7] = {job->id_text, opts.agent, job->attempt_text, NULL, NULL, NULL, NULL};
+	const char *params[8] = {job->id_text, opts.agent, job->attempt_text, NULL, NULL, NULL,
+	NULL, NULL};
 	PGresult   *res;
 	int			rc;
 
 	job->tell_attempt = false;
+	/* rank 0's port (a part of another rank gives none) */
+	snprintf(port, sizeof(port), "%d", job->rdv.port);
+	params[6] = job->rdv.known && job->rdv.rank == 0 && job->rdv.port > 0 ? port : NULL;
 	printable_copy(opts.host, host, sizeof(host));
 	printable_copy(job->log.path, path, sizeof(path));
 	printable_copy(job->handle, handle, sizeof(handle));
@@ -136,7 +141,7 @@ tell_attempt(Job *job)
 	params[5] = handle[0] ? handle : NULL;
 	/* the devices' names are of letters, digits, '-' and '/': an array literal as they are */
 	snprintf(devices, sizeof(devices), "{%s}", job->devices);
-	params[6] = job->devices[0] ? devices : NULL;
+	params[7] = job->devices[0] ? devices : NULL;
 	rc = db_exec(STMT_ATTEMPT, params, &res, job);
 	if (rc == DB_LOST)
 	{
@@ -315,12 +320,15 @@ heartbeat_row(PGresult *res, int i, double t0)
 	job->lease_deadline = PQgetisnull(res, i, 2) ? t0 + opts.lease
 		: t0 + strtod(PQgetvalue(res, i, 2), NULL);
 	lease_renewed(job);
-	if (stop && job->alive && job->stop == STOP_NONE)
+	if (stop && ((job->alive && job->stop == STOP_NONE) || job->rdv.waiting))
 	{
 		char		why[300];
 
 		snprintf(why, sizeof(why), "stop requested (%s)", PQgetvalue(res, i, 1));
-		begin_stop(job, STOP_REQUESTED, why);
+		if (job->rdv.waiting)
+			end_wait(job, ACT_REPORT, why);
+		else
+			begin_stop(job, STOP_REQUESTED, why);
 	}
 	return NULL;
 }
@@ -368,6 +376,8 @@ do_heartbeat(void)
 	for (i = 0; i < njobs; i++)
 		if (jobs[i]->alive && !jobs[i]->seen && jobs[i]->stop != STOP_LOST)
 			begin_stop(jobs[i], STOP_LOST, "the database no longer gives this job to the agent");
+		else if (jobs[i]->rdv.waiting && !jobs[i]->seen && jobs[i]->action == ACT_NONE)
+			end_wait(jobs[i], ACT_DROP, "the database no longer gives this job to the agent");
 	/* jobs the database gives it that it does not run */
 	for (i = 0; i < nunknown; i++)
 	{
@@ -382,7 +392,8 @@ do_heartbeat(void)
 /*
  * take_claimed puts row i of claim()'s answer (t0: when it was asked) into
  * the job table (holding, of a job on several hosts, its part's instances)
- * and has its launcher start it (--noop: reported at once).
+ * and has its launcher start it once its peers are known
+ * (begin_rendezvous; --noop: reported at once).
  */
 static void
 take_claimed(PGresult *res, int i, double t0)
@@ -416,7 +427,7 @@ take_claimed(PGresult *res, int i, double t0)
 	if (opts.noop)
 		set_report(job, "SUCCEEDED", 0, true, NULL);
 	else
-		job->ops->start(job, &claimed);
+		begin_rendezvous(job, &claimed);
 }
 
 /*
@@ -433,6 +444,11 @@ do_claim(void)
 
 	want_claim = false;
 	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
+	/*
+	 * what is to be told first: a part that waited and was told to let go
+	 * (end_wait) is reported before the job may be claimed again here
+	 */
+	flush_actions();
 	for (;;)
 	{
 		const char *params[5] = {opts.agent, opts.queue, opts.unit, free_text, lease};

@@ -621,7 +621,8 @@ start_remote(Job *job, const char *payload)
 
 	if (!prepare_checkpoint_dir(job))
 		return;
-	open_attempt_log(job);
+	if (!job->log.opened)		/* opened while the part waited for its peers */
+		open_attempt_log(job);
 	if (!write_payload_file(job, payload) || !start_helper(job, HELPER_START, payload))
 	{
 		remove_payload_file(job);

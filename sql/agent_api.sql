@@ -57,21 +57,46 @@ AS 'MODULE_PATHNAME', 'qs_release'
 LANGUAGE C CALLED ON NULL INPUT;
 
 /*
- * attempt_started(job_id, agent, attempt, host, log_path, handle, devices):
- * the agent that holds the job says where its attempt runs: the host, the
- * file of its output there, (external launcher) its handle, which a
- * second call gives once the start command printed it, and the host's
- * devices (GPU indexes or UUIDs) it gave the part (a null keeps what the
- * row has).  Returns the attempt's row of job_attempt; null (a no-op)
+ * attempt_started(job_id, agent, attempt, host, log_path, handle, port,
+ * devices): the agent that holds the job says where its attempt runs: the
+ * host, the file of its output there, (external launcher) its handle,
+ * which a second call gives once the start command printed it, (rank 0's
+ * agent) the rendezvous port, and the host's devices (GPU indexes or
+ * UUIDs) it gave the part (a null keeps what the row has).  Returns the
+ * attempt's row of job_attempt; null (a no-op)
  * for an attempt that is over.  The same checks as report(): another
  * login's job is refused (42501), a job the agent does not hold too
- * (55000).
+ * (55000).  port (0.4, doc/agents.md "Running a multi-host job"): the
+ * rendezvous port that the agent holding rank 0 chose on its address,
+ * 1 to 65535 (22023); from the agent of another rank it is refused
+ * (55000); given again, the same port is a no-op and another one is
+ * refused (55000).  A port given notifies quota_sched_peers (payload:
+ * the job's id), as a claim of a part of a job placed on hosts does.
  */
 CREATE OR REPLACE FUNCTION quota_sched.attempt_started(job_id bigint, agent text, attempt integer,
-	host text, log_path text, handle text DEFAULT NULL, devices text[] DEFAULT NULL)
+	host text, log_path text, handle text DEFAULT NULL, port integer DEFAULT NULL,
+	devices text[] DEFAULT NULL)
 RETURNS quota_sched.job_attempt
 AS 'MODULE_PATHNAME', 'qs_attempt_started'
 LANGUAGE C CALLED ON NULL INPUT;
+
+/*
+ * job_peers(job_id, agent) (0.4, doc/agents.md "Running a multi-host
+ * job"): the parts of the job's current placement, in rank order, for an
+ * agent the job is placed on: each part's rank, agent, address,
+ * instances, whether it is claimed, the rendezvous port (rank 0's, once
+ * its agent gave it) and the attempt.  A job that is not placed on hosts
+ * gives its one part, rank 0 on the agent that claimed it.  Only an agent
+ * the job is placed on now may ask, as the login that claimed its part
+ * (or, not claimed yet, the login it registered with), else 42501; an
+ * admin may ask for any agent.  An unknown job is P0002.  It takes no
+ * lock: agents waiting for their peers call it again and again.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.job_peers(job_id bigint, agent text)
+RETURNS TABLE (rank integer, peer_agent text, address text, instances integer, claimed boolean,
+	port integer, attempt integer)
+AS 'MODULE_PATHNAME', 'qs_job_peers'
+LANGUAGE C STABLE CALLED ON NULL INPUT;
 
 /*
  * safe_output(output): an attempt's output as it may be shown in a
@@ -90,12 +115,14 @@ REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, in
 	quota_sched.heartbeat(text, interval),
 	quota_sched.report(bigint, text, text, text, integer, integer, text),
 	quota_sched.release(bigint, text, text, text),
-	quota_sched.attempt_started(bigint, text, integer, text, text, text, text[]) FROM PUBLIC;
+	quota_sched.attempt_started(bigint, text, integer, text, text, text, integer, text[]),
+	quota_sched.job_peers(bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
 	quota_sched.heartbeat(text, interval),
 	quota_sched.report(bigint, text, text, text, integer, integer, text),
 	quota_sched.release(bigint, text, text, text),
-	quota_sched.attempt_started(bigint, text, integer, text, text, text, text[])
+	quota_sched.attempt_started(bigint, text, integer, text, text, text, integer, text[]),
+	quota_sched.job_peers(bigint, text)
 	TO quota_sched_agent;
 
 /*
@@ -272,12 +299,13 @@ CREATE OR REPLACE TRIGGER job_attempt_truncate AFTER TRUNCATE ON quota_sched.job
  * reader's rights (security_invoker): row-level security on job and
  * job_attempt shows a user the attempts of their own and their teams'
  * jobs (owner, members of the share's submit_role), admins every one; of
- * another team's jobs nothing, not even that they exist.
+ * another team's jobs nothing, not even that they exist.  port (0.4): the
+ * rendezvous port of the attempt (rank 0's row; attempt_started).
  */
 CREATE OR REPLACE VIEW quota_sched.job_attempts WITH (security_invoker = true) AS
 SELECT a.job_id, j.name, j.owner, j.job_queue, j.quota_share, j.state, j.status_reason,
 	   a.attempt, a.agent, a.host, a.log_path, a.handle, a.exit_code, a.output,
-	   a.started_at, a.ended_at, a.rank, a.devices
+	   a.started_at, a.ended_at, a.rank, a.devices, a.port
   FROM quota_sched.job_attempt a
   JOIN quota_sched.job j ON j.id = a.job_id;
 

@@ -600,8 +600,9 @@ GRANT SELECT, INSERT, DELETE ON quota_sched.agent_access TO quota_sched_admin;
  * attempt of a job says of it, for "why did my job fail" without access to
  * the host: where it ran (host), where the agent keeps its output there
  * (log_path), the external launcher's handle, and at the attempt's end its
- * exit code and the last 4096 bytes of its output, and the devices (GPUs)
- * its agent gave it (quota-sched-agent's --devices).  One row per (job,
+ * exit code and the last 4096 bytes of its output, the devices (GPUs)
+ * its agent gave it (quota-sched-agent's --devices), and (0.4) the
+ * rendezvous port of the attempt.  One row per (job,
  * attempt number, part: its rank, 0 for a job that is not placed); a run released (no attempt counted) and run again
  * under the same number replaces the row.  Written only by the agents'
  * functions (attempt_started, report, release: src/job_attempt.c) as the
@@ -625,13 +626,15 @@ CREATE TABLE quota_sched.job_attempt (
 	ended_at		timestamptz,
 	rank			integer NOT NULL DEFAULT 0,	/* its part (scheduling.md 3.14) */
 	devices			text[],		/* the host's devices the part was given (agents.md) */
+	port			integer,	/* the rendezvous port rank 0's agent chose (0.4) */
 	PRIMARY KEY (job_id, attempt, rank),
 	CONSTRAINT job_attempt_attempt_check CHECK (attempt >= 1),
 	CONSTRAINT job_attempt_host_check CHECK (octet_length(host) <= 255),
 	CONSTRAINT job_attempt_log_path_check CHECK (octet_length(log_path) <= 4096),
 	CONSTRAINT job_attempt_handle_check CHECK (octet_length(handle) <= 1024),
 	CONSTRAINT job_attempt_output_check CHECK (octet_length(output) <= 4096),
-	CONSTRAINT job_attempt_devices_check CHECK (cardinality(devices) BETWEEN 1 AND 256)
+	CONSTRAINT job_attempt_devices_check CHECK (cardinality(devices) BETWEEN 1 AND 256),
+	CONSTRAINT job_attempt_port_check CHECK (port BETWEEN 1 AND 65535)
 );
 
 /* ---------------------------------------------------------------------

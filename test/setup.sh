@@ -7,6 +7,9 @@
 
 QS_PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 libpq-dev postgresql-15-cron
 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libxml2-utils"
+# big ones, installed without their recommends: PyTorch for the multi-host
+# training run of test/t/025_multihost_ddp.pl (run by /usr/bin/python3)
+QS_PACKAGES_LEAN="python3-torch"
 QS_PG_CONFIG=${QS_PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 export PATH=${QS_PG_CONFIG%/*}:$PATH
 
@@ -21,6 +24,11 @@ qs_setup() {
 	if ! dpkg -s $QS_PACKAGES >/dev/null 2>&1; then
 		apt-get update
 		DEBIAN_FRONTEND=noninteractive apt-get install -y $QS_PACKAGES
+	fi
+	# shellcheck disable=SC2086
+	if ! dpkg -s $QS_PACKAGES_LEAN >/dev/null 2>&1; then
+		apt-get update
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $QS_PACKAGES_LEAN
 	fi
 	make -C "$top" -s clean >/dev/null
 	make -C "$top" -s PG_CONFIG="$QS_PG_CONFIG"

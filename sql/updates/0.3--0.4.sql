@@ -364,3 +364,16 @@ CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent
 	EXECUTE FUNCTION quota_sched.agent_hosts_changed();
 CREATE TRIGGER agent_hosts_truncate AFTER TRUNCATE ON quota_sched.agent
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+
+/*
+ * A multi-host job's rendezvous (issue 40; doc/agents.md "Running a
+ * multi-host job"): attempt_started() takes the port that rank 0's agent
+ * chose, kept in the attempt's row (job_attempt.port, tables.sql) and in
+ * rank 0's part (job_part.port); with the devices, its new signature (the
+ * function of 0.3 is dropped above; agent_api.sql makes the new one, with
+ * its grants, and job_peers(), and the view job_attempts with port at its
+ * end).
+ */
+ALTER TABLE quota_sched.job_attempt
+	ADD COLUMN port integer,
+	ADD CONSTRAINT job_attempt_port_check CHECK (port BETWEEN 1 AND 65535);

@@ -34,6 +34,7 @@
 #include "job_store_pass.h"
 #include "policy.h"
 #include "queue_lock.h"
+#include "rendezvous.h"
 #include "constants.h"
 #include "word_io.h"
 
@@ -60,6 +61,7 @@ QS_UNLOCKED_FUNCTION(qs_agent_ready, DoAgentReady)
 QS_UNLOCKED_FUNCTION(qs_drain_agent, DoDrainAgent)
 QS_UNLOCKED_FUNCTION(qs_forget_agent, DoForgetAgent)
 QS_UNLOCKED_FUNCTION(qs_attempt_started, DoAttemptStarted)
+QS_UNLOCKED_FUNCTION(qs_job_peers, DoJobPeers)
 
 /*
  * PrintableName tells whether an agent's name is fit to be shown: neither
@@ -676,26 +678,30 @@ DoForgetAgent(PG_FUNCTION_ARGS)
 }
 
 /*
- * qs_attempt_started(job_id, agent, attempt, host, log_path, handle, devices)
- * RETURNS quota_sched.job_attempt: the agent that holds the job says where
- * its attempt runs (issue 21): the host, the file of its output there,
- * the external launcher's handle, the host's devices it gave the part
- * (issue 40; QsRecordAttemptStart: a null keeps what the row has).  The checks of report(): another role's job is refused
- * unless the caller is an admin (RequireReporter, 42501), a job the agent
- * does not hold too (55000); an attempt that is over is a no-op (null).
+ * qs_attempt_started(job_id, agent, attempt, host, log_path, handle, port,
+ * devices) RETURNS quota_sched.job_attempt: the agent that holds the job
+ * says where its attempt runs (issue 21): the host, the file of its output
+ * there, the external launcher's handle, the host's devices it gave the
+ * part (issue 40; QsRecordAttemptStart: a null keeps what the row has),
+ * and (rank 0's agent) the rendezvous port (QsGivePort).
+ * The checks of report(): another role's job is refused unless the caller
+ * is an admin (RequireReporter, 42501), a job the agent does not hold too
+ * (55000); an attempt that is over is a no-op (null).
  */
 static Datum
 DoAttemptStarted(PG_FUNCTION_ARGS)
 {
 	Oid			caller = GetUserId();
-	char	   *role = GetUserNameFromId(caller, false);
 	char	   *agent = AgentArg(fcinfo, 1);
 	int64		job_id = DatumGetInt64(NotNullArg(fcinfo, 0, "job_id", false));
 	int32		attempt = DatumGetInt32(NotNullArg(fcinfo, 2, "attempt", false));
-	char	   *host = QsAttemptTextArg(fcinfo, 3, "host", QS_MAX_HOST_BYTES);
-	char	   *log_path = QsAttemptTextArg(fcinfo, 4, "log_path", QS_MAX_LOG_PATH_BYTES);
-	char	   *handle = QsAttemptTextArg(fcinfo, 5, "handle", QS_MAX_HANDLE_BYTES);
-	Datum		devices = QsAttemptDevicesArg(fcinfo, 6);
+	QsAttemptStart start = {
+		.host = QsAttemptTextArg(fcinfo, 3, "host", QS_MAX_HOST_BYTES),
+		.log_path = QsAttemptTextArg(fcinfo, 4, "log_path", QS_MAX_LOG_PATH_BYTES),
+		.handle = QsAttemptTextArg(fcinfo, 5, "handle", QS_MAX_HANDLE_BYTES),
+		.port = QsPortArg(fcinfo, 6),
+		.devices = QsAttemptDevicesArg(fcinfo, 7)
+	};
 	QsSavedUser saved;
 	QsJobRow	row;
 	Datum		result = (Datum) 0;
@@ -709,18 +715,50 @@ DoAttemptStarted(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	QsLockJob(job_id, &row);
-	if (attempt == QsJobAttempt(&row.job) && row.job.nparts > 0)
-		result = QsRecordAttemptStart(job_id, attempt, QsHeldPartRank(job_id, agent, caller),
-									  agent, host, log_path, handle, devices);
-	else if (attempt == QsJobAttempt(&row.job))
+	if (attempt == QsJobAttempt(&row.job))
 	{
-		RequireReporter(&row, job_id, QS_REPORT_RUNNING, caller, role);
-		RequireHeld(&row, job_id, agent);
-		result = QsRecordAttemptStart(job_id, attempt, 0, agent, host, log_path, handle, devices);
+		int32		rank = 0;
+
+		if (row.job.nparts > 0)
+			rank = QsHeldPartRank(job_id, agent, caller);
+		else
+		{
+			RequireReporter(&row, job_id, QS_REPORT_RUNNING, caller,
+							GetUserNameFromId(caller, false));
+			RequireHeld(&row, job_id, agent);
+		}
+		if (start.port != 0)
+			QsGivePort(job_id, attempt, rank, row.job.nparts > 0, agent, start.port);
+		result = QsRecordAttemptStart(job_id, attempt, rank, agent, &start);
 	}
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	if (result == (Datum) 0)
 		PG_RETURN_NULL();
 	return result;
+}
+
+/*
+ * qs_job_peers(job_id, agent) RETURNS TABLE (rank, peer_agent, address,
+ * instances, claimed, port, attempt): the parts of the job's current
+ * placement, for an agent it is placed on (QsJobPeers).  It takes no
+ * lock: agents waiting for their peers ask again and again.
+ */
+static Datum
+DoJobPeers(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		job_id = DatumGetInt64(NotNullArg(fcinfo, 0, "job_id", false));
+	char	   *agent = AgentArg(fcinfo, 1);
+	Oid			caller = GetUserId();
+	QsSavedUser saved;
+
+	InitMaterializedSRF(fcinfo, 0);
+	QsBeginSystemWrite(agent, &saved);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "quota_sched: SPI_connect failed");
+	QsJobPeers(rsinfo, job_id, agent, caller);
+	SPI_finish();
+	QsEndSystemWrite(&saved);
+	return (Datum) 0;
 }

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -28,6 +29,7 @@
 #include "job_store.h"
 #include "job_store_pass.h"
 #include "query.h"
+#include "rendezvous.h"
 #include "word_io.h"
 
 /* The current placement's condition: a part of the job's last dispatch. */
@@ -181,8 +183,9 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
 /*
  * QsClaimParts claims for an agent the parts placed on it (PickParts),
  * CLAIMED until now + lease (RUNNING at once with start), ends the parts
- * of earlier placements of those jobs it still held, and brings their
- * jobs to the state the parts say.  Returns the jobs' ids as a
+ * of earlier placements of those jobs it still held, brings their
+ * jobs to the state the parts say, and notifies quota_sched_peers of
+ * each (the agents waiting for their peers).  Returns the jobs' ids as a
  * bigint[] ((Datum) 0: none), and the parts and instances taken.
  */
 Datum
@@ -213,6 +216,10 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	earlier[2] = CStringGetTextDatum(agent);
 	QsQueryRun(&EndEarlierPartsQuery, earlier, NULL, false, 0);
 	SyncJobs(args[0], role);
+	/* the agents of the other parts may be waiting for this one (rendezvous.c) */
+	for (int i = 0; i < picked.n; i++)
+		Async_Notify(QS_PEERS_CHANNEL,
+					 psprintf(INT64_FORMAT, DatumGetInt64(picked.job_id.values[i])));
 	return args[0];
 }
 

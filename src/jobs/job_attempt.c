@@ -231,57 +231,59 @@ qs_safe_output(PG_FUNCTION_ARGS)
  * agent's, or of a run that ended (released, run again under the same
  * number), is started anew; else a null keeps what the row has.
  */
+/* the row is of this agent's run of the attempt, which has not ended */
+#define SAME_RUN "a.agent = excluded.agent AND a.ended_at IS NULL"
 static QsQuery AttemptStartQuery = {
 	"INSERT INTO quota_sched.job_attempt AS a"
-	"       (job_id, attempt, agent, host, log_path, handle, started_at, rank, devices)"
-	" VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8)"
+	"       (job_id, attempt, agent, host, log_path, handle, started_at, rank, port, devices)"
+	" VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9)"
 	" ON CONFLICT (job_id, attempt, rank) DO UPDATE"
 	"   SET agent = excluded.agent,"
-	"       host = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                   THEN coalesce(excluded.host, a.host) ELSE excluded.host END,"
-	"       log_path = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                       THEN coalesce(excluded.log_path, a.log_path) ELSE excluded.log_path END,"
-	"       handle = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                     THEN coalesce(excluded.handle, a.handle) ELSE excluded.handle END,"
-	"       devices = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                      THEN coalesce(excluded.devices, a.devices) ELSE excluded.devices END,"
-	"       started_at = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                         THEN a.started_at ELSE now() END,"
-	"       exit_code = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                        THEN a.exit_code END,"
-	"       output = CASE WHEN a.agent = excluded.agent AND a.ended_at IS NULL"
-	"                     THEN a.output END,"
+	"       host = CASE WHEN " SAME_RUN " THEN coalesce(excluded.host, a.host) ELSE excluded.host END,"
+	"       log_path = CASE WHEN " SAME_RUN " THEN coalesce(excluded.log_path, a.log_path)"
+	"                  ELSE excluded.log_path END,"
+	"       handle = CASE WHEN " SAME_RUN " THEN coalesce(excluded.handle, a.handle)"
+	"                ELSE excluded.handle END,"
+	"       port = CASE WHEN " SAME_RUN " THEN coalesce(excluded.port, a.port) ELSE excluded.port END,"
+	"       devices = CASE WHEN " SAME_RUN " THEN coalesce(excluded.devices, a.devices)"
+	"                 ELSE excluded.devices END,"
+	"       started_at = CASE WHEN " SAME_RUN " THEN a.started_at ELSE now() END,"
+	"       exit_code = CASE WHEN " SAME_RUN " THEN a.exit_code END,"
+	"       output = CASE WHEN " SAME_RUN " THEN a.output END,"
 	"       ended_at = NULL"
 	" RETURNING a.*",
-	8, {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTARRAYOID},
+	9, {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID,
+		TEXTARRAYOID},
 	SPI_OK_INSERT_RETURNING
 };
 
 /*
- * QsRecordAttemptStart records where the agent runs the job's attempt:
- * host, log_path, handle and devices (a text[]; each NULL or (Datum) 0:
- * none, or kept).  Returns the row (for the caller to return from its
- * function).
+ * QsRecordAttemptStart records where the agent runs the job's attempt
+ * (its part of that rank): host, log_path, handle (each NULL: none, or
+ * kept), port (0: none, or kept) and devices ((Datum) 0: none, or kept).  Returns the row (for the caller to
+ * return from its function).
  */
 Datum
 QsRecordAttemptStart(int64 job_id, int32 attempt, int32 rank, const char *agent,
-					 const char *host, const char *log_path, const char *handle, Datum devices)
+					 const QsAttemptStart *start)
 {
-	Datum		args[8];
-	char		nulls[9] = "        ";
+	Datum		args[9];
+	char		nulls[10] = "         ";
 
 	args[0] = Int64GetDatum(job_id);
 	args[1] = Int32GetDatum(attempt);
 	args[2] = CStringGetTextDatum(agent);
-	args[3] = host ? CStringGetTextDatum(host) : (Datum) 0;
-	args[4] = log_path ? CStringGetTextDatum(log_path) : (Datum) 0;
-	args[5] = handle ? CStringGetTextDatum(handle) : (Datum) 0;
+	args[3] = start->host ? CStringGetTextDatum(start->host) : (Datum) 0;
+	args[4] = start->log_path ? CStringGetTextDatum(start->log_path) : (Datum) 0;
+	args[5] = start->handle ? CStringGetTextDatum(start->handle) : (Datum) 0;
 	args[6] = Int32GetDatum(rank);
-	nulls[3] = host ? ' ' : 'n';
-	nulls[4] = log_path ? ' ' : 'n';
-	nulls[5] = handle ? ' ' : 'n';
-	args[7] = devices;
-	nulls[7] = devices ? ' ' : 'n';
+	args[7] = Int32GetDatum(start->port);
+	nulls[3] = start->host ? ' ' : 'n';
+	nulls[4] = start->log_path ? ' ' : 'n';
+	nulls[5] = start->handle ? ' ' : 'n';
+	nulls[7] = start->port != 0 ? ' ' : 'n';
+	args[8] = start->devices;
+	nulls[8] = start->devices ? ' ' : 'n';
 	if (QsQueryRun(&AttemptStartQuery, args, nulls, false, 0) != 1)
 		elog(ERROR, "quota_sched: could not record attempt %d of job " INT64_FORMAT,
 			 attempt, job_id);

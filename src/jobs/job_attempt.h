@@ -32,9 +32,19 @@ extern Datum QsAttemptDevicesArg(FunctionCallInfo fcinfo, int argno);
 extern char *QsAttemptOutputArg(FunctionCallInfo fcinfo, int argno);
 extern char *QsSafeOutput(const char *s);
 extern bool QsAttemptLostBy(int64 job_id, int32 attempt, const char *agent);
+/* What attempt_started says of a run: each NULL (port 0) for none. */
+typedef struct QsAttemptStart
+{
+	const char *host;
+	const char *log_path;
+	const char *handle;
+	int32		port;			/* the rendezvous port (rank 0) */
+	Datum		devices;		/* the host's devices given the part, a text[];
+								 * (Datum) 0: none, or kept */
+} QsAttemptStart;
+
 extern Datum QsRecordAttemptStart(int64 job_id, int32 attempt, int32 rank, const char *agent,
-								  const char *host, const char *log_path, const char *handle,
-								  Datum devices);
+								  const QsAttemptStart *start);
 extern void QsRecordAttemptEnd(int64 job_id, int32 attempt, int32 rank, const char *agent,
 							   const int32 *exit_code, const char *output);
 

@@ -1,6 +1,6 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(109);
+SELECT plan(112);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
@@ -130,11 +130,18 @@ SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_user', ARRAY[
 SELECT table_privs_are('quota_sched', 'job_attempts', 'quota_sched_agent', ARRAY[]::text[]);
 SELECT table_privs_are('quota_sched', 'job_attempts', 'public', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'text[]'], 'quota_sched_agent', ARRAY['EXECUTE']);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'integer', 'text[]'], 'quota_sched_agent', ARRAY['EXECUTE']);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'text[]'], 'quota_sched_user', ARRAY[]::text[]);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'integer', 'text[]'], 'quota_sched_user', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'attempt_started',
-	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'text[]'], 'public', ARRAY[]::text[]);
+	ARRAY['bigint', 'text', 'integer', 'text', 'text', 'text', 'integer', 'text[]'], 'public', ARRAY[]::text[]);
+-- job_peers() (0.4, a multi-host job's rendezvous): the agents'.
+SELECT function_privs_are('quota_sched', 'job_peers', ARRAY['bigint', 'text'],
+	'quota_sched_agent', ARRAY['EXECUTE']);
+SELECT function_privs_are('quota_sched', 'job_peers', ARRAY['bigint', 'text'],
+	'quota_sched_user', ARRAY[]::text[]);
+SELECT function_privs_are('quota_sched', 'job_peers', ARRAY['bigint', 'text'],
+	'public', ARRAY[]::text[]);
 SELECT function_privs_are('quota_sched', 'job_attempt_forget', ARRAY[]::text[],
 	'public', ARRAY[]::text[]);
 SELECT ok((SELECT relrowsecurity FROM pg_class WHERE oid = 'quota_sched.job_attempt'::regclass),

@@ -412,7 +412,7 @@ my @added_03 = qw(claim_timeout max_lease_losses lease_losses claim_requeues
   claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
   changed_at spent_day spent_week spent_month);
 my @added_04 = qw(instances_per_host same_label part_agents part_instances rank array_size array_id
-	array_index devices fence_grace);
+	array_index devices fence_grace port);
 
 # without_columns($data, @columns): a pg_dump --data-only script without
 # those columns (their COPY lists and fields), so that a database of an
@@ -1550,7 +1550,7 @@ h_two 1 0 h-2 h-2 2 RUNNING
 PARTS
 	'three, updated: job_parts derives each one\'s part: rank 0 on its agent, its instances and state');
 is(sql('three', q{
-	SELECT string_agg((to_jsonb(a) - 'rank' - 'devices')::text, E'\n' ORDER BY a.job_id)
+	SELECT string_agg((to_jsonb(a) - 'rank' - 'devices' - 'port')::text, E'\n' ORDER BY a.job_id)
 	  FROM quota_sched.job_attempt a JOIN quota_sched.job j ON j.id = a.job_id
 	 WHERE j.job_queue = 'h_queue'}),
 	$h_attempts_before, 'three, updated: their attempts as they were');

@@ -10,7 +10,7 @@
 # of a borrower and places its owner's job where they ran; a job of one
 # rack (same_label) stays in one rack, and waits for room there rather
 # than spread over two; a job not claimed by every part within the claim
-# timeout goes back, and the agent that had started its part lets go.
+# timeout goes back, and the agent whose part waited for it lets go.
 # The commands are small shell loops that wait for a flag file;
 # everything is polled.
 use strict;
@@ -197,22 +197,23 @@ ok(free_all(), 'every agent is whole again');
 # 2. A job of 8, 4 per host, on two agents (a1 and a2: the least names of
 # the hosts with room).  a2 is stopped (SIGSTOP) before the dispatch: a1
 # claims and starts its part, and the job stays SCHEDULED until a2, let
-# go on, claims its own; it is STARTING and RUNNING only then.  Each agent
-# ran its part and reported it.
+# go on, claims its own; it is STARTING and RUNNING only then.  a1's part
+# waits for its peer (doc/agents.md "Running a multi-host job"): its
+# command starts only once a2 claimed.  Each agent ran its part and
+# reported it.
 # ---------------------------------------------------------------------------
 ok(kill('STOP', agent_pid('a2')), 'a2 is stopped (SIGSTOP)');
 my $big = submit('a', 'big', 8, wait_script('f2', 'big'), instances_per_host => 4);
 ok( $node->poll_query_until('postgres', qq{
 		SELECT string_agg(agent || ' ' || state, ', ' ORDER BY rank) FROM quota_sched.job_part
 		 WHERE job_id = $big}, 'a1 RUNNING, a2 PLACED'),
-	'the job of 8 is placed on a1 and a2; a1 claimed and started its part, a2 not');
-my $a1_big = wait_procs('big', 'a1');
-ok(defined $a1_big, "a1 runs its part's command");
+	'the job of 8 is placed on a1 and a2; a1 claimed its part, a2 not');
+ok(wait_for_log('a1', qr/job_waiting job=$big\b/), "a1's part waits for its peer");
 ok( $node->poll_query_until('postgres', qq{
 		SELECT lease_until > claimed_at + interval '20 seconds' FROM quota_sched.job_part
 		 WHERE job_id = $big AND agent = 'a1'}),
 	"a1's heartbeat renews its part's lease meanwhile");
-ok(kill(0, $a1_big), 'and its command runs on');
+is(scalar(procs('big', 'a1')), 0, 'and its command has not started');
 is(job_field($big, "state || ' ' || coalesce(agent, 'none')"), 'SCHEDULED a1',
 	'the job is still SCHEDULED (claimed: its agent is rank 0\'s) while a2 has not claimed');
 ok(kill('CONT', agent_pid('a2')), 'a2 goes on (SIGCONT)');
@@ -240,6 +241,9 @@ is( sql(qq{
 		  FROM quota_sched.job_attempts WHERE job_id = $big}),
 	'1 0 a1 0 part on a1 of 8|done; 1 1 a2 0 part on a2 of 8|done',
 	'job_attempts: one row per part, each agent\'s own output (QUOTA_SCHED_INSTANCE_COUNT the job\'s 8) and exit code');
+like(slurp_file(sql("SELECT log_path FROM quota_sched.job_attempts WHERE job_id = $big AND rank = 0")),
+	qr/\[quota-sched-agent\] a part of 4 instance\(s\) of a job of 8: waiting for its peers\n\[quota-sched-agent\] every part claimed after [\d.]+ s: rank 0 of 2, rendezvous at 127\.0\.0\.2:\d+\n/,
+	"a1's output file says its part waited, then where it stands");
 is( sql(qq{SELECT string_agg(rank || ' ' || (log_path LIKE '$tmp/logs-' || agent || '/$big/%')
 		                  || ' ' || (started_at IS NOT NULL AND ended_at IS NOT NULL), ', ' ORDER BY rank)
 		     FROM quota_sched.job_attempts WHERE job_id = $big}),
@@ -359,22 +363,22 @@ ok(free_all(), 'every agent is whole again');
 # ---------------------------------------------------------------------------
 # 6. Not claimed by every part in time (a claim timeout of 4 s; a2 stopped
 # meanwhile): the job goes back (NOT_CLAIMED), and a1, which had claimed
-# and started its part, is told to let go: its command ends (within the
-# claim backoff of 4 s, before the job is dispatched again).  Once a2 goes
-# on, the job runs on two hosts and succeeds.
+# its part (waiting for a2's), is told to let go: its part ends without
+# running.  Once a2 goes on, the job runs on two hosts and succeeds.
 # ---------------------------------------------------------------------------
 sql("UPDATE quota_sched.job_queue SET claim_timeout = '4 seconds' WHERE name = 'p_queue'");
 ok(kill('STOP', agent_pid('a2')), 'a2 is stopped (SIGSTOP)');
 my $slow = submit('a', 'slow', 8, wait_script('f6', 'slow'), instances_per_host => 4);
-my $a1_slow = wait_procs('slow', 'a1');
-ok(defined $a1_slow, 'a1 claims and starts its part');
+ok(wait_for_log('a1', qr/job_waiting job=$slow\b/), 'a1 claims its part, which waits for its peer');
 ok( $node->poll_query_until('postgres', qq{
 		SELECT EXISTS (SELECT FROM quota_sched.job_event
 		                WHERE job_id = $slow AND from_state = 'SCHEDULED' AND to_state = 'RUNNABLE'
 		                  AND reason = 'NOT_CLAIMED')}),
 	'a2 does not claim its part in time: the job goes back, NOT_CLAIMED');
 ok(kill('CONT', agent_pid('a2')), 'a2 goes on (SIGCONT)');
-ok(process_gone($a1_slow), "a1 is told to let go: its part's command ends");
+ok(wait_for_log('a1', qr/job_not_started job=$slow\b.*stop requested \(NOT_CLAIMED\)/),
+	'a1 is told to let go: its part ends without running');
+is(scalar(procs('slow', 'a1')), 0, 'a1 started no command of it');
 ok( $node->poll_query_until('postgres', qq{
 		SELECT state = 'ENDED' FROM quota_sched.job_part WHERE job_id = $slow AND agent = 'a1'
 		 ORDER BY placed_at LIMIT 1}),
@@ -388,12 +392,12 @@ sql("UPDATE quota_sched.job_queue SET claim_timeout = DEFAULT WHERE name = 'p_qu
 ok(free_all(), 'every agent is whole again');
 
 # ---------------------------------------------------------------------------
-# 7. The same with a part slow to stop (its first run ignores SIGTERM,
-# and is killed after the agent's grace of 5 s) and a claim timeout of
-# 3.5 s: the job is placed again on a1 while a1 still stops its part of
-# the first placement.  a1's report of that part is about that part, not
-# the new one; a1 claims the new part once the old is gone, and runs it
-# to its end: no heartbeat tells it to let go of the new part.
+# 7. The same with a claim timeout of 3.5 s: the job may be placed again
+# on a1 before a1 ended its part of the first placement (which waited for
+# its peer: it never ran; before the rendezvous it ran, and a test here
+# had it deaf to SIGTERM).  a1's report of that part is about that part,
+# not the new one; a1 claims the new part, and runs it to its end: no
+# heartbeat tells it to let go of the new part.
 # ---------------------------------------------------------------------------
 sql("UPDATE quota_sched.job_queue SET claim_timeout = '3.5 seconds' WHERE name = 'p_queue'");
 ok(kill('STOP', agent_pid('a2')), 'a2 is stopped (SIGSTOP)');
@@ -401,15 +405,13 @@ my $stubborn = submit('a', 'stubborn', 8,
 	"if [ ! -e $tmp/stubborn-once ]; then : > $tmp/stubborn-once; trap '' TERM; fi; "
 	  . wait_script('f7', 'stubborn'),
 	instances_per_host => 4);
-my $a1_stubborn = wait_procs('stubborn', 'a1');
-ok(defined $a1_stubborn, 'a1 claims and starts its part');
+ok(wait_for_log('a1', qr/job_waiting job=$stubborn\b/), 'a1 claims its part, which waits for its peer');
 ok( $node->poll_query_until('postgres', qq{
 		SELECT EXISTS (SELECT FROM quota_sched.job_event
 		                WHERE job_id = $stubborn AND from_state = 'SCHEDULED' AND to_state = 'RUNNABLE'
 		                  AND reason = 'NOT_CLAIMED')}),
 	'a2 does not claim its part in time: the job goes back, NOT_CLAIMED');
 ok(kill('CONT', agent_pid('a2')), 'a2 goes on (SIGCONT)');
-ok(process_gone($a1_stubborn), "a1's part, deaf to SIGTERM, is killed after the grace");
 ok(wait_for_job($stubborn, "state = 'RUNNING'"), 'the job runs on two hosts');
 my $a1_again = wait_procs('stubborn', 'a1');
 ok(defined $a1_again, "a1 runs its new part's command");
@@ -430,8 +432,9 @@ is( sql(qq{SELECT count(*) FROM quota_sched.job_event
 is( sql(qq{SELECT count(*) FROM quota_sched.job_part
 		    WHERE job_id = $stubborn AND state IN ('CLAIMED', 'RUNNING')}),
 	'0', 'no part of it is left held');
-unlike(agent_log('a1'), qr/(?:job_forgotten|sql_error) job=$stubborn\b/,
-	"a1 had no report of it refused");
+unlike(agent_log('a1'),
+	qr/job_forgotten job=$stubborn\b|sql_error job=$stubborn\b[^\n]*: (?:report|release) failed/,
+	"a1 had no report of it refused (a job_peers refused once the job went back is no report)");
 like(agent_log('a1'), qr/job_reported job=$stubborn attempt=1: reported STOPPED/,
 	'a1 reported its part of the first placement STOPPED');
 sql("UPDATE quota_sched.job_queue SET claim_timeout = DEFAULT WHERE name = 'p_queue'");
