@@ -148,6 +148,7 @@ typedef struct Job
 	char		attempt_text[16];
 	int			instances;		/* what it holds here: its part's, on several hosts */
 	int			job_instances;	/* the job's instance_count, on all its hosts */
+	int			array_index;	/* its index in its array; -1: in none */
 	bool		alive;			/* runs: its child is not reaped, or its remote
 								 * end is not known */
 	StopKind	stop;

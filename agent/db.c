@@ -38,7 +38,7 @@ typedef struct Statement
  * pieces (split_argv), so that the agent parses no JSON.  Its second
  * column is what the agent holds of the job: of a job placed on several
  * hosts, the instances of its own part (scheduling.md 3.14); the job's
- * instance_count comes last.
+ * instance_count and its index in its array (null: in none) come last.
  */
 static const Statement statements[NUM_STATEMENTS] = {
 	[STMT_CLAIM] = {"claim",
@@ -55,7 +55,7 @@ static const Statement statements[NUM_STATEMENTS] = {
 		"            THEN format('element %s of the job''s command is a JSON %s, not a string',\n"
 		"                        a.bad - 1, a.bad_type)\n"
 		"       END,\n"
-		"       a.argv, c.payload::text, c.instance_count\n"
+		"       a.argv, c.payload::text, c.instance_count, c.array_index\n"
 		"  FROM quota_sched.claim($1::text, $2::text, $3::text, max_jobs => $4::integer,\n"
 		"                         lease => $5::interval, max_instances => $4::integer, start => true) c\n"
 		"  LEFT JOIN LATERAL (\n"

@@ -80,6 +80,7 @@ add_job(int64_t id, int attempt, int instances)
 	}
 	job->ops = launcher;
 	job->id = id;
+	job->array_index = -1;
 	snprintf(job->id_text, sizeof(job->id_text), "%" PRId64, id);
 	job->attempt = attempt;
 	snprintf(job->attempt_text, sizeof(job->attempt_text), "%d", attempt);
@@ -449,5 +450,17 @@ reset_child(const Job *job)
 	setenv("QUOTA_SCHED_INSTANCE_COUNT", num, 1);
 	setenv("QUOTA_SCHED_CHECKPOINT_DIR", job->checkpoint_dir, 1);
 	setenv("QUOTA_SCHED_AGENT", opts.agent, 1);
+	if (job->array_index >= 0)
+	{
+		/* and AWS Batch's name, so that a script written for it runs unchanged */
+		snprintf(num, sizeof(num), "%d", job->array_index);
+		setenv("QUOTA_SCHED_ARRAY_INDEX", num, 1);
+		setenv("AWS_BATCH_JOB_ARRAY_INDEX", num, 1);
+	}
+	else
+	{
+		unsetenv("QUOTA_SCHED_ARRAY_INDEX");
+		unsetenv("AWS_BATCH_JOB_ARRAY_INDEX");
+	}
 	set_rendezvous_env(job);
 }

@@ -420,6 +420,7 @@ take_claimed(PGresult *res, int i, double t0)
 				  atoi(PQgetvalue(res, i, 1)));
 
 	job->job_instances = atoi(PQgetvalue(res, i, 6));
+	job->array_index = PQgetisnull(res, i, 7) ? -1 : atoi(PQgetvalue(res, i, 7));
 	job->lease_deadline = t0 + opts.lease;
 	if (opts.pickup_log)
 		fprintf(opts.pickup_log, "%" PRId64 " %lld\n", job->id, now_real_us());

@@ -163,8 +163,9 @@ give_port(Job *job)
 {
 	char		port_text[16];
 	char		host[sizeof(opts.host)];
-	const char *params[7] = {job->id_text, opts.agent, job->attempt_text, NULL, NULL, NULL,
-	port_text};
+	/* the devices (the last) come with the part's start: tell_attempt */
+	const char *params[8] = {job->id_text, opts.agent, job->attempt_text, NULL, NULL, NULL,
+	port_text, NULL};
 	int			port = free_port();
 	PGresult   *res;
 

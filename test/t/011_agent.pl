@@ -142,6 +142,21 @@ like($seen, qr/^mode 700$/m, 'the checkpoint directory is private (0700)');
 unlike($seen, qr/^PGPASS/m, 'the agent\'s PGPASSWORD and PGPASSFILE are not in it');
 like($seen, qr/^arg \[two words 'and' "quotes"\]$/m, 'the argv reaches the command unchanged');
 ok(!-e "$tmp/ckpt-a1/job-$env", 'the checkpoint directory is removed once the job has succeeded');
+unlike($seen, qr/^QUOTA_SCHED_ARRAY_INDEX/m, 'a job in no array has no QUOTA_SCHED_ARRAY_INDEX');
+
+# An array of 3 (scheduling.md 3.16): each job gets its index, under both
+# names (AWS Batch's too), in a file of its own.
+my $array = submit('arr', 'lo',
+	[ 'sh', '-c', 'echo "$QUOTA_SCHED_ARRAY_INDEX $AWS_BATCH_JOB_ARRAY_INDEX" > "$1/arr-$QUOTA_SCHED_JOB_ID"', 'sh', $tmp ],
+	array_size => 3);
+ok(wait_for_job($array, "state = 'SUCCEEDED'")
+	  && $node->poll_query_until('postgres',
+		"SELECT count(*) = 3 FROM quota_sched.job WHERE array_id = $array AND state = 'SUCCEEDED'"),
+	'the three jobs of the array end');
+is(join(',', map { my ($id, $i) = split /\|/; slurp_file("$tmp/arr-$id") =~ s/\n//r eq "$i $i" ? $i : "bad:$id" }
+		split /\n/, $node->safe_psql('postgres',
+			"SELECT id, array_index FROM quota_sched.job WHERE array_id = $array ORDER BY array_index")),
+   '0,1,2', 'each job of the array sees its index as QUOTA_SCHED_ARRAY_INDEX and AWS_BATCH_JOB_ARRAY_INDEX');
 
 # ---------------------------------------------------------------------------
 # Stops: terminate(), and a job the database no longer gives the agent
