@@ -72,6 +72,16 @@ agent-all agent-install agent-uninstall agent-clean:
 	$(MAKE) -C agent PG_CONFIG=$(PG_CONFIG) $(patsubst agent-%,%,$@)
 .PHONY: agent-all agent-install agent-uninstall agent-clean
 
+# The command line for people, quota-sched (cli/Makefile, doc/cli.md), the
+# same way.
+all: cli-all
+install: cli-install
+uninstall: cli-uninstall
+clean: cli-clean
+cli-all cli-install cli-uninstall cli-clean:
+	$(MAKE) -C cli PG_CONFIG=$(PG_CONFIG) $(patsubst cli-%,%,$@)
+.PHONY: cli-all cli-install cli-uninstall cli-clean
+
 # sql/built/quota_sched--QS_VERSION.sql: the install script, the sources in order.
 # sql/built/quota_sched--QS_PREVIOUS--QS_VERSION.sql: the update's own changes, then the
 # function sources.  Each part is named in a comment; make_sql is the one
@@ -136,6 +146,7 @@ unitcheck: corecheck stylecheck doccheck test/unit/test_policy.bin test/unit/tes
 	test/unit/test_rules.bin
 	test/unit/test_placement.bin
 	$(MAKE) -C agent unitcheck PG_CONFIG=$(PG_CONFIG)
+	$(MAKE) -C cli unitcheck PG_CONFIG=$(PG_CONFIG)
 	for run in $(addprefix $(SIM_STEPS):,$(SIM_SEEDS)) $(SIM_REPLAYS); do \
 		out=$$(test/unit/sim.bin $${run%%:*} $${run##*:}) || { echo "$$out" | tail -40; exit 1; }; \
 		echo "$$out" | tail -1; \
