@@ -58,7 +58,7 @@ static const char *const usage_sections[4][2] = {
 		"GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"},
 	{"preemptions",
 		"SELECT e.job_queue AS queue, e.victim_share, e.preemptor_share, e.reason, "
-		"count(*) AS preemptions, min(e.victim_ran) AS shortest_run "
+		"count(*) AS preemptions, round(extract(epoch FROM min(e.victim_ran))) AS shortest_run_s "
 		"FROM quota_sched.preemptions e, p WHERE e.at >= p.since AND e.at < p.until "
 		"AND ((e.job_queue, e.victim_share) IN (SELECT * FROM s) "
 		"  OR (e.job_queue, e.preemptor_share) IN (SELECT * FROM s)) "

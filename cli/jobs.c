@@ -223,7 +223,7 @@ print_attempts(const PGresult *res)
 			   PQgetvalue(res, r, 0), PQgetvalue(res, r, 1),
 			   PQgetisnull(res, r, 3) ? "?" : PQgetvalue(res, r, 3), PQgetvalue(res, r, 2),
 			   PQgetisnull(res, r, 7) ? "running" : "exit code ",
-			   PQgetisnull(res, r, 7) ? "" : (PQgetisnull(res, r, 5) ? "none" : PQgetvalue(res, r, 5)),
+			   PQgetisnull(res, r, 7) ? "" : (PQgetisnull(res, r, 5) ? "none (stopped)" : PQgetvalue(res, r, 5)),
 			   PQgetisnull(res, r, 3) ? "?" : PQgetvalue(res, r, 3),
 			   PQgetisnull(res, r, 4) ? "?" : PQgetvalue(res, r, 4));
 		fputs(out, stdout);
