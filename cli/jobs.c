@@ -25,7 +25,7 @@ static const char *const jobs_help =
 "By default your own jobs that have not ended (RUNNABLE, SCHEDULED, STARTING, RUNNING).\n"
 "  -T, --team             every job of your teams' shares (and yours)\n"
 "  -A, --all              every job you may see (admins: every job)\n"
-"  -S, --state=STATE[,..] these states only (\"all\": any state, ended too)\n"
+"  -S, --state=STATE[,..] these states only, in any case (\"all\": any state, ended too)\n"
 "  -s, --share=SHARE      this quota share only\n"
 "  -q, --queue=QUEUE      this job queue only\n"
 "  -l, --limit=N          at most N jobs (default 100, at most 10000)\n"
@@ -49,7 +49,7 @@ static const char *const jobs_sql =
 "                    (SELECT job_queue, quota_share FROM quota_sched.team_shares()) "
 "               ELSE true END "
 "   AND CASE WHEN $2::text[] IS NULL THEN state NOT IN ('SUCCEEDED', 'FAILED') "
-"            WHEN 'all' = ANY ($2::text[]) THEN true ELSE state = ANY ($2::text[]) END "
+"            WHEN 'ALL' = ANY ($2::text[]) THEN true ELSE state = ANY ($2::text[]) END "
 "   AND ($3::text IS NULL OR quota_share = $3) AND ($4::text IS NULL OR job_queue = $4) "
 " ORDER BY id DESC LIMIT $5::int";
 
@@ -73,6 +73,8 @@ cmd_jobs(CliContext *ctx, int argc, char **argv)
 			case 'A': params[0] = "all"; break;
 			case 'S':
 				snprintf(states, sizeof states, "{%s}", optarg);
+				for (char *p = states; *p; p++)
+					*p = (*p >= 'a' && *p <= 'z') ? *p - 'a' + 'A' : *p;
 				params[1] = states;
 				break;
 			case 's': params[2] = optarg; break;

@@ -210,7 +210,7 @@ from_script(CliContext *ctx, const char *path, int nargs, char **args, SubmitFla
 		if (f->value[i] == NULL)
 			f->value[i] = header.value[i];
 	if (f->value[F_NAME] == NULL)
-		f->value[F_NAME] = base_name(path);
+		f->value[F_NAME] = strcmp(path, "-") == 0 ? "stdin" : base_name(path);
 	f->value[F_PAYLOAD] = f->owned[F_PAYLOAD] =
 		script_payload(text, f->value[F_NAME], (const char *const *) args, nargs);
 	return EXIT_OK;
