@@ -146,7 +146,7 @@ ok($j && $j->{id} == $out1 && !$j->{submitted}, '--json: the same id, "submitted
 # An array of 5: each job sees its index
 # ---------------------------------------------------------------------------
 ($rc, $out, $err) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-a', '5', '-J', 'sweep',
-	'--', 'sh', '-c', 'sleep 1; echo "index $QUOTA_SCHED_ARRAY_INDEX"');
+	'--', 'sh', '-c', 'sleep 2; echo "index $QUOTA_SCHED_ARRAY_INDEX"');
 is($rc, 0, 'submit --array 5 exits 0') or diag($err);
 my @ids = $out =~ /^(\d+)$/mg;
 is(scalar @ids, 5, 'it prints five ids, one per line');
@@ -154,17 +154,15 @@ my $array = $ids[0];
 is($node->safe_psql('postgres', "SELECT string_agg(id::text, ' ' ORDER BY array_index) FROM quota_sched.job WHERE array_id = $array"),
 	join(' ', @ids), 'in index order, the first the array\'s id');
 
-# the eval that waits for the whole array (depends_on: once main has it)
-my $has_depends = $node->safe_psql('postgres',
-	"SELECT count(*) FROM pg_attribute WHERE attrelid = 'quota_sched.job'::regclass AND attname = 'depends_on'");
-my ($eval, $doomed, $after_fail);
-if ($has_depends)
-{
-	($rc, $out, $err) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-J', 'eval',
-		'--depends-on', $array, '--', 'sh', '-c', 'echo eval ran');
-	is($rc, 0, 'an eval that depends on the array is submitted') or diag($err);
-	($eval) = $out =~ /^(\d+)$/m;
-}
+# the eval that waits for the whole array: held back DEPENDENCY meanwhile
+($rc, $out, $err) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-J', 'eval',
+	'--depends-on', $array, '--', 'sh', '-c', 'echo eval ran');
+is($rc, 0, 'an eval that depends on the array is submitted') or diag($err);
+my ($eval) = $out =~ /^(\d+)$/m;
+($rc, $out) = qs('alice', 'explain', '--json', $eval);
+$j = json($out);
+ok($j && $j->{state} eq 'RUNNABLE' && $j->{blocked_by} eq 'DEPENDENCY' && @{ $j->{waiting_for} } >= 1,
+	'explain: the eval waits, blocked by DEPENDENCY, naming the jobs it waits for') or diag($out);
 
 ($rc, $out, $err) = qs('alice', 'wait', @ids);
 is($rc, 0, 'wait for the five exits 0') or diag("$out $err");
@@ -176,33 +174,31 @@ for my $i (0 .. 4)
 }
 is(join(',', @seen), '0,1,2,3,4', 'each job of the array printed its own QUOTA_SCHED_ARRAY_INDEX');
 
-SKIP:
-{
-	skip 'depends_on is not in this tree yet', 8 unless $has_depends;
-	($rc, $out, $err) = qs('alice', 'wait', $eval);
-	is($rc, 0, 'wait for the eval exits 0') or diag("$out $err");
-	is($node->safe_psql('postgres', qq{
-		SELECT e.started_at >= max(a.stopped_at) FROM quota_sched.job e, quota_sched.job a
-		 WHERE e.id = $eval AND a.array_id = $array GROUP BY e.started_at}), 't',
-		'the eval started after every job of the array ended');
-	($rc, $out) = qs('alice', 'logs', $eval);
-	like($out, qr/^eval ran$/m, 'and ran');
+# it runs once every job of the array SUCCEEDED; a job that depends on a
+# failing one fails DEPENDENCY_FAILED without running
+($rc, $out, $err) = qs('alice', 'wait', $eval);
+is($rc, 0, 'wait for the eval exits 0') or diag("$out $err");
+is($node->safe_psql('postgres', qq{
+	SELECT e.started_at >= max(a.stopped_at) FROM quota_sched.job e, quota_sched.job a
+	 WHERE e.id = $eval AND a.array_id = $array GROUP BY e.started_at}), 't',
+	'the eval started after every job of the array ended');
+($rc, $out) = qs('alice', 'logs', $eval);
+like($out, qr/^eval ran$/m, 'and ran');
 
-	($rc, $out) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-J', 'doomed', '--', 'sh', '-c', 'sleep 1; exit 3');
-	($doomed) = $out =~ /^(\d+)$/m;
-	($rc, $out, $err) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-J', 'after-fail',
-		'-d', $doomed, '--', 'sh', '-c', 'echo should not run');
-	($after_fail) = $out =~ /^(\d+)$/m;
-	ok($doomed && $after_fail, 'a failing job, and one that depends on it, are submitted') or diag($err);
-	($rc, $out, $err) = qs('alice', 'wait', $doomed, $after_fail);
-	is($rc, 1, 'wait for both exits 1: they FAILED') or diag("$out $err");
-	like($out, qr/^\s*$after_fail\s+FAILED\s+DEPENDENCY_FAILED:$doomed\s*$/m, 'the dependent ended FAILED with DEPENDENCY_FAILED');
-	is($node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.job_attempts WHERE job_id = $after_fail"),
-		'0', 'without ever running');
-	($rc, $out, $err) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-d', '999999', '--', 'true');
-	ok($rc == 3 && $err =~ /SQLSTATE 23503/, 'a dependency on no job: the server refuses it (23503), exit 3')
-	  or diag("$rc $err");
-}
+($rc, $out) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-J', 'doomed', '--', 'sh', '-c', 'sleep 1; exit 3');
+my ($doomed) = $out =~ /^(\d+)$/m;
+($rc, $out, $err) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-J', 'after-fail',
+	'-d', $doomed, '--', 'sh', '-c', 'echo should not run');
+my ($after_fail) = $out =~ /^(\d+)$/m;
+ok($doomed && $after_fail, 'a failing job, and one that depends on it, are submitted') or diag($err);
+($rc, $out, $err) = qs('alice', 'wait', $doomed, $after_fail);
+is($rc, 1, 'wait for both exits 1: they FAILED') or diag("$out $err");
+like($out, qr/^\s*$after_fail\s+FAILED\s+DEPENDENCY_FAILED:$doomed\s*$/m, 'the dependent ended FAILED with DEPENDENCY_FAILED');
+is($node->safe_psql('postgres', "SELECT count(*) FROM quota_sched.job_attempts WHERE job_id = $after_fail"),
+	'0', 'without ever running');
+($rc, $out, $err) = qs('alice', 'submit', '-q', 'c_queue', '-s', 'nlp', '-u', 'gpu', '-d', '999999', '--', 'true');
+ok($rc == 3 && $err =~ /SQLSTATE 23503/, 'a dependency on no job: the server refuses it (23503), exit 3')
+  or diag("$rc $err");
 
 # ---------------------------------------------------------------------------
 # cancel --array, wait --timeout
@@ -260,6 +256,8 @@ unlike($out, qr/header-name/, 'and shows nothing of it');
 ok($rc == 1 && $out !~ /hello/, 'nor its output');
 ($rc, $out) = qs('bob', 'jobs', '--all', '--state', 'all');
 unlike($out, qr/header-name|sweep/, 'bob\'s jobs --all lists none of alice\'s jobs');
+($rc, $out, $err) = qs('bob', 'submit', '-q', 'c_queue', '-s', 'vision', '-u', 'gpu', '-d', $id, '--', 'true');
+ok($rc == 3 && $err =~ /SQLSTATE 23503/, 'nor depend on it: 23503, exit 3') or diag("$rc $err");
 ($rc, $out, $err) = qs('alice', 'show', '987654');
 ok($rc == 1 && $err =~ /SQLSTATE P0002/, 'show of no job: exit 1, P0002');
 
