@@ -182,7 +182,8 @@ int
 cmd_explain(CliContext *ctx, int argc, char **argv)
 {
 	const char *id;
-	int			status = one_id(ctx, "explain", argc, argv, explain_help, &id);
+	int			status = one_id(ctx, "explain", argc, argv, explain_help, &id),
+				width = 0;
 	PGresult   *res;
 
 	if (status != EXIT_OK)
@@ -195,8 +196,11 @@ cmd_explain(CliContext *ctx, int argc, char **argv)
 	printf("job %s: %s, blocked by %s\n%s\n\n", id, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
 		   PQgetvalue(res, 0, 2));
 	for (int r = 0; r < PQntuples(res); r++)
+		if ((int) strlen(PQgetvalue(res, r, 3)) > width)
+			width = strlen(PQgetvalue(res, r, 3));
+	for (int r = 0; r < PQntuples(res); r++)
 		if (!PQgetisnull(res, r, 3))
-			printf("  %-18s %s\n", PQgetvalue(res, r, 3), PQgetvalue(res, r, 4));
+			printf("  %-*s  %s\n", width, PQgetvalue(res, r, 3), PQgetvalue(res, r, 4));
 	PQclear(res);
 	return EXIT_OK;
 }
