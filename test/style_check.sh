@@ -3,7 +3,7 @@
 # TAP lines, one per rule; exits non-zero when a rule is broken, naming each
 # offence on a "#" line before the rule's "not ok".
 #
-#   - no function longer than 60 lines in src/*/*.c, agent/*.c and
+#   - no function longer than 60 lines in src/*/*.c, agent/*.c, cli/*.c and
 #     test/unit/*.c,
 #     from the line of its name to its closing brace at column 0;
 #   - no header in src/ or agent/ includes postgres.h;
@@ -111,6 +111,7 @@ for f in src/*/*.c; do [[ $f == src/core/* ]] || shell+=("$f"); done
 rule_function_length "no function in the shell (src/*/*.c) is longer than $MAX_LINES lines" "${shell[@]}"
 rule_function_length "no function in src/core/*.c is longer than $MAX_LINES lines" src/core/*.c
 rule_function_length "no function in agent/*.c is longer than $MAX_LINES lines" agent/*.c
+rule_function_length "no function in cli/*.c is longer than $MAX_LINES lines" cli/*.c
 rule_function_length "no function in test/unit/*.c is longer than $MAX_LINES lines" test/unit/*.c
 
 # no header includes postgres.h: a .c file includes it first, once
