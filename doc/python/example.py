@@ -11,7 +11,9 @@ import psycopg
 import quota_sched_client as qs
 
 TRAIN = """
+import sys, time
 for epoch in range(1, 4):
+    time.sleep(float(sys.argv[1]) / 3)  # the training
     print(f"epoch {epoch}: loss {1 / (1 + epoch):.3f}")
 print("saved model.pt")
 """
@@ -54,10 +56,10 @@ def main():
     token = f"{args.share}:{args.run}"
 
     # 1. submit, and again with the same token: the same job
-    train = qs.submit(conn, client_token=f"{token}:train", name=f"{args.run}-train",
-                      command=[args.python, "-c", TRAIN], **job)
-    again = qs.submit(conn, client_token=f"{token}:train", name=f"{args.run}-train",
-                      command=[args.python, "-c", TRAIN], **job)
+    train_job = dict(job, client_token=f"{token}:train", name=f"{args.run}-train",
+                     command=[args.python, "-c", TRAIN, str(args.train_seconds)])
+    train = qs.submit(conn, **train_job)
+    again = qs.submit(conn, **train_job)  # a retry: the same token, the same job
     print(f"train: submitted job {train}; submitted again: job {again}")
 
     # 2. wait for its end, 3. read its output
