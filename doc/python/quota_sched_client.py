@@ -61,9 +61,11 @@ def wait(conn, job_ids, timeout=None):
     try:
         conn.execute("LISTEN quota_sched_job_end")
         while True:
-            ended.update(conn.execute(
-                "SELECT id, state FROM quota_sched.job WHERE id = ANY(%s)"
-                " AND state IN ('SUCCEEDED', 'FAILED')", [list(waiting)]).fetchall())
+            states = dict(conn.execute("SELECT id, state FROM quota_sched.job"
+                                       " WHERE id = ANY(%s)", [list(waiting)]).fetchall())
+            if waiting - states.keys():
+                raise LookupError(f"no jobs {sorted(waiting - states.keys())} that you may see")
+            ended.update((i, s) for i, s in states.items() if s in ENDED)
             waiting -= ended.keys()
             if not waiting:
                 return ended

@@ -9,7 +9,9 @@
 # and three refusals told apart by SQLSTATE with nothing stored.  Waiting
 # is by LISTEN: the server's log of the login's statements shows how few
 # times it read the jobs' states.  A second run with the same tokens gives
-# the same ids and submits nothing.  The page's code is the files'.
+# the same ids and submits nothing.  Another team's login may neither wait
+# for the job nor take its token for its own.  The page's code is the
+# files'.
 #
 # python3-psycopg is needed (test/setup.sh installs it): without it the
 # test fails, it does not skip.  Everything is polled.
@@ -66,6 +68,7 @@ INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('p_queue',
 CREATE ROLE team_nlp NOLOGIN;
 CREATE ROLE team_cv NOLOGIN;
 CREATE ROLE ann LOGIN IN ROLE quota_sched_user, team_nlp;
+CREATE ROLE ben LOGIN IN ROLE quota_sched_user, team_cv;
 CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
 INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_host', NULL);
 INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy, submit_role)
@@ -243,6 +246,42 @@ like($out2, qr/^sweep: submitted array $array: \Q$listed\E$/m, 'the same array')
 like($out2, qr/^eval: submitted job $eval, depending on array $array$/m, 'the same eval');
 like($out2, qr/^eval: job $eval ended SUCCEEDED$/m, 'which has ended');
 is(db('SELECT count(*) FROM quota_sched.job'), $jobs, 'no job was submitted');
+
+# ---------------------------------------------------------------------------
+# Another team's login: ann's job is not its to wait for, nor her token its
+# job's, and the module says so rather than wait or take her job for its own
+# ---------------------------------------------------------------------------
+{
+	local $ENV{PGHOST} = $node->host;
+	local $ENV{PGPORT} = $node->port;
+	local $ENV{PGDATABASE} = 'postgres';
+	local $ENV{PGUSER} = 'ben';
+	my ($ben_out, $ben_err) = ('', '');
+	IPC::Run::run(
+		[
+			$python, '-B', '-c', <<"PY"
+import sys
+sys.path.insert(0, "$top/doc/python")
+import quota_sched_client as qs
+conn = qs.connect()
+for call in (lambda: qs.wait(conn, [$train], 60),
+             lambda: qs.submit(conn, client_token="nlp:r1:train", name="mine", job_queue="p_queue",
+                               quota_share="cv", capacity_unit="gpu", command=["true"])):
+    try:
+        print("returned", call())
+    except LookupError as e:
+        print("LookupError:", e)
+PY
+		],
+		'<', \undef, '>', \$ben_out, '2>', \$ben_err,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	is($ben_out,
+		"LookupError: no jobs [$train] that you may see\n"
+		  . "LookupError: client_token 'nlp:r1:train' is taken by a job you may not see: choose another\n",
+		"another team's login: wait() and submit() of ann's job and token raise LookupError")
+	  or diag($ben_err);
+	is(db("SELECT count(*) FROM quota_sched.job WHERE owner = 'ben'"), '0', 'and ben submitted nothing');
+}
 
 is(stop_agent('p1'), 0, 'the agent stops');
 $node->stop;
