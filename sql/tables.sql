@@ -115,6 +115,13 @@ CREATE TABLE quota_sched.quota_share (
  * 10,000) submits that many jobs, index 0 the row inserted and the others
  * made by the same statement (job_array_expand); each has array_id (the id
  * of index 0) and array_index, and its name the suffix [index].
+ * Dependencies (0.4, scheduling.md 3.17): depends_on (at most 100 ids,
+ * set at the INSERT only) names jobs, or arrays by their array_id, that
+ * must SUCCEED before the job is dispatched; the system keeps
+ * dependencies_waiting (how many of them have not SUCCEEDED),
+ * dependency_failed (one that FAILED: the pass fails the job) and, on the
+ * jobs depended on, has_dependents (so that only their end looks for
+ * dependents).
  * ------------------------------------------------------------------- */
 
 CREATE SEQUENCE quota_sched.job_id_seq;
@@ -162,6 +169,10 @@ CREATE TABLE quota_sched.job (
 	array_size		integer,
 	array_id		bigint,
 	array_index		integer,
+	depends_on		bigint[],
+	dependencies_waiting integer NOT NULL,
+	dependency_failed bigint,
+	has_dependents	boolean NOT NULL,
 	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
 		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE,
 	CONSTRAINT job_word_state CHECK (state::quota_sched.job_state IS NOT NULL),
@@ -171,7 +182,8 @@ CREATE TABLE quota_sched.job (
 		CHECK (instances_per_host BETWEEN 1 AND instance_count
 			   AND instance_count % instances_per_host = 0),
 	CONSTRAINT job_same_label_check CHECK (same_label ~ '^[a-z0-9_.-]{1,63}$'),
-	CONSTRAINT job_array_size_check CHECK (array_size BETWEEN 2 AND 10000)
+	CONSTRAINT job_array_size_check CHECK (array_size BETWEEN 2 AND 10000),
+	CONSTRAINT job_depends_on_check CHECK (cardinality(depends_on) <= 100)
 );
 
 ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
@@ -179,11 +191,13 @@ ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
 /*
  * The heads of each share's RUNNABLE jobs of a unit, in share order
  * (scheduling.md 3.2); also the loose index scan for the (share, unit)
- * pairs with jobs.
+ * pairs with jobs.  A job waiting for dependencies is in no share's order
+ * (3.17): this index and the pass's others of RUNNABLE jobs leave it out,
+ * so that a pass reads none of them.
  */
 CREATE INDEX job_runnable_share_order ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
-	WHERE state = 'RUNNABLE';
+	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0;
 /* Promised jobs (3.6) and misconfigured ones (3.7, 3.9). */
 CREATE INDEX job_promised ON quota_sched.job (job_queue, promised_at, id)
 	WHERE state = 'RUNNABLE' AND promised_at IS NOT NULL;
@@ -210,19 +224,30 @@ CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 CREATE INDEX job_runnable_constrained ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
-	WHERE state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
+	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0
+	  AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
 CREATE INDEX job_runnable_constrained_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, (coalesce(instances_per_host, 0)),
 	 (coalesce(same_label, '')), instance_count)
-	WHERE state = 'RUNNABLE' AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
-/* The jobs of an array (terminate(array => true)). */
+	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0
+	  AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
+/* The jobs of an array (terminate(array => true); depends_on). */
 CREATE INDEX job_array ON quota_sched.job (array_id) WHERE array_id IS NOT NULL;
+/*
+ * The jobs waiting for a job that ends (scheduling.md 3.17: only when it
+ * has_dependents), and those a dependency of which failed, which the pass
+ * fails.
+ */
+CREATE INDEX job_dependents ON quota_sched.job USING gin (depends_on)
+	WHERE state = 'RUNNABLE' AND depends_on IS NOT NULL;
+CREATE INDEX job_dependency_failed ON quota_sched.job (job_queue, id)
+	WHERE state = 'RUNNABLE' AND dependency_failed IS NOT NULL;
 CREATE INDEX job_placement_reason ON quota_sched.job (job_queue, capacity_unit)
 	WHERE state = 'RUNNABLE' AND status_reason IN ('WAITING_FOR_HOSTS', 'NO_AGENT_FITS');
 /* The smallest waiting jobs of a lender, per unit (wanted capacity, 3.2). */
 CREATE INDEX job_runnable_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, instance_count)
-	WHERE state = 'RUNNABLE';
+	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0;
 /* An agent's held jobs (heartbeat). */
 CREATE INDEX job_agent_held ON quota_sched.job (agent)
 	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING');

@@ -9,6 +9,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "policy_int.h"
@@ -163,15 +165,35 @@ QsOverBudget(const QsShare *share, int unit)
 }
 
 /*
+ * QsWaitsForDependencies tells whether a RUNNABLE job waits for jobs it
+ * depends on (scheduling.md 3.17): one of them has not SUCCEEDED.  Such a
+ * job is held back, and is not in its share's order at all: a source gives
+ * it not (QsSourceGives), so that in a STRICT share it holds back no job
+ * behind it, which might be one it waits for.
+ */
+bool
+QsWaitsForDependencies(const QsJob *job)
+{
+#ifndef QS_MUTANT_DEPENDENCY_HOLD
+	return job->deps_waiting > 0;
+#else
+	(void) job;
+	return false;
+#endif
+}
+
+/*
  * QsHeldBack tells whether a RUNNABLE job is held back from dispatch
- * whatever the capacity (scheduling.md 3.10, 3.11, 3.13): its share has
- * spent its budget of the unit; in a placed unit, it has no placement even
- * were every host empty (NO_AGENT_FITS); or it is in its backoff after a
- * claim timeout.
+ * whatever the capacity (scheduling.md 3.10, 3.11, 3.13, 3.17): it waits
+ * for jobs it depends on; its share has spent its budget of the unit; in a
+ * placed unit, it has no placement even were every host empty
+ * (NO_AGENT_FITS); or it is in its backoff after a claim timeout.
  */
 QsHold
 QsHeldBack(const QsInput *in, const QsJob *job)
 {
+	if (QsWaitsForDependencies(job))
+		return QS_HOLD_DEPENDENCY;
 #ifndef QS_MUTANT_BUDGET
 	if (QsOverBudget(&in->shares[job->share], job->unit))
 		return QS_HOLD_BUDGET_EXHAUSTED;
@@ -479,13 +501,43 @@ RunnableTimeouts(CorePlan *p)
 }
 
 /*
+ * DependencyFailures fails the RUNNABLE jobs a job they depend on FAILED
+ * (scheduling.md 3.17), with the reason DEPENDENCY_FAILED:<its id>; their
+ * own end fails the jobs that depend on them at the next pass, and so on
+ * down the chain.
+ */
+static void
+DependencyFailures(CorePlan *p)
+{
+#ifndef QS_MUTANT_DEPENDENCY_FAILED
+	const QsInput *in = p->in;
+
+	for (int i = 0; i < in->ndependency_failed; i++)
+	{
+		const QsJob *job = &in->dependency_failed[i];
+		char	   *reason;
+
+		if (CoreIdSetHas(&p->handled, job->id) || job->dependency_failed == 0)
+			continue;
+		reason = CoreAlloc(p, 64);
+		snprintf(reason, 64, "%s:%" PRId64, QsReasonName(QS_REASON_DEPENDENCY_FAILED),
+				 job->dependency_failed);
+		CoreAddDecision(p, QS_FAIL, job, reason);
+	}
+#else
+	(void) p;
+#endif
+}
+
+/*
  * CoreTimeBasedWork is step 1: leases that expired more than the queue's
  * fence_grace ago (a pending preemption stop counts as done, scheduling.md
  * 3.8, 3.10; one within its grace sets wake_at), SCHEDULED jobs no agent claimed in
  * time (3.10), attempts that ran past their timeout (a stop
- * is requested) and RUNNABLE jobs that could not run for longer than the
- * queue's runnable_timeout (scheduling.md 3.9).  The due jobs the shell read are
- * checked here again: the rule lives in the core.
+ * is requested), RUNNABLE jobs that could not run for longer than the
+ * queue's runnable_timeout (scheduling.md 3.9) and those a dependency of
+ * which failed (3.17).  The due jobs the shell read are checked here
+ * again: the rule lives in the core.
  */
 void
 CoreTimeBasedWork(CorePlan *p)
@@ -531,6 +583,7 @@ CoreTimeBasedWork(CorePlan *p)
 #endif
 	}
 	RunnableTimeouts(p);
+	DependencyFailures(p);
 }
 
 /*
@@ -746,8 +799,10 @@ QsSkipClassOf(const QsSkipClass *classes, int nclasses, const QsJob *job)
 
 /*
  * QsSourceGives tells whether the skip rule's bounds given to a source's
- * next (QsJobSource) let a RUNNABLE job through: the contract of every
- * source, which the shell's readers and the tests' sources share.
+ * next (QsJobSource) let a RUNNABLE job through, and whether it is in its
+ * share's order at all (a job waiting for dependencies is not): the
+ * contract of every source, which the shell's readers and the tests'
+ * sources share.
  */
 bool
 QsSourceGives(const QsJob *job, int32_t below, bool below_all,
@@ -755,6 +810,8 @@ QsSourceGives(const QsJob *job, int32_t below, bool below_all,
 {
 	const QsSkipClass *c;
 
+	if (QsWaitsForDependencies(job))
+		return false;
 	if (below_all || (job->per_host == 0 && job->same_label == NULL))
 		return job->count < below;
 	c = QsSkipClassOf(classes, nclasses, job);

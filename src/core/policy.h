@@ -137,6 +137,10 @@ typedef struct QsJob
 										 * before; QS_NO_TIME: not held back */
 	int32_t		per_host;		/* instances_per_host; 0: any split */
 	const char *same_label;		/* NULL: none */
+	int32_t		deps_waiting;	/* jobs it depends on that have not
+								 * SUCCEEDED (scheduling.md 3.17) */
+	int64_t		dependency_failed;	/* 0: none; else a job it depends on
+									 * that FAILED */
 	int			nparts;			/* held jobs of a placed unit; promised jobs */
 	const QsPart *parts;
 } QsJob;
@@ -187,7 +191,8 @@ typedef struct QsJobSource
 	 * and no same_label, and a job with them is bounded by its class's
 	 * bound among classes[0..nclasses) (none: it comes whatever its
 	 * count).  false when there is none.  below_all is false only where
-	 * QsInput.constrained allows.
+	 * QsInput.constrained allows.  A job waiting for dependencies is never
+	 * given (QsSourceGives).
 	 */
 	bool		(*next) (void *arg, int share, int unit, const QsJob *after,
 						 int32_t below, bool below_all, const QsSkipClass *classes,
@@ -195,7 +200,8 @@ typedef struct QsJobSource
 
 	/*
 	 * smallest: up to max RUNNABLE jobs of (share, unit) with count at most
-	 * at_most, smallest count first; returns how many it wrote to out.
+	 * at_most, smallest count first; returns how many it wrote to out.  It
+	 * may leave out jobs waiting for dependencies (they want nothing).
 	 */
 	int			(*smallest) (void *arg, int share, int unit, int32_t at_most,
 							 int max, QsJob *out);
@@ -267,6 +273,12 @@ typedef struct QsInput
 	 */
 	int			nno_agent_expired;
 	const QsJob *no_agent_expired;
+	/*
+	 * RUNNABLE jobs a job they depend on FAILED (scheduling.md 3.17; at
+	 * least the first QS_DUE_JOBS_MAX of them, the others at later passes)
+	 */
+	int			ndependency_failed;
+	const QsJob *dependency_failed;
 	QsTime		claim_timeout;	/* SCHEDULED jobs unclaimed for longer go back
 								 * to RUNNABLE; QS_NO_TIME: none */
 	QsTime		fence_grace;	/* a lease that ran out is acted on only this
@@ -297,7 +309,7 @@ typedef struct QsDecision
 	int			share;
 	int			unit;
 	int32_t		count;
-	const char *reason;			/* static text; NULL for DISPATCH */
+	const char *reason;			/* static, or as long as the output; NULL for DISPATCH */
 	QsStop		stop;			/* PREEMPT, STOP */
 	int64_t		preempted_for;	/* PREEMPT; 0 for repairs */
 	int			nparts;			/* DISPATCH in a placed unit: the placement, */
@@ -472,6 +484,7 @@ extern bool QsSourceGives(const QsJob *job, int32_t below, bool below_all,
 extern QsStopOutcome QsStoppedOutcome(const QsJob *job);
 extern QsStopOutcome QsFailedOutcome(const QsJob *job);
 extern QsStopOutcome QsLeaseLostOutcome(const QsJob *job);
+extern bool QsWaitsForDependencies(const QsJob *job);
 extern QsHold QsHeldBack(const QsInput *in, const QsJob *job);
 extern bool QsNoAgentFits(const QsInput *in, const QsJob *job);
 extern int	QsHostOf(const QsUnit *unit, const char *name);

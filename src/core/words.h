@@ -150,10 +150,13 @@
 
 /*
  * Why a RUNNABLE job is held back whatever the capacity (scheduling.md
- * 3.10, 3.11), after QS_HOLD_NONE: explain's blocked_by, and for the first
- * two the status_reason the pass writes.
+ * 3.10, 3.11, 3.17), after QS_HOLD_NONE: explain's blocked_by, and the
+ * status_reason of a job held back by the first three (DEPENDENCY is
+ * written by its submission and by the end of what it depends on, the
+ * others by the pass).
  */
 #define QS_HOLD_WORDS(W) \
+	W(QS_HOLD_DEPENDENCY, "DEPENDENCY") /* a job it depends on has not SUCCEEDED */ \
 	W(QS_HOLD_BUDGET_EXHAUSTED, "BUDGET_EXHAUSTED") /* its share spent its budget of the unit */ \
 	W(QS_HOLD_NO_AGENT_FITS, "NO_AGENT_FITS") /* larger than the largest live, active agent */ \
 	W(QS_HOLD_CLAIM_BACKOFF, "CLAIM_BACKOFF") /* in its backoff after a claim timeout */
@@ -171,7 +174,8 @@
 	W(QS_REASON_RUNNABLE_TIMEOUT_NO_AGENT, "RUNNABLE_TIMEOUT:NO_AGENT_FITS") \
 	W(QS_REASON_RELEASED, "RELEASED") \
 	W(QS_REASON_WAITING_FOR_HOSTS, "WAITING_FOR_HOSTS") \
-	W(QS_REASON_MISCONFIGURATION, "MISCONFIGURATION")
+	W(QS_REASON_MISCONFIGURATION, "MISCONFIGURATION") \
+	W(QS_REASON_DEPENDENCY_FAILED, "DEPENDENCY_FAILED")
 
 /* Which limit a misconfigured job exceeds (scheduling.md 3.7). */
 #define QS_MISFIT_WORDS(W) \
@@ -190,6 +194,7 @@
 	W(QS_BLOCKED_NO_AGENT_FITS, "NO_AGENT_FITS") \
 	W(QS_BLOCKED_WAITING_FOR_HOSTS, "WAITING_FOR_HOSTS") \
 	W(QS_BLOCKED_CLAIM_BACKOFF, "CLAIM_BACKOFF") \
+	W(QS_BLOCKED_DEPENDENCY, "DEPENDENCY") \
 	W(QS_BLOCKED_STRICT_HEAD_HELD, "STRICT_HEAD_HELD") \
 	W(QS_BLOCKED_OWN_CAPACITY_FULL, "OWN_CAPACITY_FULL") \
 	W(QS_BLOCKED_BORROW_LIMIT, "BORROW_LIMIT") \

@@ -20,11 +20,12 @@ const char *const JobColumnNames[JC_COUNT] = {
 	"name", "job_queue", "quota_share", "priority", "capacity_unit",
 	"instance_count", "payload", "max_attempts", "preemption_retries",
 	"timeout", "client_token", "tags", "instances_per_host", "same_label",
-	"array_size", "id", "owner", "state", "status_reason", "status_reason_at",
+	"array_size", "depends_on", "id", "owner", "state", "status_reason", "status_reason_at",
 	"stop_reason", "stop_requested_at", "preempted_for", "promised_at",
 	"agent", "lease_until", "failed_attempts", "preemption_count",
 	"submitted_at", "queued_at", "scheduled_at", "started_at", "stopped_at",
-	"agent_role", "array_id", "array_index", "max_lease_losses", "lease_losses", "claim_requeues",
+	"agent_role", "array_id", "array_index",
+	"dependencies_waiting", "dependency_failed", "has_dependents", "max_lease_losses", "lease_losses", "claim_requeues",
 	"claim_backoff_until"
 };
 

@@ -35,6 +35,7 @@ typedef enum JobColumn
 	JC_INSTANCES_PER_HOST,		/* 0.4, placement (scheduling.md 3.13) */
 	JC_SAME_LABEL,				/* 0.4, placement */
 	JC_ARRAY_SIZE,				/* 0.4, arrays */
+	JC_DEPENDS_ON,				/* 0.4, dependencies (scheduling.md 3.17) */
 	/* kept by the system */
 	JC_ID,
 	JC_OWNER,
@@ -57,6 +58,9 @@ typedef enum JobColumn
 	JC_AGENT_ROLE,
 	JC_ARRAY_ID,				/* 0.4, arrays */
 	JC_ARRAY_INDEX,
+	JC_DEPENDENCIES_WAITING,	/* 0.4, dependencies */
+	JC_DEPENDENCY_FAILED,
+	JC_HAS_DEPENDENTS,
 	/* set by the submitter, then kept by the system */
 	JC_MAX_LEASE_LOSSES,
 	JC_LEASE_LOSSES,

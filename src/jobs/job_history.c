@@ -57,6 +57,7 @@
 
 #include "identity.h"
 #include "job_columns.h"
+#include "job_dependencies.h"
 #include "launcher.h"
 #include "policy.h"
 #include "word_io.h"
@@ -360,10 +361,31 @@ NotifyJobEnd(HeapTuple job, TupleDesc jdesc, QsJobState state)
 }
 
 /*
+ * JobEnded tells the end of a job (SUCCEEDED or FAILED) to the clients
+ * that wait for it (NotifyJobEnd) and, when it has dependents, to the
+ * jobs that wait for it (scheduling.md 3.17).
+ */
+static void
+JobEnded(HeapTuple job, TupleDesc jdesc, QsJobState state)
+{
+	bool		isnull;
+
+	NotifyJobEnd(job, jdesc, state);
+	if (DatumGetBool(heap_getattr(job, JobAttnum(jdesc, JC_HAS_DEPENDENTS), jdesc, &isnull)))
+	{
+		Datum		array_id = heap_getattr(job, JobAttnum(jdesc, JC_ARRAY_ID), jdesc, &isnull);
+
+		QsDependencyEnded(DatumGetInt64(heap_getattr(job, JobAttnum(jdesc, JC_ID), jdesc,
+													 &isnull)),
+						  isnull ? 0 : DatumGetInt64(array_id), state == QS_SUCCEEDED);
+	}
+}
+
+/*
  * WriteStateEvent appends the STATE event of a job submitted (old NULL) or
  * whose state changed (old_state to state), wakes the worker at commit
  * if the job now asks for capacity or has ended (WakesWorker), and tells
- * the end of a job (NotifyJobEnd).
+ * the end of a job (JobEnded).
  */
 static void
 WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
@@ -372,7 +394,7 @@ WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 	if (WakesWorker(state))
 		QsWakeWorkerAtCommit();
 	if (old != NULL && (state == QS_SUCCEEDED || state == QS_FAILED))
-		NotifyJobEnd(job, jdesc, state);
+		JobEnded(job, jdesc, state);
 	WriteEvent(ev, QS_EVENT_STATE, job, old, jdesc, actor);
 	if (old != NULL)
 		EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);

@@ -60,6 +60,8 @@ typedef enum JobField
 	JF_SAME_LABEL,
 	JF_PART_AGENTS,
 	JF_PART_INSTANCES,
+	JF_DEPENDENCIES_WAITING,
+	JF_DEPENDENCY_FAILED,
 	JF_COUNT
 } JobField;
 
@@ -69,7 +71,8 @@ static const char *const JobFieldNames[JF_COUNT] = {
 	"preempted_for", "failed_attempts", "max_attempts", "preemption_count",
 	"preemption_retries", "job_queue", "quota_share", "capacity_unit", "owner",
 	"status_reason", "agent_role", "lease_losses", "max_lease_losses", "claim_requeues",
-	"claim_backoff_until", "instances_per_host", "same_label", "part_agents", "part_instances"
+	"claim_backoff_until", "instances_per_host", "same_label", "part_agents", "part_instances",
+	"dependencies_waiting", "dependency_failed"
 };
 
 StaticAssertDecl(JF_COUNT <= lengthof(((QsJobDecoder *) 0)->attnums),
@@ -212,6 +215,8 @@ QsJobDecode(const QsJobDecoder *d, HeapTuple tuple, QsJobRow *row)
 	job->claim_backoff_until = FieldTime(d, tuple, JF_CLAIM_BACKOFF_UNTIL);
 	job->per_host = FieldInt32(d, tuple, JF_INSTANCES_PER_HOST);
 	job->same_label = FieldText(d, tuple, JF_SAME_LABEL);
+	job->deps_waiting = FieldInt32(d, tuple, JF_DEPENDENCIES_WAITING);
+	job->dependency_failed = FieldValue(d, tuple, JF_DEPENDENCY_FAILED, &v) ? DatumGetInt64(v) : 0;
 	DecodeParts(d, tuple, job);
 	row->job_queue = FieldText(d, tuple, JF_JOB_QUEUE);
 	row->quota_share = FieldText(d, tuple, JF_QUOTA_SHARE);
@@ -313,10 +318,10 @@ static QsQuery JobPositionQuery = {
 	"       j.capacity_unit, j.status_reason, j.agent, j.stop_reason, j.promised_at,"
 	"       j.job_queue, j.owner, j.claim_requeues, j.claim_backoff_until,"
 	"       coalesce(j.instances_per_host, 0) AS instances_per_host, j.same_label,"
-	"       j.part_agents, j.part_instances,"
+	"       j.part_agents, j.part_instances, j.dependencies_waiting, j.dependency_failed,"
 	"       (SELECT count(*) + 1 FROM quota_sched.job o"
 	"         WHERE o.job_queue = j.job_queue AND o.quota_share = j.quota_share"
-	"           AND o.state = 'RUNNABLE'"
+	"           AND o.state = 'RUNNABLE' AND o.dependencies_waiting = 0"
 	"           AND (o.priority > j.priority OR (o.priority = j.priority"
 	"                AND (o.queued_at, o.id) < (j.queued_at, j.id)))) AS position"
 	"  FROM quota_sched.job j WHERE j.id = $1",

@@ -33,6 +33,7 @@
 #include "config_cache.h"
 #include "identity.h"
 #include "job_columns.h"
+#include "job_dependencies.h"
 #include "job_fit.h"
 #include "job_submit.h"
 #include "jsonb_util.h"
@@ -796,6 +797,51 @@ FillSystemColumns(JobValues *row, Oid caller)
 }
 
 /*
+ * The dependencies of the last job submitted with depends_on by this
+ * backend: the jobs of an array that index 0 is expanded into have its
+ * depends_on, and take its counts (the rows are locked until the commit).
+ */
+static struct
+{
+	int64		job_id;
+	QsDependencies deps;
+}			LastDependencies;
+
+/*
+ * FillDependencies sets the columns of a new job's dependencies
+ * (scheduling.md 3.17): how many of the jobs it depends on have not
+ * SUCCEEDED, one that FAILED, and the reason DEPENDENCY while either is
+ * so.  A job has no dependents yet.
+ */
+static void
+FillDependencies(JobValues *row)
+{
+	QsDependencies deps = {0, 0};
+
+	if (!row->nulls[JC_DEPENDS_ON] && Expanding.active &&
+		LastDependencies.job_id == Expanding.array_id)
+		deps = LastDependencies.deps;
+	else if (!row->nulls[JC_DEPENDS_ON])
+	{
+		deps = QsSubmitDependencies(row->values[JC_DEPENDS_ON],
+									TextDatumGetCString(row->values[JC_JOB_QUEUE]));
+		LastDependencies.job_id = DatumGetInt64(row->values[JC_ID]);
+		LastDependencies.deps = deps;
+	}
+	row->values[JC_DEPENDENCIES_WAITING] = Int32GetDatum(deps.waiting);
+	row->values[JC_HAS_DEPENDENTS] = BoolGetDatum(false);
+	row->nulls[JC_DEPENDENCIES_WAITING] = row->nulls[JC_HAS_DEPENDENTS] = false;
+	row->values[JC_DEPENDENCY_FAILED] = Int64GetDatum(deps.failed);
+	row->nulls[JC_DEPENDENCY_FAILED] = deps.failed == 0;
+	if (deps.waiting > 0 || deps.failed != 0)
+	{
+		row->values[JC_STATUS_REASON] = CStringGetTextDatum(QsHoldName(QS_HOLD_DEPENDENCY));
+		row->values[JC_STATUS_REASON_AT] = row->values[JC_SUBMITTED_AT];
+		row->nulls[JC_STATUS_REASON] = row->nulls[JC_STATUS_REASON_AT] = false;
+	}
+}
+
+/*
  * BuildJobTuple forms the tuple of a job from its JobValues.
  */
 static HeapTuple
@@ -837,6 +883,7 @@ qs_job_before_insert(PG_FUNCTION_ARGS)
 	CheckSubmitTarget(&row, td->tg_relation, caller);
 	CheckClientToken(&row, td->tg_relation);
 	FillSystemColumns(&row, caller);
+	FillDependencies(&row);
 	if (!Expanding.active)		/* an array's misfit is told once, of index 0 */
 		QsNoticeMisfit(TextDatumGetCString(row.values[JC_NAME]), TextDatumGetCString(row.values[JC_JOB_QUEUE]),
 				   TextDatumGetCString(row.values[JC_QUOTA_SHARE]),

@@ -34,7 +34,9 @@ typedef enum QsJobSet
 	QS_PROMISED_JOBS,			/* RUNNABLE with a promise */
 	QS_EXPIRED_JOBS,			/* RUNNABLE, misconfigured past the runnable
 								 * timeout */
-	QS_NO_AGENT_EXPIRED_JOBS	/* RUNNABLE, NO_AGENT_FITS past it */
+	QS_NO_AGENT_EXPIRED_JOBS,	/* RUNNABLE, NO_AGENT_FITS past it */
+	QS_DEPENDENCY_FAILED_JOBS	/* RUNNABLE, a dependency FAILED (the first
+								 * QS_DUE_JOBS_MAX) */
 } QsJobSet;
 
 /* At most this many held jobs of each kind are due in one pass. */

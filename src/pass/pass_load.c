@@ -832,8 +832,9 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *
 
 /*
  * LoadJobs reads the jobs a pass always needs: the held jobs due for
- * time-based work or stopping for a promised job, the promised ones, and
- * those past the runnable timeout (misconfigured, or NO_AGENT_FITS).
+ * time-based work or stopping for a promised job, the promised ones,
+ * those a dependency of which failed, and those past the runnable timeout
+ * (misconfigured, or NO_AGENT_FITS).
  */
 static void
 LoadJobs(QsQueueState *qs)
@@ -847,6 +848,9 @@ LoadJobs(QsQueueState *qs)
 	if (qs->in.npromised > 0)
 		qs->in.victims = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_VICTIM_JOBS, NULL),
 									&qs->in.nvictims);
+	qs->in.dependency_failed =
+		PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DEPENDENCY_FAILED_JOBS, NULL),
+				   &qs->in.ndependency_failed);
 	if (qs->runnable_timeout == NULL)
 		return;
 	qs->in.expired = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_EXPIRED_JOBS,

@@ -600,9 +600,49 @@ DescribeCheck(const QsQueueState *qs, ExplainJob *ej, const QsJob *job, const Qs
 }
 
 /*
+ * The jobs a job waits for (scheduling.md 3.17): those it depends on, an
+ * array's counted whole, that have not SUCCEEDED, the first 100 by id.
+ */
+static QsQuery WaitingForQuery = {
+	"SELECT coalesce(jsonb_agg(w.id ORDER BY w.id), '[]')::text, count(*)"
+	"  FROM (SELECT d.id FROM quota_sched.job j, quota_sched.job d"
+	"         WHERE j.id = $1 AND (d.id = ANY (j.depends_on) OR d.array_id = ANY (j.depends_on))"
+	"           AND d.state <> 'SUCCEEDED' ORDER BY d.id LIMIT 100) w",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * DependencyHold fills blocked_by (DEPENDENCY), keys and detail of a job
+ * that waits for jobs it depends on: waiting_for (their ids), and
+ * dependency_failed when one of them FAILED (the next pass fails it).
+ */
+static void
+DependencyHold(ExplainJob *ej, const QsJob *job)
+{
+	Datum		arg = Int64GetDatum(job->id);
+	char	   *ids;
+
+	QsQueryRun(&WaitingForQuery, &arg, NULL, true, 1);
+	ids = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	ej->blocked_by = QsBlockedName(QS_BLOCKED_DEPENDENCY);
+	appendStringInfo(&ej->keys, ", \"dependencies_waiting\": %d, \"waiting_for\": %s",
+					 job->deps_waiting, ids);
+	appendStringInfo(&ej->detail, "It depends on jobs that have not succeeded: %d job%s, "
+					 "%s; it is not dispatched before they all have.", job->deps_waiting,
+					 job->deps_waiting == 1 ? "" : "s", ids);
+	if (job->dependency_failed != 0)
+	{
+		appendStringInfo(&ej->keys, ", \"dependency_failed\": " INT64_FORMAT,
+						 job->dependency_failed);
+		appendStringInfo(&ej->detail, " Job " INT64_FORMAT " it depends on failed: the next "
+						 "pass fails it (DEPENDENCY_FAILED).", job->dependency_failed);
+	}
+}
+
+/*
  * HeldBack fills blocked_by, keys and detail when the job is held back
- * whatever the capacity (scheduling.md 3.10), and tells whether it is:
- * larger than the largest live, active agent of its unit, or in its
+ * whatever the capacity (scheduling.md 3.10, 3.17), and tells whether it
+ * is: waiting for jobs it depends on, larger than the largest live, active agent of its unit, or in its
  * backoff after a claim timeout.
  */
 static bool
@@ -614,6 +654,9 @@ HeldBack(const QsQueueState *qs, ExplainJob *ej, const QsJob *job)
 	{
 		case QS_HOLD_NONE:
 			return false;
+		case QS_HOLD_DEPENDENCY:
+			DependencyHold(ej, job);
+			return true;
 		case QS_HOLD_BUDGET_EXHAUSTED:
 			{
 				const QsShare *share = &qs->in.shares[job->share];
@@ -979,7 +1022,8 @@ ExplainJson(const ExplainJob *ej)
 	escape_json(&json, QsJobStateName(ej->row.state));
 	appendStringInfoString(&json, ", \"quota_share\": ");
 	escape_json(&json, ej->row.quota_share);
-	if (runnable)
+	/* a job waiting for dependencies is in no share's order (3.17) */
+	if (runnable && !QsWaitsForDependencies(&ej->row.job))
 		appendStringInfo(&json, ", \"position_in_share\": " INT64_FORMAT, ej->position_in_share);
 	else
 		appendStringInfoString(&json, ", \"position_in_share\": null");

@@ -412,7 +412,7 @@ my @added_03 = qw(claim_timeout max_lease_losses lease_losses claim_requeues
   claim_backoff_until terminated preempted_early lent_until fair_half_life budget budget_period
   changed_at spent_day spent_week spent_month);
 my @added_04 = qw(instances_per_host same_label part_agents part_instances rank array_size array_id
-	array_index devices fence_grace port);
+	array_index devices fence_grace port depends_on dependencies_waiting dependency_failed has_dependents);
 
 # without_columns($data, @columns): a pg_dump --data-only script without
 # those columns (their COPY lists and fields), so that a database of an
@@ -1679,6 +1679,28 @@ counters_consistent('three', 'h_old terminated');
 is(sql('three', $h_booked), "h-1 4 2 t\nh-2 4 4 t", 'three, updated, h_old terminated: its instance is free');
 is(as_role('three', 'regress_up_agent', $h_agents), "h-1 t 4 1 2 2\nh-2 t 4 3 4 0",
 	'three, updated, h_old terminated: h-1 has 2 free');
+
+# Dependencies of 0.4 (issue 41) on the updated database: the jobs of 0.3
+# have none and no dependents; a new job depends on h_start, claimed in
+# 0.3 and running: held back DEPENDENCY while h-1 has room, dispatched
+# once h_start has succeeded.
+is(sql('three', q{SELECT count(*) FROM quota_sched.job
+				   WHERE depends_on IS NOT NULL OR dependencies_waiting <> 0
+				      OR dependency_failed IS NOT NULL OR has_dependents}),
+	'0', 'three, updated: the jobs of 0.3 depend on nothing and have no dependents');
+is(as_role('three', 'regress_up_alice', q{
+		INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+									 depends_on)
+		SELECT 'h_after', job_queue, quota_share, 'gpu', 1, ARRAY[id]
+		  FROM quota_sched.job WHERE name = 'h_start'
+		RETURNING concat_ws(' ', state, status_reason, dependencies_waiting)}),
+	'RUNNABLE DEPENDENCY 1', 'three, updated: a job depending on a job of 0.3 waits for it');
+is(run_pass_of('three', 'h_queue'), '', 'three, updated: the pass does not dispatch h_after');
+is(report_on('three', 'h_start', 'h-2', 'SUCCEEDED'), 'SUCCEEDED', 'three, updated: h_start succeeds');
+is(sql('three', q{SELECT concat_ws(' ', state, dependencies_waiting) FROM quota_sched.job
+				   WHERE name = 'h_after'}),
+	'RUNNABLE 0', 'three, updated: h_after waits no more');
+is(run_pass_of('three', 'h_queue'), 'h_after DISPATCH', 'three, updated: the pass dispatches h_after');
 
 $node->stop;
 done_testing();

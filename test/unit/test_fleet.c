@@ -349,6 +349,88 @@ test_claim_timeout(void)
 	CHECK(QsClaimBackoff(SECOND, 1000000) == QS_CLAIM_BACKOFF_MAX, "backoff: no overflow");
 }
 
+/*
+ * A job waiting for dependencies (scheduling.md 3.17) is held back and in
+ * no share's order: in a STRICT share, a higher-priority job waiting for
+ * a lower one does not keep that one waiting; the source does not give
+ * it; once it waits no more it is dispatched.
+ */
+static void
+test_dependency_held(void)
+{
+	World		w;
+	int			a;
+	WJob	   *eval, *train;
+	const QsOutput *out;
+
+	WInit(&w, 2);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 2);
+	w.shares[a].strict = true;
+	eval = WSubmit(&w, "eval", a, 9, 1);
+	eval->j.deps_waiting = 1;
+	train = WSubmit(&w, "train", a, 0, 1);
+	out = WPassApply(&w);
+	CHECK(WDecisionFor(out, eval) == NULL, "dependency: the job waiting is not dispatched");
+	CHECK(Dispatched(out, train), "dependency: in a STRICT share, the job behind it is");
+	CHECK(!WWasRead(&w, eval), "dependency: the source does not give a job waiting");
+	CHECK(QsHeldBack(&(QsInput) {.shares = w.shares, .units = w.units}, &eval->j) ==
+		  QS_HOLD_DEPENDENCY, "dependency: held back DEPENDENCY");
+	eval->j.deps_waiting = 0;
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, eval), "dependency: dispatched once it waits no more");
+}
+
+/* A lender's job waiting for dependencies wants none of its idle capacity. */
+static void
+test_dependency_wants_nothing(void)
+{
+	World		w;
+	int			b, l;
+	WJob	   *borrower;
+	const QsOutput *out;
+
+	WInit(&w, 4);
+	b = WAddShare(&w, "B", QS_LEND_AND_BORROW, -1, false, 0);
+	l = WAddShare(&w, "L", QS_LEND, -1, false, 4);
+	WSubmit(&w, "lender_job", l, 0, 3)->j.deps_waiting = 2;
+	borrower = WSubmit(&w, "borrower", b, 0, 2);
+	out = WPassApply(&w);
+	CHECK(Dispatched(out, borrower), "dependency: a lender job waiting wants nothing");
+}
+
+/*
+ * A RUNNABLE job a dependency of which failed fails at the next pass,
+ * DEPENDENCY_FAILED:<id>, whether it waits for others or not; one whose
+ * dependencies all ended well does not.
+ */
+static void
+test_dependency_failed(void)
+{
+	World		w;
+	int			a;
+	WJob	   *doomed, *also, *fine;
+	const QsDecision *d;
+	const QsOutput *out;
+
+	WInit(&w, 1);
+	a = WAddShare(&w, "A", QS_RESERVE, -1, false, 1);
+	doomed = WSubmit(&w, "doomed", a, 0, 1);
+	doomed->j.deps_waiting = 1;
+	doomed->j.dependency_failed = 42;
+	also = WSubmit(&w, "also", a, 0, 1);
+	also->j.dependency_failed = 7;
+	fine = WSubmit(&w, "fine", a, 0, 1);
+	out = WPassApply(&w);
+	d = WDecisionFor(out, doomed);
+	CHECK(d != NULL && d->action == QS_FAIL && strcmp(d->reason, "DEPENDENCY_FAILED:42") == 0,
+		  "dependency failed: FAIL DEPENDENCY_FAILED:<id>");
+	d = WDecisionFor(out, also);
+	CHECK(d != NULL && d->action == QS_FAIL && strcmp(d->reason, "DEPENDENCY_FAILED:7") == 0,
+		  "dependency failed: also a job that waits no more");
+	CHECK(doomed->state == W_FAILED && Dispatched(out, fine),
+		  "dependency failed: the job fails; the others go on");
+}
+
 int
 main(void)
 {
@@ -361,5 +443,8 @@ main(void)
 	test_held_back_wants_nothing();
 	test_held_back_promise_lapses();
 	test_claim_timeout();
+	test_dependency_held();
+	test_dependency_wants_nothing();
+	test_dependency_failed();
 	return TapDone();
 }

@@ -324,7 +324,8 @@ ReasonExpired(const World *w, const WJob *job)
 /*
  * SnapshotJobs reads the jobs into the snapshot: the counters of held
  * capacity, the held jobs due for time-based work or stopping for a
- * promised job, the promised and expired RUNNABLE jobs.
+ * promised job, the promised and expired RUNNABLE jobs, and those a
+ * dependency of which failed.
  */
 static void
 SnapshotJobs(World *w, QsInput *in)
@@ -337,6 +338,7 @@ SnapshotJobs(World *w, QsInput *in)
 	QsJob	   *promised = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 	QsJob	   *expired = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 	QsJob	   *no_agent = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
+	QsJob	   *dep_failed = WAlloc(NULL, sizeof(QsJob) * (w->njobs + 1));
 
 	for (int i = 0; i < w->njobs; i++)
 	{
@@ -358,6 +360,8 @@ SnapshotJobs(World *w, QsInput *in)
 		{
 			if (job->j.promised_at != QS_NO_TIME)
 				promised[in->npromised++] = job->j;
+			if (job->j.dependency_failed != 0)
+				dep_failed[in->ndependency_failed++] = job->j;
 			if (!ReasonExpired(w, job))
 				continue;
 			if (strncmp(job->status_reason, "MISCONFIGURATION:", 17) == 0)
@@ -373,6 +377,7 @@ SnapshotJobs(World *w, QsInput *in)
 	in->promised = promised;
 	in->expired = expired;
 	in->no_agent_expired = no_agent;
+	in->dependency_failed = dep_failed;
 }
 
 static int
