@@ -10,8 +10,9 @@
 # is by LISTEN: the server's log of the login's statements shows how few
 # times it read the jobs' states.  A second run with the same tokens gives
 # the same ids and submits nothing.  Another team's login may neither wait
-# for the job nor take its token for its own.  The page's code is the
-# files'.
+# for the job nor take its token for its own.  A dependency that fails:
+# wait() returns FAILED for the dependent too (DEPENDENCY_FAILED).  The
+# page's code is the files'.
 #
 # python3-psycopg is needed (test/setup.sh installs it): without it the
 # test fails, it does not skip.  Everything is polled.
@@ -22,7 +23,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use JSON::PP;
-use List::Util qw(max);
 use FindBin;
 use lib $FindBin::RealBin;
 use QsAgents;
@@ -90,28 +90,39 @@ launch_agent('p1',
 		'--log-dir', "$tmp/logs", '--heartbeat', '1'
 	]);
 
-# example(RUN): runs the recipe as ann, as a team member would (libpq's
-# variables); its exit code, what it printed, and the server log it made
+# python_as(WHO, ARGV...): /usr/bin/python3 run as a team member would run
+# it, as login WHO (libpq's variables); whether it exited 0, and what it
+# printed on stdout and stderr
+sub python_as
+{
+	my ($who, @argv) = @_;
+	local $ENV{PGHOST} = $node->host;
+	local $ENV{PGPORT} = $node->port;
+	local $ENV{PGDATABASE} = 'postgres';
+	local $ENV{PGUSER} = $who;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ $python, '-B', @argv ], '<', \undef, '>', \$out, '2>', \$err,
+		IPC::Run::timeout(2 * $PostgreSQL::Test::Utils::timeout_default));
+	diag("$who's python3 wrote on stderr:\n$err") if $err ne '';
+	return ($ok, $out, $err);
+}
+
+# a Python program that imports the module first
+sub with_module
+{
+	return ('-c', "import sys\nsys.path.insert(0, '$top/doc/python')\nimport quota_sched_client as qs\n$_[0]");
+}
+
+# example(RUN): the recipe run as ann; what python_as returns, and the
+# server's log meanwhile
 sub example
 {
 	my ($run) = @_;
 	my $log_from = -s $node->logfile;
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	local $ENV{PGUSER} = 'ann';
-	my ($out, $err) = ('', '');
-	my $ok = IPC::Run::run(
-		[
-			$python, '-B', $example, '--queue', 'p_queue', '--share', 'nlp', '--unit', 'gpu',
-			'--run', $run, '--python', $python, '--train-seconds', '3', '--other-share', 'cv',
-			'--timeout', $PostgreSQL::Test::Utils::timeout_default
-		],
-		'<', \undef, '>', \$out, '2>', \$err,
-		IPC::Run::timeout(2 * $PostgreSQL::Test::Utils::timeout_default));
-	diag("example.py's stderr:\n$err") if $err ne '';
-	my $log = slurp_file($node->logfile, $log_from);
-	return ($ok, $out, $err, $log);
+	my @r = python_as('ann', $example, '--queue', 'p_queue', '--share', 'nlp', '--unit', 'gpu',
+		'--run', $run, '--python', $python, '--train-seconds', '3', '--other-share', 'cv',
+		'--timeout', $PostgreSQL::Test::Utils::timeout_default);
+	return (@r, slurp_file($node->logfile, $log_from));
 }
 
 sub db { return $node->safe_psql('postgres', $_[0]); }
@@ -209,8 +220,8 @@ is( db("SELECT (SELECT min(at) FROM quota_sched.job_event WHERE job_id = $eval A
 is( db("SELECT (SELECT min(started_at) FROM quota_sched.job_attempts WHERE job_id = $eval)"
 		  . " > (SELECT max(ended_at) FROM quota_sched.job_attempts WHERE job_id IN ($ids))"),
 	't', "job_attempts: the eval's run began after every run of the array ended");
-like(history($eval), qr/\A>RUNNABLE(?: \(DEPENDENCY\))?; (?:RUNNABLE>RUNNABLE \(DEPENDENCY\); )?RUNNABLE>SCHEDULED/,
-	'its history: RUNNABLE, then SCHEDULED');
+is(history($eval), '>RUNNABLE; RUNNABLE>SCHEDULED; SCHEDULED>STARTING; STARTING>RUNNING; RUNNING>SUCCEEDED',
+	'its history: submitted, dispatched once, and ran once');
 
 # 6. the refusals, each with its SQLSTATE, nothing stored
 like($out, qr/^refused: 23503 \(.*\): quota share "no-such-share" does not exist in job queue "p_queue"$/m,
@@ -251,18 +262,7 @@ is(db('SELECT count(*) FROM quota_sched.job'), $jobs, 'no job was submitted');
 # Another team's login: ann's job is not its to wait for, nor her token its
 # job's, and the module says so rather than wait or take her job for its own
 # ---------------------------------------------------------------------------
-{
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	local $ENV{PGUSER} = 'ben';
-	my ($ben_out, $ben_err) = ('', '');
-	IPC::Run::run(
-		[
-			$python, '-B', '-c', <<"PY"
-import sys
-sys.path.insert(0, "$top/doc/python")
-import quota_sched_client as qs
+my (undef, $ben_out) = python_as('ben', with_module(<<"PY"));
 conn = qs.connect()
 for call in (lambda: qs.wait(conn, [$train], 60),
              lambda: qs.submit(conn, client_token="nlp:r1:train", name="mine", job_queue="p_queue",
@@ -272,16 +272,34 @@ for call in (lambda: qs.wait(conn, [$train], 60),
     except LookupError as e:
         print("LookupError:", e)
 PY
-		],
-		'<', \undef, '>', \$ben_out, '2>', \$ben_err,
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	is($ben_out,
-		"LookupError: no jobs [$train] that you may see\n"
-		  . "LookupError: client_token 'nlp:r1:train' is taken by a job you may not see: choose another\n",
-		"another team's login: wait() and submit() of ann's job and token raise LookupError")
-	  or diag($ben_err);
-	is(db("SELECT count(*) FROM quota_sched.job WHERE owner = 'ben'"), '0', 'and ben submitted nothing');
-}
+is($ben_out,
+	"LookupError: no jobs [$train] that you may see\n"
+	  . "LookupError: client_token 'nlp:r1:train' is taken by a job you may not see: choose another\n",
+	"another team's login: wait() and submit() of ann's job and token raise LookupError");
+is(db("SELECT count(*) FROM quota_sched.job WHERE owner = 'ben'"), '0', 'and ben submitted nothing');
+
+# ---------------------------------------------------------------------------
+# A dependency that fails: wait() wakes for the dependent too, which the
+# pass ends FAILED with DEPENDENCY_FAILED
+# ---------------------------------------------------------------------------
+my ($dep_ok, $dep_out) = python_as('ann', with_module(<<'PY'));
+conn = qs.connect()
+job = dict(job_queue="p_queue", quota_share="nlp", capacity_unit="gpu")
+bad = qs.submit(conn, client_token="nlp:r2:train", name="r2-train",
+                command=["sh", "-c", "sleep 1; echo out of memory >&2; exit 1"], **job)
+after = qs.submit(conn, client_token="nlp:r2:eval", name="r2-eval", command=["true"],
+                  depends_on=[bad], **job)
+ended = qs.wait(conn, [bad, after], 120)
+print(bad, ended[bad], qs.attempts(conn, bad)[0]["output"].strip())
+print(after, ended[after], qs.explain(conn, after)["blocked_by"])
+PY
+ok($dep_ok, 'the program with a failing dependency exits 0');
+my ($bad, $after) = $dep_out =~ /^(\d+) FAILED out of memory\n(\d+) FAILED None\n\z/;
+ok(defined $after, 'wait() returned FAILED for both the job and its dependent') or diag($dep_out);
+is(job_field($after // 0, 'status_reason'), "DEPENDENCY_FAILED:" . ($bad // ''),
+	"the dependent's reason names the job that failed");
+is(db("SELECT count(*) FROM quota_sched.job_event WHERE job_id = " . ($after // 0) . " AND to_state = 'SCHEDULED'"),
+	'0', 'and it was never dispatched');
 
 is(stop_agent('p1'), 0, 'the agent stops');
 $node->stop;
