@@ -22,7 +22,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use JSON::PP;
 use FindBin;
 use lib $FindBin::RealBin;
 use QsAgents;
