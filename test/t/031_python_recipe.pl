@@ -102,7 +102,7 @@ sub python_as
 	my ($out, $err) = ('', '');
 	my $ok = IPC::Run::run([ $python, '-B', @argv ], '<', \undef, '>', \$out, '2>', \$err,
 		IPC::Run::timeout(2 * $PostgreSQL::Test::Utils::timeout_default));
-	diag("$who's python3 wrote on stderr:\n$err") if $err ne '';
+	diag("${who}'s python3 wrote on stderr:\n$err") if $err ne '';
 	return ($ok, $out, $err);
 }
 
