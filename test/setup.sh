@@ -6,7 +6,8 @@
 # Debian's pg_config and do not follow it).
 
 QS_PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 libpq-dev postgresql-15-cron
-postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libxml2-utils"
+postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl libxml2-utils
+python3-psycopg"
 # big ones, installed without their recommends: PyTorch for the multi-host
 # training run of test/t/025_multihost_ddp.pl (run by /usr/bin/python3)
 QS_PACKAGES_LEAN="python3-torch"
