@@ -118,10 +118,12 @@ CREATE TABLE quota_sched.quota_share (
  * Dependencies (0.4, scheduling.md 3.17): depends_on (at most 100 ids,
  * set at the INSERT only) names jobs, or arrays by their array_id, that
  * must SUCCEED before the job is dispatched; the system keeps
- * dependencies_waiting (how many of them have not SUCCEEDED),
+ * dependencies_waiting (how many of them have not SUCCEEDED; null: none),
  * dependency_failed (one that FAILED: the pass fails the job) and, on the
- * jobs depended on, has_dependents (so that only their end looks for
- * dependents).
+ * jobs depended on, has_dependents (true; null: none, so that only their
+ * end looks for dependents).  Null is "none" for all three, so that a job
+ * written without them (a restore, a load that bypasses the triggers) is
+ * one with no dependencies.
  * ------------------------------------------------------------------- */
 
 CREATE SEQUENCE quota_sched.job_id_seq;
@@ -170,9 +172,9 @@ CREATE TABLE quota_sched.job (
 	array_id		bigint,
 	array_index		integer,
 	depends_on		bigint[],
-	dependencies_waiting integer NOT NULL,
+	dependencies_waiting integer,
 	dependency_failed bigint,
-	has_dependents	boolean NOT NULL,
+	has_dependents	boolean,
 	CONSTRAINT job_share_fkey FOREIGN KEY (job_queue, quota_share)
 		REFERENCES quota_sched.quota_share (job_queue, name) ON DELETE CASCADE,
 	CONSTRAINT job_word_state CHECK (state::quota_sched.job_state IS NOT NULL),
@@ -183,7 +185,9 @@ CREATE TABLE quota_sched.job (
 			   AND instance_count % instances_per_host = 0),
 	CONSTRAINT job_same_label_check CHECK (same_label ~ '^[a-z0-9_.-]{1,63}$'),
 	CONSTRAINT job_array_size_check CHECK (array_size BETWEEN 2 AND 10000),
-	CONSTRAINT job_depends_on_check CHECK (cardinality(depends_on) <= 100)
+	CONSTRAINT job_depends_on_check CHECK (cardinality(depends_on) <= 100),
+	CONSTRAINT job_dependencies_waiting_check CHECK (dependencies_waiting > 0),
+	CONSTRAINT job_has_dependents_check CHECK (has_dependents)
 );
 
 ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
@@ -197,7 +201,7 @@ ALTER SEQUENCE quota_sched.job_id_seq OWNED BY quota_sched.job.id;
  */
 CREATE INDEX job_runnable_share_order ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0;
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL;
 /* Promised jobs (3.6) and misconfigured ones (3.7, 3.9). */
 CREATE INDEX job_promised ON quota_sched.job (job_queue, promised_at, id)
 	WHERE state = 'RUNNABLE' AND promised_at IS NOT NULL;
@@ -224,12 +228,12 @@ CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 CREATE INDEX job_runnable_constrained ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL
 	  AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
 CREATE INDEX job_runnable_constrained_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, (coalesce(instances_per_host, 0)),
 	 (coalesce(same_label, '')), instance_count)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL
 	  AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
 /* The jobs of an array (terminate(array => true); depends_on). */
 CREATE INDEX job_array ON quota_sched.job (array_id) WHERE array_id IS NOT NULL;
@@ -247,7 +251,7 @@ CREATE INDEX job_placement_reason ON quota_sched.job (job_queue, capacity_unit)
 /* The smallest waiting jobs of a lender, per unit (wanted capacity, 3.2). */
 CREATE INDEX job_runnable_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, instance_count)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0;
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL;
 /* An agent's held jobs (heartbeat). */
 CREATE INDEX job_agent_held ON quota_sched.job (agent)
 	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING');

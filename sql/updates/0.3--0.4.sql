@@ -190,19 +190,18 @@ CREATE INDEX job_array ON quota_sched.job (array_id) WHERE array_id IS NOT NULL;
 /*
  * Dependencies (issue 41; scheduling.md 3.17; tables.sql has its comment):
  * depends_on set by the submitter at the INSERT only (no UPDATE), the
- * others by the system; the jobs of 0.3 depend on nothing and have no
- * dependents.  The pass's indexes of RUNNABLE jobs leave out those waiting
+ * others by the system; null in all four is none: the jobs of 0.3
+ * depend on nothing and have no dependents.  The pass's indexes of RUNNABLE jobs leave out those waiting
  * for dependencies: made anew with that predicate.
  */
 ALTER TABLE quota_sched.job
 	ADD COLUMN depends_on bigint[],
-	ADD COLUMN dependencies_waiting integer NOT NULL DEFAULT 0,
+	ADD COLUMN dependencies_waiting integer,
 	ADD COLUMN dependency_failed bigint,
-	ADD COLUMN has_dependents boolean NOT NULL DEFAULT false,
-	ADD CONSTRAINT job_depends_on_check CHECK (cardinality(depends_on) <= 100);
-ALTER TABLE quota_sched.job
-	ALTER COLUMN dependencies_waiting DROP DEFAULT,
-	ALTER COLUMN has_dependents DROP DEFAULT;
+	ADD COLUMN has_dependents boolean,
+	ADD CONSTRAINT job_depends_on_check CHECK (cardinality(depends_on) <= 100),
+	ADD CONSTRAINT job_dependencies_waiting_check CHECK (dependencies_waiting > 0),
+	ADD CONSTRAINT job_has_dependents_check CHECK (has_dependents);
 CREATE INDEX job_dependents ON quota_sched.job USING gin (depends_on)
 	WHERE state = 'RUNNABLE' AND depends_on IS NOT NULL;
 CREATE INDEX job_dependency_failed ON quota_sched.job (job_queue, id)
@@ -210,22 +209,22 @@ CREATE INDEX job_dependency_failed ON quota_sched.job (job_queue, id)
 DROP INDEX quota_sched.job_runnable_share_order;
 CREATE INDEX job_runnable_share_order ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0;
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL;
 DROP INDEX quota_sched.job_runnable_by_size;
 CREATE INDEX job_runnable_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, instance_count)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0;
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL;
 
 CREATE INDEX job_partly_claimed ON quota_sched.job (job_queue, scheduled_at, id)
 	WHERE state = 'SCHEDULED' AND agent IS NOT NULL;
 CREATE INDEX job_runnable_constrained ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, priority DESC, queued_at, id)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL
 	  AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
 CREATE INDEX job_runnable_constrained_by_size ON quota_sched.job
 	(job_queue, quota_share, capacity_unit, (coalesce(instances_per_host, 0)),
 	 (coalesce(same_label, '')), instance_count)
-	WHERE state = 'RUNNABLE' AND dependencies_waiting = 0
+	WHERE state = 'RUNNABLE' AND dependencies_waiting IS NULL
 	  AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL);
 CREATE INDEX job_placement_reason ON quota_sched.job (job_queue, capacity_unit)
 	WHERE state = 'RUNNABLE' AND status_reason IN ('WAITING_FOR_HOSTS', 'NO_AGENT_FITS');

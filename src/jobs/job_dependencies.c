@@ -56,7 +56,7 @@ static QsQuery LockDependenciesQuery = {
 	"WITH d AS (SELECT id, state, has_dependents FROM quota_sched.job"
 	"            WHERE id = ANY ($1) OR array_id = ANY ($1) FOR NO KEY UPDATE),"
 	"     marked AS (UPDATE quota_sched.job j SET has_dependents = true FROM d"
-	"                 WHERE j.id = d.id AND NOT d.has_dependents)"
+	"                 WHERE j.id = d.id AND d.has_dependents IS NULL)"
 	" SELECT count(*) FILTER (WHERE state <> 'SUCCEEDED')::integer,"
 	"        min(id) FILTER (WHERE state = 'FAILED')"
 	"   FROM d",
@@ -170,12 +170,12 @@ QsSubmitDependencies(Datum depends_on, const char *queue)
  */
 static QsQuery DependencySucceededQuery = {
 	"UPDATE quota_sched.job"
-	"   SET dependencies_waiting = dependencies_waiting - 1,"
+	"   SET dependencies_waiting = nullif(dependencies_waiting - 1, 0),"
 	"       status_reason = CASE WHEN dependencies_waiting = 1 AND dependency_failed IS NULL"
 	"                            THEN NULL ELSE status_reason END,"
 	"       status_reason_at = CASE WHEN dependencies_waiting = 1 AND dependency_failed IS NULL"
 	"                               THEN NULL ELSE status_reason_at END"
-	" WHERE state = 'RUNNABLE' AND depends_on && $1 AND dependencies_waiting > 0",
+	" WHERE state = 'RUNNABLE' AND depends_on && $1 AND dependencies_waiting IS NOT NULL",
 	1, {INT8ARRAYOID}, SPI_OK_UPDATE
 };
 

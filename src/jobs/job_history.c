@@ -369,9 +369,11 @@ static void
 JobEnded(HeapTuple job, TupleDesc jdesc, QsJobState state)
 {
 	bool		isnull;
+	Datum		has_dependents = heap_getattr(job, JobAttnum(jdesc, JC_HAS_DEPENDENTS), jdesc,
+											  &isnull);
 
 	NotifyJobEnd(job, jdesc, state);
-	if (DatumGetBool(heap_getattr(job, JobAttnum(jdesc, JC_HAS_DEPENDENTS), jdesc, &isnull)))
+	if (!isnull && DatumGetBool(has_dependents))
 	{
 		Datum		array_id = heap_getattr(job, JobAttnum(jdesc, JC_ARRAY_ID), jdesc, &isnull);
 

@@ -321,7 +321,7 @@ static QsQuery JobPositionQuery = {
 	"       j.part_agents, j.part_instances, j.dependencies_waiting, j.dependency_failed,"
 	"       (SELECT count(*) + 1 FROM quota_sched.job o"
 	"         WHERE o.job_queue = j.job_queue AND o.quota_share = j.quota_share"
-	"           AND o.state = 'RUNNABLE' AND o.dependencies_waiting = 0"
+	"           AND o.state = 'RUNNABLE' AND o.dependencies_waiting IS NULL"
 	"           AND (o.priority > j.priority OR (o.priority = j.priority"
 	"                AND (o.queued_at, o.id) < (j.queued_at, j.id)))) AS position"
 	"  FROM quota_sched.job j WHERE j.id = $1",

@@ -810,8 +810,8 @@ static struct
 /*
  * FillDependencies sets the columns of a new job's dependencies
  * (scheduling.md 3.17): how many of the jobs it depends on have not
- * SUCCEEDED, one that FAILED, and the reason DEPENDENCY while either is
- * so.  A job has no dependents yet.
+ * SUCCEEDED, one that FAILED (each null for none), and the reason
+ * DEPENDENCY while either is so.  A job has no dependents yet (null).
  */
 static void
 FillDependencies(JobValues *row)
@@ -829,8 +829,7 @@ FillDependencies(JobValues *row)
 		LastDependencies.deps = deps;
 	}
 	row->values[JC_DEPENDENCIES_WAITING] = Int32GetDatum(deps.waiting);
-	row->values[JC_HAS_DEPENDENTS] = BoolGetDatum(false);
-	row->nulls[JC_DEPENDENCIES_WAITING] = row->nulls[JC_HAS_DEPENDENTS] = false;
+	row->nulls[JC_DEPENDENCIES_WAITING] = deps.waiting == 0;
 	row->values[JC_DEPENDENCY_FAILED] = Int64GetDatum(deps.failed);
 	row->nulls[JC_DEPENDENCY_FAILED] = deps.failed == 0;
 	if (deps.waiting > 0 || deps.failed != 0)

@@ -217,7 +217,7 @@ QsReadJobSet(const char *queue, QsJobSet set, Interval *interval)
 
 static QsQuery HasRunnableQuery = {
 	"SELECT EXISTS (SELECT FROM quota_sched.job WHERE job_queue = $1 AND state = 'RUNNABLE'"
-	"               AND dependencies_waiting = 0)",
+	"               AND dependencies_waiting IS NULL)",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
 
@@ -238,12 +238,12 @@ QsQueueHasRunnable(const char *queue)
 static QsQuery RunnablePairsQuery = {
 	"WITH RECURSIVE p(quota_share, capacity_unit) AS ("
 	"  (SELECT quota_share, capacity_unit FROM quota_sched.job"
-	"    WHERE job_queue = $1 AND state = 'RUNNABLE' AND dependencies_waiting = 0"
+	"    WHERE job_queue = $1 AND state = 'RUNNABLE' AND dependencies_waiting IS NULL"
 	"    ORDER BY quota_share, capacity_unit LIMIT 1)"
 	"  UNION ALL"
 	"  SELECT n.quota_share, n.capacity_unit FROM p, LATERAL ("
 	"    SELECT j.quota_share, j.capacity_unit FROM quota_sched.job j"
-	"     WHERE j.job_queue = $1 AND j.state = 'RUNNABLE' AND j.dependencies_waiting = 0"
+	"     WHERE j.job_queue = $1 AND j.state = 'RUNNABLE' AND j.dependencies_waiting IS NULL"
 	"       AND (j.quota_share, j.capacity_unit) > (p.quota_share, p.capacity_unit)"
 	"     ORDER BY j.quota_share, j.capacity_unit LIMIT 1) n)"
 	" SELECT quota_share, capacity_unit FROM p",
@@ -257,7 +257,7 @@ static QsQuery RunnablePairsQuery = {
  */
 #define CONSTRAINED_CLASS "quota_share, capacity_unit, coalesce(instances_per_host, 0)," \
 	" coalesce(same_label, '')"
-#define CONSTRAINED_WHERE "job_queue = $1 AND state = 'RUNNABLE' AND dependencies_waiting = 0" \
+#define CONSTRAINED_WHERE "job_queue = $1 AND state = 'RUNNABLE' AND dependencies_waiting IS NULL" \
 	" AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)"
 static QsQuery ConstrainedClassesQuery = {
 	"WITH RECURSIVE c(quota_share, capacity_unit, per_host, same_label) AS ("
@@ -401,11 +401,11 @@ static const int StreamBatchSizes[QS_STREAM_BATCHES] = {8, 64, 512, 4096};
  */
 static JobStream Streams[3] = {
 	[STREAM_RUNNABLE] = STREAM((int64) PG_INT32_MAX + 1,
-		   "state = 'RUNNABLE' AND dependencies_waiting = 0 AND instance_count + 0 < $4", INT4OID,
+		   "state = 'RUNNABLE' AND dependencies_waiting IS NULL AND instance_count + 0 < $4", INT4OID,
 		   "(queued_at, id) > ($6, $7)", "queued_at, id",
 		   "priority < $5", "priority DESC, queued_at, id"),
 	[STREAM_RUNNABLE_CONSTRAINED] = STREAM((int64) PG_INT32_MAX + 1,
-		   "state = 'RUNNABLE' AND dependencies_waiting = 0 AND instance_count + 0 < $4"
+		   "state = 'RUNNABLE' AND dependencies_waiting IS NULL AND instance_count + 0 < $4"
 		   " AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)", INT4OID,
 		   "(queued_at, id) > ($6, $7)", "queued_at, id",
 		   "priority < $5", "priority DESC, queued_at, id"),
@@ -488,7 +488,7 @@ QsReadStreamBatch(bool held, bool constrained, const char *queue, const char *sh
 static QsQuery RunnableAnyAfterQuery = {
 	"SELECT instance_count FROM quota_sched.job"
 	" WHERE job_queue = $1 AND quota_share = $2"
-	"   AND capacity_unit = $3 AND state = 'RUNNABLE' AND dependencies_waiting = 0"
+	"   AND capacity_unit = $3 AND state = 'RUNNABLE' AND dependencies_waiting IS NULL"
 	"   AND instance_count < $4"
 	"   AND (priority + 0 < $5 OR (priority + 0 = $5 AND (queued_at, id) > ($6, $7)))"
 	" ORDER BY instance_count LIMIT 1",
@@ -534,7 +534,7 @@ static QsQuery ConstrainedAnyAfterQuery = {
 	"SELECT 1 FROM unnest($4::int4[], $5::text[], $6::int4[]) AS c(per_host, same_label, below)"
 	" CROSS JOIN LATERAL (SELECT instance_count FROM quota_sched.job"
 	"   WHERE job_queue = $1 AND quota_share = $2 AND capacity_unit = $3"
-	"     AND state = 'RUNNABLE' AND dependencies_waiting = 0"
+	"     AND state = 'RUNNABLE' AND dependencies_waiting IS NULL"
 	"     AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)"
 	"     AND coalesce(instances_per_host, 0) = c.per_host"
 	"     AND coalesce(same_label, '') = c.same_label AND instance_count < c.below"
@@ -596,7 +596,7 @@ QsConstrainedAnyAfter(const char *queue, const char *share, const char *unit,
 	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
 	"    WHERE job_queue = $1 AND quota_share = p.quota_share" \
 	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
-	"      AND dependencies_waiting = 0" \
+	"      AND dependencies_waiting IS NULL" \
 	"    ORDER BY priority DESC, queued_at, id LIMIT " #limit lock ") j", \
 	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT, NULL, }
 
@@ -645,7 +645,7 @@ QsReadRunnableHeads(const char *queue, const char *const *shares,
 #define SMALLEST_RUNNABLE_QUERY(lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS " FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND quota_share = $2" \
-	"   AND capacity_unit = $3 AND state = 'RUNNABLE' AND dependencies_waiting = 0" \
+	"   AND capacity_unit = $3 AND state = 'RUNNABLE' AND dependencies_waiting IS NULL" \
 	"   AND instance_count <= $4" \
 	" ORDER BY instance_count, id LIMIT $5" lock, \
 	5, {TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID}, SPI_OK_SELECT }
@@ -1061,7 +1061,7 @@ static QsQuery MisconfiguredQuery = {
 	"         ELSE 'NO_AGENT_FITS' END AS reason,"
 	"       j.status_reason AS old_reason"
 	"       FROM quota_sched.job j"
-	"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE' AND j.dependencies_waiting = 0"
+	"      WHERE j.job_queue = $1 AND j.state = 'RUNNABLE' AND j.dependencies_waiting IS NULL"
 	"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
 	"        AND j.instance_count > least(l.env_max, l.quota_max, l.agent_max,"
 	"                                     CASE WHEN l.budget_reason IS NOT NULL THEN 0 END)"

@@ -17,20 +17,15 @@
 # test failed.  Everything it starts is stopped, and its folder removed,
 # at its exit.
 set -uo pipefail
-command -v pg_config > /dev/null || export PATH=/usr/lib/postgresql/15/bin:$PATH
-PATH=$(pg_config --bindir):$PATH
-export PATH
 if [ "$(id -u)" -ne 0 ]; then
 	echo "1..0 # SKIP --cgroup and mknod need root"
 	exit 0
 fi
-agent=$(pg_config --bindir)/quota-sched-agent
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)	# the tree: test_devprog's sources
-n=0
-failed=0
 pids=()
 d=$(mktemp -d /tmp/qs-devices.XXXXXX)
 chmod 0755 "$d"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # cleanup: the agents, the cluster, the folder
 cleanup() {
@@ -41,34 +36,6 @@ cleanup() {
 	rm -rf "$d"
 }
 trap cleanup EXIT
-
-# check DESCRIPTION COMMAND...: one TAP line, ok if COMMAND succeeds
-check() {
-	local what=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $what"
-	else
-		echo "not ok $n - $what"
-		failed=1
-	fi
-}
-
-# poll COMMAND...: whether COMMAND succeeds within 60 s
-poll() {
-	local i
-	for i in $(seq 1 600); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-q() { psql -X -h "$d/pg" -U postgres -d postgres -qAt -c "$1"; }
-has() { grep -q -- "$2" "$1"; }
-equals() { [ "$1" = "$2" ] || { echo "# got \"$1\", want \"$2\""; return 1; }; }
-job_is() { [ "$(q "SELECT state FROM quota_sched.job WHERE id = $1")" = "$2" ]; }
 
 # refused DESCRIPTION WANTED OPTION...: the agent with these options exits 2
 # at once, saying WANTED (a pattern), and makes nothing
@@ -115,26 +82,8 @@ rc=$?
 check "refused: --cgroup by an agent that is not root (exit 2, saying why)" \
 	bash -c '[ "$1" -eq 2 ] && grep -q -- "--cgroup needs the agent to run as root" <<< "$2"' _ "$rc" "$out"
 
-# a cluster of its own, on a socket in $d/pg
-mkdir "$d/pg" "$d/out" "$d/jobs"
-chown postgres: "$d/pg"
-chmod 1777 "$d/out"
-runuser -u postgres -- initdb -D "$d/pg/data" -A trust -U postgres > /dev/null || exit 1
-cat >> "$d/pg/data/postgresql.conf" << CONF
-listen_addresses = ''
-unix_socket_directories = '$d/pg'
-shared_preload_libraries = 'quota_sched'
-quota_sched.database = 'postgres'
-quota_sched.naptime = '300ms'
-CONF
-runuser -u postgres -- pg_ctl -D "$d/pg/data" -l "$d/pg/log" -w start > /dev/null || exit 1
-q "CREATE EXTENSION quota_sched;
-   INSERT INTO quota_sched.service_environment VALUES ('d_env', '{\"gpu\": 4}');
-   INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('d_queue', 'd_env');
-   INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-   VALUES ('d_queue', 'team', '{\"gpu\": 4}', 'LEND_AND_BORROW');
-   CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
-   INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_host', NULL);" || exit 1
+# a cluster of its own (lib.sh)
+start_cluster d_queue 4
 
 # the jobs' command: its devices' variables into OUT/NAME.env, an open of
 # each node of the test into OUT/NAME.open ("nvidia2 ENXIO"), its cgroups

@@ -16,20 +16,15 @@
 # pg_config in PATH, else Debian's.  Prints TAP; exits 1 if a test failed.
 # Everything it starts is stopped, and its folder removed, at its exit.
 set -uo pipefail
-command -v pg_config > /dev/null || export PATH=/usr/lib/postgresql/15/bin:$PATH
-PATH=$(pg_config --bindir):$PATH
-export PATH
 if [ "$(id -u)" -ne 0 ]; then
 	echo "1..0 # SKIP --run-as needs root"
 	exit 0
 fi
-agent=$(pg_config --bindir)/quota-sched-agent
 user=nobody
-n=0
-failed=0
 agent_pid=
 d=$(mktemp -d /tmp/qs-runas.XXXXXX)
 chmod 0755 "$d"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # cleanup: the agent (and its shims woken, should a job have stopped them),
 # the cluster, the folder
@@ -44,31 +39,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# check DESCRIPTION COMMAND...: one TAP line, ok if COMMAND succeeds
-check() {
-	local what=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $what"
-	else
-		echo "not ok $n - $what"
-		failed=1
-	fi
-}
-
-# poll COMMAND...: whether COMMAND succeeds within 30 s
-poll() {
-	local i
-	for i in $(seq 1 300); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-q() { psql -X -h "$d/pg" -U postgres -d postgres -qAt -c "$1"; }
-
 # submit NAME ARGV_JSON: the job's id
 submit() {
 	psql -X -h "$d/pg" -U postgres -d postgres -qAt -v name="$1" -v cmd="$2" <<'SQL'
@@ -77,10 +47,7 @@ VALUES (:'name', 'r_queue', 'team', 'gpu', jsonb_build_object('command', (:'cmd'
 SQL
 }
 
-job_is() { [ "$(q "SELECT state FROM quota_sched.job WHERE id = $1")" = "$2" ]; }
-has() { grep -q -- "$2" "$1"; }
 lacks() { ! grep -q -- "$2" "$1"; }
-equals() { [ "$1" = "$2" ]; }
 cannot_touch() { [ -d "$(dirname "$2")" ] && ! runuser -u "$1" -- touch "$2" 2> /dev/null; }
 # pid_file_gone FILE: FILE names a process, which is gone
 pid_file_gone() { [ -s "$1" ] && ! kill -0 "$(cat "$1")" 2> /dev/null; }
@@ -109,26 +76,8 @@ mkdir -m 0700 "$d/closed"
 out=$("$agent" --queue q --run-as "$user" --checkpoint-root "$d/closed/ckpt" 2>&1)
 check "--run-as with a root the user cannot reach: refused" has <(echo "$out") "cannot reach the checkpoint root"
 
-# a cluster of its own, on a socket in $d/pg
-mkdir "$d/pg" "$d/out" "$d/jobs"
-chown postgres: "$d/pg"
-chmod 1777 "$d/out"
-runuser -u postgres -- initdb -D "$d/pg/data" -A trust -U postgres > /dev/null || exit 1
-cat >> "$d/pg/data/postgresql.conf" << CONF
-listen_addresses = ''
-unix_socket_directories = '$d/pg'
-shared_preload_libraries = 'quota_sched'
-quota_sched.database = 'postgres'
-quota_sched.naptime = '300ms'
-CONF
-runuser -u postgres -- pg_ctl -D "$d/pg/data" -l "$d/pg/log" -w start > /dev/null || exit 1
-q "CREATE EXTENSION quota_sched;
-   INSERT INTO quota_sched.service_environment VALUES ('r_env', '{\"gpu\": 2}');
-   INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('r_queue', 'r_env');
-   INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
-   VALUES ('r_queue', 'team', '{\"gpu\": 2}', 'LEND_AND_BORROW');
-   CREATE ROLE agent_host LOGIN IN ROLE quota_sched_agent;
-   INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('agent_host', NULL);" || exit 1
+# a cluster of its own (lib.sh)
+start_cluster r_queue 2
 
 # the first job: who it is, its directory, and what it tries
 cat > "$d/jobs/first.sh" << 'SH'

@@ -54,7 +54,20 @@ SELECT * FROM pg_temp.pass('rp_queue2');
 SELECT pg_temp.report('a2', 'STOPPED');
 SELECT * FROM pg_temp.pass('rp_queue');
 SELECT pg_temp.agent('rp_queue');
-SELECT pg_sleep(0.05);
+-- a1's work in the replay runs until it is well longer than b1 came after
+-- a2 (twice that, and at least 0.3 s), so that in the replay too a2 still
+-- borrows when b1 comes, however slow the machine made the statements
+-- between them (a1 done first, a2 would borrow no more)
+DO $$
+DECLARE
+	gap interval := (SELECT b.submitted_at - a.submitted_at FROM quota_sched.job a, quota_sched.job b
+					  WHERE a.name = 'a2' AND b.name = 'b1');
+BEGIN
+	WHILE clock_timestamp() - (SELECT started_at FROM quota_sched.job WHERE name = 'a1')
+		  < greatest(interval '0.3 seconds', 2 * gap) LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
 SELECT pg_temp.report('a1', 'SUCCEEDED'), pg_temp.report('c_low', 'SUCCEEDED');
 SELECT * FROM pg_temp.pass('rp_queue');
 SELECT * FROM pg_temp.pass('rp_queue2');
