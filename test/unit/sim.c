@@ -153,6 +153,31 @@
  *		same_label) in a placed unit's BEST_EFFORT shares (SkipClass).
  *		Lease rules per part (SPEC 12.3) are not in the core yet: a job's
  *		lease is one, as before.
+ *	3.16, 3.17	arrays and dependencies, on a modest fraction of the
+ *		submissions (RandomDependencies, RandomArray): an array is a group
+ *		of 2 to 4 jobs submitted together (WExpandArray: the same share,
+ *		unit, count, options, queued_at and depends_on, ids following, the
+ *		array's id its first's); a job depends on 1 to 3 earlier jobs or
+ *		arrays (named by the array's id: every job of it), recent or not,
+ *		some ended (SUCCEEDED or FAILED), some RUNNABLE of the job's own
+ *		share and unit, which it goes above in priority (in a STRICT share:
+ *		ahead of what it waits for), some waiting themselves (chains and
+ *		trees, at most MAXDEPTH deep, so that the freeze ends); the world
+ *		keeps the counts as the shell does (WSubmitDeps, WEnd, WApply).
+ *		From its own record of what each job depends on (DepOf, arrays
+ *		expanded) it checks: the counts the pass read [dependency-count];
+ *		a job one of whose dependencies has not SUCCEEDED is in no share's
+ *		order (BuildRunLists leaves it out: it is not tried, wants nothing
+ *		of its lender's idle capacity and does not block a STRICT stream,
+ *		so the model of the cursors catches a pass that counts it; the
+ *		note [dependency-strict]), and is never dispatched, given victims
+ *		or promised [dependency-hold]; a RUNNABLE job a dependency of which
+ *		FAILED is FAILED in step 1 of the next pass, DEPENDENCY_FAILED:<the
+ *		id the shell noted, a FAILED dependency>, if among the first
+ *		dependency_failed_max of them by id (1000; 2 to 5 on one episode
+ *		in five) [dependency-failed], and so down a chain; its reason is
+ *		DEPENDENCY while it waits [dependency-reason]; once all its
+ *		dependencies SUCCEEDED it is any job again, under every check.
  *	(The what-if replay, scheduling.md 3.13 too for now, is test_replay.c's.)
  * The options of 0.2 are drawn on a minority of shares and queues
  * (RandomOptions, AdminChange): lend_limit caps a lender's supply in (I3),
@@ -208,6 +233,21 @@ static QsPart WParts[MAXJ][MAXH];
 static QsPart BParts[MAXJ][MAXH];
 static QsTime Timeout[MAXJ];	/* per job: attempt timeout; QS_NO_TIME: none */
 
+/*
+ * Arrays and dependencies (3.16, 3.17), the sim's own record: the jobs
+ * each job depends on (indexes, arrays expanded, each once), how deep its
+ * chain is, and each array's first job and size.
+ */
+#define MAXDEP 16				/* jobs a job depends on: 3 names, arrays of 4 */
+#define MAXDEPTH 6				/* the longest chain of dependencies */
+static int	DepOf[MAXJ][MAXDEP];
+static int	NDep[MAXJ];
+static int	Depth[MAXJ];		/* 0: depends on nothing */
+static int	ArrayFirst[MAXJ];	/* its array's first job; -1: of no array */
+static int	ArraySize[MAXJ];	/* of an array's first job */
+static unsigned char OnceWaited[MAXJ];	/* a pass read it waiting */
+static unsigned char FailedByDep[MAXJ];	/* failed DEPENDENCY_FAILED */
+
 static uint64_t Seed, Rng;
 static long Step, Steps;
 static const char *Phase = "step";
@@ -227,6 +267,8 @@ static struct
 	long		over_fraction;	/* over_budget on a budget with a fraction */
 	long		placed_dispatches, multi_host, waiting_for_hosts, reserved_new, reserved_kept,
 				host_changes, victims_for_hosts, replaced, split_groups;
+	long		arrays, dependents, dep_waits, dep_released, dep_failures, dep_chains,
+				dep_strict, dep_unwanted, dep_beyond;
 } St;
 static uint64_t Fingerprint = 14695981039346656037ULL;	/* of every pass's output */
 
@@ -302,6 +344,21 @@ IsHeld(WState s)
 	return s == W_SCHEDULED || s == W_STARTING || s == W_RUNNING;
 }
 
+/* a job's array, and what it depends on (the sim's record, the world's counts) */
+static void
+DumpDependencies(const WJob *job)
+{
+	int			k = (int) job->j.id - 1;
+
+	if (job->array_id != 0)
+		printf(" array=%" PRId64, job->array_id);
+	for (int i = 0; i < NDep[k]; i++)
+		printf("%s%d", i ? "," : " depends_on=", DepOf[k][i] + 1);
+	if (NDep[k] > 0)
+		printf(" waiting=%d dependency_failed=%" PRId64, job->j.deps_waiting,
+			   job->j.dependency_failed);
+}
+
 static void
 DumpJob(const WJob *job)
 {
@@ -331,6 +388,7 @@ DumpJob(const WJob *job)
 			   job->status_reason + 17 : job->status_reason);
 	if (j->per_host > 0 || j->same_label != NULL)
 		printf(" per_host=%d same_label=%s", j->per_host, j->same_label ? j->same_label : "-");
+	DumpDependencies(job);
 	for (int i = 0; i < job->nparts; i++)
 		printf("%s%s:%d", i ? "," : " parts=", job->parts[i].host, job->parts[i].count);
 	printf("\n");
@@ -495,6 +553,7 @@ typedef struct Cfg
 	QsTime		now;
 	QsTime		claim_timeout;	/* QS_NO_TIME: none */
 	QsTime		fence_grace;	/* a lease is lost this long after its end */
+	int			dep_failed_max; /* the jobs a dependency of which FAILED the pass reads */
 	/* placement (3.13): a placed unit's hosts, in the C order of their names */
 	bool		placed[MAXU];
 	int			nhosts[MAXU];
@@ -557,6 +616,7 @@ TakeCfg(void)
 	Cf.now = W.now;
 	Cf.claim_timeout = W.claim_timeout;
 	Cf.fence_grace = W.fence_grace;
+	Cf.dep_failed_max = W.dependency_failed_max;
 	CfSerial++;
 	for (int u = 0; u < W.nunits; u++)
 	{
@@ -1241,6 +1301,57 @@ HostsStopping(int k)
 		AddParts(j->unit, RHStop[j->unit], B[k].parts, B[k].nparts, +1);
 }
 
+/*
+ * Dependencies (3.17), from the sim's own record (DepOf): a job waits
+ * while one of the jobs it depends on has not SUCCEEDED; it is to fail
+ * once one of them FAILED.  As the pass read them: WaitsB (how many it
+ * waits for), FailedB (RUNNABLE, one FAILED) and DueB (FailedB, and among
+ * the first dep_failed_max of those by id: the pass reads it).
+ */
+static int	WaitsB[MAXJ];
+static bool FailedB[MAXJ], DueB[MAXJ];
+
+/* how many of the jobs k depends on have not SUCCEEDED in jobs[] */
+static int
+MyWaiting(const WJob *jobs, int k)
+{
+	int			n = 0;
+
+	for (int i = 0; i < NDep[k]; i++)
+		n += jobs[DepOf[k][i]].state != W_SUCCEEDED;
+	return n;
+}
+
+/* has one of the jobs k depends on FAILED in jobs[]? */
+static bool
+MyFailedDep(const WJob *jobs, int k)
+{
+	for (int i = 0; i < NDep[k]; i++)
+		if (jobs[DepOf[k][i]].state == W_FAILED)
+			return true;
+	return false;
+}
+
+/* the dependencies as the pass read them (before the lists of RUNNABLE jobs) */
+static void
+ReadDependencies(int n)
+{
+	int			nfailed = 0;
+
+	for (int k = 0; k < n; k++)
+	{
+		WaitsB[k] = MyWaiting(B, k);
+		FailedB[k] = B[k].state == W_RUNNABLE && MyFailedDep(B, k);
+		DueB[k] = FailedB[k] && nfailed++ < Cf.dep_failed_max;
+		St.dep_beyond += FailedB[k] && !DueB[k];
+		if (B[k].state == W_RUNNABLE && WaitsB[k] > 0)
+		{
+			OnceWaited[k] = 1;
+			St.dep_waits++;
+		}
+	}
+}
+
 /* RUNNABLE jobs read by the pass, by share and unit, in share order */
 static int RunIdx[MAXJ];
 static int RunFrom[MAXS][MAXU], RunTo[MAXS][MAXU];
@@ -1273,8 +1384,9 @@ BuildRunLists(int n)
 {
 	int			m = 0;
 
+	/* a job waiting for dependencies is in no share's order (3.17) */
 	for (int k = 0; k < n; k++)
-		if (B[k].state == W_RUNNABLE)
+		if (B[k].state == W_RUNNABLE && WaitsB[k] == 0)
 			RunIdx[m++] = k;
 	qsort(RunIdx, m, sizeof(int), CmpRun);
 	for (int s = 0; s < Cf.nshares; s++)
@@ -1291,6 +1403,48 @@ BuildRunLists(int n)
 		RunTo[j->share][j->unit] = e;
 		i = e;
 	}
+}
+
+/*
+ * ShareWaitingAhead: a RUNNABLE job of job k's share and unit, as the pass
+ * read it, that waits for dependencies and comes before k in share order
+ * (3.17: it holds k back in no way), or -1.
+ */
+static int
+ShareWaitingAhead(int k)
+{
+	const QsJob *J = &B[k].j;
+
+	for (int h = 0; h < LastN; h++)
+		if (B[h].state == W_RUNNABLE && WaitsB[h] > 0 && B[h].j.share == J->share &&
+			B[h].j.unit == J->unit && ShareBefore(&B[h].j, J))
+			return h;
+	return -1;
+}
+
+/*
+ * LenderWaiting: when job k must borrow in the planned state, a RUNNABLE
+ * job of a lender of its unit, as the pass read it, that waits for
+ * dependencies and would fit in its share's idle capacity (3.17: it wants
+ * none of it), or -1.
+ */
+static int
+LenderWaiting(int k)
+{
+	const QsJob *J = &B[k].j;
+	int			u = J->unit;
+
+	if (RUse[J->share][u] + J->count <= Cf.C[J->share][u])
+		return -1;
+	for (int h = 0; h < LastN; h++)
+	{
+		int			t = B[h].j.share;
+
+		if (B[h].state == W_RUNNABLE && WaitsB[h] > 0 && B[h].j.unit == u && t != J->share &&
+			Lends(t) && B[h].j.count <= Cf.C[t][u] - RUse[t][u])
+			return h;
+	}
+	return -1;
 }
 
 static void
@@ -2361,7 +2515,8 @@ StrictHeadCheck(int n)
 	{
 		int			k = RunIdx[i];
 
-		if (k == jk)
+		/* (J itself may wait for dependencies, in no share's order: 3.17) */
+		if (k == jk || !ShareBefore(&B[k].j, &B[jk].j))
 			break;
 		if (RunnableExpired(&B[k]) == NULL && (want = MyHold(&B[k].j)) != QS_HOLD_NONE)
 		{
@@ -3219,10 +3374,24 @@ HostsReason(const char *want, const char *got)
 }
 
 static bool
+IsDependency(const char *r)
+{
+	return r != NULL && strcmp(r, "DEPENDENCY") == 0;
+}
+
+/* DEPENDENCY (3.17), set at the submission of a job that waits, kept while it waits */
+static bool
+DependencyReason(const char *want, const char *got)
+{
+	return !MisconfigurationReason(want, got) && !BudgetReason(want, got) &&
+		(IsDependency(want) || IsDependency(got));
+}
+
+static bool
 FleetReason(const char *want, const char *got)
 {
 	return !MisconfigurationReason(want, got) && !BudgetReason(want, got) &&
-		!HostsReason(want, got);
+		!HostsReason(want, got) && !DependencyReason(want, got);
 }
 
 /*
@@ -3340,8 +3509,9 @@ Check_3_9_RunnableTimeout(Ev ev)
 	const QsDecision *d = EvDecision(ev);
 
 	if (ev == EV_DECISION && (d->action == QS_REQUEUE || d->action == QS_FAIL) &&
-		B[d->job_id - 1].state == W_RUNNABLE)
-		RunnableTimeoutCheck(d, &B[d->job_id - 1]);
+		B[d->job_id - 1].state == W_RUNNABLE &&
+		(RunnableExpired(&B[d->job_id - 1]) != NULL || !FailedB[d->job_id - 1]))
+		RunnableTimeoutCheck(d, &B[d->job_id - 1]);	/* else 3.17's to check */
 	for (int k = 0; k < Rp.n && ev == EV_TIME_WORK; k++)
 		if (RunnableExpired(&B[k]) && !TimeDec[k])
 			Fail("runnable-timeout", "job %" PRId64 " (reason %s since %" PRId64 ", runnable_timeout %" PRId64 ", now %" PRId64 ") did not fail: 3.9 fails it with %s",
@@ -3786,6 +3956,158 @@ Check_3_13_Placement(Ev ev)
 }
 
 /* ---------------------------------------------------------------- */
+/* 3.17 Dependencies															 */
+
+/*
+ * DependencyCountCheck: the counts the world keeps the shell's way (at
+ * the submission, then at each end), as the pass read them, agree with the
+ * sim's own record, for each RUNNABLE job: how many of the jobs it depends
+ * on have not SUCCEEDED, and one of them that FAILED (none iff none did).
+ */
+static void
+DependencyCountCheck(void)
+{
+	for (int k = 0; k < Rp.n; k++)
+	{
+		const QsJob *j = &B[k].j;
+		int64_t		f = j->dependency_failed;
+		bool		named = false;
+
+		if (B[k].state != W_RUNNABLE)
+			continue;
+		for (int i = 0; i < NDep[k] && f != 0; i++)
+			named |= B[DepOf[k][i]].j.id == f && B[DepOf[k][i]].state == W_FAILED;
+		if (j->deps_waiting != WaitsB[k] || (f != 0) != FailedB[k] || (f != 0 && !named))
+			Fail("dependency-count", "RUNNABLE job %" PRId64 " is counted waiting for %d jobs, dependency_failed %" PRId64 "; of the %d jobs it depends on %d have not SUCCEEDED and %s FAILED (3.17, counted the shell's way)",
+				 j->id, j->deps_waiting, f, NDep[k], WaitsB[k], FailedB[k] ? "some" : "none");
+	}
+}
+
+/*
+ * DependencyFailCheck: a RUNNABLE job's FAIL (or REQUEUE) that is not the
+ * runnable timeout's (3.9), of a job a dependency of which FAILED: a FAIL
+ * of a job the pass read (among the first dep_failed_max by id), reason
+ * DEPENDENCY_FAILED:<the dependency the shell noted>.
+ */
+static void
+DependencyFailCheck(const QsDecision *d, const WJob *b)
+{
+	char		want[64];
+	int			k = (int) b->j.id - 1;
+
+	if (d->action != QS_FAIL)
+		Fail("dependency-failed", "job %" PRId64 ", whose dependency job %" PRId64 " FAILED, got %s (3.17: FAIL)",
+			 b->j.id, b->j.dependency_failed, ActionName(d->action));
+	if (!DueB[k])
+		Fail("dependency-failed", "job %" PRId64 " failed for its dependency, but the pass reads only the first %d RUNNABLE jobs a dependency of which FAILED, by id, and it is not one of them (3.17)",
+			 b->j.id, Cf.dep_failed_max);
+	snprintf(want, sizeof(want), "DEPENDENCY_FAILED:%" PRId64, b->j.dependency_failed);
+	if (d->reason == NULL || strcmp(d->reason, want) != 0)
+		Fail("dependency-failed", "job %" PRId64 " failed with reason %s; 3.17 says %s (the dependency that FAILED, as noted)",
+			 b->j.id, d->reason ? d->reason : "none", want);
+}
+
+/*
+ * DependencyDecisionCheck: a job one of whose dependencies has not
+ * SUCCEEDED is neither dispatched nor given victims; a RUNNABLE job fails
+ * for a dependency as DependencyFailCheck says.
+ */
+static void
+DependencyDecisionCheck(const QsDecision *d)
+{
+	int			k = (int) d->job_id - 1;
+	const WJob *b = &B[k];
+	int64_t		p = d->preempted_for;
+
+	if (d->action == QS_DISPATCH && WaitsB[k] > 0)
+		Fail("dependency-hold", "job %" PRId64 " dispatched while %d of the jobs it depends on have not SUCCEEDED (3.17: held back, in no share's order)",
+			 d->job_id, WaitsB[k]);
+	if (d->action == QS_DISPATCH && OnceWaited[k])
+		St.dep_released++;
+	if (d->action == QS_PREEMPT && p > 0 && p <= Rp.n && WaitsB[p - 1] > 0)
+		Fail("dependency-hold", "job %" PRId64 " preempted for job %" PRId64 ", which waits for %d of the jobs it depends on (3.17: no victims for it)",
+			 d->job_id, p, WaitsB[p - 1]);
+	if ((d->action == QS_FAIL || d->action == QS_REQUEUE) && b->state == W_RUNNABLE &&
+		RunnableExpired(b) == NULL && FailedB[k])
+		DependencyFailCheck(d, b);
+}
+
+/* step 1 is complete: every RUNNABLE job due for a FAILED dependency failed */
+static void
+DependencyFailuresDone(void)
+{
+	for (int k = 0; k < Rp.n; k++)
+		if (DueB[k] && !(TimeDec[k] && Ex[k].state == W_FAILED))
+			Fail("dependency-failed", "RUNNABLE job %" PRId64 " depends on job %" PRId64 ", which FAILED, but the pass did not fail it (3.17: DEPENDENCY_FAILED in step 1)",
+				 B[k].j.id, B[k].j.dependency_failed);
+}
+
+/* no job waiting for dependencies is promised room */
+static void
+DependencyPromisesCheck(void)
+{
+	for (int x = 0; x < Rp.out->npromised; x++)
+	{
+		int64_t		id = Rp.out->promised[x];
+
+		if (id >= 1 && id <= Rp.n && WaitsB[id - 1] > 0)
+			Fail("dependency-hold", "job %" PRId64 " was promised room, but waits for %d of the jobs it depends on (3.17)",
+				 id, WaitsB[id - 1]);
+	}
+}
+
+/*
+ * DependencyCoverage counts, for the summary, the dispatches in a STRICT
+ * share behind a job waiting for dependencies, and those that borrow while
+ * a lender of the unit has a job waiting that would fit in its idle
+ * capacity (were it wanted, it could take some of it back).
+ */
+static void
+DependencyCoverage(int k)
+{
+	if (Cf.strict[B[k].j.share] && ShareWaitingAhead(k) >= 0)
+		St.dep_strict++;
+	if (LenderWaiting(k) >= 0)
+		St.dep_unwanted++;
+}
+
+/*
+ * 3.17 Dependencies: the counts the pass read, the sim's own
+ * (DependencyCountCheck); a job waiting for dependencies is never
+ * dispatched, given victims or promised (and, in no share's order, is
+ * left out of the model of the cursors: BuildRunLists); a RUNNABLE job a
+ * dependency of which FAILED fails in step 1, DEPENDENCY_FAILED:<id>,
+ * within the bound the pass reads; the reason DEPENDENCY while it waits.
+ */
+static void
+Check_3_17_Dependencies(Ev ev)
+{
+	switch (ev)
+	{
+		case EV_READ:
+			DependencyCountCheck();
+			break;
+		case EV_DECISION:
+			DependencyDecisionCheck(EvDecision(ev));
+			break;
+		case EV_TIME_WORK:
+			DependencyFailuresDone();
+			break;
+		case EV_DISPATCH:
+			DependencyCoverage(Rp.k);
+			break;
+		case EV_LOOP_END:
+			DependencyPromisesCheck();
+			break;
+		case EV_APPLIED:
+			ReasonsCheck("dependency-reason", DependencyReason);
+			break;
+		default:
+			break;
+	}
+}
+
+/* ---------------------------------------------------------------- */
 /* the table of the rules														 */
 
 /*
@@ -3814,6 +4136,7 @@ static const Rule Rules[] = {
 	{"3.11 Budgets: instance-hours per period", Check_3_11_Budgets},
 	{"3.12 Fair share with memory", Check_3_12_FairShareWithMemory},
 	{"3.13 Placement on hosts", Check_3_13_Placement},
+	{"3.17 Dependencies", Check_3_17_Dependencies},
 };
 
 /* CheckRules: every rule at event ev, in the table's order */
@@ -3874,6 +4197,7 @@ ReadJobs(PassResult *res)
 	memset(RPend, 0, sizeof(RPend));
 	memset(RProm, 0, sizeof(RProm));
 	memset(Rp.cnt_before, 0, sizeof(Rp.cnt_before));
+	ReadDependencies(Rp.n);
 	BuildRunLists(Rp.n);
 	for (int k = 0; k < Rp.n; k++)
 	{
@@ -3979,6 +4303,13 @@ ExpectTimeWork(int k)
 
 		if (expired != NULL && strcmp(expired, "RUNNABLE_TIMEOUT") != 0)
 			St.no_agent_timeouts++;
+		if (expired == NULL && FailedB[k])
+		{
+			St.dep_failures++;
+			FailedByDep[k] = 1;
+			if (B[k].j.dependency_failed > 0 && B[k].j.dependency_failed <= Rp.n)
+				St.dep_chains += FailedByDep[B[k].j.dependency_failed - 1];
+		}
 		Ex[k].state = W_FAILED;
 		Ex[k].promised = false;
 	}
@@ -4359,10 +4690,24 @@ CursorNotes(int c, const QsDecision *d, bool borrowing)
 				B[prev].j.id, Victimized[prev] ? " right after its victims stopped" : "");
 		Rp.hint = StrictNote;
 	}
+	else if (Cf.strict[C->share] && (prev = ShareWaitingAhead(c)) >= 0)
+	{
+		Rp.cursor_tag = "dependency-strict";
+		sprintf(StrictNote, "; job %" PRId64 " ahead of it in its STRICT share waits for dependencies, and is in no share's order: it blocks nothing (3.17)",
+				B[prev].j.id);
+		Rp.hint = StrictNote;
+	}
 	else if (FairJob != 0)
 	{
 		Rp.cursor_tag = "fair";
 		Rp.hint = FairNote;
+	}
+	else if ((prev = LenderWaiting(c)) >= 0)
+	{
+		Rp.cursor_tag = "dependency-wanted";
+		sprintf(StrictNote, "; it must borrow, and job %" PRId64 " of lender share %d waits for dependencies: it wants none of the idle capacity (3.17)",
+				B[prev].j.id, B[prev].j.share);
+		Rp.hint = StrictNote;
 	}
 }
 
@@ -4460,7 +4805,7 @@ WaitingReason(int k)
 	return IsWaitingForHosts(B[k].status_reason) ? "WAITING_FOR_HOSTS" : NULL;
 }
 
-/* after WApply: the reason each RUNNABLE job must have (3.7, 3.10, 3.11, 3.13) */
+/* after WApply: the reason each RUNNABLE job must have (3.7, 3.10, 3.11, 3.13, 3.17) */
 static void
 ExpectReasons(void)
 {
@@ -4473,6 +4818,11 @@ ExpectReasons(void)
 		if (a->state != W_RUNNABLE)
 			continue;
 		Rp.runnable[Rp.nrunnable++] = k;
+		if (MyWaiting(W.jobs, k) > 0)
+		{
+			Rp.reason[k] = "DEPENDENCY";	/* 3.17: none of the others while it waits */
+			continue;
+		}
 		Rp.reason[k] = r = ExpectedReason(&a->j);
 		if (r == NULL)
 			Rp.reason[k] = WaitingReason(k);
@@ -4627,11 +4977,14 @@ LeaseLength(void)
 	return (QsTime) Rand(30, 120) * SEC;
 }
 
-/* back to RUNNABLE or to FAILED, as the shell applies an outcome */
+/*
+ * back to RUNNABLE or to FAILED, as the shell applies an outcome (a job
+ * FAILED: its end is told to the jobs that depend on it, WEnd)
+ */
 static void
 EndAttemptHere(WJob *job, bool fail)
 {
-	job->state = fail ? W_FAILED : W_RUNNABLE;
+	job->state = W_RUNNABLE;
 	job->j.state = QS_RUNNABLE;
 	job->j.stop = QS_STOP_NONE;
 	job->j.claimed = false;
@@ -4639,6 +4992,8 @@ EndAttemptHere(WJob *job, bool fail)
 	job->j.deadline = QS_NO_TIME;
 	job->j.promised_at = QS_NO_TIME;
 	job->nparts = 0;			/* its placement ends with its attempt */
+	if (fail)
+		WEnd(&W, job, W_FAILED);
 }
 
 static void
@@ -4675,14 +5030,163 @@ RandomConstraints(QsJob *j)
 		j->same_label = LabelKeys[r < 50 ? 0 : r < 88 ? 1 : 2];
 }
 
+/*
+ * Dependencies and arrays (3.16, 3.17), on a modest fraction of the
+ * submissions, so that the other rules keep their traffic.
+ */
+#define DEP_PERCENT 12
+#define ARRAY_PERCENT 6
+
+static int	Arrays[MAXJ];		/* this episode's arrays: their first jobs */
+static int	NArrays;
+
+/*
+ * a random RUNNABLE job of share s and unit u (s < 0: of any), one waiting
+ * for dependencies if waiting; or -1
+ */
+static int
+SomeRunnable(int s, int u, bool waiting)
+{
+	int			c = 0, pick = -1;
+
+	for (int k = 0; k < W.njobs; k++)
+	{
+		const WJob *job = &W.jobs[k];
+
+		if (job->state == W_RUNNABLE && (s < 0 || (job->j.share == s && job->j.unit == u)) &&
+			(!waiting || MyWaiting(W.jobs, k) > 0) && Rand(0, c++) == 0)
+			pick = k;
+	}
+	return pick;
+}
+
+/* a random job holding capacity (most will SUCCEED), or -1 */
+static int
+SomeHeld(void)
+{
+	int			c = 0, pick = -1;
+
+	for (int k = 0; k < W.njobs; k++)
+		if (IsHeld(W.jobs[k].state) && Rand(0, c++) == 0)
+			pick = k;
+	return pick;
+}
+
+/*
+ * DepTarget: an earlier job for a new job of share s and unit u to depend
+ * on (3.17), or -1: a recent one (mostly live), any one (some ended,
+ * SUCCEEDED or FAILED), one holding capacity (mostly to SUCCEED, so that
+ * its dependents go on), a RUNNABLE one of the same share and unit, which
+ * *prio goes above (in a STRICT share the dependent comes first in share
+ * order), one waiting itself (a chain), or an array (its first job: named
+ * by the array's id, every job of it); none whose chain is MAXDEPTH long.
+ */
+static int
+DepTarget(int s, int u, int32_t *prio)
+{
+	int			n = W.njobs, r = Rand(0, 99), k;
+
+	if (n == 0)
+		return -1;
+	if (r < 15)
+		k = Rand(n > 12 ? n - 12 : 0, n - 1);
+	else if (r < 30)
+		k = Rand(0, n - 1);
+	else if (r < 65)
+		k = SomeHeld();
+	else if (r < 83)
+	{
+		k = SomeRunnable(s, u, false);
+		if (k >= 0 && *prio <= W.jobs[k].j.priority)
+			*prio = W.jobs[k].j.priority + Rand(1, 2);
+	}
+	else if (r < 91)
+		k = SomeRunnable(-1, -1, true);
+	else
+		k = NArrays > 0 ? Arrays[Rand(0, NArrays - 1)] : -1;
+	return k >= 0 && Depth[k] < MAXDEPTH ? k : -1;
+}
+
+/*
+ * AddDep: in the sim's record, job k depends on job t, or on every job of
+ * t's array when t is its first (its id is the array's)
+ */
+static void
+AddDep(int k, int t)
+{
+	int			to = ArrayFirst[t] == t ? t + ArraySize[t] - 1 : t;
+
+	for (int x = t; x <= to; x++)
+	{
+		bool		have = false;
+
+		for (int i = 0; i < NDep[k]; i++)
+			have |= DepOf[k][i] == x;
+		if (!have && NDep[k] < MAXDEP)
+			DepOf[k][NDep[k]++] = x;
+		if (Depth[x] + 1 > Depth[k])
+			Depth[k] = Depth[x] + 1;
+	}
+}
+
+/*
+ * RandomDependencies: on DEP_PERCENT of the submissions, 1 to 3 earlier
+ * jobs or arrays (DepTarget; one may come twice) that a new job of share s
+ * and unit u depends on, written to ids and targets; returns how many
+ */
+static int
+RandomDependencies(int s, int u, int32_t *prio, int64_t *ids, int *targets)
+{
+	int			nt = 0, t;
+
+	if (!Chance(DEP_PERCENT))
+		return 0;
+	for (int x = Chance(60) ? 1 : Rand(2, 3); x > 0; x--)
+		if ((t = DepTarget(s, u, prio)) >= 0)
+		{
+			targets[nt] = t;
+			ids[nt++] = W.jobs[t].j.id;
+		}
+	return nt;
+}
+
+/*
+ * RandomArray: the job just submitted becomes the first of an array of
+ * size jobs (3.16), copies of it, in the world and in the sim's record
+ */
+static void
+RandomArray(WJob *job, int size)
+{
+	int			first = (int) job->j.id - 1;
+
+	WExpandArray(&W, job, size);
+	ArrayFirst[first] = first;
+	ArraySize[first] = size;
+	Arrays[NArrays++] = first;
+	for (int k = first + 1; k < first + size; k++)
+	{
+		Timeout[k] = Timeout[first];
+		memcpy(DepOf[k], DepOf[first], sizeof(DepOf[k]));
+		NDep[k] = NDep[first];
+		Depth[k] = Depth[first];
+		ArrayFirst[k] = first;
+		OnceWaited[k] = FailedByDep[k] = 0;
+	}
+	St.arrays++;
+	St.dependents += NDep[first] > 0 ? size - 1 : 0;
+	St.submitted += size - 1;
+}
+
 static void
 Submit(void)
 {
-	int			s, u, n, k;
+	int			s, u, n, k, nt, targets[3];
+	int32_t		prio;
+	int64_t		ids[3];
 	WJob	   *job;
 	int			tries = 0;
 
-	if (W.njobs >= MAXJ - 1)
+	if (W.njobs >= MAXJ - 4)
 		return;
 	do
 		s = Rand(0, W.nshares - 1);
@@ -4692,8 +5196,16 @@ Submit(void)
 	u = Rand(0, W.nunits - 1);
 	n = Rand(0, 99);
 	n = n < 50 ? 1 : n < 70 ? 2 : n < 82 ? 3 : n < 90 ? 4 : Rand(5, 9);
-	job = WSubmitUnit(&W, NULL, s, u, Rand(0, 5), n);
+	prio = Rand(0, 5);
+	nt = RandomDependencies(s, u, &prio, ids, targets);
+	job = WSubmitDeps(&W, NULL, s, u, prio, n, ids, nt);
 	k = (int) job->j.id - 1;
+	NDep[k] = Depth[k] = 0;
+	ArrayFirst[k] = -1;
+	OnceWaited[k] = FailedByDep[k] = 0;
+	for (int x = 0; x < nt; x++)
+		AddDep(k, targets[x]);
+	St.dependents += nt > 0;
 	job->j.max_attempts = Rand(1, 3);
 	n = Rand(0, 9);
 	job->j.preemption_retries = n < 4 ? -1 : n < 6 ? 0 : Rand(1, 3);
@@ -4701,8 +5213,11 @@ Submit(void)
 	Timeout[k] = Chance(30) ? (QsTime) Rand(20, 200) * SEC : QS_NO_TIME;
 	RandomConstraints(&job->j);
 	St.submitted++;
-	Trace("submit job %" PRId64 " share %d unit %d n=%d prio %d", job->j.id, s, u, job->j.count,
-		  job->j.priority);
+	if (Chance(ARRAY_PERCENT))
+		RandomArray(job, Rand(2, 4));
+	Trace("submit job %" PRId64 " share %d unit %d n=%d prio %d, %d dependencies, array of %d",
+		  job->j.id, s, u, job->j.count, job->j.priority, NDep[k],
+		  ArrayFirst[k] == k ? ArraySize[k] : 1);
 }
 
 static void
@@ -4983,6 +5498,10 @@ NewEpisode(void)
 	for (int u = 0; u < nunits; u++)
 		RandomHosts(u);
 	memset(Timeout, 0, sizeof(Timeout));
+	NArrays = 0;
+	/* the bound of the jobs failed for a dependency a pass reads: small on some episodes */
+	W.dependency_failed_max = St.episodes % 5 == 2 ? 2 + (int) (St.episodes % 4) :
+		W_DEPENDENCY_FAILED_MAX;
 	AdminDirty = false;
 	St.episodes++;
 	Trace("new configuration: %d units, %d shares", nunits, nshares);
@@ -5240,7 +5759,7 @@ SubmitOrTerminate(void)
 		Submit();
 	else if ((k = Pick(PRunnable)) >= 0)
 	{
-		W.jobs[k].state = W_FAILED;	/* terminate a waiting job */
+		WEnd(&W, &W.jobs[k], W_FAILED);	/* terminate a waiting job */
 		W.jobs[k].j.promised_at = QS_NO_TIME;
 		Trace("terminate RUNNABLE job %d", k + 1);
 	}
@@ -5466,14 +5985,15 @@ main(int argc, char **argv)
 			Liveness();
 	}
 	Step = Steps;
-	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld strict_heads=%ld over_budget=%ld over_fraction=%ld placed_dispatches=%ld multi_host=%ld waiting_for_hosts=%ld reserved_new=%ld reserved_kept=%ld replaced=%ld victims_for_hosts=%ld host_changes=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
+	printf("sim: steps=%ld passes=%ld dispatches=%ld preemptions=%ld repairs=%ld promises=%ld lapses=%ld fixed_points=%ld (max rounds %ld) configurations=%ld jobs=%ld strict_stops=%ld exempt_waits=%ld wakes=%ld fair_picks=%ld lease_losses=%ld claim_requeues=%ld held_back=%ld no_agent_fits=%ld no_agent_timeouts=%ld strict_heads=%ld over_budget=%ld over_fraction=%ld placed_dispatches=%ld multi_host=%ld waiting_for_hosts=%ld reserved_new=%ld reserved_kept=%ld replaced=%ld victims_for_hosts=%ld host_changes=%ld arrays=%ld dependents=%ld dep_waits=%ld dep_released=%ld dep_failures=%ld dep_chains=%ld dep_strict=%ld dep_unwanted=%ld dep_beyond=%ld fingerprint=%016" PRIx64 " cpu=%.1fs\n",
 		   Steps, St.passes, St.dispatches, St.preemptions, St.repairs, St.promises, St.lapses,
 		   St.fixed_points, St.max_rounds, St.episodes, St.submitted, St.strict_stops,
 		   St.exempt_waits, St.wakes, St.fair_picks, St.lease_losses, St.claim_requeues,
 		   St.held_back, St.no_agent_fits, St.no_agent_timeouts, St.strict_heads, St.over_budget,
 		   St.over_fraction, St.placed_dispatches, St.multi_host, St.waiting_for_hosts,
 		   St.reserved_new, St.reserved_kept, St.replaced, St.victims_for_hosts, St.host_changes,
-		   Fingerprint,
+		   St.arrays, St.dependents, St.dep_waits, St.dep_released, St.dep_failures,
+		   St.dep_chains, St.dep_strict, St.dep_unwanted, St.dep_beyond, Fingerprint,
 		   (double) (clock() - t0) / CLOCKS_PER_SEC);
 	for (int t = 0; t < NTags; t++)
 		printf("sim: failures %s [%s]: %ld\n", TagSection[t], Tags[t], TagCount[t]);

@@ -50,6 +50,7 @@ WInit(World *w, int64_t env_limit)
 	w->env_enabled = true;
 	w->runnable_timeout = QS_NO_TIME;
 	w->claim_timeout = QS_NO_TIME;
+	w->dependency_failed_max = W_DEPENDENCY_FAILED_MAX;
 	WAddUnit(w, "ml.g5.xlarge", env_limit);
 }
 
@@ -116,6 +117,107 @@ WJob *
 WSubmit(World *w, const char *name, int share, int32_t priority, int32_t count)
 {
 	return WSubmitUnit(w, name, share, 0, priority, count);
+}
+
+/*
+ * Names tells whether a job's depends_on names job d: by its id, or by
+ * its array's id (scheduling.md 3.17), as the shell matches them.
+ */
+static bool
+Names(const WJob *job, const WJob *d)
+{
+	for (int i = 0; i < job->ndeps; i++)
+		if (job->deps[i] == d->j.id || (d->array_id != 0 && job->deps[i] == d->array_id))
+			return true;
+	return false;
+}
+
+/*
+ * WSubmitDeps submits a job that depends on the jobs deps names (an
+ * array's id: every job of the array; scheduling.md 3.17), counted as the
+ * shell counts them at the submission: how many have not SUCCEEDED, the
+ * least id of one that FAILED, and the reason DEPENDENCY while either is.
+ */
+WJob *
+WSubmitDeps(World *w, const char *name, int share, int unit, int32_t priority,
+			int32_t count, const int64_t *deps, int ndeps)
+{
+	WJob	   *job = WSubmitUnit(w, name, share, unit, priority, count);
+
+	if (ndeps > W_MAX_DEPS)
+		abort();
+	memcpy(job->deps, deps, sizeof(int64_t) * ndeps);
+	job->ndeps = ndeps;
+	for (int i = 0; i < w->njobs - 1; i++)
+	{
+		const WJob *d = &w->jobs[i];
+
+		if (!Names(job, d))
+			continue;
+		if (d->state != W_SUCCEEDED)
+			job->j.deps_waiting++;
+		if (d->state == W_FAILED && job->j.dependency_failed == 0)
+			job->j.dependency_failed = d->j.id; /* in id order: the least */
+	}
+	if (job->j.deps_waiting > 0 || job->j.dependency_failed != 0)
+	{
+		job->status_reason = QsHoldName(QS_HOLD_DEPENDENCY);
+		job->status_reason_at = w->now;
+	}
+	return job;
+}
+
+/*
+ * WExpandArray makes the job submitted last index 0 of an array of size
+ * jobs (scheduling.md 3.16), as the shell expands one: the others are
+ * copies of it, every column (its name, queued_at, depends_on and their
+ * counts) but the id, which follows; the array's id is index 0's.
+ * Returns index 0.
+ */
+WJob *
+WExpandArray(World *w, WJob *job, int size)
+{
+	if (job != &w->jobs[w->njobs - 1] || w->njobs + size - 1 > W_MAX_JOBS)
+		abort();
+	job->array_id = job->j.id;
+	for (int i = 1; i < size; i++)
+	{
+		WJob	   *copy = &w->jobs[w->njobs++];
+
+		*copy = *job;
+		copy->j.id = w->njobs;
+	}
+	return job;
+}
+
+/*
+ * DependencyEnded tells the RUNNABLE jobs that depend on a job that ended
+ * (scheduling.md 3.17), as the shell does at its end: one fewer to wait
+ * for when it SUCCEEDED (the reason DEPENDENCY goes with the last, unless
+ * one FAILED); when it FAILED, each that has none yet notes it as the one
+ * that failed.
+ */
+static void
+DependencyEnded(World *w, const WJob *ended)
+{
+	for (int i = 0; i < w->njobs; i++)
+	{
+		WJob	   *job = &w->jobs[i];
+
+		if (job->state != W_RUNNABLE || !Names(job, ended))
+			continue;
+		if (ended->state == W_FAILED)
+		{
+			if (job->j.dependency_failed == 0)
+				job->j.dependency_failed = ended->j.id;
+		}
+		else if (job->j.deps_waiting > 0 && --job->j.deps_waiting == 0 &&
+				 job->j.dependency_failed == 0)
+		{
+			job->status_reason = NULL;
+			job->status_reason_at = QS_NO_TIME;
+		}
+	}
 }
 
 WJob *
@@ -325,7 +427,7 @@ ReasonExpired(const World *w, const WJob *job)
  * SnapshotJobs reads the jobs into the snapshot: the counters of held
  * capacity, the held jobs due for time-based work or stopping for a
  * promised job, the promised and expired RUNNABLE jobs, and those a
- * dependency of which failed.
+ * dependency of which failed (the first dependency_failed_max by id).
  */
 static void
 SnapshotJobs(World *w, QsInput *in)
@@ -360,7 +462,8 @@ SnapshotJobs(World *w, QsInput *in)
 		{
 			if (job->j.promised_at != QS_NO_TIME)
 				promised[in->npromised++] = job->j;
-			if (job->j.dependency_failed != 0)
+			if (job->j.dependency_failed != 0 &&
+				in->ndependency_failed < w->dependency_failed_max)
 				dep_failed[in->ndependency_failed++] = job->j;
 			if (!ReasonExpired(w, job))
 				continue;
@@ -523,7 +626,7 @@ ById(World *w, int64_t id)
 	return &w->jobs[id - 1];
 }
 
-/* Ends an attempt with an outcome of the core. */
+/* Ends an attempt with an outcome of the core (a FAIL ends the job). */
 static void
 ApplyOutcome(World *w, WJob *job, QsAction action, QsCounter counter)
 {
@@ -536,6 +639,8 @@ ApplyOutcome(World *w, WJob *job, QsAction action, QsCounter counter)
 	else if (counter == QS_COUNT_NOT_CLAIMED)
 		job->j.claim_requeues++;
 	job->state = action == QS_FAIL ? W_FAILED : W_RUNNABLE;
+	if (action == QS_FAIL)
+		DependencyEnded(w, job);
 	job->j.state = QS_RUNNABLE;
 	job->j.stop = QS_STOP_NONE;
 	job->j.claimed = false;
@@ -606,7 +711,8 @@ ClearUnplacedReasons(World *w)
 /*
  * ApplyReasons sets the reasons of RUNNABLE jobs that cannot run as the
  * shell does (scheduling.md 3.7, 3.11, 3.13), keeping WAITING_FOR_HOSTS,
- * the lowest, where none of them is.
+ * the lowest, where none of them is; a job waiting for dependencies keeps
+ * DEPENDENCY (3.17: the shell reads none of them there).
  */
 static void
 ApplyReasons(World *w, const QsOutput *out)
@@ -620,7 +726,7 @@ ApplyReasons(World *w, const QsOutput *out)
 		const QsFitLimit *limit;
 		const char *reason = NULL;
 
-		if (job->state != W_RUNNABLE)
+		if (job->state != W_RUNNABLE || job->j.deps_waiting > 0)
 			continue;
 		limit = &out->fit_limits[job->j.share * w->nunits + job->j.unit];
 		if (job->j.count > limit->env_max)
@@ -720,12 +826,19 @@ WStopped(World *w, WJob *job)
 	ApplyOutcome(w, job, o.action, o.counter);
 }
 
+/*
+ * WEnd ends a job, SUCCEEDED or FAILED (a live one: its end is told to the
+ * jobs that depend on it, scheduling.md 3.17).
+ */
 void
 WEnd(World *w, WJob *job, WState state)
 {
-	(void) w;
+	bool		live = job->state <= W_RUNNING;
+
 	job->state = state;
 	job->j.stop = QS_STOP_NONE;
+	if (live)
+		DependencyEnded(w, job);
 }
 
 const QsDecision *

@@ -17,6 +17,9 @@
 #define W_MAX_JOBS 4096
 #define W_MAX_HOSTS 64
 #define W_MAX_LABELS 4
+#define W_MAX_DEPS 6			/* ids a job's depends_on names */
+/* the RUNNABLE jobs a dependency of which FAILED that the shell reads a pass, by id (QS_DUE_JOBS_MAX) */
+#define W_DEPENDENCY_FAILED_MAX 1000
 
 typedef enum WState
 {
@@ -37,6 +40,14 @@ typedef struct WJob
 	QsTime		status_reason_at;
 	int			nparts;			/* its placement, or its reservation */
 	const QsPart *parts;
+	int64_t		array_id;		/* 0: of no array; else its index 0's id */
+	/*
+	 * depends_on (scheduling.md 3.17): job ids, an array's id standing for
+	 * every job of the array; j.deps_waiting and j.dependency_failed are
+	 * kept from it as the shell keeps them (WSubmitDeps, WEnd, WApply)
+	 */
+	int			ndeps;
+	int64_t		deps[W_MAX_DEPS];
 } WJob;
 
 /* A host of a placed unit: a live, ACTIVE, bounded agent. */
@@ -69,6 +80,9 @@ typedef struct World
 	QsTime		runnable_timeout;	/* QS_NO_TIME: none */
 	QsTime		claim_timeout;	/* QS_NO_TIME: none */
 	QsTime		fence_grace;	/* 0: none */
+	int			dependency_failed_max;	/* the pass reads at most this many RUNNABLE
+										 * jobs a dependency of which FAILED, the
+										 * first by id (W_DEPENDENCY_FAILED_MAX) */
 	/* what the last pass read through the source, by job id */
 	int			nread;
 	int64_t		read[W_MAX_JOBS];
@@ -84,6 +98,9 @@ extern WJob *WSubmit(World *w, const char *name, int share, int32_t priority,
 					 int32_t count);
 extern WJob *WSubmitUnit(World *w, const char *name, int share, int unit,
 						 int32_t priority, int32_t count);
+extern WJob *WSubmitDeps(World *w, const char *name, int share, int unit,
+						 int32_t priority, int32_t count, const int64_t *deps, int ndeps);
+extern WJob *WExpandArray(World *w, WJob *job, int size);
 extern WJob *WFind(World *w, const char *name);
 extern WHost *WAddHost(World *w, int unit, const char *name, int64_t instances);
 extern void WLabel(WHost *host, const char *key, const char *value);
