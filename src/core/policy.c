@@ -1007,10 +1007,19 @@ CoreNextCandidate(CorePlan *p)
 static void
 HostReason(CorePlan *p, const QsJob *job, QsHold hold, bool waiting)
 {
+	const char *reason;
+
 	if (hold == QS_HOLD_NO_AGENT_FITS && Constrained(p, job))
-		CoreNoteHostReason(p, job, QsHoldName(QS_HOLD_NO_AGENT_FITS));
+		reason = QsHoldName(QS_HOLD_NO_AGENT_FITS);
 	else if (hold == QS_HOLD_NONE)
-		CoreNoteHostReason(p, job, waiting ? QsReasonName(QS_REASON_WAITING_FOR_HOSTS) : NULL);
+		reason = waiting ? QsReasonName(QS_REASON_WAITING_FOR_HOSTS) : NULL;
+	else
+		return;
+	/* a pass writes what changed: nothing for a job whose reason it is already */
+	if (reason == NULL ? job->status_reason == NULL :
+		job->status_reason != NULL && strcmp(reason, job->status_reason) == 0)
+		return;
+	CoreNoteHostReason(p, job, reason);
 }
 
 /*

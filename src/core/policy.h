@@ -141,6 +141,8 @@ typedef struct QsJob
 								 * SUCCEEDED (scheduling.md 3.17) */
 	int64_t		dependency_failed;	/* 0: none; else a job it depends on
 									 * that FAILED */
+	const char *status_reason;	/* RUNNABLE jobs of a source: their reason as
+								 * read (NULL: none) */
 	int			nparts;			/* held jobs of a placed unit; promised jobs */
 	const QsPart *parts;
 } QsJob;

@@ -223,6 +223,7 @@ QsJobDecode(const QsJobDecoder *d, HeapTuple tuple, QsJobRow *row)
 	row->capacity_unit = FieldText(d, tuple, JF_CAPACITY_UNIT);
 	row->owner = FieldText(d, tuple, JF_OWNER);
 	row->status_reason = FieldText(d, tuple, JF_STATUS_REASON);
+	job->status_reason = row->status_reason;
 	row->agent_role = FieldText(d, tuple, JF_AGENT_ROLE);
 }
 

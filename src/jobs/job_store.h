@@ -52,7 +52,7 @@ typedef struct QsJobRow
 	" coalesce(preemption_retries, -1) AS preemption_retries," \
 	" lease_losses, max_lease_losses, claim_requeues, claim_backoff_until," \
 	" coalesce(instances_per_host, 0) AS instances_per_host, same_label," \
-	" part_agents, part_instances, dependencies_waiting, dependency_failed"
+	" part_agents, part_instances, dependencies_waiting, dependency_failed, status_reason"
 
 /* Decodes the rows of one result set by column name (QsJobDecoderInit). */
 typedef struct QsJobDecoder

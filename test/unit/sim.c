@@ -1146,13 +1146,27 @@ static Plc PendingRes;			/* a new promise's, before it is kept */
  * The jobs the loop tried (3.13, 12.3a): whether each waits
  * WAITING_FOR_HOSTS (SpecNote; -1: not tried in this pass), and, in the
  * loop's order, those the pass must report (QsOutput.host_reasons): of a
- * placed unit, and of a unit not placed those not dispatched (whose reason
- * from when the unit was placed goes).
+ * placed unit, whose reason of placement changes.
  */
 static signed char SpecNote[MAXJ];
 static int64_t NoteId[MAXJ];
 static const char *NoteReason[MAXJ];
 static int NNotes;
+
+/*
+ * Note records that the pass must report job c's reason of placement: only
+ * when it is not the job's reason already (a pass writes what changed).
+ */
+static void
+Note(int c, const char *reason)
+{
+	const char *now = B[c].status_reason;
+
+	if (reason == NULL ? now == NULL : now != NULL && strcmp(reason, now) == 0)
+		return;
+	NoteId[NNotes] = B[c].j.id;
+	NoteReason[NNotes++] = reason;
+}
 
 /* the loop tried job c, which waits WAITING_FOR_HOSTS or not, dispatched or not */
 static void
@@ -1162,8 +1176,7 @@ NoteTried(int c, bool waiting, bool dispatched)
 	(void) dispatched;
 	if (!Cf.placed[B[c].j.unit])
 		return;					/* the shell clears every reason of placement there */
-	NoteId[NNotes] = B[c].j.id;
-	NoteReason[NNotes++] = waiting ? "WAITING_FOR_HOSTS" : NULL;
+	Note(c, waiting ? "WAITING_FOR_HOSTS" : NULL);
 }
 
 /*
@@ -1178,8 +1191,7 @@ NoteNoFit(int c)
 
 	if (!Cf.placed[j->unit] || (j->per_host == 0 && j->same_label == NULL))
 		return;
-	NoteId[NNotes] = j->id;
-	NoteReason[NNotes++] = "NO_AGENT_FITS";
+	Note(c, "NO_AGENT_FITS");
 }
 
 /* a reason of placement to print */

@@ -553,6 +553,7 @@ Snapshot(World *w, QsInput *out)
 	{
 		w->jobs[i].j.parts = w->jobs[i].parts;
 		w->jobs[i].j.nparts = w->jobs[i].nparts;
+		w->jobs[i].j.status_reason = w->jobs[i].status_reason;
 	}
 	SnapshotJobs(w, &in);
 	in.now = w->now;
