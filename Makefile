@@ -109,9 +109,10 @@ test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/core/*.h test/unit/*.
 	$(CC) $(UNIT_CFLAGS) $(MUTANT) -o $@ $< $(UNIT_SRCS) -lm
 
 # The simulator: a short run here; long runs on demand (SIM_STEPS, SIM_SEEDS).
-# SIM_REPLAYS are STEPS:SEED of runs that once found a defect of the core
-# (those before 14904:1 with the generator of 0.1, which drew fewer random
-# numbers: now they are further seeds; 4:4 and 427:39 with the hosts of 0.4).
+# SIM_REPLAYS are STEPS:SEED of runs that once found a defect of the core,
+# with the generators of their time; each generator since drew more random
+# numbers (0.4's hosts, then its arrays and dependencies), so that they are
+# now further seeds.
 SIM_STEPS ?= 20000
 SIM_SEEDS ?= 1 2 3
 SIM_REPLAYS = 2372:3 44074:151 38071:229 52699:120 10153:122 26466:128 14904:1 6240:120 \
