@@ -121,7 +121,7 @@
  *		BUDGET_EXHAUSTED after the misconfigurations), and with a half-life
  *		the model of the cursors orders borrowers by recent_borrow / weight
  *		first.
- *	3.13	placement on hosts (SPEC 12.1-12.3a), with a model of its own
+ *	3.13	placement on hosts and parts (scheduling.md 3.13, 3.14), with a model of its own
  *		(MyPlace: the host groups, instances_per_host, best fit, the fewest
  *		hosts, the choice of a group, the ranks; HostFree: free(A,u) in the
  *		state planned so far, pending stops, reservations, victims).  Each
@@ -145,14 +145,15 @@
  *		the pass writes exactly the new reservations of jobs still promised
  *		[reservation], never a kept one again [keep-reservation].  The host
  *		reasons the pass reports, in the loop's order [host-reasons], and
- *		WAITING_FOR_HOSTS after the pass [waiting-for-hosts] (12.3a).  After
+ *		WAITING_FOR_HOSTS after the pass [waiting-for-hosts] (3.13).  After
  *		every pass, per host: the parts held (pending stops included), and
  *		those held without a stop with the reservations, within its
  *		instances [host-invariant]; each promise's parts the model's
  *		[reservation].  The skip rule splits by (instances_per_host,
  *		same_label) in a placed unit's BEST_EFFORT shares (SkipClass).
- *		Lease rules per part (SPEC 12.3) are not in the core yet: a job's
- *		lease is one, as before.
+ *		The sim draws one lease per job (every part of a job is claimed,
+ *		renewed and lost together); the leases of single parts (3.14) are
+ *		the unit tests' (test_placement).
  *	3.16, 3.17	arrays and dependencies, on a modest fraction of the
  *		submissions (RandomDependencies, RandomArray): an array is a group
  *		of 2 to 4 jobs submitted together (WExpandArray: the same share,
@@ -933,7 +934,7 @@ PlcAdd(Plc *p, int h, int64_t c)
 }
 
 /*
- * PerHostParts (12.2, 2): with instances_per_host k, the n/k hosts of the
+ * PerHostParts (3.13, 2): with instances_per_host k, the n/k hosts of the
  * group with the least free that is at least k (ties: the least name, the
  * least index), k on each; taken one by one.
  */
@@ -959,7 +960,7 @@ PerHostParts(const QsJob *j, const int64_t *free, const int *m, int nm, Plc *g)
 }
 
 /*
- * AnySplitParts (12.2, 2): with no instances_per_host, the one host with
+ * AnySplitParts (3.13, 2): with no instances_per_host, the one host with
  * the least free that is at least n (best fit); else the hosts by free
  * descending, each giving all its free instances but the last, which
  * gives the rest.  Ties: the least name.
@@ -994,7 +995,7 @@ AnySplitParts(const QsJob *j, const int64_t *free, const int *m, int nm, Plc *g)
 	return true;
 }
 
-/* ranks (12.2, 4): instances descending, then the agent name */
+/* ranks (3.13, 4): instances descending, then the agent name */
 static void
 RankParts(Plc *p)
 {
@@ -1013,7 +1014,7 @@ RankParts(Plc *p)
 }
 
 /*
- * GroupOf (12.2, 1): the members of the host group of unit u that host
+ * GroupOf (3.13, 1): the members of the host group of unit u that host
  * `first` opens: every host with no label key, else the hosts whose value
  * of the key is v; -1 when `first` opens none (no value, or a value an
  * earlier host has).
@@ -1041,7 +1042,7 @@ GroupOf(int u, int key, int first, int *m, const char **v)
 }
 
 /*
- * MyPlace: placement(J) over the hosts of its unit with their free (12.2):
+ * MyPlace: placement(J) over the hosts of its unit with their free (3.13):
  * in each host group the parts, then the group with the fewest hosts, the
  * least free in all, the least label value; the parts in rank order.
  * False: no group has a placement.
@@ -1084,7 +1085,7 @@ MyPlace(const QsJob *j, const int64_t *free, Plc *out)
 }
 
 /*
- * NoPlacementEver (12.2): a job of a placed unit that has no placement even
+ * NoPlacementEver (3.13): a job of a placed unit that has no placement even
  * were every host of its unit empty is held back (as 0.3's NO_AGENT_FITS).
  * Kept for the configuration of the pass (CfSerial).
  */
@@ -1143,7 +1144,7 @@ static unsigned char ResNew[MAXJ];	/* made in this pass, or placed anew */
 static Plc PendingRes;			/* a new promise's, before it is kept */
 
 /*
- * The jobs the loop tried (3.13, 12.3a): whether each waits
+ * The jobs the loop tried (3.13): whether each waits
  * WAITING_FOR_HOSTS (SpecNote; -1: not tried in this pass), and, in the
  * loop's order, those the pass must report (QsOutput.host_reasons): of a
  * placed unit, whose reason of placement changes.
@@ -1223,7 +1224,7 @@ AddPlc(int64_t *counter, const Plc *p, int sign)
 
 /*
  * HostFree: free(A,u) of each host of job k's unit in the planned state
- * (12.1, 12.3a): its instances, less the parts held (now: pending stops
+ * (3.13): its instances, less the parts held (now: pending stops
  * included; in the future state not, nor the parts of the jobs gone[]),
  * less what kept promises reserve but k's own; at least 0.
  */
@@ -1273,7 +1274,7 @@ FuturePlaced(int k, const int *gone, int ngone)
 }
 
 /*
- * PlacementWhy (12.2): in a placed unit a job may be dispatched only if
+ * PlacementWhy (3.13): in a placed unit a job may be dispatched only if
  * it has a placement now and in the future state; NULL, or why not.
  */
 static const char *
@@ -3697,7 +3698,7 @@ SamePlc(const Plc *a, const Plc *b)
 }
 
 /*
- * PartsCheck (12.2, 12.3): a dispatch's parts are on hosts of the unit now,
+ * PartsCheck (3.13, 3.14): a dispatch's parts are on hosts of the unit now,
  * one a host, sum to the job's count, k each with instances_per_host k, on
  * hosts with the same value of same_label; and each fits in its host's
  * free(A,u) now ([host-capacity]: its instances less the parts held there,
@@ -3791,7 +3792,7 @@ PartsPlc(int u, const QsPart *parts, int n, Plc *p)
 }
 
 /*
- * ReservedCheck (3.13, 12.3a): the pass writes (QsOutput.reserved) the
+ * ReservedCheck (3.13): the pass writes (QsOutput.reserved) the
  * reservation of every job still promised after the loop whose reservation
  * is new in this pass (made with its victims, or placed anew at the
  * re-check because the one it kept is no longer valid), as the model made
@@ -3819,7 +3820,7 @@ ReservedCheck(int k)
 	}
 	else if (r != NULL)
 		Fail(Kept[k] && !ResNew[k] ? "keep-reservation" : "reservation",
-			 "the pass wrote a reservation for job %" PRId64 ", which %s (3.13, 12.3a)", j->id,
+			 "the pass wrote a reservation for job %" PRId64 ", which %s (3.13)", j->id,
 			 Dispatched[k] ? "it dispatched" : !Kept[k] ? "holds no promise after the pass" :
 			 "kept the one it reserved, still valid in the future state");
 }
@@ -3841,7 +3842,7 @@ ReservedListCheck(void)
 }
 
 /*
- * HostReasonsCheck (3.13, 12.3a): the pass reports, in the loop's order,
+ * HostReasonsCheck (3.13): the pass reports, in the loop's order,
  * every job it tried (not held back, not promised) of a placed unit, and
  * of a unit not placed if it was not dispatched: waiting WAITING_FOR_HOSTS
  * when the capacity rules, now and in the future state, would dispatch it
@@ -3938,7 +3939,7 @@ HostInvariantCheck(void)
  * promise reserves placement(J) in the future state, kept at the re-check
  * while valid, else placed anew, written exactly when new and still
  * promised (ReservedListCheck); the host reasons of the jobs
- * tried (HostReasonsCheck) and WAITING_FOR_HOSTS after the pass (12.3a);
+ * tried (HostReasonsCheck) and WAITING_FOR_HOSTS after the pass (3.13);
  * the hosts' invariants and the reservations after the pass
  * (HostInvariantCheck).  (Held back when no placement could exist: 3.10.)
  */
@@ -4449,7 +4450,7 @@ ReplayTimeWorkAndRepairs(void)
 }
 
 /*
- * ResValid (12.3a): is the placement the promised job k reserved (its
+ * ResValid (3.13): is the placement the promised job k reserved (its
  * parts as the pass read them) still valid in the future state: every part
  * on a host now with that much free, as its per_host and same_label want,
  * all its instances?  Then *p is that placement.
@@ -4481,7 +4482,7 @@ ResValid(int k, Plc *p)
 }
 
 /*
- * RecheckPlacement (3.13, 12.3a): a promised job of a placed unit that
+ * RecheckPlacement (3.13): a promised job of a placed unit that
  * may keep its promise by the capacity rules keeps the placement it
  * reserved if that is still valid in the future state, else one computed
  * anew there (ResNew), else its promise lapses: why, or NULL.
@@ -4724,7 +4725,7 @@ CursorNotes(int c, const QsDecision *d, bool borrowing)
 }
 
 /*
- * WaitsForHosts (12.3a): a job tried that got nothing waits
+ * WaitsForHosts (3.13): a job tried that got nothing waits
  * WAITING_FOR_HOSTS when the capacity rules, now and in the future state,
  * would dispatch it, in a placed unit, but it has no placement.
  */
@@ -4802,7 +4803,7 @@ ReplayLoop(void)
 }
 
 /*
- * WaitingReason (12.3a): WAITING_FOR_HOSTS, when no other reason comes
+ * WaitingReason (3.13): WAITING_FOR_HOSTS, when no other reason comes
  * first, for a job the loop tried that waits for hosts; a job tried with
  * another outcome has it no longer, one not tried keeps it; in a unit
  * that is not placed no job has it.
@@ -5695,7 +5696,7 @@ PReserved(const WJob *j)
 
 /*
  * a live host re-registers (agent_ready) with other labels, drawn anew
- * (SPEC 12.1: its parts stay on it)
+ * (3.13: its parts stay on it)
  */
 static void
 HostRelabel(int u, int i)
