@@ -20,31 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int	tests_run;
-static int	tests_failed;
-
-/* tap_ok prints one TAP line (WHAT printf-style) and, for a failure, the test's line */
-static bool tap_ok(bool ok, int line, const char *fmt,...) PRINTF_LIKE(3, 4);
-
-static bool
-tap_ok(bool ok, int line, const char *fmt,...)
-{
-	va_list		ap;
-
-	tests_run++;
-	if (!ok)
-		tests_failed++;
-	printf("%sok %d - ", ok ? "" : "not ", tests_run);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		printf("#   failed at test_agent_limits.c line %d\n", line);
-	return ok;
-}
-
-#define CHECK(cond, ...) tap_ok((cond), __LINE__, __VA_ARGS__)
+#include "tap_ok.h"
 
 /* refused: parse_device_list refuses arg, saying want (a part of its message) */
 static void
@@ -187,6 +163,5 @@ main(void)
 	test_nodes();
 	test_picking();
 	test_sizes();
-	printf("1..%d\n", tests_run);
-	return tests_failed ? 1 : 0;
+	return tap_done();
 }

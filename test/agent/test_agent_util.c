@@ -26,34 +26,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-static int	tests_run;
-static int	tests_failed;
-
-/*
- * tap_ok prints one TAP line, "ok N - WHAT" or "not ok N - WHAT" (WHAT
- * printf-style) and, for a failure, the test's line; returns ok.
- */
-static bool tap_ok(bool ok, int line, const char *fmt,...) PRINTF_LIKE(3, 4);
-
-static bool
-tap_ok(bool ok, int line, const char *fmt,...)
-{
-	va_list		ap;
-
-	tests_run++;
-	if (!ok)
-		tests_failed++;
-	printf("%sok %d - ", ok ? "" : "not ", tests_run);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		printf("#   failed at test_agent_util.c line %d\n", line);
-	return ok;
-}
-
-#define CHECK(cond, ...) tap_ok((cond), __LINE__, __VA_ARGS__)
+#include "tap_ok.h"
 
 /* hex writes s's bytes as hex into buf, for the diagnostics */
 static const char *
@@ -512,8 +485,5 @@ main(void)
 	test_versions();
 	test_labels();
 	test_address();
-	printf("1..%d\n", tests_run);
-	if (tests_failed)
-		printf("# %d of %d agent unit tests failed\n", tests_failed, tests_run);
-	return tests_failed ? 1 : 0;
+	return tap_done();
 }

@@ -19,31 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int	tests_run;
-static int	tests_failed;
-
-static bool tap_ok(bool ok, int line, const char *fmt,...) PRINTF_LIKE(3, 4);
-
-/* tap_ok prints one TAP line, and for a failure the test's line */
-static bool
-tap_ok(bool ok, int line, const char *fmt,...)
-{
-	va_list		ap;
-
-	tests_run++;
-	if (!ok)
-		tests_failed++;
-	printf("%sok %d - ", ok ? "" : "not ", tests_run);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		printf("#   failed at test_cli_parse.c line %d\n", line);
-	return ok;
-}
-
-#define CHECK(cond, ...) tap_ok((cond), __LINE__, __VA_ARGS__)
+#include "../agent/tap_ok.h"
 
 /*
  * joined: the header words of text joined by "|" (or "ERR:" and the
@@ -161,6 +137,5 @@ main(void)
 	test_header_bounds();
 	test_script_problem();
 	test_payloads();
-	printf("1..%d\n", tests_run);
-	return tests_failed ? 1 : 0;
+	return tap_done();
 }
