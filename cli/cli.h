@@ -59,6 +59,7 @@ extern void cli_print_vertical(const PGresult *res);
 extern int	cli_print_first(CliContext *ctx, const char *sql, int nparams,
 							const char *const *params);
 extern int	cli_job_refusal(CliContext *ctx, const char *id);
+extern int	cli_job_visible(CliContext *ctx, const char *id);
 
 /* options.c: what the subcommands' parsers share */
 extern int	cli_usage_error(const char *cmd, const char *fmt,...) PRINTF_LIKE(2, 3);

@@ -293,3 +293,21 @@ cli_job_refusal(CliContext *ctx, const char *id)
 	}
 	return status;
 }
+
+/*
+ * cli_job_visible: EXIT_OK when the caller sees job id through its
+ * row-level security; else what cli_job_refusal says of it
+ */
+int
+cli_job_visible(CliContext *ctx, const char *id)
+{
+	int			status;
+	PGresult   *res = cli_query(ctx, "SELECT 1 FROM quota_sched.job WHERE id = $1::bigint", 1,
+								&id, &status);
+
+	if (res == NULL)
+		return status;
+	status = PQntuples(res) == 0 ? cli_job_refusal(ctx, id) : EXIT_OK;
+	PQclear(res);
+	return status;
+}

@@ -145,19 +145,11 @@ cmd_show(CliContext *ctx, int argc, char **argv)
 {
 	const char *id;
 	int			status = one_id(ctx, "show", argc, argv, show_help, &id);
-	PGresult   *res;
 
+	if (status == EXIT_OK)
+		status = cli_job_visible(ctx, id);
 	if (status != EXIT_OK)
 		return status;
-	res = cli_query(ctx, show_sql, 1, &id, &status);
-	if (res == NULL)
-		return status;
-	if (PQntuples(res) == 0)
-	{
-		PQclear(res);
-		return cli_job_refusal(ctx, id);
-	}
-	PQclear(res);
 	if (ctx->json)
 		return cli_show_json(ctx, show_sql, 1, &id, true);
 	return cli_show(ctx, show_sql, 1, &id, true);
@@ -245,17 +237,10 @@ cmd_logs(CliContext *ctx, int argc, char **argv)
 	int			status = one_id(ctx, "logs", argc, argv, logs_help, &id);
 	PGresult   *res;
 
+	if (status == EXIT_OK)
+		status = cli_job_visible(ctx, id);
 	if (status != EXIT_OK)
 		return status;
-	res = cli_query(ctx, "SELECT state FROM quota_sched.job WHERE id = $1::bigint", 1, &id, &status);
-	if (res == NULL)
-		return status;
-	if (PQntuples(res) == 0)
-	{
-		PQclear(res);
-		return cli_job_refusal(ctx, id);
-	}
-	PQclear(res);
 	if (ctx->json)
 		return cli_show_json(ctx, logs_sql, 1, &id, false);
 	res = cli_query(ctx, logs_sql, 1, &id, &status);

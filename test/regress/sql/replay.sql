@@ -27,6 +27,18 @@ CREATE FUNCTION pg_temp.agent(q text) RETURNS SETOF text LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.report(n text, s text) RETURNS text LANGUAGE sql AS
 $$ SELECT (quota_sched.report(pg_temp.id(n), 'rp_agent', s)).state $$;
+-- outlast_gap(n): waits until job n has run for well longer than b1 came
+-- after a2 (twice that, and at least 0.3 s): its work in the replay
+CREATE FUNCTION pg_temp.outlast_gap(n text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	gap interval := (SELECT b.submitted_at - a.submitted_at FROM quota_sched.job a, quota_sched.job b
+					  WHERE a.name = 'a2' AND b.name = 'b1');
+BEGIN
+	WHILE clock_timestamp() - (SELECT started_at FROM quota_sched.job WHERE name = n)
+		  < greatest(interval '0.3 seconds', 2 * gap) LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
 
 ------------------------------------------------------------------------
 -- The history.  rp_queue: a1 runs on rp_a's own gpu, a2 borrows rp_b's;
@@ -55,19 +67,10 @@ SELECT pg_temp.report('a2', 'STOPPED');
 SELECT * FROM pg_temp.pass('rp_queue');
 SELECT pg_temp.agent('rp_queue');
 -- a1's work in the replay runs until it is well longer than b1 came after
--- a2 (twice that, and at least 0.3 s), so that in the replay too a2 still
--- borrows when b1 comes, however slow the machine made the statements
--- between them (a1 done first, a2 would borrow no more)
-DO $$
-DECLARE
-	gap interval := (SELECT b.submitted_at - a.submitted_at FROM quota_sched.job a, quota_sched.job b
-					  WHERE a.name = 'a2' AND b.name = 'b1');
-BEGIN
-	WHILE clock_timestamp() - (SELECT started_at FROM quota_sched.job WHERE name = 'a1')
-		  < greatest(interval '0.3 seconds', 2 * gap) LOOP
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-END $$;
+-- a2, so that in the replay too a2 still borrows when b1 comes, however
+-- slow the machine made the statements between them (a1 done first, a2
+-- would borrow no more)
+SELECT pg_temp.outlast_gap('a1');
 SELECT pg_temp.report('a1', 'SUCCEEDED'), pg_temp.report('c_low', 'SUCCEEDED');
 SELECT * FROM pg_temp.pass('rp_queue');
 SELECT * FROM pg_temp.pass('rp_queue2');
@@ -76,16 +79,7 @@ SELECT pg_temp.agent('rp_queue') UNION ALL SELECT pg_temp.agent('rp_queue2');
 -- than b1 came after a2 (twice that, and at least 0.3 s), so that in the
 -- replay too b1 comes while a2 runs, however slow the machine made the
 -- statements between them
-DO $$
-DECLARE
-	gap interval := (SELECT b.submitted_at - a.submitted_at FROM quota_sched.job a, quota_sched.job b
-					  WHERE a.name = 'a2' AND b.name = 'b1');
-BEGIN
-	WHILE clock_timestamp() - (SELECT started_at FROM quota_sched.job WHERE name = 'a2')
-		  < greatest(interval '0.3 seconds', 2 * gap) LOOP
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-END $$;
+SELECT pg_temp.outlast_gap('a2');
 SELECT pg_temp.report('b1', 'SUCCEEDED'), pg_temp.report('a2', 'SUCCEEDED'),
 	   pg_temp.report('c_high', 'SUCCEEDED');
 ALTER TABLE rp_t ADD COLUMN t1 timestamptz;
