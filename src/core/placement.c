@@ -274,6 +274,7 @@ QsPlacementMax(const QsUnit *unit, int32_t per_host, const char *same_label)
 {
 	const struct QsHostIndex *index = unit->host_index;
 	int			lo = 0;
+	int			hi = unit->nhosts;
 
 	if (unit->nhosts == 0)
 		return 0;
@@ -281,8 +282,16 @@ QsPlacementMax(const QsUnit *unit, int32_t per_host, const char *same_label)
 		return LabelPlacementMax(unit, per_host, same_label);
 	if (per_host <= 0)
 		return index->total;
-	while (lo < unit->nhosts && index->instances_desc[lo] >= per_host)
-		lo++;
+	/* the hosts of at least per_host instances: a prefix of instances_desc */
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (index->instances_desc[mid] >= per_host)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return (int64_t) per_host * lo;
 }
 

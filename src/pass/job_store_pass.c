@@ -252,23 +252,25 @@ static QsQuery RunnablePairsQuery = {
 
 /*
  * The classes of placement constraints (per_host, 0: none; same_label, '':
- * none) of a queue's RUNNABLE jobs, per share and unit: a loose index scan
- * of job_runnable_constrained_by_size, one probe per class.
+ * none) of a queue's RUNNABLE jobs, per share and unit, each with its
+ * smallest job's instances: a loose index scan of
+ * job_runnable_constrained_by_size, one probe per class.
  */
 #define CONSTRAINED_CLASS "quota_share, capacity_unit, coalesce(instances_per_host, 0)," \
 	" coalesce(same_label, '')"
 #define CONSTRAINED_WHERE "job_queue = $1 AND state = 'RUNNABLE' AND dependencies_waiting IS NULL" \
 	" AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)"
 static QsQuery ConstrainedClassesQuery = {
-	"WITH RECURSIVE c(quota_share, capacity_unit, per_host, same_label) AS ("
-	"  (SELECT " CONSTRAINED_CLASS " FROM quota_sched.job WHERE " CONSTRAINED_WHERE
-	"    ORDER BY 1, 2, 3, 4 LIMIT 1)"
+	"WITH RECURSIVE c(quota_share, capacity_unit, per_host, same_label, smallest) AS ("
+	"  (SELECT " CONSTRAINED_CLASS ", instance_count FROM quota_sched.job"
+	"    WHERE " CONSTRAINED_WHERE " ORDER BY 1, 2, 3, 4, 5 LIMIT 1)"
 	"  UNION ALL"
 	"  SELECT n.* FROM c, LATERAL ("
-	"    SELECT " CONSTRAINED_CLASS " FROM quota_sched.job WHERE " CONSTRAINED_WHERE
+	"    SELECT " CONSTRAINED_CLASS ", instance_count FROM quota_sched.job"
+	"     WHERE " CONSTRAINED_WHERE
 	"       AND (" CONSTRAINED_CLASS ") > (c.quota_share, c.capacity_unit, c.per_host,"
 	"                                     c.same_label)"
-	"     ORDER BY 1, 2, 3, 4 LIMIT 1) n)"
+	"     ORDER BY 1, 2, 3, 4, 5 LIMIT 1) n)"
 	" SELECT * FROM c",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
@@ -323,6 +325,7 @@ QsReadConstrainedClasses(const char *queue, int *n)
 		classes[i].unit = SPI_getvalue(tup, desc, 2);
 		classes[i].per_host = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 		classes[i].same_label = label[0] == '\0' ? NULL : label;
+		classes[i].smallest = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 		MemoryContextSwitchTo(old);
 	}
 	*n = (int) rows;
@@ -590,34 +593,38 @@ QsConstrainedAnyAfter(const char *queue, const char *share, const char *unit,
  * of jobs per share and unit, each with a constant LIMIT (see
  * RUNNABLE_BATCH_QUERY).
  */
-#define RUNNABLE_HEADS_QUERY(limit, lock) { \
+#define RUNNABLE_HEADS_QUERY(limit, lock, filter) { \
 	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)" \
 	" CROSS JOIN LATERAL (" \
 	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
 	"    WHERE job_queue = $1 AND quota_share = p.quota_share" \
 	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
-	"      AND dependencies_waiting IS NULL" \
+	"      AND dependencies_waiting IS NULL" filter \
 	"    ORDER BY priority DESC, queued_at, id LIMIT " #limit lock ") j", \
 	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT, NULL, }
+#define HEADS_PAIR(limit, filter) \
+	{RUNNABLE_HEADS_QUERY(limit, "", filter), RUNNABLE_HEADS_QUERY(limit, LOCKING, filter)}
+#define HEADS_SIZES(filter) {HEADS_PAIR(8, filter), HEADS_PAIR(2, filter), HEADS_PAIR(1, filter)}
 
-static QsQuery RunnableHeadsQueries[][2] = {
-	QUERY_PAIR(RUNNABLE_HEADS_QUERY, 8),
-	QUERY_PAIR(RUNNABLE_HEADS_QUERY, 2),
-	QUERY_PAIR(RUNNABLE_HEADS_QUERY, 1),
+/* [constrained: those with placement constraints alone][size][lock] */
+static QsQuery RunnableHeadsQueries[2][3][2] = {
+	HEADS_SIZES(""),
+	HEADS_SIZES(" AND (instances_per_host IS NOT NULL OR same_label IS NOT NULL)"),
 };
 static const int RunnableHeadsSizes[] = {8, 2, 1};
 
 /*
  * QsReadRunnableHeads reads the first jobs of the RUNNABLE jobs of each of
- * n shares and units, with no size bound, and sets *per_pair to how many
- * it asked for of each: 8 (the first batch of a stream) for up to 8 of
- * them, fewer for more, so that the statement reads at most about 64 jobs
- * beyond one per share and unit.  An idle pass needs only each one's
+ * n shares and units (constrained: of those with placement constraints,
+ * along their own index), with no size bound, and sets *per_pair to how
+ * many it asked for of each: 8 (the first batch of a stream) for up to 8
+ * of them, fewer for more, so that the statement reads at most about 64
+ * jobs beyond one per share and unit.  An idle pass needs only each one's
  * first; a stream that goes further reads its next batch.  The rows of a
  * share and unit come in no particular order.
  */
 QsJobRows
-QsReadRunnableHeads(const char *queue, const char *const *shares,
+QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shares,
 					const char *const *units, int n, int *per_pair)
 {
 	QsArray		s,
@@ -625,7 +632,7 @@ QsReadRunnableHeads(const char *queue, const char *const *shares,
 	Datum		args[3];
 	int			which = n <= 8 ? 0 : n <= 32 ? 1 : 2;
 
-	StaticAssertStmt(lengthof(RunnableHeadsSizes) == lengthof(RunnableHeadsQueries),
+	StaticAssertStmt(lengthof(RunnableHeadsSizes) == lengthof(RunnableHeadsQueries[0]),
 					 "one size per heads query");
 	Assert(RunnableHeadsSizes[0] == QsStreamBatchSize(0));
 	*per_pair = RunnableHeadsSizes[which];
@@ -639,7 +646,7 @@ QsReadRunnableHeads(const char *queue, const char *const *shares,
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = QsArrayDatum(&s);
 	args[2] = QsArrayDatum(&u);
-	return ReadJobs(RunnableHeadsQueries[which], args, NULL);
+	return ReadJobs(RunnableHeadsQueries[constrained][which], args, NULL);
 }
 
 #define SMALLEST_RUNNABLE_QUERY(lock) { \
@@ -993,24 +1000,6 @@ QsEndAttempt(int64 job_id, QsAction action, QsCounter counter, const char *reaso
 	out.decisions = &d;
 	WriteEnds(&out, GetCurrentTransactionStartTimestamp());
 	RunForDecisions(&EndPartsQuery, &out, action, action, GetCurrentTransactionStartTimestamp());
-}
-
-static QsQuery DispatchesQuery = {
-	"UPDATE quota_sched.job"
-	"   SET state = 'SCHEDULED', scheduled_at = $2, promised_at = NULL,"
-	"       status_reason = NULL, status_reason_at = NULL, preempted_for = NULL"
-	" WHERE id = ANY ($1)",
-	2, {INT8ARRAYOID, TIMESTAMPTZOID}, SPI_OK_UPDATE, QS_BY_IDS
-};
-
-/*
- * QsWriteDispatches writes DISPATCH decisions: SCHEDULED, scheduled_at, the
- * promise fulfilled, and no preemptor of an earlier attempt.
- */
-void
-QsWriteDispatches(const QsOutput *out, TimestampTz now)
-{
-	RunForDecisions(&DispatchesQuery, out, QS_DISPATCH, QS_DISPATCH, now);
 }
 
 static QsQuery SetPromisesQuery = {

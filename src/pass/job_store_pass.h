@@ -51,6 +51,7 @@ typedef struct QsConstrainedClass
 	char	   *unit;
 	int32		per_host;		/* 0: none */
 	char	   *same_label;		/* NULL: none */
+	int32		smallest;		/* the instances of its smallest job */
 } QsConstrainedClass;
 
 extern QsConstrainedClass *QsReadConstrainedClasses(const char *queue, int *n);
@@ -65,7 +66,7 @@ extern QsJobRows QsReadStreamBatch(bool held, bool constrained, const char *queu
 								   const char *unit, const QsJob *after, int64 below, int batch);
 extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 							   const QsJob *after, int32 below);
-extern QsJobRows QsReadRunnableHeads(const char *queue, const char *const *shares,
+extern QsJobRows QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shares,
 									 const char *const *units, int n, int *per_pair);
 extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
 										const char *unit, int32 at_most, int max);
@@ -77,7 +78,6 @@ extern void QsWriteStops(const QsOutput *out, TimestampTz now);
 extern void QsWriteEnds(const QsOutput *out, TimestampTz now);
 extern void QsEndAttempt(int64 job_id, QsAction action, QsCounter counter,
 						 const char *reason);
-extern void QsWriteDispatches(const QsOutput *out, TimestampTz now);
 extern void QsWritePromises(const int64_t *job_ids, int n, bool is_set, TimestampTz now);
 
 /*

@@ -208,7 +208,6 @@ QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 	{
 		QsWritePromises(out->promised, out->npromised, true, now);
 		QsWriteDispatches(out, now);
-		QsWritePlacements(out);
 		Notify(qs, out);
 	}
 	QsWriteReservations(out);

@@ -30,6 +30,7 @@
 #include "borrow_memory.h"
 #include "checks.h"
 #include "config_store.h"
+#include "constants.h"
 #include "host_cache.h"
 #include "job_store_pass.h"
 #include "jsonb_util.h"
@@ -141,17 +142,18 @@ LoadQueue(QsQueueState *qs)
 /*
  * What the parts of the queue's holding jobs hold on each agent of the
  * units given, and of that what is stopping (scheduling.md 3.13): the
- * counters of host_held (src/pass/host_usage.c), and the jobs claimed
- * while their unit was not placed (before 0.4, or before its agents
- * registered), which hold their instances on the agent that claimed them
- * (the index job_held_unplaced: none in the steady state).
+ * counters of host_held (src/pass/host_usage.c), a row per stripe (the
+ * pass adds them up: a GROUP BY summing in numeric cost twice the scan),
+ * and the jobs claimed while their unit was not placed (before 0.4, or
+ * before its agents registered), which hold their instances on the agent
+ * that claimed them (the index job_held_unplaced: none in the steady
+ * state).
  */
 static QsQuery HostsHeldQuery[2] = {
 	{
-		"SELECT capacity_unit, agent, sum(instances)::int8, sum(stopping_instances)::int8"
+		"SELECT capacity_unit, agent, instances, stopping_instances"
 		"  FROM quota_sched.host_held"
-		" WHERE job_queue = $1 AND capacity_unit = ANY ($2)"
-		" GROUP BY capacity_unit, agent",
+		" WHERE job_queue = $1 AND capacity_unit = ANY ($2)",
 		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
 	},
 	{
@@ -167,23 +169,47 @@ static QsQuery HostsHeldQuery[2] = {
 };
 
 /*
+ * NameOf copies a text column of a row into buf (of QS_MAX_NAME_LEN + 1
+ * bytes) as a C string, without a palloc per row; NULL when it is longer
+ * than a name (no unit's, no host's).
+ */
+static const char *
+NameOf(HeapTuple tup, TupleDesc desc, int col, char *buf)
+{
+	bool		isnull;
+	text	   *t = DatumGetTextPP(SPI_getbinval(tup, desc, col, &isnull));
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	if (len > QS_MAX_NAME_LEN)
+		return NULL;
+	memcpy(buf, VARDATA_ANY(t), len);
+	buf[len] = '\0';
+	return buf;
+}
+
+/*
  * AddHostsHeld adds the rows of a query of HostsHeldQuery (unit, agent,
  * held, stopping) to the hosts they name.
  */
 static void
 AddHostsHeld(QsQueueState *qs, uint64 n)
 {
+	char		unit_buf[QS_MAX_NAME_LEN + 1];
+	char		agent_buf[QS_MAX_NAME_LEN + 1];
+
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		int			u = QsUnitIndex(qs, SPI_getvalue(tup, desc, 1));
+		const char *unit = NameOf(tup, desc, 1, unit_buf);
+		const char *agent = NameOf(tup, desc, 2, agent_buf);
+		int			u = unit != NULL ? QsUnitIndex(qs, unit) : -1;
 		bool		isnull;
 		int			h;
 		QsHost	   *host;
 
-		if (u < 0 || !qs->in.units[u].placed ||
-			(h = QsHostOf(&qs->in.units[u], SPI_getvalue(tup, desc, 2))) < 0)
+		if (u < 0 || !qs->in.units[u].placed || agent == NULL ||
+			(h = QsHostOf(&qs->in.units[u], agent)) < 0)
 			continue;			/* parts on an agent that is no host */
 		host = (QsHost *) &qs->in.units[u].hosts[h];
 		host->held += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
@@ -570,12 +596,15 @@ ReaderFetch(QsQueueState *qs, QsJobReader *r, int share, int unit,
 /*
  * ConstrainedAnyAfter tells whether the constrained reader of a split
  * reader has a job after a position that the bound of its class lets
- * through (a class the policy has not bounded yet: any).
+ * through (a class the policy has not bounded yet: any).  When no class's
+ * bound lets its smallest job through, none: no statement.
  */
 static bool
 ConstrainedAnyAfter(QsQueueState *qs, QsSplitReader *sp, int share, int unit,
 					const QsJob *after)
 {
+	bool		any = false;
+
 	for (int i = 0; i < sp->nclasses; i++)
 	{
 		QsJob		probe = {0};
@@ -585,7 +614,10 @@ ConstrainedAnyAfter(QsQueueState *qs, QsSplitReader *sp, int share, int unit,
 		probe.same_label = sp->classes[i].same_label;
 		c = QsSkipClassOf(sp->bounds, sp->nbounds, &probe);
 		sp->class_below[i] = c != NULL ? c->below : PG_INT32_MAX;
+		any |= sp->class_below[i] > sp->classes[i].smallest;
 	}
+	if (!any)
+		return false;
 	return QsConstrainedAnyAfter(qs->queue, qs->in.shares[share].name,
 								 qs->in.units[unit].name, after, sp->classes,
 								 sp->class_below, sp->nclasses);
@@ -595,6 +627,8 @@ ConstrainedAnyAfter(QsQueueState *qs, QsSplitReader *sp, int share, int unit,
  * ReaderNothingBelow tells whether a RUNNABLE reader, whose size bound the
  * skip rule narrowed, has no job left after a position below it
  * (QsRunnableAnyAfter), before it reads on along the share-order index.
+ * Below 1 instance there is none (the cursor of a reader not split asks
+ * nothing then: CoreCursorAdvance).
  */
 static bool
 ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
@@ -604,6 +638,8 @@ ReaderNothingBelow(QsQueueState *qs, QsJobReader *r, int share, int unit,
 		return !ConstrainedAnyAfter(qs, r->split, share, unit, after);
 	if (r->held || below >= PG_INT32_MAX)
 		return false;
+	if (below <= 1)
+		return true;
 	return !QsRunnableAnyAfter(qs->queue, qs->in.shares[share].name,
 							   qs->in.units[unit].name, after, (int32) below);
 }
@@ -904,13 +940,29 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 }
 
 /*
+ * HeadsReader returns the RUNNABLE reader of a share and unit that
+ * ReadRunnableHeads starts, if it has jobs: its reader (of those without
+ * placement constraints when split), or, constrained, its split reader's
+ * constrained one.
+ */
+static QsJobReader *
+HeadsReader(QsQueueState *qs, int at, bool constrained)
+{
+	QsJobReader *r = !constrained ? &qs->runnable[at]
+		: qs->split[at] != NULL ? &qs->split[at]->constrained : NULL;
+
+	return r != NULL && r->has_jobs ? r : NULL;
+}
+
+/*
  * ReadRunnableHeads reads the first jobs of every RUNNABLE reader that has
- * jobs, in one statement, as if each had read its first batch (ReaderFetch)
- * from the start with no size bound, only shorter when there are many
- * readers (QsReadRunnableHeads), and puts each in share order.
+ * jobs (constrained: of the split readers' constrained ones), in one
+ * statement, as if each had read its first batch (ReaderFetch) from the
+ * start with no size bound, only shorter when there are many readers
+ * (QsReadRunnableHeads), and puts each in share order.
  */
 static void
-ReadRunnableHeads(QsQueueState *qs)
+ReadRunnableHeads(QsQueueState *qs, bool constrained)
 {
 	int			cells = qs->in.nshares * qs->in.nunits;
 	const char **shares = palloc(sizeof(char *) * (cells + 1));
@@ -921,19 +973,19 @@ ReadRunnableHeads(QsQueueState *qs)
 	QsJobRows	rows;
 
 	for (int at = 0; at < cells; at++)
-		if (qs->runnable[at].has_jobs)
+		if (HeadsReader(qs, at, constrained) != NULL)
 		{
 			shares[n] = qs->in.shares[at / qs->in.nunits].name;
 			units[n++] = qs->in.units[at % qs->in.nunits].name;
 		}
 	if (n == 0)
 		return;
-	rows = QsReadRunnableHeads(qs->queue, shares, units, n, &per_pair);
+	rows = QsReadRunnableHeads(constrained, qs->queue, shares, units, n, &per_pair);
 	for (int at = 0; at < cells; at++)
 	{
-		QsJobReader *r = &qs->runnable[at];
+		QsJobReader *r = HeadsReader(qs, at, constrained);
 
-		if (!r->has_jobs)
+		if (r == NULL)
 			continue;
 		r->buf = MemoryContextAlloc(qs->cxt, sizeof(QsJob) * limit);
 		r->cap = limit;
@@ -945,7 +997,7 @@ ReadRunnableHeads(QsQueueState *qs)
 	{
 		int			s = QsShareIndex(qs, rows.rows[i].quota_share);
 		int			u = QsUnitIndex(qs, rows.rows[i].capacity_unit);
-		QsJobReader *r = &qs->runnable[s * qs->in.nunits + u];
+		QsJobReader *r = HeadsReader(qs, s * qs->in.nunits + u, constrained);
 		QsJob	   *job = &r->buf[r->nbuf++];
 
 		*job = rows.rows[i].job;
@@ -961,7 +1013,12 @@ ReadRunnableHeads(QsQueueState *qs)
 		}
 	}
 	for (int at = 0; at < cells; at++)
-		qs->runnable[at].exhausted = qs->runnable[at].nbuf < per_pair;
+	{
+		QsJobReader *r = HeadsReader(qs, at, constrained);
+
+		if (r != NULL)
+			r->exhausted = r->nbuf < per_pair;
+	}
 }
 
 /*
@@ -1058,7 +1115,8 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 			qs->runnable[s * qs->in.nunits + u].has_jobs = true;
 	}
 	SetUpConstrained(qs);
-	ReadRunnableHeads(qs);
+	ReadRunnableHeads(qs, false);
+	ReadRunnableHeads(qs, true);
 	qs->in.source.next = SourceNext;
 	qs->in.source.smallest = SourceSmallest;
 	qs->in.source.held = SourceHeld;

@@ -2,11 +2,11 @@
  *
  * placement_store.c
  *		The pass's writes and reads of placements (scheduling.md 3.13,
- *		3.14): the parts of the jobs it dispatches in a placed unit (a
- *		job_part row each, and the job's placement in rank order), the
- *		placements promises reserve, WAITING_FOR_HOSTS, the parts whose
- *		lease ran out while others hold, and the leases of the parts of
- *		the jobs due for time-based work.
+ *		3.14): the jobs it dispatches, with the parts of those in a
+ *		placed unit (a job_part row each, and the job's placement in rank
+ *		order), the placements promises reserve, WAITING_FOR_HOSTS, the
+ *		parts whose lease ran out while others hold, and the leases of the
+ *		parts of the jobs due for time-based work.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,30 +20,41 @@
 #include "query.h"
 
 /*
- * The parts of dispatched jobs ($1 job, $2 rank, $3 agent, $4 instances,
- * one element per part, in rank order): rows of job_part, PLACED, of the
- * placement made at the job's scheduled_at, with each agent's address
- * (its name when it has none); and the job's placement.
+ * The jobs a pass dispatches ($1; $2 the pass's time) and the parts of
+ * those in a placed unit ($3 job, $4 rank, $5 agent, $6 instances, one
+ * element per part, in rank order), in one statement, so that a job's row
+ * is written once: SCHEDULED at $2, its promise fulfilled, no reason and
+ * no preemptor of an earlier attempt, and its placement in rank order (a
+ * job with no parts keeps its own); and a row of job_part per part,
+ * PLACED, of the placement made at $2, with each agent's address (its
+ * name when it has none).
  */
-static QsQuery PlaceQuery = {
-	"WITH p AS (SELECT * FROM unnest($1::int8[], $2::int4[], $3::text[], $4::int4[])"
+static QsQuery DispatchQuery = {
+	"WITH p AS (SELECT * FROM unnest($3::int8[], $4::int4[], $5::text[], $6::int4[])"
 	"             AS p(job_id, rank, agent, instances)),"
-	" placed AS (INSERT INTO quota_sched.job_part (job_id, placed_at, attempt, rank, agent,"
-	"              address, instances, state)"
-	"            SELECT p.job_id, j.scheduled_at,"
-	"                   1 + j.failed_attempts + j.preemption_count + j.lease_losses,"
-	"                   p.rank, p.agent, coalesce(a.address, p.agent), p.instances, 'PLACED'"
-	"              FROM p JOIN quota_sched.job j ON j.id = p.job_id"
-	"              LEFT JOIN quota_sched.agent a ON a.name = p.agent)"
-	" UPDATE quota_sched.job x SET part_agents = g.agents, part_instances = g.instances"
-	"   FROM (SELECT job_id, array_agg(agent ORDER BY rank) AS agents,"
-	"                array_agg(instances ORDER BY rank) AS instances"
-	"           FROM p GROUP BY job_id) g"
-	"  WHERE x.id = g.job_id",
-	4, {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
+	" g AS (SELECT job_id, array_agg(agent ORDER BY rank) AS agents,"
+	"              array_agg(instances ORDER BY rank) AS instances"
+	"         FROM p GROUP BY job_id),"
+	" d AS (UPDATE quota_sched.job x"
+	"          SET state = 'SCHEDULED', scheduled_at = $2, promised_at = NULL,"
+	"              status_reason = NULL, status_reason_at = NULL, preempted_for = NULL,"
+	"              part_agents = CASE WHEN g.job_id IS NULL THEN x.part_agents ELSE g.agents END,"
+	"              part_instances = CASE WHEN g.job_id IS NULL THEN x.part_instances"
+	"                                    ELSE g.instances END"
+	"         FROM unnest($1::int8[]) AS i(id) LEFT JOIN g ON g.job_id = i.id"
+	"        WHERE x.id = i.id"
+	"        RETURNING x.id, 1 + x.failed_attempts + x.preemption_count + x.lease_losses AS attempt)"
+	" INSERT INTO quota_sched.job_part (job_id, placed_at, attempt, rank, agent, address,"
+	"                                   instances, state)"
+	" SELECT p.job_id, $2, d.attempt, p.rank, p.agent, coalesce(a.address, p.agent),"
+	"        p.instances, 'PLACED'"
+	"   FROM p JOIN d ON d.id = p.job_id"
+	"   LEFT JOIN quota_sched.agent a ON a.name = p.agent",
+	6, {INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID},
+	SPI_OK_INSERT, QS_BY_IDS
 };
 
-/* The placements promises reserve ($1..$4 as PlaceQuery's): the job's only. */
+/* The placements promises reserve ($1..$4 as DispatchQuery's $3..$6): the job's only. */
 static QsQuery ReserveQuery = {
 	"UPDATE quota_sched.job x SET part_agents = g.agents, part_instances = g.instances"
 	"  FROM (SELECT job_id, array_agg(agent ORDER BY rank) AS agents,"
@@ -99,20 +110,36 @@ PartArraysRun(QsQuery *query, PartArrays *a)
 }
 
 /*
- * QsWritePlacements writes the parts of the jobs a pass dispatched in a
- * placed unit, after their dispatch.
+ * QsWriteDispatches writes the DISPATCH decisions of a pass, with the
+ * parts of those in a placed unit (DispatchQuery).
  */
 void
-QsWritePlacements(const QsOutput *out)
+QsWriteDispatches(const QsOutput *out, TimestampTz now)
 {
+	QsArray		ids;
 	PartArrays	a;
+	Datum		args[6];
 
+	QsArrayInit(&ids, INT8OID, out->ndecisions);
 	PartArraysInit(&a, out->ndecisions);
 	for (int i = 0; i < out->ndecisions; i++)
-		if (out->decisions[i].action == QS_DISPATCH && out->decisions[i].nparts > 0)
-			PartArraysPush(&a, out->decisions[i].job_id, out->decisions[i].parts,
-						   out->decisions[i].nparts);
-	PartArraysRun(&PlaceQuery, &a);
+	{
+		const QsDecision *d = &out->decisions[i];
+
+		if (d->action != QS_DISPATCH)
+			continue;
+		QsArrayPush(&ids, Int64GetDatum(d->job_id), false);
+		PartArraysPush(&a, d->job_id, d->parts, d->nparts);
+	}
+	if (ids.n == 0)
+		return;
+	args[0] = QsArrayDatum(&ids);
+	args[1] = TimestampTzGetDatum(now);
+	args[2] = QsArrayDatum(&a.job_id);
+	args[3] = QsArrayDatum(&a.rank);
+	args[4] = QsArrayDatum(&a.agent);
+	args[5] = QsArrayDatum(&a.instances);
+	QsQueryRun(&DispatchQuery, args, NULL, false, 0);
 }
 
 /*

@@ -13,7 +13,7 @@
 
 #include "policy.h"
 
-extern void QsWritePlacements(const QsOutput *out);
+extern void QsWriteDispatches(const QsOutput *out, TimestampTz now);
 extern void QsWriteReservations(const QsOutput *out);
 extern void QsWriteHostReasons(const QsOutput *out, TimestampTz now);
 extern void QsClearPlacementReasons(const char *queue, const QsInput *in);

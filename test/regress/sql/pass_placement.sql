@@ -248,11 +248,45 @@ SELECT * FROM pg_temp.pass('pp_queue');
 SELECT name, state, part_agents FROM pg_temp.pp_jobs();
 SELECT count(*) FROM quota_sched.held_capacity_drift();
 
+------------------------------------------------------------------------
+-- The skip bound of a class looks past a batch (the pass reads a share's
+-- jobs with placement constraints in batches, and before each asks
+-- whether any job of a class's size below its bound follows): in queue
+-- pl_queue, on four hosts of 4 where g1 holds 3, ten jobs of 8 on four
+-- hosts (instances_per_host 2) come first in share order; the first is
+-- tried and waits for hosts (only three hosts have 2 free), and the bound
+-- of its class passes over the other nine; a later job of 4 of the same
+-- class, beyond the first batch, is dispatched on two hosts.
+------------------------------------------------------------------------
+INSERT INTO quota_sched.service_environment (name, capacity_limits)
+VALUES ('pl_env', '{"gpu": 16}');
+INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('pl_queue', 'pl_env');
+INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
+VALUES ('pl_queue', 'pl_a', '{"gpu": 16}', 'RESERVE');
+SET ROLE regress_pp_host;
+SELECT count(a.name)
+  FROM unnest('{g1,g2,g3,g4}'::text[]) g, quota_sched.agent_ready(g, 'pl_queue', 'gpu', 4) a;
+RESET ROLE;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('pl_three', 'pl_queue', 'pl_a', 'gpu', 3);
+SELECT * FROM pg_temp.pass('pl_queue');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host, priority)
+SELECT 'pl_eight_' || i, 'pl_queue', 'pl_a', 'gpu', 8, 2, 9 FROM generate_series(1, 10) i;
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host, priority)
+VALUES ('pl_four', 'pl_queue', 'pl_a', 'gpu', 4, 2, 1);
+SELECT * FROM pg_temp.pass('pl_queue');
+SELECT name, state, status_reason, part_agents, part_instances
+  FROM quota_sched.job WHERE job_queue = 'pl_queue' AND name IN ('pl_three', 'pl_eight_1', 'pl_eight_2', 'pl_four')
+ ORDER BY id;
+SELECT count(*) FROM quota_sched.held_capacity_drift();
+
 -- Clean up: rows go with their queue.
 SET session_replication_role = replica;
-UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'pp_queue';
+UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue IN ('pp_queue', 'pl_queue');
 RESET session_replication_role;
-DELETE FROM quota_sched.held_capacity WHERE job_queue = 'pp_queue';
-DELETE FROM quota_sched.job_queue WHERE name = 'pp_queue';
-DELETE FROM quota_sched.service_environment WHERE name = 'pp_env';
+DELETE FROM quota_sched.held_capacity WHERE job_queue IN ('pp_queue', 'pl_queue');
+DELETE FROM quota_sched.job_queue WHERE name IN ('pp_queue', 'pl_queue');
+DELETE FROM quota_sched.service_environment WHERE name IN ('pp_env', 'pl_env');
 DROP ROLE regress_pp_host, regress_pp_user;
