@@ -25,16 +25,25 @@ typedef struct LabelMax
 	int64_t		most;
 } LabelMax;
 
+/* At most this many results for labels are kept in a host index. */
+#define QS_LABEL_MAX_KEPT 256
+
 /*
  * What QsPrepareHosts knows of a unit's hosts: their instances in all and,
  * in descending order, each host's (for the largest job of a per_host);
- * the results for labels computed so far, and the memory for more.
+ * the results for labels computed so far (at most QS_LABEL_MAX_KEPT: the
+ * index may outlast a pass, and the labels asked for are the users'), the
+ * room to compute one, and the memory for more.
  */
 struct QsHostIndex
 {
 	int64_t		total;
 	int64_t    *instances_desc;
 	LabelMax   *label_max;
+	int			nlabel_max;
+	int		   *order;			/* room for LabelPlacementMax, [nhosts + 1] */
+	int		   *tmp;
+	const char **value;
 	void	   *(*alloc) (void *arg, size_t size);
 	void	   *alloc_arg;
 };
@@ -129,6 +138,9 @@ QsPrepareHosts(QsUnit *unit, void *(*alloc) (void *arg, size_t size), void *allo
 	}
 	SortHosts(idx, unit->nhosts, &o, tmp);
 	index->instances_desc = alloc(alloc_arg, sizeof(int64_t) * (unit->nhosts + 1));
+	index->order = idx;
+	index->tmp = tmp;
+	index->value = alloc(alloc_arg, sizeof(char *) * (unit->nhosts + 1));
 	index->alloc = alloc;
 	index->alloc_arg = alloc_arg;
 	for (int h = 0; h < unit->nhosts; h++)
@@ -231,35 +243,40 @@ GroupEnd(const int *order, int n, int i, const char *const *value)
 /*
  * LabelPlacementMax returns QsPlacementMax for a same_label: over the
  * groups of hosts by the label's value, the largest GroupMax.  Kept in the
- * index, which lasts the pass, as the hosts do.
+ * index, which lasts as long as the hosts (the shell keeps it from pass
+ * to pass while the hosts are the same), up to QS_LABEL_MAX_KEPT results.
  */
 static int64_t
 LabelPlacementMax(const QsUnit *unit, int32_t per_host, const char *key)
 {
 	struct QsHostIndex *index = (struct QsHostIndex *) unit->host_index;
-	int			n1 = unit->nhosts + 1;
-	int		   *order = index->alloc(index->alloc_arg, sizeof(int) * n1);
-	int		   *tmp = index->alloc(index->alloc_arg, sizeof(int) * n1);
-	const char **value = index->alloc(index->alloc_arg, sizeof(char *) * n1);
+	int64_t		most = 0;
 	LabelMax   *memo;
 	int			n;
 
 	for (memo = index->label_max; memo != NULL; memo = memo->next)
 		if (memo->per_host == per_host && strcmp(memo->key, key) == 0)
 			return memo->most;
-	memo = index->alloc(index->alloc_arg, sizeof(LabelMax));
-	memo->key = key;
-	memo->per_host = per_host;
-	n = LabelGroups(unit, key, order, value, tmp);
-	for (int i = 0; i < n; i = GroupEnd(order, n, i, value))
+	n = LabelGroups(unit, key, index->order, index->value, index->tmp);
+	for (int i = 0; i < n; i = GroupEnd(index->order, n, i, index->value))
 	{
-		int			end = GroupEnd(order, n, i, value);
+		int			end = GroupEnd(index->order, n, i, index->value);
 
-		memo->most = Max64(memo->most, GroupMax(unit->hosts, order + i, end - i, per_host));
+		most = Max64(most, GroupMax(unit->hosts, index->order + i, end - i, per_host));
 	}
-	memo->next = index->label_max;
-	index->label_max = memo;
-	return memo->most;
+	if (index->nlabel_max < QS_LABEL_MAX_KEPT)
+	{
+		char	   *copy = index->alloc(index->alloc_arg, strlen(key) + 1);
+
+		memo = index->alloc(index->alloc_arg, sizeof(LabelMax));
+		memo->key = strcpy(copy, key);
+		memo->per_host = per_host;
+		memo->most = most;
+		memo->next = index->label_max;
+		index->label_max = memo;
+		index->nlabel_max++;
+	}
+	return most;
 }
 
 /*

@@ -272,6 +272,39 @@ AddAgent(QsHostSet *set, HeapTuple tup, TupleDesc desc, int cap)
 	return DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
 }
 
+/* CacheAlloc allocates zeroed memory in a memory context (QsPrepareHosts). */
+static void *
+CacheAlloc(void *arg, size_t size)
+{
+	return MemoryContextAllocZero((MemoryContext) arg, size);
+}
+
+/*
+ * PrepareUnits indexes the hosts of each placed unit of a set
+ * (QsPrepareHosts) in a memory context, once for as long as the set is
+ * kept: what a pass needs of them beside what they hold, which their
+ * instances and labels alone decide.
+ */
+static void
+PrepareUnits(QsHostSet *set, MemoryContext cxt)
+{
+	for (int i = 0; i < set->nunits; i++)
+	{
+		QsHostUnit *from = &set->units[i];
+		QsUnit		unit = {0};
+		const char *error;
+
+		if (from->unbounded)
+			continue;
+		unit.name = from->name;
+		unit.hosts = from->hosts;
+		unit.nhosts = from->nhosts;
+		if ((error = QsPrepareHosts(&unit, CacheAlloc, cxt)) != NULL)
+			elog(ERROR, "the hosts of unit \"%s\": %s", from->name, error);
+		from->host_index = unit.host_index;
+	}
+}
+
 /*
  * Reload reads the queue's live agents into the entry, with the
  * generations of the same snapshot, in the caller's memory context; with
@@ -305,6 +338,7 @@ Reload(HostCacheEntry *entry, bool keep, const char *queue, TimestampTz now, Sna
 		lease_end = AddAgent(&entry->set, rows->vals[i], rows->tupdesc, (int) n);
 		entry->until = Min(entry->until, lease_end);
 	}
+	PrepareUnits(&entry->set, cxt);
 	entry->ngens = ReadGenerations(rows->vals[0], rows->tupdesc, 7, &entry->gens);
 	entry->relid = DatumGetObjectId(SPI_getbinval(rows->vals[0], rows->tupdesc, 8, &isnull));
 	if (isnull)

@@ -24,6 +24,8 @@ typedef struct QsHostUnit
 	bool		unbounded;
 	int			nhosts;
 	QsHost	   *hosts;
+	const struct QsHostIndex *host_index;	/* QsPrepareHosts', kept with the
+											 * hosts (a pass uses it as is) */
 } QsHostUnit;
 
 /* A queue's units with live agents, in the C order of their names. */

@@ -247,8 +247,8 @@ LoadHostsHeld(QsQueueState *qs)
  * of holding jobs hold on them is read only when the policy asks:
  * SourceHostUsage).  Units no live agent registered for are not placed;
  * nor need units that no job, share or environment of the queue names.
- * The hosts are copied (the pass sets what they hold); their names and
- * labels are the cache's.
+ * The hosts are copied (the pass sets what they hold); their names,
+ * labels and index (QsPrepareHosts) are the cache's.
  */
 static void
 LoadHosts(QsQueueState *qs)
@@ -272,9 +272,7 @@ LoadHosts(QsQueueState *qs)
 		memcpy(hosts, from->hosts, sizeof(QsHost) * from->nhosts);
 		unit->hosts = hosts;
 		unit->nhosts = from->nhosts;
-		if (QsPrepareHosts(unit, StateAlloc, qs->cxt) != NULL)
-			elog(ERROR, "the hosts of unit \"%s\" are not in the order of their names",
-				 unit->name);
+		unit->host_index = from->host_index;
 		qs->any_placed = true;
 	}
 }
