@@ -601,6 +601,24 @@ CREATE TABLE quota_sched.agent_change (
 );
 CREATE INDEX agent_change_queue ON quota_sched.agent_change (job_queue, generation);
 
+/*
+ * constrained_change (issue 39, item 6): a row per job with placement
+ * constraints that enters its share's order, RUNNABLE with no dependency
+ * waiting (the job_constrained_* triggers: submitted, sent back, its
+ * dependencies done); generation is a new value of
+ * constrained_change_seq.  Inserted only, and replaced by one by the pass,
+ * as agent_change.  A pass keeps the classes of placement constraints it
+ * read (src/pass/host_cache.c) while its snapshot sees the same
+ * generations: a class, or a job smaller than a class's smallest, comes
+ * only with such a job.
+ */
+CREATE SEQUENCE quota_sched.constrained_change_seq;
+CREATE TABLE quota_sched.constrained_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL
+);
+CREATE INDEX constrained_change_queue ON quota_sched.constrained_change (job_queue, generation);
+
 /* ---------------------------------------------------------------------
  * agent_access (issue 37, item 2): the job queues an agent login may
  * serve, which admins write (INSERT, DELETE).  A login serves no queue
@@ -749,6 +767,16 @@ CREATE TRIGGER job_usage_delete AFTER DELETE ON quota_sched.job
 	EXECUTE FUNCTION quota_sched.job_usage();
 CREATE TRIGGER job_usage_flush AFTER UPDATE OR DELETE OR TRUNCATE ON quota_sched.job
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_usage_flush();
+CREATE TRIGGER job_constrained_insert AFTER INSERT ON quota_sched.job
+	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL
+					   AND (NEW.instances_per_host IS NOT NULL OR NEW.same_label IS NOT NULL))
+	EXECUTE FUNCTION quota_sched.job_constrained_changed();
+CREATE TRIGGER job_constrained_update
+	AFTER UPDATE OF state, dependencies_waiting ON quota_sched.job
+	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL
+					   AND (NEW.instances_per_host IS NOT NULL OR NEW.same_label IS NOT NULL)
+					   AND (OLD.state <> 'RUNNABLE' OR OLD.dependencies_waiting IS NOT NULL))
+	EXECUTE FUNCTION quota_sched.job_constrained_changed();
 
 CREATE TRIGGER agent_hosts_insert_delete AFTER INSERT OR DELETE ON quota_sched.agent
 	FOR EACH ROW EXECUTE FUNCTION quota_sched.agent_hosts_changed();
@@ -869,6 +897,8 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_capacity', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.constrained_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.constrained_change_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.queue_status', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', '');
@@ -892,10 +922,10 @@ REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sche
 	quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
 	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory,
-	quota_sched.host_held, quota_sched.agent_change FROM PUBLIC;
+	quota_sched.host_held, quota_sched.agent_change, quota_sched.constrained_change FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
 	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq,
-	quota_sched.agent_change_seq FROM PUBLIC;
+	quota_sched.agent_change_seq, quota_sched.constrained_change_seq FROM PUBLIC;
 
 /* Configuration: admins write it, everybody reads it. */
 GRANT SELECT ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share

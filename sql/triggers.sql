@@ -137,6 +137,23 @@ BEGIN
 END
 $$;
 
+/*
+ * A job with placement constraints entered its share's order
+ * (constrained_change, tables.sql; the triggers' WHEN picks those): a new
+ * generation of its queue's classes.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.job_constrained_changed()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	INSERT INTO quota_sched.constrained_change
+	VALUES (NEW.job_queue, nextval('quota_sched.constrained_change_seq'));
+	RETURN NULL;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION quota_sched.config_changed()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_config_changed'
@@ -316,4 +333,4 @@ REVOKE ALL ON FUNCTION quota_sched.job_before_insert(), quota_sched.job_before_u
 	quota_sched.job_usage(), quota_sched.job_usage_flush(), quota_sched.config_changed(),
 	quota_sched.refuse_delete_with_live_jobs(), quota_sched.warn_capacity_plan(),
 	quota_sched.config_history(), quota_sched.job_before_delete(),
-	quota_sched.agent_hosts_changed() FROM PUBLIC;
+	quota_sched.agent_hosts_changed(), quota_sched.job_constrained_changed() FROM PUBLIC;

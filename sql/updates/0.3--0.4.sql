@@ -407,3 +407,34 @@ CREATE TRIGGER agent_hosts_truncate AFTER TRUNCATE ON quota_sched.agent
 ALTER TABLE quota_sched.job_attempt
 	ADD COLUMN port integer,
 	ADD CONSTRAINT job_attempt_port_check CHECK (port BETWEEN 1 AND 65535);
+
+/*
+ * The classes of placement constraints a pass keeps (issue 39, item 6;
+ * tables.sql has the comments): a generation of a queue's classes per job
+ * with placement constraints that enters its share's order.  0.3 has no
+ * such jobs: the table starts empty.  job_constrained_changed() is made
+ * here for its triggers, and again by the sources (triggers.sql) with its
+ * body.
+ */
+CREATE SEQUENCE quota_sched.constrained_change_seq;
+CREATE TABLE quota_sched.constrained_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL
+);
+CREATE INDEX constrained_change_queue ON quota_sched.constrained_change (job_queue, generation);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.constrained_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.constrained_change_seq', '');
+REVOKE ALL ON quota_sched.constrained_change FROM PUBLIC;
+REVOKE ALL ON SEQUENCE quota_sched.constrained_change_seq FROM PUBLIC;
+CREATE FUNCTION quota_sched.job_constrained_changed() RETURNS trigger
+LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+CREATE TRIGGER job_constrained_insert AFTER INSERT ON quota_sched.job
+	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL
+					   AND (NEW.instances_per_host IS NOT NULL OR NEW.same_label IS NOT NULL))
+	EXECUTE FUNCTION quota_sched.job_constrained_changed();
+CREATE TRIGGER job_constrained_update
+	AFTER UPDATE OF state, dependencies_waiting ON quota_sched.job
+	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL
+					   AND (NEW.instances_per_host IS NOT NULL OR NEW.same_label IS NOT NULL)
+					   AND (OLD.state <> 'RUNNABLE' OR OLD.dependencies_waiting IS NOT NULL))
+	EXECUTE FUNCTION quota_sched.job_constrained_changed();

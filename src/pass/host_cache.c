@@ -27,6 +27,16 @@
  * the read took its snapshot, left its xmax on the row read: such a read is
  * not cached.
  *
+ * Beside the hosts, each entry keeps the classes of placement constraints
+ * of the queue's RUNNABLE jobs, per share and unit, with the instances of
+ * each class's smallest job (QsLoadClasses), on the same principle: a row
+ * of a new generation in quota_sched.constrained_change for every job with
+ * placement constraints that enters its share's order (the
+ * job_constrained_* triggers).  Classes and smaller jobs come only with
+ * such a job; a job that leaves (dispatched, ended) leaves the classes
+ * kept more than there are, or a smallest smaller than the true one, which
+ * costs a pass a look-ahead that finds nothing (pass_load.c), never a job.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -45,6 +55,7 @@
 #include "constants.h"
 #include "host_cache.h"
 #include "identity.h"
+#include "job_store_pass.h"
 #include "query.h"
 
 PG_FUNCTION_INFO_V1(qs_host_cache_reloads);
@@ -65,16 +76,37 @@ typedef struct HostCacheEntry
 	TimestampTz read_at;		/* now() of the read */
 	TimestampTz until;			/* the earliest end of a live agent's lease */
 	bool		compact;		/* the pass is to replace the rows by one */
+	/* the classes (QsLoadClasses), in a memory context of their own */
+	MemoryContext class_cxt;	/* NULL: none kept */
+	QsConstrainedClass *classes;
+	int			nclasses;
+	Oid			class_relid;	/* constrained_change's, when read */
+	int			nclass_gens;
+	int64	   *class_gens;
+	bool		class_compact;
 } HostCacheEntry;
 
 static HTAB *HostCache = NULL;
 static int64 Reloads = 0;
 
-/* The generations of a queue's agents, with the table's oid (none: NULL). */
-static QsQuery GenerationsQuery = {
-	"SELECT array_agg(generation ORDER BY generation), min(tableoid::oid)"
-	"  FROM quota_sched.agent_change WHERE job_queue = $1",
-	1, {TEXTOID}, SPI_OK_SELECT
+/*
+ * The generations of a queue in a table of changes, with the table's oid
+ * (none: NULL); and the statement that replaces those read ($2) by one of
+ * a new generation.
+ */
+#define GENERATIONS_QUERY(table) { \
+	"SELECT array_agg(generation ORDER BY generation), min(tableoid::oid)" \
+	"  FROM quota_sched." table " WHERE job_queue = $1", \
+	1, {TEXTOID}, SPI_OK_SELECT }
+#define COMPACT_QUERY(table) { \
+	"WITH gone AS (DELETE FROM quota_sched." table \
+	"               WHERE job_queue = $1 AND generation = ANY ($2))" \
+	" INSERT INTO quota_sched." table " VALUES ($1, nextval('quota_sched." table "_seq'))", \
+	2, {TEXTOID, INT8ARRAYOID}, SPI_OK_INSERT }
+
+/* [0]: of agent_change (hosts), [1]: of constrained_change (classes) */
+static QsQuery GenerationsQuery[2] = {
+	GENERATIONS_QUERY("agent_change"), GENERATIONS_QUERY("constrained_change")
 };
 
 /*
@@ -127,7 +159,7 @@ EntryOf(const char *queue)
 	strlcpy(key, queue, QS_HOST_QUEUE_BUF);
 	entry = hash_search(HostCache, key, HASH_ENTER, &found);
 	if (!found)
-		entry->cxt = NULL;
+		entry->cxt = entry->class_cxt = NULL;
 	return entry;
 }
 
@@ -136,11 +168,11 @@ EntryOf(const char *queue)
  * a queue state loaded before in it may still point into it.
  */
 static void
-Forget(HostCacheEntry *entry)
+Forget(MemoryContext *cxt)
 {
-	if (entry->cxt != NULL)
-		MemoryContextSetParent(entry->cxt, TopTransactionContext);
-	entry->cxt = NULL;
+	if (*cxt != NULL)
+		MemoryContextSetParent(*cxt, TopTransactionContext);
+	*cxt = NULL;
 }
 
 /*
@@ -185,6 +217,18 @@ Busy(HeapTuple tup, TupleDesc desc, int col, Snapshot snapshot)
 	return false;
 }
 
+/* SameGenerations tells whether two sets of generations (ascending) are one. */
+static bool
+SameGenerations(const int64 *a, int na, const int64 *b, int nb)
+{
+	if (na != nb)
+		return false;
+	for (int i = 0; i < na; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
 /*
  * StillRight tells whether an entry holds the hosts of a snapshot that
  * sees the generations gens (relid: of agent_change) at time now.
@@ -193,14 +237,11 @@ static bool
 StillRight(const HostCacheEntry *entry, Oid relid, const int64 *gens, int ngens,
 		   TimestampTz now)
 {
-	if (entry->cxt == NULL || entry->relid != relid || entry->ngens != ngens)
+	if (entry->cxt == NULL || entry->relid != relid)
 		return false;
 	if (now < entry->read_at || now >= entry->until)
 		return false;
-	for (int i = 0; i < ngens; i++)
-		if (entry->gens[i] != gens[i])
-			return false;
-	return true;
+	return SameGenerations(entry->gens, entry->ngens, gens, ngens);
 }
 
 /*
@@ -323,7 +364,7 @@ Reload(HostCacheEntry *entry, bool keep, const char *queue, TimestampTz now, Sna
 	bool		isnull;
 	bool		busy;
 
-	Forget(entry);
+	Forget(&entry->cxt);
 	Reloads++;
 	entry->until = DT_NOEND;
 	entry->set.nunits = 0;
@@ -364,27 +405,41 @@ Reload(HostCacheEntry *entry, bool keep, const char *queue, TimestampTz now, Sna
  * not kept): the caller copies what it changes.  The caller is connected
  * to SPI; snapshot NULL: the current one.
  */
+/*
+ * ReadGenerationsOf reads the generations of a queue (GenerationsQuery
+ * [which]) in a snapshot (NULL: the current one) into the current memory
+ * context, and the table's oid.
+ */
+static int
+ReadGenerationsOf(int which, const char *queue, Snapshot snapshot, int64 **gens, Oid *relid)
+{
+	Datum		arg = CStringGetTextDatum(queue);
+	bool		isnull;
+	int			n;
+
+	QsQueryRunIn(&GenerationsQuery[which], &arg, NULL, snapshot, 0);
+	n = ReadGenerations(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, gens);
+	*relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+											&isnull));
+	if (isnull)
+		*relid = InvalidOid;
+	SPI_freetuptable(SPI_tuptable);
+	return n;
+}
+
 const QsHostSet *
 QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot)
 {
 	HostCacheEntry *entry = EntryOf(queue);
-	Datum		arg = CStringGetTextDatum(queue);
 	int64	   *gens;
 	int			ngens;
-	bool		isnull;
 	Oid			relid;
 
 	if (entry == NULL)
 		return Reload(palloc0(sizeof(HostCacheEntry)), false, queue, now, snapshot);
 	if (entry->cxt != NULL)
 	{
-		QsQueryRunIn(&GenerationsQuery, &arg, NULL, snapshot, 0);
-		ngens = ReadGenerations(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &gens);
-		relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
-											   &isnull));
-		if (isnull)
-			relid = InvalidOid;
-		SPI_freetuptable(SPI_tuptable);
+		ngens = ReadGenerationsOf(0, queue, snapshot, &gens, &relid);
 		if (StillRight(entry, relid, gens, ngens, now))
 			return &entry->set;
 	}
@@ -392,40 +447,100 @@ QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot)
 }
 
 /*
- * The pass replaces a queue's rows of agent_change by one of a new
- * generation: only passes delete them, one at a time per queue (they hold
- * its lock), so this never waits.
+ * QsLoadClasses returns the classes of placement constraints of a queue's
+ * RUNNABLE jobs, per share and unit, as the pass's reads see them
+ * (QsReadConstrainedClasses): the entry's when the snapshot sees the
+ * generations they were read with, else read again (after the
+ * generations: a read in a later snapshot only sees more) and kept.
+ * *n is their number.  The caller is connected to SPI.
  */
-static QsQuery CompactQuery = {
-	"WITH gone AS (DELETE FROM quota_sched.agent_change"
-	"               WHERE job_queue = $1 AND generation = ANY ($2))"
-	" INSERT INTO quota_sched.agent_change"
-	" VALUES ($1, nextval('quota_sched.agent_change_seq'))",
-	2, {TEXTOID, INT8ARRAYOID}, SPI_OK_INSERT
+const QsConstrainedClass *
+QsLoadClasses(const char *queue, Snapshot snapshot, int *n)
+{
+	HostCacheEntry *entry = EntryOf(queue);
+	bool		keep = entry != NULL;
+	MemoryContext cxt;
+	MemoryContext old;
+	int64	   *gens;
+	Oid			relid;
+	int			ngens = ReadGenerationsOf(1, queue, snapshot, &gens, &relid);
+
+	if (keep && entry->class_cxt != NULL && entry->class_relid == relid &&
+		SameGenerations(entry->class_gens, entry->nclass_gens, gens, ngens))
+	{
+		*n = entry->nclasses;
+		return entry->classes;
+	}
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched classes of a queue",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	if (keep)
+		Forget(&entry->class_cxt);
+	else
+		entry = palloc0(sizeof(HostCacheEntry));	/* its memory goes with the caller's */
+	entry->classes = QsReadConstrainedClasses(queue, &entry->nclasses);
+	entry->class_gens = palloc(sizeof(int64) * (ngens + 1));
+	memcpy(entry->class_gens, gens, sizeof(int64) * ngens);
+	entry->nclass_gens = ngens;
+	entry->class_relid = relid;
+	entry->class_compact = ngens > QS_AGENT_CHANGE_KEEP;
+	MemoryContextSwitchTo(old);
+	if (keep)
+	{
+		MemoryContextSetParent(cxt, TopMemoryContext);
+		entry->class_cxt = cxt;
+	}
+	*n = entry->nclasses;
+	return entry->classes;
+}
+
+/*
+ * The pass replaces a queue's rows of agent_change or constrained_change
+ * by one of a new generation: only passes delete them, one at a time per
+ * queue (they hold its lock), so this never waits.
+ */
+static QsQuery CompactQuery[2] = {
+	COMPACT_QUERY("agent_change"), COMPACT_QUERY("constrained_change")
 };
 
 /*
- * QsCompactAgentChanges replaces, after a pass that read many rows of
- * its queue's agent_change, those it read by one.  The caller holds the
- * queue's lock exclusively and is connected to SPI as the owner.
+ * Compact replaces the rows of a table of changes ([which]) that a pass
+ * read, gens, by one.
+ */
+static void
+Compact(int which, const char *queue, const int64 *gens, int ngens)
+{
+	QsArray		a;
+	Datum		args[2];
+
+	QsArrayInit(&a, INT8OID, ngens);
+	for (int i = 0; i < ngens; i++)
+		QsArrayPush(&a, Int64GetDatum(gens[i]), false);
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = QsArrayDatum(&a);
+	QsQueryRun(&CompactQuery[which], args, NULL, false, 0);
+}
+
+/*
+ * QsCompactChanges replaces, after a pass that read many rows of its
+ * queue's agent_change or constrained_change, those it read by one.  The
+ * caller holds the queue's lock exclusively and is connected to SPI as
+ * the owner.
  */
 void
-QsCompactAgentChanges(const char *queue)
+QsCompactChanges(const char *queue)
 {
 	HostCacheEntry *entry = HostCache == NULL || strlen(queue) >= QS_HOST_QUEUE_BUF ? NULL :
 		EntryOf(queue);
-	QsArray		gens;
-	Datum		args[2];
 
-	if (entry == NULL || entry->cxt == NULL || !entry->compact)
+	if (entry == NULL)
 		return;
-	QsArrayInit(&gens, INT8OID, entry->ngens);
-	for (int i = 0; i < entry->ngens; i++)
-		QsArrayPush(&gens, Int64GetDatum(entry->gens[i]), false);
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = QsArrayDatum(&gens);
-	QsQueryRun(&CompactQuery, args, NULL, false, 0);
+	if (entry->cxt != NULL && entry->compact)
+		Compact(0, queue, entry->gens, entry->ngens);
 	entry->compact = false;
+	if (entry->class_cxt != NULL && entry->class_compact)
+		Compact(1, queue, entry->class_gens, entry->nclass_gens);
+	entry->class_compact = false;
 }
 
 /*

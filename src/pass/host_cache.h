@@ -11,6 +11,7 @@
 #include "datatype/timestamp.h"
 #include "utils/snapshot.h"
 
+#include "job_store_pass.h"
 #include "policy.h"
 
 /*
@@ -36,6 +37,7 @@ typedef struct QsHostSet
 } QsHostSet;
 
 extern const QsHostSet *QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot);
-extern void QsCompactAgentChanges(const char *queue);
+extern const QsConstrainedClass *QsLoadClasses(const char *queue, Snapshot snapshot, int *n);
+extern void QsCompactChanges(const char *queue);
 
 #endif							/* QS_HOST_CACHE_H */

@@ -164,7 +164,7 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 				QsApplyDecisions(&qs, &out, started);
 				QsWritePassedOver(&qs, passed_over, npassed_over);
 				QsWriteBorrowMemory(&qs);
-				QsCompactAgentChanges(queue);
+				QsCompactChanges(queue);
 			}
 			if (store != NULL)
 				EmitDecisions(&qs, &out, store, desc);

@@ -1059,8 +1059,8 @@ SetUpConstrained(QsQueueState *qs)
 {
 	bool	   *constrained = palloc0(sizeof(bool) * (qs->in.nshares * qs->in.nunits + 1));
 	int			n = 0;
-	QsConstrainedClass *classes = qs->any_placed ? QsReadConstrainedClasses(qs->queue, &n)
-		: NULL;
+	const QsConstrainedClass *classes = qs->any_placed ?
+		QsLoadClasses(qs->queue, qs->snapshot, &n) : NULL;
 
 	for (int i = 0; i < n; i++)
 	{

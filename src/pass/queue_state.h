@@ -59,7 +59,7 @@ typedef struct QsSplitReader
 {
 	QsJobReader constrained;
 	int			nclasses;		/* the classes of its constrained jobs */
-	struct QsConstrainedClass *classes;
+	const struct QsConstrainedClass *classes;	/* the host cache's */
 	int32	   *class_below;	/* their bounds, for the constrained reader's
 								 * look ahead (QsConstrainedAnyAfter) */
 	const QsSkipClass *bounds;	/* the policy's bounds of the classes, as its */

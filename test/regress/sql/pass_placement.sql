@@ -252,11 +252,11 @@ SELECT count(*) FROM quota_sched.held_capacity_drift();
 -- The skip bound of a class looks past a batch (the pass reads a share's
 -- jobs with placement constraints in batches, and before each asks
 -- whether any job of a class's size below its bound follows): in queue
--- pl_queue, on four hosts of 4 where g1 holds 3, ten jobs of 8 on four
--- hosts (instances_per_host 2) come first in share order; the first is
--- tried and waits for hosts (only three hosts have 2 free), and the bound
--- of its class passes over the other nine; a later job of 4 of the same
--- class, beyond the first batch, is dispatched on two hosts.
+-- pl_queue, on four hosts of 4, a job of 3 goes first (on g1), then come
+-- ten jobs of 8 on four hosts (instances_per_host 2); the first is tried
+-- and waits for hosts (only three hosts have 2 free), and the bound of its
+-- class passes over the other nine; a later job of 4 of the same class,
+-- beyond the first batch, is dispatched on two hosts.
 ------------------------------------------------------------------------
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('pl_env', '{"gpu": 16}');
@@ -267,9 +267,9 @@ SET ROLE regress_pp_host;
 SELECT count(a.name)
   FROM unnest('{g1,g2,g3,g4}'::text[]) g, quota_sched.agent_ready(g, 'pl_queue', 'gpu', 4) a;
 RESET ROLE;
-INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
-VALUES ('pl_three', 'pl_queue', 'pl_a', 'gpu', 3);
-SELECT * FROM pg_temp.pass('pl_queue');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 priority)
+VALUES ('pl_three', 'pl_queue', 'pl_a', 'gpu', 3, 10);
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
 							 instances_per_host, priority)
 SELECT 'pl_eight_' || i, 'pl_queue', 'pl_a', 'gpu', 8, 2, 9 FROM generate_series(1, 10) i;
@@ -279,6 +279,34 @@ VALUES ('pl_four', 'pl_queue', 'pl_a', 'gpu', 4, 2, 1);
 SELECT * FROM pg_temp.pass('pl_queue');
 SELECT name, state, status_reason, part_agents, part_instances
   FROM quota_sched.job WHERE job_queue = 'pl_queue' AND name IN ('pl_three', 'pl_eight_1', 'pl_eight_2', 'pl_four')
+ ORDER BY id;
+SELECT count(*) FROM quota_sched.held_capacity_drift();
+
+------------------------------------------------------------------------
+-- A pass keeps the classes it read while no job with placement
+-- constraints enters a share's order (constrained_change): a class that
+-- comes later is seen by the next pass.  pl_new, of a new class (2 on
+-- one host each), comes after the nine jobs of 8 left (the first batch
+-- holds eight of them): the next pass looks past the batch for it and
+-- dispatches it.  pl_after, of another new class (4 on one host), waits
+-- for pl_three; once pl_three succeeded, it enters the order and the next
+-- pass places it on g4.
+------------------------------------------------------------------------
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host, priority)
+VALUES ('pl_new', 'pl_queue', 'pl_a', 'gpu', 2, 1, 1);
+SELECT * FROM pg_temp.pass('pl_queue');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host, depends_on)
+VALUES ('pl_after', 'pl_queue', 'pl_a', 'gpu', 4, 4, ARRAY[pg_temp.id('pl_three')]);
+SELECT * FROM pg_temp.pass('pl_queue');
+SET ROLE regress_pp_host;
+SELECT name, state FROM quota_sched.claim('g1', 'pl_queue', 'gpu', start => true);
+SELECT name, state FROM quota_sched.report(pg_temp.id('pl_three'), 'g1', 'SUCCEEDED');
+RESET ROLE;
+SELECT * FROM pg_temp.pass('pl_queue');
+SELECT name, state, status_reason, part_agents, part_instances
+  FROM quota_sched.job WHERE job_queue = 'pl_queue' AND name IN ('pl_new', 'pl_after')
  ORDER BY id;
 SELECT count(*) FROM quota_sched.held_capacity_drift();
 
