@@ -1,11 +1,11 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(112);
+SELECT plan(115);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
 	'agent', 'agent_access', 'job_attempt', 'lending_hourly', 'held_change', 'borrow_memory',
-	'job_part', 'host_held', 'agent_change']);
+	'job_part', 'host_held', 'agent_change', 'constrained_change']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -68,10 +68,11 @@ SELECT table_privs_are('quota_sched', 'lending_hourly', 'quota_sched_user', ARRA
 SELECT table_privs_are('quota_sched', t, r, CASE WHEN r = 'quota_sched_admin' THEN ARRAY['SELECT'] ELSE ARRAY[]::text[] END)
   FROM unnest(ARRAY['held_change', 'borrow_memory']) AS t,
 	   unnest(ARRAY['quota_sched_admin', 'quota_sched_agent', 'quota_sched_user']) AS r;
--- what the hosts hold and the generations of agents (issue 39, item 6):
--- only the system writes and reads them
+-- what the hosts hold and the generations of agents and of classes of
+-- placement constraints (issue 39, item 6): only the system writes and
+-- reads them
 SELECT table_privs_are('quota_sched', t, r, ARRAY[]::text[])
-  FROM unnest(ARRAY['host_held', 'agent_change']) AS t,
+  FROM unnest(ARRAY['host_held', 'agent_change', 'constrained_change']) AS t,
 	   unnest(ARRAY['quota_sched_admin', 'quota_sched_agent', 'quota_sched_user']) AS r;
 SELECT function_privs_are('quota_sched', 'lending', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],
 	'quota_sched_user', ARRAY['EXECUTE']);
