@@ -175,6 +175,8 @@ typedef struct EventRow
 	AttrNumber	attnums[EF_COUNT];
 	Datum	   *values;
 	bool	   *nulls;
+	const char *from_state;		/* the next event's, in place of the old
+								 * row's (NULL: the old row's) */
 } EventRow;
 
 /*
@@ -211,6 +213,7 @@ EventOpen(EventRow *ev)
 	memcpy(ev->attnums, cached_attnums, sizeof(cached_attnums));
 	ev->values = palloc(sizeof(Datum) * ev->desc->natts);
 	ev->nulls = palloc(sizeof(bool) * ev->desc->natts);
+	ev->from_state = NULL;
 }
 
 /* EventSet sets a field of the row. */
@@ -298,8 +301,11 @@ WriteEvent(EventRow *ev, QsEventKind kind, HeapTuple job, HeapTuple old, TupleDe
 	EventCopy(ev, EF_JOB_ID, job, jdesc, JC_ID);
 	EventSet(ev, EF_AT, TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), false);
 	EventSet(ev, EF_PASS_ID, Int64GetDatum(QsWrite.pass_id), QsWrite.pass_id == 0);
-	if (old != NULL)
+	if (old != NULL && ev->from_state != NULL)
+		EventSet(ev, EF_FROM_STATE, CStringGetTextDatum(ev->from_state), false);
+	else if (old != NULL)
 		EventCopy(ev, EF_FROM_STATE, old, jdesc, JC_STATE);
+	ev->from_state = NULL;
 	EventCopy(ev, EF_TO_STATE, job, jdesc, JC_STATE);
 	EventSet(ev, EF_ACTOR, CStringGetTextDatum(actor), false);
 	EventSet(ev, EF_KIND, CStringGetTextDatum(QsEventKindName(kind)), false);
@@ -414,6 +420,26 @@ WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 }
 
 /*
+ * WriteClaimedEvent appends, for a job claimed and started in one write
+ * (claim with start: SCHEDULED to RUNNING), the STATE event of its claim,
+ * SCHEDULED to STARTING, before the one of its start, STARTING to RUNNING
+ * (WriteStateEvent, whose from_state it sets): the history is that of a
+ * claim and a RUNNING report.
+ */
+static void
+WriteClaimedEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
+				  const char *actor)
+{
+	const char *starting = QsJobStateName(QS_STARTING);
+
+	WriteEvent(ev, QS_EVENT_STATE, job, old, jdesc, actor);
+	EventSet(ev, EF_TO_STATE, CStringGetTextDatum(starting), false);
+	EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
+	EventInsert(ev);
+	ev->from_state = starting;
+}
+
+/*
  * StopRequested tells whether an UPDATE of a job requested a stop: its
  * stop_reason became set, or changed (a terminate() of a job that was
  * stopping for another reason: reports must still tell it from a failure).
@@ -466,6 +492,8 @@ qs_job_history(PG_FUNCTION_ARGS)
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
 	EventOpen(&ev);
+	if (old != NULL && old_state == QS_SCHEDULED && state == QS_RUNNING)
+		WriteClaimedEvent(&ev, job, old, jdesc, actor);
 	if (old == NULL || state != old_state)
 		WriteStateEvent(&ev, job, old, jdesc, actor, state, old_state);
 	if (old == NULL)

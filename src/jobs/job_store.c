@@ -482,17 +482,18 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 	return n;
 }
 
+/*
+ * The claim: STARTING, or with start ($5) RUNNING at once, as a RUNNING
+ * report says, in one write of each row (the history still shows
+ * SCHEDULED to STARTING, then STARTING to RUNNING: job_history.c).
+ */
 static QsQuery ClaimQuery = {
 	"UPDATE quota_sched.job"
-	"   SET state = 'STARTING', agent = $2, lease_until = now() + $3, agent_role = $4"
+	"   SET state = CASE WHEN $5 THEN 'RUNNING' ELSE 'STARTING' END,"
+	"       started_at = CASE WHEN $5 THEN now() ELSE started_at END,"
+	"       agent = $2, lease_until = now() + $3, agent_role = $4"
 	" WHERE id = ANY ($1)",
-	4, {INT8ARRAYOID, TEXTOID, INTERVALOID, NAMEOID}, SPI_OK_UPDATE, QS_BY_IDS
-};
-
-/* claim(start => true): the claimed jobs run, as a RUNNING report says */
-static QsQuery StartClaimedQuery = {
-	"UPDATE quota_sched.job SET state = 'RUNNING', started_at = now() WHERE id = ANY ($1)",
-	1, {INT8ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
+	5, {INT8ARRAYOID, TEXTOID, INTERVALOID, NAMEOID, BOOLOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 /*
@@ -507,7 +508,7 @@ QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances
 {
 	Datum	   *ids;
 	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids);
-	Datum		args[4];
+	Datum		args[5];
 	Name		role = palloc0(NAMEDATALEN);
 
 	if (n == 0)
@@ -517,9 +518,8 @@ QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances
 	args[1] = CStringGetTextDatum(agent);
 	args[2] = IntervalPGetDatum(lease);
 	args[3] = NameGetDatum(role);
+	args[4] = BoolGetDatum(start);
 	QsQueryRun(&ClaimQuery, args, NULL, false, 0);
-	if (start)
-		QsQueryRun(&StartClaimedQuery, args, NULL, false, 0);
 	return args[0];
 }
 

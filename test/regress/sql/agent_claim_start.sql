@@ -1,6 +1,7 @@
 -- claim(..., start => true) (doc/agents.md): the jobs claimed are
 -- RUNNING at once, with started_at, as if the agent had reported RUNNING;
--- their history shows STARTING then RUNNING.  Without it they are STARTING.
+-- their history shows STARTING then RUNNING, though each row is written
+-- once.  Without it they are STARTING.
 INSERT INTO quota_sched.service_environment (name, capacity_limits)
 VALUES ('cs_env', '{"gpu": 3}');
 INSERT INTO quota_sched.job_queue (name, service_environment) VALUES ('cs_queue', 'cs_env');
@@ -10,8 +11,17 @@ INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 SELECT 'cs_' || i, 'cs_queue', 'cs_share', 'gpu' FROM generate_series(1, 3) i;
 SELECT count(*) AS dispatched FROM quota_sched.run_pass('cs_queue');
 
+-- (issue 42: each job's row is written once, STARTING and RUNNING in one
+-- UPDATE: the updates of quota_sched.job the claim adds to the backend's
+-- count)
+BEGIN;
+SELECT n_tup_upd AS updates_before FROM pg_stat_xact_user_tables
+ WHERE relid = 'quota_sched.job'::regclass \gset
 SELECT name, state, agent, started_at IS NOT NULL AS started, lease_until > now() AS leased
   FROM quota_sched.claim('cs_agent', 'cs_queue', max_jobs => 2, start => true) ORDER BY name;
+SELECT n_tup_upd - :updates_before AS job_rows_written FROM pg_stat_xact_user_tables
+ WHERE relid = 'quota_sched.job'::regclass;
+COMMIT;
 SELECT name, state, started_at IS NOT NULL AS started
   FROM quota_sched.claim('cs_agent', 'cs_queue') ORDER BY name;
 SELECT j.name, e.from_state, e.to_state FROM quota_sched.job_event e
