@@ -390,8 +390,29 @@ JobEnded(HeapTuple job, TupleDesc jdesc, QsJobState state)
 }
 
 /*
+ * WriteClaimedEvent appends, for a job claimed and started in one write
+ * (claim with start: SCHEDULED to RUNNING), the STATE event of its claim,
+ * SCHEDULED to STARTING, before the one of its start, STARTING to RUNNING
+ * (WriteStateEvent, whose from_state it sets): the history is that of a
+ * claim and a RUNNING report.
+ */
+static void
+WriteClaimedEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
+				  const char *actor)
+{
+	const char *starting = QsJobStateName(QS_STARTING);
+
+	WriteEvent(ev, QS_EVENT_STATE, job, old, jdesc, actor);
+	EventSet(ev, EF_TO_STATE, CStringGetTextDatum(starting), false);
+	EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
+	EventInsert(ev);
+	ev->from_state = starting;
+}
+
+/*
  * WriteStateEvent appends the STATE event of a job submitted (old NULL) or
- * whose state changed (old_state to state), wakes the worker at commit
+ * whose state changed (old_state to state; claimed and started in one
+ * write, two: WriteClaimedEvent), wakes the worker at commit
  * if the job now asks for capacity or has ended (WakesWorker), and tells
  * the end of a job (JobEnded).
  */
@@ -399,6 +420,8 @@ static void
 WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 				const char *actor, QsJobState state, QsJobState old_state)
 {
+	if (old != NULL && old_state == QS_SCHEDULED && state == QS_RUNNING)
+		WriteClaimedEvent(ev, job, old, jdesc, actor);
 	if (WakesWorker(state))
 		QsWakeWorkerAtCommit();
 	if (old != NULL && (state == QS_SUCCEEDED || state == QS_FAILED))
@@ -417,26 +440,6 @@ WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 		JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
 		EventCopy(ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
 	EventInsert(ev);
-}
-
-/*
- * WriteClaimedEvent appends, for a job claimed and started in one write
- * (claim with start: SCHEDULED to RUNNING), the STATE event of its claim,
- * SCHEDULED to STARTING, before the one of its start, STARTING to RUNNING
- * (WriteStateEvent, whose from_state it sets): the history is that of a
- * claim and a RUNNING report.
- */
-static void
-WriteClaimedEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
-				  const char *actor)
-{
-	const char *starting = QsJobStateName(QS_STARTING);
-
-	WriteEvent(ev, QS_EVENT_STATE, job, old, jdesc, actor);
-	EventSet(ev, EF_TO_STATE, CStringGetTextDatum(starting), false);
-	EventCopy(ev, EF_REASON, job, jdesc, JC_STATUS_REASON);
-	EventInsert(ev);
-	ev->from_state = starting;
 }
 
 /*
@@ -492,8 +495,6 @@ qs_job_history(PG_FUNCTION_ARGS)
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
 	EventOpen(&ev);
-	if (old != NULL && old_state == QS_SCHEDULED && state == QS_RUNNING)
-		WriteClaimedEvent(&ev, job, old, jdesc, actor);
 	if (old == NULL || state != old_state)
 		WriteStateEvent(&ev, job, old, jdesc, actor, state, old_state);
 	if (old == NULL)
