@@ -619,18 +619,23 @@ static const int RunnableHeadsSizes[] = {8, 2, 1};
  * along their own index), with no size bound, and sets *per_pair to how
  * many it asked for of each: 8 (the first batch of a stream) for up to 8
  * of them, fewer for more, so that the statement reads at most about 64
- * jobs beyond one per share and unit.  An idle pass needs only each one's
- * first; a stream that goes further reads its next batch.  The rows of a
- * share and unit come in no particular order.
+ * jobs beyond one per share and unit, but at least at_least (up to 8).  An
+ * idle pass needs only each one's first (the first of each class of
+ * placement constraints, which at_least asks for when they come in turn);
+ * a stream that goes further reads its next batch.  The rows of a share
+ * and unit come in no particular order.
  */
 QsJobRows
 QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shares,
-					const char *const *units, int n, int *per_pair)
+					const char *const *units, int n, int at_least, int *per_pair)
 {
 	QsArray		s,
 				u;
 	Datum		args[3];
 	int			which = n <= 8 ? 0 : n <= 32 ? 1 : 2;
+
+	while (which > 0 && RunnableHeadsSizes[which] < at_least)
+		which--;
 
 	StaticAssertStmt(lengthof(RunnableHeadsSizes) == lengthof(RunnableHeadsQueries[0]),
 					 "one size per heads query");

@@ -67,7 +67,8 @@ extern QsJobRows QsReadStreamBatch(bool held, bool constrained, const char *queu
 extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 							   const QsJob *after, int32 below);
 extern QsJobRows QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shares,
-									 const char *const *units, int n, int *per_pair);
+									 const char *const *units, int n, int at_least,
+									 int *per_pair);
 extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
 										const char *unit, int32 at_most, int max);
 

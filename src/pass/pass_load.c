@@ -953,11 +953,30 @@ HeadsReader(QsQueueState *qs, int at, bool constrained)
 }
 
 /*
+ * StartHeadsReader makes a reader's buffer ready for the per_pair first
+ * jobs ReadRunnableHeads reads: its first batch, read from the start with
+ * no size bound, after which it reads its next batch, or, when fewer were
+ * asked for, the first.
+ */
+static void
+StartHeadsReader(QsQueueState *qs, QsJobReader *r, int per_pair)
+{
+	int			limit = QsStreamBatchSize(0);
+
+	r->buf = MemoryContextAlloc(qs->cxt, sizeof(QsJob) * limit);
+	r->cap = limit;
+	r->fresh = true;
+	r->fetched_below = PG_INT32_MAX;
+	r->batch = per_pair < limit ? 0 : 1;
+}
+
+/*
  * ReadRunnableHeads reads the first jobs of every RUNNABLE reader that has
- * jobs (constrained: of the split readers' constrained ones), in one
- * statement, as if each had read its first batch (ReaderFetch) from the
- * start with no size bound, only shorter when there are many readers
- * (QsReadRunnableHeads), and puts each in share order.
+ * jobs (constrained: of the split readers' constrained ones, at least as
+ * many as a pair has classes), in one statement, as if each had read its
+ * first batch (ReaderFetch) from the start with no size bound, only
+ * shorter when there are many readers (QsReadRunnableHeads; a reader then
+ * reads the first batch after them), and puts each in share order.
  */
 static void
 ReadRunnableHeads(QsQueueState *qs, bool constrained)
@@ -965,8 +984,8 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 	int			cells = qs->in.nshares * qs->in.nunits;
 	const char **shares = palloc(sizeof(char *) * (cells + 1));
 	const char **units = palloc(sizeof(char *) * (cells + 1));
-	int			limit = QsStreamBatchSize(0);
 	int			per_pair;
+	int			classes = 1;
 	int			n = 0;
 	QsJobRows	rows;
 
@@ -975,22 +994,15 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 		{
 			shares[n] = qs->in.shares[at / qs->in.nunits].name;
 			units[n++] = qs->in.units[at % qs->in.nunits].name;
+			if (constrained)
+				classes = Max(classes, qs->split[at]->nclasses);
 		}
 	if (n == 0)
 		return;
-	rows = QsReadRunnableHeads(constrained, qs->queue, shares, units, n, &per_pair);
+	rows = QsReadRunnableHeads(constrained, qs->queue, shares, units, n, classes, &per_pair);
 	for (int at = 0; at < cells; at++)
-	{
-		QsJobReader *r = HeadsReader(qs, at, constrained);
-
-		if (r == NULL)
-			continue;
-		r->buf = MemoryContextAlloc(qs->cxt, sizeof(QsJob) * limit);
-		r->cap = limit;
-		r->fresh = true;
-		r->fetched_below = PG_INT32_MAX;
-		r->batch = 1;
-	}
+		if (HeadsReader(qs, at, constrained) != NULL)
+			StartHeadsReader(qs, HeadsReader(qs, at, constrained), per_pair);
 	for (int i = 0; i < rows.n; i++)
 	{
 		int			s = QsShareIndex(qs, rows.rows[i].quota_share);
