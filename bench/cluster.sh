@@ -1,7 +1,8 @@
 # bench/cluster.sh: sourced by the benchmarks.  bench_cluster NAME starts a
 # throwaway cluster (as postgres, in a temp dir, on a unix socket) with
 # quota_sched preloaded and its worker off; it is removed on exit.  After it,
-# bench_psql runs psql against it as the superuser.
+# bench_psql runs psql against it as the superuser, in the database
+# BENCH_DB (default postgres).
 
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 
@@ -35,5 +36,5 @@ CONF
 }
 
 bench_psql() {
-	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$BENCH_TMP" -U postgres -d postgres "$@"
+	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$BENCH_TMP" -U postgres -d "${BENCH_DB:-postgres}" "$@"
 }

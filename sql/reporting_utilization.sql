@@ -382,8 +382,15 @@ END;
 /*
  * The parts of utilization_parts summed by bucket (from from, of width w),
  * share and unit, with the percentiles of the waits: those of a bucket
- * are over all the waits of its parts, grouped in one pass with the
- * figures (a row for each wait).
+ * are over all the waits of its parts.  A bucket of one part (every
+ * bucket of an hourly report from an hour) reads them off its waits,
+ * which usage_counts sorted (and so the rollup's rows), as
+ * percentile_disc() counts (the ceil(f * n)-th).  The parts come in the
+ * order of their buckets, each followed by a row for each of its waits
+ * when its bucket has several parts, so that the grouping needs no sort
+ * and percentile_disc() sorts the waits of one bucket at a time, not a
+ * row for each dispatch of the range (issue 42, item 7: a month of a
+ * million jobs).
  */
 CREATE OR REPLACE FUNCTION quota_sched.utilization_sums(q text, "from" timestamptz, w interval,
 														rolled timestamptz, edge timestamptz,
@@ -395,29 +402,35 @@ RETURNS TABLE (b timestamptz, quota_share text, capacity_unit text, capacity dou
 			   p50 real, p95 real)
 LANGUAGE sql STABLE
 BEGIN ATOMIC
-	WITH flat AS (SELECT date_bin(w, p.at, "from") AS b, p.*
-					FROM quota_sched.utilization_parts(q, "from", w, rolled, edge, cut) p),
-	cells AS (
-		SELECT f.b, f.quota_share, f.capacity_unit, f.capacity, f.used, f.own, f.borrowed,
-			   f.idle, f.dispatched, f.succeeded, f.failed, f.terminated, f.preempted,
-			   f.preempting, f.preempted_early, NULL::real AS wait
-		  FROM flat f
-		UNION ALL
-		SELECT f.b, f.quota_share, f.capacity_unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			   NULL, NULL, NULL, NULL, NULL, x.wait
-		  FROM flat f, unnest(f.waits) AS x(wait))
-	SELECT c.b, c.quota_share, c.capacity_unit, sum(c.capacity) AS capacity,
-		   sum(c.used) AS used, sum(c.own) AS own, sum(c.borrowed) AS borrowed,
-		   sum(c.idle) AS idle, sum(c.dispatched)::bigint AS dispatched,
-		   sum(c.succeeded)::bigint AS succeeded, sum(c.failed)::bigint AS failed,
-		   sum(c.terminated)::bigint AS terminated,
-		   sum(c.preempted)::bigint AS preempted, sum(c.preempting)::bigint AS preempting,
-		   sum(c.preempted_early)::bigint AS preempted_early,
-		   percentile_disc(0.5) WITHIN GROUP (ORDER BY c.wait)
-			 FILTER (WHERE c.wait IS NOT NULL) AS p50,
-		   percentile_disc(0.95) WITHIN GROUP (ORDER BY c.wait)
-			 FILTER (WHERE c.wait IS NOT NULL) AS p95
-	  FROM cells c GROUP BY 1, 2, 3;
+	WITH flat AS (
+		SELECT g.b, count(*) OVER (PARTITION BY g.b, p.quota_share, p.capacity_unit) AS parts, p.*
+		  FROM quota_sched.utilization_parts(q, "from", w, rolled, edge, cut) p,
+			   LATERAL (SELECT date_bin(w, p.at, "from") AS b) g
+		 ORDER BY g.b, p.quota_share, p.capacity_unit)
+	SELECT f.b, f.quota_share, f.capacity_unit, sum(f.capacity) FILTER (WHERE c.head) AS capacity,
+		   sum(f.used) FILTER (WHERE c.head) AS used, sum(f.own) FILTER (WHERE c.head) AS own,
+		   sum(f.borrowed) FILTER (WHERE c.head) AS borrowed,
+		   sum(f.idle) FILTER (WHERE c.head) AS idle,
+		   sum(f.dispatched) FILTER (WHERE c.head)::bigint AS dispatched,
+		   sum(f.succeeded) FILTER (WHERE c.head)::bigint AS succeeded,
+		   sum(f.failed) FILTER (WHERE c.head)::bigint AS failed,
+		   sum(f.terminated) FILTER (WHERE c.head)::bigint AS terminated,
+		   sum(f.preempted) FILTER (WHERE c.head)::bigint AS preempted,
+		   sum(f.preempting) FILTER (WHERE c.head)::bigint AS preempting,
+		   sum(f.preempted_early) FILTER (WHERE c.head)::bigint AS preempted_early,
+		   coalesce(max(f.waits[ceil(0.5::double precision * cardinality(f.waits))::integer])
+					  FILTER (WHERE f.parts = 1),
+					percentile_disc(0.5) WITHIN GROUP (ORDER BY c.wait)
+					  FILTER (WHERE c.wait IS NOT NULL)) AS p50,
+		   coalesce(max(f.waits[ceil(0.95::double precision * cardinality(f.waits))::integer])
+					  FILTER (WHERE f.parts = 1),
+					percentile_disc(0.95) WITHIN GROUP (ORDER BY c.wait)
+					  FILTER (WHERE c.wait IS NOT NULL)) AS p95
+	  FROM flat f
+	 CROSS JOIN LATERAL (SELECT true AS head, NULL::real AS wait
+						 UNION ALL
+						 SELECT false, x.wait FROM unnest(f.waits) AS x(wait) WHERE f.parts > 1) c
+	 GROUP BY 1, 2, 3;
 END;
 
 /*
