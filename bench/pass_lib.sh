@@ -240,7 +240,16 @@ SQL
 # invalidate the saved plans too (it updates pg_class).
 one_dispatch() {
 	local q=$1 target=$2 runnable=$3
-	for _ in $(seq $((3 + one_dispatch_runs))); do cat <<SQL
+	for _ in $(seq $((3 + one_dispatch_runs))); do
+		one_dispatch_sql "$q" "$target" "$runnable"
+	done | bench_psql -At | tail -n "$one_dispatch_runs"
+}
+
+# one_dispatch_sql Q SHARE RUNNABLE: the SQL of one run of one_dispatch,
+# which prints its line
+one_dispatch_sql() {
+	local q=$1 target=$2 runnable=$3
+	cat <<SQL
 BEGIN;
 UPDATE quota_sched.service_environment
    SET capacity_limits = jsonb_build_object('gpu', (capacity_limits->>'gpu')::int + 1)
@@ -254,5 +263,30 @@ SELECT :'ms' || ' ' || ($runnable - count(*)) FROM quota_sched.job
  WHERE job_queue = '$q' AND state = 'RUNNABLE';
 ROLLBACK;
 SQL
-	done | bench_psql -At | tail -n "$one_dispatch_runs"
+}
+
+# idle_medians Q1 Q2: the median times of idle passes of queues Q1 and Q2,
+# "ms1 ms2", their passes taken in turn ($idle_runs each, after 5 warm-up
+# ones each), so that a change of the machine's speed during the runs
+# weighs on both alike.
+idle_medians() {
+	local a=$1 b=$2
+	bench_psql -At -F ' ' <<SQL
+SELECT bench.pass_ms('$a'), bench.pass_ms('$b') FROM generate_series(1, 5) \g /dev/null
+SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ma)::numeric, 3),
+	   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY mb)::numeric, 3)
+  FROM (SELECT bench.pass_ms('$a') AS ma, bench.pass_ms('$b') AS mb
+		  FROM generate_series(1, $idle_runs)) t;
+SQL
+}
+
+# one_dispatches Q1 Q2 SHARE RUNNABLE: the one-dispatch runs of queues Q1
+# and Q2 in turn (as one_dispatch, in one session), a line each: the
+# queue's number (1 or 2), the time in ms and the jobs dispatched.
+one_dispatches() {
+	local a=$1 b=$2 target=$3 runnable=$4
+	for _ in $(seq $((3 + one_dispatch_runs))); do
+		one_dispatch_sql "$a" "$target" "$runnable" | sed "s/^SELECT :'ms' ||/SELECT '1 ' || :'ms' ||/"
+		one_dispatch_sql "$b" "$target" "$runnable" | sed "s/^SELECT :'ms' ||/SELECT '2 ' || :'ms' ||/"
+	done | bench_psql -At | tail -n $((2 * one_dispatch_runs))
 }
