@@ -147,7 +147,9 @@ LoadQueue(QsQueueState *qs)
  * and the jobs claimed while their unit was not placed (before 0.4, or
  * before its agents registered), which hold their instances on the agent
  * that claimed them (the index job_held_unplaced: none in the steady
- * state).
+ * state; "agent <> ''", which implies its predicate's "agent IS NOT NULL"
+ * but no index can take, so that the plan is not a walk of every held job
+ * along job_agent_held: no agent, and so no host, has an empty name).
  */
 static QsQuery HostsHeldQuery[2] = {
 	{
@@ -162,7 +164,7 @@ static QsQuery HostsHeldQuery[2] = {
 		"  FROM quota_sched.job"
 		" WHERE job_queue = $1 AND capacity_unit = ANY ($2)"
 		"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND part_agents IS NULL"
-		"   AND agent IS NOT NULL"
+		"   AND agent <> ''"
 		" GROUP BY capacity_unit, agent",
 		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
 	},
