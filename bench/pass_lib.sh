@@ -75,6 +75,18 @@ BEGIN
 	TRUNCATE quota_sched.job, quota_sched.job_event, quota_sched.pass_log,
 		quota_sched.held_capacity, quota_sched.host_held;
 END $$;
+-- load_backlog: N RUNNABLE jobs of one instance of queue Q spread over its
+-- shares s1..sS (job i in share 1 + i % S, priority i % 10, queued i ms
+-- ago), written in replica mode (the caller set it)
+CREATE FUNCTION bench.load_backlog(q text, shares int, backlog int) RETURNS void LANGUAGE sql AS $$
+	INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
+		instance_count, payload, owner, state, failed_attempts, preemption_count, lease_losses, claim_requeues,
+		submitted_at, queued_at)
+	SELECT nextval('quota_sched.job_id_seq'), 'j' || i, q, 's' || (1 + i % shares), i % 10, 'gpu',
+		   1, '{"command": ["python", "train.py"]}', 'postgres', 'RUNNABLE', 0, 0, 0, 0,
+		   now(), now() - (i || ' ms')::interval
+	  FROM generate_series(1, backlog) i
+$$;
 -- load: a queue of S RESERVE shares of one instance each, every one held by
 -- a SCHEDULED job, and N RUNNABLE jobs spread over the shares, written in
 -- replica mode (the submit path is measured by bench/submit)
@@ -91,13 +103,7 @@ BEGIN
 	SELECT nextval('quota_sched.job_id_seq'), 'held' || i, q, 's' || i, 0, 'gpu', 1, '{}',
 		   'postgres', 'SCHEDULED', 0, 0, 0, 0, now(), now(), now()
 	  FROM generate_series(1, shares) i;
-	INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
-		instance_count, payload, owner, state, failed_attempts, preemption_count, lease_losses, claim_requeues,
-		submitted_at, queued_at)
-	SELECT nextval('quota_sched.job_id_seq'), 'j' || i, q, 's' || (1 + i % shares), i % 10, 'gpu',
-		   1, '{"command": ["python", "train.py"]}', 'postgres', 'RUNNABLE', 0, 0, 0, 0,
-		   now(), now() - (i || ' ms')::interval
-	  FROM generate_series(1, backlog) i;
+	PERFORM bench.load_backlog(q, shares, backlog);
 	PERFORM bench.count_held(q);
 END $$;
 -- load_holding: a queue of S shares, RESERVE, LEND and LEND_AND_BORROW (no
@@ -134,13 +140,7 @@ BEGIN
 		   now() - interval '1 minute' - (k || ' ms')::interval,
 		   CASE WHEN j % 4 >= 2 THEN now() - (k || ' ms')::interval END
 	  FROM generate_series(0, holding - 1) k, LATERAL (SELECT k / shares) AS s(j);
-	INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacity_unit,
-		instance_count, payload, owner, state, failed_attempts, preemption_count, lease_losses, claim_requeues,
-		submitted_at, queued_at)
-	SELECT nextval('quota_sched.job_id_seq'), 'j' || i, q, 's' || (1 + i % shares), i % 10, 'gpu',
-		   1, '{"command": ["python", "train.py"]}', 'postgres', 'RUNNABLE', 0, 0, 0, 0,
-		   now(), now() - (i || ' ms')::interval
-	  FROM generate_series(1, backlog) i;
+	PERFORM bench.load_backlog(q, shares, backlog);
 	PERFORM bench.count_held(q);
 END $$;
 -- load_skip: a queue of one RESERVE share of 10,000 instances, 9,998 of
