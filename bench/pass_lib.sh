@@ -23,9 +23,10 @@ BEGIN
 	RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
 END $$;
 -- count_held: the counters of held capacity of a queue's jobs, and of
--- what their parts hold on each host.  Jobs written in replica mode bypass
--- the triggers that keep the counters (usage.c, host_usage.c), so the
--- loaders write them from the jobs.
+-- what their parts hold on each host, with the mark of a fold, as the
+-- queue's first pass that places a job leaves them (held_cache.c).  Jobs
+-- written in replica mode bypass the triggers that keep the counters
+-- (usage.c, host_usage.c), so the loaders write them from the jobs.
 CREATE FUNCTION bench.count_held(q text) RETURNS void LANGUAGE sql AS $$
 	INSERT INTO quota_sched.held_capacity
 	SELECT job_queue, quota_share, capacity_unit, 0, sum(instance_count),
@@ -35,11 +36,13 @@ CREATE FUNCTION bench.count_held(q text) RETURNS void LANGUAGE sql AS $$
 	 WHERE job_queue = q AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')
 	 GROUP BY job_queue, quota_share, capacity_unit;
 	INSERT INTO quota_sched.host_held
-	SELECT j.job_queue, j.capacity_unit, p.agent, 0, sum(p.instances),
+	SELECT j.job_queue, j.capacity_unit, p.agent, sum(p.instances),
 		   coalesce(sum(p.instances) FILTER (WHERE j.stop_reason IS NOT NULL), 0)
 	  FROM quota_sched.job j, unnest(j.part_agents, j.part_instances) AS p(agent, instances)
 	 WHERE j.job_queue = q AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING')
-	 GROUP BY j.job_queue, j.capacity_unit, p.agent
+	 GROUP BY j.job_queue, j.capacity_unit, p.agent;
+	INSERT INTO quota_sched.host_held_change (job_queue, generation)
+	VALUES (q, nextval('quota_sched.host_held_change_seq'))
 $$;
 -- options: the scheduling options of 0.2 on a loaded queue: FAIR, the odd
 -- shares STRICT, weights 1 to 5, a min_runtime of an hour, and lending
@@ -73,7 +76,7 @@ CREATE FUNCTION bench.unload() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
 	SET LOCAL session_replication_role = replica;
 	TRUNCATE quota_sched.job, quota_sched.job_event, quota_sched.pass_log,
-		quota_sched.held_capacity, quota_sched.host_held;
+		quota_sched.held_capacity, quota_sched.host_held, quota_sched.host_held_change;
 END $$;
 -- load_backlog: N RUNNABLE jobs of one instance of queue Q spread over its
 -- shares s1..sS (job i in share 1 + i % S, priority i % 10, queued i ms

@@ -331,21 +331,42 @@ CREATE TABLE quota_sched.held_capacity (
  * What the hosts hold (scheduling.md 3.13; issue 39, item 6): per queue,
  * unit and agent, the instances held by the parts (part_agents,
  * part_instances) of SCHEDULED, STARTING and RUNNING jobs placed on it,
- * and those of them whose stop is pending.  Kept by the same triggers and
- * in the same stripes as held_capacity (src/pass/usage.c): a job with no
- * part_agents counts nothing here.  A pass reads these rows instead of the
- * parts of every holding job.  Rows of agents that hold nothing are kept
- * (at zero): they are updated in place when the agent holds again.
+ * and those of them whose stop is pending: the sum of a row of host_held
+ * and of the rows of host_held_change of the same queue, unit and agent.
+ *
+ * The job_usage triggers (src/pass/host_usage.c) that see a change of what
+ * the hosts hold insert its difference into host_held_change, in the same
+ * transaction, a row per unit and agent, of a new generation of
+ * host_held_change_seq (never reused): writers only insert, so none waits
+ * for another.  A pass that places a job of the queue reads its rows of
+ * host_held_change; when there are many, it folds them into host_held
+ * (deletes them and adds them up there: only passes of the queue, one at a
+ * time, write host_held) and inserts a row of a new generation with no
+ * unit, the fold's mark, in place of the last.  A pass keeps the rows of
+ * host_held it read with the mark it saw (src/pass/host_cache.c): host_held
+ * changes only with a new mark, so two snapshots that see the same mark see
+ * the same host_held, and a pass reads only the changes since.  Rows of
+ * agents that hold nothing are kept (at zero): updated in place when the
+ * agent holds again.
  */
 CREATE TABLE quota_sched.host_held (
 	job_queue		text NOT NULL,
 	capacity_unit	text NOT NULL,
 	agent			text NOT NULL,
-	stripe			smallint NOT NULL,
 	instances		bigint NOT NULL,
 	stopping_instances bigint NOT NULL,
-	PRIMARY KEY (job_queue, capacity_unit, agent, stripe)
+	PRIMARY KEY (job_queue, capacity_unit, agent)
 ) WITH (fillfactor = 50);
+CREATE SEQUENCE quota_sched.host_held_change_seq;
+CREATE TABLE quota_sched.host_held_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL,
+	capacity_unit	text,			/* null: a fold's mark */
+	agent			text,
+	instances		bigint NOT NULL DEFAULT 0,
+	stopping_instances bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX host_held_change_queue ON quota_sched.host_held_change (job_queue, generation);
 
 /* ---------------------------------------------------------------------
  * Passes and the history of jobs.
@@ -895,6 +916,8 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_event_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.pass_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.held_capacity', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held_change_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.constrained_change', '');
@@ -922,10 +945,12 @@ REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sche
 	quota_sched.queue_status, quota_sched.config_event, quota_sched.usage_hourly,
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
 	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory,
-	quota_sched.host_held, quota_sched.agent_change, quota_sched.constrained_change FROM PUBLIC;
+	quota_sched.host_held, quota_sched.host_held_change, quota_sched.agent_change,
+	quota_sched.constrained_change FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
 	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq,
-	quota_sched.agent_change_seq, quota_sched.constrained_change_seq FROM PUBLIC;
+	quota_sched.host_held_change_seq, quota_sched.agent_change_seq,
+	quota_sched.constrained_change_seq FROM PUBLIC;
 
 /* Configuration: admins write it, everybody reads it. */
 GRANT SELECT ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share

@@ -331,7 +331,8 @@ ALTER TABLE quota_sched.job_queue
 
 /*
  * The pass stays cheap with hosts (issue 39, item 6; tables.sql has the
- * comments): the counters of what the hosts hold (host_held), kept by the
+ * comments): the counters of what the hosts hold (host_held, and the
+ * changes not yet folded into it, host_held_change), kept by the
  * job_usage triggers, which now also see part_agents and part_instances;
  * the held jobs claimed without parts (all of 0.3's: they hold on their
  * agent's host), which the pass reads beside them; and a generation of
@@ -344,13 +345,25 @@ CREATE TABLE quota_sched.host_held (
 	job_queue		text NOT NULL,
 	capacity_unit	text NOT NULL,
 	agent			text NOT NULL,
-	stripe			smallint NOT NULL,
 	instances		bigint NOT NULL,
 	stopping_instances bigint NOT NULL,
-	PRIMARY KEY (job_queue, capacity_unit, agent, stripe)
+	PRIMARY KEY (job_queue, capacity_unit, agent)
 ) WITH (fillfactor = 50);
+CREATE SEQUENCE quota_sched.host_held_change_seq;
+CREATE TABLE quota_sched.host_held_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL,
+	capacity_unit	text,
+	agent			text,
+	instances		bigint NOT NULL DEFAULT 0,
+	stopping_instances bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX host_held_change_queue ON quota_sched.host_held_change (job_queue, generation);
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held', '');
-REVOKE ALL ON quota_sched.host_held FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.host_held_change_seq', '');
+REVOKE ALL ON quota_sched.host_held, quota_sched.host_held_change FROM PUBLIC;
+REVOKE ALL ON SEQUENCE quota_sched.host_held_change_seq FROM PUBLIC;
 CREATE INDEX job_held_unplaced ON quota_sched.job (job_queue, capacity_unit)
 	WHERE state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND part_agents IS NULL
 	  AND agent IS NOT NULL;

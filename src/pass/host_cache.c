@@ -88,6 +88,7 @@ typedef struct HostCacheEntry
 
 static HTAB *HostCache = NULL;
 static int64 Reloads = 0;
+static uint64 SetVersions = 0;	/* the last QsHostSet.version given */
 
 /*
  * The generations of a queue in a table of changes, with the table's oid
@@ -369,6 +370,7 @@ Reload(HostCacheEntry *entry, bool keep, const char *queue, TimestampTz now, Sna
 	entry->until = DT_NOEND;
 	entry->set.nunits = 0;
 	entry->set.units = palloc0(sizeof(QsHostUnit) * (n + 1));
+	entry->set.version = ++SetVersions;
 	for (uint64 i = 0; i < n; i++)
 	{
 		TimestampTz lease_end;

@@ -29,11 +29,15 @@ typedef struct QsHostUnit
 											 * hosts (a pass uses it as is) */
 } QsHostUnit;
 
-/* A queue's units with live agents, in the C order of their names. */
+/*
+ * A queue's units with live agents, in the C order of their names; version
+ * tells one read from another (from 1, never reused in the backend).
+ */
 typedef struct QsHostSet
 {
 	int			nunits;
 	QsHostUnit *units;
+	uint64		version;
 } QsHostSet;
 
 extern const QsHostSet *QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot);

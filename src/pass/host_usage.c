@@ -5,16 +5,16 @@
  *		item 6): per queue, unit and agent, the instances held by the parts
  *		(part_agents, part_instances) of SCHEDULED, STARTING and RUNNING
  *		jobs, and those of them whose stop is pending, in
- *		quota_sched.host_held, so that a pass reads a row per host instead
- *		of the parts of every holding job.
+ *		quota_sched.host_held and host_held_change, so that a pass reads
+ *		what changed instead of the parts of every holding job.
  *
  * The job_usage row trigger (usage.c) gives each version of a job it
  * tallies to QsHostTallyJob, which adds its parts to a tally in memory; a
  * job with no part_agents adds nothing, at the cost of one null test.  The
  * job_usage_flush statement trigger writes the tally (QsHostTallyWrite)
- * into the stripe that usage.c writes held_capacity's: the pass's own
- * stripe 0, or the backend's; so a pass never waits for a row of these
- * counters that another transaction holds.  The tally lives, as usage.c's,
+ * as rows of host_held_change, which a pass folds into host_held
+ * (host_cache.c); writers only insert, so a pass never waits for a row of
+ * these counters that another transaction holds.  The tally lives, as usage.c's,
  * in TopTransactionContext, per (sub)transaction nesting level; a hash
  * table, since one statement (a pass that dispatches many jobs) may touch
  * every host.
@@ -243,35 +243,33 @@ QsHostTallyCheck(void)
 }
 
 /*
- * Adds the tallies to the counters in one stripe, in the order of their
- * keys, so that two writers of one stripe lock its rows in one order.
+ * Adds the tallies to the changes of the counters (host_held_change), a
+ * row of a new generation per queue, unit and agent: only inserts, so
+ * that no writer waits for another, nor for a pass.
  */
 static QsQuery HostAddQuery = {
-	"INSERT INTO quota_sched.host_held AS h"
-	" SELECT q, u, a, $6, sum(i)::int8, sum(st)::int8"
+	"INSERT INTO quota_sched.host_held_change"
+	"   (job_queue, generation, capacity_unit, agent, instances, stopping_instances)"
+	" SELECT q, nextval('quota_sched.host_held_change_seq'), u, a, sum(i)::int8, sum(st)::int8"
 	"   FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[])"
 	"        AS t(q, u, a, i, st)"
-	"  GROUP BY q, u, a"
-	"  ORDER BY q COLLATE \"C\", u COLLATE \"C\", a COLLATE \"C\""
-	" ON CONFLICT (job_queue, capacity_unit, agent, stripe) DO UPDATE"
-	"   SET instances = h.instances + excluded.instances,"
-	"       stopping_instances = h.stopping_instances + excluded.stopping_instances",
-	6, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT2OID},
+	"  GROUP BY q, u, a",
+	5, {TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID},
 	SPI_OK_INSERT
 };
 
 /*
  * QsHostTallyWrite adds the tallies made at nesting level `level` or
- * deeper to stripe `stripe` of their counters (those of one counter made
- * at several levels added together first).  The caller is connected to
- * SPI, as the owner.
+ * deeper to the changes of their counters (those of one counter made at
+ * several levels added together first).  The caller is connected to SPI,
+ * as the owner.
  */
 void
-QsHostTallyWrite(int level, int16 stripe)
+QsHostTallyWrite(int level)
 {
 	QsArray		cols[5];
 	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID};
-	Datum		args[6];
+	Datum		args[5];
 	HASH_SEQ_STATUS seq;
 	HostCell   *cell;
 
@@ -294,6 +292,5 @@ QsHostTallyWrite(int level, int16 stripe)
 		return;
 	for (int c = 0; c < 5; c++)
 		args[c] = QsArrayDatum(&cols[c]);
-	args[5] = Int16GetDatum(stripe);
 	QsQueryRun(&HostAddQuery, args, NULL, false, 0);
 }

@@ -15,7 +15,7 @@
 extern void QsHostTallyJob(HeapTuple tuple, TupleDesc desc, const char *queue,
 						   const char *unit, bool stopping, int sign, int level);
 extern bool QsHostTallyAny(int level);
-extern void QsHostTallyWrite(int level, int16 stripe);
+extern void QsHostTallyWrite(int level);
 extern void QsHostTallyForget(int level);
 extern void QsHostTallyCheck(void);
 extern void QsHostTallyReset(void);

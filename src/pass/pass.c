@@ -21,6 +21,7 @@
 #include "checks.h"
 #include "identity.h"
 #include "job_store_pass.h"
+#include "held_cache.h"
 #include "host_cache.h"
 #include "pass.h"
 #include "borrow_memory.h"
@@ -165,6 +166,8 @@ QsRunQueuePass(const char *queue, bool dry_run, Tuplestorestate *store, TupleDes
 				QsWritePassedOver(&qs, passed_over, npassed_over);
 				QsWriteBorrowMemory(&qs);
 				QsCompactChanges(queue);
+				if (qs.hosts_held != NULL)
+					QsFoldHostsHeld(queue, qs.hosts_held);
 			}
 			if (store != NULL)
 				EmitDecisions(&qs, &out, store, desc);

@@ -31,6 +31,7 @@
 #include "checks.h"
 #include "config_store.h"
 #include "constants.h"
+#include "held_cache.h"
 #include "host_cache.h"
 #include "job_store_pass.h"
 #include "jsonb_util.h"
@@ -140,79 +141,45 @@ LoadQueue(QsQueueState *qs)
 
 
 /*
- * What the parts of the queue's holding jobs hold on each agent of the
- * units given, and of that what is stopping (scheduling.md 3.13): the
- * counters of host_held (src/pass/host_usage.c), a row per stripe (the
- * pass adds them up: a GROUP BY summing in numeric cost twice the scan),
- * and the jobs claimed while their unit was not placed (before 0.4, or
- * before its agents registered), which hold their instances on the agent
- * that claimed them (the index job_held_unplaced: none in the steady
- * state; "agent <> ''", which implies its predicate's "agent IS NOT NULL"
- * but no index can take, so that the plan is not a walk of every held job
- * along job_agent_held: no agent, and so no host, has an empty name).
+ * The held jobs of the units given claimed while their unit was not placed
+ * (before 0.4, or before its agents registered), which hold their
+ * instances on the agent that claimed them (scheduling.md 3.13), beside
+ * what host_held counts (held_cache.c): along the index job_held_unplaced
+ * (none in the steady state; "agent <> ''", which implies its predicate's
+ * "agent IS NOT NULL" but no index can take, so that the plan is not a
+ * walk of every held job along job_agent_held: no agent, and so no host,
+ * has an empty name).
  */
-static QsQuery HostsHeldQuery[2] = {
-	{
-		"SELECT capacity_unit, agent, instances, stopping_instances"
-		"  FROM quota_sched.host_held"
-		" WHERE job_queue = $1 AND capacity_unit = ANY ($2)",
-		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
-	},
-	{
-		"SELECT capacity_unit, agent, sum(instance_count)::int8,"
-		"       coalesce(sum(instance_count) FILTER (WHERE stop_reason IS NOT NULL), 0)::int8"
-		"  FROM quota_sched.job"
-		" WHERE job_queue = $1 AND capacity_unit = ANY ($2)"
-		"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND part_agents IS NULL"
-		"   AND agent <> ''"
-		" GROUP BY capacity_unit, agent",
-		2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
-	},
+static QsQuery HeldUnplacedQuery = {
+	"SELECT capacity_unit, agent, sum(instance_count)::int8,"
+	"       coalesce(sum(instance_count) FILTER (WHERE stop_reason IS NOT NULL), 0)::int8"
+	"  FROM quota_sched.job"
+	" WHERE job_queue = $1 AND capacity_unit = ANY ($2)"
+	"   AND state IN ('SCHEDULED', 'STARTING', 'RUNNING') AND part_agents IS NULL"
+	"   AND agent <> ''"
+	" GROUP BY capacity_unit, agent",
+	2, {TEXTOID, TEXTARRAYOID}, SPI_OK_SELECT
 };
 
 /*
- * NameOf copies a text column of a row into buf (of QS_MAX_NAME_LEN + 1
- * bytes) as a C string, without a palloc per row; NULL when it is longer
- * than a name (no unit's, no host's).
- */
-static const char *
-NameOf(HeapTuple tup, TupleDesc desc, int col, char *buf)
-{
-	bool		isnull;
-	text	   *t = DatumGetTextPP(SPI_getbinval(tup, desc, col, &isnull));
-	int			len = VARSIZE_ANY_EXHDR(t);
-
-	if (len > QS_MAX_NAME_LEN)
-		return NULL;
-	memcpy(buf, VARDATA_ANY(t), len);
-	buf[len] = '\0';
-	return buf;
-}
-
-/*
- * AddHostsHeld adds the rows of a query of HostsHeldQuery (unit, agent,
- * held, stopping) to the hosts they name.
+ * AddHeldUnplaced adds the rows of HeldUnplacedQuery (unit, agent, held,
+ * stopping) to the hosts they name.
  */
 static void
-AddHostsHeld(QsQueueState *qs, uint64 n)
+AddHeldUnplaced(QsQueueState *qs, uint64 n)
 {
-	char		unit_buf[QS_MAX_NAME_LEN + 1];
-	char		agent_buf[QS_MAX_NAME_LEN + 1];
-
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		const char *unit = NameOf(tup, desc, 1, unit_buf);
-		const char *agent = NameOf(tup, desc, 2, agent_buf);
-		int			u = unit != NULL ? QsUnitIndex(qs, unit) : -1;
+		int			u = QsUnitIndex(qs, SPI_getvalue(tup, desc, 1));
 		bool		isnull;
 		int			h;
 		QsHost	   *host;
 
-		if (u < 0 || !qs->in.units[u].placed || agent == NULL ||
-			(h = QsHostOf(&qs->in.units[u], agent)) < 0)
-			continue;			/* parts on an agent that is no host */
+		if (u < 0 || !qs->in.units[u].placed ||
+			(h = QsHostOf(&qs->in.units[u], SPI_getvalue(tup, desc, 2))) < 0)
+			continue;			/* on an agent that is no host */
 		host = (QsHost *) &qs->in.units[u].hosts[h];
 		host->held += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		host->stopping += DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
@@ -221,25 +188,63 @@ AddHostsHeld(QsQueueState *qs, uint64 n)
 }
 
 /*
+ * AddHeld adds counters of what hosts hold (resolved against the queue's
+ * host set, whose units are unit_of[] of the queue's, -1: not placed) to
+ * the hosts they name.
+ */
+static void
+AddHeld(QsQueueState *qs, const int *unit_of, const QsHeldCount *counts, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		const QsHeldCount *c = &counts[i];
+		QsHost	   *host;
+
+		if (c->set_unit < 0 || c->host < 0 || unit_of[c->set_unit] < 0)
+			continue;			/* on an agent that is no host */
+		host = (QsHost *) &qs->in.units[unit_of[c->set_unit]].hosts[c->host];
+		host->held += c->held;
+		host->stopping += c->stopping;
+	}
+}
+
+/*
  * LoadHostsHeld sets what the parts of the queue's holding jobs hold on
- * each host of its placed units, and of that what is stopping.
+ * each host of its placed units, and of that what is stopping: the
+ * counters (held_cache.c) and the jobs claimed before placement.
  */
 static void
 LoadHostsHeld(QsQueueState *qs)
 {
+	const QsHostSet *set = qs->host_set;
+	int		   *unit_of;
 	QsArray		units;
 	Datum		args[2];
+	MemoryContext old;
 
-	QsArrayInit(&units, TEXTOID, qs->in.nunits);
-	for (int u = 0; u < qs->in.nunits; u++)
-		if (qs->in.units[u].placed && qs->in.units[u].nhosts > 0)
-			QsArrayPush(&units, CStringGetTextDatum(qs->in.units[u].name), false);
+	if (set == NULL)
+		return;
+	unit_of = palloc(sizeof(int) * (set->nunits + 1));
+	QsArrayInit(&units, TEXTOID, set->nunits);
+	for (int i = 0; i < set->nunits; i++)
+	{
+		int			u = QsUnitIndex(qs, set->units[i].name);
+
+		unit_of[i] = u >= 0 && qs->in.units[u].placed && qs->in.units[u].nhosts > 0 ? u : -1;
+		if (unit_of[i] >= 0)
+			QsArrayPush(&units, CStringGetTextDatum(set->units[i].name), false);
+	}
 	if (units.n == 0)
 		return;
+	old = MemoryContextSwitchTo(qs->cxt);	/* the fold reads it after the policy */
+	qs->hosts_held = palloc(sizeof(QsHostsHeld));
+	QsLoadHostsHeld(qs->queue, set, qs->snapshot, qs->hosts_held);
+	MemoryContextSwitchTo(old);
+	AddHeld(qs, unit_of, qs->hosts_held->kept, qs->hosts_held->nkept);
+	AddHeld(qs, unit_of, qs->hosts_held->changes, qs->hosts_held->nchanges);
 	args[0] = CStringGetTextDatum(qs->queue);
 	args[1] = QsArrayDatum(&units);
-	for (int q = 0; q < 2; q++)
-		AddHostsHeld(qs, QsQueryRunIn(&HostsHeldQuery[q], args, NULL, qs->snapshot, 0));
+	AddHeldUnplaced(qs, QsQueryRunIn(&HeldUnplacedQuery, args, NULL, qs->snapshot, 0));
 }
 
 /*
@@ -256,6 +261,8 @@ static void
 LoadHosts(QsQueueState *qs)
 {
 	const QsHostSet *set = QsLoadHosts(qs->queue, qs->in.now, qs->snapshot);
+
+	qs->host_set = set;
 
 	for (int i = 0; i < set->nunits; i++)
 	{

@@ -27,7 +27,8 @@
  * no preemptor of an earlier attempt, and its placement in rank order (a
  * job with no parts keeps its own); and a row of job_part per part,
  * PLACED, of the placement made at $2, with each agent's address (its
- * name when it has none).
+ * name when it has none), looked up per part: a join to the agents was
+ * planned, generically, as a scan of every agent.
  */
 static QsQuery DispatchQuery = {
 	"WITH p AS (SELECT * FROM unnest($3::int8[], $4::int4[], $5::text[], $6::int4[])"
@@ -46,10 +47,10 @@ static QsQuery DispatchQuery = {
 	"        RETURNING x.id, 1 + x.failed_attempts + x.preemption_count + x.lease_losses AS attempt)"
 	" INSERT INTO quota_sched.job_part (job_id, placed_at, attempt, rank, agent, address,"
 	"                                   instances, state)"
-	" SELECT p.job_id, $2, d.attempt, p.rank, p.agent, coalesce(a.address, p.agent),"
+	" SELECT p.job_id, $2, d.attempt, p.rank, p.agent,"
+	"        coalesce((SELECT a.address FROM quota_sched.agent a WHERE a.name = p.agent), p.agent),"
 	"        p.instances, 'PLACED'"
-	"   FROM p JOIN d ON d.id = p.job_id"
-	"   LEFT JOIN quota_sched.agent a ON a.name = p.agent",
+	"   FROM p JOIN d ON d.id = p.job_id",
 	6, {INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID},
 	SPI_OK_INSERT, QS_BY_IDS
 };

@@ -102,7 +102,9 @@ typedef struct QsQueueState
 	QsPeriod   *periods;		/* [share]: its budget_period */
 	bool		any_budget;		/* a share has a budget */
 	bool		any_placed;		/* a unit is placed (scheduling.md 3.13) */
-	bool		hosts_held_read;	/* what the hosts hold was read */
+	const struct QsHostSet *host_set;	/* the hosts read (LoadHosts); NULL: none */
+	bool		hosts_held_read;	/* what the hosts hold was read: */
+	struct QsHostsHeld *hosts_held;	/* held_cache.c's read of it */
 	int64		half_life;		/* fair_half_life in microseconds; 0: none */
 	struct BorrowCell *borrow_cells;	/* [share * nunits + unit], with a
 										 * half-life (borrow_memory.c) */

@@ -321,7 +321,7 @@ static QsQuery TruncateQuery = {
 	"TRUNCATE quota_sched.held_capacity", 0, {InvalidOid}, SPI_OK_UTILITY
 };
 static QsQuery TruncateHostsQuery = {
-	"TRUNCATE quota_sched.host_held", 0, {InvalidOid}, SPI_OK_UTILITY
+	"TRUNCATE quota_sched.host_held, quota_sched.host_held_change", 0, {InvalidOid}, SPI_OK_UTILITY
 };
 
 /*
@@ -439,7 +439,7 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 	else
 	{
 		WriteTally(level);
-		QsHostTallyWrite(level, UsageStripe());
+		QsHostTallyWrite(level);
 	}
 	SPI_finish();
 	QsRestoreUser(&saved);

@@ -255,7 +255,8 @@ SELECT id, scheduled_at, 1, 0, 'agent-1', 'gpu-host-1', instance_count, 'ENDED',
 UPDATE quota_sched.job SET part_agents = '{agent-1}', part_instances = ARRAY[instance_count]
  WHERE name = 'dr_a3';
 -- dr_a1 runs as one part on agent-1 (0.4); what it holds there, as the job
--- triggers would have counted it (host_held, issue 39, item 6), and a
+-- triggers would have counted it and a pass folded it (host_held, with
+-- the fold's mark in host_held_change; issue 39, item 6), and a
 -- generation of dr_queue's agents (agent_change) and of its classes of
 -- placement constraints (constrained_change).
 INSERT INTO quota_sched.job_part (job_id, placed_at, attempt, rank, agent, address, instances,
@@ -266,8 +267,10 @@ SELECT id, scheduled_at, 1, 0, 'agent-1', 'gpu-host-1', instance_count, 'RUNNING
 UPDATE quota_sched.job SET part_agents = '{agent-1}', part_instances = ARRAY[instance_count]
  WHERE name = 'dr_a1';
 INSERT INTO quota_sched.host_held
-SELECT job_queue, capacity_unit, 'agent-1', 0, instance_count, 0
+SELECT job_queue, capacity_unit, 'agent-1', instance_count, 0
   FROM quota_sched.job WHERE name = 'dr_a1';
+INSERT INTO quota_sched.host_held_change (job_queue, generation)
+VALUES ('dr_queue', nextval('quota_sched.host_held_change_seq'));
 INSERT INTO quota_sched.agent_change VALUES ('dr_queue', nextval('quota_sched.agent_change_seq'));
 INSERT INTO quota_sched.constrained_change
 VALUES ('dr_queue', nextval('quota_sched.constrained_change_seq'));
@@ -339,12 +342,12 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 22, 'src: 22 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 23, 'src: 23 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.host_held_drift()'), '0',
 	'src: the counters of what the hosts hold match the jobs');
-is(scalar(keys %$src_seqs), 6, 'src: 6 sequences in schema quota_sched');
+is(scalar(keys %$src_seqs), 7, 'src: 7 sequences in schema quota_sched');
 foreach my $t (sort keys %$src_rows)
 {
 	isnt($src_rows->{$t}, '', "src: table $t has rows");
@@ -363,7 +366,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 22, "$db: 22 tables compared");
+	is(scalar(keys %$rows), 23, "$db: 23 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");
@@ -372,7 +375,7 @@ sub compare_with_src
 		is($rows->{$t}, $src_rows->{$t}, "$db: every row of $t as in src");
 	}
 	my $seqs = sequence_values($db);
-	is(scalar(keys %$seqs), 6, "$db: 6 sequences compared");
+	is(scalar(keys %$seqs), 7, "$db: 7 sequences compared");
 	foreach my $s (sort keys %$src_seqs)
 	{
 		is($seqs->{$s}, $src_seqs->{$s}, "$db: sequence $s as in src");

@@ -24,7 +24,12 @@ CREATE FUNCTION pg_temp.held(OUT hosts text, OUT host_drift bigint, OUT share_dr
 LANGUAGE sql AS $$
 	SELECT (SELECT string_agg(agent || '=' || i || '/' || s, ' ' ORDER BY agent)
 			  FROM (SELECT agent, sum(instances) AS i, sum(stopping_instances) AS s
-					  FROM quota_sched.host_held WHERE job_queue = 'hh_queue'
+					  FROM (SELECT agent, instances, stopping_instances FROM quota_sched.host_held
+							 WHERE job_queue = 'hh_queue'
+							UNION ALL
+							SELECT agent, instances, stopping_instances
+							  FROM quota_sched.host_held_change
+							 WHERE job_queue = 'hh_queue' AND agent IS NOT NULL) c
 					 GROUP BY agent HAVING sum(instances) <> 0 OR sum(stopping_instances) <> 0) h),
 		   (SELECT count(*) FROM quota_sched.host_held_drift() WHERE job_queue = 'hh_queue'),
 		   (SELECT count(*) FROM quota_sched.held_capacity_drift())
