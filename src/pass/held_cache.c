@@ -39,11 +39,9 @@ PG_FUNCTION_INFO_V1(qs_host_held_reads);
 /* More changes than this: the pass folds them. */
 #define QS_HELD_CHANGES_KEEP 16
 
-#define QS_HELD_QUEUE_BUF (QS_MAX_NAME_LEN + 1)
-
 typedef struct HeldCacheEntry
 {
-	char		queue[QS_HELD_QUEUE_BUF];	/* the key */
+	char		queue[QS_MAX_NAME_LEN + 1];	/* the key (QsQueueCacheEntry) */
 	MemoryContext cxt;			/* of what follows; NULL: nothing kept */
 	int64		mark;			/* the generation of the fold's mark seen */
 	Oid			relid;			/* host_held_change's, then */
@@ -92,32 +90,12 @@ static QsQuery FoldQuery = {
 	2, {TEXTOID, INT8ARRAYOID}, SPI_OK_INSERT_RETURNING
 };
 
-/* EntryOf returns a queue's entry, adding an empty one; NULL: no queue's name. */
+/* EntryOf returns a queue's entry (QsQueueCacheEntry). */
 static HeldCacheEntry *
 EntryOf(const char *queue)
 {
-	char		key[QS_HELD_QUEUE_BUF];
-	HeldCacheEntry *entry;
-	bool		found;
-
-	if (strlen(queue) >= QS_HELD_QUEUE_BUF)
-		return NULL;
-	if (HeldCache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = QS_HELD_QUEUE_BUF;
-		ctl.entrysize = sizeof(HeldCacheEntry);
-		ctl.hcxt = TopMemoryContext;
-		HeldCache = hash_create("quota_sched what hosts hold", 16, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	memset(key, 0, sizeof(key));
-	strlcpy(key, queue, QS_HELD_QUEUE_BUF);
-	entry = hash_search(HeldCache, key, HASH_ENTER, &found);
-	if (!found)
-		entry->cxt = NULL;
-	return entry;
+	return QsQueueCacheEntry(&HeldCache, "quota_sched what hosts hold", sizeof(HeldCacheEntry),
+						queue);
 }
 
 /*

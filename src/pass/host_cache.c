@@ -134,34 +134,43 @@ static QsQuery AgentsQuery = {
 };
 
 /*
- * EntryOf returns the cache entry of a queue, adding an empty one; NULL
- * when the name is too long to be a queue's.
+ * QsQueueCacheEntry returns the entry of a queue in a backend-local cache (a
+ * hash table made on first use, named what) of entries of entrysize bytes
+ * that begin with the queue's name in QS_MAX_NAME_LEN + 1 bytes, adding
+ * one, zeroed but for the name; NULL when the name is too long to be a
+ * queue's.
  */
-static HostCacheEntry *
-EntryOf(const char *queue)
+void *
+QsQueueCacheEntry(HTAB **cache, const char *what, Size entrysize, const char *queue)
 {
 	char		key[QS_HOST_QUEUE_BUF];
-	HostCacheEntry *entry;
+	char	   *entry;
 	bool		found;
 
 	if (strlen(queue) >= QS_HOST_QUEUE_BUF)
 		return NULL;
-	if (HostCache == NULL)
+	if (*cache == NULL)
 	{
 		HASHCTL		ctl;
 
 		ctl.keysize = QS_HOST_QUEUE_BUF;
-		ctl.entrysize = sizeof(HostCacheEntry);
+		ctl.entrysize = entrysize;
 		ctl.hcxt = TopMemoryContext;
-		HostCache = hash_create("quota_sched hosts", 16, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		*cache = hash_create(what, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	memset(key, 0, sizeof(key));
 	strlcpy(key, queue, QS_HOST_QUEUE_BUF);
-	entry = hash_search(HostCache, key, HASH_ENTER, &found);
+	entry = hash_search(*cache, key, HASH_ENTER, &found);
 	if (!found)
-		entry->cxt = entry->class_cxt = NULL;
+		memset(entry + QS_HOST_QUEUE_BUF, 0, entrysize - QS_HOST_QUEUE_BUF);
 	return entry;
+}
+
+/* EntryOf returns the cache entry of a queue (QsQueueCacheEntry). */
+static HostCacheEntry *
+EntryOf(const char *queue)
+{
+	return QsQueueCacheEntry(&HostCache, "quota_sched hosts", sizeof(HostCacheEntry), queue);
 }
 
 /*
@@ -532,8 +541,7 @@ Compact(int which, const char *queue, const int64 *gens, int ngens)
 void
 QsCompactChanges(const char *queue)
 {
-	HostCacheEntry *entry = HostCache == NULL || strlen(queue) >= QS_HOST_QUEUE_BUF ? NULL :
-		EntryOf(queue);
+	HostCacheEntry *entry = HostCache == NULL ? NULL : EntryOf(queue);
 
 	if (entry == NULL)
 		return;

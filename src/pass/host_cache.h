@@ -9,6 +9,7 @@
 #define QS_HOST_CACHE_H
 
 #include "datatype/timestamp.h"
+#include "utils/hsearch.h"
 #include "utils/snapshot.h"
 
 #include "job_store_pass.h"
@@ -40,6 +41,7 @@ typedef struct QsHostSet
 	uint64		version;
 } QsHostSet;
 
+extern void *QsQueueCacheEntry(HTAB **cache, const char *what, Size entrysize, const char *queue);
 extern const QsHostSet *QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot);
 extern const QsConstrainedClass *QsLoadClasses(const char *queue, Snapshot snapshot, int *n);
 extern void QsCompactChanges(const char *queue);
