@@ -20,6 +20,7 @@
 #include "config_cache.h"
 #include "fleet.h"
 #include "identity.h"
+#include "job_end.h"
 #include "job_submit.h"
 #include "launcher.h"
 #include "stats.h"
@@ -39,6 +40,7 @@ static void
 QsXactCallback(XactEvent event, void *arg)
 {
 	QsUsageXactEvent(event);
+	QsJobEndXactEvent(event);
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
@@ -63,6 +65,7 @@ static void
 QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 				  SubTransactionId parentSubid, void *arg)
 {
+	QsJobEndSubXactEvent(event);
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		QsResetWriteContext();
@@ -84,6 +87,7 @@ _PG_init(void)
 	QsDefineFleetSettings();
 	MarkGUCPrefixReserved("quota_sched");
 	QsRegisterWorker();
+	QsJobEndRegister();
 	QsStatsRegister();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);

@@ -43,7 +43,6 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "commands/async.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -58,6 +57,7 @@
 #include "identity.h"
 #include "job_columns.h"
 #include "job_dependencies.h"
+#include "job_end.h"
 #include "launcher.h"
 #include "policy.h"
 #include "word_io.h"
@@ -348,7 +348,8 @@ EventInsert(EventRow *ev)
 /*
  * NotifyJobEnd tells listeners of quota_sched_job_end, at commit, that a
  * job ended (SUCCEEDED or FAILED): its id, state and queue, so that a
- * client waits for its job without polling (scheduling.md 5.1).
+ * client waits for its job without polling (scheduling.md 5.1; job_end.c
+ * sends it, when a backend listens).
  */
 static void
 NotifyJobEnd(HeapTuple job, TupleDesc jdesc, QsJobState state)
@@ -362,7 +363,7 @@ NotifyJobEnd(HeapTuple job, TupleDesc jdesc, QsJobState state)
 					 id, QsJobStateName(state));
 	escape_json(&payload, JobText(job, jdesc, JC_JOB_QUEUE));
 	appendStringInfoChar(&payload, '}');
-	Async_Notify("quota_sched_job_end", payload.data);
+	QsJobEndQueue(payload.data);
 	pfree(payload.data);
 }
 

@@ -50,6 +50,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "job_end.h"
 #include "launcher.h"
 #include "constants.h"
 
@@ -254,8 +255,8 @@ StopWorkerForDrop(DropdbStmt *stmt, ProcessUtilityContext context)
 }
 
 /*
- * QsProcessUtility sees DROP DATABASE (StopWorkerForDrop), then runs the
- * statement.
+ * QsProcessUtility sees DROP DATABASE (StopWorkerForDrop) and LISTEN
+ * (QsJobEndNoteListen), then runs the statement.
  */
 static void
 QsProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
@@ -264,6 +265,7 @@ QsProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 {
 	if (IsA(pstmt->utilityStmt, DropdbStmt))
 		StopWorkerForDrop((DropdbStmt *) pstmt->utilityStmt, context);
+	QsJobEndNoteListen(pstmt->utilityStmt);
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 							queryEnv, dest, qc);
