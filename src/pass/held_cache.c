@@ -98,18 +98,6 @@ EntryOf(const char *queue)
 						queue);
 }
 
-/*
- * Forget drops what an entry keeps, at the end of the transaction (a pass
- * may still point into it).
- */
-static void
-Forget(HeldCacheEntry *entry)
-{
-	if (entry->cxt != NULL)
-		MemoryContextSetParent(entry->cxt, TopTransactionContext);
-	entry->cxt = NULL;
-}
-
 /* CompareCounts orders counters by unit, then agent (byte order). */
 static int
 CompareCounts(const void *a, const void *b)
@@ -251,7 +239,7 @@ QsLoadHostsHeld(const char *queue, const QsHostSet *set, Snapshot snapshot, QsHo
 		int			n;
 		QsHeldCount *rows = ReadKept(queue, snapshot, &n, cxt);
 
-		Forget(entry);
+		QsCacheForget(&entry->cxt);
 		MemoryContextSetParent(cxt, TopMemoryContext);
 		entry->cxt = cxt;
 		entry->rows = rows;

@@ -174,11 +174,12 @@ EntryOf(const char *queue)
 }
 
 /*
- * Forget drops what an entry holds: at the end of the transaction, since
- * a queue state loaded before in it may still point into it.
+ * QsCacheForget drops what a cache entry holds in a memory context (and
+ * sets it NULL): at the end of the transaction, since a queue state loaded
+ * before in it may still point into it.
  */
-static void
-Forget(MemoryContext *cxt)
+void
+QsCacheForget(MemoryContext *cxt)
 {
 	if (*cxt != NULL)
 		MemoryContextSetParent(*cxt, TopTransactionContext);
@@ -374,7 +375,7 @@ Reload(HostCacheEntry *entry, bool keep, const char *queue, TimestampTz now, Sna
 	bool		isnull;
 	bool		busy;
 
-	Forget(&entry->cxt);
+	QsCacheForget(&entry->cxt);
 	Reloads++;
 	entry->until = DT_NOEND;
 	entry->set.nunits = 0;
@@ -409,14 +410,6 @@ Reload(HostCacheEntry *entry, bool keep, const char *queue, TimestampTz now, Sna
 }
 
 /*
- * QsLoadHosts returns the hosts of a queue as a snapshot sees them at time
- * now (the transaction's start, which the read's now() is): from the
- * cache when the snapshot sees the generations it was read with, else read
- * again.  Their memory is the cache's (or the caller's, when the read is
- * not kept): the caller copies what it changes.  The caller is connected
- * to SPI; snapshot NULL: the current one.
- */
-/*
  * ReadGenerationsOf reads the generations of a queue (GenerationsQuery
  * [which]) in a snapshot (NULL: the current one) into the current memory
  * context, and the table's oid.
@@ -438,6 +431,14 @@ ReadGenerationsOf(int which, const char *queue, Snapshot snapshot, int64 **gens,
 	return n;
 }
 
+/*
+ * QsLoadHosts returns the hosts of a queue as a snapshot sees them at time
+ * now (the transaction's start, which the read's now() is): from the
+ * cache when the snapshot sees the generations it was read with, else read
+ * again.  Their memory is the cache's (or the caller's, when the read is
+ * not kept): the caller copies what it changes.  The caller is connected
+ * to SPI; snapshot NULL: the current one.
+ */
 const QsHostSet *
 QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot)
 {
@@ -486,7 +487,7 @@ QsLoadClasses(const char *queue, Snapshot snapshot, int *n)
 								ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(cxt);
 	if (keep)
-		Forget(&entry->class_cxt);
+		QsCacheForget(&entry->class_cxt);
 	else
 		entry = palloc0(sizeof(HostCacheEntry));	/* its memory goes with the caller's */
 	entry->classes = QsReadConstrainedClasses(queue, &entry->nclasses);

@@ -42,6 +42,7 @@ typedef struct QsHostSet
 } QsHostSet;
 
 extern void *QsQueueCacheEntry(HTAB **cache, const char *what, Size entrysize, const char *queue);
+extern void QsCacheForget(MemoryContext *cxt);
 extern const QsHostSet *QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot);
 extern const QsConstrainedClass *QsLoadClasses(const char *queue, Snapshot snapshot, int *n);
 extern void QsCompactChanges(const char *queue);
