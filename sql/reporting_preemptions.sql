@@ -50,24 +50,19 @@ END;
 
 /*
  * preemptions: every attempt that a preemption ended (its STATE event with
- * a preempted_for), from the history: when, the victim's share, job, size
- * and how long its attempt had run since its dispatch, the preemptor's
- * share and job, and the reason.  Every role sees every row, as every role
- * sees every share's figures (doc/reference.md, "What a team sees of
- * another"); a job's name only where the caller may see the job (the
- * policies of quota_sched.job: admins and agents every job, a user their
- * own and those of their teams' shares).  The view reads as its owner, so
- * that a team sees the preemptions its jobs caused in other teams' shares.
+ * a preempted_for), from job_preemption, which the history trigger writes
+ * beside that event: when, the victim's share, job, size and how long its
+ * attempt had run since its dispatch, the preemptor's share and job, and
+ * the reason.  Every role sees every row, as every role sees every share's
+ * figures (doc/reference.md, "What a team sees of another"); a job's name
+ * only where the caller may see the job (the policies of quota_sched.job:
+ * admins and agents every job, a user their own and those of their teams'
+ * shares).  The view reads as its owner, so that a team sees the
+ * preemptions its jobs caused in other teams' shares.
  *
- * What a row needs of other rows it reads with one index lookup each,
- * and only for the columns selected (issue 42, item 7: for a month of
- * 50,000 preemptions among a million jobs, a hash of every job for the
- * victims' names, spilled to disk, and a lookup of each preemptor's first
- * event took 2.4 s, now 1.3 s): the victim's name and victim_ran are
- * scalar subqueries, which a SELECT without them does not run; the
- * preemptor's share and queue are its job's (a job's share never
- * changes, job_before_update), its first event's only once the job is
- * deleted.
+ * A row needs no other row (issue 42, item 7): looked up from the events
+ * and the jobs row by row, a month of 50,000 preemptions among a million
+ * jobs took 2.3 s, most of it planning the lookups with JIT.
  */
 CREATE OR REPLACE VIEW quota_sched.preemptions WITH (security_barrier = true) AS
 WITH caller AS (
@@ -75,30 +70,16 @@ WITH caller AS (
 		   OR pg_catalog.pg_has_role(CURRENT_USER, 'quota_sched_agent', 'USAGE') AS sees_all,
 		   ARRAY(SELECT t.job_queue || '/' || t.quota_share FROM quota_sched.team_shares() t)
 			 AS teams)
-SELECT e.at, e.job_queue, e.capacity_unit, e.instance_count,
-	   e.quota_share AS victim_share, e.job_id AS victim_job,
-	   (SELECT CASE WHEN c.sees_all OR v.owner = CURRENT_USER
-					 OR e.job_queue || '/' || e.quota_share = ANY (c.teams)
-				THEN v.name END
-		  FROM quota_sched.job v WHERE v.id = e.job_id) AS victim_name,
-	   -- attempt_ran()'s rule, inline: a view's rows are read many at a
-	   -- time, where the function is called once per row
-	   e.at - (SELECT s.at FROM quota_sched.job_event s
-				WHERE s.job_id = e.job_id AND s.id < e.id AND s.kind = 'STATE'
-				  AND s.to_state = 'SCHEDULED'
-				ORDER BY s.id DESC LIMIT 1) AS victim_ran,
-	   coalesce(pj.quota_share,
-				(SELECT s.quota_share FROM quota_sched.job_event s
-				  WHERE s.job_id = e.preempted_for ORDER BY s.id LIMIT 1)) AS preemptor_share,
-	   e.preempted_for AS preemptor_job,
-	   CASE WHEN c.sees_all OR pj.owner = CURRENT_USER
-				 OR pj.job_queue || '/' || pj.quota_share = ANY (c.teams)
-			THEN pj.name END AS preemptor_name,
-	   e.reason
-  FROM quota_sched.job_event e
-	   CROSS JOIN caller c
-	   LEFT JOIN quota_sched.job pj ON pj.id = e.preempted_for
- WHERE e.kind = 'STATE' AND e.preempted_for IS NOT NULL;
+SELECT p.at, p.job_queue, p.capacity_unit, p.instance_count, p.victim_share, p.victim_job,
+	   CASE WHEN c.sees_all OR p.victim_owner = CURRENT_USER
+				 OR p.job_queue || '/' || p.victim_share = ANY (c.teams)
+			THEN p.victim_name END AS victim_name,
+	   p.victim_ran, p.preemptor_share, p.preemptor_job,
+	   CASE WHEN c.sees_all OR p.preemptor_owner = CURRENT_USER
+				 OR p.job_queue || '/' || p.preemptor_share = ANY (c.teams)
+			THEN p.preemptor_name END AS preemptor_name,
+	   p.reason
+  FROM quota_sched.job_preemption p CROSS JOIN caller c;
 
 REVOKE ALL ON quota_sched.preemptions FROM PUBLIC;
 GRANT SELECT ON quota_sched.preemptions

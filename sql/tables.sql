@@ -440,6 +440,38 @@ CREATE INDEX job_event_job ON quota_sched.job_event (job_id, id);
 CREATE INDEX job_event_at ON quota_sched.job_event USING brin (at);
 
 /*
+ * job_preemption: each attempt that a preemption ended, as the view
+ * preemptions shows it, written by the history trigger beside the job's
+ * STATE event that ended it (event_id; the event stays the record) with
+ * what the view would otherwise look up row by row in a month of history
+ * (issue 42, item 7): how long the attempt ran since its dispatch
+ * (victim_ran: the event's at less the job's scheduled_at), and both
+ * jobs' share, owner and name (a job's are fixed once it is submitted).
+ * Deleted with its victim; the preemptor's owner and name are cleared
+ * when it is deleted (job_history_delete).  Only the view reads it.
+ */
+CREATE TABLE quota_sched.job_preemption (
+	victim_job		bigint NOT NULL,	/* quota_sched.job (id); see job_history_delete */
+	event_id		bigint NOT NULL,	/* quota_sched.job_event (id) */
+	at				timestamptz NOT NULL,
+	job_queue		text,
+	capacity_unit	text,
+	instance_count	integer,
+	victim_share	text,
+	victim_owner	name,
+	victim_name		text,
+	victim_ran		interval,
+	preemptor_job	bigint NOT NULL,
+	preemptor_share	text,
+	preemptor_owner	name,
+	preemptor_name	text,
+	reason			text,
+	PRIMARY KEY (victim_job, event_id)
+);
+CREATE INDEX job_preemption_at ON quota_sched.job_preemption (at);
+CREATE INDEX job_preemption_preemptor ON quota_sched.job_preemption (preemptor_job);
+
+/*
  * queue_status: per queue, the jobs its passes passed over because
  * another transaction held their rows locked (at most 100, by id), since
  * when, and for how many passes in a row.  Only the pass writes it; the
@@ -910,6 +942,7 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_queue', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.quota_share', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.job', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_event', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_preemption', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.pass_log', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_event_id_seq', '');
@@ -946,7 +979,7 @@ REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sche
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
 	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory,
 	quota_sched.host_held, quota_sched.host_held_change, quota_sched.agent_change,
-	quota_sched.constrained_change FROM PUBLIC;
+	quota_sched.constrained_change, quota_sched.job_preemption FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
 	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq,
 	quota_sched.host_held_change_seq, quota_sched.agent_change_seq,

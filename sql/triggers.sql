@@ -29,7 +29,9 @@ LANGUAGE C;
 /*
  * A job's history goes with it.  job_event.job_id has no foreign key: its
  * check would cost every submission an index probe and a row lock; this
- * statement trigger deletes the history of deleted jobs instead.
+ * statement trigger deletes the history of deleted jobs instead, their
+ * preemptions (job_preemption) with it, and forgets the owner and name of
+ * a deleted preemptor (the view preemptions showed them from its job).
  */
 CREATE OR REPLACE FUNCTION quota_sched.job_history_delete()
 RETURNS trigger
@@ -38,6 +40,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	DELETE FROM quota_sched.job_event e USING deleted_jobs d WHERE e.job_id = d.id;
+	DELETE FROM quota_sched.job_preemption p USING deleted_jobs d WHERE p.victim_job = d.id;
+	UPDATE quota_sched.job_preemption p SET preemptor_owner = NULL, preemptor_name = NULL
+	  FROM deleted_jobs d WHERE p.preemptor_job = d.id;
 	RETURN NULL;
 END
 $$;

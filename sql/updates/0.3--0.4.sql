@@ -451,3 +451,50 @@ CREATE TRIGGER job_constrained_update
 					   AND (NEW.instances_per_host IS NOT NULL OR NEW.same_label IS NOT NULL)
 					   AND (OLD.state <> 'RUNNABLE' OR OLD.dependencies_waiting IS NOT NULL))
 	EXECUTE FUNCTION quota_sched.job_constrained_changed();
+
+/*
+ * The preemptions the history trigger keeps (issue 42, item 7; tables.sql
+ * has the comments): job_preemption, filled here from the history of 0.3
+ * as the view preemptions of 0.3 derived it: per STATE event with a
+ * preempted_for, how long the attempt ran since the job's last dispatch
+ * before it, and both jobs' share, owner and name (a preemptor whose job
+ * is gone keeps the share of its first event).
+ */
+CREATE TABLE quota_sched.job_preemption (
+	victim_job		bigint NOT NULL,
+	event_id		bigint NOT NULL,
+	at				timestamptz NOT NULL,
+	job_queue		text,
+	capacity_unit	text,
+	instance_count	integer,
+	victim_share	text,
+	victim_owner	name,
+	victim_name		text,
+	victim_ran		interval,
+	preemptor_job	bigint NOT NULL,
+	preemptor_share	text,
+	preemptor_owner	name,
+	preemptor_name	text,
+	reason			text,
+	PRIMARY KEY (victim_job, event_id)
+);
+CREATE INDEX job_preemption_at ON quota_sched.job_preemption (at);
+CREATE INDEX job_preemption_preemptor ON quota_sched.job_preemption (preemptor_job);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.job_preemption', '');
+REVOKE ALL ON quota_sched.job_preemption FROM PUBLIC;
+INSERT INTO quota_sched.job_preemption
+SELECT e.job_id, e.id, e.at, e.job_queue, e.capacity_unit, e.instance_count, e.quota_share,
+	   v.owner, v.name,
+	   e.at - (SELECT s.at FROM quota_sched.job_event s
+				WHERE s.job_id = e.job_id AND s.id < e.id AND s.kind = 'STATE'
+				  AND s.to_state = 'SCHEDULED'
+				ORDER BY s.id DESC LIMIT 1),
+	   e.preempted_for,
+	   coalesce(p.quota_share,
+				(SELECT s.quota_share FROM quota_sched.job_event s
+				  WHERE s.job_id = e.preempted_for ORDER BY s.id LIMIT 1)),
+	   p.owner, p.name, e.reason
+  FROM quota_sched.job_event e
+	   LEFT JOIN quota_sched.job v ON v.id = e.job_id
+	   LEFT JOIN quota_sched.job p ON p.id = e.preempted_for
+ WHERE e.kind = 'STATE' AND e.preempted_for IS NOT NULL;

@@ -30,6 +30,30 @@ const char *const JobColumnNames[JC_COUNT] = {
 };
 
 /*
+ * QsAttnums finds the attribute number of each of the n columns named, of
+ * the table (of the extension's schema, for a message) whose descriptor is
+ * desc: a column the table lacks is an error.
+ */
+void
+QsAttnums(TupleDesc desc, const char *table, const char *const *names, int n,
+		  AttrNumber *attnums)
+{
+	for (int c = 0; c < n; c++)
+	{
+		attnums[c] = InvalidAttrNumber;
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (!att->attisdropped && strcmp(NameStr(att->attname), names[c]) == 0)
+				attnums[c] = att->attnum;
+		}
+		if (attnums[c] == InvalidAttrNumber)
+			elog(ERROR, "quota_sched.%s has no column \"%s\"", table, names[c]);
+	}
+}
+
+/*
  * JobAttnum returns the attribute number of a column of the job table whose
  * descriptor is desc.  The map is rebuilt when the table's row type changes
  * (the extension was dropped and created again in this session) or its
@@ -46,20 +70,7 @@ JobAttnum(TupleDesc desc, JobColumn column)
 
 	if (desc->tdtypeid != cached_type || desc->natts != cached_natts)
 	{
-		for (int c = 0; c < JC_COUNT; c++)
-		{
-			attnums[c] = InvalidAttrNumber;
-			for (int i = 0; i < desc->natts; i++)
-			{
-				Form_pg_attribute att = TupleDescAttr(desc, i);
-
-				if (!att->attisdropped &&
-					strcmp(NameStr(att->attname), JobColumnNames[c]) == 0)
-					attnums[c] = att->attnum;
-			}
-			if (attnums[c] == InvalidAttrNumber)
-				elog(ERROR, "quota_sched.job has no column \"%s\"", JobColumnNames[c]);
-		}
+		QsAttnums(desc, "job", JobColumnNames, JC_COUNT, attnums);
 		cached_type = desc->tdtypeid;
 		cached_natts = desc->natts;
 	}

@@ -73,6 +73,8 @@ typedef enum JobColumn
 
 extern const char *const JobColumnNames[JC_COUNT];
 
+extern void QsAttnums(TupleDesc desc, const char *table, const char *const *names, int n,
+					  AttrNumber *attnums);
 extern AttrNumber JobAttnum(TupleDesc desc, JobColumn column);
 extern TriggerData *CheckJobTrigger(FunctionCallInfo fcinfo, const char *fn, bool before);
 extern void CheckIntRange(const char *column, int64 value, int64 lo, int64 hi);

@@ -58,6 +58,7 @@
 #include "job_columns.h"
 #include "job_dependencies.h"
 #include "job_end.h"
+#include "job_history.h"
 #include "launcher.h"
 #include "policy.h"
 #include "word_io.h"
@@ -66,13 +67,13 @@
 PG_FUNCTION_INFO_V1(qs_job_history);
 
 /*
- * InsertHistoryRow writes a job_event tuple to the heap and every index,
- * without the executor's privilege checks.  Plain indexes (the extension's
+ * QsInsertHistoryRow writes a history tuple (job_event, job_preemption) to
+ * the heap and every index, without the executor's privilege checks.  Plain indexes (the extension's
  * own) are filled as catalogs fill theirs; if an admin added an expression
  * or partial index, the executor's index machinery fills them all.
  */
-static void
-InsertHistoryRow(Relation rel, HeapTuple tuple)
+void
+QsInsertHistoryRow(Relation rel, HeapTuple tuple)
 {
 	CatalogIndexState indstate = CatalogOpenIndexes(rel);
 	bool		plain = true;
@@ -169,6 +170,7 @@ static const char *const EventFieldNames[EF_COUNT] = {
  */
 typedef struct EventRow
 {
+	Relation	jobrel;			/* quota_sched.job */
 	Relation	rel;
 	TupleDesc	desc;
 	Oid			seq;
@@ -197,16 +199,7 @@ EventOpen(EventRow *ev)
 	ev->desc = RelationGetDescr(ev->rel);
 	if (cached_relid != RelationGetRelid(ev->rel) || cached_natts != ev->desc->natts)
 	{
-		for (int f = 0; f < EF_COUNT; f++)
-		{
-			cached_attnums[f] = 0;
-			for (int i = 0; i < ev->desc->natts; i++)
-				if (!TupleDescAttr(ev->desc, i)->attisdropped &&
-					strcmp(NameStr(TupleDescAttr(ev->desc, i)->attname), EventFieldNames[f]) == 0)
-					cached_attnums[f] = i + 1;
-			if (cached_attnums[f] == 0)
-				elog(ERROR, "quota_sched.job_event has no column \"%s\"", EventFieldNames[f]);
-		}
+		QsAttnums(ev->desc, "job_event", EventFieldNames, EF_COUNT, cached_attnums);
 		cached_relid = RelationGetRelid(ev->rel);
 		cached_natts = ev->desc->natts;
 	}
@@ -342,7 +335,7 @@ Waited(HeapTuple old, TupleDesc jdesc)
 static void
 EventInsert(EventRow *ev)
 {
-	InsertHistoryRow(ev->rel, heap_form_tuple(ev->desc, ev->values, ev->nulls));
+	QsInsertHistoryRow(ev->rel, heap_form_tuple(ev->desc, ev->values, ev->nulls));
 }
 
 /*
@@ -411,6 +404,24 @@ WriteClaimedEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 }
 
 /*
+ * WritePreemption sets, on the STATE event of an attempt that a preemption
+ * ended, the job it made room for, and writes the attempt's row of
+ * job_preemption (job_preemption.c).
+ */
+static void
+WritePreemption(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc)
+{
+	bool		isnull;
+	Datum		preemptor = heap_getattr(job, JobAttnum(jdesc, JC_PREEMPTED_FOR), jdesc, &isnull);
+
+	EventSet(ev, EF_PREEMPTED_FOR, preemptor, isnull);
+	if (!isnull)
+		QsRecordPreemption(ev->jobrel, job, old, DatumGetInt64(preemptor),
+						   DatumGetInt64(ev->values[ev->attnums[EF_ID] - 1]),
+						   DatumGetTimestampTz(ev->values[ev->attnums[EF_AT] - 1]));
+}
+
+/*
  * WriteStateEvent appends the STATE event of a job submitted (old NULL) or
  * whose state changed (old_state to state; claimed and started in one
  * write, two: WriteClaimedEvent), wakes the worker at commit
@@ -439,7 +450,7 @@ WriteStateEvent(EventRow *ev, HeapTuple job, HeapTuple old, TupleDesc jdesc,
 				 !QsWrite.has_exit_code);
 	if (old != NULL && QsHoldsCapacity(old_state) && !QsHoldsCapacity(state) &&
 		JobInt(job, jdesc, JC_PREEMPTION_COUNT) > JobInt(old, jdesc, JC_PREEMPTION_COUNT))
-		EventCopy(ev, EF_PREEMPTED_FOR, job, jdesc, JC_PREEMPTED_FOR);
+		WritePreemption(ev, job, old, jdesc);
 	EventInsert(ev);
 }
 
@@ -462,7 +473,7 @@ StopRequested(HeapTuple old, HeapTuple job, TupleDesc jdesc)
  * job (AFTER, for each row; the UPDATE trigger fires only when one of the
  * columns below changed).  This is the only place history is written, so
  * no code path can forget it.  The rows are written directly
- * (InsertHistoryRow): no privilege check, so submitters need no right to
+ * (QsInsertHistoryRow): no privilege check, so submitters need no right to
  * write history, and no SPI round trip on the submit path.  The kinds:
  *
  * - STATE: the job was submitted (from_state null) or changed state; the
@@ -496,6 +507,7 @@ qs_job_history(PG_FUNCTION_ARGS)
 	if (actor == NULL)
 		actor = GetUserNameFromId(GetUserId(), false);
 	EventOpen(&ev);
+	ev.jobrel = td->tg_relation;
 	if (old == NULL || state != old_state)
 		WriteStateEvent(&ev, job, old, jdesc, actor, state, old_state);
 	if (old == NULL)

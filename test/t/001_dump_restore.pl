@@ -162,6 +162,12 @@ BEGIN
 		   stop_requested_at = t0 + '50 min', stopped_at = t0 + '51 min',
 		   preempted_for = (SELECT id FROM quota_sched.job WHERE name = 'dr_c1')
 	 WHERE name = 'dr_a2';
+	-- what the history trigger keeps of that preemption (job_preemption)
+	INSERT INTO quota_sched.job_preemption
+	SELECT v.id, (SELECT max(e.id) FROM quota_sched.job_event e WHERE e.job_id = v.id),
+		   t0 + '50 min', v.job_queue, v.capacity_unit, v.instance_count, v.quota_share, v.owner,
+		   v.name, interval '49 min', p.id, p.quota_share, p.owner, p.name, 'CROSS_SHARE_PREEMPTION'
+	  FROM quota_sched.job v, quota_sched.job p WHERE v.name = 'dr_a2' AND p.name = 'dr_c1';
 
 	INSERT INTO quota_sched.pass_log (job_queue, started_at, finished_at, dispatched, failed)
 	VALUES ('dr_queue', t0 + '52 min', t0 + '52 min 0.1 s', 1, 0) RETURNING id INTO p3;
@@ -342,7 +348,7 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 23, 'src: 23 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 24, 'src: 24 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.host_held_drift()'), '0',
@@ -366,7 +372,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 23, "$db: 23 tables compared");
+	is(scalar(keys %$rows), 24, "$db: 24 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");

@@ -721,6 +721,7 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 			'--exclude-table-data=quota_sched.held_change', '--exclude-table-data=quota_sched.borrow_memory',
 			'--exclude-table-data=quota_sched.host_held*', '--exclude-table-data=quota_sched.agent_change*',
 			'--exclude-table-data=quota_sched.constrained_change*',
+			'--exclude-table-data=quota_sched.job_preemption',
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
@@ -795,6 +796,7 @@ sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
 			'--exclude-table-data=quota_sched.agent', '--exclude-table-data=quota_sched.job_part',
 			'--exclude-table-data=quota_sched.host_held*', '--exclude-table-data=quota_sched.agent_change*',
 			'--exclude-table-data=quota_sched.constrained_change*',
+			'--exclude-table-data=quota_sched.job_preemption',
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
@@ -811,6 +813,21 @@ sql('three', q{
 	INSERT INTO quota_sched.job_attempt (job_id, attempt, agent, exit_code, output, started_at, ended_at)
 	SELECT min(id), 1, 'three-out', 0, E'done\x1b]0;owned\x07\r\n', now(), now() FROM quota_sched.job
 	ON CONFLICT (job_id, attempt) DO UPDATE SET output = excluded.output});
+# A preemption that 0.3 kept in its history only (a STATE event with a
+# preempted_for): c_done's attempt ended 7 minutes after its dispatch to
+# make room for b_gpu, as a restore writes it.
+sql('three', q{
+	SET session_replication_role = replica;
+	INSERT INTO quota_sched.job_event (job_id, at, from_state, to_state, reason, actor, job_queue,
+		quota_share, capacity_unit, instance_count, attempt, priority, preempted_for)
+	SELECT v.id, d.at + interval '7 minutes', 'RUNNING', 'RUNNABLE', 'CROSS_SHARE_PREEMPTION',
+		   'agent-1', v.job_queue, v.quota_share, v.capacity_unit, v.instance_count, 1, v.priority,
+		   (SELECT id FROM quota_sched.job WHERE name = 'b_gpu')
+	  FROM quota_sched.job v
+	  JOIN LATERAL (SELECT e.at FROM quota_sched.job_event e
+					 WHERE e.job_id = v.id AND e.to_state = 'SCHEDULED'
+					 ORDER BY e.id DESC LIMIT 1) d ON true
+	 WHERE v.name = 'c_done'});
 
 #
 # 11. Jobs running on hosts registered in 0.3 (issue 39, item 5), in
@@ -889,8 +906,9 @@ my $h_attempts_before = sql('three', q{
 	 WHERE j.job_queue = 'h_queue'});
 my $three_columns = table_columns('three');
 is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('source') } ],
-	['agent_access', 'agent_change', 'constrained_change', 'host_held', 'host_held_change', 'job_part'],
-	"three, 0.3: the tables of $current but agent_access, agent_change, constrained_change, host_held, host_held_change and job_part");
+	['agent_access', 'agent_change', 'constrained_change', 'host_held', 'host_held_change', 'job_part',
+	 'job_preemption'],
+	"three, 0.3: the tables of $current but agent_access, agent_change, constrained_change, host_held, host_held_change, job_part and job_preemption");
 my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
 									 FROM quota_sched.agent WHERE name LIKE 'three-%'});
 delete $three_columns->{agent};
@@ -1451,6 +1469,11 @@ sql('three', 'ALTER EXTENSION quota_sched UPDATE');
 is(sql('three', q{SELECT extversion FROM pg_extension WHERE extname = 'quota_sched'}), $current,
 	"three: updated to $current");
 is_deeply(table_rows('three', $three_columns), $three_rows_before, 'three, updated: every other row as it was');
+is(sql('three', q{SELECT string_agg(concat_ws(' ', victim_share, victim_name, victim_ran, preemptor_share,
+											  preemptor_name, reason), ', ')
+					FROM quota_sched.preemptions}),
+	'res c_done 00:07:00 lend b_gpu CROSS_SHARE_PREEMPTION',
+	'three, updated: the preemption kept in the history of 0.3 is in job_preemption, as preemptions showed it');
 is($agents_before, 'three-gone regress_up_gone 00:01:00, three-long regress_up_agent2 2 days',
 	'three, 0.3: its agents');
 is(sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)

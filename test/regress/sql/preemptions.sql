@@ -114,5 +114,30 @@ SELECT e.kind, e.to_state, e.reason, e.preempted_for IS NOT NULL AS has_preempto
   FROM quota_sched.job_event e WHERE e.job_id = pg_temp.id('b1') ORDER BY e.id;
 SELECT name, state, terminated FROM quota_sched.job_accounting WHERE name = 'b1';
 
+-- What the view reads (issue 42, item 7): the row job_preemption has for
+-- each STATE event with a preempted_for, written by the history trigger
+-- beside it, with how long the attempt ran as attempt_ran() finds it in
+-- the history.
+SELECT count(*) AS events, count(p.event_id) AS rows,
+	   count(*) FILTER (WHERE p.victim_ran = quota_sched.attempt_ran(e.job_id, e.id, e.at))
+		 AS ran_as_history
+  FROM quota_sched.job_event e
+  LEFT JOIN quota_sched.job_preemption p ON p.victim_job = e.job_id AND p.event_id = e.id
+ WHERE e.job_queue = 'pq_queue' AND e.kind = 'STATE' AND e.preempted_for IS NOT NULL;
+-- A deleted preemptor's owner and name are forgotten, its share kept; a
+-- deleted victim's rows go with its history.
+DELETE FROM quota_sched.job WHERE id = pg_temp.id('a1');
+SET ROLE regress_pq_ben;
+SELECT victim_name, preemptor_share, preemptor_job IS NOT NULL AS has_preemptor, preemptor_name
+  FROM quota_sched.preemptions WHERE job_queue = 'pq_queue' ORDER BY at, victim_share;
+RESET ROLE;
+SELECT victim_name, preemptor_share, preemptor_name
+  FROM quota_sched.preemptions WHERE job_queue = 'pq_queue' ORDER BY at, victim_share;
+DELETE FROM quota_sched.job WHERE id = pg_temp.id('b2');
+SELECT victim_name, preemptor_share, preemptor_name
+  FROM quota_sched.preemptions WHERE job_queue = 'pq_queue' ORDER BY at, victim_share;
+SELECT count(*) AS rows_of_b2 FROM quota_sched.job_preemption WHERE victim_share = 'pb'
+   AND victim_job NOT IN (SELECT id FROM quota_sched.job);
+
 DELETE FROM quota_sched.job WHERE job_queue = 'pq_queue';
 DROP ROLE regress_pq_ann, regress_pq_ben, regress_pq_out, regress_pq_team_a, regress_pq_team_b;
