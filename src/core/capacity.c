@@ -168,6 +168,19 @@ CoreFitsOwnCapacity(const CorePlan *p, const QsJob *job)
 						  p->usage[CORE_AT(p, job->share, job->unit)] + job->count);
 }
 
+/* A share's usage of a unit (its cell at) in a state of the plan (CoreUsage). */
+static int64_t
+StateUsage(const CorePlan *p, int at, CoreState state)
+{
+	int64_t		use = p->usage[at];
+
+	if (state != CORE_NOW)
+		use -= p->pending[at];
+	if (state == CORE_FUTURE)
+		use += p->promised[at];
+	return use;
+}
+
 /*
  * CoreUsage writes, for one unit, each share's usage in a state of the plan:
  * as things are now (pending stops still holding), once every pending stop
@@ -180,18 +193,26 @@ CoreUsage(const CorePlan *p, int unit, CoreState state,
 		  const QsJob *const *gone, int ngone, int64_t *use)
 {
 	for (int s = 0; s < p->nshares; s++)
-	{
-		int			at = CORE_AT(p, s, unit);
-
-		use[s] = p->usage[at];
-		if (state != CORE_NOW)
-			use[s] -= p->pending[at];
-		if (state == CORE_FUTURE)
-			use[s] += p->promised[at];
-	}
+		use[s] = StateUsage(p, CORE_AT(p, s, unit), state);
 	for (int i = 0; i < ngone; i++)
 		if (gone[i] != NULL)
 			use[gone[i]->share] -= gone[i]->count;
+}
+
+/*
+ * CoreShareUsage is CoreUsage's figure of one share, without the others'
+ * (a check of one share costs what it reads, not the number of shares).
+ */
+int64_t
+CoreShareUsage(const CorePlan *p, int share, int unit, CoreState state,
+			   const QsJob *const *gone, int ngone)
+{
+	int64_t		use = StateUsage(p, CORE_AT(p, share, unit), state);
+
+	for (int i = 0; i < ngone; i++)
+		if (gone[i] != NULL && gone[i]->share == share)
+			use -= gone[i]->count;
+	return use;
 }
 
 /*
@@ -446,7 +467,15 @@ void
 CoreComputeFitLimits(CorePlan *p)
 {
 	const QsInput *in = p->in;
+	int64_t    *lendable = CoreAlloc(p, sizeof(int64_t) * (p->nunits + 1));
 
+	/* every share's lendable capacity, of which each share's reach leaves its own out */
+	for (int u = 0; u < p->nunits; u++)
+	{
+		lendable[u] = 0;
+		for (int s = 0; s < p->nshares; s++)
+			lendable[u] += QsLendableOf(&in->shares[s], u);
+	}
 	for (int s = 0; s < p->nshares; s++)
 		for (int u = 0; u < p->nunits; u++)
 		{
@@ -463,11 +492,9 @@ CoreComputeFitLimits(CorePlan *p)
 			if (false)
 #endif
 			{
-				int64_t		reach = share->capacity[u] + p->unassigned[u];
+				int64_t		reach = share->capacity[u] + p->unassigned[u] +
+					lendable[u] - QsLendableOf(share, u);
 
-				for (int t = 0; t < p->nshares; t++)
-					if (t != s)
-						reach += QsLendableOf(&in->shares[t], u);
 				limit->quota_max = Min64(limit->quota_max, reach);
 			}
 		}

@@ -188,6 +188,8 @@ extern bool CoreInvariantsHoldWith(CorePlan *p, const int64_t *use,
 								   const QsJob *job);
 extern void CoreUsage(const CorePlan *p, int unit, CoreState state,
 					  const QsJob *const *gone, int ngone, int64_t *use);
+extern int64_t CoreShareUsage(const CorePlan *p, int share, int unit, CoreState state,
+							  const QsJob *const *gone, int ngone);
 extern void CoreComputeFitLimits(CorePlan *p);
 extern bool CoreLends(const QsShare *share);
 extern int64_t CoreWanted(CorePlan *p, int lender, int unit, int64_t idle);

@@ -596,10 +596,9 @@ RoomAfterRepair(CorePlan *p, const RoomGoal *goal, const JobList *victims)
 static bool
 ShareWithinAllowed(CorePlan *p, const RoomGoal *goal, const JobList *victims)
 {
-	int64_t    *use = p->scratch_future;
-
-	CoreUsage(p, goal->unit, CORE_AFTER_STOPS, victims->jobs, victims->n, use);
-	return CoreWithinAllowed(p, goal->share, goal->unit, use[goal->share]);
+	return CoreWithinAllowed(p, goal->share, goal->unit,
+							 CoreShareUsage(p, goal->share, goal->unit, CORE_AFTER_STOPS,
+											victims->jobs, victims->n));
 }
 
 /*
