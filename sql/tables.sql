@@ -672,6 +672,22 @@ CREATE TABLE quota_sched.constrained_change (
 );
 CREATE INDEX constrained_change_queue ON quota_sched.constrained_change (job_queue, generation);
 
+/*
+ * share_change (issue 42, item 3): a row per change of a share (the
+ * quota_share_generation triggers: an insert, an update, a delete, a
+ * truncate, of its queue's and, moved, of the queue it left);
+ * generation is a new value of share_change_seq.  Inserted only, and
+ * replaced by one by the pass, as agent_change.  A pass keeps the shares
+ * it read (src/pass/host_cache.c) while its snapshot sees the same
+ * generations.
+ */
+CREATE SEQUENCE quota_sched.share_change_seq;
+CREATE TABLE quota_sched.share_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL
+);
+CREATE INDEX share_change_queue ON quota_sched.share_change (job_queue, generation);
+
 /* ---------------------------------------------------------------------
  * agent_access (issue 37, item 2): the job queues an agent login may
  * serve, which admins write (INSERT, DELETE).  A login serves no queue
@@ -832,7 +848,7 @@ CREATE TRIGGER job_constrained_update
 	EXECUTE FUNCTION quota_sched.job_constrained_changed();
 
 CREATE TRIGGER agent_hosts_insert_delete AFTER INSERT OR DELETE ON quota_sched.agent
-	FOR EACH ROW EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.queue_generation('agent_change');
 CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent
 	FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name
 					   OR OLD.job_queue IS DISTINCT FROM NEW.job_queue
@@ -844,9 +860,9 @@ CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent
 					   OR (OLD.last_seen IS DISTINCT FROM NEW.last_seen
 						   AND OLD.last_seen + coalesce(OLD.lease, interval '60 seconds')
 							   <= clock_timestamp()))
-	EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+	EXECUTE FUNCTION quota_sched.queue_generation('agent_change');
 CREATE TRIGGER agent_hosts_truncate AFTER TRUNCATE ON quota_sched.agent
-	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.queue_generation('agent_change');
 
 CREATE TRIGGER service_environment_changed
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.service_environment
@@ -857,6 +873,11 @@ CREATE TRIGGER job_queue_changed
 CREATE TRIGGER quota_share_changed
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.quota_share
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.config_changed();
+CREATE TRIGGER quota_share_generation
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.quota_share
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.queue_generation('share_change');
+CREATE TRIGGER quota_share_generation_truncate AFTER TRUNCATE ON quota_sched.quota_share
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.queue_generation('share_change');
 
 CREATE TRIGGER job_queue_before_delete BEFORE DELETE ON quota_sched.job_queue
 	FOR EACH ROW EXECUTE FUNCTION quota_sched.refuse_delete_with_live_jobs();
@@ -955,6 +976,8 @@ SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.agent_change_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.constrained_change', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.constrained_change_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.share_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.share_change_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.queue_status', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_sched.config_event_id_seq', '');
@@ -979,11 +1002,12 @@ REVOKE ALL ON quota_sched.service_environment, quota_sched.job_queue, quota_sche
 	quota_sched.usage_rollup, quota_sched.usage_totals, quota_sched.lending_hourly,
 	quota_sched.agent, quota_sched.held_change, quota_sched.borrow_memory,
 	quota_sched.host_held, quota_sched.host_held_change, quota_sched.agent_change,
-	quota_sched.constrained_change, quota_sched.job_preemption FROM PUBLIC;
+	quota_sched.constrained_change, quota_sched.job_preemption, quota_sched.share_change
+	FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.job_id_seq, quota_sched.job_event_id_seq,
 	quota_sched.pass_log_id_seq, quota_sched.config_event_id_seq,
 	quota_sched.host_held_change_seq, quota_sched.agent_change_seq,
-	quota_sched.constrained_change_seq FROM PUBLIC;
+	quota_sched.constrained_change_seq, quota_sched.share_change_seq FROM PUBLIC;
 
 /* Configuration: admins write it, everybody reads it. */
 GRANT SELECT ON quota_sched.service_environment, quota_sched.job_queue, quota_sched.quota_share

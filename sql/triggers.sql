@@ -113,30 +113,32 @@ GRANT EXECUTE ON FUNCTION
  * take effect at the next pass).
  */
 /*
- * A change of agents that changes a queue's hosts (agent_change,
- * tables.sql; the triggers' WHEN leaves out heartbeats of live agents):
- * a new generation of each queue it touches; a TRUNCATE, of every queue
- * that had one.  Inserted only: it never waits for another writer.
+ * A queue's agents changed their hosts (agent_change), or its shares
+ * changed (share_change; tables.sql has both): a row of a new generation
+ * of the queue in the table of changes named by the trigger's argument,
+ * and of the queue the row left when it moved; on a truncate, of every
+ * queue that has one.
  */
-CREATE OR REPLACE FUNCTION quota_sched.agent_hosts_changed()
+CREATE OR REPLACE FUNCTION quota_sched.queue_generation()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	add text := format('INSERT INTO quota_sched.%I VALUES ($1, nextval(%L))',
+					   TG_ARGV[0], 'quota_sched.' || TG_ARGV[0] || '_seq');
 BEGIN
 	IF TG_OP = 'TRUNCATE' THEN
-		INSERT INTO quota_sched.agent_change
-		SELECT q, nextval('quota_sched.agent_change_seq')
-		  FROM (SELECT DISTINCT job_queue FROM quota_sched.agent_change) AS d(q);
+		EXECUTE format('INSERT INTO quota_sched.%1$I SELECT q, nextval(%2$L)'
+					   ' FROM (SELECT DISTINCT job_queue FROM quota_sched.%1$I) AS d(q)',
+					   TG_ARGV[0], 'quota_sched.' || TG_ARGV[0] || '_seq');
 		RETURN NULL;
 	END IF;
 	IF TG_OP <> 'INSERT' THEN
-		INSERT INTO quota_sched.agent_change
-		VALUES (OLD.job_queue, nextval('quota_sched.agent_change_seq'));
+		EXECUTE add USING OLD.job_queue;
 	END IF;
 	IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND NEW.job_queue <> OLD.job_queue) THEN
-		INSERT INTO quota_sched.agent_change
-		VALUES (NEW.job_queue, nextval('quota_sched.agent_change_seq'));
+		EXECUTE add USING NEW.job_queue;
 	END IF;
 	RETURN NULL;
 END
@@ -338,4 +340,4 @@ REVOKE ALL ON FUNCTION quota_sched.job_before_insert(), quota_sched.job_before_u
 	quota_sched.job_usage(), quota_sched.job_usage_flush(), quota_sched.config_changed(),
 	quota_sched.refuse_delete_with_live_jobs(), quota_sched.warn_capacity_plan(),
 	quota_sched.config_history(), quota_sched.job_before_delete(),
-	quota_sched.agent_hosts_changed(), quota_sched.job_constrained_changed() FROM PUBLIC;
+	quota_sched.queue_generation(), quota_sched.job_constrained_changed() FROM PUBLIC;

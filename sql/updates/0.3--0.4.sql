@@ -338,7 +338,7 @@ ALTER TABLE quota_sched.job_queue
  * agent's host), which the pass reads beside them; and a generation of
  * each queue's agents (agent_change), one row for each queue that has
  * agents now.  The jobs of 0.3 have no parts: host_held starts empty.
- * agent_hosts_changed() is made here for its triggers, and again by the
+ * queue_generation() is made here for its triggers, and again by the
  * sources (triggers.sql) with its body.
  */
 CREATE TABLE quota_sched.host_held (
@@ -389,10 +389,10 @@ REVOKE ALL ON SEQUENCE quota_sched.agent_change_seq FROM PUBLIC;
 INSERT INTO quota_sched.agent_change
 SELECT q, nextval('quota_sched.agent_change_seq')
   FROM (SELECT DISTINCT job_queue FROM quota_sched.agent) AS d(q);
-CREATE FUNCTION quota_sched.agent_hosts_changed() RETURNS trigger
+CREATE FUNCTION quota_sched.queue_generation() RETURNS trigger
 LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
 CREATE TRIGGER agent_hosts_insert_delete AFTER INSERT OR DELETE ON quota_sched.agent
-	FOR EACH ROW EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.queue_generation('agent_change');
 CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent
 	FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name
 					   OR OLD.job_queue IS DISTINCT FROM NEW.job_queue
@@ -404,9 +404,9 @@ CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent
 					   OR (OLD.last_seen IS DISTINCT FROM NEW.last_seen
 						   AND OLD.last_seen + coalesce(OLD.lease, interval '60 seconds')
 							   <= clock_timestamp()))
-	EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+	EXECUTE FUNCTION quota_sched.queue_generation('agent_change');
 CREATE TRIGGER agent_hosts_truncate AFTER TRUNCATE ON quota_sched.agent
-	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.agent_hosts_changed();
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.queue_generation('agent_change');
 
 /*
  * A multi-host job's rendezvous (issue 40; doc/agents.md "Running a
@@ -498,3 +498,25 @@ SELECT e.job_id, e.id, e.at, e.job_queue, e.capacity_unit, e.instance_count, e.q
 	   LEFT JOIN quota_sched.job v ON v.id = e.job_id
 	   LEFT JOIN quota_sched.job p ON p.id = e.preempted_for
  WHERE e.kind = 'STATE' AND e.preempted_for IS NOT NULL;
+
+/*
+ * The shares a pass keeps (issue 42, item 3; tables.sql has the
+ * comments): a generation of a queue's shares per change of one.  The
+ * table starts empty; its triggers call queue_generation(), as
+ * agent_change's do.
+ */
+CREATE SEQUENCE quota_sched.share_change_seq;
+CREATE TABLE quota_sched.share_change (
+	job_queue		text NOT NULL,
+	generation		bigint NOT NULL
+);
+CREATE INDEX share_change_queue ON quota_sched.share_change (job_queue, generation);
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.share_change', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_sched.share_change_seq', '');
+REVOKE ALL ON quota_sched.share_change FROM PUBLIC;
+REVOKE ALL ON SEQUENCE quota_sched.share_change_seq FROM PUBLIC;
+CREATE TRIGGER quota_share_generation
+	AFTER INSERT OR UPDATE OR DELETE ON quota_sched.quota_share
+	FOR EACH ROW EXECUTE FUNCTION quota_sched.queue_generation('share_change');
+CREATE TRIGGER quota_share_generation_truncate AFTER TRUNCATE ON quota_sched.quota_share
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.queue_generation('share_change');

@@ -338,10 +338,12 @@ static QsQuery SharesQuery = {
 int
 QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
 {
+	MemoryContext outer = CurrentMemoryContext;
 	Datum		arg = CStringGetTextDatum(queue);
 	uint64		n = RunRead(&SharesQuery, &arg, how);
 	Columns		cols;
 
+	MemoryContextSwitchTo(outer);	/* SPI left its own current */
 	*shares = palloc0(sizeof(QsShareConfig) * (n + 1));
 	FindColumns(&Shares, SPI_tuptable->tupdesc, &cols);
 	for (uint64 i = 0; i < n; i++)

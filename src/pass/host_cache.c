@@ -59,11 +59,35 @@
 #include "query.h"
 
 PG_FUNCTION_INFO_V1(qs_host_cache_reloads);
+PG_FUNCTION_INFO_V1(qs_share_config_reads);
 
 #define QS_HOST_QUEUE_BUF (QS_MAX_NAME_LEN + 1)
 
 /* More rows than this in a queue's agent_change: its pass replaces them by one. */
 #define QS_AGENT_CHANGE_KEEP 16
+
+/*
+ * What an entry keeps of a read that a table of changes other than
+ * agent_change vouches for (LoadKept): the classes of placement
+ * constraints (constrained_change), the shares (share_change).
+ */
+#define QS_KEPT_CLASSES 0
+#define QS_KEPT_SHARES 1
+#define QS_KEPT_READS 2
+
+typedef struct KeptRead
+{
+	MemoryContext cxt;			/* of what follows, NULL: nothing kept */
+	void	   *data;
+	int			n;
+	Oid			relid;			/* the table of changes', when read */
+	int			ngens;
+	int64	   *gens;			/* the generations seen, ascending */
+	bool		compact;		/* the pass is to replace the rows by one */
+} KeptRead;
+
+/* A read that a KeptRead keeps: its rows in the current memory context. */
+typedef void *(*KeptReader) (const char *queue, Snapshot snapshot, int *n);
 
 typedef struct HostCacheEntry
 {
@@ -76,18 +100,12 @@ typedef struct HostCacheEntry
 	TimestampTz read_at;		/* now() of the read */
 	TimestampTz until;			/* the earliest end of a live agent's lease */
 	bool		compact;		/* the pass is to replace the rows by one */
-	/* the classes (QsLoadClasses), in a memory context of their own */
-	MemoryContext class_cxt;	/* NULL: none kept */
-	QsConstrainedClass *classes;
-	int			nclasses;
-	Oid			class_relid;	/* constrained_change's, when read */
-	int			nclass_gens;
-	int64	   *class_gens;
-	bool		class_compact;
+	KeptRead	kept[QS_KEPT_READS];	/* the classes, the shares (LoadKept) */
 } HostCacheEntry;
 
 static HTAB *HostCache = NULL;
 static int64 Reloads = 0;
+static int64 SharesReads = 0;
 static uint64 SetVersions = 0;	/* the last QsHostSet.version given */
 
 /*
@@ -105,9 +123,13 @@ static uint64 SetVersions = 0;	/* the last QsHostSet.version given */
 	" INSERT INTO quota_sched." table " VALUES ($1, nextval('quota_sched." table "_seq'))", \
 	2, {TEXTOID, INT8ARRAYOID}, SPI_OK_INSERT }
 
-/* [0]: of agent_change (hosts), [1]: of constrained_change (classes) */
-static QsQuery GenerationsQuery[2] = {
-	GENERATIONS_QUERY("agent_change"), GENERATIONS_QUERY("constrained_change")
+/*
+ * [0]: of agent_change (hosts); [1 + QS_KEPT_CLASSES]: of
+ * constrained_change (classes); [1 + QS_KEPT_SHARES]: of share_change
+ */
+static QsQuery GenerationsQuery[1 + QS_KEPT_READS] = {
+	GENERATIONS_QUERY("agent_change"), GENERATIONS_QUERY("constrained_change"),
+	GENERATIONS_QUERY("share_change")
 };
 
 /*
@@ -459,51 +481,105 @@ QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot)
 }
 
 /*
+ * LoadKept returns what a reader reads of a queue (*n rows), as the
+ * pass's reads see it: what *kept keeps when the snapshot sees the
+ * generations of its table of changes (GenerationsQuery[1 + which]) it
+ * was read with, else read again (after the generations: a read in a
+ * later snapshot only sees more) and kept, in a memory context of its
+ * own; with kept NULL, read into the caller's memory.  The caller is
+ * connected to SPI.
+ */
+static void *
+LoadKept(KeptRead *kept, int which, KeptReader reader, const char *queue, Snapshot snapshot,
+		 int *n)
+{
+	KeptRead	fresh = {0};
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext cxt;
+	int64	   *gens;
+	Oid			relid;
+	int			ngens = ReadGenerationsOf(1 + which, queue, snapshot, &gens, &relid);
+
+	MemoryContextSwitchTo(caller);	/* SPI left its own current */
+
+	if (kept != NULL && kept->cxt != NULL && kept->relid == relid &&
+		SameGenerations(kept->gens, kept->ngens, gens, ngens))
+	{
+		*n = kept->n;
+		return kept->data;
+	}
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched kept read of a queue",
+								ALLOCSET_SMALL_SIZES);
+	if (kept != NULL)
+		QsCacheForget(&kept->cxt);
+	else
+		kept = &fresh;			/* its memory goes with the caller's */
+	MemoryContextSwitchTo(cxt);
+	kept->data = reader(queue, snapshot, &kept->n);
+	MemoryContextSwitchTo(cxt);
+	kept->gens = palloc(sizeof(int64) * (ngens + 1));
+	memcpy(kept->gens, gens, sizeof(int64) * ngens);
+	kept->ngens = ngens;
+	kept->relid = relid;
+	kept->compact = ngens > QS_AGENT_CHANGE_KEEP;
+	MemoryContextSwitchTo(caller);
+	if (kept != &fresh)
+	{
+		MemoryContextSetParent(cxt, TopMemoryContext);
+		kept->cxt = cxt;
+	}
+	*n = kept->n;
+	return kept->data;
+}
+
+/* The classes of a queue's RUNNABLE jobs, as a KeptReader. */
+static void *
+ReadClasses(const char *queue, Snapshot snapshot, int *n)
+{
+	return QsReadConstrainedClasses(queue, n);
+}
+
+/*
  * QsLoadClasses returns the classes of placement constraints of a queue's
  * RUNNABLE jobs, per share and unit, as the pass's reads see them
- * (QsReadConstrainedClasses): the entry's when the snapshot sees the
- * generations they were read with, else read again (after the
- * generations: a read in a later snapshot only sees more) and kept.
- * *n is their number.  The caller is connected to SPI.
+ * (QsReadConstrainedClasses), kept while the snapshot sees the same
+ * generations of constrained_change (LoadKept).  *n is their number.
  */
 const QsConstrainedClass *
 QsLoadClasses(const char *queue, Snapshot snapshot, int *n)
 {
 	HostCacheEntry *entry = EntryOf(queue);
-	bool		keep = entry != NULL;
-	MemoryContext cxt;
-	MemoryContext old;
-	int64	   *gens;
-	Oid			relid;
-	int			ngens = ReadGenerationsOf(1, queue, snapshot, &gens, &relid);
 
-	if (keep && entry->class_cxt != NULL && entry->class_relid == relid &&
-		SameGenerations(entry->class_gens, entry->nclass_gens, gens, ngens))
-	{
-		*n = entry->nclasses;
-		return entry->classes;
-	}
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched classes of a queue",
-								ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	if (keep)
-		QsCacheForget(&entry->class_cxt);
-	else
-		entry = palloc0(sizeof(HostCacheEntry));	/* its memory goes with the caller's */
-	entry->classes = QsReadConstrainedClasses(queue, &entry->nclasses);
-	entry->class_gens = palloc(sizeof(int64) * (ngens + 1));
-	memcpy(entry->class_gens, gens, sizeof(int64) * ngens);
-	entry->nclass_gens = ngens;
-	entry->class_relid = relid;
-	entry->class_compact = ngens > QS_AGENT_CHANGE_KEEP;
-	MemoryContextSwitchTo(old);
-	if (keep)
-	{
-		MemoryContextSetParent(cxt, TopMemoryContext);
-		entry->class_cxt = cxt;
-	}
-	*n = entry->nclasses;
-	return entry->classes;
+	return LoadKept(entry ? &entry->kept[QS_KEPT_CLASSES] : NULL, QS_KEPT_CLASSES,
+					ReadClasses, queue, snapshot, n);
+}
+
+/* A queue's shares, in the snapshot given (NULL: SPI's), as a KeptReader. */
+static void *
+ReadShares(const char *queue, Snapshot snapshot, int *n)
+{
+	QsConfigRead how = {snapshot, false};
+	QsShareConfig *shares;
+
+	SharesReads++;
+	*n = QsReadShareConfigs(queue, how, &shares);
+	return shares;
+}
+
+/*
+ * QsLoadShareConfigs returns a queue's shares as QsReadShareConfigs reads
+ * them in the snapshot given (NULL: SPI's), kept while the snapshot sees
+ * the same generations of share_change (LoadKept): their memory is the
+ * cache's (or the caller's), which the caller does not change.  *n is
+ * their number.
+ */
+const QsShareConfig *
+QsLoadShareConfigs(const char *queue, Snapshot snapshot, int *n)
+{
+	HostCacheEntry *entry = EntryOf(queue);
+
+	return LoadKept(entry ? &entry->kept[QS_KEPT_SHARES] : NULL, QS_KEPT_SHARES,
+					ReadShares, queue, snapshot, n);
 }
 
 /*
@@ -511,8 +587,9 @@ QsLoadClasses(const char *queue, Snapshot snapshot, int *n)
  * by one of a new generation: only passes delete them, one at a time per
  * queue (they hold its lock), so this never waits.
  */
-static QsQuery CompactQuery[2] = {
-	COMPACT_QUERY("agent_change"), COMPACT_QUERY("constrained_change")
+static QsQuery CompactQuery[1 + QS_KEPT_READS] = {
+	COMPACT_QUERY("agent_change"), COMPACT_QUERY("constrained_change"),
+	COMPACT_QUERY("share_change")
 };
 
 /*
@@ -549,9 +626,25 @@ QsCompactChanges(const char *queue)
 	if (entry->cxt != NULL && entry->compact)
 		Compact(0, queue, entry->gens, entry->ngens);
 	entry->compact = false;
-	if (entry->class_cxt != NULL && entry->class_compact)
-		Compact(1, queue, entry->class_gens, entry->nclass_gens);
-	entry->class_compact = false;
+	for (int k = 0; k < QS_KEPT_READS; k++)
+	{
+		KeptRead   *kept = &entry->kept[k];
+
+		if (kept->cxt != NULL && kept->compact)
+			Compact(1 + k, queue, kept->gens, kept->ngens);
+		kept->compact = false;
+	}
+}
+
+/*
+ * qs_share_config_reads() returns how many times this backend read a
+ * queue's shares (not from its cache): for tests.
+ */
+Datum
+qs_share_config_reads(PG_FUNCTION_ARGS)
+{
+	QsCheckSchemaVersion();
+	PG_RETURN_INT64(SharesReads);
 }
 
 /*

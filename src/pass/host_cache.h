@@ -12,6 +12,7 @@
 #include "utils/hsearch.h"
 #include "utils/snapshot.h"
 
+#include "config_store.h"
 #include "job_store_pass.h"
 #include "policy.h"
 
@@ -45,6 +46,7 @@ extern void *QsQueueCacheEntry(HTAB **cache, const char *what, Size entrysize, c
 extern void QsCacheForget(MemoryContext *cxt);
 extern const QsHostSet *QsLoadHosts(const char *queue, TimestampTz now, Snapshot snapshot);
 extern const QsConstrainedClass *QsLoadClasses(const char *queue, Snapshot snapshot, int *n);
+extern const QsShareConfig *QsLoadShareConfigs(const char *queue, Snapshot snapshot, int *n);
 extern void QsCompactChanges(const char *queue);
 
 #endif							/* QS_HOST_CACHE_H */

@@ -297,9 +297,8 @@ LoadHosts(QsQueueState *qs)
 static Jsonb **
 LoadShares(QsQueueState *qs)
 {
-	QsConfigRead how = {NULL, false};
-	QsShareConfig *configs;
-	int			n = QsReadShareConfigs(qs->queue, how, &configs);
+	int			n;
+	const QsShareConfig *configs = QsLoadShareConfigs(qs->queue, qs->snapshot, &n);
 	QsShare    *shares = palloc0(sizeof(QsShare) * (n + 1));
 	Jsonb	  **maps = palloc0(sizeof(Jsonb *) * (n + 1));
 

@@ -1,12 +1,12 @@
 -- What each role may do, table by table and column by column (scheduling.md 8).
 BEGIN;
-SELECT plan(121);
+SELECT plan(124);
 
 SELECT tables_are('quota_sched', ARRAY['service_environment', 'job_queue', 'quota_share',
 	'job', 'job_event', 'pass_log', 'held_capacity', 'queue_status', 'usage_hourly', 'usage_rollup', 'usage_totals', 'config_event',
 	'agent', 'agent_access', 'job_attempt', 'lending_hourly', 'held_change', 'borrow_memory',
 	'job_part', 'host_held', 'host_held_change', 'agent_change', 'constrained_change',
-	'job_preemption']);
+	'job_preemption', 'share_change']);
 
 -- Configuration: admins write, everybody reads.
 SELECT table_privs_are('quota_sched', 'service_environment', 'quota_sched_admin',
@@ -72,10 +72,10 @@ SELECT table_privs_are('quota_sched', t, r, CASE WHEN r = 'quota_sched_admin' TH
 -- what the hosts hold and the generations of agents and of classes of
 -- placement constraints (issue 39, item 6): only the system writes and
 -- reads them; the preemptions it keeps, only the system and the view
--- preemptions (issue 42, item 7)
+-- preemptions (issue 42, item 7); the generations of shares (item 3)
 SELECT table_privs_are('quota_sched', t, r, ARRAY[]::text[])
   FROM unnest(ARRAY['host_held', 'host_held_change', 'agent_change', 'constrained_change',
-					'job_preemption']) AS t,
+					'job_preemption', 'share_change']) AS t,
 	   unnest(ARRAY['quota_sched_admin', 'quota_sched_agent', 'quota_sched_user']) AS r;
 SELECT function_privs_are('quota_sched', 'lending', ARRAY['text', 'timestamptz', 'timestamptz', 'interval'],
 	'quota_sched_user', ARRAY['EXECUTE']);

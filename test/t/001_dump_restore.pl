@@ -348,12 +348,12 @@ my $acl_query = q{
 my $src_rows = table_rows('src');
 my $src_seqs = sequence_values('src');
 my $src_acl  = $node->safe_psql('src', $acl_query);
-is(scalar(keys %$src_rows), 24, 'src: 24 tables in schema quota_sched');
+is(scalar(keys %$src_rows), 25, 'src: 25 tables in schema quota_sched');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 	'src: the counters of held capacity match the jobs');
 is($node->safe_psql('src', 'SELECT count(*) FROM quota_sched.host_held_drift()'), '0',
 	'src: the counters of what the hosts hold match the jobs');
-is(scalar(keys %$src_seqs), 7, 'src: 7 sequences in schema quota_sched');
+is(scalar(keys %$src_seqs), 8, 'src: 8 sequences in schema quota_sched');
 foreach my $t (sort keys %$src_rows)
 {
 	isnt($src_rows->{$t}, '', "src: table $t has rows");
@@ -372,7 +372,7 @@ sub compare_with_src
 {
 	my ($db) = @_;
 	my $rows = table_rows($db);
-	is(scalar(keys %$rows), 24, "$db: 24 tables compared");
+	is(scalar(keys %$rows), 25, "$db: 25 tables compared");
 	is($node->safe_psql($db, 'SELECT count(*) FROM quota_sched.held_capacity_drift()'), '0',
 		"$db: the counters of held capacity match the jobs");
 	is_deeply([ sort keys %$rows ], [ sort keys %$src_rows ], "$db: the same tables as src");
@@ -381,7 +381,7 @@ sub compare_with_src
 		is($rows->{$t}, $src_rows->{$t}, "$db: every row of $t as in src");
 	}
 	my $seqs = sequence_values($db);
-	is(scalar(keys %$seqs), 7, "$db: 7 sequences compared");
+	is(scalar(keys %$seqs), 8, "$db: 8 sequences compared");
 	foreach my $s (sort keys %$src_seqs)
 	{
 		is($seqs->{$s}, $src_seqs->{$s}, "$db: sequence $s as in src");

@@ -721,7 +721,7 @@ sql('two', q{CREATE EXTENSION quota_sched VERSION '0.2'});
 			'--exclude-table-data=quota_sched.held_change', '--exclude-table-data=quota_sched.borrow_memory',
 			'--exclude-table-data=quota_sched.host_held*', '--exclude-table-data=quota_sched.agent_change*',
 			'--exclude-table-data=quota_sched.constrained_change*',
-			'--exclude-table-data=quota_sched.job_preemption',
+			'--exclude-table-data=quota_sched.job_preemption', '--exclude-table-data=quota_sched.share_change*',
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
@@ -796,7 +796,7 @@ sql('three', q{CREATE EXTENSION quota_sched VERSION '0.3'});
 			'--exclude-table-data=quota_sched.agent', '--exclude-table-data=quota_sched.job_part',
 			'--exclude-table-data=quota_sched.host_held*', '--exclude-table-data=quota_sched.agent_change*',
 			'--exclude-table-data=quota_sched.constrained_change*',
-			'--exclude-table-data=quota_sched.job_preemption',
+			'--exclude-table-data=quota_sched.job_preemption', '--exclude-table-data=quota_sched.share_change*',
 			'-h', $node->host, '-p', $node->port, '-d', 'source' ],
 		'>', \$data, '2>', \$stderr)
 	  or die "pg_dump --data-only source: $stderr";
@@ -907,8 +907,8 @@ my $h_attempts_before = sql('three', q{
 my $three_columns = table_columns('three');
 is_deeply([ sort grep { !exists $three_columns->{$_} } keys %{ table_columns('source') } ],
 	['agent_access', 'agent_change', 'constrained_change', 'host_held', 'host_held_change', 'job_part',
-	 'job_preemption'],
-	"three, 0.3: the tables of $current but agent_access, agent_change, constrained_change, host_held, host_held_change, job_part and job_preemption");
+	 'job_preemption', 'share_change'],
+	"three, 0.3: the tables of $current but agent_access, agent_change, constrained_change, host_held, host_held_change, job_part, job_preemption and share_change");
 my $agents_before = sql('three', q{SELECT string_agg(name || ' ' || login || ' ' || lease, ', ' ORDER BY name)
 									 FROM quota_sched.agent WHERE name LIKE 'three-%'});
 delete $three_columns->{agent};
@@ -1045,8 +1045,9 @@ my $seqs_after = sequence_values('old');
 is_deeply({ map { $_ => $seqs_after->{$_} } keys %$seqs_before }, $seqs_before,
 	'old, upgraded: the sequences unchanged');
 is_deeply([ sort grep { !exists $seqs_before->{$_} } keys %$seqs_after ],
-	['agent_change_seq', 'config_event_id_seq', 'constrained_change_seq', 'host_held_change_seq'],
-	'old, upgraded: four new sequences, those of agent_change, config_event, constrained_change and host_held_change');
+	['agent_change_seq', 'config_event_id_seq', 'constrained_change_seq', 'host_held_change_seq',
+	 'share_change_seq'],
+	'old, upgraded: five new sequences, those of agent_change, config_event, constrained_change, host_held_change and share_change');
 
 # The history of the configuration (config_event) starts with the
 # configuration the upgrade found: one BASELINE row per environment, queue

@@ -125,6 +125,10 @@ UPDATE quota_sched.job SET id = 990000 + substr(name, 11)::int WHERE name LIKE '
 UPDATE quota_sched.job SET lease_until = now() - interval '1 minute' WHERE name = 'hi_orphan_1';
 DELETE FROM quota_sched.quota_share WHERE name = 'hi_doomed';
 RESET session_replication_role;
+-- A new session, as after a restore: the triggers that tell a backend's
+-- passes that a queue's shares changed (share_change) did not fire in
+-- replica mode, and this backend's passes keep the shares they read.
+\c -
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit)
 VALUES ('hi_after', 'hi_queue', 'hi_point_zero', 'ml.g5.xlarge');
 SELECT j.name, p.action FROM quota_sched.run_pass('hi_queue') p
