@@ -890,17 +890,27 @@ CoreCursorAdvance(CorePlan *p, int s, int u)
 }
 
 /*
- * CoreCursorStart puts every share's cursors on their first jobs.
+ * CoreCursorStart puts every share's cursors on their first jobs, and
+ * lists the shares that have one (head_shares): a cursor moves only when
+ * its head was the candidate, so a share whose cursors have no head gets
+ * none again, and the candidates are looked for among the others.
  */
 void
 CoreCursorStart(CorePlan *p, int32_t below)
 {
+	if (p->head_shares == NULL)
+		p->head_shares = CoreAlloc(p, sizeof(int) * (p->nshares + 1));
+	p->nhead_shares = 0;
 	for (int s = 0; s < p->nshares; s++)
+	{
 		for (int u = 0; u < p->nunits; u++)
 		{
 			p->cursors[CORE_AT(p, s, u)].below = below;
 			CoreCursorAdvance(p, s, u);
 		}
+		if (CoreShareHead(p, s) != NULL)
+			p->head_shares[p->nhead_shares++] = s;
+	}
 }
 
 /*
@@ -962,7 +972,8 @@ FairBefore(const CorePlan *p, const QsJob *a, const QsJob *b)
 }
 
 /*
- * CoreNextCandidate picks, among the jobs under the cursors, the one that fits
+ * CoreNextCandidate picks, among the jobs under the cursors (of the shares
+ * CoreCursorStart listed), the one that fits
  * in its own capacity with the least (queued_at, id); if none fits, the one
  * with the least (queued_at, id), or with borrow_order FAIR the one whose
  * share would borrow the least per unit of weight (scheduling.md 3.2).
@@ -973,12 +984,18 @@ CoreNextCandidate(CorePlan *p)
 	const QsJob *fitting = NULL;
 	const QsJob *any = NULL;
 
-	for (int s = 0; s < p->nshares; s++)
+	/* the order of the shares does not matter: the order of jobs is total */
+	for (int i = 0; i < p->nhead_shares;)
 	{
-		const QsJob *head = CoreShareHead(p, s);
+		const QsJob *head = CoreShareHead(p, p->head_shares[i]);
 
 		if (head == NULL)
+		{
+			/* its cursors have lost their heads for the rest of the loop */
+			p->head_shares[i] = p->head_shares[--p->nhead_shares];
 			continue;
+		}
+		i++;
 #ifndef QS_MUTANT_FAIR_ORDER
 		if (p->in->fair)
 		{

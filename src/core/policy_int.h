@@ -109,6 +109,9 @@ typedef struct CorePlan
 	CoreIdSet	handled;		/* decided in this pass: not dispatched again */
 	CoreIdSet	kept_promises;
 	CoreCursor *cursors;		/* [s*nunits+u] */
+	int		   *head_shares;	/* the shares whose cursors may have a head
+								 * (CoreCursorStart, CoreNextCandidate) */
+	int			nhead_shares;
 	CoreWantedCache *wanted;	/* [s*nunits+u] */
 	const QsJob **promise_order;	/* promised jobs by (promised_at, id) */
 	int			npromise_order;
