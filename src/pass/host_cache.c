@@ -37,6 +37,12 @@
  * kept more than there are, or a smallest smaller than the true one, which
  * costs a pass a look-ahead that finds nothing (pass_load.c), never a job.
  *
+ * And the queue's shares, decoded (QsLoadShareConfigs; issue 42, item 3):
+ * a row of a new generation in quota_sched.share_change for every insert,
+ * update and delete of one of its shares (the quota_share_generation
+ * triggers), so that the same generations mean the same shares.  Both
+ * reads are kept the same way (LoadKept).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -287,8 +287,9 @@ LoadHosts(QsQueueState *qs)
 }
 
 /*
- * LoadShares reads the queue's shares (the configuration store), in the C
- * order of their names, and returns their capacity maps; their budgets
+ * LoadShares takes the queue's shares as the pass's snapshot sees them
+ * (QsLoadShareConfigs: kept from pass to pass while none changed), in the
+ * C order of their names, and returns their capacity maps; their budgets
  * (scheduling.md 3.11) go to qs->budget_maps (NULL: none) and their
  * periods to qs->periods.  Units are the environment's, the shares', and
  * (added later) those of RUNNABLE and held jobs, so that a job of a unit
