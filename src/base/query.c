@@ -16,6 +16,7 @@
 #include "utils/array.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "query.h"
@@ -194,23 +195,34 @@ QsQueryRunIn(QsQuery *query, Datum *args, const char *nulls, Snapshot snapshot, 
 
 /*
  * QsArrayInit starts an array argument of a type, with room for cap
- * elements.
+ * elements to begin with (an estimate: it grows as needed).
  */
 void
 QsArrayInit(QsArray *a, Oid type, int cap)
 {
 	a->type = type;
 	a->n = 0;
-	a->values = palloc(sizeof(Datum) * (cap + 1));
-	a->nulls = palloc(sizeof(bool) * (cap + 1));
+	a->cap = Max(cap, 1);
+	a->values = palloc(sizeof(Datum) * a->cap);
+	a->nulls = palloc(sizeof(bool) * a->cap);
 }
 
 /*
- * QsArrayPush appends an element (the caller made room for it).
+ * QsArrayPush appends an element, with more room (twice as much) when the
+ * array is full.
  */
 void
 QsArrayPush(QsArray *a, Datum value, bool isnull)
 {
+	if (a->n == a->cap)
+	{
+		if (a->cap > (int) (MaxAllocSize / sizeof(Datum) / 2))
+			ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							errmsg("too many elements in an array argument (%d)", a->n)));
+		a->cap *= 2;
+		a->values = repalloc(a->values, sizeof(Datum) * a->cap);
+		a->nulls = repalloc(a->nulls, sizeof(bool) * a->cap);
+	}
 	a->values[a->n] = value;
 	a->nulls[a->n] = isnull;
 	a->n++;

@@ -48,6 +48,7 @@ typedef struct QsArray
 {
 	Oid			type;
 	int			n;
+	int			cap;			/* room for this many; QsArrayPush grows it */
 	Datum	   *values;
 	bool	   *nulls;
 } QsArray;

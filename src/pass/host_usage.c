@@ -276,7 +276,7 @@ QsHostTallyWrite(int level)
 	if (HostTally == NULL)
 		return;
 	for (int c = 0; c < 5; c++)
-		QsArrayInit(&cols[c], types[c], 16);
+		QsArrayInit(&cols[c], types[c], (int) hash_get_num_entries(HostTally));
 	hash_seq_init(&seq, HostTally);
 	while ((cell = hash_seq_search(&seq)) != NULL)
 	{
