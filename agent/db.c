@@ -111,9 +111,29 @@ static char *env_password = NULL;	/* PGPASSWORD, taken out of the environment */
 static bool prepared[NUM_STATEMENTS];
 
 /*
- * collect_notifies takes the notifications that came: a dispatch asks for
- * a claim, a stop for a heartbeat, a part claimed or a port given for the
- * parts that wait to ask job_peers (rendezvous.c).
+ * dispatch_for_me: false when a dispatch notification's payload says the
+ * job is of another queue, or its part is placed on another agent
+ * (scheduling.md 5.1): a fleet's every agent hears every dispatch, and
+ * would otherwise claim for each.  A payload is not trusted: one this
+ * agent cannot read asks for a claim, and a forged one can only add
+ * claims, never hide the real notification of a job placed here.
+ */
+static bool
+dispatch_for_me(const char *payload)
+{
+	char		value[512];
+
+	if (json_string_field(payload, "job_queue", value, sizeof(value)) == 1 &&
+		strcmp(value, opts.queue) != 0)
+		return false;
+	return json_string_field(payload, "agent", value, sizeof(value)) != 1 ||
+		strcmp(value, opts.agent) == 0;
+}
+
+/*
+ * collect_notifies takes the notifications that came: a dispatch for this
+ * agent asks for a claim, a stop for a heartbeat, a part claimed or a port
+ * given for the parts that wait to ask job_peers (rendezvous.c).
  */
 void
 collect_notifies(void)
@@ -124,9 +144,9 @@ collect_notifies(void)
 		return;
 	while ((n = PQnotifies(conn)) != NULL)
 	{
-		/* wake-ups only: the payload is not trusted, nor even read */
+		/* wake-ups only: what is done is what the functions return */
 		if (strcmp(n->relname, "quota_sched_dispatch") == 0)
-			want_claim = true;
+			want_claim = want_claim || dispatch_for_me(n->extra);
 		else if (strcmp(n->relname, "quota_sched_stop") == 0)
 			want_heartbeat = true;
 		else if (strcmp(n->relname, "quota_sched_peers") == 0)

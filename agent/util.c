@@ -81,6 +81,55 @@ json_escape(char *buf, size_t cap, size_t *len, const char *s)
 }
 
 /*
+ * json_string_field finds the field key of a JSON object's text whose
+ * value is a string, and decodes that string into out (of size cap): 1;
+ * 0 when the text has no such field; -1 when its value is cut short,
+ * holds an escape other than those PostgreSQL's escape_json writes (\",
+ * \\, \/, \b, \f, \n, \r, \t, \u00XX) or does not fit.  It looks for
+ * the first "key":" of the text: within a JSON string every quote is
+ * escaped, so none can be taken for a key (the dispatch notifications'
+ * payloads, scheduling.md 5.1).
+ */
+int
+json_string_field(const char *text, const char *key, char *out, size_t cap)
+{
+	char		pattern[80];
+	const char *p;
+	size_t		len = 0;
+
+	if (snprintf(pattern, sizeof(pattern), "\"%s\":\"", key) >= (int) sizeof(pattern) ||
+		(p = strstr(text, pattern)) == NULL)
+		return 0;
+	for (p += strlen(pattern); *p != '"'; p++)
+	{
+		char		c = *p;
+
+		if (c == '\0' || len + 1 >= cap)
+			return -1;
+		if (c == '\\')
+		{
+			const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t", *at;
+			unsigned int code;
+
+			p++;
+			if (*p == 'u' && sscanf(p + 1, "00%2x", &code) == 1 && code > 0 &&
+				strspn(p + 1, "0123456789abcdefABCDEF") >= 4)
+			{
+				c = (char) code;
+				p += 4;
+			}
+			else if (*p != '\0' && (at = strchr(from, *p)) != NULL)
+				c = to[at - from];
+			else
+				return -1;
+		}
+		out[len++] = c;
+	}
+	out[len] = '\0';
+	return 1;
+}
+
+/*
  * utf8_sequence_length: the length (1 to 4) of the well-formed UTF-8
  * sequence that starts at p, or 0 if none does.  Well-formed as the server
  * has it (PostgreSQL's pg_utf8_islegal): no continuation byte as a lead, no

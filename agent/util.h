@@ -33,6 +33,7 @@
 
 extern void append(char *buf, size_t cap, size_t *len, const char *fmt,...) PRINTF_LIKE(4, 5);
 extern void json_escape(char *buf, size_t cap, size_t *len, const char *s);
+extern int	json_string_field(const char *text, const char *key, char *out, size_t cap);
 extern void make_valid_utf8(char *s);
 extern size_t output_tail(const char *buf, size_t len, char *out, size_t cap);
 extern void printable_copy(const char *s, char *buf, size_t cap);

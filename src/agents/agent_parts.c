@@ -42,7 +42,7 @@
  * pending, oldest dispatch first, locked (others' claims skip them).
  */
 static QsQuery ClaimablePartsQuery = {
-	"SELECT p.job_id, p.placed_at, p.rank, p.instances"
+	"SELECT p.job_id, p.placed_at, p.rank, p.instances, cardinality(j.part_agents) > 1"
 	"  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
 	" WHERE p.agent = $1 AND p.state = 'PLACED' AND " CURRENT_PART
 	"   AND j.job_queue = $2 AND ($3::text IS NULL OR j.capacity_unit = $3)"
@@ -144,6 +144,7 @@ typedef struct Picked
 	QsArray		rank;
 	int			n;
 	int64		instances;
+	QsArray		with_peers;		/* the jobs among them of several parts */
 } Picked;
 
 /*
@@ -163,6 +164,7 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
 	QsArrayInit(&picked->job_id, INT8OID, (int) n);
 	QsArrayInit(&picked->placed_at, TIMESTAMPTZOID, (int) n);
 	QsArrayInit(&picked->rank, INT4OID, (int) n);
+	QsArrayInit(&picked->with_peers, INT8OID, 0);
 	for (uint64 i = 0; i < n && picked->n < max_jobs; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -177,6 +179,8 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
 		QsArrayPush(&picked->job_id, SPI_getbinval(tup, desc, 1, &isnull), false);
 		QsArrayPush(&picked->placed_at, SPI_getbinval(tup, desc, 2, &isnull), false);
 		QsArrayPush(&picked->rank, SPI_getbinval(tup, desc, 3, &isnull), false);
+		if (DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull)))
+			QsArrayPush(&picked->with_peers, SPI_getbinval(tup, desc, 1, &isnull), false);
 	}
 }
 
@@ -185,8 +189,9 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
  * CLAIMED until now + lease (RUNNING at once with start), ends the parts
  * of earlier placements of those jobs it still held, brings their
  * jobs to the state the parts say, and notifies quota_sched_peers of
- * each (the agents waiting for their peers).  Returns the jobs' ids as a
- * bigint[] ((Datum) 0: none), and the parts and instances taken.
+ * each job of several parts (the agents waiting for their peers).
+ * Returns the jobs' ids as a bigint[] ((Datum) 0: none), and the parts
+ * and instances taken.
  */
 Datum
 QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instances,
@@ -216,10 +221,15 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	earlier[2] = CStringGetTextDatum(agent);
 	QsQueryRun(&EndEarlierPartsQuery, earlier, NULL, false, 0);
 	SyncJobs(args[0], role);
-	/* the agents of the other parts may be waiting for this one (rendezvous.c) */
-	for (int i = 0; i < picked.n; i++)
+	/*
+	 * The agents of a job's other parts may be waiting for this one
+	 * (rendezvous.c); a job of one part has none.  Every listener of the
+	 * database is signalled at a commit that notifies, whatever it listens
+	 * to: a fleet's every host, at every claim, if all were notified.
+	 */
+	for (int i = 0; i < picked.with_peers.n; i++)
 		Async_Notify(QS_PEERS_CHANNEL,
-					 psprintf(INT64_FORMAT, DatumGetInt64(picked.job_id.values[i])));
+					 psprintf(INT64_FORMAT, DatumGetInt64(picked.with_peers.values[i])));
 	return args[0];
 }
 

@@ -3,7 +3,7 @@
  * test_agent_util.c
  *		Unit tests of quota-sched-agent's pure helpers (agent/util.c), built
  *		without libpq: make_valid_utf8 (what the server takes as UTF-8),
- *		json_escape, split_argv, parse_seconds and parse_count, the rule of
+ *		json_escape, json_string_field, split_argv, parse_seconds and parse_count, the rule of
  *		the jobs' OS user (jobs_user_problem), the order of versions
  *		(QsCompareVersions, src/core/version.h), --labels and --address
  *		(labels_json, address_problem: src/core/host_labels.h's rules), and
@@ -119,6 +119,47 @@ test_json_escape(void)
 	json_escape(buf, sizeof(buf), &len, "x\"y");
 	CHECK(strcmp(buf, "{\"m\":\"x\\\"y") == 0 && len == strlen(buf),
 		  "json_escape: appends at *len");
+}
+
+/* field_case: json_string_field(text, key) returns want, and out (if 1) */
+static void
+field_case(const char *what, const char *text, const char *key, size_t cap, int want,
+		   const char *want_out)
+{
+	char		out[256] = "untouched";
+	int			got = json_string_field(text, key, out, cap);
+
+	CHECK(got == want && (want != 1 || strcmp(out, want_out) == 0),
+		  "json_string_field: %s (got %d, \"%s\")", what, got, got == 1 ? out : "");
+}
+
+/* test_json_string_field: the fields of a dispatch notification's payload */
+static void
+test_json_string_field(void)
+{
+	const char *dispatch = "{\"job_id\":7,\"job_queue\":\"q1\",\"quota_share\":\"s\","
+		"\"capacity_unit\":\"gpu\",\"instance_count\":2,\"agent\":\"gpu-07\",\"rank\":0}";
+
+	field_case("a field", dispatch, "agent", 256, 1, "gpu-07");
+	field_case("another", dispatch, "job_queue", 256, 1, "q1");
+	field_case("no such field", dispatch, "host", 256, 0, "");
+	field_case("a field that is a number is none", dispatch, "rank", 256, 0, "");
+	field_case("the escapes PostgreSQL writes",
+			   "{\"agent\":\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u001fe\"}", "agent", 256, 1,
+			   "a\"b\\c/d\b\f\n\r\t\x1f" "e");
+	field_case("UTF-8 as it is", "{\"agent\":\"h\xC3\xA9\"}", "agent", 256, 1, "h\xC3\xA9");
+	field_case("a key inside a value is no key",
+			   "{\"quota_share\":\"x\\\",\\\"agent\\\":\\\"me\",\"agent\":\"other\"}", "agent", 256, 1,
+			   "other");
+	field_case("cut short", "{\"agent\":\"gpu-0", "agent", 256, -1, "");
+	field_case("an escape cut short", "{\"agent\":\"gpu\\", "agent", 256, -1, "");
+	field_case("an unknown escape", "{\"agent\":\"a\\xb\"}", "agent", 256, -1, "");
+	field_case("a \\u beyond 00XX", "{\"agent\":\"a\\u20acb\"}", "agent", 256, -1, "");
+	field_case("a \\u0000", "{\"agent\":\"a\\u0000b\"}", "agent", 256, -1, "");
+	field_case("a \\u cut short", "{\"agent\":\"a\\u00", "agent", 256, -1, "");
+	field_case("too long for out", dispatch, "agent", 6, -1, "");
+	field_case("just fits", dispatch, "agent", 7, 1, "gpu-07");
+	field_case("an empty value", "{\"agent\":\"\"}", "agent", 256, 1, "");
 }
 
 /* argv_case: split_argv(in) is the NULL-terminated list want (n strings) */
@@ -474,6 +515,7 @@ main(void)
 {
 	test_utf8();
 	test_json_escape();
+	test_json_string_field();
 	test_split_argv();
 	test_parse_seconds();
 	test_parse_count();
