@@ -49,6 +49,7 @@ typedef struct AgentOptions
 	bool		noop;			/* --noop */
 	bool		drain;			/* --drain: SIGTERM lets the jobs finish */
 	bool		listen;			/* false with --no-listen */
+	bool		wake_wait;		/* agent_wait where the server has it (--wake) */
 	FILE	   *pickup_log;		/* --pickup-log: "job_id microseconds" a claim */
 	const char *start_cmd;		/* external launcher: all three, or none */
 	const char *status_cmd;

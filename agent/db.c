@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "version.h"
+#include "wake.h"
 
 #define RECONNECT_MAX_SECONDS 5.0
 
@@ -98,6 +99,7 @@ static const Statement statements[NUM_STATEMENTS] = {
 PGconn	   *conn = NULL;
 double		reconnect_at = 0;
 char		last_sqlstate[6];
+int			statement_timeout_ms = 1000;
 static double backoff = 0;		/* seconds before the next try; 0: at once */
 static char *env_password = NULL;	/* PGPASSWORD, taken out of the environment */
 
@@ -165,6 +167,7 @@ lose_connection(const char *why)
 			  trimmed(why, buf, sizeof(buf)));
 	PQfinish(conn);
 	conn = NULL;
+	wake_lost();
 	reconnect_at = now_mono();	/* at once, then with backoff */
 	backoff = 0;
 }
@@ -214,6 +217,8 @@ db_exec(StatementId id, const char *const *params, PGresult **out, const Job *jo
 
 	*out = NULL;
 	last_sqlstate[0] = '\0';
+	if (conn != NULL && !wake_end(conn) && PQstatus(conn) == CONNECTION_OK && !listen_setup())
+		return DB_LOST;
 	if (conn == NULL)
 		return DB_LOST;
 	res = run_statement(id, params);
@@ -258,7 +263,7 @@ on_notice(void *arg, const char *message)
  * False if it failed: the connection is closed, and tried again after the
  * longest backoff.
  */
-static bool
+bool
 listen_setup(void)
 {
 	const char *setup[] = {"LISTEN quota_sched_dispatch", "LISTEN quota_sched_stop",
@@ -402,8 +407,9 @@ try_connect(void)
 	opts.conninfo, NULL};
 	char		msg[1024];
 
-	snprintf(timeout, sizeof(timeout), "-c statement_timeout=%.0f %s",
-			 opts.lease * 1000 / 3 > 1000 ? opts.lease * 1000 / 3 : 1000,
+	statement_timeout_ms = opts.lease * 1000 / 3 < 1000 ? 1000 :
+		opts.lease * 1000 / 3 > 2e9 ? 2000000000 : (int) (opts.lease * 1000 / 3);
+	snprintf(timeout, sizeof(timeout), "-c statement_timeout=%d %s", statement_timeout_ms,
 			 env_options ? env_options : "");
 	conn = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(conn) != CONNECTION_OK)
@@ -420,14 +426,14 @@ try_connect(void)
 	}
 	PQsetNoticeProcessor(conn, on_notice, NULL);
 	memset(prepared, 0, sizeof(prepared));
-	if (!listen_setup())
+	if (!wake_setup(conn) && !listen_setup())
 		return;
 	if (!schema_is_ours())
 		return;
 	backoff = 0;
-	log_event("info", "connected", NULL, "connected to %s:%s as %s%s",
+	log_event("info", "connected", NULL, "connected to %s:%s as %s; %s",
 			  PQhost(conn), PQport(conn), PQuser(conn),
-			  opts.listen ? "; listening" : "; not listening (--no-listen)");
+			  wake_mode());
 	/* say what it can run, reconcile at once, then claim */
 	want_ready = true;
 	want_heartbeat = true;

@@ -43,12 +43,14 @@ enum
 extern PGconn *conn;			/* NULL: not connected */
 extern double reconnect_at;		/* when to try to connect again */
 extern char last_sqlstate[6];	/* of the last statement that failed */
+extern int	statement_timeout_ms;	/* the session's, set at each connection */
 
 extern void hide_password(void);
 extern void forget_password(void);
 extern void try_connect(void);
 extern void lose_connection(const char *why);
 extern void collect_notifies(void);
+extern bool listen_setup(void);
 extern int	db_exec(StatementId id, const char *const *params, PGresult **out,
 					const Job *job);
 

@@ -44,6 +44,7 @@
  *-------------------------------------------------------------------------
  */
 #include "db.h"
+#include "wake.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -261,9 +262,9 @@ next_wake(void)
 }
 
 /*
- * wait_for_events sleeps until a notification, a signal, what a launcher's
- * command writes, or the next deadline (next_wake); then takes what the
- * connection and the commands sent.
+ * wait_for_events sleeps until a notification or the end of agent_wait, a
+ * signal, what a launcher's command writes, or the next deadline
+ * (next_wake); then takes what the connection and the commands sent.
  */
 static void
 wait_for_events(void)
@@ -277,6 +278,9 @@ wait_for_events(void)
 
 	/* at most a minute (a lease of months must not overflow the int) */
 	timeout_ms = wake <= now ? 0 : wake - now >= 60 ? 60000 : (int) ((wake - now) * 1000) + 1;
+	/* where the server has agent_wait, a call runs while the loop sleeps (wake.c) */
+	if (conn && !wake_start(conn, timeout_ms, statement_timeout_ms))
+		lose_connection(PQerrorMessage(conn));
 	fds = calloc(2 + LAUNCH_MAX_FDS * njobs, sizeof(struct pollfd));
 	if (fds == NULL)
 		fatal("out of memory");
@@ -299,6 +303,8 @@ wait_for_events(void)
 	{
 		if (!PQconsumeInput(conn))
 			lose_connection(PQerrorMessage(conn));
+		else if (!wake_input(conn) && PQstatus(conn) == CONNECTION_OK)
+			listen_setup();
 		else
 			collect_notifies();
 	}

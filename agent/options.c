@@ -31,6 +31,7 @@ AgentOptions opts = {
 	.heartbeat = 0,				/* 0: lease / 3 */
 	.grace = 30,
 	.listen = true,
+	.wake_wait = true,
 	.status_interval = 0,		/* 0: the heartbeat interval */
 	.cmd_timeout = 30,
 	.log_max_bytes = 4 * 1024 * 1024,
@@ -242,6 +243,19 @@ opt_log_format(const OptionDef *opt, const char *arg)
 		bad_usage("--log-format must be plain or json");
 }
 
+/* opt_wake: --wake=wait or listen */
+static void
+opt_wake(const OptionDef *opt, const char *arg)
+{
+	(void) opt;
+	if (strcmp(arg, "wait") == 0)
+		opts.wake_wait = true;
+	else if (strcmp(arg, "listen") == 0)
+		opts.wake_wait = false;
+	else
+		bad_usage("--wake must be wait or listen");
+}
+
 /* opt_pickup_log: --pickup-log, opened now (close-on-exec: not into the jobs) */
 static void
 opt_pickup_log(const OptionDef *opt, const char *arg)
@@ -406,8 +420,13 @@ static const OptionDef options[] = {
 	"shims, for an agent started again with the same\n"
 	"--agent and --state-dir to adopt (as SIGUSR2 always\n"
 	"does; local jobs)"},
+	{"wake", 0, "MODE", opt_wake, NULL, 0, 0,
+	"how it learns of its work between statements: wait\n"
+	"(default: a call of agent_wait, which wakes this agent\n"
+	"alone; LISTEN where the server has none) or listen"},
 	{"no-listen", 0, NULL, opt_false, &opts.listen, 0, 0,
-	"no LISTEN (for a transaction-mode pooler): dispatches\n"
+	"no LISTEN nor agent_wait (for a transaction-mode\n"
+	"pooler): dispatches"
 	"and stops are then seen at the heartbeats only"},
 	{"noop", 0, NULL, opt_true, &opts.noop, 0, 0,
 	"run nothing: report each claimed job SUCCEEDED\n"

@@ -111,6 +111,21 @@ AS 'MODULE_PATHNAME', 'qs_safe_output'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 REVOKE ALL ON FUNCTION quota_sched.safe_output(text) FROM PUBLIC;
 
+/*
+ * agent_wait(): an agent waits for a dispatch to it, a stop of a job it
+ * holds or a peer of a job of several parts, woken by the commit that made
+ * it, without LISTEN (src/agents/agent_wait.c): every listener of the
+ * database is woken at every commit that notifies.  A procedure: it
+ * commits the CALL's transaction before it waits, so as to hold no
+ * snapshot meanwhile.
+ */
+CREATE OR REPLACE PROCEDURE quota_sched.agent_wait(agent text, job_queue text, timeout_ms integer,
+	INOUT woken text[] DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'qs_agent_wait'
+LANGUAGE C;
+REVOKE ALL ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) FROM PUBLIC;
+GRANT EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) TO quota_sched_agent;
+
 REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
 	quota_sched.heartbeat(text, interval),
 	quota_sched.report(bigint, text, text, text, integer, integer, text),

@@ -15,7 +15,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -228,8 +227,7 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	 * to: a fleet's every host, at every claim, if all were notified.
 	 */
 	for (int i = 0; i < picked.with_peers.n; i++)
-		Async_Notify(QS_PEERS_CHANNEL,
-					 psprintf(INT64_FORMAT, DatumGetInt64(picked.with_peers.values[i])));
+		QsNotifyPeers(DatumGetInt64(picked.with_peers.values[i]));
 	return args[0];
 }
 

@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "agent_wait.h"
 #include "checks.h"
 #include "identity.h"
 #include "query.h"
@@ -109,7 +110,30 @@ QsGivePort(int64 job_id, int32 attempt, int32 rank, bool placed, const char *age
 		args[1] = Int32GetDatum(port);
 		QsQueryRun(&SetPartPortQuery, args, NULL, false, 0);
 	}
+	QsNotifyPeers(job_id);
+}
+
+/* The agents of a job's placement now. */
+static QsQuery PlacedAgentsQuery = {
+	"SELECT unnest(part_agents) FROM quota_sched.job WHERE id = $1",
+	1, {INT8OID}, SPI_OK_SELECT
+};
+
+/*
+ * QsNotifyPeers notifies quota_sched_peers of a job (its id): a part
+ * claimed, a port given, for the agents of its other parts that wait for
+ * them; and wakes those of its agents that wait (agent_wait.c).
+ */
+void
+QsNotifyPeers(int64 job_id)
+{
+	Datum		arg = Int64GetDatum(job_id);
+	uint64		n = QsQueryRun(&PlacedAgentsQuery, &arg, NULL, true, 0);
+
 	Async_Notify(QS_PEERS_CHANNEL, psprintf(INT64_FORMAT, job_id));
+	for (uint64 i = 0; i < n; i++)
+		QsWakeAgent(NULL, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+					QS_WAKE_PEERS);
 }
 
 /* What job_peers needs to know of the job and the asking agent. */

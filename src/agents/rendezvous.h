@@ -22,5 +22,6 @@ extern int32 QsPortArg(FunctionCallInfo fcinfo, int argno);
 extern void QsGivePort(int64 job_id, int32 attempt, int32 rank, bool placed,
 					   const char *agent, int32 port);
 extern void QsJobPeers(ReturnSetInfo *rsinfo, int64 job_id, const char *agent, Oid caller);
+extern void QsNotifyPeers(int64 job_id);
 
 #endif							/* QS_RENDEZVOUS_H */

@@ -17,6 +17,7 @@
 #include "utils/guc.h"
 
 #include "agent_api.h"
+#include "agent_wait.h"
 #include "config_cache.h"
 #include "fleet.h"
 #include "identity.h"
@@ -41,6 +42,7 @@ QsXactCallback(XactEvent event, void *arg)
 {
 	QsUsageXactEvent(event);
 	QsJobEndXactEvent(event);
+	QsAgentWaitXactEvent(event);
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
@@ -88,6 +90,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("quota_sched");
 	QsRegisterWorker();
 	QsJobEndRegister();
+	QsAgentWaitRegister();
 	QsStatsRegister();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);

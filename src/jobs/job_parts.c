@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 
+#include "agent_wait.h"
 #include "job_parts.h"
 #include "query.h"
 
@@ -32,7 +33,8 @@ static QsQuery HoldingAgentsQuery = {
 };
 
 /*
- * NotifyOne sends one stop notification (scheduling.md 5.1).
+ * NotifyOne sends one stop notification (scheduling.md 5.1), and wakes
+ * the agent if it waits (agent_wait.c).
  */
 static void
 NotifyOne(int64 job_id, const char *agent, const char *reason)
@@ -46,6 +48,8 @@ NotifyOne(int64 job_id, const char *agent, const char *reason)
 	escape_json(&payload, reason);
 	appendStringInfoChar(&payload, '}');
 	Async_Notify("quota_sched_stop", payload.data);
+	if (agent != NULL)
+		QsWakeAgent(NULL, agent, QS_WAKE_STOP);
 }
 
 /*

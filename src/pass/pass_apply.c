@@ -23,6 +23,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "agent_wait.h"
 #include "checks.h"
 #include "identity.h"
 #include "job_parts.h"
@@ -85,7 +86,9 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 /*
  * NotifyDispatch sends the dispatch notification of a job (scheduling.md
  * 5.1): its id, queue, share, unit and size; in a placed unit one per
- * part, with the part's agent and rank (3.14).
+ * part, with the part's agent and rank (3.14).  It wakes the agent of each
+ * part that waits (agent_wait.c), or, a job not placed, every agent of the
+ * queue that waits.
  */
 static void
 NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
@@ -108,6 +111,7 @@ NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
 		}
 		appendStringInfoChar(buf, '}');
 		Async_Notify("quota_sched_dispatch", buf->data);
+		QsWakeAgent(qs->queue, d->nparts > 0 ? d->parts[r].host : NULL, QS_WAKE_DISPATCH);
 	}
 }
 
