@@ -63,48 +63,11 @@ QS_UNLOCKED_FUNCTION(qs_forget_agent, DoForgetAgent)
 QS_UNLOCKED_FUNCTION(qs_attempt_started, DoAttemptStarted)
 QS_UNLOCKED_FUNCTION(qs_job_peers, DoJobPeers)
 
-/*
- * PrintableName tells whether an agent's name is fit to be shown: neither
- * blank nor holding control characters (it goes into the jobs' rows, the
- * history, the stop notifications and the agents' logs, where an escape
- * sequence or a line break would pass for something else).
- */
-static bool
-PrintableName(const char *name)
-{
-	bool		blank = true;
-
-	for (const unsigned char *c = (const unsigned char *) name; *c != '\0'; c++)
-	{
-		if (*c < 0x20 || *c == 0x7f)
-			return false;
-		if (*c != ' ')
-			blank = false;
-	}
-	return !blank;
-}
-
-/*
- * AgentArg returns the agent argument, which must be a name of 1 to 128
- * bytes, not blank, without control characters.
- */
+/* AgentArg returns the agent argument (QsNameArg) */
 static char *
 AgentArg(FunctionCallInfo fcinfo, int argno)
 {
-	char	   *agent;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("agent must not be null")));
-	agent = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (strlen(agent) > QS_MAX_NAME_LEN || !PrintableName(agent))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid agent name \"%s\"", QsShortValue(agent)),
-				 errdetail("An agent's name has 1 to " CppAsString2(QS_MAX_NAME_LEN)
-						   " bytes, not all blank, and no control characters.")));
-	return agent;
+	return QsNameArg(fcinfo, argno, "agent");
 }
 
 /*

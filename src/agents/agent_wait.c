@@ -319,37 +319,6 @@ WokenRow(uint32 what)
 }
 
 /*
- * NameArg: a name argument (an agent's or a queue's), which must not be
- * null and has 1 to 128 bytes, not all blank, no control characters (as
- * claim takes an agent's).  One of nothing is taken: nothing wakes it.
- */
-static char *
-NameArg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	char	   *s;
-	bool		blank = true,
-				control = false;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not be null", name)));
-	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	for (const unsigned char *c = (const unsigned char *) s; *c != '\0'; c++)
-	{
-		control = control || *c < 0x20 || *c == 0x7f;
-		blank = blank && *c == ' ';
-	}
-	if (blank || control || strlen(s) > QS_MAX_NAME_LEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid %s name \"%s\"", name, QsShortValue(s)),
-				 errdetail("A name has 1 to " CppAsString2(QS_MAX_NAME_LEN)
-						   " bytes, not all blank, and no control characters.")));
-	return s;
-}
-
-/*
  * The backend's wait set on its client's socket, its latch and the
  * postmaster's death (PostgreSQL's libpq/libpq.h, which includes
  * libpq-be.h, which needs GSSAPI's headers to build).
@@ -429,8 +398,8 @@ qs_agent_wait(PG_FUNCTION_ARGS)
 	uint32		what;
 
 	QsCheckSchemaVersion();
-	agent = NameArg(fcinfo, 0, "agent");
-	queue = NameArg(fcinfo, 1, "job_queue");
+	agent = QsNameArg(fcinfo, 0, "agent");
+	queue = QsNameArg(fcinfo, 1, "job_queue");
 	if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 0 || PG_GETARG_INT32(2) > QS_MAX_WAIT_MS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

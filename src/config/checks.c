@@ -486,6 +486,52 @@ QsCheckSize(const char *what, size_t len, size_t limit)
 }
 
 /*
+ * PrintableName tells whether an agent's name (or a name an agent gives)
+ * is fit to be shown: neither blank nor holding control characters (it
+ * goes into the jobs' rows, the history, the stop notifications and the
+ * agents' logs, where an escape sequence or a line break would pass for
+ * something else).
+ */
+static bool
+PrintableName(const char *name)
+{
+	bool		blank = true;
+
+	for (const unsigned char *c = (const unsigned char *) name; *c != '\0'; c++)
+	{
+		if (*c < 0x20 || *c == 0x7f)
+			return false;
+		if (*c != ' ')
+			blank = false;
+	}
+	return !blank;
+}
+
+/*
+ * QsNameArg returns a name argument (what: "agent", "job_queue"), which
+ * must be a name of 1 to 128 bytes, not blank, without control
+ * characters (agent_wait takes its queue's so too).
+ */
+char *
+QsNameArg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	char	   *name;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be null", what)));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strlen(name) > QS_MAX_NAME_LEN || !PrintableName(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid %s name \"%s\"", what, QsShortValue(name)),
+				 errdetail("A name has 1 to " CppAsString2(QS_MAX_NAME_LEN)
+						   " bytes, not all blank, and no control characters.")));
+	return name;
+}
+
+/*
  * QsShortValue returns a value to quote in a message: the value, or its
  * first 64 bytes (whole characters) and "..." when it is longer, so that a
  * huge bad value does not fill the server's log.

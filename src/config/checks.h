@@ -10,6 +10,7 @@
 #define QS_CHECKS_H
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "utils/jsonb.h"
 
 /* the longest timeout, runnable_timeout, lease or min_runtime */
@@ -29,6 +30,7 @@ extern bool QsLabelKeyValid(const char *key);
 extern void QsCheckName(text *value, const char *what);
 extern int64 QsIntervalUsecs(const Interval *value);
 extern const char *QsShortValue(const char *value);
+extern char *QsNameArg(FunctionCallInfo fcinfo, int argno, const char *what);
 extern int64 QsBudgetThousandths(const JsonbValue *v);
 extern char *QsBudgetText(double hours);
 extern void QsCheckSize(const char *what, size_t len, size_t limit);
