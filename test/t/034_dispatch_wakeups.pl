@@ -11,7 +11,8 @@
 # one after the other, and five jobs of another queue, dispatched: wb
 # claims for none of them.  Then wa drains and a job is placed on wb: wb
 # claims it.  Once with wb listening, once with wb waiting (then its
-# session is seen in agent_wait, holding no snapshot).  Heartbeats are 100
+# session is seen in agent_wait, holding no snapshot).  First, an agent
+# whose login may not call agent_wait listens instead, and takes its work.  Heartbeats are 100
 # s apart, so the claims they bring do not fall within the test.
 use strict;
 use warnings;
@@ -34,8 +35,12 @@ INSERT INTO quota_sched.quota_share (job_queue, name, capacity_limits, strategy)
 VALUES ('w_queue', 'a', '{"gpu": 32}', 'RESERVE'), ('w_other', 'o', '{"gpu": 32}', 'RESERVE');
 CREATE ROLE w_a LOGIN IN ROLE quota_sched_agent;
 CREATE ROLE w_b LOGIN IN ROLE quota_sched_agent;
+CREATE ROLE w_c LOGIN IN ROLE quota_sched_agent;
 ALTER ROLE w_b SET log_statement = 'all';
-INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('w_a', NULL), ('w_b', NULL);
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('w_a', NULL), ('w_b', NULL), ('w_c', NULL);
+-- w_c may not call agent_wait: its agent falls back to LISTEN
+REVOKE EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) FROM quota_sched_agent;
+GRANT EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) TO w_a, w_b;
 SQL
 QsAgents::init($node, '034_dispatch_wakeups');
 my $tmp = PostgreSQL::Test::Utils::tempdir;
@@ -71,6 +76,20 @@ sub submit
 
 launch('wa', 'w_a', 'wake_a', 'wait', 'wa');
 ok(wait_for_log('wa', qr/connected: .*; waiting with agent_wait/), 'wa waits with agent_wait');
+# an agent whose first agent_wait fails (here 42501) listens instead, and
+# still takes its work: a job placed on it while wa drains
+launch('wc', 'w_c', 'wake_c', 'wait', 'wc');
+ok(wait_for_log('wc', qr/connected: .*; listening/), 'wc, refused agent_wait, listens');
+ok(wait_for_log('wc', qr/registered for queue w_queue/), 'wc registered');
+$sql->("SELECT state FROM quota_sched.drain_agent('wa')");
+my $to_c = submit('w_queue', 'a', 'w_to_c');
+ok($node->poll_query_until('postgres', "SELECT state = 'SUCCEEDED' FROM quota_sched.job WHERE id = $to_c"),
+	'its job succeeded');
+is($sql->("SELECT string_agg(agent, ',') FROM quota_sched.job_part WHERE job_id = $to_c"), 'wc',
+	'on wc');
+is(stop_agent('wc'), 0, 'wc exits 0');
+$sql->("SELECT name FROM quota_sched.forget_agent('wc')");
+$sql->("SELECT state FROM quota_sched.drain_agent('wa', false)");
 
 # scenario(WAKE): wb started with --wake WAKE, the jobs, wb's claims
 sub scenario
