@@ -163,11 +163,11 @@ lose_connection(const char *why)
 {
 	char		buf[1024];
 
-	log_event("warning", "connection_lost", NULL, "%s; reconnecting",
-			  trimmed(why, buf, sizeof(buf)));
+	trimmed(why, buf, sizeof(buf));	/* why may be the connection's own message */
+	wake_lost(conn);
+	log_event("warning", "connection_lost", NULL, "%s; reconnecting", buf);
 	PQfinish(conn);
 	conn = NULL;
-	wake_lost();
 	reconnect_at = now_mono();	/* at once, then with backoff */
 	backoff = 0;
 }

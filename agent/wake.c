@@ -178,9 +178,16 @@ wake_end(PGconn *conn)
 	return finish(conn);
 }
 
-/* wake_lost: the connection is gone, and its wait with it */
+/*
+ * wake_lost: the connection is gone, and its wait with it.  Called before
+ * the connection is closed, it first reads what came of the wait (the
+ * server's word as it ended the session comes as the wait's result, not as
+ * a notice: finish logs it).
+ */
 void
-wake_lost(void)
+wake_lost(PGconn *conn)
 {
+	if (waiting && conn != NULL)
+		finish(conn);
 	waiting = use_wait = false;
 }

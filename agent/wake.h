@@ -18,6 +18,6 @@ extern const char *wake_mode(void);
 extern bool wake_start(PGconn *conn, int timeout_ms, int limit_ms);
 extern bool wake_input(PGconn *conn);
 extern bool wake_end(PGconn *conn);
-extern void wake_lost(void);
+extern void wake_lost(PGconn *conn);
 
 #endif							/* QS_AGENT_WAKE_H */
