@@ -78,19 +78,27 @@ sub submit
 		RETURNING id});
 }
 
-# procs(MARKER): the pids of the processes whose command line has the marker
+# procs(MARKER): the pids of the processes whose command line has the
+# marker, but for a child of one of them
 sub procs
 {
 	my ($marker) = @_;
-	my @pids;
+	my %ppid;
 	foreach my $dir (glob('/proc/[0-9]*'))
 	{
+		# the parent first: a process gone by then is none
+		open(my $st, '<', "$dir/stat") or next;
+		my $stat = do { local $/; <$st> } // '';
+		close $st;
 		open(my $fh, '<', "$dir/cmdline") or next;
 		my $cmd = do { local $/; <$fh> } // '';
 		close $fh;
-		push @pids, $dir =~ s{/proc/}{}r if $cmd =~ /marker=$marker\b/;
+		next unless $cmd =~ /marker=$marker\b/ && $stat =~ /\) \S (\d+)/;
+		$ppid{ $dir =~ s{/proc/}{}r } = $1;
 	}
-	return sort { $a <=> $b } @pids;
+	# a shell's child between its fork and its exec (of sleep) has the
+	# shell's command line for a moment: not one of the job's processes
+	return sort { $a <=> $b } grep { !exists $ppid{ $ppid{$_} } } keys %ppid;
 }
 
 # copies(FILE): each copy's interval, [attempt, start, last tick], in order of start
