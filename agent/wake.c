@@ -153,7 +153,9 @@ finish(PGconn *conn)
 bool
 wake_input(PGconn *conn)
 {
-	return !(waiting && !PQisBusy(conn)) || finish(conn);
+	if (!waiting || PQisBusy(conn))
+		return true;			/* no wait, or it runs on */
+	return finish(conn);
 }
 
 /*
