@@ -21,6 +21,11 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_job_before_update'
 LANGUAGE C;
 
+CREATE OR REPLACE FUNCTION quota_sched.job_scan_floor()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_job_scan_floor'
+LANGUAGE C;
+
 CREATE OR REPLACE FUNCTION quota_sched.job_history()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_job_history'
@@ -340,4 +345,5 @@ REVOKE ALL ON FUNCTION quota_sched.job_before_insert(), quota_sched.job_before_u
 	quota_sched.job_usage(), quota_sched.job_usage_flush(), quota_sched.config_changed(),
 	quota_sched.refuse_delete_with_live_jobs(), quota_sched.warn_capacity_plan(),
 	quota_sched.config_history(), quota_sched.job_before_delete(),
-	quota_sched.queue_generation(), quota_sched.job_constrained_changed() FROM PUBLIC;
+	quota_sched.queue_generation(), quota_sched.job_constrained_changed(),
+	quota_sched.job_scan_floor() FROM PUBLIC;

@@ -520,3 +520,15 @@ CREATE TRIGGER quota_share_generation
 	FOR EACH ROW EXECUTE FUNCTION quota_sched.queue_generation('share_change');
 CREATE TRIGGER quota_share_generation_truncate AFTER TRUNCATE ON quota_sched.quota_share
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.queue_generation('share_change');
+
+/*
+ * The floors of the scans of unclaimed jobs and of leases (issue 42, item
+ * 5; tables.sql has the comments), last, so that no write of this step
+ * fires it.  job_scan_floor() is made again by the sources (triggers.sql).
+ */
+CREATE FUNCTION quota_sched.job_scan_floor() RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_job_scan_floor' LANGUAGE C;
+CREATE TRIGGER job_scan_floor BEFORE INSERT OR UPDATE ON quota_sched.job
+	FOR EACH ROW WHEN (NEW.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))
+	EXECUTE FUNCTION quota_sched.job_scan_floor();
+ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;

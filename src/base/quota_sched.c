@@ -24,6 +24,7 @@
 #include "job_end.h"
 #include "job_submit.h"
 #include "launcher.h"
+#include "scan_floor.h"
 #include "stats.h"
 #include "usage.h"
 
@@ -43,6 +44,7 @@ QsXactCallback(XactEvent event, void *arg)
 	QsUsageXactEvent(event);
 	QsJobEndXactEvent(event);
 	QsAgentWaitXactEvent(event);
+	QsScanFloorXactEvent(event);
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
@@ -91,6 +93,7 @@ _PG_init(void)
 	QsRegisterWorker();
 	QsJobEndRegister();
 	QsAgentWaitRegister();
+	QsScanFloorRegister();
 	QsStatsRegister();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);

@@ -24,6 +24,7 @@
 #include "policy.h"
 #include "query.h"
 #include "queue_lock.h"
+#include "scan_floor.h"
 #include "constants.h"
 #include "word_io.h"
 
@@ -451,11 +452,17 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 	int			n = 0;
 	int64		instances = 0;
 
+	QsFloorSeen seen = QsFloorRead(QS_FLOOR_CLAIMABLE, queue, unit ? unit : "");
+	QsFloorKeyValue first = QsFloorStart(QS_FLOOR_CLAIMABLE, queue, unit ? unit : "", &seen,
+										 NULL);
+
 	*ids = palloc(sizeof(Datum) * cap);
+	if (QS_FLOOR_TOP(first))
+		return 0;
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = unit ? CStringGetTextDatum(unit) : (Datum) 0;
-	args[2] = TimestampTzGetDatum(DT_NOBEGIN);
-	args[3] = Int64GetDatum(0);
+	args[2] = TimestampTzGetDatum(first.k[0]);	/* from first on */
+	args[3] = Int64GetDatum(first.k[1] - 1);
 	while (n < max_jobs && (max_instances == 0 || instances < max_instances))
 	{
 		HeapTuple	tup;

@@ -126,6 +126,8 @@ ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
  *
  * Due jobs: the earliest QS_DUE_JOBS_MAX of each kind (the rest wait for
  * the next pass; a job both lapsed and past its deadline comes twice).
+ * The unclaimed and the lapsed start at their floors ($3, $4 and $5:
+ * QsReadDueJobs).
  * The ORDER BY and LIMIT keep each an ordered walk of its index: a generic
  * plan cannot estimate "<= now()" and would otherwise read the table.
  */
@@ -133,7 +135,7 @@ ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 	"SELECT * FROM (" \
 	"  SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
 	"   WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')" \
-	"     AND agent IS NOT NULL AND lease_until < now()" \
+	"     AND agent IS NOT NULL AND lease_until >= $5 AND lease_until < now()" \
 	"   ORDER BY lease_until LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") lapsed" \
 	" UNION ALL " \
 	"SELECT * FROM (" \
@@ -148,6 +150,7 @@ ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 	"  SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
 	"   WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL" \
 	"     AND $2::interval IS NOT NULL AND scheduled_at < now() - $2::interval" \
+	"     AND (scheduled_at, id) >= ($3, $4)" \
 	"   ORDER BY scheduled_at, id" \
 	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") unclaimed" \
 	" UNION ALL " \
@@ -157,7 +160,7 @@ ReadJobs(QsQuery *pair, Datum *args, const char *nulls)
 	"     AND $2::interval IS NOT NULL AND scheduled_at < now() - $2::interval" \
 	"   ORDER BY scheduled_at, id" \
 	"   LIMIT " CppAsString2(QS_DUE_JOBS_MAX) lock ") partly_claimed", \
-	2, {TEXTOID, INTERVALOID}, SPI_OK_SELECT }
+	5, {TEXTOID, INTERVALOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID}, SPI_OK_SELECT }
 #define VICTIM_JOBS_QUERY(lock) { \
 	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
 	" WHERE job_queue = $1 AND state IN ('SCHEDULED', 'STARTING', 'RUNNING')" \
@@ -212,7 +215,31 @@ QsReadJobSet(const char *queue, QsJobSet set, Interval *interval)
 {
 	Datum		args[2] = {CStringGetTextDatum(queue), PointerGetDatum(interval)};
 
+	Assert(set != QS_DUE_JOBS);
 	return ReadJobs(JobSetQueries[set], args, interval ? NULL : " n");
+}
+
+/*
+ * QsReadDueJobs reads the due jobs of a queue (QsReadJobSet), the
+ * unclaimed and the lapsed from their floors (scan_floor.c), which seen
+ * holds as they were before the pass's snapshot: [0] UNCLAIMED, [1]
+ * LAPSED.
+ */
+QsJobRows
+QsReadDueJobs(const char *queue, Interval *claim_timeout, const QsFloorSeen *seen)
+{
+	QsFloorKeyValue unclaimed = {{DT_NOBEGIN, 0}};
+	QsFloorKeyValue lapsed = QsFloorStart(QS_FLOOR_LAPSED, queue, "", &seen[1], read_snapshot);
+	Datum		args[5];
+
+	if (claim_timeout != NULL)
+		unclaimed = QsFloorStart(QS_FLOOR_UNCLAIMED, queue, "", &seen[0], read_snapshot);
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PointerGetDatum(claim_timeout);
+	args[2] = TimestampTzGetDatum(unclaimed.k[0]);
+	args[3] = Int64GetDatum(unclaimed.k[1]);
+	args[4] = TimestampTzGetDatum(lapsed.k[0]);
+	return ReadJobs(JobSetQueries[QS_DUE_JOBS], args, claim_timeout ? NULL : " n   ");
 }
 
 static QsQuery HasRunnableQuery = {

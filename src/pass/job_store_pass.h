@@ -18,6 +18,7 @@
 
 #include "job_store.h"
 #include "policy.h"
+#include "scan_floor.h"
 
 /* A batch of jobs read, in the memory of the caller's context. */
 typedef struct QsJobRows
@@ -43,6 +44,8 @@ typedef enum QsJobSet
 #define QS_DUE_JOBS_MAX 1000
 
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *interval);
+extern QsJobRows QsReadDueJobs(const char *queue, Interval *claim_timeout,
+							   const QsFloorSeen *seen);
 extern List *QsReadRunnablePairs(const char *queue);
 /* A class of placement constraints of a share and unit's RUNNABLE jobs. */
 typedef struct QsConstrainedClass

@@ -882,7 +882,7 @@ SourceSmallest(void *arg, int share, int unit, int32_t at_most, int max, QsJob *
 static void
 LoadJobs(QsQueueState *qs)
 {
-	qs->in.due = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_DUE_JOBS, qs->claim_timeout),
+	qs->in.due = PolicyJobs(qs, QsReadDueJobs(qs->queue, qs->claim_timeout, qs->due_floors),
 							&qs->in.ndue);
 	QsLoadPartLeases((QsJob *) qs->in.due, qs->in.ndue, qs->snapshot);
 	qs->in.promised = PolicyJobs(qs, QsReadJobSet(qs->queue, QS_PROMISED_JOBS, NULL),
@@ -1162,6 +1162,8 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	memset(qs, 0, sizeof(*qs));
 	qs->cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched queue state",
 									ALLOCSET_DEFAULT_SIZES);
+	qs->due_floors[0] = QsFloorRead(QS_FLOOR_UNCLAIMED, queue, "");
+	qs->due_floors[1] = QsFloorRead(QS_FLOOR_LAPSED, queue, "");
 	if (!lock_rows)
 		qs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	QsSetPassReads(qs->snapshot, lock_rows);

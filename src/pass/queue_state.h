@@ -17,6 +17,7 @@
 #include "over_time.h"
 #include "policy.h"
 #include "query.h"
+#include "scan_floor.h"
 
 /*
  * A reader of the jobs of one share and unit, in batches of growing size,
@@ -93,6 +94,7 @@ typedef struct QsQueueState
 	Jsonb	   *env_limits;		/* the environment's capacity map */
 	int			units_cap;		/* allocated length of in.units */
 	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
+	QsFloorSeen due_floors[2];	/* before snapshot: QsReadDueJobs */
 	int64	   *passed_over;	/* the jobs queue_status lists */
 	int			npassed_over;
 	int			passed_over_passes;	/* queue_status.passed_over_passes */
