@@ -522,13 +522,13 @@ CREATE TRIGGER quota_share_generation_truncate AFTER TRUNCATE ON quota_sched.quo
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.queue_generation('share_change');
 
 /*
- * The floors of the scans of unclaimed jobs and of leases (issue 42, item
- * 5; tables.sql has the comments), last, so that no write of this step
+ * The floors of the scans of RUNNABLE jobs, of unclaimed ones and of leases
+ * (issue 42, item 5; tables.sql has the comments), last, so that no write of this step
  * fires it.  job_scan_floor() is made again by the sources (triggers.sql).
  */
 CREATE FUNCTION quota_sched.job_scan_floor() RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_job_scan_floor' LANGUAGE C;
 CREATE TRIGGER job_scan_floor BEFORE INSERT OR UPDATE ON quota_sched.job
-	FOR EACH ROW WHEN (NEW.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))
+	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING'))
 	EXECUTE FUNCTION quota_sched.job_scan_floor();
 ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;

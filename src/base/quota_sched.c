@@ -41,10 +41,10 @@ void		_PG_init(void);
 static void
 QsXactCallback(XactEvent event, void *arg)
 {
+	QsScanFloorXactEvent(event);	/* first: before any wake-up */
 	QsUsageXactEvent(event);
 	QsJobEndXactEvent(event);
 	QsAgentWaitXactEvent(event);
-	QsScanFloorXactEvent(event);
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:

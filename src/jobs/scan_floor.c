@@ -66,7 +66,7 @@
 #include "query.h"
 #include "scan_floor.h"
 
-#define QS_FLOOR_ENTRIES 4096	/* floors at most; beyond, scans start at 0 */
+#define QS_FLOOR_ENTRIES 8192	/* floors at most (FloorsFull) */
 #define QS_FLOOR_RING 16
 #define QS_FLOOR_CHECK_MS 1000
 
@@ -75,6 +75,7 @@ typedef struct FloorKey
 	Oid			dboid;
 	int32		kind;
 	char		queue[QS_MAX_NAME_LEN + 1];
+	char		share[QS_MAX_NAME_LEN + 1];
 	char		unit[QS_MAX_NAME_LEN + 1];
 } FloorKey;
 
@@ -88,20 +89,30 @@ typedef struct FloorEntry
 	QsFloorKeyValue ring[QS_FLOOR_RING];	/* lowering g at [g % RING] */
 } FloorEntry;
 
+/* The shared memory besides the table: whether it ever was full. */
+typedef struct FloorShared
+{
+	LWLock	   *lock;
+	bool		full;			/* an entry could not be made: every queue's
+								 * set of RUNNABLE pairs may lack one */
+} FloorShared;
+
+static FloorShared *floor_shared = NULL;
 static LWLock *floor_lock = NULL;
 static HTAB *floors = NULL;
 static HTAB *pending = NULL;	/* FloorKey -> least key, TopTransactionContext */
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static const QsFloorKeyValue FloorTop = {{PG_INT64_MAX, PG_INT64_MAX}};
+static const QsFloorKeyValue FloorTop = {{PG_INT64_MAX, PG_INT64_MAX, PG_INT64_MAX}};
 
 static void
 FloorShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(hash_estimate_size(QS_FLOOR_ENTRIES, sizeof(FloorEntry)));
+	RequestAddinShmemSpace(add_size(hash_estimate_size(QS_FLOOR_ENTRIES, sizeof(FloorEntry)),
+									MAXALIGN(sizeof(FloorShared))));
 	RequestNamedLWLockTranche("quota_sched scan floors", 1);
 }
 
@@ -109,6 +120,7 @@ static void
 FloorShmemStartup(void)
 {
 	HASHCTL		ctl;
+	bool		found;
 
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
@@ -118,7 +130,13 @@ FloorShmemStartup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	floors = ShmemInitHash("quota_sched scan floors", QS_FLOOR_ENTRIES, QS_FLOOR_ENTRIES,
 						   &ctl, HASH_ELEM | HASH_BLOBS);
-	floor_lock = &(GetNamedLWLockTranche("quota_sched scan floors"))->lock;
+	floor_shared = ShmemInitStruct("quota_sched scan floors state", sizeof(FloorShared), &found);
+	if (!found)
+	{
+		floor_shared->lock = &(GetNamedLWLockTranche("quota_sched scan floors"))->lock;
+		floor_shared->full = false;
+	}
+	floor_lock = floor_shared->lock;
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -135,7 +153,7 @@ QsScanFloorRegister(void)
 }
 
 static FloorKey
-MakeKey(QsFloorKind kind, const char *queue, const char *unit)
+MakeKey(QsFloorKind kind, const char *queue, const char *share, const char *unit)
 {
 	FloorKey	key;
 
@@ -143,6 +161,7 @@ MakeKey(QsFloorKind kind, const char *queue, const char *unit)
 	key.dboid = MyDatabaseId;
 	key.kind = kind;
 	strlcpy(key.queue, queue, sizeof(key.queue));
+	strlcpy(key.share, share, sizeof(key.share));
 	strlcpy(key.unit, unit, sizeof(key.unit));
 	return key;
 }
@@ -150,7 +169,32 @@ MakeKey(QsFloorKind kind, const char *queue, const char *unit)
 static bool
 KeyLess(QsFloorKeyValue a, QsFloorKeyValue b)
 {
-	return a.k[0] < b.k[0] || (a.k[0] == b.k[0] && a.k[1] < b.k[1]);
+	for (int i = 0; i < 3; i++)
+		if (a.k[i] != b.k[i])
+			return a.k[i] < b.k[i];
+	return false;
+}
+
+/*
+ * EnterFloor finds or makes a floor's entry (a new one has none set), with
+ * the lock held exclusively; NULL when the table is full, which is then
+ * remembered (FloorsFull).
+ */
+static FloorEntry *
+EnterFloor(const FloorKey *key)
+{
+	bool		found;
+	FloorEntry *entry = hash_search(floors, key, HASH_ENTER_NULL, &found);
+
+	if (entry == NULL)
+		floor_shared->full = true;
+	else if (!found)
+	{
+		entry->set = false;
+		entry->gen = 0;
+		entry->checked_at = 0;
+	}
+	return entry;
 }
 
 /*
@@ -159,20 +203,19 @@ KeyLess(QsFloorKeyValue a, QsFloorKeyValue b)
  * QS_FLOOR_CHECK_MS ago, and this transaction moved no row into the scan
  * (own) and reads in snapshots of its own (READ COMMITTED; else own too).
  */
-QsFloorSeen
-QsFloorRead(QsFloorKind kind, const char *queue, const char *unit)
+static QsFloorSeen
+ReadKey(const FloorKey *key)
 {
-	QsFloorSeen seen = {false, false, 0, {{0, 0}}};
-	FloorKey	key = MakeKey(kind, queue, unit);
+	QsFloorSeen seen = {false, false, 0, {{0, 0, 0}}};
 	FloorEntry *entry;
 
 	if (floors == NULL)
 		return seen;
 	/* a snapshot of the transaction's may be older than the floor */
 	seen.own = IsolationUsesXactSnapshot() ||
-		(pending != NULL && hash_search(pending, &key, HASH_FIND, NULL) != NULL);
+		(pending != NULL && hash_search(pending, key, HASH_FIND, NULL) != NULL);
 	LWLockAcquire(floor_lock, LW_SHARED);
-	entry = hash_search(floors, &key, HASH_FIND, NULL);
+	entry = hash_search(floors, key, HASH_FIND, NULL);
 	if (entry != NULL)
 	{
 		seen.gen = entry->gen;
@@ -185,6 +228,14 @@ QsFloorRead(QsFloorKind kind, const char *queue, const char *unit)
 	return seen;
 }
 
+QsFloorSeen
+QsFloorRead(QsFloorKind kind, const char *queue, const char *unit)
+{
+	FloorKey	key = MakeKey(kind, queue, "", unit);
+
+	return ReadKey(&key);
+}
+
 /*
  * FloorAdvance raises a floor after a probe that started where seen says
  * and found first (FloorTop: nothing): to the least of first and of the
@@ -193,22 +244,14 @@ QsFloorRead(QsFloorKind kind, const char *queue, const char *unit)
  * moved rows in itself.
  */
 static void
-FloorAdvance(QsFloorKind kind, const char *queue, const char *unit,
-			   const QsFloorSeen *seen, QsFloorKeyValue first)
+FloorAdvance(const FloorKey *key, const QsFloorSeen *seen, QsFloorKeyValue first)
 {
-	FloorKey	key = MakeKey(kind, queue, unit);
 	FloorEntry *entry;
-	bool		found;
 
 	if (floors == NULL || seen->own)
 		return;
 	LWLockAcquire(floor_lock, LW_EXCLUSIVE);
-	entry = hash_search(floors, &key, HASH_ENTER_NULL, &found);
-	if (entry != NULL && !found)
-	{
-		entry->set = false;
-		entry->gen = 0;
-	}
+	entry = EnterFloor(key);
 	if (entry != NULL && entry->gen - seen->gen <= QS_FLOOR_RING)
 	{
 		for (uint64 g = seen->gen + 1; g <= entry->gen; g++)
@@ -228,9 +271,10 @@ FloorAdvance(QsFloorKind kind, const char *queue, const char *unit,
 
 /* Note notes that the transaction moved a row of key into a scan. */
 static void
-Note(QsFloorKind kind, const char *queue, const char *unit, QsFloorKeyValue value)
+Note(QsFloorKind kind, const char *queue, const char *share, const char *unit,
+	 QsFloorKeyValue value)
 {
-	FloorKey	key = MakeKey(kind, queue, unit);
+	FloorKey	key = MakeKey(kind, queue, share, unit);
 	QsFloorKeyValue *least;
 	bool		found;
 
@@ -285,41 +329,62 @@ PartAgentsNull(TupleDesc desc, HeapTuple row)
 }
 
 /*
- * QsFloorNoteRow notes, for the commit, the scans a job's new row version
+ * NoteRunnable notes a RUNNABLE job that is in its share's order (waits for
+ * no dependency): in the floor of its share and unit, by (-priority,
+ * queued_at, id), the order of job_runnable_share_order.
+ */
+static void
+NoteRunnable(TupleDesc desc, HeapTuple row, const char *queue)
+{
+	bool		isnull;
+	QsFloorKeyValue value;
+
+	if (!heap_attisnull(row, JobAttnum(desc, JC_DEPENDENCIES_WAITING), desc))
+		return;
+	value.k[0] = -(int64) DatumGetInt32(heap_getattr(row, JobAttnum(desc, JC_PRIORITY), desc,
+													 &isnull));
+	value.k[1] = Int64Column(desc, row, JC_QUEUED_AT, &isnull);
+	value.k[2] = Int64Column(desc, row, JC_ID, &isnull);
+	Note(QS_FLOOR_RUNNABLE, queue, TextColumn(desc, row, JC_QUOTA_SHARE),
+		 TextColumn(desc, row, JC_CAPACITY_UNIT), value);
+}
+
+/*
+ * FloorNoteRow notes, for the commit, the scans a job's new row version
  * is in.
  */
 static void
 FloorNoteRow(TupleDesc desc, HeapTuple row)
 {
 	char	   *state;
-	char	   *agent;
 	char	   *queue;
 	bool		isnull;
-	QsFloorKeyValue value = {{0, 0}};
+	QsFloorKeyValue value = {{0, 0, 0}};
 
 	if (floors == NULL || (state = TextColumn(desc, row, JC_STATE)) == NULL)
 		return;
-	if (strcmp(state, "SCHEDULED") != 0 && strcmp(state, "STARTING") != 0 &&
-		strcmp(state, "RUNNING") != 0)
-		return;
 	queue = TextColumn(desc, row, JC_JOB_QUEUE);
-	agent = TextColumn(desc, row, JC_AGENT);
-	if (agent != NULL)
+	if (strcmp(state, "RUNNABLE") == 0)
+		NoteRunnable(desc, row, queue);
+	else if (strcmp(state, "SCHEDULED") != 0 && strcmp(state, "STARTING") != 0 &&
+			 strcmp(state, "RUNNING") != 0)
+		return;
+	else if (!heap_attisnull(row, JobAttnum(desc, JC_AGENT), desc))
 	{
 		value.k[0] = Int64Column(desc, row, JC_LEASE_UNTIL, &isnull);
 		if (!isnull)
-			Note(QS_FLOOR_LAPSED, queue, "", value);
-		return;
+			Note(QS_FLOOR_LAPSED, queue, "", "", value);
 	}
-	if (strcmp(state, "SCHEDULED") != 0)
-		return;
-	value.k[0] = Int64Column(desc, row, JC_SCHEDULED_AT, &isnull);
-	value.k[1] = Int64Column(desc, row, JC_ID, &isnull);
-	Note(QS_FLOOR_UNCLAIMED, queue, "", value);
-	if (PartAgentsNull(desc, row))
+	else if (strcmp(state, "SCHEDULED") == 0)
 	{
-		Note(QS_FLOOR_CLAIMABLE, queue, "", value);
-		Note(QS_FLOOR_CLAIMABLE, queue, TextColumn(desc, row, JC_CAPACITY_UNIT), value);
+		value.k[0] = Int64Column(desc, row, JC_SCHEDULED_AT, &isnull);
+		value.k[1] = Int64Column(desc, row, JC_ID, &isnull);
+		Note(QS_FLOOR_UNCLAIMED, queue, "", "", value);
+		if (PartAgentsNull(desc, row))
+		{
+			Note(QS_FLOOR_CLAIMABLE, queue, "", "", value);
+			Note(QS_FLOOR_CLAIMABLE, queue, "", TextColumn(desc, row, JC_CAPACITY_UNIT), value);
+		}
 	}
 }
 
@@ -357,16 +422,10 @@ Lower(void)
 	while ((key = hash_seq_search(&it)) != NULL)
 	{
 		QsFloorKeyValue least = *(QsFloorKeyValue *) ((char *) key + sizeof(FloorKey));
-		bool		found;
-		FloorEntry *entry = hash_search(floors, key, HASH_ENTER_NULL, &found);
+		FloorEntry *entry = EnterFloor(key);
 
 		if (entry == NULL)
 			continue;
-		if (!found)
-		{
-			entry->set = false;
-			entry->gen = 0;
-		}
 		if (entry->set && KeyLess(least, entry->floor))
 			entry->floor = least;
 		entry->gen++;
@@ -457,6 +516,217 @@ QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloo
 												 &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
-	FloorAdvance(kind, queue, unit, seen, first);
+	{
+		FloorKey	key = MakeKey(kind, queue, "", unit);
+
+		FloorAdvance(&key, seen, first);
+	}
 	return first;
+}
+
+/* OwnRunnable tells whether this transaction moved jobs of a queue into RUNNABLE. */
+static bool
+OwnRunnable(const char *queue)
+{
+	HASH_SEQ_STATUS it;
+	FloorKey   *key;
+	bool		own = false;
+
+	if (pending == NULL)
+		return false;
+	hash_seq_init(&it, pending);
+	while ((key = hash_seq_search(&it)) != NULL)
+		own |= key->kind == QS_FLOOR_RUNNABLE && strcmp(key->queue, queue) == 0;
+	return own;
+}
+
+/* AddPair appends a share and unit's floor, as seen, to pf (not yet probed). */
+static void
+AddPair(QsPairFloors *pf, const char *share, const char *unit, QsFloorSeen seen, int *cap)
+{
+	QsPairFloor *p;
+
+	if (pf->n == *cap)
+		pf->pairs = repalloc(pf->pairs, sizeof(QsPairFloor) * (*cap *= 2));
+	p = &pf->pairs[pf->n++];
+	p->share = pstrdup(share);
+	p->unit = pstrdup(unit);
+	p->seen = seen;
+	p->first = FloorTop;
+}
+
+/*
+ * QsFloorReadPairs reads, before a pass's snapshot, the floors of the
+ * RUNNABLE jobs of every share and unit of a queue that has one, and
+ * whether they are all the pairs that may have RUNNABLE jobs: the marker
+ * PAIRS, which a pass sets once it listed the pairs from the index
+ * (QsFloorSetPairs), is valid for QS_FLOOR_CHECK_MS; never once the table
+ * was full (a pair may lack its floor), nor for a transaction that moved
+ * jobs of the queue into RUNNABLE itself.
+ */
+QsPairFloors
+QsFloorReadPairs(const char *queue)
+{
+	QsPairFloors pf = {pstrdup(queue), {false, false, 0, {{0, 0, 0}}}, 0, NULL, NIL};
+	FloorKey	marker = MakeKey(QS_FLOOR_PAIRS, queue, "", "");
+	int			cap = 8;
+	HASH_SEQ_STATUS it;
+	FloorEntry *e;
+
+	if (floors == NULL)
+		return pf;
+	pf.marker = ReadKey(&marker);
+	pf.marker.own |= OwnRunnable(queue);
+	pf.pairs = palloc(sizeof(QsPairFloor) * cap);
+	LWLockAcquire(floor_lock, LW_SHARED);
+	pf.marker.valid &= !pf.marker.own && !floor_shared->full;
+	hash_seq_init(&it, floors);
+	while ((e = hash_seq_search(&it)) != NULL)
+		if (e->key.dboid == MyDatabaseId && e->key.kind == QS_FLOOR_RUNNABLE &&
+			strcmp(e->key.queue, queue) == 0)
+		{
+			QsFloorSeen seen = {e->set, false, e->gen, e->floor};
+
+			seen.own = pf.marker.own;
+			seen.valid &= !seen.own;
+			AddPair(&pf, e->key.share, e->key.unit, seen, &cap);
+		}
+	LWLockRelease(floor_lock);
+	return pf;
+}
+
+/*
+ * QsFloorSetPairs makes pf, whose marker is not valid, hold the pairs a
+ * pass listed from the index (a list of share, unit, ...) besides those it
+ * had, each to be probed from the beginning; probing them
+ * (QsFloorProbePairs) then sets the marker.
+ */
+void
+QsFloorSetPairs(QsPairFloors *pf, List *pairs)
+{
+	int			cap = Max(pf->n, 8);
+	int			had = pf->n;
+
+	if (pf->pairs == NULL)
+		pf->pairs = palloc(sizeof(QsPairFloor) * cap);
+	for (int i = 0; i < had; i++)
+		pf->pairs[i].seen.valid = false;
+	for (int i = 0; i + 1 < list_length(pairs); i += 2)
+	{
+		const char *share = list_nth(pairs, i);
+		const char *unit = list_nth(pairs, i + 1);
+		QsFloorSeen none = {false, pf->marker.own, 0, {{0, 0, 0}}};
+		int			j = 0;
+
+		while (j < had && (strcmp(pf->pairs[j].share, share) != 0 ||
+						   strcmp(pf->pairs[j].unit, unit) != 0))
+			j++;
+		if (j == had)
+			AddPair(pf, share, unit, none, &cap);
+	}
+}
+
+/*
+ * The first RUNNABLE job of each of several shares and units ($2, $3) in
+ * share order at or after a position (its priority, $4, an int8 so that
+ * the start of the order is beyond any priority; its time and id, $5 and
+ * $6): of the position's priority, then of those after it, each a range
+ * of job_runnable_share_order that starts at the position; in the order of
+ * the pairs in that index, as the pass's loose scan lists them.
+ */
+static QsQuery PairsProbeQuery = {
+	"SELECT p.i, f.priority, f.queued_at, f.id"
+	"  FROM unnest($2::text[], $3::text[], $4::int8[], $5::timestamptz[], $6::int8[])"
+	"       WITH ORDINALITY AS p(quota_share, capacity_unit, priority, queued_at, id, i)"
+	" CROSS JOIN LATERAL ("
+	"   SELECT * FROM (SELECT priority, queued_at, id FROM quota_sched.job"
+	"     WHERE job_queue = $1 AND quota_share = p.quota_share AND capacity_unit = p.capacity_unit"
+	"       AND state = 'RUNNABLE' AND dependencies_waiting IS NULL"
+	"       AND priority = p.priority AND (queued_at, id) >= (p.queued_at, p.id)"
+	"     ORDER BY queued_at, id LIMIT 1) same"
+	"   UNION ALL"
+	"   SELECT * FROM (SELECT priority, queued_at, id FROM quota_sched.job"
+	"     WHERE job_queue = $1 AND quota_share = p.quota_share AND capacity_unit = p.capacity_unit"
+	"       AND state = 'RUNNABLE' AND dependencies_waiting IS NULL AND priority < p.priority"
+	"     ORDER BY priority DESC, queued_at, id LIMIT 1) rest"
+	"   LIMIT 1) f"
+	" ORDER BY p.quota_share, p.capacity_unit",
+	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
+	SPI_OK_SELECT, QS_INDEX_WALK
+};
+
+/* ProbeArgs sets the probe's arrays ($2-$6) from the pairs to probe. */
+static void
+ProbeArgs(const QsPairFloors *pf, const int *which, int n, Datum *args)
+{
+	QsArray		a[5];
+	const Oid	types[5] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT8OID};
+
+	for (int c = 0; c < 5; c++)
+		QsArrayInit(&a[c], types[c], n);
+	for (int i = 0; i < n; i++)
+	{
+		const QsPairFloor *p = &pf->pairs[which[i]];
+		bool		from = p->seen.valid;
+
+		QsArrayPush(&a[0], CStringGetTextDatum(p->share), false);
+		QsArrayPush(&a[1], CStringGetTextDatum(p->unit), false);
+		QsArrayPush(&a[2], Int64GetDatum(from ? -p->seen.floor.k[0] : (int64) PG_INT32_MAX + 1),
+					false);
+		QsArrayPush(&a[3], Int64GetDatum(from ? p->seen.floor.k[1] : DT_NOBEGIN), false);
+		QsArrayPush(&a[4], Int64GetDatum(from ? p->seen.floor.k[2] : 0), false);
+	}
+	for (int c = 0; c < 5; c++)
+		args[c + 1] = QsArrayDatum(&a[c]);
+}
+
+/*
+ * QsFloorProbePairs finds, in the snapshot given (NULL: the statement's
+ * own), which must be taken after pf was read, the first RUNNABLE job of
+ * each pair of pf from its floor (none when its floor is past every key),
+ * and raises the floors to them; lists those with a job in listed (share,
+ * unit, ..., in index order); with a marker that was not valid, it then
+ * sets it: pf's pairs are every pair with RUNNABLE jobs.
+ */
+void
+QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot)
+{
+	int		   *which = palloc(sizeof(int) * (pf->n + 1));
+	int			n = 0;
+	Datum		args[6];
+	uint64		rows;
+
+	for (int i = 0; i < pf->n; i++)
+		if (!pf->pairs[i].seen.valid || !QS_FLOOR_TOP(pf->pairs[i].seen.floor))
+			which[n++] = i;
+	args[0] = CStringGetTextDatum(pf->queue);
+	ProbeArgs(pf, which, n, args);
+	rows = n == 0 ? 0 : QsQueryRunIn(&PairsProbeQuery, args, NULL, snapshot, 0);
+	for (uint64 r = 0; r < rows; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		QsPairFloor *p = &pf->pairs[which[DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull)) - 1]];
+
+		p->first.k[0] = -(int64) DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		p->first.k[1] = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		p->first.k[2] = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		pf->listed = lappend(lappend(pf->listed, p->share), p->unit);
+	}
+	if (n > 0)
+		SPI_freetuptable(SPI_tuptable);
+	for (int i = 0; i < n; i++)
+	{
+		QsPairFloor *p = &pf->pairs[which[i]];
+		FloorKey	key = MakeKey(QS_FLOOR_RUNNABLE, pf->queue, p->share, p->unit);
+
+		FloorAdvance(&key, &p->seen, p->first);
+	}
+	if (!pf->marker.valid)
+	{
+		FloorKey	key = MakeKey(QS_FLOOR_PAIRS, pf->queue, "", "");
+
+		FloorAdvance(&key, &pf->marker, FloorTop);
+	}
 }

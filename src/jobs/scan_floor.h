@@ -11,6 +11,7 @@
 #define QS_SCAN_FLOOR_H
 
 #include "access/xact.h"
+#include "nodes/pg_list.h"
 #include "utils/snapshot.h"
 
 /*
@@ -19,20 +20,26 @@
  * (job_claimable, by scheduled_at and id; per unit, and over all units,
  * unit ""); UNCLAIMED, the SCHEDULED jobs no agent holds (job_claimable,
  * per queue); LAPSED, the held jobs by lease_until (job_lease, per queue;
- * the second part of its key is 0).
+ * the other parts of its key are 0); RUNNABLE, the RUNNABLE jobs of a
+ * share and unit in share order (job_runnable_share_order, by -priority,
+ * queued_at and id), whose floors PAIRS says are every pair of the queue
+ * with RUNNABLE jobs (QsFloorReadPairs).
  */
 typedef enum QsFloorKind
 {
 	QS_FLOOR_CLAIMABLE,
 	QS_FLOOR_UNCLAIMED,
-	QS_FLOOR_LAPSED
+	QS_FLOOR_LAPSED,
+	QS_FLOOR_RUNNABLE,
+	QS_FLOOR_PAIRS
 } QsFloorKind;
 
-/* A key of a scan: (timestamp, id); PG_INT64_MAX in both: past every row. */
-#define QS_FLOOR_TOP(v) ((v).k[0] == PG_INT64_MAX && (v).k[1] == PG_INT64_MAX)
+/* A key of a scan, in its index's order; PG_INT64_MAX in each: past every row. */
+#define QS_FLOOR_TOP(v) ((v).k[0] == PG_INT64_MAX && (v).k[1] == PG_INT64_MAX && \
+						 (v).k[2] == PG_INT64_MAX)
 typedef struct QsFloorKeyValue
 {
-	int64		k[2];
+	int64		k[3];
 } QsFloorKeyValue;
 
 /* What a reader saw of a floor before its scan's snapshot (QsFloorRead). */
@@ -44,7 +51,32 @@ typedef struct QsFloorSeen
 	QsFloorKeyValue floor;
 } QsFloorSeen;
 
+/*
+ * The floors of the RUNNABLE jobs of a queue's shares and units, as a pass
+ * reads them before its snapshot (QsFloorReadPairs), then the first job of
+ * each in its snapshot (QsFloorProbePairs).
+ */
+typedef struct QsPairFloor
+{
+	char	   *share;
+	char	   *unit;
+	QsFloorSeen seen;
+	QsFloorKeyValue first;		/* top: none */
+} QsPairFloor;
+
+typedef struct QsPairFloors
+{
+	char	   *queue;
+	QsFloorSeen marker;			/* valid: pairs[] has every pair with jobs */
+	int			n;
+	QsPairFloor *pairs;
+	List	   *listed;			/* QsFloorProbePairs: share, unit, ... */
+} QsPairFloors;
+
 extern void QsScanFloorRegister(void);
+extern QsPairFloors QsFloorReadPairs(const char *queue);
+extern void QsFloorSetPairs(QsPairFloors *pf, List *pairs);
+extern void QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot);
 extern QsFloorSeen QsFloorRead(QsFloorKind kind, const char *queue, const char *unit);
 extern QsFloorKeyValue QsFloorStart(QsFloorKind kind, const char *queue, const char *unit,
 									const QsFloorSeen *seen, Snapshot snapshot);

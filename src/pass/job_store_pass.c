@@ -249,15 +249,22 @@ static QsQuery HasRunnableQuery = {
 };
 
 /*
- * QsQueueHasRunnable tells whether a queue has a RUNNABLE job (one probe
- * of the share-order index).
+ * QsQueueHasRunnable tells whether a queue has a RUNNABLE job: a probe of
+ * each of its pairs from its floor (scan_floor.c), or, when the floors do
+ * not know every pair, one probe of the share-order index.
  */
 bool
 QsQueueHasRunnable(const char *queue)
 {
 	Datum		arg = CStringGetTextDatum(queue);
 	bool		isnull;
+	QsPairFloors pf = QsFloorReadPairs(queue);
 
+	if (pf.marker.valid)
+	{
+		QsFloorProbePairs(&pf, NULL);
+		return pf.listed != NIL;
+	}
 	QsQueryRun(&HasRunnableQuery, &arg, NULL, true, 0);
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
@@ -362,12 +369,18 @@ QsReadConstrainedClasses(const char *queue, int *n)
 /*
  * QsReadRunnablePairs lists the (share, unit) pairs of a queue that have
  * RUNNABLE jobs, as a list of share, unit, share, unit... in the caller's
- * memory: a loose index scan, one probe per pair.
+ * memory, in the order of their index, with the first job of each in pf
+ * (read before the pass's snapshot: QsFloorReadPairs): a probe of each
+ * pair from its floor, when pf knows every pair that may have jobs; else a
+ * loose index scan first, one probe per pair.
  */
 List *
-QsReadRunnablePairs(const char *queue)
+QsReadRunnablePairs(QsPairFloors *pf)
 {
-	return ReadPairs(&RunnablePairsQuery, queue);
+	if (!pf->marker.valid)
+		QsFloorSetPairs(pf, ReadPairs(&RunnablePairsQuery, pf->queue));
+	QsFloorProbePairs(pf, read_snapshot);
+	return pf->listed;
 }
 
 /*
@@ -615,20 +628,35 @@ QsConstrainedAnyAfter(const char *queue, const char *share, const char *unit,
 /*
  * The first jobs of the RUNNABLE jobs of several shares and units at once:
  * one statement where a pass would otherwise run one per share and unit as
- * its cursors start.  Each share and unit's are its first in share order,
- * in no particular order (the caller sorts them).  A statement per number
+ * its cursors start.  Each share and unit's are its first in share order
+ * from a position ($4: its priority, an int8 so that the start of the order
+ * is beyond any priority; $5, $6: its time and id), in no particular order
+ * (the caller sorts them): those of the position's priority, then those
+ * after it, each a range of the index that starts at the position (as
+ * STREAM_SAME and STREAM_REST below), planned as walks of it
+ * (QS_INDEX_WALK: job_runnable_by_size and a sort look cheaper on paper,
+ * and would read every entry of the pair).  A statement per number
  * of jobs per share and unit, each with a constant LIMIT (see
  * RUNNABLE_BATCH_QUERY).
  */
+#define HEADS_SELECT(filter) \
+	"SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
+	" WHERE job_queue = $1 AND quota_share = p.quota_share" \
+	"   AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
+	"   AND dependencies_waiting IS NULL" filter
 #define RUNNABLE_HEADS_QUERY(limit, lock, filter) { \
-	"SELECT j.* FROM unnest($2::text[], $3::text[]) AS p(quota_share, capacity_unit)" \
+	"SELECT j.* FROM unnest($2::text[], $3::text[], $4::int8[], $5::timestamptz[], $6::int8[])" \
+	"   AS p(quota_share, capacity_unit, priority, queued_at, id)" \
 	" CROSS JOIN LATERAL (" \
-	"   SELECT " QS_JOB_POLICY_COLUMNS ", quota_share, capacity_unit FROM quota_sched.job" \
-	"    WHERE job_queue = $1 AND quota_share = p.quota_share" \
-	"      AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
-	"      AND dependencies_waiting IS NULL" filter \
-	"    ORDER BY priority DESC, queued_at, id LIMIT " #limit lock ") j", \
-	3, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID}, SPI_OK_SELECT, NULL, }
+	"   SELECT * FROM (" HEADS_SELECT(filter) \
+	"     AND priority = p.priority AND (queued_at, id) >= (p.queued_at, p.id)" \
+	"     ORDER BY queued_at, id LIMIT " #limit lock ") same" \
+	"   UNION ALL" \
+	"   SELECT * FROM (" HEADS_SELECT(filter) " AND priority < p.priority" \
+	"     ORDER BY priority DESC, queued_at, id LIMIT " #limit lock ") rest" \
+	"   LIMIT " #limit ") j", \
+	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID}, \
+	SPI_OK_SELECT, QS_INDEX_WALK }
 #define HEADS_PAIR(limit, filter) \
 	{RUNNABLE_HEADS_QUERY(limit, "", filter), RUNNABLE_HEADS_QUERY(limit, LOCKING, filter)}
 #define HEADS_SIZES(filter) {HEADS_PAIR(8, filter), HEADS_PAIR(2, filter), HEADS_PAIR(1, filter)}
@@ -643,7 +671,8 @@ static const int RunnableHeadsSizes[] = {8, 2, 1};
 /*
  * QsReadRunnableHeads reads the first jobs of the RUNNABLE jobs of each of
  * n shares and units (constrained: of those with placement constraints,
- * along their own index), with no size bound, and sets *per_pair to how
+ * along their own index), from its start (NULL: the beginning), with no
+ * size bound, and sets *per_pair to how
  * many it asked for of each: 8 (the first batch of a stream) for up to 8
  * of them, fewer for more, so that the statement reads at most about 64
  * jobs beyond one per share and unit, but at least at_least (up to 8).  An
@@ -654,11 +683,15 @@ static const int RunnableHeadsSizes[] = {8, 2, 1};
  */
 QsJobRows
 QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shares,
-					const char *const *units, int n, int at_least, int *per_pair)
+					const char *const *units, const QsFloorKeyValue *const *starts, int n,
+					int at_least, int *per_pair)
 {
 	QsArray		s,
-				u;
-	Datum		args[3];
+				u,
+				p,
+				t,
+				id;
+	Datum		args[6];
 	int			which = n <= 8 ? 0 : n <= 32 ? 1 : 2;
 
 	while (which > 0 && RunnableHeadsSizes[which] < at_least)
@@ -670,14 +703,25 @@ QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shar
 	*per_pair = RunnableHeadsSizes[which];
 	QsArrayInit(&s, TEXTOID, n);
 	QsArrayInit(&u, TEXTOID, n);
+	QsArrayInit(&p, INT8OID, n);
+	QsArrayInit(&t, TIMESTAMPTZOID, n);
+	QsArrayInit(&id, INT8OID, n);
 	for (int i = 0; i < n; i++)
 	{
+		const QsFloorKeyValue *start = starts[i];
+
 		QsArrayPush(&s, CStringGetTextDatum(shares[i]), false);
 		QsArrayPush(&u, CStringGetTextDatum(units[i]), false);
+		QsArrayPush(&p, Int64GetDatum(start ? -start->k[0] : (int64) PG_INT32_MAX + 1), false);
+		QsArrayPush(&t, Int64GetDatum(start ? start->k[1] : DT_NOBEGIN), false);
+		QsArrayPush(&id, Int64GetDatum(start ? start->k[2] : 0), false);
 	}
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = QsArrayDatum(&s);
 	args[2] = QsArrayDatum(&u);
+	args[3] = QsArrayDatum(&p);
+	args[4] = QsArrayDatum(&t);
+	args[5] = QsArrayDatum(&id);
 	return ReadJobs(RunnableHeadsQueries[constrained][which], args, NULL);
 }
 
@@ -1086,7 +1130,7 @@ static QsQuery MisconfiguredQuery = {
 	"        AND j.quota_share = l.quota_share AND j.capacity_unit = l.capacity_unit"
 	"        AND j.instance_count > least(l.env_max, l.quota_max, l.agent_max,"
 	"                                     CASE WHEN l.budget_reason IS NOT NULL THEN 0 END)"
-	"     OFFSET 0) c"
+	"      ORDER BY j.instance_count OFFSET 0) c"
 	"   UNION ALL"
 	"   SELECT j.id, NULL, j.status_reason FROM quota_sched.job j"
 	"     JOIN l ON l.quota_share = j.quota_share AND l.capacity_unit = j.capacity_unit"
@@ -1111,7 +1155,7 @@ static QsQuery MisconfiguredQuery = {
 	" SELECT id, reason FROM changes WHERE reason IS DISTINCT FROM old_reason",
 	7, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
 		TEXTARRAYOID},
-	SPI_OK_SELECT
+	SPI_OK_SELECT, QS_INDEX_WALK
 };
 
 /* rows locked by others keep their reason until a later pass */
@@ -1133,7 +1177,11 @@ static QsQuery SetMisconfiguredQuery = {
  * a limit of their share and unit (an index range per pair; every job of a
  * pair whose budget is spent) and jobs that have such a reason now
  * (partial indexes), so its cost follows the number of jobs that cannot
- * run, not the backlog; it writes only the reasons that change.
+ * run, not the backlog; it writes only the reasons that change.  The
+ * first is planned as a walk of job_runnable_by_size from the limit (the
+ * ORDER BY, QS_INDEX_WALK): the generic plan would otherwise filter the
+ * pair's jobs along the share-order index, all of them, and the entries
+ * of every job dispatched while a long transaction holds them.
  */
 void
 QsWriteMisconfiguration(const char *queue, const QsMisfitLimit *limits, int nlimits,

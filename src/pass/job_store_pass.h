@@ -46,7 +46,7 @@ typedef enum QsJobSet
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *interval);
 extern QsJobRows QsReadDueJobs(const char *queue, Interval *claim_timeout,
 							   const QsFloorSeen *seen);
-extern List *QsReadRunnablePairs(const char *queue);
+extern List *QsReadRunnablePairs(QsPairFloors *pf);
 /* A class of placement constraints of a share and unit's RUNNABLE jobs. */
 typedef struct QsConstrainedClass
 {
@@ -69,9 +69,10 @@ extern QsJobRows QsReadStreamBatch(bool held, bool constrained, const char *queu
 								   const char *unit, const QsJob *after, int64 below, int batch);
 extern bool QsRunnableAnyAfter(const char *queue, const char *share, const char *unit,
 							   const QsJob *after, int32 below);
-extern QsJobRows QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shares,
-									 const char *const *units, int n, int at_least,
-									 int *per_pair);
+extern QsJobRows QsReadRunnableHeads(bool constrained, const char *queue,
+									 const char *const *shares, const char *const *units,
+									 const QsFloorKeyValue *const *starts, int n,
+									 int at_least, int *per_pair);
 extern QsJobRows QsReadSmallestRunnable(const char *queue, const char *share,
 										const char *unit, int32 at_most, int max);
 

@@ -980,6 +980,30 @@ StartHeadsReader(QsQueueState *qs, QsJobReader *r, int per_pair)
 }
 
 /*
+ * HeadsStarts returns, per share and unit, where its RUNNABLE jobs start in
+ * the pass's snapshot: its first job as QsReadRunnablePairs found it in
+ * that snapshot (NULL: the beginning; always so in a second read, whose
+ * statements each have a snapshot of their own).
+ */
+static const QsFloorKeyValue **
+HeadsStarts(QsQueueState *qs)
+{
+	int			cells = qs->in.nshares * qs->in.nunits;
+	const QsFloorKeyValue **starts = palloc0(sizeof(QsFloorKeyValue *) * (cells + 1));
+	const QsPairFloors *pf = &qs->pair_floors;
+
+	for (int i = 0; qs->snapshot != NULL && i < pf->n; i++)
+	{
+		int			s = QsShareIndex(qs, pf->pairs[i].share);
+		int			u = QsUnitIndex(qs, pf->pairs[i].unit);
+
+		if (s >= 0 && u >= 0 && !QS_FLOOR_TOP(pf->pairs[i].first))
+			starts[s * qs->in.nunits + u] = &pf->pairs[i].first;
+	}
+	return starts;
+}
+
+/*
  * ReadRunnableHeads reads the first jobs of every RUNNABLE reader that has
  * jobs (constrained: of the split readers' constrained ones, at least as
  * many as a pair has classes), in one statement, as if each had read its
@@ -993,6 +1017,8 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 	int			cells = qs->in.nshares * qs->in.nunits;
 	const char **shares = palloc(sizeof(char *) * (cells + 1));
 	const char **units = palloc(sizeof(char *) * (cells + 1));
+	const QsFloorKeyValue **starts = HeadsStarts(qs);
+	const QsFloorKeyValue **started = palloc(sizeof(QsFloorKeyValue *) * (cells + 1));
 	int			per_pair;
 	int			classes = 1;
 	int			n = 0;
@@ -1001,6 +1027,7 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 	for (int at = 0; at < cells; at++)
 		if (HeadsReader(qs, at, constrained) != NULL)
 		{
+			started[n] = starts[at];
 			shares[n] = qs->in.shares[at / qs->in.nunits].name;
 			units[n++] = qs->in.units[at % qs->in.nunits].name;
 			if (constrained)
@@ -1008,7 +1035,8 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 		}
 	if (n == 0)
 		return;
-	rows = QsReadRunnableHeads(constrained, qs->queue, shares, units, n, classes, &per_pair);
+	rows = QsReadRunnableHeads(constrained, qs->queue, shares, units, started, n, classes,
+							   &per_pair);
 	for (int at = 0; at < cells; at++)
 		if (HeadsReader(qs, at, constrained) != NULL)
 			StartHeadsReader(qs, HeadsReader(qs, at, constrained), per_pair);
@@ -1162,12 +1190,14 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	memset(qs, 0, sizeof(*qs));
 	qs->cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched queue state",
 									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(qs->cxt);
+	/* the floors before the snapshot (scan_floor.c) */
 	qs->due_floors[0] = QsFloorRead(QS_FLOOR_UNCLAIMED, queue, "");
 	qs->due_floors[1] = QsFloorRead(QS_FLOOR_LAPSED, queue, "");
+	qs->pair_floors = QsFloorReadPairs(queue);
 	if (!lock_rows)
 		qs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	QsSetPassReads(qs->snapshot, lock_rows);
-	old = MemoryContextSwitchTo(qs->cxt);
 	qs->queue = pstrdup(queue);
 	qs->in.now = now;
 	qs->units_cap = 8;
@@ -1181,7 +1211,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 		return false;
 	}
 	share_maps = LoadShares(qs);
-	pairs = QsReadRunnablePairs(qs->queue);
+	pairs = QsReadRunnablePairs(&qs->pair_floors);
 	for (int i = 1; i < list_length(pairs); i += 2)
 		AddUnit(qs, list_nth(pairs, i));
 	usage = QsReadUsage(qs->queue, qs->any_budget, now);

@@ -95,6 +95,7 @@ typedef struct QsQueueState
 	int			units_cap;		/* allocated length of in.units */
 	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
 	QsFloorSeen due_floors[2];	/* before snapshot: QsReadDueJobs */
+	QsPairFloors pair_floors;	/* before snapshot: QsReadRunnablePairs */
 	int64	   *passed_over;	/* the jobs queue_status lists */
 	int			npassed_over;
 	int			passed_over_passes;	/* queue_status.passed_over_passes */
