@@ -850,11 +850,12 @@ CREATE TRIGGER job_constrained_update
 /*
  * The floors of the scans of RUNNABLE jobs, of unclaimed ones and of leases
  * that passes and claims repeat (src/jobs/scan_floor.c): a row version that
- * enters one is noted for the commit.  ENABLE ALWAYS: with session_replication_role =
- * replica too (a restore, a repair, a test's), so that no write moves a
- * job in unnoted; it does nothing while the extension's scripts run.
+ * enters one is noted for the commit (a submission: by job_history()).
+ * ENABLE ALWAYS: with session_replication_role = replica too (a repair, a
+ * test's), so that no UPDATE moves a job in unnoted; it does nothing while
+ * the extension's scripts run.
  */
-CREATE TRIGGER job_scan_floor BEFORE INSERT OR UPDATE ON quota_sched.job
+CREATE TRIGGER job_scan_floor BEFORE UPDATE ON quota_sched.job
 	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING'))
 	EXECUTE FUNCTION quota_sched.job_scan_floor();
 ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;

@@ -528,7 +528,7 @@ CREATE TRIGGER quota_share_generation_truncate AFTER TRUNCATE ON quota_sched.quo
  */
 CREATE FUNCTION quota_sched.job_scan_floor() RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_job_scan_floor' LANGUAGE C;
-CREATE TRIGGER job_scan_floor BEFORE INSERT OR UPDATE ON quota_sched.job
+CREATE TRIGGER job_scan_floor BEFORE UPDATE ON quota_sched.job
 	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING'))
 	EXECUTE FUNCTION quota_sched.job_scan_floor();
 ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;

@@ -136,9 +136,11 @@ QsQueryPlan(QsQuery *query, Datum *args, const char *nulls)
  * index, a constant LIMIT) and must walk the index: with a LIMIT above the
  * rows the generic plan expects, a scan of the table or of a bitmap, then
  * a sort, costs less on paper, and would read the whole rest of a share's
- * jobs for every batch.  Planning happens within the run (the first, or
- * after an invalidation), so the settings hold for the run; an error
- * restores them with the (sub)transaction.
+ * jobs for every batch.  And no JIT: a sort such a statement cannot do
+ * without (of a few rows) costs as disabled, which would compile the
+ * statement at each run (a fifth of a second).  Planning happens within the
+ * run (the first, or after an invalidation), so the settings hold for the
+ * run; an error restores them with the (sub)transaction.
  */
 static uint64
 Execute(QsQuery *query, Datum *args, const char *nulls, Snapshot snapshot,
@@ -156,6 +158,8 @@ Execute(QsQuery *query, Datum *args, const char *nulls, Snapshot snapshot,
 		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
 	if (snapshot == NULL)

@@ -59,6 +59,7 @@
 #include "job_dependencies.h"
 #include "job_end.h"
 #include "job_history.h"
+#include "scan_floor.h"
 #include "launcher.h"
 #include "policy.h"
 #include "word_io.h"
@@ -469,6 +470,18 @@ StopRequested(HeapTuple old, HeapTuple job, TupleDesc jdesc)
 }
 
 /*
+ * SubmittedEnd ends the history trigger of a submission, whose event is
+ * written, and notes the job for the floors of the scans (scan_floor.c).
+ */
+static Datum
+SubmittedEnd(EventRow *ev, TupleDesc jdesc, HeapTuple job)
+{
+	table_close(ev->rel, NoLock);
+	QsFloorNoteSubmitted(jdesc, job);
+	return PointerGetDatum(NULL);
+}
+
+/*
  * qs_job_history appends the job_event rows of an INSERT or an UPDATE of a
  * job (AFTER, for each row; the UPDATE trigger fires only when one of the
  * columns below changed).  This is the only place history is written, so
@@ -511,10 +524,7 @@ qs_job_history(PG_FUNCTION_ARGS)
 	if (old == NULL || state != old_state)
 		WriteStateEvent(&ev, job, old, jdesc, actor, state, old_state);
 	if (old == NULL)
-	{
-		table_close(ev.rel, NoLock);
-		return PointerGetDatum(NULL);
-	}
+		return SubmittedEnd(&ev, jdesc, job);
 	if (StopRequested(old, job, jdesc) && state == old_state)
 	{
 		char	   *stop = JobText(job, jdesc, JC_STOP_REASON);

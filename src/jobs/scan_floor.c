@@ -1,45 +1,60 @@
 /*-------------------------------------------------------------------------
  *
  * scan_floor.c
- *		Floors of the ordered scans that claims and passes repeat (issue
+ *		Floors of the ordered scans that passes and claims repeat (issue
  *		42, item 5; doc/operations.md "Long transactions and autovacuum").
  *
- * Why.  A claim walks the SCHEDULED jobs along job_claimable from the
- * start of the queue's range, and a pass walks the lapsed leases and the
- * unclaimed jobs the same way.  While a long transaction holds back the
- * xmin horizon, the index entries of the row versions that left those
- * sets can be neither removed nor marked dead, and each walk visits them
- * all, with the heap: every claim walked over every job claimed since the
- * snapshot began, and the stream fell to a fifth of its rate in ten
- * minutes.
+ * Why.  A pass walks the RUNNABLE jobs of each share and unit along
+ * job_runnable_share_order (to list the pairs that have some, and to read
+ * their heads), the lapsed leases and the unclaimed jobs; a claim walks
+ * the unclaimed jobs along job_claimable.  Each walk started at the start
+ * of its range.  While a long transaction holds back the xmin horizon,
+ * the index entries of the row versions that left those sets can be
+ * neither removed nor marked dead, and each walk visited them all, with
+ * the heap: every pass and claim walked over every job dispatched or
+ * claimed since the snapshot began, and the stream fell to a fifth of its
+ * rate in ten minutes.
  *
- * What.  A floor, per scan (QsFloorKind), queue and unit, kept in shared
- * memory: a key no visible row of the scan is below.  A reader starts at
- * the floor: it probes for the first row at or above it in its snapshot,
- * raises the floor to that row's key (or past every key, when there is
- * none), and scans from there.
+ * What.  A floor per scan (QsFloorKind) of a queue (and unit, or share and
+ * unit), kept in shared memory: a key no visible row of the scan is
+ * below.  A reader starts at the floor: it probes for the first row at or
+ * above it in its snapshot, raises the floor to that row's key (or past
+ * every key, when there is none), and scans from there.  For the RUNNABLE
+ * jobs, a marker per queue (PAIRS) says that the floors of its pairs are
+ * every pair that may have RUNNABLE jobs: a pass then lists them by
+ * probing each from its floor, not by a loose scan of the index
+ * (QsFloorReadPairs, QsFloorProbePairs).
  *
  * Why it is exact.  A row enters a scan's set only through a write of
- * quota_sched.job, whose trigger job_scan_floor notes it (QsFloorNoteRow;
- * ENABLE ALWAYS, so that writes with session_replication_role = replica,
- * a restore's or a repair's, are noted too).  At its commit, once it is visible, the
- * transaction lowers each floor concerned to the least key it moved in,
- * and counts the lowering in the floor's generation, keeping the key in a
- * ring of the last QS_FLOOR_RING.  A reader reads the generation before
- * its snapshot; when it raises the floor it takes the least of the key it
- * found and of the keys lowered since it read (which its snapshot may not
- * have seen), and gives up if the ring no longer holds them all.  Rows a
- * transaction moved in are below no floor for its own reads until it
- * commits: it starts from the beginning.  A row that leaves a set never
- * lowers a floor, and a transaction that rolls back leaves its rows where
- * they were, visible to every probe (a probe does not skip locked rows).
+ * quota_sched.job: an UPDATE, whose trigger job_scan_floor notes it
+ * (FloorNoteRow; ENABLE ALWAYS, so that writes with
+ * session_replication_role = replica, a repair's, are noted too), or a
+ * submission, which the history's trigger notes (QsFloorNoteSubmitted).  At its commit, once it is
+ * visible, the transaction lowers each floor concerned to the least key it
+ * moved in (making the floor of a new pair), and counts the lowering in
+ * the floor's generation, keeping the key in a ring of the last
+ * QS_FLOOR_RING.  A reader reads the generation before its snapshot; when
+ * it raises the floor it takes the least of the key it found and of the
+ * keys lowered since it read (which its snapshot may not have seen), and
+ * gives up if the ring no longer holds them all.  Rows a transaction moved
+ * in are below no floor for its own reads until it commits: it starts from
+ * the beginning.  A row that leaves a set never lowers a floor, and a
+ * transaction that rolls back leaves its rows where they were, visible to
+ * every probe (a probe does not skip locked rows).  Between a commit and
+ * its lowering, a reader may miss its rows, as if they had come a moment
+ * later: the lowering comes before the commit's wake-ups of the worker and
+ * the agents (quota_sched.c), and a pass holds its queue's lock through
+ * it, so the claims that wait for the pass see what it dispatched.
  *
  * What it cannot see.  Writes with every trigger disabled (ALTER TABLE
- * ... DISABLE TRIGGER ALL), those of the extension's own scripts (they
+ * ... DISABLE TRIGGER ALL), rows inserted with the triggers off (a
+ * restore), those of the extension's own scripts (they
  * run on the schema of an older version), and a prepared transaction
- * committed by another session move rows in unnoted: every reader starts from the beginning when its floor
- * has not been checked so for QS_FLOOR_CHECK_MS, so such a row waits that
- * long at most.  Without the library preloaded there is no shared memory
+ * committed by another session move rows in unnoted: a reader starts
+ * from the beginning when its floor (for the RUNNABLE jobs, the marker)
+ * has not been checked so for QS_FLOOR_CHECK_MS, so such a row waits
+ * that long at most.  When the table of floors is full, scans start at
+ * the beginning.  Without the library preloaded there is no shared memory
  * and every scan starts from the beginning, as before.
  *
  *-------------------------------------------------------------------------
@@ -68,7 +83,11 @@
 
 #define QS_FLOOR_ENTRIES 8192	/* floors at most (FloorsFull) */
 #define QS_FLOOR_RING 16
-#define QS_FLOOR_CHECK_MS 1000
+/*
+ * How often a floor is checked from the start of its index (what no trigger
+ * noted): a check walks what a long transaction keeps, so not too often.
+ */
+#define QS_FLOOR_CHECK_MS 10000
 
 typedef struct FloorKey
 {
@@ -100,7 +119,17 @@ typedef struct FloorShared
 static FloorShared *floor_shared = NULL;
 static LWLock *floor_lock = NULL;
 static HTAB *floors = NULL;
-static HTAB *pending = NULL;	/* FloorKey -> least key, TopTransactionContext */
+/* A floor the transaction moved rows into, and the least key it moved in. */
+typedef struct PendingNote
+{
+	FloorKey	key;
+	QsFloorKeyValue least;
+} PendingNote;
+
+static List *pending = NIL;		/* of PendingNote, in TopTransactionContext */
+
+static PendingNote *FindPending(int32 kind, const char *queue, const char *share,
+								const char *unit);
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -213,7 +242,7 @@ ReadKey(const FloorKey *key)
 		return seen;
 	/* a snapshot of the transaction's may be older than the floor */
 	seen.own = IsolationUsesXactSnapshot() ||
-		(pending != NULL && hash_search(pending, key, HASH_FIND, NULL) != NULL);
+		FindPending(key->kind, key->queue, key->share, key->unit) != NULL;
 	LWLockAcquire(floor_lock, LW_SHARED);
 	entry = hash_search(floors, key, HASH_FIND, NULL);
 	if (entry != NULL)
@@ -269,30 +298,46 @@ FloorAdvance(const FloorKey *key, const QsFloorSeen *seen, QsFloorKeyValue first
 	LWLockRelease(floor_lock);
 }
 
-/* Note notes that the transaction moved a row of key into a scan. */
+/*
+ * FindPending finds what the transaction noted of a floor: a list, short
+ * (a few floors a transaction, whatever its rows), cheaper to walk than a
+ * table is to make at each transaction.
+ */
+static PendingNote *
+FindPending(int32 kind, const char *queue, const char *share, const char *unit)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending)
+	{
+		PendingNote *p = lfirst(lc);
+
+		if (p->key.kind == kind && strcmp(p->key.queue, queue) == 0 &&
+			strcmp(p->key.share, share) == 0 && strcmp(p->key.unit, unit) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* Note notes that the transaction moved a row of key value into a scan. */
 static void
 Note(QsFloorKind kind, const char *queue, const char *share, const char *unit,
 	 QsFloorKeyValue value)
 {
-	FloorKey	key = MakeKey(kind, queue, share, unit);
-	QsFloorKeyValue *least;
-	bool		found;
+	PendingNote *p = FindPending(kind, queue, share, unit);
 
-	if (pending == NULL)
+	if (p == NULL)
 	{
-		HASHCTL		ctl;
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(FloorKey);
-		ctl.entrysize = sizeof(FloorKey) + sizeof(QsFloorKeyValue);
-		ctl.hcxt = TopTransactionContext;
-		pending = hash_create("quota_sched scan floors pending", 8, &ctl,
-							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		p = palloc(sizeof(PendingNote));
+		p->key = MakeKey(kind, queue, share, unit);
+		p->least = value;
+		pending = lappend(pending, p);
+		MemoryContextSwitchTo(old);
 	}
-	least = (QsFloorKeyValue *) ((char *) hash_search(pending, &key, HASH_ENTER, &found) +
-								 sizeof(FloorKey));
-	if (!found || KeyLess(value, *least))
-		*least = value;
+	else if (KeyLess(value, p->least))
+		p->least = value;
 }
 
 static char *
@@ -388,23 +433,34 @@ FloorNoteRow(TupleDesc desc, HeapTuple row)
 	}
 }
 
+/*
+ * QsFloorNoteSubmitted notes a job a submission stored (from the trigger
+ * job_history_insert, which runs for each anyway: no trigger call more on
+ * the submit path; job_scan_floor notes updates).
+ */
+void
+QsFloorNoteSubmitted(TupleDesc desc, HeapTuple row)
+{
+	FloorNoteRow(desc, row);
+}
+
 PG_FUNCTION_INFO_V1(qs_job_scan_floor);
 
 /*
- * qs_job_scan_floor, the trigger job_scan_floor (BEFORE INSERT OR UPDATE,
- * for each row, ENABLE ALWAYS), notes the scans a job's new row version
- * is in, for the commit.  Nothing while an extension script runs.
+ * qs_job_scan_floor, the trigger job_scan_floor (BEFORE UPDATE, for each
+ * row, ENABLE ALWAYS), notes the scans a job's new row version is in, for
+ * the commit.  Nothing while an extension script runs.
  */
 Datum
 qs_job_scan_floor(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = CheckJobTrigger(fcinfo, "job_scan_floor", true);
-	HeapTuple	row = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
-
 	QsCheckSchemaVersion();
+	if (!TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		elog(ERROR, "quota_sched: job_scan_floor must be fired by UPDATE");
 	if (!creating_extension)
-		FloorNoteRow(RelationGetDescr(td->tg_relation), row);
-	return PointerGetDatum(row);
+		FloorNoteRow(RelationGetDescr(td->tg_relation), td->tg_newtuple);
+	return PointerGetDatum(td->tg_newtuple);
 }
 
 /*
@@ -414,15 +470,13 @@ qs_job_scan_floor(PG_FUNCTION_ARGS)
 static void
 Lower(void)
 {
-	HASH_SEQ_STATUS it;
-	FloorKey   *key;
+	ListCell   *lc;
 
 	LWLockAcquire(floor_lock, LW_EXCLUSIVE);
-	hash_seq_init(&it, pending);
-	while ((key = hash_seq_search(&it)) != NULL)
+	foreach(lc, pending)
 	{
-		QsFloorKeyValue least = *(QsFloorKeyValue *) ((char *) key + sizeof(FloorKey));
-		FloorEntry *entry = EnterFloor(key);
+		QsFloorKeyValue least = ((PendingNote *) lfirst(lc))->least;
+		FloorEntry *entry = EnterFloor(&((PendingNote *) lfirst(lc))->key);
 
 		if (entry == NULL)
 			continue;
@@ -442,14 +496,14 @@ Lower(void)
 void
 QsScanFloorXactEvent(XactEvent event)
 {
-	if (pending == NULL)
+	if (pending == NIL)
 		return;
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
 		Lower();
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
-		pending = NULL;
+		pending = NIL;
 }
 
 /*
@@ -528,16 +582,16 @@ QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloo
 static bool
 OwnRunnable(const char *queue)
 {
-	HASH_SEQ_STATUS it;
-	FloorKey   *key;
-	bool		own = false;
+	ListCell   *lc;
 
-	if (pending == NULL)
-		return false;
-	hash_seq_init(&it, pending);
-	while ((key = hash_seq_search(&it)) != NULL)
-		own |= key->kind == QS_FLOOR_RUNNABLE && strcmp(key->queue, queue) == 0;
-	return own;
+	foreach(lc, pending)
+	{
+		PendingNote *p = lfirst(lc);
+
+		if (p->key.kind == QS_FLOOR_RUNNABLE && strcmp(p->key.queue, queue) == 0)
+			return true;
+	}
+	return false;
 }
 
 /* AddPair appends a share and unit's floor, as seen, to pf (not yet probed). */

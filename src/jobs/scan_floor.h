@@ -11,6 +11,8 @@
 #define QS_SCAN_FLOOR_H
 
 #include "access/xact.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "nodes/pg_list.h"
 #include "utils/snapshot.h"
 
@@ -74,6 +76,7 @@ typedef struct QsPairFloors
 } QsPairFloors;
 
 extern void QsScanFloorRegister(void);
+extern void QsFloorNoteSubmitted(TupleDesc desc, HeapTuple row);
 extern QsPairFloors QsFloorReadPairs(const char *queue);
 extern void QsFloorSetPairs(QsPairFloors *pf, List *pairs);
 extern void QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot);
