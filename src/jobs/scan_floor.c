@@ -80,6 +80,7 @@
 #include "job_columns.h"
 #include "query.h"
 #include "scan_floor.h"
+#include "words.h"
 
 #define QS_FLOOR_ENTRIES 8192	/* floors at most (FloorsFull) */
 #define QS_FLOOR_RING 16
@@ -401,18 +402,19 @@ NoteRunnable(TupleDesc desc, HeapTuple row, const char *queue)
 static void
 FloorNoteRow(TupleDesc desc, HeapTuple row)
 {
-	char	   *state;
+	char	   *name;
 	char	   *queue;
+	QsJobState	state;
 	bool		isnull;
 	QsFloorKeyValue value = {{0, 0, 0}};
 
-	if (floors == NULL || (state = TextColumn(desc, row, JC_STATE)) == NULL)
+	if (floors == NULL || (name = TextColumn(desc, row, JC_STATE)) == NULL ||
+		!QsJobStateFromName(name, &state))
 		return;
 	queue = TextColumn(desc, row, JC_JOB_QUEUE);
-	if (strcmp(state, "RUNNABLE") == 0)
+	if (state == QS_RUNNABLE)
 		NoteRunnable(desc, row, queue);
-	else if (strcmp(state, "SCHEDULED") != 0 && strcmp(state, "STARTING") != 0 &&
-			 strcmp(state, "RUNNING") != 0)
+	else if (state != QS_SCHEDULED && state != QS_STARTING && state != QS_RUNNING)
 		return;
 	else if (!heap_attisnull(row, JobAttnum(desc, JC_AGENT), desc))
 	{
@@ -420,7 +422,7 @@ FloorNoteRow(TupleDesc desc, HeapTuple row)
 		if (!isnull)
 			Note(QS_FLOOR_LAPSED, queue, "", "", value);
 	}
-	else if (strcmp(state, "SCHEDULED") == 0)
+	else if (state == QS_SCHEDULED)
 	{
 		value.k[0] = Int64Column(desc, row, JC_SCHEDULED_AT, &isnull);
 		value.k[1] = Int64Column(desc, row, JC_ID, &isnull);
