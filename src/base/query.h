@@ -18,6 +18,12 @@
 
 #define QS_QUERY_MAX_ARGS 10
 
+/*
+ * A statement to run through SPI, with its saved plan.  Run each one
+ * always as the extension's owner (QsBecomeOwner) or always not: a saved
+ * plan of a table with row-level security is made again whenever the role
+ * or the search_path differs from the last run's.
+ */
 typedef struct QsQuery
 {
 	const char *sql;			/* names every relation with its schema */

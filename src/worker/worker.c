@@ -234,11 +234,15 @@ PassStep(void *arg)
 	if (pa->only_if_runnable)
 	{
 		bool		runnable;
+		QsSavedUser saved;
 
+		/* as the pass: its statements' saved plans are made for one role */
+		QsBecomeOwner(QsExtensionOwner(), &saved);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "quota_sched: SPI_connect failed");
 		runnable = QsQueueHasRunnable(pa->queue);
 		SPI_finish();
+		QsRestoreUser(&saved);
 		if (!runnable)
 			return;
 	}
