@@ -415,13 +415,13 @@ IsOrphan(const QsQueueState *qs, const char *share)
 }
 
 /*
- * AddOrphan adds a share the queue does not have to its orphans, if it
- * is new.
+ * AddOrphan adds a share the queue does not have (its index, from
+ * QsShareIndex, is -1) to its orphans, if it is new.
  */
 static void
-AddOrphan(QsQueueState *qs, const char *share)
+AddOrphan(QsQueueState *qs, const char *share, int index)
 {
-	if (QsShareIndex(qs, share) < 0 && !IsOrphan(qs, share))
+	if (index < 0 && !IsOrphan(qs, share))
 		qs->orphans = lappend(qs->orphans, MemoryContextStrdup(qs->cxt, share));
 }
 
@@ -482,9 +482,9 @@ FindOrphans(QsQueueState *qs, List *pairs, QsUsageRows usage, bool warn)
 
 	for (int i = 0; i < usage.n; i++)
 		if (usage.rows[i].jobs > 0)
-			AddOrphan(qs, usage.rows[i].quota_share);
+			AddOrphan(qs, usage.rows[i].quota_share, usage.rows[i].share);
 	for (int i = 0; i + 1 < list_length(pairs); i += 2)
-		AddOrphan(qs, list_nth(pairs, i));
+		AddOrphan(qs, list_nth(pairs, i), QsShareIndex(qs, list_nth(pairs, i)));
 	if (warn)
 		foreach(lc, qs->orphans)
 			WarnOrphan(qs, lfirst(lc));
@@ -920,7 +920,7 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 	qs->held = palloc0(sizeof(QsJobReader) * cells);
 	for (int i = 0; i < usage.n; i++)
 	{
-		int			s = QsShareIndex(qs, usage.rows[i].quota_share);
+		int			s = usage.rows[i].share;
 		int			at;
 
 		if (s < 0)
@@ -1216,7 +1216,10 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 		AddUnit(qs, list_nth(pairs, i));
 	usage = QsReadUsage(qs->queue, qs->any_budget, now);
 	for (int i = 0; i < usage.n; i++)
+	{
 		AddUnit(qs, usage.rows[i].capacity_unit);
+		usage.rows[i].share = QsShareIndex(qs, usage.rows[i].quota_share);
+	}
 	FindOrphans(qs, pairs, usage, !lock_rows);
 	if (pairs != NIL)
 		LoadHosts(qs);			/* only RUNNABLE jobs need them */

@@ -451,22 +451,25 @@ qs_job_usage_flush(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
+/*
+ * A queue's counter rows, the stripes of each share and unit next to one
+ * another (in the order of the primary key), which QsReadUsage adds up:
+ * a GROUP BY would sum them as numeric.
+ */
 static QsQuery ReadQuery[2] = {
 	{
-		"SELECT quota_share, capacity_unit, sum(instances)::int8,"
-		"       sum(stopping_instances)::int8, sum(jobs)::int8"
+		"SELECT quota_share, capacity_unit, instances, stopping_instances, jobs"
 		"  FROM quota_sched.held_capacity WHERE job_queue = $1"
-		" GROUP BY quota_share, capacity_unit",
+		" ORDER BY quota_share, capacity_unit",
 		1, {TEXTOID}, SPI_OK_SELECT
 	},
 	{
-		"SELECT quota_share, capacity_unit, sum(instances)::int8,"
-		"       sum(stopping_instances)::int8, sum(jobs)::int8,"
-		"       sum(quota_sched.spent_at(spent_day, changed_at, instances, $2, 'DAY')),"
-		"       sum(quota_sched.spent_at(spent_week, changed_at, instances, $2, 'WEEK')),"
-		"       sum(quota_sched.spent_at(spent_month, changed_at, instances, $2, 'MONTH'))"
+		"SELECT quota_share, capacity_unit, instances, stopping_instances, jobs,"
+		"       quota_sched.spent_at(spent_day, changed_at, instances, $2, 'DAY'),"
+		"       quota_sched.spent_at(spent_week, changed_at, instances, $2, 'WEEK'),"
+		"       quota_sched.spent_at(spent_month, changed_at, instances, $2, 'MONTH')"
 		"  FROM quota_sched.held_capacity WHERE job_queue = $1"
-		" GROUP BY quota_share, capacity_unit",
+		" ORDER BY quota_share, capacity_unit",
 		2, {TEXTOID, TIMESTAMPTZOID}, SPI_OK_SELECT
 	},
 };
@@ -474,34 +477,42 @@ static QsQuery ReadQuery[2] = {
 /*
  * QsReadUsage reads the counters of a queue, in the caller's memory, and,
  * with spent, what each share and unit held in the current day, week and
- * month at time now.  The caller is connected to SPI and runs as the
- * owner.
+ * month at time now: a row per share and unit, the sum of its stripes.
+ * The caller is connected to SPI and runs as the owner.
  */
 QsUsageRows
 QsReadUsage(const char *queue, bool spent, TimestampTz now)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	Datum		args[2] = {CStringGetTextDatum(queue), TimestampTzGetDatum(now)};
+	uint64		n = QsQueryRun(&ReadQuery[spent], args, NULL, false, 0);
+	TupleDesc	desc = SPI_tuptable->tupdesc;
 	QsUsageRows result;
 
-	result.n = QsQueryRun(&ReadQuery[spent], args, NULL, false, 0);
-	result.rows = palloc0(sizeof(QsUsageRow) * (result.n + 1));
-	for (int i = 0; i < result.n; i++)
+	result.n = 0;
+	result.rows = palloc0(sizeof(QsUsageRow) * (n + 1));
+	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		QsUsageRow *row = &result.rows[i];
-		MemoryContext old = MemoryContextSwitchTo(outer);
+		QsUsageRow *row = &result.rows[result.n];
 		bool		isnull;
+		char	   *share = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
+		char	   *unit = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
 
-		row->quota_share = SPI_getvalue(tup, desc, 1);
-		row->capacity_unit = SPI_getvalue(tup, desc, 2);
-		MemoryContextSwitchTo(old);
-		row->instances = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		row->stopping_instances = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-		row->jobs = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		if (result.n > 0 && strcmp(row[-1].quota_share, share) == 0 &&
+			strcmp(row[-1].capacity_unit, unit) == 0)
+			row--;				/* another stripe of the last */
+		else
+		{
+			row->quota_share = MemoryContextStrdup(outer, share);
+			row->capacity_unit = MemoryContextStrdup(outer, unit);
+			result.n++;
+		}
+		row->instances += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		row->stopping_instances += DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		row->jobs += DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 		for (int p = 0; spent && p < QS_NPERIODS; p++)
-			row->spent[p] = DatumGetFloat8(SPI_getbinval(tup, desc, 6 + p, &isnull));
+			row->spent[p] += DatumGetFloat8(SPI_getbinval(tup, desc, 6 + p, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return result;

@@ -23,6 +23,8 @@ typedef struct QsUsageRow
 	int64		jobs;			/* jobs holding them */
 	double		spent[QS_NPERIODS];	/* instance-seconds held this day, week,
 									 * month (QsPeriod order), when read */
+	int			share;			/* the share's index in the pass's state
+								 * (QsShareIndex, set by the pass), -1: none */
 } QsUsageRow;
 
 typedef struct QsUsageRows
