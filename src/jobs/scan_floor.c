@@ -107,6 +107,11 @@ typedef struct FloorEntry
 	TimestampTz checked_at;		/* when a reader last started at 0 */
 	uint64		gen;			/* lowerings so far */
 	QsFloorKeyValue ring[QS_FLOOR_RING];	/* lowering g at [g % RING] */
+	/*
+	 * The floors of RUNNABLE jobs of a queue, a list from its PAIRS entry:
+	 * its first, then each one's next (entries never move nor go).
+	 */
+	struct FloorEntry *next_pair;
 } FloorEntry;
 
 /* The shared memory besides the table: whether it ever was full. */
@@ -223,6 +228,22 @@ EnterFloor(const FloorKey *key)
 		entry->set = false;
 		entry->gen = 0;
 		entry->checked_at = 0;
+		entry->next_pair = NULL;
+		if (key->kind == QS_FLOOR_RUNNABLE)
+		{
+			/* into its queue's list (none when full: then no marker is valid) */
+			FloorKey	marker = MakeKey(QS_FLOOR_PAIRS, key->queue, "", "");
+			FloorEntry *head;
+
+			marker.dboid = key->dboid;
+			head = EnterFloor(&marker);
+
+			if (head != NULL)
+			{
+				entry->next_pair = head->next_pair;
+				head->next_pair = entry;
+			}
+		}
 	}
 	return entry;
 }
@@ -626,7 +647,6 @@ QsFloorReadPairs(const char *queue)
 	QsPairFloors pf = {pstrdup(queue), {false, false, 0, {{0, 0, 0}}}, 0, NULL, NIL};
 	FloorKey	marker = MakeKey(QS_FLOOR_PAIRS, queue, "", "");
 	int			cap = 8;
-	HASH_SEQ_STATUS it;
 	FloorEntry *e;
 
 	if (floors == NULL)
@@ -636,17 +656,16 @@ QsFloorReadPairs(const char *queue)
 	pf.pairs = palloc(sizeof(QsPairFloor) * cap);
 	LWLockAcquire(floor_lock, LW_SHARED);
 	pf.marker.valid &= !pf.marker.own && !floor_shared->full;
-	hash_seq_init(&it, floors);
-	while ((e = hash_seq_search(&it)) != NULL)
-		if (e->key.dboid == MyDatabaseId && e->key.kind == QS_FLOOR_RUNNABLE &&
-			strcmp(e->key.queue, queue) == 0)
-		{
-			QsFloorSeen seen = {e->set, false, e->gen, e->floor};
+	/* the queue's list: its pairs only, whatever the other queues have */
+	e = hash_search(floors, &marker, HASH_FIND, NULL);
+	for (e = e == NULL ? NULL : e->next_pair; e != NULL; e = e->next_pair)
+	{
+		QsFloorSeen seen = {e->set, false, e->gen, e->floor};
 
-			seen.own = pf.marker.own;
-			seen.valid &= !seen.own;
-			AddPair(&pf, e->key.share, e->key.unit, seen, &cap);
-		}
+		seen.own = pf.marker.own;
+		seen.valid &= !seen.own;
+		AddPair(&pf, e->key.share, e->key.unit, seen, &cap);
+	}
 	LWLockRelease(floor_lock);
 	return pf;
 }
