@@ -17,9 +17,11 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "config_cache.h"
 #include "job_store.h"
 #include "policy.h"
 #include "query.h"
@@ -647,37 +649,110 @@ QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 	}
 }
 
-/* whether the queue exists; then whether the unit (if any) is known there */
+/*
+ * Whether the queue exists (a row); then whether the unit (if any) is in a
+ * capacity map of its environment or shares, and whether it is known
+ * there: in a map, or held by one of its jobs.
+ */
 static QsQuery QueueKnowsUnitQuery = {
-	"SELECT $2::text IS NULL OR e.capacity_limits ? $2"
-	"       OR EXISTS (SELECT 1 FROM quota_sched.quota_share s"
-	"                   WHERE s.job_queue = q.name AND s.capacity_limits ? $2)"
-	"       OR EXISTS (SELECT 1 FROM quota_sched.job j"
-	"                   WHERE j.job_queue = q.name AND j.capacity_unit = $2"
+	"SELECT k.in_maps, k.in_maps OR EXISTS (SELECT 1 FROM quota_sched.job j"
+	"                   WHERE j.job_queue = k.name AND j.capacity_unit = $2"
 	"                     AND j.state IN ('SCHEDULED', 'STARTING', 'RUNNING'))"
-	"  FROM quota_sched.job_queue q"
-	"  JOIN quota_sched.service_environment e ON e.name = q.service_environment"
-	" WHERE q.name = $1",
+	"  FROM (SELECT q.name, $2::text IS NULL OR e.capacity_limits ? $2"
+	"               OR EXISTS (SELECT 1 FROM quota_sched.quota_share s"
+	"                           WHERE s.job_queue = q.name AND s.capacity_limits ? $2) AS in_maps"
+	"          FROM quota_sched.job_queue q"
+	"          JOIN quota_sched.service_environment e ON e.name = q.service_environment"
+	"         WHERE q.name = $1) k",
 	2, {TEXTOID, TEXTOID}, SPI_OK_SELECT
 };
+
+/*
+ * The (queue, unit) pairs a claim found in the capacity maps, kept by the
+ * session while the configuration does not change (QsConfigGeneration):
+ * every claim checks its arguments, and the answer changes only with the
+ * maps.  A unit known only because a job holds it is read each time.
+ */
+typedef struct KnownUnitKey
+{
+	char		queue[QS_MAX_NAME_LEN + 1];
+	char		unit[QS_MAX_NAME_LEN + 1];
+	bool		any;			/* no unit given */
+} KnownUnitKey;
+
+static HTAB *KnownUnits = NULL;
+static uint64 KnownUnitsGeneration = 0;
+
+/*
+ * KnownUnitKeyOf fills the key of (queue, unit); false when a name is too
+ * long to be valid (never kept).
+ */
+static bool
+KnownUnitKeyOf(const char *queue, const char *unit, KnownUnitKey *key)
+{
+	if (strlen(queue) > QS_MAX_NAME_LEN || (unit != NULL && strlen(unit) > QS_MAX_NAME_LEN))
+		return false;
+	memset(key, 0, sizeof(*key));
+	strlcpy(key->queue, queue, sizeof(key->queue));
+	strlcpy(key->unit, unit ? unit : "", sizeof(key->unit));
+	key->any = unit == NULL;
+	return true;
+}
+
+/*
+ * KeepKnownUnit remembers that the maps name (queue, unit), as read at
+ * configuration generation gen (the table goes with one generation).
+ */
+static void
+KeepKnownUnit(const KnownUnitKey *key, uint64 gen)
+{
+	if (KnownUnits == NULL || KnownUnitsGeneration != gen)
+	{
+		HASHCTL		ctl;
+
+		if (KnownUnits != NULL)
+			hash_destroy(KnownUnits);
+		ctl.keysize = ctl.entrysize = sizeof(KnownUnitKey);
+		KnownUnits = hash_create("quota_sched known units", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+		KnownUnitsGeneration = gen;
+	}
+	(void) hash_search(KnownUnits, key, HASH_ENTER, NULL);
+}
 
 /*
  * QsQueueKnowsUnit tells whether a job queue exists and, if so, in
  * *unit_known whether a capacity unit (NULL: none, which is known) is
  * known there: in the capacity map of its environment or of one of its
- * shares, or held by one of its jobs (claim()'s check of its arguments).
+ * shares (kept: KnownUnits), or held by one of its jobs (claim()'s check
+ * of its arguments).  The generation is taken before the statement's
+ * snapshot of its own: a change committed after that snapshot moves it
+ * on, and what was kept with it is not used again.
  */
 bool
 QsQueueKnowsUnit(const char *queue, const char *unit, bool *unit_known)
 {
 	Datum		args[2] = {CStringGetTextDatum(queue), unit ? CStringGetTextDatum(unit) : (Datum) 0};
 	char		nulls[2] = {' ', unit ? ' ' : 'n'};
+	KnownUnitKey key;
+	bool		keyed = KnownUnitKeyOf(queue, unit, &key);
 	bool		isnull;
+	uint64		gen;
 
-	if (QsQueryRun(&QueueKnowsUnitQuery, args, nulls, true, 1) == 0)
+	*unit_known = true;
+	/* the tables whose invalidations move the generation, as they are now */
+	if (KnownUnits == NULL || KnownUnitsGeneration != QsConfigGeneration())
+		QsRememberConfigTables();
+	gen = QsConfigGeneration();
+	if (keyed && KnownUnits != NULL && KnownUnitsGeneration == gen &&
+		hash_search(KnownUnits, &key, HASH_FIND, NULL) != NULL)
+		return true;
+	if (QsQueryRun(&QueueKnowsUnitQuery, args, nulls, false, 1) == 0)
 		return false;
-	*unit_known = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+	*unit_known = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
 											 &isnull));
+	if (keyed && DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											&isnull)))
+		KeepKnownUnit(&key, gen);
 	return true;
 }
 

@@ -142,6 +142,26 @@ SELECT j.name, count(*) AS events
 SELECT * FROM quota_sched.held_capacity_drift();
 
 ------------------------------------------------------------------------
+-- A session keeps the units the capacity maps name (src/jobs/job_store.c)
+-- until the configuration changes: a unit taken out of every map, which
+-- no job holds, is refused at the next claim of the same session, and one
+-- put back is known again.
+------------------------------------------------------------------------
+UPDATE quota_sched.service_environment SET capacity_limits = capacity_limits || '{"acl_tmp": 1}'
+ WHERE name = 'acl_env';
+SELECT count(*) AS claimed FROM quota_sched.claim('acl_agent_5', 'acl_queue', 'acl_tmp');
+SELECT count(*) AS claimed FROM quota_sched.claim('acl_agent_5', 'acl_queue', 'acl_tmp');
+UPDATE quota_sched.service_environment SET capacity_limits = capacity_limits - 'acl_tmp'
+ WHERE name = 'acl_env';
+SELECT pg_temp.refused($$SELECT quota_sched.claim('acl_agent_5', 'acl_queue', 'acl_tmp')$$);
+UPDATE quota_sched.quota_share SET capacity_limits = capacity_limits || '{"acl_tmp": 1}'
+ WHERE job_queue = 'acl_queue' AND name = 'acl_share';
+SELECT count(*) AS claimed FROM quota_sched.claim('acl_agent_5', 'acl_queue', 'acl_tmp');
+UPDATE quota_sched.quota_share SET capacity_limits = capacity_limits - 'acl_tmp'
+ WHERE job_queue = 'acl_queue' AND name = 'acl_share';
+SELECT pg_temp.refused($$SELECT quota_sched.claim('acl_agent_5', 'acl_queue', 'acl_tmp')$$);
+
+------------------------------------------------------------------------
 -- Clean up: end the jobs with the extension's triggers disabled, then
 -- delete the configuration, which takes the jobs with it.
 ------------------------------------------------------------------------
