@@ -59,9 +59,9 @@
 #include "job_dependencies.h"
 #include "job_end.h"
 #include "job_history.h"
-#include "scan_floor.h"
 #include "launcher.h"
 #include "policy.h"
+#include "scan_floor.h"
 #include "word_io.h"
 #include "constants.h"
 

@@ -237,7 +237,6 @@ EnterFloor(const FloorKey *key)
 
 			marker.dboid = key->dboid;
 			head = EnterFloor(&marker);
-
 			if (head != NULL)
 			{
 				entry->next_pair = head->next_pair;
