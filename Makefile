@@ -102,7 +102,7 @@ $(OBJS): $(wildcard src/*/*.h)
 
 # The policy core's unit tests, built without PostgreSQL.  MUTANT=-DQS_MUTANT_X
 # switches a rule off (test/mutants).
-UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -Isrc/core -Itest/unit
+UNIT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -O2 -g -DQS_CROSS_CHECK -Isrc/core -Itest/unit
 UNIT_SRCS = test/unit/world.c $(CORE:.o=.c)
 
 test/unit/%.bin: test/unit/%.c $(UNIT_SRCS) $(wildcard src/core/*.h test/unit/*.h)

@@ -9,6 +9,11 @@
  *
  *-------------------------------------------------------------------------
  */
+#ifdef QS_CROSS_CHECK
+#include <stdio.h>
+#include <stdlib.h>
+#endif
+
 #include "policy_int.h"
 
 #define Max64(a, b) ((a) > (b) ? (a) : (b))
@@ -85,6 +90,7 @@ CoreInitAccounting(CorePlan *p)
 {
 	const QsInput *in = p->in;
 
+	p->version++;
 	for (int at = 0; at < p->nshares * p->nunits; at++)
 	{
 		p->usage[at] = in->held[at];
@@ -109,6 +115,7 @@ CoreHold(CorePlan *p, const QsJob *job, int sign)
 {
 	int			at = CORE_AT(p, job->share, job->unit);
 
+	p->version++;
 	p->usage[at] += sign * (int64_t) job->count;
 	if (job->stop != QS_STOP_NONE)
 		p->pending[at] += sign * (int64_t) job->count;
@@ -122,6 +129,7 @@ CoreHold(CorePlan *p, const QsJob *job, int sign)
 void
 CoreStopRequested(CorePlan *p, const QsJob *job)
 {
+	p->version++;
 	p->pending[CORE_AT(p, job->share, job->unit)] += job->count;
 	CoreHostsStopRequested(p, job);
 }
@@ -133,6 +141,7 @@ CoreStopRequested(CorePlan *p, const QsJob *job)
 void
 CoreKeepPromise(CorePlan *p, const QsJob *job)
 {
+	p->version++;
 	p->promised[CORE_AT(p, job->share, job->unit)] += job->count;
 	CoreIdSetAdd(p, &p->kept_promises, job->id);
 }
@@ -321,6 +330,28 @@ UsageWith(const int64_t *use, const QsJob *job, int share)
 }
 
 /*
+ * Supply returns what a share with that usage of a unit adds to the
+ * borrowable supply: for a lender, min(idle, lendable(S,u)), its idle
+ * capacity less, with less_wanted, what its own waiting jobs want
+ * (scheduling.md 3.1, 3.2); nothing for the others.
+ */
+static int64_t
+Supply(CorePlan *p, int s, int unit, int64_t used, bool less_wanted)
+{
+	const QsShare *share = &p->in->shares[s];
+	int64_t		idle;
+
+	if (!Lends(share))
+		return 0;
+	idle = Max64(0, share->capacity[unit] - used);
+#ifndef QS_MUTANT_WANTED_CAPACITY
+	if (less_wanted && idle > 0)
+		idle -= Wanted(p, s, unit, idle);
+#endif
+	return Min64(idle, QsLendable(share, unit));
+}
+
+/*
  * CoreCheckInvariants tells which of (I1)-(I3) fails for a unit in the state
  * given by use[] (each share's usage), or QS_CHECK_OK.  With a job (of that
  * unit), the job is added to its share and only that share is held to
@@ -342,10 +373,11 @@ CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)
 
 	if (job != NULL && CoreBorrowing(p, job->share, unit, UsageWith(use, job, job->share)))
 		borrower = job->share;
-	/* (I2) usage(S,u) <= allowed(S,u) */
-	for (int s = 0; s < p->nshares; s++)
-		if ((job == NULL || s == job->share) &&
-			!CoreWithinAllowed(p, s, unit, UsageWith(use, job, s)))
+	/* (I2) usage(S,u) <= allowed(S,u): the job's share's, or every share's */
+	if (job != NULL && !CoreWithinAllowed(p, job->share, unit, UsageWith(use, job, job->share)))
+		return QS_CHECK_ALLOWED;
+	for (int s = 0; job == NULL && s < p->nshares; s++)
+		if (!CoreWithinAllowed(p, s, unit, use[s]))
 			return QS_CHECK_ALLOWED;
 
 	for (int s = 0; s < p->nshares; s++)
@@ -354,17 +386,7 @@ CoreCheckInvariants(CorePlan *p, int unit, const int64_t *use, const QsJob *job)
 
 		total += used;
 		borrowed += Borrowed(p, s, unit, used);
-		if (Lends(&in->shares[s]))
-		{
-			int64_t		idle = Max64(0, in->shares[s].capacity[unit] - used);
-
-#ifndef QS_MUTANT_WANTED_CAPACITY
-			if (borrower >= 0 && s != borrower && idle > 0)
-				idle -= Wanted(p, s, unit, idle);
-#endif
-			/* min(idle, lendable(S,u)) */
-			supply += Min64(idle, QsLendable(&in->shares[s], unit));
-		}
+		supply += Supply(p, s, unit, used, borrower >= 0 && s != borrower);
 	}
 #ifndef QS_MUTANT_INVARIANT_ENVIRONMENT
 	/* (I1) sum of usage <= E(u); jobs of a missing share hold theirs too */
@@ -410,6 +432,115 @@ PlacementCheck(CorePlan *p, const QsJob *job, bool *in_future)
 }
 
 /*
+ * Totals returns the sums over every share of a unit's usage in a state
+ * (CORE_NOW or CORE_FUTURE), counted again when the state planned has
+ * changed since (CorePlan.version); with wanted, the supply less what
+ * lenders' own waiting jobs want, too.  So a check of a job costs what its
+ * share changes, not the number of shares (issue 42, item 3).
+ */
+static CoreTotals *
+Totals(CorePlan *p, int unit, CoreState state, bool wanted)
+{
+	CoreTotals *t = &p->totals[unit * 2 + (state == CORE_FUTURE)];
+
+	if (t->version != p->version)
+	{
+		t->version = p->version;
+		t->wanted_counted = false;
+		t->used = t->borrowed = t->supply = 0;
+		for (int s = 0; s < p->nshares; s++)
+		{
+			int64_t		used = StateUsage(p, CORE_AT(p, s, unit), state);
+
+			t->used += used;
+			t->borrowed += Borrowed(p, s, unit, used);
+			t->supply += Supply(p, s, unit, used, false);
+		}
+	}
+	if (wanted && !t->wanted_counted)
+	{
+		t->supply_wanted = 0;
+		for (int s = 0; s < p->nshares; s++)
+			t->supply_wanted += Supply(p, s, unit, StateUsage(p, CORE_AT(p, s, unit), state), true);
+		t->wanted_counted = true;
+	}
+	return t;
+}
+
+/*
+ * CheckJobIn is CoreCheckInvariants of a job in a state of the plan, its
+ * share's usage moved by `adjust` (a kept promise of its own), from the
+ * unit's totals: only the job's share differs from them.  As there, a
+ * borrower's supply counts every other lender's idle capacity less what
+ * that lender wants, and its own share's without.
+ */
+static QsCheck
+CheckJobIn(CorePlan *p, const QsJob *job, CoreState state, int64_t adjust)
+{
+	int			u = job->unit;
+	int			j = job->share;
+	int64_t		before = StateUsage(p, CORE_AT(p, j, u), state);
+	int64_t		with = before + adjust + job->count;
+	bool		borrows = CoreBorrowing(p, j, u, with);
+	CoreTotals *t;
+	int64_t		supply;
+
+	if (!CoreWithinAllowed(p, j, u, with))
+		return QS_CHECK_ALLOWED;
+	t = Totals(p, u, state, borrows);
+#ifndef QS_MUTANT_INVARIANT_ENVIRONMENT
+	if (p->in->units[u].unowned_held + t->used - before + with > p->in->units[u].env_limit)
+		return QS_CHECK_ENVIRONMENT;
+#endif
+#ifndef QS_MUTANT_INVARIANT_SUPPLY
+	supply = p->unassigned[u] + (borrows ? t->supply_wanted : t->supply) -
+		Supply(p, j, u, before, borrows) + Supply(p, j, u, with, false);
+	if (t->borrowed - Borrowed(p, j, u, before) + Borrowed(p, j, u, with) > supply)
+		return QS_CHECK_SUPPLY;
+#endif
+	return QS_CHECK_OK;
+}
+
+/*
+ * CoreCheckedUsage writes each share's usage of a job's unit in the state
+ * CoreDispatchCheck checked last (now, or with in_future the future
+ * state), as it counted it: a kept promise of the job's own not counted.
+ */
+void
+CoreCheckedUsage(const CorePlan *p, const QsJob *job, bool in_future, int64_t *use)
+{
+	CoreUsage(p, job->unit, in_future ? CORE_FUTURE : CORE_NOW, NULL, 0, use);
+	if (in_future && CoreIdSetHas(&p->kept_promises, job->id))
+		use[job->share] -= job->count;
+}
+
+/*
+ * CheckJob is CheckJobIn; built with QS_CROSS_CHECK (the unit tests and
+ * the simulator), it also checks the answer against CoreCheckInvariants
+ * over every share, and aborts if they differ.
+ */
+static QsCheck
+CheckJob(CorePlan *p, const QsJob *job, bool in_future)
+{
+	QsCheck		check = CheckJobIn(p, job, in_future ? CORE_FUTURE : CORE_NOW,
+								   in_future && CoreIdSetHas(&p->kept_promises, job->id) ?
+								   -(int64_t) job->count : 0);
+#ifdef QS_CROSS_CHECK
+	int64_t    *use = in_future ? p->scratch_future : p->scratch_now;
+
+	CoreCheckedUsage(p, job, in_future, use);
+	if (CoreCheckInvariants(p, job->unit, use, job) != check)
+	{
+		fprintf(stderr, "CoreDispatchCheck of job %lld: %d from the totals, %d from the shares\n",
+				(long long) job->id, (int) check,
+				(int) CoreCheckInvariants(p, job->unit, use, job));
+		abort();
+	}
+#endif
+	return check;
+}
+
+/*
  * CoreDispatchCheck tells whether a RUNNABLE job may be dispatched, and if
  * not which invariant fails and whether only in the future state: (I1)-(I3)
  * must hold with it added both now (pending stops still holding) and once
@@ -420,23 +551,18 @@ PlacementCheck(CorePlan *p, const QsJob *job, bool *in_future)
 QsCheck
 CoreDispatchCheck(CorePlan *p, const QsJob *job, bool *in_future)
 {
-	int			u = job->unit;
 	QsCheck		check;
 
 	*in_future = false;
-	CoreUsage(p, u, CORE_NOW, NULL, 0, p->scratch_now);
-	check = CoreCheckInvariants(p, u, p->scratch_now, job);
+	check = CheckJob(p, job, false);
 	if (check != QS_CHECK_OK)
 		return check;
 
 #ifndef QS_MUTANT_FUTURE_STATE
-	CoreUsage(p, u, CORE_FUTURE, NULL, 0, p->scratch_future);
-	if (CoreIdSetHas(&p->kept_promises, job->id))
-		p->scratch_future[job->share] -= job->count;
 	*in_future = true;
-	check = CoreCheckInvariants(p, u, p->scratch_future, job);
+	check = CheckJob(p, job, true);
 #endif
-	if (check == QS_CHECK_OK && p->in->units[u].placed)
+	if (check == QS_CHECK_OK && p->in->units[job->unit].placed)
 		check = PlacementCheck(p, job, in_future);
 	return check;
 }

@@ -261,6 +261,7 @@ CoreIdSetAdd(CorePlan *p, CoreIdSet *set, int64_t id)
 {
 	if (CoreIdSetHas(set, id))
 		return;
+	p->version++;				/* the jobs handled count in Wanted */
 	if (2 * (set->count + 1) > set->size)
 	{
 		CoreIdSet	grown = {0};
@@ -689,7 +690,10 @@ CoreDispatch(CorePlan *p, const QsJob *job)
 	}
 	CoreHold(p, &held, +1);
 	if (CoreIdSetHas(&p->kept_promises, job->id))
+	{
 		p->promised[at] -= job->count;
+		p->version++;
+	}
 }
 
 /*
@@ -1134,6 +1138,7 @@ CoreInitPlan(CorePlan *p, const QsInput *in, QsOutput *out)
 	p->scratch_future = CoreAlloc(p, sizeof(int64_t) * (in->nshares + 1));
 	p->cursors = CoreAlloc(p, sizeof(CoreCursor) * cells);
 	p->wanted = CoreAlloc(p, sizeof(CoreWantedCache) * cells);
+	p->totals = CoreAlloc(p, sizeof(CoreTotals) * (2 * in->nunits + 1));
 	out->fit_limits = CoreAlloc(p, sizeof(QsFitLimit) * cells);
 	p->promised_cap = in->npromised + 64;
 	out->promised = CoreAlloc(p, sizeof(int64_t) * p->promised_cap);

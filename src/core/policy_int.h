@@ -94,6 +94,22 @@ typedef struct CoreWantedCache
 	QsJob	   *jobs;
 } CoreWantedCache;
 
+/*
+ * The sums over every share of one unit's usage in a state of the plan
+ * (CORE_NOW or CORE_FUTURE), with which CoreDispatchCheck tests (I1)-(I3)
+ * for a job without walking the shares (capacity.c, CountTotals).
+ */
+typedef struct CoreTotals
+{
+	uint64_t	version;		/* CorePlan.version they were counted in; 0: none */
+	bool		wanted_counted; /* supply_wanted is counted */
+	int64_t		used;			/* sum of usage(S,u) */
+	int64_t		borrowed;		/* sum of borrowed(S,u) */
+	int64_t		supply;			/* sum of lenders' min(idle, lendable) */
+	int64_t		supply_wanted;	/* the same, each idle less what its own
+								 * waiting jobs want (a borrower's check) */
+} CoreTotals;
+
 typedef struct CorePlan
 {
 	const QsInput *in;
@@ -113,6 +129,10 @@ typedef struct CorePlan
 								 * (CoreCursorStart, CoreNextCandidate) */
 	int			nhead_shares;
 	CoreWantedCache *wanted;	/* [s*nunits+u] */
+	uint64_t	version;		/* moves with every change of the state planned
+								 * (usage, pending stops, promises, the jobs
+								 * handled): what CoreTotals were counted in */
+	CoreTotals *totals;			/* [u*2 + (state == CORE_FUTURE)] */
 	const QsJob **promise_order;	/* promised jobs by (promised_at, id) */
 	int			npromise_order;
 	int			decisions_cap;
@@ -191,6 +211,7 @@ extern bool CoreInvariantsHoldWith(CorePlan *p, const int64_t *use,
 								   const QsJob *job);
 extern void CoreUsage(const CorePlan *p, int unit, CoreState state,
 					  const QsJob *const *gone, int ngone, int64_t *use);
+extern void CoreCheckedUsage(const CorePlan *p, const QsJob *job, bool in_future, int64_t *use);
 extern int64_t CoreShareUsage(const CorePlan *p, int share, int unit, CoreState state,
 							  const QsJob *const *gone, int ngone);
 extern void CoreComputeFitLimits(CorePlan *p);

@@ -272,14 +272,15 @@ QsExplainWait(const QsInput *in, const QsJob *job)
 	CorePlan	plan;
 	QsOutput	out;
 	QsWhy		why;
-	const int64_t *use;
+	int64_t    *use;
 
 	CoreInitPlan(&plan, in, &out);
 	CoreRecheckPromises(&plan);
 	memset(&why, 0, sizeof(why));
 	why.check = CoreDispatchCheck(&plan, job, &why.in_future);
 	/* the usage of the state checked last: the one that failed, if any */
-	use = why.in_future ? plan.scratch_future : plan.scratch_now;
+	use = plan.scratch_now;
+	CoreCheckedUsage(&plan, job, why.in_future, plan.scratch_now);
 	why.usage = use[job->share];
 	why.allowed = QsAllowed(&in->shares[job->share], job->unit);
 	why.must_borrow = CoreBorrowing(&plan, job->share, job->unit, why.usage + job->count);
