@@ -1218,7 +1218,8 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	for (int i = 0; i < usage.n; i++)
 	{
 		AddUnit(qs, usage.rows[i].capacity_unit);
-		usage.rows[i].share = QsShareIndex(qs, usage.rows[i].quota_share);
+		usage.rows[i].share = QsShareIndexNear(qs, usage.rows[i].quota_share,
+											   i > 0 ? usage.rows[i - 1].share : 0);
 	}
 	FindOrphans(qs, pairs, usage, !lock_rows);
 	if (pairs != NIL)

@@ -47,3 +47,19 @@ QsShareIndex(const QsQueueState *qs, const char *share)
 	}
 	return -1;
 }
+
+/*
+ * QsShareIndexNear is QsShareIndex, trying first the share at `near` and
+ * the one after it: rows read in the order of their shares' names (the
+ * counters, QsReadUsage) each find theirs with one or two strcmp's, not a
+ * search (issue 42, item 3).  The database's collation may order names
+ * otherwise than strcmp; then it searches.
+ */
+int
+QsShareIndexNear(const QsQueueState *qs, const char *share, int near)
+{
+	for (int i = Max(near, 0); i <= near + 1 && i < qs->in.nshares; i++)
+		if (strcmp(qs->in.shares[i].name, share) == 0)
+			return i;
+	return QsShareIndex(qs, share);
+}

@@ -116,5 +116,6 @@ typedef struct QsQueueState
 
 extern int	QsUnitIndex(const QsQueueState *state, const char *unit);
 extern int	QsShareIndex(const QsQueueState *state, const char *share);
+extern int	QsShareIndexNear(const QsQueueState *state, const char *share, int near);
 
 #endif							/* QS_QUEUE_STATE_H */
