@@ -25,6 +25,7 @@
 
 #include "agent_api.h"
 #include "agent_parts.h"
+#include "agent_wait.h"
 #include "checks.h"
 #include "fleet.h"
 #include "host_checks.h"
@@ -143,7 +144,8 @@ StopTimeout(void)
  * ClaimAll claims for an agent the parts of jobs placed on it
  * (scheduling.md 3.14), then, within what is left of max_jobs and
  * max_instances, jobs that are not placed, and appends their rows to
- * claim()'s result.
+ * claim()'s result.  What is left of max_instances is what the agent has
+ * free, for the dispatches that wake one agent (QsNoteClaim).
  */
 static void
 ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_jobs,
@@ -154,11 +156,13 @@ ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_job
 	Datum		parts = QsClaimParts(queue, unit, max_jobs, max_instances, agent, role, lease,
 									 start, &nparts, &ninstances);
 	Datum		jobs = (Datum) 0;
+	int64		njob_instances = 0;
 
 	if (nparts < max_jobs && (max_instances == 0 || ninstances < max_instances))
 		jobs = QsClaimJobs(queue, unit, max_jobs - nparts,
 						   max_instances == 0 ? 0 : max_instances - (int) ninstances,
-						   agent, role, lease, start);
+						   agent, role, lease, start, &njob_instances);
+	QsNoteClaim(agent, queue, unit, max_instances, ninstances + njob_instances);
 	if (parts != (Datum) 0)
 		QsEmitJobs(rsinfo, parts);
 	if (jobs != (Datum) 0)
@@ -208,8 +212,10 @@ DoClaim(PG_FUNCTION_ARGS)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
 	QsRequireAgentAccess(caller, queue);
-	if (!QsAgentSeen(agent, admin ? NULL : role, lease))	/* draining: nothing new */
+	if (!QsAgentSeen(agent, admin ? NULL : role, lease))
 		ClaimAll(rsinfo, queue, unit, max_jobs, max_instances, agent, role, lease, start);
+	else						/* draining: nothing new, so no room */
+		QsNoteClaim(agent, queue, unit, max_instances, max_instances);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return (Datum) 0;
@@ -454,7 +460,10 @@ AgentReport(int64 job_id, const char *agent, QsReport report, const char *reason
 	{
 		ApplyReport(&row, job_id, agent, report, reason);
 		if (report != QS_REPORT_RUNNING)
+		{
 			QsRecordAttemptEnd(job_id, current, 0, agent, exit_code, output);
+			QsNoteFreed(agent, row.job.count);
+		}
 	}
 	result = QsReturnJob(job_id);
 	SPI_finish();

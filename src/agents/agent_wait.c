@@ -15,10 +15,13 @@
  *
  * How.  Each backend has a slot in shared memory (by its PGPROC number):
  * the agent and queue it waits for, since its first agent_wait, until it
- * exits or waits for another; and what is pending for it.  A transaction
- * notes its wake-ups (QsWakeAgent: an agent by name, or every agent of a
- * queue) and sets them at its commit, after which what woke the agent is
- * visible: the pending bits of each slot concerned, and its latch.  A
+ * exits or waits for another; what is pending for it; whether it waits
+ * now; and what the agent has room for, as the session's committed claims
+ * and reports tell.  A transaction notes its wake-ups (QsWakeAgent: an
+ * agent by name; QsWakeForJob: a job not placed, for one agent of its
+ * queue with room for it, or every one when none has) and sets them at
+ * its commit, after which what woke the agent is visible: the pending
+ * bits of each slot concerned, and its latch.  A
  * wake-up noted while the agent was not waiting stays pending, so a call
  * returns at once: no wake-up is lost between an agent's claim and its
  * next wait.  Wake-ups of a transaction rolled back are dropped (those of
@@ -67,6 +70,10 @@ typedef struct WaitSlot
 	char		agent[QS_MAX_NAME_LEN + 1];
 	char		queue[QS_MAX_NAME_LEN + 1];
 	uint32		pending;		/* QS_WAKE_* bits set since the last return */
+	bool		waiting;		/* in agent_wait now, nothing pending */
+	char		unit[QS_MAX_NAME_LEN + 1];	/* of the session's last claim ("": any) */
+	int64		free;			/* instances it has free, as its claims and
+								 * reports tell (QsNoteClaim); -1: not known */
 	Latch	   *latch;
 } WaitSlot;
 
@@ -74,6 +81,7 @@ typedef struct WaitShared
 {
 	LWLock	   *lock;
 	int			nslots;
+	int			next;			/* the slot a dispatch tries first (PickSlot) */
 	WaitSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } WaitShared;
 
@@ -84,10 +92,12 @@ typedef struct AgentWake
 	uint32		what;
 } AgentWake;
 
+/* A job dispatched to its queue, not placed (QsWakeForJob). */
 typedef struct QueueWake
 {
 	char	   *queue;
-	uint32		what;
+	char	   *unit;
+	int64		instances;
 } QueueWake;
 
 static WaitShared *shared = NULL;
@@ -95,7 +105,8 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static HTAB *agent_wakes = NULL;	/* in TopTransactionContext */
 static List *queue_wakes = NIL; /* of QueueWake, in TopTransactionContext */
-static bool exit_hook_set = false;
+static bool exit_hook_set = false;	/* this backend has waited: it has a slot */
+static bool i_wait = false;		/* its slot is waiting, as this backend set it */
 
 static Size
 WaitShmemSize(void)
@@ -143,78 +154,238 @@ QsAgentWaitRegister(void)
 }
 
 /*
- * QsWakeAgent notes a wake-up (QS_WAKE_* bits) for the commit: of the agent
- * named (in any queue), or, agent NULL, of every agent waiting for the
- * queue.  Nothing without the shared memory.
+ * QsWakeAgent notes a wake-up (QS_WAKE_* bits) of the agent named, in any
+ * queue, for the commit.  Nothing without the shared memory.
  */
 void
-QsWakeAgent(const char *queue, const char *agent, uint32 what)
+QsWakeAgent(const char *agent, uint32 what)
 {
 	MemoryContext old;
+	AgentWake  *w;
+	bool		found;
+
+	if (shared == NULL || strlen(agent) > QS_MAX_NAME_LEN)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	if (agent_wakes == NULL)
+	{
+		HASHCTL		ctl = {.keysize = QS_MAX_NAME_LEN + 1,.entrysize = sizeof(AgentWake),
+		.hcxt = TopTransactionContext};
+
+		agent_wakes = hash_create("quota_sched agent wakes", 64, &ctl,
+								  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	w = hash_search(agent_wakes, agent, HASH_ENTER, &found);
+	w->what = found ? w->what | what : what;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * QsWakeForJob notes, for the commit, a job of a unit and size dispatched
+ * to its queue and not placed: one waiting agent of the queue that can
+ * take it is woken (PickSlot), or, when none can, every agent of the
+ * queue that waits.  Nothing without the shared memory.
+ */
+void
+QsWakeForJob(const char *queue, const char *unit, int64 instances)
+{
+	MemoryContext old;
+	QueueWake  *w;
 
 	if (shared == NULL)
 		return;
 	old = MemoryContextSwitchTo(TopTransactionContext);
-	if (agent == NULL)
-	{
-		QueueWake  *w = palloc(sizeof(QueueWake));
-
-		w->queue = pstrdup(queue);
-		w->what = what;
-		queue_wakes = lappend(queue_wakes, w);
-	}
-	else if (strlen(agent) <= QS_MAX_NAME_LEN)
-	{
-		AgentWake  *w;
-		bool		found;
-
-		if (agent_wakes == NULL)
-		{
-			HASHCTL		ctl = {.keysize = QS_MAX_NAME_LEN + 1,.entrysize = sizeof(AgentWake),
-			.hcxt = TopTransactionContext};
-
-			agent_wakes = hash_create("quota_sched agent wakes", 64, &ctl,
-									  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-		}
-		w = hash_search(agent_wakes, agent, HASH_ENTER, &found);
-		w->what = found ? w->what | what : what;
-	}
+	w = palloc(sizeof(QueueWake));
+	w->queue = pstrdup(queue);
+	w->unit = pstrdup(unit);
+	w->instances = instances;
+	queue_wakes = lappend(queue_wakes, w);
 	MemoryContextSwitchTo(old);
 }
 
-/* WakesFor: the wake-ups of the transaction that concern a slot */
-static uint32
-WakesFor(const WaitSlot *slot)
+/* Wake sets what is pending for a slot, and its latch. */
+static void
+Wake(WaitSlot *slot, uint32 what)
 {
-	uint32		what = 0;
-	ListCell   *lc;
-	AgentWake  *w;
-
-	foreach(lc, queue_wakes)
-		if (strcmp(((QueueWake *) lfirst(lc))->queue, slot->queue) == 0)
-			what |= ((QueueWake *) lfirst(lc))->what;
-	if (agent_wakes != NULL &&
-		(w = hash_search(agent_wakes, slot->agent, HASH_FIND, NULL)) != NULL)
-		what |= w->what;
-	return what;
+	slot->pending |= what;
+	slot->waiting = false;
+	SetLatch(slot->latch);
 }
 
-/* SetWakes sets the wake-ups of a committed transaction: bits and latches. */
+/*
+ * PickSlot wakes, for a job dispatched to its queue and not placed, one
+ * agent that can take it: its session waits for the queue now with
+ * nothing pending, and its last claim, of the job's unit or of any, left
+ * it room for the job (QsNoteClaim).  That room is taken, so that the
+ * next job of the commit goes to another agent.  Sessions take turns
+ * (shared->next).  False when none can.
+ */
+static bool
+PickSlot(const QueueWake *w)
+{
+	for (int k = 0; k < shared->nslots; k++)
+	{
+		int			i = (shared->next + k) % shared->nslots;
+		WaitSlot   *slot = &shared->slots[i];
+
+		if (slot->dboid != MyDatabaseId || !slot->waiting || slot->free < w->instances ||
+			strcmp(slot->queue, w->queue) != 0 ||
+			(slot->unit[0] != '\0' && strcmp(slot->unit, w->unit) != 0))
+			continue;
+		slot->free -= w->instances;
+		Wake(slot, QS_WAKE_DISPATCH);
+		shared->next = (i + 1) % shared->nslots;
+		return true;
+	}
+	return false;
+}
+
+/* Named: whether a list of names has the name. */
+static bool
+Named(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * SetWakes sets the wake-ups of a committed transaction: bits and latches.
+ * Each job not placed wakes one agent (PickSlot); the queues of those no
+ * agent could take wake every agent that waits for them, as do the
+ * agents named theirs.
+ */
 static void
 SetWakes(void)
 {
+	List	   *everyone = NIL; /* queues whose waiting agents all wake */
+	ListCell   *lc;
+
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	foreach(lc, queue_wakes)
+	{
+		QueueWake  *w = lfirst(lc);
+
+		if (!Named(everyone, w->queue) && !PickSlot(w))
+			everyone = lappend(everyone, w->queue);
+	}
 	for (int i = 0; i < shared->nslots; i++)
 	{
 		WaitSlot   *slot = &shared->slots[i];
-		uint32		what;
+		AgentWake  *w;
+		uint32		what = 0;
 
-		if (slot->dboid != MyDatabaseId || (what = WakesFor(slot)) == 0)
+		if (slot->dboid != MyDatabaseId)
 			continue;
-		slot->pending |= what;
-		SetLatch(slot->latch);
+		if (Named(everyone, slot->queue))
+			what |= QS_WAKE_DISPATCH;
+		if (agent_wakes != NULL &&
+			(w = hash_search(agent_wakes, slot->agent, HASH_FIND, NULL)) != NULL)
+			what |= w->what;
+		if (what != 0)
+			Wake(slot, what);
 	}
 	LWLockRelease(shared->lock);
+}
+
+/*
+ * What the transaction's claims and reports tell of what its agent has
+ * free (QsNoteClaim, QsNoteFreed), for its commit: a claim or a report
+ * rolled back (and retried) tells nothing.
+ */
+static struct
+{
+	bool		noted;
+	char		agent[QS_MAX_NAME_LEN + 1];
+	bool		claimed;		/* a claim set free to max - taken */
+	char		queue[QS_MAX_NAME_LEN + 1];
+	char		unit[QS_MAX_NAME_LEN + 1];
+	int64		free;
+	int64		freed;			/* given back since */
+}			room;
+
+/* NoteRoom: whether this transaction may note the room of that agent */
+static bool
+NoteRoom(const char *agent)
+{
+	if (shared == NULL || !exit_hook_set || strlen(agent) > QS_MAX_NAME_LEN)
+		return false;			/* this backend never waited */
+	if (room.noted)
+		return strcmp(room.agent, agent) == 0;	/* one agent a transaction */
+	memset(&room, 0, sizeof(room));
+	room.noted = true;
+	strlcpy(room.agent, agent, sizeof(room.agent));
+	return true;
+}
+
+/*
+ * QsNoteClaim notes what a claim says the agent has free: max_instances
+ * (0: no bound, so not known) less the instances it took, of the unit
+ * claimed (NULL: any).  At commit, when the backend waits for that agent
+ * and queue, a dispatch not placed may wake it only while it has room
+ * (PickSlot).
+ */
+void
+QsNoteClaim(const char *agent, const char *queue, const char *unit, int max_instances,
+			int64 taken)
+{
+	if (!NoteRoom(agent) || strlen(queue) > QS_MAX_NAME_LEN ||
+		(unit != NULL && strlen(unit) > QS_MAX_NAME_LEN))
+		return;
+	room.claimed = true;
+	strlcpy(room.queue, queue, sizeof(room.queue));
+	strlcpy(room.unit, unit ? unit : "", sizeof(room.unit));
+	room.free = max_instances > 0 ? Max(max_instances - taken, 0) : -1;
+	room.freed = 0;
+}
+
+/*
+ * QsNoteFreed notes that a job of the agent ended its attempt (a report):
+ * at commit its instances are free again, when what the agent has free
+ * is known.
+ */
+void
+QsNoteFreed(const char *agent, int64 instances)
+{
+	if (NoteRoom(agent))
+		room.freed += instances;
+}
+
+/* SetRoom writes the transaction's room of its agent in the slot, at commit. */
+static void
+SetRoom(void)
+{
+	WaitSlot   *slot = &shared->slots[MyProc->pgprocno];
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	if (slot->dboid == MyDatabaseId && strcmp(slot->agent, room.agent) == 0 &&
+		(!room.claimed || strcmp(slot->queue, room.queue) == 0))
+	{
+		if (room.claimed)
+		{
+			strlcpy(slot->unit, room.unit, sizeof(slot->unit));
+			slot->free = room.free;
+		}
+		if (slot->free >= 0)
+			slot->free += room.freed;
+	}
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * SetWaiting says whether the backend's slot waits now (PickSlot wakes
+ * only such a one).
+ */
+static void
+SetWaiting(bool waiting)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->slots[MyProc->pgprocno].waiting = waiting;
+	LWLockRelease(shared->lock);
+	i_wait = waiting;
 }
 
 /*
@@ -224,14 +395,19 @@ SetWakes(void)
 void
 QsAgentWaitXactEvent(XactEvent event)
 {
+	if (event == XACT_EVENT_COMMIT && room.noted)
+		SetRoom();
 	if (event == XACT_EVENT_COMMIT && (agent_wakes != NULL || queue_wakes != NIL))
 		SetWakes();
+	if (event == XACT_EVENT_ABORT && i_wait)
+		SetWaiting(false);		/* a wait that ended in an error */
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		agent_wakes = NULL;
 		queue_wakes = NIL;
+		room.noted = false;
 	}
 }
 
@@ -259,10 +435,11 @@ Unsubscribe(int code, Datum arg)
  * TakePending returns what is pending for the backend's slot and clears
  * it; the first wait for an agent and queue (or for others than the last)
  * makes the slot theirs, with everything pending: what came before is
- * not known.
+ * not known, nor what the agent has free.  With wait, when nothing is
+ * pending, the slot waits from now on (SetWaiting).
  */
 static uint32
-TakePending(const char *agent, const char *queue)
+TakePending(const char *agent, const char *queue, bool wait)
 {
 	WaitSlot   *slot = MySlot();
 	uint32		what;
@@ -275,10 +452,13 @@ TakePending(const char *agent, const char *queue)
 		strlcpy(slot->queue, queue, sizeof(slot->queue));
 		slot->latch = MyLatch;
 		slot->pending = QS_WAKE_ALL;
+		slot->unit[0] = '\0';
+		slot->free = -1;
 		slot->dboid = MyDatabaseId;
 	}
 	what = slot->pending;
 	slot->pending = 0;
+	slot->waiting = i_wait = wait && what == 0;
 	LWLockRelease(shared->lock);
 	return what;
 }
@@ -360,7 +540,7 @@ Wait(const char *agent, const char *queue, TimestampTz deadline)
 	uint32		what;
 	int			rc;
 
-	while ((what = TakePending(agent, queue)) == 0 && !Cancelled())
+	while ((what = TakePending(agent, queue, true)) == 0 && !Cancelled())
 	{
 		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 
@@ -374,6 +554,8 @@ Wait(const char *agent, const char *queue, TimestampTz deadline)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (i_wait)
+		SetWaiting(false);
 	return what;
 }
 
@@ -416,7 +598,7 @@ qs_agent_wait(PG_FUNCTION_ARGS)
 		before_shmem_exit(Unsubscribe, (Datum) 0);
 		exit_hook_set = true;
 	}
-	if ((what = TakePending(agent, queue)) != 0 || timeout_ms == 0)
+	if ((what = TakePending(agent, queue, false)) != 0 || timeout_ms == 0)
 		PG_RETURN_DATUM(WokenRow(what));
 	if (fcinfo->context == NULL || !IsA(fcinfo->context, CallContext) ||
 		((CallContext *) fcinfo->context)->atomic)

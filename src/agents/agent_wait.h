@@ -17,7 +17,11 @@
 #define QS_WAKE_PEERS 0x4
 
 extern void QsAgentWaitRegister(void);
-extern void QsWakeAgent(const char *queue, const char *agent, uint32 what);
+extern void QsWakeAgent(const char *agent, uint32 what);
+extern void QsWakeForJob(const char *queue, const char *unit, int64 instances);
+extern void QsNoteClaim(const char *agent, const char *queue, const char *unit,
+						int max_instances, int64 taken);
+extern void QsNoteFreed(const char *agent, int64 instances);
 extern void QsAgentWaitXactEvent(XactEvent event);
 
 #endif							/* QS_AGENT_WAIT_H */

@@ -132,7 +132,7 @@ QsNotifyPeers(int64 job_id)
 
 	Async_Notify(QS_PEERS_CHANNEL, psprintf(INT64_FORMAT, job_id));
 	for (uint64 i = 0; i < n; i++)
-		QsWakeAgent(NULL, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+		QsWakeAgent(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
 					QS_WAKE_PEERS);
 }
 

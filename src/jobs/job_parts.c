@@ -49,7 +49,7 @@ NotifyOne(int64 job_id, const char *agent, const char *reason)
 	appendStringInfoChar(&payload, '}');
 	Async_Notify("quota_sched_stop", payload.data);
 	if (agent != NULL)
-		QsWakeAgent(NULL, agent, QS_WAKE_STOP);
+		QsWakeAgent(agent, QS_WAKE_STOP);
 }
 
 /*

@@ -255,7 +255,7 @@ static QsQuery JobQueueQuery = {
 };
 
 static QsQuery LockJobQuery = {
-	"SELECT id, job_queue, owner, state, agent, agent_role, stop_reason,"
+	"SELECT id, job_queue, owner, state, agent, agent_role, stop_reason, instance_count,"
 	"       failed_attempts, max_attempts, preemption_count,"
 	"       coalesce(preemption_retries, -1) AS preemption_retries, lease_losses,"
 	"       max_lease_losses, part_agents, part_instances"
@@ -446,7 +446,7 @@ static QsQuery ClaimableQuery = {
  */
 static int
 ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances,
-			 Datum **ids)
+			 Datum **ids, int64 *taken)
 {
 	int			cap = Min(max_jobs, 64);
 	Datum		args[4];
@@ -459,6 +459,7 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 										 NULL);
 
 	*ids = palloc(sizeof(Datum) * cap);
+	*taken = 0;
 	if (QS_FLOOR_TOP(first))
 		return 0;
 	args[0] = CStringGetTextDatum(queue);
@@ -488,6 +489,7 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 		args[3] = SPI_getbinval(tup, desc, 1, &isnull);
 		SPI_freetuptable(SPI_tuptable);
 	}
+	*taken = instances;
 	return n;
 }
 
@@ -509,14 +511,16 @@ static QsQuery ClaimQuery = {
  * QsClaimJobs gives an agent the jobs ClaimableIds picks: STARTING, held
  * by the agent until now + lease, claimed by the role agent_role, and with
  * start RUNNING at once.  Returns their ids as a bigint[], or (Datum) 0
- * when there was none to claim (then nothing is written).
+ * when there was none to claim (then nothing is written), and sets
+ * *instances to what they hold.
  */
 Datum
 QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances,
-			const char *agent, const char *agent_role, Interval *lease, bool start)
+			const char *agent, const char *agent_role, Interval *lease, bool start,
+			int64 *instances)
 {
 	Datum	   *ids;
-	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids);
+	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids, instances);
 	Datum		args[5];
 	Name		role = palloc0(NAMEDATALEN);
 

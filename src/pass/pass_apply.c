@@ -87,8 +87,8 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
  * NotifyDispatch sends the dispatch notification of a job (scheduling.md
  * 5.1): its id, queue, share, unit and size; in a placed unit one per
  * part, with the part's agent and rank (3.14).  It wakes the agent of each
- * part that waits (agent_wait.c), or, a job not placed, every agent of the
- * queue that waits.
+ * part that waits (agent_wait.c), or, a job not placed, one agent of the
+ * queue that waits and has room for it (every one when none has).
  */
 static void
 NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
@@ -111,7 +111,10 @@ NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
 		}
 		appendStringInfoChar(buf, '}');
 		Async_Notify("quota_sched_dispatch", buf->data);
-		QsWakeAgent(qs->queue, d->nparts > 0 ? d->parts[r].host : NULL, QS_WAKE_DISPATCH);
+		if (d->nparts > 0)
+			QsWakeAgent(d->parts[r].host, QS_WAKE_DISPATCH);
+		else
+			QsWakeForJob(qs->queue, qs->in.units[d->unit].name, d->count);
 	}
 }
 
