@@ -97,7 +97,7 @@ typedef struct CoreWantedCache
 /*
  * The sums over every share of one unit's usage in a state of the plan
  * (CORE_NOW or CORE_FUTURE), with which CoreDispatchCheck tests (I1)-(I3)
- * for a job without walking the shares (capacity.c, CountTotals).
+ * for a job without walking the shares (capacity.c, Totals).
  */
 typedef struct CoreTotals
 {

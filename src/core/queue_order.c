@@ -280,7 +280,7 @@ QsExplainWait(const QsInput *in, const QsJob *job)
 	why.check = CoreDispatchCheck(&plan, job, &why.in_future);
 	/* the usage of the state checked last: the one that failed, if any */
 	use = plan.scratch_now;
-	CoreCheckedUsage(&plan, job, why.in_future, plan.scratch_now);
+	CoreCheckedUsage(&plan, job, why.in_future, use);
 	why.usage = use[job->share];
 	why.allowed = QsAllowed(&in->shares[job->share], job->unit);
 	why.must_borrow = CoreBorrowing(&plan, job->share, job->unit, why.usage + job->count);
