@@ -57,6 +57,7 @@
 #include "checks.h"
 #include "constants.h"
 #include "identity.h"
+#include "query.h"
 
 /* What woke an agent, as agent_wait returns it (QS_WAKE_* bits, in order). */
 static const char *const WakeNames[] = {"dispatch", "stop", "peers"};
@@ -240,18 +241,6 @@ PickSlot(const QueueWake *w)
 	return false;
 }
 
-/* Named: whether a list of names has the name. */
-static bool
-Named(List *names, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, names)
-		if (strcmp(lfirst(lc), name) == 0)
-			return true;
-	return false;
-}
-
 /*
  * SetWakes sets the wake-ups of a committed transaction: bits and latches.
  * Each job not placed wakes one agent (PickSlot); the queues of those no
@@ -269,7 +258,7 @@ SetWakes(void)
 	{
 		QueueWake  *w = lfirst(lc);
 
-		if (!Named(everyone, w->queue) && !PickSlot(w))
+		if (!QsListHasName(everyone, w->queue) && !PickSlot(w))
 			everyone = lappend(everyone, w->queue);
 	}
 	for (int i = 0; i < shared->nslots; i++)
@@ -280,7 +269,7 @@ SetWakes(void)
 
 		if (slot->dboid != MyDatabaseId)
 			continue;
-		if (Named(everyone, slot->queue))
+		if (QsListHasName(everyone, slot->queue))
 			what |= QS_WAKE_DISPATCH;
 		if (agent_wakes != NULL &&
 			(w = hash_search(agent_wakes, slot->agent, HASH_FIND, NULL)) != NULL)

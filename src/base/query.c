@@ -248,3 +248,17 @@ QsArrayDatum(QsArray *a)
 	return PointerGetDatum(construct_md_array(a->values, a->nulls, 1, dims, lbs,
 											  a->type, len, byval, align));
 }
+
+/*
+ * QsListHasName tells whether a List of C strings has the name.
+ */
+bool
+QsListHasName(const List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}

@@ -62,6 +62,7 @@ typedef struct QsArray
 extern void QsArrayInit(QsArray *a, Oid type, int cap);
 extern void QsArrayPush(QsArray *a, Datum value, bool isnull);
 extern Datum QsArrayDatum(QsArray *a);
+extern bool QsListHasName(const List *names, const char *name);
 
 extern uint64 QsQueryRun(QsQuery *query, Datum *args, const char *nulls,
 						 bool read_only, long count);

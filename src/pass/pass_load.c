@@ -400,28 +400,13 @@ static QsQuery OrphanJobsQuery = {
 };
 
 /*
- * IsOrphan tells whether a share the queue does not have is among its
- * orphans already.
- */
-static bool
-IsOrphan(const QsQueueState *qs, const char *share)
-{
-	ListCell   *lc;
-
-	foreach(lc, qs->orphans)
-		if (strcmp(lfirst(lc), share) == 0)
-			return true;
-	return false;
-}
-
-/*
  * AddOrphan adds a share the queue does not have (its index, from
  * QsShareIndex, is -1) to its orphans, if it is new.
  */
 static void
 AddOrphan(QsQueueState *qs, const char *share, int index)
 {
-	if (index < 0 && !IsOrphan(qs, share))
+	if (index < 0 && !QsListHasName(qs->orphans, share))
 		qs->orphans = lappend(qs->orphans, MemoryContextStrdup(qs->cxt, share));
 }
 
@@ -510,7 +495,7 @@ PolicyJobs(QsQueueState *qs, QsJobRows rows, int *njobs)
 	{
 		int			share = QsShareIndex(qs, rows.rows[i].quota_share);
 
-		if (share < 0 && IsOrphan(qs, rows.rows[i].quota_share))
+		if (share < 0 && QsListHasName(qs->orphans, rows.rows[i].quota_share))
 			continue;
 		if (share < 0)
 		{
