@@ -124,10 +124,19 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'qs_share_config_reads'
 LANGUAGE C VOLATILE STRICT;
 
+/*
+ * How many times this backend read a queue's counters of held capacity
+ * rather than take those it kept (src/pass/usage_cache.c): for tests.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.held_capacity_reads()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'qs_held_capacity_reads'
+LANGUAGE C VOLATILE STRICT;
+
 REVOKE ALL ON FUNCTION quota_sched.host_cache_reloads(), quota_sched.host_held_reads(),
-	quota_sched.share_config_reads() FROM PUBLIC;
+	quota_sched.share_config_reads(), quota_sched.held_capacity_reads() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.host_cache_reloads(), quota_sched.host_held_reads(),
-	quota_sched.share_config_reads() TO quota_sched_admin;
+	quota_sched.share_config_reads(), quota_sched.held_capacity_reads() TO quota_sched_admin;
 
 REVOKE ALL ON FUNCTION quota_sched.held_capacity_drift(), quota_sched.host_held_drift()
 	FROM PUBLIC;

@@ -860,6 +860,18 @@ CREATE TRIGGER job_scan_floor BEFORE UPDATE ON quota_sched.job
 	EXECUTE FUNCTION quota_sched.job_scan_floor();
 ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;
 
+/*
+ * The counters a pass keeps (src/pass/usage_cache.c): every transaction
+ * that writes held_capacity, whatever writes it, is counted in shared
+ * memory until it ends, and its commit moves a count on, so that a pass
+ * reads the counters again only after they changed.  ENABLE ALWAYS: with
+ * session_replication_role = replica too.
+ */
+CREATE TRIGGER held_capacity_written
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.held_capacity
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.held_capacity_written();
+ALTER TABLE quota_sched.held_capacity ENABLE ALWAYS TRIGGER held_capacity_written;
+
 CREATE TRIGGER agent_hosts_insert_delete AFTER INSERT OR DELETE ON quota_sched.agent
 	FOR EACH ROW EXECUTE FUNCTION quota_sched.queue_generation('agent_change');
 CREATE TRIGGER agent_hosts_update AFTER UPDATE ON quota_sched.agent

@@ -67,6 +67,11 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_job_usage_flush'
 LANGUAGE C;
 
+CREATE OR REPLACE FUNCTION quota_sched.held_capacity_written()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_held_capacity_written'
+LANGUAGE C;
+
 /*
  * What a stripe of the counters held in the current day, week or month
  * (held_capacity, tables.sql): spent_after gives it after a change (the
@@ -346,4 +351,4 @@ REVOKE ALL ON FUNCTION quota_sched.job_before_insert(), quota_sched.job_before_u
 	quota_sched.refuse_delete_with_live_jobs(), quota_sched.warn_capacity_plan(),
 	quota_sched.config_history(), quota_sched.job_before_delete(),
 	quota_sched.queue_generation(), quota_sched.job_constrained_changed(),
-	quota_sched.job_scan_floor() FROM PUBLIC;
+	quota_sched.job_scan_floor(), quota_sched.held_capacity_written() FROM PUBLIC;

@@ -532,3 +532,15 @@ CREATE TRIGGER job_scan_floor BEFORE UPDATE ON quota_sched.job
 	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING'))
 	EXECUTE FUNCTION quota_sched.job_scan_floor();
 ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;
+
+/*
+ * The counters a pass keeps (issue 42, item 3; tables.sql has the
+ * comments), after every write of this step to held_capacity.
+ * held_capacity_written() is made again by the sources (triggers.sql).
+ */
+CREATE FUNCTION quota_sched.held_capacity_written() RETURNS trigger
+AS 'MODULE_PATHNAME', 'qs_held_capacity_written' LANGUAGE C;
+CREATE TRIGGER held_capacity_written
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.held_capacity
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.held_capacity_written();
+ALTER TABLE quota_sched.held_capacity ENABLE ALWAYS TRIGGER held_capacity_written;

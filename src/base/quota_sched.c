@@ -43,6 +43,7 @@ QsXactCallback(XactEvent event, void *arg)
 {
 	QsScanFloorXactEvent(event);	/* first: before any wake-up */
 	QsUsageXactEvent(event);
+	QsUsageCacheXactEvent(event);
 	QsJobEndXactEvent(event);
 	QsAgentWaitXactEvent(event);
 	switch (event)
@@ -95,6 +96,7 @@ _PG_init(void)
 	QsAgentWaitRegister();
 	QsScanFloorRegister();
 	QsStatsRegister();
+	QsUsageCacheRegister();
 	QsResetWriteContext();
 	RegisterXactCallback(QsXactCallback, NULL);
 	RegisterSubXactCallback(QsSubXactCallback, NULL);

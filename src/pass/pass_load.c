@@ -1199,7 +1199,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	pairs = QsReadRunnablePairs(&qs->pair_floors);
 	for (int i = 1; i < list_length(pairs); i += 2)
 		AddUnit(qs, list_nth(pairs, i));
-	usage = QsReadUsage(qs->queue, qs->any_budget, now);
+	usage = QsLoadUsage(qs->queue, qs->any_budget, now, lock_rows);
 	for (int i = 0; i < usage.n; i++)
 	{
 		AddUnit(qs, usage.rows[i].capacity_unit);

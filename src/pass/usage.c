@@ -489,6 +489,7 @@ QsReadUsage(const char *queue, bool spent, TimestampTz now)
 	TupleDesc	desc = SPI_tuptable->tupdesc;
 	QsUsageRows result;
 
+	MemoryContextSwitchTo(outer);	/* SPI left its own current */
 	result.n = 0;
 	result.rows = palloc0(sizeof(QsUsageRow) * (n + 1));
 	for (uint64 i = 0; i < n; i++)
@@ -501,11 +502,15 @@ QsReadUsage(const char *queue, bool spent, TimestampTz now)
 
 		if (result.n > 0 && strcmp(row[-1].quota_share, share) == 0 &&
 			strcmp(row[-1].capacity_unit, unit) == 0)
+		{
 			row--;				/* another stripe of the last */
+			pfree(share);
+			pfree(unit);
+		}
 		else
 		{
-			row->quota_share = MemoryContextStrdup(outer, share);
-			row->capacity_unit = MemoryContextStrdup(outer, unit);
+			row->quota_share = share;
+			row->capacity_unit = unit;
 			result.n++;
 		}
 		row->instances += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));

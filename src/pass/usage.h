@@ -34,6 +34,9 @@ typedef struct QsUsageRows
 } QsUsageRows;
 
 extern QsUsageRows QsReadUsage(const char *queue, bool spent, TimestampTz now);
+extern QsUsageRows QsLoadUsage(const char *queue, bool spent, TimestampTz now, bool lock_rows);
+extern void QsUsageCacheRegister(void);
+extern void QsUsageCacheXactEvent(XactEvent event);
 extern void QsUsageReset(void);
 extern void QsUsageSubXactAbort(void);
 extern void QsUsageXactEvent(XactEvent event);

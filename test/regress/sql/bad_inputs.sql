@@ -157,6 +157,7 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	('quota_sched.host_cache_reloads()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.host_held_reads()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.share_config_reads()', 'regress_bi_admin', '{}', NULL, '{}'),
+	('quota_sched.held_capacity_reads()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.core_words()', 'regress_bi_user', '{}', NULL, '{}'),
 	('quota_sched.attempt_deadline(timestamp with time zone, interval)', 'regress_bi_user',
 	 ARRAY['now()', $$'1 hour'$$], NULL, '{}'),
