@@ -23,7 +23,8 @@
  * jobs, a marker per queue (PAIRS) says that the floors of its pairs are
  * every pair that may have RUNNABLE jobs: a pass then lists them by
  * probing each from its floor, not by a loose scan of the index
- * (QsFloorReadPairs, QsFloorProbePairs).
+ * (QsFloorReadPairs, QsFloorProbePairs; in the pass's snapshot the probe
+ * is its read of the pairs' first jobs, job_store_pass.c).
  *
  * Why it is exact.  A row enters a scan's set only through a write of
  * quota_sched.job: an UPDATE, whose trigger job_scan_floor notes it
@@ -729,9 +730,13 @@ static QsQuery PairsProbeQuery = {
 	SPI_OK_SELECT, QS_INDEX_WALK
 };
 
-/* ProbeArgs sets the probe's arrays ($2-$6) from the pairs to probe. */
-static void
-ProbeArgs(const QsPairFloors *pf, const int *which, int n, Datum *args)
+/*
+ * QsFloorProbeArgs sets the arrays of a probe of pairs ($2-$6: share, unit,
+ * and the key it starts at, its floor or the beginning) from the pairs to
+ * probe, which[n] of pf's, as QsFloorToProbe gives them.
+ */
+void
+QsFloorProbeArgs(const QsPairFloors *pf, const int *which, int n, Datum *args)
 {
 	QsArray		a[5];
 	const Oid	types[5] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, INT8OID};
@@ -755,41 +760,48 @@ ProbeArgs(const QsPairFloors *pf, const int *which, int n, Datum *args)
 }
 
 /*
- * QsFloorProbePairs finds, in the snapshot given (NULL: the statement's
- * own), which must be taken after pf was read, the first RUNNABLE job of
- * each pair of pf from its floor (none when its floor is past every key),
- * and raises the floors to them; lists those with a job in listed (share,
- * unit, ..., in index order); with a marker that was not valid, it then
- * sets it: pf's pairs are every pair with RUNNABLE jobs.
+ * QsFloorToProbe returns how many of pf's pairs a probe reads, and sets
+ * *which to them: those whose floor is not past every key.
  */
-void
-QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot)
+int
+QsFloorToProbe(const QsPairFloors *pf, int **which)
 {
-	int		   *which = palloc(sizeof(int) * (pf->n + 1));
 	int			n = 0;
-	Datum		args[6];
-	uint64		rows;
 
+	*which = palloc(sizeof(int) * (pf->n + 1));
 	for (int i = 0; i < pf->n; i++)
 		if (!pf->pairs[i].seen.valid || !QS_FLOOR_TOP(pf->pairs[i].seen.floor))
-			which[n++] = i;
-	args[0] = CStringGetTextDatum(pf->queue);
-	ProbeArgs(pf, which, n, args);
-	rows = n == 0 ? 0 : QsQueryRunIn(&PairsProbeQuery, args, NULL, snapshot, 0);
-	for (uint64 r = 0; r < rows; r++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		QsPairFloor *p = &pf->pairs[which[DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull)) - 1]];
+			(*which)[n++] = i;
+	return n;
+}
 
-		p->first.k[0] = -(int64) DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		p->first.k[1] = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		p->first.k[2] = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-		pf->listed = lappend(lappend(pf->listed, p->share), p->unit);
-	}
-	if (n > 0)
-		SPI_freetuptable(SPI_tuptable);
+/*
+ * QsFloorFound tells pf that a probe of its pair p, in the snapshot of
+ * the pass, found a job at a key: the first the probe found of a pair
+ * lists it (share, unit in listed: the probe's rows come in the order of
+ * the index of pairs, a pair's next to one another), and the least key of
+ * each is its first.
+ */
+void
+QsFloorFound(QsPairFloors *pf, int p, QsFloorKeyValue key)
+{
+	QsPairFloor *pair = &pf->pairs[p];
+
+	if (QS_FLOOR_TOP(pair->first))
+		pf->listed = lappend(lappend(pf->listed, pair->share), pair->unit);
+	if (KeyLess(key, pair->first))
+		pair->first = key;
+}
+
+/*
+ * QsFloorProbed raises the floors of the pairs probed, which[n], to the
+ * first job found of each (QsFloorFound; none: past every key); with a
+ * marker that was not valid, it then sets it: pf's pairs are every pair
+ * with RUNNABLE jobs.
+ */
+void
+QsFloorProbed(QsPairFloors *pf, const int *which, int n)
+{
 	for (int i = 0; i < n; i++)
 	{
 		QsPairFloor *p = &pf->pairs[which[i]];
@@ -803,4 +815,40 @@ QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot)
 
 		FloorAdvance(&key, &pf->marker, FloorTop);
 	}
+}
+
+/*
+ * QsFloorProbePairs finds, in the snapshot given (NULL: the statement's
+ * own), which must be taken after pf was read, the first RUNNABLE job of
+ * each pair of pf from its floor (none when its floor is past every key),
+ * and raises the floors to them; lists those with a job in listed (share,
+ * unit, ..., in index order); with a marker that was not valid, it then
+ * sets it (QsFloorProbed).
+ */
+void
+QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot)
+{
+	int		   *which;
+	int			n = QsFloorToProbe(pf, &which);
+	Datum		args[6];
+	uint64		rows;
+
+	args[0] = CStringGetTextDatum(pf->queue);
+	QsFloorProbeArgs(pf, which, n, args);
+	rows = n == 0 ? 0 : QsQueryRunIn(&PairsProbeQuery, args, NULL, snapshot, 0);
+	for (uint64 r = 0; r < rows; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		QsFloorKeyValue key;
+
+		key.k[0] = -(int64) DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		key.k[1] = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		key.k[2] = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		QsFloorFound(pf, which[DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull)) - 1], key);
+	}
+	if (n > 0)
+		SPI_freetuptable(SPI_tuptable);
+	QsFloorProbed(pf, which, n);
 }

@@ -80,6 +80,10 @@ extern void QsFloorNoteSubmitted(TupleDesc desc, HeapTuple row);
 extern QsPairFloors QsFloorReadPairs(const char *queue);
 extern void QsFloorSetPairs(QsPairFloors *pf, List *pairs);
 extern void QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot);
+extern int	QsFloorToProbe(const QsPairFloors *pf, int **which);
+extern void QsFloorProbeArgs(const QsPairFloors *pf, const int *which, int n, Datum *args);
+extern void QsFloorFound(QsPairFloors *pf, int p, QsFloorKeyValue key);
+extern void QsFloorProbed(QsPairFloors *pf, const int *which, int n);
 extern QsFloorSeen QsFloorRead(QsFloorKind kind, const char *queue, const char *unit);
 extern QsFloorKeyValue QsFloorStart(QsFloorKind kind, const char *queue, const char *unit,
 									const QsFloorSeen *seen, Snapshot snapshot);

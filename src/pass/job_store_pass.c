@@ -35,6 +35,8 @@
 static Snapshot read_snapshot = NULL;
 static bool read_locks = false;
 
+static void ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int *per_pair);
+
 /* The clause that makes a read of jobs lock what it returns. */
 #define LOCKING " FOR NO KEY UPDATE SKIP LOCKED"
 
@@ -372,14 +374,23 @@ QsReadConstrainedClasses(const char *queue, int *n)
  * memory, in the order of their index, with the first job of each in pf
  * (read before the pass's snapshot: QsFloorReadPairs): a probe of each
  * pair from its floor, when pf knows every pair that may have jobs; else a
- * loose index scan first, one probe per pair.
+ * loose index scan first, one probe per pair.  In the pass's snapshot, the
+ * probe is the read of the pairs' first jobs (ReadPairsHeads), which it
+ * gives in *heads (*per_pair of each at most); else (reads that lock
+ * their rows, or none) *heads is empty and *per_pair 0.
  */
 List *
-QsReadRunnablePairs(QsPairFloors *pf)
+QsReadRunnablePairs(QsPairFloors *pf, QsJobRows *heads, int *per_pair)
 {
+	heads->n = 0;
+	heads->rows = NULL;
+	*per_pair = 0;
 	if (!pf->marker.valid)
 		QsFloorSetPairs(pf, ReadPairs(&RunnablePairsQuery, pf->queue));
-	QsFloorProbePairs(pf, read_snapshot);
+	if (read_snapshot != NULL)
+		ReadPairsHeads(pf, heads, per_pair);
+	else
+		QsFloorProbePairs(pf, read_snapshot);
 	return pf->listed;
 }
 
@@ -669,6 +680,97 @@ static QsQuery RunnableHeadsQueries[2][3][2] = {
 static const int RunnableHeadsSizes[] = {8, 2, 1};
 
 /*
+ * The first jobs of each of several shares and units from its floor, as
+ * RunnableHeadsQueries (not locking, with none constrained), with each
+ * row's pair (its place in the arrays, from 1) in the order of the pairs
+ * in job_runnable_share_order, so that they list the pairs as
+ * PairsProbeQuery does (scan_floor.c).
+ */
+#define PAIRS_HEADS_QUERY(limit) { \
+	"SELECT j.*, p.i AS pair" \
+	"  FROM unnest($2::text[], $3::text[], $4::int8[], $5::timestamptz[], $6::int8[])" \
+	"       WITH ORDINALITY AS p(quota_share, capacity_unit, priority, queued_at, id, i)" \
+	" CROSS JOIN LATERAL (" \
+	"   SELECT * FROM (" HEADS_SELECT("") \
+	"     AND priority = p.priority AND (queued_at, id) >= (p.queued_at, p.id)" \
+	"     ORDER BY queued_at, id LIMIT " #limit ") same" \
+	"   UNION ALL" \
+	"   SELECT * FROM (" HEADS_SELECT("") " AND priority < p.priority" \
+	"     ORDER BY priority DESC, queued_at, id LIMIT " #limit ") rest" \
+	"   LIMIT " #limit ") j" \
+	" ORDER BY p.quota_share, p.capacity_unit", \
+	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID}, \
+	SPI_OK_SELECT, QS_INDEX_WALK }
+
+static QsQuery PairsHeadsQueries[3] = {PAIRS_HEADS_QUERY(8), PAIRS_HEADS_QUERY(2),
+PAIRS_HEADS_QUERY(1)};
+
+/*
+ * HeadsSize returns which of the heads statements reads the first jobs of
+ * n pairs: 8 of each for up to 8 pairs, fewer for more, so that the
+ * statement reads at most about 64 jobs beyond one per pair, but at least
+ * at_least of each (up to 8).
+ */
+static int
+HeadsSize(int n, int at_least)
+{
+	int			which = n <= 8 ? 0 : n <= 32 ? 1 : 2;
+
+	while (which > 0 && RunnableHeadsSizes[which] < at_least)
+		which--;
+	return which;
+}
+
+/*
+ * ReadPairsHeads probes the pairs of pf (QsFloorProbePairs) by reading the
+ * first jobs of each from its floor in the pass's snapshot, which it gives
+ * in *heads, into the caller's memory, as QsReadRunnableHeads would from
+ * each pair's first job: one statement where a pass ran two, a probe then
+ * the read of the heads from what it found.
+ */
+static void
+ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int *per_pair)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	int		   *which;
+	int			n = QsFloorToProbe(pf, &which);
+	int			size = HeadsSize(n, 1);
+	Datum		args[6];
+	QsJobDecoder decoder;
+	int			pair_col;
+
+	*per_pair = RunnableHeadsSizes[size];
+	if (n > 0)
+	{
+		args[0] = CStringGetTextDatum(pf->queue);
+		QsFloorProbeArgs(pf, which, n, args);
+		heads->n = QsQueryRunIn(&PairsHeadsQueries[size], args, NULL, read_snapshot, 0);
+		heads->rows = MemoryContextAllocZero(outer, sizeof(QsJobRow) * (heads->n + 1));
+		QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
+		pair_col = SPI_fnumber(SPI_tuptable->tupdesc, "pair");
+		for (int r = 0; r < heads->n; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			MemoryContext old = MemoryContextSwitchTo(outer);
+			const QsJob *job = &heads->rows[r].job;
+			bool		isnull;
+			QsFloorKeyValue key;
+
+			QsJobDecode(&decoder, tup, &heads->rows[r]);
+			MemoryContextSwitchTo(old);
+			key.k[0] = -(int64) job->priority;
+			key.k[1] = job->queued_at;
+			key.k[2] = job->id;
+			QsFloorFound(pf, which[DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc,
+															   pair_col, &isnull)) - 1], key);
+		}
+		SPI_freetuptable(SPI_tuptable);
+		MemoryContextSwitchTo(outer);
+	}
+	QsFloorProbed(pf, which, n);
+}
+
+/*
  * QsReadRunnableHeads reads the first jobs of the RUNNABLE jobs of each of
  * n shares and units (constrained: of those with placement constraints,
  * along their own index), from its start (NULL: the beginning), with no
@@ -692,10 +794,7 @@ QsReadRunnableHeads(bool constrained, const char *queue, const char *const *shar
 				t,
 				id;
 	Datum		args[6];
-	int			which = n <= 8 ? 0 : n <= 32 ? 1 : 2;
-
-	while (which > 0 && RunnableHeadsSizes[which] < at_least)
-		which--;
+	int			which = HeadsSize(n, at_least);
 
 	StaticAssertStmt(lengthof(RunnableHeadsSizes) == lengthof(RunnableHeadsQueries[0]),
 					 "one size per heads query");

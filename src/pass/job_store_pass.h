@@ -46,7 +46,7 @@ typedef enum QsJobSet
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *interval);
 extern QsJobRows QsReadDueJobs(const char *queue, Interval *claim_timeout,
 							   const QsFloorSeen *seen);
-extern List *QsReadRunnablePairs(QsPairFloors *pf);
+extern List *QsReadRunnablePairs(QsPairFloors *pf, QsJobRows *heads, int *per_pair);
 /* A class of placement constraints of a share and unit's RUNNABLE jobs. */
 typedef struct QsConstrainedClass
 {

@@ -994,7 +994,9 @@ HeadsStarts(QsQueueState *qs)
  * many as a pair has classes), in one statement, as if each had read its
  * first batch (ReaderFetch) from the start with no size bound, only
  * shorter when there are many readers (QsReadRunnableHeads; a reader then
- * reads the first batch after them), and puts each in share order.
+ * reads the first batch after them), and puts each in share order.  The
+ * unconstrained ones' were read with the pairs, in the pass's snapshot
+ * (QsReadRunnablePairs): they are taken from there.
  */
 static void
 ReadRunnableHeads(QsQueueState *qs, bool constrained)
@@ -1004,12 +1006,12 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 	const char **units = palloc(sizeof(char *) * (cells + 1));
 	const QsFloorKeyValue **starts = HeadsStarts(qs);
 	const QsFloorKeyValue **started = palloc(sizeof(QsFloorKeyValue *) * (cells + 1));
-	int			per_pair;
+	int			per_pair = constrained ? 0 : qs->heads_per_pair;
 	int			classes = 1;
 	int			n = 0;
-	QsJobRows	rows;
+	QsJobRows	rows = {qs->nheads, qs->heads};
 
-	for (int at = 0; at < cells; at++)
+	for (int at = 0; per_pair == 0 && at < cells; at++)
 		if (HeadsReader(qs, at, constrained) != NULL)
 		{
 			started[n] = starts[at];
@@ -1018,10 +1020,11 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 			if (constrained)
 				classes = Max(classes, qs->split[at]->nclasses);
 		}
-	if (n == 0)
+	if (per_pair == 0 && n == 0)
 		return;
-	rows = QsReadRunnableHeads(constrained, qs->queue, shares, units, started, n, classes,
-							   &per_pair);
+	if (per_pair == 0)
+		rows = QsReadRunnableHeads(constrained, qs->queue, shares, units, started, n, classes,
+								   &per_pair);
 	for (int at = 0; at < cells; at++)
 		if (HeadsReader(qs, at, constrained) != NULL)
 			StartHeadsReader(qs, HeadsReader(qs, at, constrained), per_pair);
@@ -1029,9 +1032,13 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 	{
 		int			s = QsShareIndex(qs, rows.rows[i].quota_share);
 		int			u = QsUnitIndex(qs, rows.rows[i].capacity_unit);
-		QsJobReader *r = HeadsReader(qs, s * qs->in.nunits + u, constrained);
-		QsJob	   *job = &r->buf[r->nbuf++];
+		QsJobReader *r = s < 0 || u < 0 ? NULL : HeadsReader(qs, s * qs->in.nunits + u,
+														   constrained);
+		QsJob	   *job;
 
+		if (r == NULL)
+			continue;			/* of a share not in the queue (FindOrphans) */
+		job = &r->buf[r->nbuf++];
 		*job = rows.rows[i].job;
 		job->share = s;
 		job->unit = u;
@@ -1169,6 +1176,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 {
 	Jsonb	  **share_maps;
 	List	   *pairs;
+	QsJobRows	heads;
 	QsUsageRows usage;
 	MemoryContext old;
 
@@ -1196,7 +1204,9 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 		return false;
 	}
 	share_maps = LoadShares(qs);
-	pairs = QsReadRunnablePairs(&qs->pair_floors);
+	pairs = QsReadRunnablePairs(&qs->pair_floors, &heads, &qs->heads_per_pair);
+	qs->heads = heads.rows;
+	qs->nheads = heads.n;
 	for (int i = 1; i < list_length(pairs); i += 2)
 		AddUnit(qs, list_nth(pairs, i));
 	usage = QsLoadUsage(qs->queue, qs->any_budget, now, lock_rows);

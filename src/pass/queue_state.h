@@ -14,6 +14,7 @@
 #include "utils/jsonb.h"
 #include "utils/snapshot.h"
 
+#include "job_store.h"
 #include "over_time.h"
 #include "policy.h"
 #include "query.h"
@@ -96,6 +97,9 @@ typedef struct QsQueueState
 	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
 	QsFloorSeen due_floors[2];	/* before snapshot: QsReadDueJobs */
 	QsPairFloors pair_floors;	/* before snapshot: QsReadRunnablePairs */
+	QsJobRow   *heads;			/* the pairs' first jobs, read with them */
+	int			nheads;
+	int			heads_per_pair;	/* at most, of each; 0: none read so */
 	int64	   *passed_over;	/* the jobs queue_status lists */
 	int			npassed_over;
 	int			passed_over_passes;	/* queue_status.passed_over_passes */
