@@ -133,10 +133,21 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'qs_held_capacity_reads'
 LANGUAGE C VOLATILE STRICT;
 
+/*
+ * How many times this backend's passes left out the misconfiguration check,
+ * which would have changed nothing (src/pass/pass_apply.c): for tests.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.misconfiguration_skips()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'qs_misconfiguration_skips'
+LANGUAGE C VOLATILE STRICT;
+
 REVOKE ALL ON FUNCTION quota_sched.host_cache_reloads(), quota_sched.host_held_reads(),
-	quota_sched.share_config_reads(), quota_sched.held_capacity_reads() FROM PUBLIC;
+	quota_sched.share_config_reads(), quota_sched.held_capacity_reads(),
+	quota_sched.misconfiguration_skips() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.host_cache_reloads(), quota_sched.host_held_reads(),
-	quota_sched.share_config_reads(), quota_sched.held_capacity_reads() TO quota_sched_admin;
+	quota_sched.share_config_reads(), quota_sched.held_capacity_reads(),
+	quota_sched.misconfiguration_skips() TO quota_sched_admin;
 
 REVOKE ALL ON FUNCTION quota_sched.held_capacity_drift(), quota_sched.host_held_drift()
 	FROM PUBLIC;

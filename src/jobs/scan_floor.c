@@ -113,6 +113,13 @@ typedef struct FloorEntry
 	 * its first, then each one's next (entries never move nor go).
 	 */
 	struct FloorEntry *next_pair;
+	/*
+	 * What the last committed run of the misconfiguration check that
+	 * covered it saw (QsFloorMisfitSame): of a pair, its gen + 1 before that
+	 * pass's snapshot; of a queue's PAIRS, the signature of the limits it
+	 * checked; 0: none.
+	 */
+	uint64		misfit;
 } FloorEntry;
 
 /* The shared memory besides the table: whether it ever was full. */
@@ -134,6 +141,15 @@ typedef struct PendingNote
 } PendingNote;
 
 static List *pending = NIL;		/* of PendingNote, in TopTransactionContext */
+
+/* A value of FloorEntry.misfit for the commit (QsFloorMisfitNote). */
+typedef struct PendingMisfit
+{
+	FloorEntry *entry;
+	uint64		misfit;
+} PendingMisfit;
+
+static List *pending_misfit = NIL;	/* of PendingMisfit, in TopTransactionContext */
 
 static PendingNote *FindPending(int32 kind, const char *queue, const char *share,
 								const char *unit);
@@ -230,6 +246,7 @@ EnterFloor(const FloorKey *key)
 		entry->gen = 0;
 		entry->checked_at = 0;
 		entry->next_pair = NULL;
+		entry->misfit = 0;
 		if (key->kind == QS_FLOOR_RUNNABLE)
 		{
 			/* into its queue's list (none when full: then no marker is valid) */
@@ -511,6 +528,24 @@ Lower(void)
 	LWLockRelease(floor_lock);
 }
 
+/* SetMisfit writes, at commit, what the transaction's checks noted. */
+static void
+SetMisfit(void)
+{
+	ListCell   *lc;
+
+	if (pending_misfit == NIL)
+		return;
+	LWLockAcquire(floor_lock, LW_EXCLUSIVE);
+	foreach(lc, pending_misfit)
+	{
+		PendingMisfit *p = lfirst(lc);
+
+		p->entry->misfit = p->misfit;
+	}
+	LWLockRelease(floor_lock);
+}
+
 /*
  * QsScanFloorXactEvent lowers the floors at commit (and at PREPARE: the
  * rows become visible only at COMMIT PREPARED, which QS_FLOOR_CHECK_MS
@@ -519,14 +554,16 @@ Lower(void)
 void
 QsScanFloorXactEvent(XactEvent event)
 {
-	if (pending == NIL)
+	if (pending == NIL && pending_misfit == NIL)
 		return;
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
+	if (pending != NIL && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE))
 		Lower();
+	if (event == XACT_EVENT_COMMIT)
+		SetMisfit();
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
-		pending = NIL;
+		pending = pending_misfit = NIL;
 }
 
 /*
@@ -630,6 +667,7 @@ AddPair(QsPairFloors *pf, const char *share, const char *unit, QsFloorSeen seen,
 	p->unit = pstrdup(unit);
 	p->seen = seen;
 	p->first = FloorTop;
+	p->entry = NULL;
 }
 
 /*
@@ -644,7 +682,7 @@ AddPair(QsPairFloors *pf, const char *share, const char *unit, QsFloorSeen seen,
 QsPairFloors
 QsFloorReadPairs(const char *queue)
 {
-	QsPairFloors pf = {pstrdup(queue), {false, false, 0, {{0, 0, 0}}}, 0, NULL, NIL};
+	QsPairFloors pf = {pstrdup(queue), {false, false, 0, {{0, 0, 0}}}, NULL, 0, NULL, NIL};
 	FloorKey	marker = MakeKey(QS_FLOOR_PAIRS, queue, "", "");
 	int			cap = 8;
 	FloorEntry *e;
@@ -658,6 +696,7 @@ QsFloorReadPairs(const char *queue)
 	pf.marker.valid &= !pf.marker.own && !floor_shared->full;
 	/* the queue's list: its pairs only, whatever the other queues have */
 	e = hash_search(floors, &marker, HASH_FIND, NULL);
+	pf.marker_entry = e;
 	for (e = e == NULL ? NULL : e->next_pair; e != NULL; e = e->next_pair)
 	{
 		QsFloorSeen seen = {e->set, false, e->gen, e->floor};
@@ -665,6 +704,7 @@ QsFloorReadPairs(const char *queue)
 		seen.own = pf.marker.own;
 		seen.valid &= !seen.own;
 		AddPair(&pf, e->key.share, e->key.unit, seen, &cap);
+		pf.pairs[pf.n - 1].entry = e;
 	}
 	LWLockRelease(floor_lock);
 	return pf;
@@ -851,4 +891,66 @@ QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot)
 	if (n > 0)
 		SPI_freetuptable(SPI_tuptable);
 	QsFloorProbed(pf, which, n);
+}
+
+/*
+ * QsFloorMisfitSame tells whether the last committed run of a queue's
+ * misconfiguration check (QsWriteMisconfiguration) checked the limits
+ * whose signature is given, of the pairs of pf given (pairs[n], indexes
+ * into pf->pairs), while each pair had the generation pf read (before
+ * this pass's snapshot): every write of a RUNNABLE job of a pair in its
+ * share's order, whatever it changed, counts in the generation of the
+ * pair at its commit (a submission, job_scan_floor), so such a pass would
+ * find nothing to change.  A write that has committed and not yet counted
+ * when pf was read is checked by the next pass, as if it came a moment
+ * later: this pass notes nothing.  Never with floors that are not valid
+ * (QsFloorReadPairs), so at least every QS_FLOOR_CHECK_MS.
+ */
+bool
+QsFloorMisfitSame(const QsPairFloors *pf, const int *pairs, int n, uint64 signature)
+{
+	bool		same;
+
+	if (floors == NULL || !pf->marker.valid || pf->marker_entry == NULL)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (pairs[i] < 0 || !pf->pairs[pairs[i]].seen.valid || pf->pairs[pairs[i]].entry == NULL)
+			return false;
+	LWLockAcquire(floor_lock, LW_SHARED);
+	same = pf->marker_entry->misfit == signature;
+	for (int i = 0; same && i < n; i++)
+		same = pf->pairs[pairs[i]].entry->misfit == pf->pairs[pairs[i]].seen.gen + 1;
+	LWLockRelease(floor_lock);
+	return same;
+}
+
+/* NoteMisfit notes a value of an entry's misfit for the commit. */
+static void
+NoteMisfit(FloorEntry *entry, uint64 misfit)
+{
+	PendingMisfit *p = MemoryContextAlloc(TopTransactionContext, sizeof(PendingMisfit));
+
+	p->entry = entry;
+	p->misfit = misfit;
+	pending_misfit = lappend(pending_misfit, p);
+}
+
+/*
+ * QsFloorMisfitNote notes, for the commit, that this pass ran the
+ * misconfiguration check of the limits of that signature, of the pairs
+ * given, with the generations pf read (QsFloorMisfitSame).
+ */
+void
+QsFloorMisfitNote(const QsPairFloors *pf, const int *pairs, int n, uint64 signature)
+{
+	MemoryContext old;
+
+	if (floors == NULL || pf->marker_entry == NULL)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	for (int i = 0; i < n; i++)
+		if (pairs[i] >= 0 && pf->pairs[pairs[i]].entry != NULL)
+			NoteMisfit(pf->pairs[pairs[i]].entry, pf->pairs[pairs[i]].seen.gen + 1);
+	NoteMisfit(pf->marker_entry, signature);
+	MemoryContextSwitchTo(old);
 }

@@ -64,12 +64,14 @@ typedef struct QsPairFloor
 	char	   *unit;
 	QsFloorSeen seen;
 	QsFloorKeyValue first;		/* top: none */
+	struct FloorEntry *entry;	/* its floor in shared memory, NULL: none */
 } QsPairFloor;
 
 typedef struct QsPairFloors
 {
 	char	   *queue;
 	QsFloorSeen marker;			/* valid: pairs[] has every pair with jobs */
+	struct FloorEntry *marker_entry;	/* the marker's floor, NULL: none */
 	int			n;
 	QsPairFloor *pairs;
 	List	   *listed;			/* QsFloorProbePairs: share, unit, ... */
@@ -84,6 +86,10 @@ extern int	QsFloorToProbe(const QsPairFloors *pf, int **which);
 extern void QsFloorProbeArgs(const QsPairFloors *pf, const int *which, int n, Datum *args);
 extern void QsFloorFound(QsPairFloors *pf, int p, QsFloorKeyValue key);
 extern void QsFloorProbed(QsPairFloors *pf, const int *which, int n);
+extern bool QsFloorMisfitSame(const QsPairFloors *pf, const int *pairs, int n,
+							  uint64 signature);
+extern void QsFloorMisfitNote(const QsPairFloors *pf, const int *pairs, int n,
+							  uint64 signature);
 extern QsFloorSeen QsFloorRead(QsFloorKind kind, const char *queue, const char *unit);
 extern QsFloorKeyValue QsFloorStart(QsFloorKind kind, const char *queue, const char *unit,
 									const QsFloorSeen *seen, Snapshot snapshot);

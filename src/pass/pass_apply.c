@@ -18,6 +18,7 @@
 #include "commands/sequence.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
@@ -34,6 +35,11 @@
 #include "policy.h"
 #include "query.h"
 #include "constants.h"
+
+PG_FUNCTION_INFO_V1(qs_misconfiguration_skips);
+
+/* How many times this backend's passes left out the misconfiguration check. */
+static int64 MisfitSkips = 0;
 
 /*
  * BudgetReason is the status_reason of the RUNNABLE jobs of a share and
@@ -54,16 +60,74 @@ BudgetReason(const QsQueueState *qs, int share, int unit)
 }
 
 /*
+ * MisfitSignature returns a hash of the limits a misconfiguration check
+ * checks, never 0 (QsFloorMisfitSame).
+ */
+static uint64
+MisfitSignature(const QsMisfitLimit *limits, int n)
+{
+	uint64		h = n;
+
+	for (int i = 0; i < n; i++)
+	{
+		const QsMisfitLimit *l = &limits[i];
+		int64		values[3] = {l->env_max, l->quota_max, l->agent_max};
+		const char *texts[3] = {l->quota_share, l->capacity_unit,
+		l->budget_reason ? l->budget_reason : ""};
+
+		for (int t = 0; t < 3; t++)
+			h = hash_combine64(h, hash_bytes_extended((const unsigned char *) texts[t],
+													  strlen(texts[t]) + 1, t));
+		h = hash_combine64(h, hash_bytes_extended((const unsigned char *) values,
+												  sizeof(values), l->budget_reason != NULL));
+	}
+	return h == 0 ? 1 : h;
+}
+
+/*
+ * MisfitPairs returns, for each share and unit (cell[n]), the index of its pair in the pass's
+ * floors of pairs (-1: none).
+ */
+static int *
+MisfitPairs(QsQueueState *qs, const int *cell, int n)
+{
+	const QsPairFloors *pf = &qs->pair_floors;
+	int			cells = qs->in.nshares * qs->in.nunits;
+	int		   *pair_of = palloc(sizeof(int) * (cells + 1));
+	int		   *pairs = palloc(sizeof(int) * (n + 1));
+
+	for (int at = 0; at < cells; at++)
+		pair_of[at] = -1;
+	for (int i = 0; i < pf->n; i++)
+	{
+		int			s = QsShareIndex(qs, pf->pairs[i].share);
+		int			u = QsUnitIndex(qs, pf->pairs[i].unit);
+
+		if (s >= 0 && u >= 0)
+			pair_of[s * qs->in.nunits + u] = i;
+	}
+	for (int i = 0; i < n; i++)
+		pairs[i] = pair_of[cell[i]];
+	return pairs;
+}
+
+/*
  * ApplyMisconfiguration writes the MISCONFIGURATION reasons (scheduling.md 3.7),
  * BUDGET_EXHAUSTED (3.11) and NO_AGENT_FITS (3.10) of
  * the jobs of every share and unit that has RUNNABLE jobs, from the limits
- * the policy computed.
+ * the policy computed; not when the last committed check checked the same
+ * limits and no RUNNABLE job of those shares and units was written since
+ * (QsFloorMisfitSame: it would change nothing).
  */
 static void
 ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 {
-	QsMisfitLimit *limits = palloc(sizeof(QsMisfitLimit) * (qs->in.nshares * qs->in.nunits + 1));
+	int			cells = qs->in.nshares * qs->in.nunits;
+	QsMisfitLimit *limits = palloc(sizeof(QsMisfitLimit) * (cells + 1));
+	int		   *cell = palloc(sizeof(int) * (cells + 1));
 	int			n = 0;
+	int		   *pairs;
+	uint64		signature;
 
 	for (int s = 0; s < qs->in.nshares; s++)
 		for (int u = 0; u < qs->in.nunits; u++)
@@ -78,9 +142,29 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 			limits[n].quota_max = l->quota_max;
 			limits[n].agent_max = l->agent_max;
 			limits[n].budget_reason = BudgetReason(qs, s, u);
-			n++;
+			cell[n++] = s * qs->in.nunits + u;
 		}
+	signature = MisfitSignature(limits, n);
+	pairs = MisfitPairs(qs, cell, n);
+	if (qs->snapshot != NULL && QsFloorMisfitSame(&qs->pair_floors, pairs, n, signature))
+	{
+		MisfitSkips++;
+		return;
+	}
 	QsWriteMisconfiguration(qs->queue, limits, n, now);
+	if (qs->snapshot != NULL)
+		QsFloorMisfitNote(&qs->pair_floors, pairs, n, signature);
+}
+
+/*
+ * quota_sched.misconfiguration_skips(): how many times this backend's
+ * passes left out the misconfiguration check (for tests).
+ */
+Datum
+qs_misconfiguration_skips(PG_FUNCTION_ARGS)
+{
+	QsCheckSchemaVersion();
+	PG_RETURN_INT64(MisfitSkips);
 }
 
 /*
