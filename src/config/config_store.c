@@ -353,8 +353,49 @@ QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
 		DecodeRow(&Shares, &cols, SPI_tuptable->vals[i], s, sizeof(*s));
 		if (s->budget != NULL && JB_ROOT_COUNT(s->budget) == 0)
 			s->budget = NULL;
+		s->capacities = QsDecodeCapacities(s->capacity_limits);
 	}
 	return (int) n;
+}
+
+/*
+ * QsDecodeCapacities decodes a capacity map (NULL: none) into the current
+ * memory context: every key is a unit, in the map's order, with its
+ * number as an int8, or 0 when its value is not a number.
+ */
+QsCapacities
+QsDecodeCapacities(Jsonb *map)
+{
+	QsCapacities c = {0, NULL, NULL};
+	int			most = map != NULL && JB_ROOT_IS_OBJECT(map) ? JB_ROOT_COUNT(map) : 0;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	c.units = palloc(sizeof(char *) * (most + 1));
+	c.caps = palloc0(sizeof(int64) * (most + 1));
+	if (most == 0)
+		return c;
+	it = JsonbIteratorInit(&map->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY && c.n < most)
+			c.units[c.n++] = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE && c.n > 0 && v.type == jbvNumeric)
+			c.caps[c.n - 1] = DatumGetInt64(DirectFunctionCall1(numeric_int8,
+																NumericGetDatum(v.val.numeric)));
+	}
+	return c;
+}
+
+/* QsCapacityOfUnit returns the capacity of a unit in a decoded map (0: absent). */
+int64
+QsCapacityOfUnit(const QsCapacities *capacities, const char *unit)
+{
+	for (int i = 0; i < capacities->n; i++)
+		if (strcmp(capacities->units[i], unit) == 0)
+			return capacities->caps[i];
+	return 0;
 }
 
 /* What a submission to (queue $1, share $2) is checked against. */

@@ -53,11 +53,23 @@ typedef struct QsQueueConfig
  * lend_limit, strict (queueing), min_runtime and weight; its arrays per
  * unit (capacity, budget, spent) are the loader's, which knows the units.
  */
+/*
+ * A capacity map decoded (QsDecodeCapacities): its units, the keys in the
+ * map's order, and the capacity of each (0: not a number).
+ */
+typedef struct QsCapacities
+{
+	int			n;
+	char	  **units;
+	int64	   *caps;
+} QsCapacities;
+
 typedef struct QsShareConfig
 {
 	QsShare		policy;
 	char	   *job_queue;
 	Jsonb	   *capacity_limits;
+	QsCapacities capacities;	/* capacity_limits decoded (QsReadShareConfigs) */
 	char	   *submit_role;	/* NULL: none */
 	Jsonb	   *budget;			/* NULL: none (an empty map) */
 	QsPeriod	budget_period;
@@ -90,6 +102,8 @@ typedef struct QsConfigRead
 
 extern bool QsReadQueueConfig(const char *queue, QsConfigRead how, QsQueueConfig *config,
 							  QsEnvironmentConfig *environment, QsQueueStatus *status);
+extern QsCapacities QsDecodeCapacities(Jsonb *map);
+extern int64 QsCapacityOfUnit(const QsCapacities *capacities, const char *unit);
 extern int	QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares);
 extern bool QsReadSubmitConfig(const char *queue, const char *share, QsConfigRead how,
 							   QsQueueConfig *config, QsEnvironmentConfig *environment,

@@ -43,7 +43,6 @@
 
 
 static int	AddUnit(QsQueueState *qs, const char *unit);
-static int64 CapacityOf(Jsonb *map, const char *unit);
 
 static void *
 StateAlloc(void *arg, size_t size)
@@ -70,7 +69,7 @@ AddUnit(QsQueueState *qs, const char *unit)
 		qs->in.units = units;
 	}
 	units[qs->in.nunits].name = MemoryContextStrdup(qs->cxt, unit);
-	units[qs->in.nunits].env_limit = CapacityOf(qs->env_limits, unit);
+	units[qs->in.nunits].env_limit = QsCapacityOfUnit(&qs->env_caps, unit);
 	units[qs->in.nunits].unowned_held = 0;
 	units[qs->in.nunits].placed = false;
 	units[qs->in.nunits].nhosts = 0;
@@ -80,31 +79,13 @@ AddUnit(QsQueueState *qs, const char *unit)
 }
 
 /*
- * AddMapUnits adds every key of a capacity map as a unit.
+ * AddCapacityUnits adds every unit of a capacity map as a unit.
  */
 static void
-AddMapUnits(QsQueueState *qs, Jsonb *map)
+AddCapacityUnits(QsQueueState *qs, const QsCapacities *capacities)
 {
-	JsonbIterator *it = JsonbIteratorInit(&map->root);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-		if (tok == WJB_KEY)
-			AddUnit(qs, pnstrdup(v.val.string.val, v.val.string.len));
-}
-
-/*
- * CapacityOf returns the capacity of a unit in a capacity map (0: absent).
- */
-static int64
-CapacityOf(Jsonb *map, const char *unit)
-{
-	JsonbValue *v = QsJsonbField(&map->root, unit);
-
-	if (v == NULL || v->type != jbvNumeric)
-		return 0;
-	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
+	for (int i = 0; i < capacities->n; i++)
+		AddUnit(qs, capacities->units[i]);
 }
 
 /*
@@ -128,6 +109,7 @@ LoadQueue(QsQueueState *qs)
 	qs->passed_over_passes = status.passed_over_passes;
 	qs->in.env_enabled = environment.enabled;
 	qs->env_limits = environment.capacity_limits;
+	qs->env_caps = QsDecodeCapacities(qs->env_limits);
 	qs->runnable_timeout = config.runnable_timeout;
 	qs->in.fair = config.borrow_order == QS_BORROW_FAIR;
 	qs->claim_timeout = config.claim_timeout;
@@ -135,7 +117,7 @@ LoadQueue(QsQueueState *qs)
 		QsIntervalUsecs(config.claim_timeout);
 	qs->half_life = config.fair_half_life == NULL ? 0 : QsIntervalUsecs(config.fair_half_life);
 	qs->in.fence_grace = config.fence_grace;
-	AddMapUnits(qs, qs->env_limits);
+	AddCapacityUnits(qs, &qs->env_caps);
 	return true;
 }
 
@@ -289,27 +271,27 @@ LoadHosts(QsQueueState *qs)
 /*
  * LoadShares takes the queue's shares as the pass's snapshot sees them
  * (QsLoadShareConfigs: kept from pass to pass while none changed), in the
- * C order of their names, and returns their capacity maps; their budgets
+ * C order of their names, and returns their capacity maps (decoded); their budgets
  * (scheduling.md 3.11) go to qs->budget_maps (NULL: none) and their
  * periods to qs->periods.  Units are the environment's, the shares', and
  * (added later) those of RUNNABLE and held jobs, so that a job of a unit
  * the environment lost is still seen (E(u) = 0).
  */
-static Jsonb **
+static const QsCapacities **
 LoadShares(QsQueueState *qs)
 {
 	int			n;
 	const QsShareConfig *configs = QsLoadShareConfigs(qs->queue, qs->snapshot, &n);
 	QsShare    *shares = palloc0(sizeof(QsShare) * (n + 1));
-	Jsonb	  **maps = palloc0(sizeof(Jsonb *) * (n + 1));
+	const QsCapacities **maps = palloc0(sizeof(QsCapacities *) * (n + 1));
 
 	qs->budget_maps = palloc0(sizeof(Jsonb *) * (n + 1));
 	qs->periods = palloc0(sizeof(QsPeriod) * (n + 1));
 	for (int i = 0; i < n; i++)
 	{
 		shares[i] = configs[i].policy;
-		maps[i] = configs[i].capacity_limits;
-		AddMapUnits(qs, maps[i]);
+		maps[i] = &configs[i].capacities;
+		AddCapacityUnits(qs, maps[i]);
 		qs->budget_maps[i] = configs[i].budget;
 		qs->any_budget |= configs[i].budget != NULL;
 		qs->periods[i] = configs[i].budget_period;
@@ -1132,14 +1114,14 @@ SetUpConstrained(QsQueueState *qs)
  * jobs.
  */
 static void
-SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
+SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps, List *pairs)
 {
 	for (int s = 0; s < qs->in.nshares; s++)
 	{
 		int64	   *caps = palloc0(sizeof(int64) * qs->in.nunits);
 
 		for (int u = 0; u < qs->in.nunits; u++)
-			caps[u] = CapacityOf(share_maps[s], qs->in.units[u].name);
+			caps[u] = QsCapacityOfUnit(share_maps[s], qs->in.units[u].name);
 		((QsShare *) qs->in.shares)[s].capacity = caps;
 		SetUpBudget(qs, s);
 	}
@@ -1174,7 +1156,7 @@ SetUpReaders(QsQueueState *qs, Jsonb **share_maps, List *pairs)
 bool
 QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock_rows)
 {
-	Jsonb	  **share_maps;
+	const QsCapacities **share_maps;
 	List	   *pairs;
 	QsJobRows	heads;
 	QsUsageRows usage;

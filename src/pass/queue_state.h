@@ -14,6 +14,7 @@
 #include "utils/jsonb.h"
 #include "utils/snapshot.h"
 
+#include "config_store.h"
 #include "job_store.h"
 #include "over_time.h"
 #include "policy.h"
@@ -93,6 +94,7 @@ typedef struct QsQueueState
 	Interval   *runnable_timeout;	/* NULL: none */
 	Interval   *claim_timeout;	/* NULL: none */
 	Jsonb	   *env_limits;		/* the environment's capacity map */
+	QsCapacities env_caps;		/* env_limits decoded */
 	int			units_cap;		/* allocated length of in.units */
 	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
 	QsFloorSeen due_floors[2];	/* before snapshot: QsReadDueJobs */
