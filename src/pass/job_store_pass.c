@@ -35,7 +35,7 @@
 static Snapshot read_snapshot = NULL;
 static bool read_locks = false;
 
-static void ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int *per_pair);
+static void ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int **pair_of, int *per_pair);
 
 /* The clause that makes a read of jobs lock what it returns. */
 #define LOCKING " FOR NO KEY UPDATE SKIP LOCKED"
@@ -376,19 +376,21 @@ QsReadConstrainedClasses(const char *queue, int *n)
  * pair from its floor, when pf knows every pair that may have jobs; else a
  * loose index scan first, one probe per pair.  In the pass's snapshot, the
  * probe is the read of the pairs' first jobs (ReadPairsHeads), which it
- * gives in *heads (*per_pair of each at most); else (reads that lock
+ * gives in *heads (*per_pair of each at most), with the pair of each row
+ * (an index into pf->pairs) in (*pair_of)[row]; else (reads that lock
  * their rows, or none) *heads is empty and *per_pair 0.
  */
 List *
-QsReadRunnablePairs(QsPairFloors *pf, QsJobRows *heads, int *per_pair)
+QsReadRunnablePairs(QsPairFloors *pf, QsJobRows *heads, int **pair_of, int *per_pair)
 {
 	heads->n = 0;
 	heads->rows = NULL;
+	*pair_of = NULL;
 	*per_pair = 0;
 	if (!pf->marker.valid)
 		QsFloorSetPairs(pf, ReadPairs(&RunnablePairsQuery, pf->queue));
 	if (read_snapshot != NULL)
-		ReadPairsHeads(pf, heads, per_pair);
+		ReadPairsHeads(pf, heads, pair_of, per_pair);
 	else
 		QsFloorProbePairs(pf, read_snapshot);
 	return pf->listed;
@@ -729,7 +731,7 @@ HeadsSize(int n, int at_least)
  * the read of the heads from what it found.
  */
 static void
-ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int *per_pair)
+ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int **pair_of, int *per_pair)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	int		   *which;
@@ -746,6 +748,7 @@ ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int *per_pair)
 		QsFloorProbeArgs(pf, which, n, args);
 		heads->n = QsQueryRunIn(&PairsHeadsQueries[size], args, NULL, read_snapshot, 0);
 		heads->rows = MemoryContextAllocZero(outer, sizeof(QsJobRow) * (heads->n + 1));
+		*pair_of = MemoryContextAlloc(outer, sizeof(int) * (heads->n + 1));
 		QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
 		pair_col = SPI_fnumber(SPI_tuptable->tupdesc, "pair");
 		for (int r = 0; r < heads->n; r++)
@@ -761,8 +764,9 @@ ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int *per_pair)
 			key.k[0] = -(int64) job->priority;
 			key.k[1] = job->queued_at;
 			key.k[2] = job->id;
-			QsFloorFound(pf, which[DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc,
-															   pair_col, &isnull)) - 1], key);
+			(*pair_of)[r] = which[DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc,
+															  pair_col, &isnull)) - 1];
+			QsFloorFound(pf, (*pair_of)[r], key);
 		}
 		SPI_freetuptable(SPI_tuptable);
 		MemoryContextSwitchTo(outer);

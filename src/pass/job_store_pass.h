@@ -46,7 +46,8 @@ typedef enum QsJobSet
 extern QsJobRows QsReadJobSet(const char *queue, QsJobSet set, Interval *interval);
 extern QsJobRows QsReadDueJobs(const char *queue, Interval *claim_timeout,
 							   const QsFloorSeen *seen);
-extern List *QsReadRunnablePairs(QsPairFloors *pf, QsJobRows *heads, int *per_pair);
+extern List *QsReadRunnablePairs(QsPairFloors *pf, QsJobRows *heads, int **pair_of,
+								 int *per_pair);
 /* A class of placement constraints of a share and unit's RUNNABLE jobs. */
 typedef struct QsConstrainedClass
 {

@@ -99,13 +99,8 @@ MisfitPairs(QsQueueState *qs, const int *cell, int n)
 	for (int at = 0; at < cells; at++)
 		pair_of[at] = -1;
 	for (int i = 0; i < pf->n; i++)
-	{
-		int			s = QsShareIndex(qs, pf->pairs[i].share);
-		int			u = QsUnitIndex(qs, pf->pairs[i].unit);
-
-		if (s >= 0 && u >= 0)
-			pair_of[s * qs->in.nunits + u] = i;
-	}
+		if (qs->pair_cell[i] >= 0)
+			pair_of[qs->pair_cell[i]] = i;
 	for (int i = 0; i < n; i++)
 		pairs[i] = pair_of[cell[i]];
 	return pairs;

@@ -960,14 +960,46 @@ HeadsStarts(QsQueueState *qs)
 	const QsPairFloors *pf = &qs->pair_floors;
 
 	for (int i = 0; qs->snapshot != NULL && i < pf->n; i++)
+		if (qs->pair_cell[i] >= 0 && !QS_FLOOR_TOP(pf->pairs[i].first))
+			starts[qs->pair_cell[i]] = &pf->pairs[i].first;
+	return starts;
+}
+
+/*
+ * PairCells sets, once every share and unit is known, the share and unit
+ * of each pair of the pass's floors (qs->pair_cell), so that what reads
+ * by pair finds them without a search.
+ */
+static void
+PairCells(QsQueueState *qs)
+{
+	const QsPairFloors *pf = &qs->pair_floors;
+
+	qs->pair_cell = palloc(sizeof(int) * (pf->n + 1));
+	for (int i = 0; i < pf->n; i++)
 	{
 		int			s = QsShareIndex(qs, pf->pairs[i].share);
 		int			u = QsUnitIndex(qs, pf->pairs[i].unit);
 
-		if (s >= 0 && u >= 0 && !QS_FLOOR_TOP(pf->pairs[i].first))
-			starts[s * qs->in.nunits + u] = &pf->pairs[i].first;
+		qs->pair_cell[i] = s >= 0 && u >= 0 ? s * qs->in.nunits + u : -1;
 	}
-	return starts;
+}
+
+/*
+ * HeadCell returns the share * nunits + unit of a head row read (-1: not in
+ * the state): its pair's (pair >= 0: read with the pairs), or its names'.
+ */
+static int
+HeadCell(QsQueueState *qs, const QsJobRow *row, int pair)
+{
+	int			s,
+				u;
+
+	if (pair >= 0)
+		return qs->pair_cell[pair];
+	s = QsShareIndex(qs, row->quota_share);
+	u = QsUnitIndex(qs, row->capacity_unit);
+	return s >= 0 && u >= 0 ? s * qs->in.nunits + u : -1;
 }
 
 /*
@@ -986,13 +1018,15 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 	int			cells = qs->in.nshares * qs->in.nunits;
 	const char **shares = palloc(sizeof(char *) * (cells + 1));
 	const char **units = palloc(sizeof(char *) * (cells + 1));
-	const QsFloorKeyValue **starts = HeadsStarts(qs);
+	const QsFloorKeyValue **starts = NULL;
 	const QsFloorKeyValue **started = palloc(sizeof(QsFloorKeyValue *) * (cells + 1));
 	int			per_pair = constrained ? 0 : qs->heads_per_pair;
 	int			classes = 1;
 	int			n = 0;
 	QsJobRows	rows = {qs->nheads, qs->heads};
 
+	if (per_pair == 0)
+		starts = HeadsStarts(qs);
 	for (int at = 0; per_pair == 0 && at < cells; at++)
 		if (HeadsReader(qs, at, constrained) != NULL)
 		{
@@ -1012,18 +1046,16 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 			StartHeadsReader(qs, HeadsReader(qs, at, constrained), per_pair);
 	for (int i = 0; i < rows.n; i++)
 	{
-		int			s = QsShareIndex(qs, rows.rows[i].quota_share);
-		int			u = QsUnitIndex(qs, rows.rows[i].capacity_unit);
-		QsJobReader *r = s < 0 || u < 0 ? NULL : HeadsReader(qs, s * qs->in.nunits + u,
-														   constrained);
+		int			at = HeadCell(qs, &rows.rows[i], rows.rows == qs->heads ? qs->head_pair[i] : -1);
+		QsJobReader *r = at < 0 ? NULL : HeadsReader(qs, at, constrained);
 		QsJob	   *job;
 
 		if (r == NULL)
 			continue;			/* of a share not in the queue (FindOrphans) */
 		job = &r->buf[r->nbuf++];
 		*job = rows.rows[i].job;
-		job->share = s;
-		job->unit = u;
+		job->share = at / qs->in.nunits;
+		job->unit = at % qs->in.nunits;
 		/* insertion into share order: the rows come unordered */
 		for (; job > r->buf && QsShareOrderBefore(job, job - 1); job--)
 		{
@@ -1114,7 +1146,7 @@ SetUpConstrained(QsQueueState *qs)
  * jobs.
  */
 static void
-SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps, List *pairs)
+SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps)
 {
 	for (int s = 0; s < qs->in.nshares; s++)
 	{
@@ -1127,14 +1159,11 @@ SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps, List *pairs)
 	}
 	qs->runnable = palloc0(sizeof(QsJobReader) * (qs->in.nshares * qs->in.nunits + 1));
 	qs->split = palloc0(sizeof(QsSplitReader *) * (qs->in.nshares * qs->in.nunits + 1));
-	for (int i = 0; i + 1 < list_length(pairs); i += 2)
-	{
-		int			s = QsShareIndex(qs, list_nth(pairs, i));
-		int			u = QsUnitIndex(qs, list_nth(pairs, i + 1));
-
-		if (s >= 0 && u >= 0)
-			qs->runnable[s * qs->in.nunits + u].has_jobs = true;
-	}
+	PairCells(qs);
+	/* the pairs listed (QsReadRunnablePairs) are those with a first job */
+	for (int i = 0; i < qs->pair_floors.n; i++)
+		if (qs->pair_cell[i] >= 0 && !QS_FLOOR_TOP(qs->pair_floors.pairs[i].first))
+			qs->runnable[qs->pair_cell[i]].has_jobs = true;
 	SetUpConstrained(qs);
 	ReadRunnableHeads(qs, false);
 	ReadRunnableHeads(qs, true);
@@ -1186,7 +1215,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 		return false;
 	}
 	share_maps = LoadShares(qs);
-	pairs = QsReadRunnablePairs(&qs->pair_floors, &heads, &qs->heads_per_pair);
+	pairs = QsReadRunnablePairs(&qs->pair_floors, &heads, &qs->head_pair, &qs->heads_per_pair);
 	qs->heads = heads.rows;
 	qs->nheads = heads.n;
 	for (int i = 1; i < list_length(pairs); i += 2)
@@ -1202,7 +1231,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	if (pairs != NIL)
 		LoadHosts(qs);			/* only RUNNABLE jobs need them */
 	LoadJobs(qs);
-	SetUpReaders(qs, share_maps, pairs);
+	SetUpReaders(qs, share_maps);
 	SetUpCounters(qs, usage);
 	if (qs->half_life > 0 && qs->in.fair)
 		QsLoadBorrowMemory(qs);

@@ -99,7 +99,10 @@ typedef struct QsQueueState
 	Snapshot	snapshot;		/* of the reads; NULL: they lock rows */
 	QsFloorSeen due_floors[2];	/* before snapshot: QsReadDueJobs */
 	QsPairFloors pair_floors;	/* before snapshot: QsReadRunnablePairs */
+	int		   *pair_cell;		/* [pair of pair_floors]: share * nunits + unit,
+								 * -1: not in the state (PairCells) */
 	QsJobRow   *heads;			/* the pairs' first jobs, read with them */
+	int		   *head_pair;		/* [head]: its pair of pair_floors */
 	int			nheads;
 	int			heads_per_pair;	/* at most, of each; 0: none read so */
 	int64	   *passed_over;	/* the jobs queue_status lists */
