@@ -463,6 +463,12 @@ do_claim(void)
 			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
 			return;
 		snprintf(free_text, sizeof(free_text), "%d", free_instances);
+		/*
+		 * What asked for a claim before this one (a report of the last
+		 * round's job, told() in its flush) is answered by it; a dispatch's
+		 * notification that comes while it runs asks again.
+		 */
+		want_claim = false;
 		if (db_exec(STMT_CLAIM, params, &res, NULL) != DB_OK)
 			return;
 		n = PQntuples(res);
