@@ -657,9 +657,7 @@ QsConstrainedAnyAfter(const char *queue, const char *share, const char *unit,
 	" WHERE job_queue = $1 AND quota_share = p.quota_share" \
 	"   AND capacity_unit = p.capacity_unit AND state = 'RUNNABLE'" \
 	"   AND dependencies_waiting IS NULL" filter
-#define RUNNABLE_HEADS_QUERY(limit, lock, filter) { \
-	"SELECT j.* FROM unnest($2::text[], $3::text[], $4::int8[], $5::timestamptz[], $6::int8[])" \
-	"   AS p(quota_share, capacity_unit, priority, queued_at, id)" \
+#define HEADS_LATERAL(limit, lock, filter) \
 	" CROSS JOIN LATERAL (" \
 	"   SELECT * FROM (" HEADS_SELECT(filter) \
 	"     AND priority = p.priority AND (queued_at, id) >= (p.queued_at, p.id)" \
@@ -667,7 +665,11 @@ QsConstrainedAnyAfter(const char *queue, const char *share, const char *unit,
 	"   UNION ALL" \
 	"   SELECT * FROM (" HEADS_SELECT(filter) " AND priority < p.priority" \
 	"     ORDER BY priority DESC, queued_at, id LIMIT " #limit lock ") rest" \
-	"   LIMIT " #limit ") j", \
+	"   LIMIT " #limit ") j"
+#define RUNNABLE_HEADS_QUERY(limit, lock, filter) { \
+	"SELECT j.* FROM unnest($2::text[], $3::text[], $4::int8[], $5::timestamptz[], $6::int8[])" \
+	"   AS p(quota_share, capacity_unit, priority, queued_at, id)" \
+	HEADS_LATERAL(limit, lock, filter), \
 	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID}, \
 	SPI_OK_SELECT, QS_INDEX_WALK }
 #define HEADS_PAIR(limit, filter) \
@@ -692,14 +694,7 @@ static const int RunnableHeadsSizes[] = {8, 2, 1};
 	"SELECT j.*, p.i AS pair" \
 	"  FROM unnest($2::text[], $3::text[], $4::int8[], $5::timestamptz[], $6::int8[])" \
 	"       WITH ORDINALITY AS p(quota_share, capacity_unit, priority, queued_at, id, i)" \
-	" CROSS JOIN LATERAL (" \
-	"   SELECT * FROM (" HEADS_SELECT("") \
-	"     AND priority = p.priority AND (queued_at, id) >= (p.queued_at, p.id)" \
-	"     ORDER BY queued_at, id LIMIT " #limit ") same" \
-	"   UNION ALL" \
-	"   SELECT * FROM (" HEADS_SELECT("") " AND priority < p.priority" \
-	"     ORDER BY priority DESC, queued_at, id LIMIT " #limit ") rest" \
-	"   LIMIT " #limit ") j" \
+	HEADS_LATERAL(limit, "", "") \
 	" ORDER BY p.quota_share, p.capacity_unit", \
 	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID}, \
 	SPI_OK_SELECT, QS_INDEX_WALK }

@@ -1018,15 +1018,14 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 	int			cells = qs->in.nshares * qs->in.nunits;
 	const char **shares = palloc(sizeof(char *) * (cells + 1));
 	const char **units = palloc(sizeof(char *) * (cells + 1));
-	const QsFloorKeyValue **starts = NULL;
-	const QsFloorKeyValue **started = palloc(sizeof(QsFloorKeyValue *) * (cells + 1));
 	int			per_pair = constrained ? 0 : qs->heads_per_pair;
+	const QsFloorKeyValue **starts = per_pair == 0 ? HeadsStarts(qs) : NULL;
+	const QsFloorKeyValue **started = palloc(sizeof(QsFloorKeyValue *) * (cells + 1));
 	int			classes = 1;
 	int			n = 0;
 	QsJobRows	rows = {qs->nheads, qs->heads};
+	const int  *pair_of = per_pair > 0 ? qs->head_pair : NULL;	/* read with the pairs */
 
-	if (per_pair == 0)
-		starts = HeadsStarts(qs);
 	for (int at = 0; per_pair == 0 && at < cells; at++)
 		if (HeadsReader(qs, at, constrained) != NULL)
 		{
@@ -1046,7 +1045,7 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 			StartHeadsReader(qs, HeadsReader(qs, at, constrained), per_pair);
 	for (int i = 0; i < rows.n; i++)
 	{
-		int			at = HeadCell(qs, &rows.rows[i], rows.rows == qs->heads ? qs->head_pair[i] : -1);
+		int			at = HeadCell(qs, &rows.rows[i], pair_of ? pair_of[i] : -1);
 		QsJobReader *r = at < 0 ? NULL : HeadsReader(qs, at, constrained);
 		QsJob	   *job;
 
