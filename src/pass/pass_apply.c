@@ -85,25 +85,21 @@ MisfitSignature(const QsMisfitLimit *limits, int n)
 }
 
 /*
- * MisfitPairs returns, for each share and unit (cell[n]), the index of its pair in the pass's
- * floors of pairs (-1: none).
+ * PairOfCells returns, for each share * nunits + unit, the index of its
+ * pair in the pass's floors of pairs (-1: none): pair_cell turned round.
  */
 static int *
-MisfitPairs(QsQueueState *qs, const int *cell, int n)
+PairOfCells(QsQueueState *qs)
 {
-	const QsPairFloors *pf = &qs->pair_floors;
 	int			cells = qs->in.nshares * qs->in.nunits;
 	int		   *pair_of = palloc(sizeof(int) * (cells + 1));
-	int		   *pairs = palloc(sizeof(int) * (n + 1));
 
 	for (int at = 0; at < cells; at++)
 		pair_of[at] = -1;
-	for (int i = 0; i < pf->n; i++)
+	for (int i = 0; i < qs->pair_floors.n; i++)
 		if (qs->pair_cell[i] >= 0)
 			pair_of[qs->pair_cell[i]] = i;
-	for (int i = 0; i < n; i++)
-		pairs[i] = pair_of[cell[i]];
-	return pairs;
+	return pair_of;
 }
 
 /*
@@ -119,9 +115,9 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 {
 	int			cells = qs->in.nshares * qs->in.nunits;
 	QsMisfitLimit *limits = palloc(sizeof(QsMisfitLimit) * (cells + 1));
-	int		   *cell = palloc(sizeof(int) * (cells + 1));
+	int		   *pair_of = PairOfCells(qs);
+	int		   *pairs = palloc(sizeof(int) * (cells + 1));
 	int			n = 0;
-	int		   *pairs;
 	uint64		signature;
 
 	for (int s = 0; s < qs->in.nshares; s++)
@@ -137,10 +133,9 @@ ApplyMisconfiguration(QsQueueState *qs, const QsOutput *out, TimestampTz now)
 			limits[n].quota_max = l->quota_max;
 			limits[n].agent_max = l->agent_max;
 			limits[n].budget_reason = BudgetReason(qs, s, u);
-			cell[n++] = s * qs->in.nunits + u;
+			pairs[n++] = pair_of[s * qs->in.nunits + u];
 		}
 	signature = MisfitSignature(limits, n);
-	pairs = MisfitPairs(qs, cell, n);
 	if (qs->snapshot != NULL && QsFloorMisfitSame(&qs->pair_floors, pairs, n, signature))
 	{
 		MisfitSkips++;

@@ -176,21 +176,22 @@ QsUsageCacheXactEvent(XactEvent event)
 /*
  * UsageKeptOf returns what is kept of a queue, or NULL when nothing may be
  * kept for this read (the header says when); *commits is `commits` as read
- * now, after `writing` (and before the caller's read, if it makes one).
+ * now, after `writing` (and before the caller's read, if it makes one);
+ * *no_writer whether `writing` was 0 (what is kept may be taken).
  */
 static UsageKept *
-UsageKeptOf(const char *queue, bool spent, uint64 *commits, bool *fresh)
+UsageKeptOf(const char *queue, bool spent, uint64 *commits, bool *no_writer)
 {
 	uint32		writing;
 
-	*fresh = false;
+	*no_writer = false;
 	if (usage_shared == NULL || spent || wrote || IsolationUsesXactSnapshot() ||
 		pg_atomic_read_u32(&usage_shared->prepared) != 0)
 		return NULL;
 	writing = pg_atomic_read_u32(&usage_shared->writing);
 	pg_read_barrier();
 	*commits = pg_atomic_read_u64(&usage_shared->commits);
-	*fresh = writing == 0;
+	*no_writer = writing == 0;
 	return QsQueueCacheEntry(&Kept, "quota_sched counters kept", sizeof(UsageKept), queue);
 }
 
@@ -227,14 +228,14 @@ QsUsageRows
 QsLoadUsage(const char *queue, bool spent, TimestampTz now, bool lock_rows)
 {
 	uint64		commits = 0;
-	bool		fresh;
-	UsageKept  *kept = lock_rows ? NULL : UsageKeptOf(queue, spent, &commits, &fresh);
+	bool		no_writer;
+	UsageKept  *kept = lock_rows ? NULL : UsageKeptOf(queue, spent, &commits, &no_writer);
 	Oid			relid = kept != NULL ? CountersRelid() : InvalidOid;
 	MemoryContext caller = CurrentMemoryContext;
 	MemoryContext cxt;
 	QsUsageRows rows;
 
-	if (kept != NULL && fresh && kept->cxt != NULL && kept->commits == commits &&
+	if (kept != NULL && no_writer && kept->cxt != NULL && kept->commits == commits &&
 		kept->relid == relid && OidIsValid(relid) &&
 		!TimestampDifferenceExceeds(kept->read_at, GetCurrentTimestamp(), QS_USAGE_KEEP_MS))
 		return CopyRows(kept->rows);
