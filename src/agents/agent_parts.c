@@ -84,28 +84,25 @@ static QsQuery EndEarlierPartsQuery = {
  * The jobs of $1 as their parts say: claimed (rank 0's agent, the role $2
  * of the first claim) once any part is, STARTING once every part is, with
  * the earliest lease of the parts that hold; RUNNING (started now) once
- * every part runs.
+ * every part runs.  One write of each job, whatever it changes: a job whose
+ * parts are claimed and started at once goes from SCHEDULED to RUNNING, and
+ * its history has the claim's event and the start's (job_history.c).
  */
 static QsQuery SyncJobsQuery = {
 	"UPDATE quota_sched.job j"
 	"   SET agent = j.part_agents[1], agent_role = coalesce(j.agent_role, $2),"
-	"       state = CASE WHEN a.placed = 0 AND j.state = 'SCHEDULED' THEN 'STARTING'"
+	"       state = CASE WHEN a.not_running = 0 THEN 'RUNNING'"
+	"                    WHEN a.placed = 0 AND j.state = 'SCHEDULED' THEN 'STARTING'"
 	"                    ELSE j.state END,"
+	"       started_at = CASE WHEN a.not_running = 0 THEN now() ELSE j.started_at END,"
 	"       lease_until = a.lease"
 	"  FROM (SELECT p.job_id, count(*) FILTER (WHERE p.state = 'PLACED') AS placed,"
+	"               count(*) FILTER (WHERE p.state <> 'RUNNING') AS not_running,"
 	"               min(p.lease_until) FILTER (WHERE " HOLDING_PART ") AS lease"
 	"          FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id"
 	"         WHERE p.job_id = ANY ($1) AND " CURRENT_PART " GROUP BY p.job_id) a"
 	" WHERE j.id = a.job_id AND j.state IN ('SCHEDULED', 'STARTING')",
 	2, {INT8ARRAYOID, NAMEOID}, SPI_OK_UPDATE, QS_BY_IDS
-};
-
-static QsQuery RunJobsQuery = {
-	"UPDATE quota_sched.job j SET state = 'RUNNING', started_at = now()"
-	" WHERE j.id = ANY ($1) AND j.state = 'STARTING'"
-	"   AND NOT EXISTS (SELECT 1 FROM quota_sched.job_part p"
-	"                    WHERE p.job_id = j.id AND " CURRENT_PART " AND p.state <> 'RUNNING')",
-	1, {INT8ARRAYOID}, SPI_OK_UPDATE, QS_BY_IDS
 };
 
 static QsQuery LockJobsQuery = {
@@ -115,7 +112,7 @@ static QsQuery LockJobsQuery = {
 
 /*
  * SyncJobs brings jobs whose parts changed to the state their parts say
- * (SyncJobsQuery, RunJobsQuery).  The jobs' rows are locked first, and
+ * (SyncJobsQuery).  The jobs' rows are locked first, and
  * their parts counted after: two agents that claim the two parts of a job
  * at once each wait for the other's commit on the job's row, and the last
  * one counts both parts claimed (counted before the wait, in the
@@ -132,7 +129,6 @@ SyncJobs(Datum ids, const char *role)
 	namestrcpy(name, role);
 	QsQueryRun(&LockJobsQuery, args, NULL, false, 0);
 	QsQueryRun(&SyncJobsQuery, args, NULL, false, 0);
-	QsQueryRun(&RunJobsQuery, args, NULL, false, 0);
 }
 
 /* The parts a claim takes (PickParts). */

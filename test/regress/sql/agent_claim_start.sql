@@ -37,9 +37,46 @@ SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE
 \i test/regress/include/helpers.sql
 SELECT pg_temp.refused($$SELECT count(*) FROM quota_sched.claim('cs_agent', 'cs_queue', start => NULL)$$);
 
+-- The same for a job placed on hosts (12.3), of one part and of two: the
+-- claim that takes its last part, with start, writes the job's row once,
+-- from SCHEDULED to RUNNING, and its history is the same as unplaced.
+CREATE ROLE regress_cs_host NOLOGIN IN ROLE quota_sched_agent;
+INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('regress_cs_host', 'cs_queue');
+SET ROLE regress_cs_host;
+SELECT name FROM quota_sched.agent_ready('cs_h1', 'cs_queue', 'gpu', 1);
+SELECT name FROM quota_sched.agent_ready('cs_h2', 'cs_queue', 'gpu', 1);
+RESET ROLE;
+-- (cs_2 and cs_3 end first: the placed job needs the whole capacity)
+SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'cs_2'),
+										   'cs_agent', 'SUCCEEDED');
+SELECT name, state FROM quota_sched.report((SELECT id FROM quota_sched.job WHERE name = 'cs_3'),
+										   'cs_agent', 'SUCCEEDED');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host)
+VALUES ('cs_placed_two', 'cs_queue', 'cs_share', 'gpu', 2, 1);
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('cs_queue');
+SET ROLE regress_cs_host;
+SELECT name, state FROM quota_sched.claim('cs_h1', 'cs_queue', start => true);
+BEGIN;
+SELECT n_tup_upd AS updates_before FROM pg_stat_xact_user_tables
+ WHERE relid = 'quota_sched.job'::regclass \gset
+SELECT name, state, started_at IS NOT NULL AS started
+  FROM quota_sched.claim('cs_h2', 'cs_queue', start => true);
+SELECT n_tup_upd - :updates_before AS job_rows_written FROM pg_stat_xact_user_tables
+ WHERE relid = 'quota_sched.job'::regclass;
+COMMIT;
+RESET ROLE;
+SELECT e.from_state, e.to_state, e.actor FROM quota_sched.job_event e
+  JOIN quota_sched.job j ON j.id = e.job_id
+ WHERE j.name = 'cs_placed_two' ORDER BY e.id;
+SELECT state, started_at IS NOT NULL AS started, agent FROM quota_sched.job
+ WHERE name = 'cs_placed_two';
+
 SELECT * FROM quota_sched.held_capacity_drift();
 SET session_replication_role = replica;
 UPDATE quota_sched.job SET state = 'FAILED' WHERE job_queue = 'cs_queue';
 RESET session_replication_role;
+DELETE FROM quota_sched.agent WHERE job_queue = 'cs_queue';
 DELETE FROM quota_sched.job_queue WHERE name = 'cs_queue';
 DELETE FROM quota_sched.service_environment WHERE name = 'cs_env';
+DROP ROLE regress_cs_host;
