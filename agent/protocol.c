@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wake.h"
+
 double		next_heartbeat = 0;
 
 /* after an agent-side fault, no claim before then (monotonic s) */
@@ -154,6 +156,13 @@ tell_attempt(Job *job)
 }
 
 /*
+ * Whether a claim was put off (no room, shutting down, paused) or ran with
+ * some of the agent's instances busy, so that it may have passed over a
+ * job that needs them: the report that frees them claims again (told).
+ */
+static bool claim_deferred = false;
+
+/*
  * told logs what the database took (res: the job's state now); a job that
  * has ended for good loses its checkpoint directory.
  */
@@ -167,8 +176,12 @@ told(Job *job, PGresult *res)
 		/*
 		 * Its instances are free: claim now.  A job dispatched while they
 		 * were busy had its notification then, and may send none again.
+		 * With agent_wait, only if a claim was put off or may have passed
+		 * over a job for want of room (claim_deferred): what a claim left
+		 * behind, and what was dispatched since, is pending for the next
+		 * wait (do_claim).
 		 */
-		want_claim = true;
+		want_claim = want_claim || !wake_waits() || claim_deferred;
 		log_event("info", "job_reported", job, "reported %s%s%s; the job is now %s",
 				  job->state, job->reason[0] ? ": " : "", job->reason, state);
 		jobs_done++;
@@ -436,6 +449,10 @@ take_claimed(PGresult *res, int i, double t0)
  * held at once), on a dispatch's notification and at each heartbeat, again
  * and again while the claim gives jobs: a job that fails at once frees its
  * instances for the next.  Not while shutting down, nor past --exit-after.
+ * With agent_wait, once: a claim that took jobs and left some behind for
+ * want of room keeps a dispatch pending (agent_api.c, ClaimAll), so the
+ * next wait returns at once and the claim after it takes them; one that
+ * left nothing asks for no claim that would find nothing.
  */
 void
 do_claim(void)
@@ -461,7 +478,11 @@ do_claim(void)
 
 		if (free_instances <= 0 || shutting_down || draining || now_mono() < claims_paused_until ||
 			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
+		{
+			claim_deferred = true;
 			return;
+		}
+		claim_deferred = free_instances < opts.instances;
 		snprintf(free_text, sizeof(free_text), "%d", free_instances);
 		/*
 		 * What asked for a claim before this one (a report of the last
@@ -476,7 +497,7 @@ do_claim(void)
 			take_claimed(res, i, t0);
 		PQclear(res);
 		flush_actions();
-		if (n == 0)
+		if (n == 0 || wake_waits())
 			return;
 	}
 }

@@ -84,6 +84,17 @@ wake_mode(void)
 }
 
 /*
+ * wake_waits: whether the agent waits with agent_wait, which keeps what
+ * woke it pending until it waits again; a claim that left jobs behind
+ * keeps its dispatch pending too (doc/agents.md)
+ */
+bool
+wake_waits(void)
+{
+	return use_wait;
+}
+
+/*
  * wake_start, as the loop sleeps for at most timeout_ms: sends a wait that
  * ends before then, and half a second within the session's
  * statement_timeout (limit_ms), unless one runs or there is too little

@@ -15,6 +15,7 @@
 
 extern bool wake_setup(PGconn *conn);
 extern const char *wake_mode(void);
+extern bool wake_waits(void);
 extern bool wake_start(PGconn *conn, int timeout_ms, int limit_ms);
 extern bool wake_input(PGconn *conn);
 extern bool wake_end(PGconn *conn);

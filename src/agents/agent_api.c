@@ -146,6 +146,16 @@ StopTimeout(void)
  * max_instances, jobs that are not placed, and appends their rows to
  * claim()'s result.  What is left of max_instances is what the agent has
  * free, for the dispatches that wake one agent (QsNoteClaim).
+ *
+ * A claim that took jobs and left claimable ones behind for want of room
+ * (parts placed on the agent that it passed over; jobs not placed after
+ * the last it took, when it took all it could) keeps a dispatch wake-up
+ * pending for the agent (agent_wait.c): its next agent_wait returns at
+ * once, as it would had they been dispatched now.  So an agent that waits
+ * needs no claim after each report to find what it could not take before
+ * (doc/agents.md).  Never after a claim that took nothing: an agent that
+ * has no room for what is placed on it would otherwise claim again and
+ * again.
  */
 static void
 ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_jobs,
@@ -153,15 +163,19 @@ ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_job
 {
 	int			nparts;
 	int64		ninstances;
+	bool		parts_left;
+	bool		jobs_left = false;
 	Datum		parts = QsClaimParts(queue, unit, max_jobs, max_instances, agent, role, lease,
-									 start, &nparts, &ninstances);
+									 start, &nparts, &ninstances, &parts_left);
 	Datum		jobs = (Datum) 0;
 	int64		njob_instances = 0;
 
 	if (nparts < max_jobs && (max_instances == 0 || ninstances < max_instances))
 		jobs = QsClaimJobs(queue, unit, max_jobs - nparts,
 						   max_instances == 0 ? 0 : max_instances - (int) ninstances,
-						   agent, role, lease, start, &njob_instances);
+						   agent, role, lease, start, &njob_instances, &jobs_left);
+	if ((parts_left || jobs_left) && (parts != (Datum) 0 || jobs != (Datum) 0))
+		QsWakeAgent(agent, QS_WAKE_DISPATCH);
 	QsNoteClaim(agent, queue, unit, max_instances, ninstances + njob_instances);
 	if (parts != (Datum) 0)
 		QsEmitJobs(rsinfo, parts);

@@ -139,13 +139,15 @@ typedef struct Picked
 	QsArray		rank;
 	int			n;
 	int64		instances;
+	int			passed_over;	/* claimable parts it did not take */
 	QsArray		with_peers;		/* the jobs among them of several parts */
 } Picked;
 
 /*
  * PickParts picks the parts placed on the agent that a claim takes, up to
  * max_jobs parts and max_instances instances (0: no bound), passing over a
- * part that would take the total beyond it.
+ * part that would take the total beyond it; it counts the parts it passed
+ * over, those beyond max_jobs too.
  */
 static void
 PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
@@ -160,15 +162,23 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
 	QsArrayInit(&picked->placed_at, TIMESTAMPTZOID, (int) n);
 	QsArrayInit(&picked->rank, INT4OID, (int) n);
 	QsArrayInit(&picked->with_peers, INT8OID, 0);
-	for (uint64 i = 0; i < n && picked->n < max_jobs; i++)
+	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		int32		count = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 
+		if (picked->n == max_jobs)
+		{
+			picked->passed_over += (int) (n - i);
+			break;
+		}
 		if (max_instances > 0 && picked->instances + count > max_instances)
+		{
+			picked->passed_over++;
 			continue;
+		}
 		picked->instances += count;
 		picked->n++;
 		QsArrayPush(&picked->job_id, SPI_getbinval(tup, desc, 1, &isnull), false);
@@ -186,12 +196,13 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
  * jobs to the state the parts say, and notifies quota_sched_peers of
  * each job of several parts (the agents waiting for their peers).
  * Returns the jobs' ids as a bigint[] ((Datum) 0: none), and the parts
- * and instances taken.
+ * and instances taken, and whether it passed over claimable parts for
+ * want of room (*left).
  */
 Datum
 QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instances,
 			 const char *agent, const char *role, Interval *lease, bool start,
-			 int *nparts, int64 *ninstances)
+			 int *nparts, int64 *ninstances, bool *left)
 {
 	Picked		picked = {0};
 	Datum		args[6];
@@ -201,6 +212,7 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	PickParts(queue, unit, agent, max_jobs, max_instances, &picked);
 	*nparts = picked.n;
 	*ninstances = picked.instances;
+	*left = picked.passed_over > 0;
 	if (picked.n == 0)
 		return (Datum) 0;
 	args[0] = QsArrayDatum(&picked.job_id);

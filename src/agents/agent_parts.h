@@ -22,7 +22,7 @@
 
 extern Datum QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instances,
 						  const char *agent, const char *role, Interval *lease, bool start,
-						  int *nparts, int64 *ninstances);
+						  int *nparts, int64 *ninstances, bool *left);
 extern void QsPartReport(const QsJobRow *row, int64 job_id, const char *agent,
 						 QsReport report, const char *reason, int32 attempt,
 						 const int32 *exit_code, const char *output, Oid caller);

@@ -436,17 +436,28 @@ static QsQuery ClaimableQuery = {
 	4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
 };
 
+/* Whether ClaimableQuery would find a row, without locking it. */
+static QsQuery MoreClaimableQuery = {
+	"SELECT 1 FROM quota_sched.job"
+	" WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL AND part_agents IS NULL"
+	"   AND ($2::text IS NULL OR capacity_unit = $2)"
+	"   AND (scheduled_at, id) > ($3, $4)"
+	" ORDER BY scheduled_at, id LIMIT 1",
+	4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
+};
+
 /*
  * ClaimableIds picks the unclaimed SCHEDULED jobs a claim takes: of the
  * unit (NULL: any), oldest scheduled_at first then lowest id, up to
  * max_jobs, passing over a job that would take the total beyond
  * max_instances (0: no bound).  Rows other claims hold are skipped; every
  * row looked at stays locked until the transaction ends.  Returns how many
- * it put in *ids (palloc'd).
+ * it put in *ids (palloc'd); *left tells whether it stopped at a bound
+ * with more jobs after the last it looked at (unlocked, in its snapshot).
  */
 static int
 ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances,
-			 Datum **ids, int64 *taken)
+			 Datum **ids, int64 *taken, bool *left)
 {
 	int			cap = Min(max_jobs, 64);
 	Datum		args[4];
@@ -460,6 +471,7 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 
 	*ids = palloc(sizeof(Datum) * cap);
 	*taken = 0;
+	*left = false;
 	if (QS_FLOOR_TOP(first))
 		return 0;
 	args[0] = CStringGetTextDatum(queue);
@@ -489,6 +501,8 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 		args[3] = SPI_getbinval(tup, desc, 1, &isnull);
 		SPI_freetuptable(SPI_tuptable);
 	}
+	if (n == max_jobs || (max_instances > 0 && instances >= max_instances))
+		*left = QsQueryRun(&MoreClaimableQuery, args, nulls, true, 1) > 0;
 	*taken = instances;
 	return n;
 }
@@ -512,15 +526,16 @@ static QsQuery ClaimQuery = {
  * by the agent until now + lease, claimed by the role agent_role, and with
  * start RUNNING at once.  Returns their ids as a bigint[], or (Datum) 0
  * when there was none to claim (then nothing is written), and sets
- * *instances to what they hold.
+ * *instances to what they hold and *left to whether it left claimable jobs
+ * behind at a bound (ClaimableIds).
  */
 Datum
 QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances,
 			const char *agent, const char *agent_role, Interval *lease, bool start,
-			int64 *instances)
+			int64 *instances, bool *left)
 {
 	Datum	   *ids;
-	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids, instances);
+	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids, instances, left);
 	Datum		args[5];
 	Name		role = palloc0(NAMEDATALEN);
 

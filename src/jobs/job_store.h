@@ -79,7 +79,7 @@ extern void QsChangeJob(int64 job_id, QsJobChange change, const char *reason);
 extern Datum QsReturnJob(int64 job_id);
 extern Datum QsClaimJobs(const char *queue, const char *unit, int max_jobs,
 						 int max_instances, const char *agent, const char *agent_role,
-						 Interval *lease, bool start, int64 *instances);
+						 Interval *lease, bool start, int64 *instances, bool *left);
 extern void QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids);
 extern Datum QsLockQueuesOfAgent(const char *agent);
 extern void QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,

@@ -5,7 +5,8 @@
 -- a job placed on the agent, a job of the queue not placed (every agent
 -- of the queue), a stop of a job it holds and a claim of another part of
 -- a job of several parts wake it; a job placed on another agent, a rolled
--- back pass and another queue's jobs do not.  Then the refusals.
+-- back pass and another queue's jobs do not; a claim that leaves jobs
+-- behind keeps its dispatch pending.  Then the refusals.
 
 \i test/regress/include/helpers.sql
 
@@ -106,6 +107,47 @@ SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name IN ('aw
 -- a wait that times out: nothing (a CALL of its own, outside a block)
 CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
 CALL quota_sched.agent_wait('aw_any', 'aw_other', 20);
+
+-- a claim that takes jobs and leaves some behind for want of room keeps
+-- its dispatch pending: the agent's next wait returns at once, with no
+-- claim after each report to find them (doc/agents.md); a claim that
+-- leaves nothing, or takes nothing, keeps nothing.  Two jobs of 1, both
+-- placed on aw_1 (best fit); it claims one at a time.
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SELECT pg_temp.submit('aw_queue', 'aw_s', 'aw_g', 1), pg_temp.submit('aw_queue', 'aw_s', 'aw_h', 1);
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SET ROLE regress_aw_host;
+SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_jobs => 1);
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_jobs => 1);
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu');
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SELECT r.state FROM quota_sched.job j, quota_sched.report(j.id, 'aw_1', 'SUCCEEDED') r
+ WHERE j.name IN ('aw_g', 'aw_h') ORDER BY j.name;
+RESET ROLE;
+-- a job of 2 on aw_1, which claims with room for 1: takes nothing, keeps
+-- nothing pending (it would claim again and again)
+SELECT pg_temp.submit('aw_queue', 'aw_s', 'aw_i', 2);
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SET ROLE regress_aw_host;
+SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_instances => 1);
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+RESET ROLE;
+SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'aw_i';
+-- jobs not placed: a claim that took all it could may have left some
+CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
+SELECT pg_temp.submit('aw_other', 'aw_o', 'aw_j', 1), pg_temp.submit('aw_other', 'aw_o', 'aw_k', 1);
+CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
+SET ROLE regress_aw_host;
+SELECT name, state FROM quota_sched.claim('aw_any', 'aw_other', max_jobs => 1);
+CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
+SELECT name, state FROM quota_sched.claim('aw_any', 'aw_other', max_jobs => 2);
+CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
+RESET ROLE;
+SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name IN ('aw_j', 'aw_k')
+ ORDER BY name;
 
 -- refused, and nothing taken
 SELECT pg_temp.refused($$CALL quota_sched.agent_wait(NULL, 'aw_queue', 0)$$);
