@@ -64,7 +64,8 @@ QsXactCallback(XactEvent event, void *arg)
  * QsSubXactCallback resets the write context when a subtransaction aborts:
  * an error caught by the caller's exception block must not leave the rest
  * of the transaction writing as the system (nor a tally of held capacity
- * whose changes were undone: QsUsageSubXactAbort).
+ * whose changes were undone: QsUsageSubXactAbort; nor floors to raise past
+ * jobs whose dispatch was undone: QsScanFloorSubXactAbort).
  */
 static void
 QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
@@ -75,6 +76,7 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		QsResetWriteContext();
 		QsUsageSubXactAbort();
+		QsScanFloorSubXactAbort();
 	}
 }
 

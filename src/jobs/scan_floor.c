@@ -147,9 +147,21 @@ typedef struct PendingMisfit
 {
 	FloorEntry *entry;
 	uint64		misfit;
+	int			level;			/* GetCurrentTransactionNestLevel() of the note */
 } PendingMisfit;
 
 static List *pending_misfit = NIL;	/* of PendingMisfit, in TopTransactionContext */
+
+/* A floor to raise at the commit, as a probe would (QsFloorAdvanceAtCommit). */
+typedef struct PendingAdvance
+{
+	FloorKey	key;
+	QsFloorSeen seen;
+	QsFloorKeyValue first;
+	int			level;			/* GetCurrentTransactionNestLevel() of the note */
+} PendingAdvance;
+
+static List *pending_advance = NIL; /* of PendingAdvance, in TopTransactionContext */
 
 static PendingNote *FindPending(int32 kind, const char *queue, const char *share,
 								const char *unit);
@@ -218,8 +230,9 @@ MakeKey(QsFloorKind kind, const char *queue, const char *share, const char *unit
 	return key;
 }
 
-static bool
-KeyLess(QsFloorKeyValue a, QsFloorKeyValue b)
+/* QsFloorKeyLess: whether key a comes before key b in their index's order */
+bool
+QsFloorKeyLess(QsFloorKeyValue a, QsFloorKeyValue b)
 {
 	for (int i = 0; i < 3; i++)
 		if (a.k[i] != b.k[i])
@@ -323,7 +336,7 @@ FloorAdvance(const FloorKey *key, const QsFloorSeen *seen, QsFloorKeyValue first
 	if (entry != NULL && entry->gen - seen->gen <= QS_FLOOR_RING)
 	{
 		for (uint64 g = seen->gen + 1; g <= entry->gen; g++)
-			if (KeyLess(entry->ring[g % QS_FLOOR_RING], first))
+			if (QsFloorKeyLess(entry->ring[g % QS_FLOOR_RING], first))
 				first = entry->ring[g % QS_FLOOR_RING];
 		if (!seen->valid)
 		{
@@ -331,7 +344,7 @@ FloorAdvance(const FloorKey *key, const QsFloorSeen *seen, QsFloorKeyValue first
 			entry->set = true;
 			entry->checked_at = GetCurrentTimestamp();
 		}
-		else if (entry->set && KeyLess(entry->floor, first))
+		else if (entry->set && QsFloorKeyLess(entry->floor, first))
 			entry->floor = first;
 	}
 	LWLockRelease(floor_lock);
@@ -375,7 +388,7 @@ Note(QsFloorKind kind, const char *queue, const char *share, const char *unit,
 		pending = lappend(pending, p);
 		MemoryContextSwitchTo(old);
 	}
-	else if (KeyLess(value, p->least))
+	else if (QsFloorKeyLess(value, p->least))
 		p->least = value;
 }
 
@@ -520,7 +533,7 @@ Lower(void)
 
 		if (entry == NULL)
 			continue;
-		if (entry->set && KeyLess(least, entry->floor))
+		if (entry->set && QsFloorKeyLess(least, entry->floor))
 			entry->floor = least;
 		entry->gen++;
 		entry->ring[entry->gen % QS_FLOOR_RING] = least;
@@ -554,16 +567,57 @@ SetMisfit(void)
 void
 QsScanFloorXactEvent(XactEvent event)
 {
-	if (pending == NIL && pending_misfit == NIL)
+	ListCell   *lc;
+
+	if (pending == NIL && pending_misfit == NIL && pending_advance == NIL)
 		return;
 	if (pending != NIL && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE))
 		Lower();
 	if (event == XACT_EVENT_COMMIT)
+	{
 		SetMisfit();
+		/* after Lower: the ring then holds what this transaction moved in */
+		foreach(lc, pending_advance)
+		{
+			PendingAdvance *a = lfirst(lc);
+
+			FloorAdvance(&a->key, &a->seen, a->first);
+		}
+	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
-		pending = pending_misfit = NIL;
+		pending = pending_misfit = pending_advance = NIL;
+}
+
+/*
+ * QsScanFloorSubXactAbort forgets, when a subtransaction aborts, the
+ * misconfiguration checks and the raised floors noted inside it: the
+ * writes they stand for are undone (the pass rolled back to a savepoint).
+ * The rows noted as moved in are kept: a floor lowered for nothing costs
+ * a probe, not a job.
+ */
+void
+QsScanFloorSubXactAbort(void)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	List	   *misfit = NIL;
+	List	   *advance = NIL;
+	ListCell   *lc;
+	MemoryContext old;
+
+	if (pending_misfit == NIL && pending_advance == NIL)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	foreach(lc, pending_misfit)
+		if (((PendingMisfit *) lfirst(lc))->level < level)
+			misfit = lappend(misfit, lfirst(lc));
+	foreach(lc, pending_advance)
+		if (((PendingAdvance *) lfirst(lc))->level < level)
+			advance = lappend(advance, lfirst(lc));
+	MemoryContextSwitchTo(old);
+	pending_misfit = misfit;
+	pending_advance = advance;
 }
 
 /*
@@ -829,7 +883,7 @@ QsFloorFound(QsPairFloors *pf, int p, QsFloorKeyValue key)
 
 	if (QS_FLOOR_TOP(pair->first))
 		pf->listed = lappend(lappend(pf->listed, pair->share), pair->unit);
-	if (KeyLess(key, pair->first))
+	if (QsFloorKeyLess(key, pair->first))
 		pair->first = key;
 }
 
@@ -855,6 +909,34 @@ QsFloorProbed(QsPairFloors *pf, const int *which, int n)
 
 		FloorAdvance(&key, &pf->marker, FloorTop);
 	}
+}
+
+/*
+ * QsFloorAdvanceAtCommit raises, at the commit, the floor of pf's pair p
+ * to first, a key no row of the pair visible in the snapshot of the reads
+ * of pf is below once this transaction's writes are visible (a pass that
+ * dispatched the pair's first jobs: pass_apply.c), as a probe in that
+ * snapshot would (FloorAdvance, with what pf read before it): rows moved in
+ * since, by others or by this transaction (Lower, first), keep it down.
+ * Nothing at a PREPARE (the writes are not visible until a COMMIT
+ * PREPARED, which may not come) nor at an abort.
+ */
+void
+QsFloorAdvanceAtCommit(const QsPairFloors *pf, int p, QsFloorKeyValue first)
+{
+	MemoryContext old;
+	PendingAdvance *a;
+
+	if (floors == NULL || pf->pairs[p].seen.own)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	a = palloc(sizeof(PendingAdvance));
+	a->key = MakeKey(QS_FLOOR_RUNNABLE, pf->queue, pf->pairs[p].share, pf->pairs[p].unit);
+	a->seen = pf->pairs[p].seen;
+	a->first = first;
+	a->level = GetCurrentTransactionNestLevel();
+	pending_advance = lappend(pending_advance, a);
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -928,11 +1010,14 @@ QsFloorMisfitSame(const QsPairFloors *pf, const int *pairs, int n, uint64 signat
 static void
 NoteMisfit(FloorEntry *entry, uint64 misfit)
 {
-	PendingMisfit *p = MemoryContextAlloc(TopTransactionContext, sizeof(PendingMisfit));
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	PendingMisfit *p = palloc(sizeof(PendingMisfit));
 
 	p->entry = entry;
 	p->misfit = misfit;
+	p->level = GetCurrentTransactionNestLevel();
 	pending_misfit = lappend(pending_misfit, p);
+	MemoryContextSwitchTo(old);
 }
 
 /*

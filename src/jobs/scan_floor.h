@@ -86,6 +86,8 @@ extern int	QsFloorToProbe(const QsPairFloors *pf, int **which);
 extern void QsFloorProbeArgs(const QsPairFloors *pf, const int *which, int n, Datum *args);
 extern void QsFloorFound(QsPairFloors *pf, int p, QsFloorKeyValue key);
 extern void QsFloorProbed(QsPairFloors *pf, const int *which, int n);
+extern void QsFloorAdvanceAtCommit(const QsPairFloors *pf, int p, QsFloorKeyValue first);
+extern bool QsFloorKeyLess(QsFloorKeyValue a, QsFloorKeyValue b);
 extern bool QsFloorMisfitSame(const QsPairFloors *pf, const int *pairs, int n,
 							  uint64 signature);
 extern void QsFloorMisfitNote(const QsPairFloors *pf, const int *pairs, int n,
@@ -94,5 +96,6 @@ extern QsFloorSeen QsFloorRead(QsFloorKind kind, const char *queue, const char *
 extern QsFloorKeyValue QsFloorStart(QsFloorKind kind, const char *queue, const char *unit,
 									const QsFloorSeen *seen, Snapshot snapshot);
 extern void QsScanFloorXactEvent(XactEvent event);
+extern void QsScanFloorSubXactAbort(void);
 
 #endif							/* QS_SCAN_FLOOR_H */

@@ -251,9 +251,15 @@ static QsQuery HasRunnableQuery = {
 };
 
 /*
- * QsQueueHasRunnable tells whether a queue has a RUNNABLE job: a probe of
- * each of its pairs from its floor (scan_floor.c), or, when the floors do
- * not know every pair, one probe of the share-order index.
+ * QsQueueHasRunnable tells whether a queue may have a RUNNABLE job, for the
+ * worker's check before a pass: when the floors know every pair
+ * (scan_floor.c), yes if one of them has a valid floor that is not past
+ * every key (a row was moved in since a pass or a probe raised it, or a
+ * pass left a job there: the pass itself will probe it), else a probe of
+ * the pairs whose floor is not valid; when they do not, one probe of the
+ * share-order index.  A pass that dispatched every job of a pair left its
+ * floor past every key (pass_apply.c, AdvanceFloors), so a check after it
+ * runs no statement until a job comes.
  */
 bool
 QsQueueHasRunnable(const char *queue)
@@ -264,6 +270,9 @@ QsQueueHasRunnable(const char *queue)
 
 	if (pf.marker.valid)
 	{
+		for (int i = 0; i < pf.n; i++)
+			if (pf.pairs[i].seen.valid && !QS_FLOOR_TOP(pf.pairs[i].seen.floor))
+				return true;
 		QsFloorProbePairs(&pf, NULL);
 		return pf.listed != NIL;
 	}

@@ -270,6 +270,73 @@ NextPassId(void)
  * written).  Lapsed promises are cleared before new ones are set: the core
  * may let a promise lapse and make it anew in the same pass.
  */
+static int
+CompareIds(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether a job's id is among the sorted ids[n]. */
+static bool
+HasId(const int64 *ids, int n, int64 id)
+{
+	return n > 0 && bsearch(&id, ids, n, sizeof(int64), CompareIds) != NULL;
+}
+
+/*
+ * AdvanceFloors raises, at the commit (QsFloorAdvanceAtCommit), the floor
+ * of each pair whose first jobs the pass read with the pairs
+ * (ReadPairsHeads) past those of them it dispatched: to the first it did
+ * not dispatch; past every key when it read fewer than it asked for (the
+ * pair's every job from its floor) and dispatched them all; else to the
+ * last it read (those after it were not read).  So a pass that dispatched
+ * every RUNNABLE job of a pair leaves its floor past every key, and the
+ * worker's check before its next pass (QsQueueHasRunnable) finds nothing
+ * without a statement.  A job it did not dispatch (failed, passed over, or
+ * written by another transaction meanwhile) keeps the floor at it.
+ */
+static void
+AdvanceFloors(const QsQueueState *qs, const QsOutput *out)
+{
+	const QsPairFloors *pf = &qs->pair_floors;
+	int64	   *ids = palloc(sizeof(int64) * (out->ndecisions + 1));
+	QsFloorKeyValue *kept = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
+	QsFloorKeyValue *last = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
+	int		   *read = palloc0(sizeof(int) * (pf->n + 1));
+	int			n = 0;
+
+	if (qs->snapshot == NULL || qs->heads_per_pair == 0)
+		return;
+	for (int i = 0; i < out->ndecisions; i++)
+		if (out->decisions[i].action == QS_DISPATCH)
+			ids[n++] = out->decisions[i].job_id;
+	qsort(ids, n, sizeof(int64), CompareIds);
+	for (int r = 0; r < qs->nheads; r++)
+	{
+		const QsJob *job = &qs->heads[r].job;
+		QsFloorKeyValue key = {{-(int64) job->priority, job->queued_at, job->id}};
+		int			p = qs->head_pair[r];
+
+		if (read[p]++ == 0)
+		{
+			kept[p] = (QsFloorKeyValue) {{PG_INT64_MAX, PG_INT64_MAX, PG_INT64_MAX}};
+			last[p] = key;
+		}
+		if (QsFloorKeyLess(last[p], key))
+			last[p] = key;
+		if (!HasId(ids, n, job->id) && QsFloorKeyLess(key, kept[p]))
+			kept[p] = key;
+	}
+	/* a pair none of whose jobs was read: its probe raised it past every key */
+	for (int p = 0; p < pf->n; p++)
+		if (read[p] > 0)
+			QsFloorAdvanceAtCommit(pf, p, QS_FLOOR_TOP(kept[p]) && read[p] >= qs->heads_per_pair ?
+								   last[p] : kept[p]);
+}
+
 int64
 QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 {
@@ -289,6 +356,7 @@ QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 	{
 		QsWritePromises(out->promised, out->npromised, true, now);
 		QsWriteDispatches(out, now);
+		AdvanceFloors(qs, out);
 		Notify(qs, out);
 	}
 	QsWriteReservations(out);
@@ -312,14 +380,6 @@ static QsQuery PassedOverQuery = {
 	4, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID, INT4OID}, SPI_OK_INSERT
 };
 
-static int
-CompareIds(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* after this many passes in a row passing over jobs, a WARNING */
 #define QS_PASSED_OVER_WARN 3

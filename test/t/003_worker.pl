@@ -130,7 +130,10 @@ ok(wait_worker_quiet($node, 2), 'the worker no longer polls every 200 ms');
 # Only commits that may change a decision wake the worker (scheduling.md 6).
 # 'waiting' is inserted with the triggers off, so it wakes nobody: a pass
 # would dispatch it, but claims, a RUNNING report and a heartbeat do not
-# run one; the SUCCEEDED report that frees an instance does.
+# run one; the SUCCEEDED report that frees an instance does.  An UPDATE in
+# the same transaction has job_scan_floor (ENABLE ALWAYS) note it, as a
+# submission is noted: the worker's check before a pass reads the floors,
+# and a row they do not know waits for their check of every 10 s.
 submit('held');
 ok($node->poll_query_until('postgres',
 		"SELECT state = 'SCHEDULED' FROM quota_sched.job WHERE name = 'held'"),
@@ -142,6 +145,7 @@ INSERT INTO quota_sched.job (id, name, job_queue, quota_share, priority, capacit
 	submitted_at, queued_at)
 VALUES (nextval('quota_sched.job_id_seq'), 'waiting', 'w_queue', 'w_share', 0, 'gpu', 1,
 	current_user, 'RUNNABLE', 0, 0, 0, 0, now(), now());
+UPDATE quota_sched.job SET priority = priority WHERE name = 'waiting';
 SQL
 my $held = $node->safe_psql('postgres', "SELECT id FROM quota_sched.job WHERE name = 'held'");
 ok(wait_worker_quiet($node, 0), "the round that dispatched held is over");

@@ -73,6 +73,22 @@ SELECT * FROM pg_temp.check();
 ROLLBACK;
 SELECT * FROM pg_temp.check();
 SELECT * FROM pg_temp.check();
+-- And one rolled back to a savepoint, in a transaction that commits: a
+-- larger limit clears ms_big's reason, not for long; the next pass checks
+-- again, and clears it.  Then the limit as it was.
+UPDATE quota_sched.quota_share SET capacity_limits = '{"gpu": 3}'
+ WHERE job_queue = 'ms_queue' AND name = 'ms_a';
+BEGIN;
+SAVEPOINT s;
+SELECT * FROM pg_temp.check();
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT * FROM pg_temp.check();
+SELECT * FROM pg_temp.check();
+UPDATE quota_sched.quota_share SET capacity_limits = '{"gpu": 2}'
+ WHERE job_queue = 'ms_queue' AND name = 'ms_a';
+SELECT * FROM pg_temp.check();
+SELECT * FROM pg_temp.check();
 -- A job of another share (a pair of its own): checked.
 INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
 VALUES ('ms_b_big', 'ms_queue', 'ms_b', 'gpu', 3);
