@@ -156,9 +156,10 @@ tell_attempt(Job *job)
 }
 
 /*
- * Whether a claim was put off (no room, shutting down, paused) or ran with
- * some of the agent's instances busy, so that it may have passed over a
- * job that needs them: the report that frees them claims again (told).
+ * Whether a claim was put off (no room, shutting down, paused) or failed,
+ * or ran with some of the agent's instances busy, so that it may have
+ * passed over a job that needs them, or left jobs behind (claim_left()):
+ * the report that frees them claims again (told).
  */
 static bool claim_deferred = false;
 
@@ -449,10 +450,10 @@ take_claimed(PGresult *res, int i, double t0)
  * held at once), on a dispatch's notification and at each heartbeat, again
  * and again while the claim gives jobs: a job that fails at once frees its
  * instances for the next.  Not while shutting down, nor past --exit-after.
- * With agent_wait, once: a claim that took jobs and left some behind for
- * want of room keeps a dispatch pending (agent_api.c, ClaimAll), so the
- * next wait returns at once and the claim after it takes them; one that
- * left nothing asks for no claim that would find nothing.
+ * With agent_wait, again only while the claim left jobs behind for want of
+ * room (claim_left(), read with the claim): one that left nothing asks for
+ * no claim that would find nothing, and what is dispatched later wakes the
+ * agent's wait.
  */
 void
 do_claim(void)
@@ -474,6 +475,7 @@ do_claim(void)
 		PGresult   *res;
 		int			i,
 					n;
+		bool		left;
 		double		t0 = now_mono();
 
 		if (free_instances <= 0 || shutting_down || draining || now_mono() < claims_paused_until ||
@@ -491,13 +493,18 @@ do_claim(void)
 		 */
 		want_claim = false;
 		if (db_exec(STMT_CLAIM, params, &res, NULL) != DB_OK)
+		{
+			claim_deferred = true;
 			return;
+		}
 		n = PQntuples(res);
+		left = n > 0 && strcmp(PQgetvalue(res, 0, 8), "t") == 0;
+		claim_deferred = claim_deferred || left;
 		for (i = 0; i < n; i++)
 			take_claimed(res, i, t0);
 		PQclear(res);
 		flush_actions();
-		if (n == 0 || wake_waits())
+		if (n == 0 || (wake_waits() && !left))
 			return;
 	}
 }

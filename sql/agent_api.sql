@@ -126,6 +126,19 @@ LANGUAGE C;
 REVOKE ALL ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) FROM PUBLIC;
 GRANT EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) TO quota_sched_agent;
 
+/*
+ * claim_left(): whether this session's last claim took jobs and left
+ * claimable ones behind for want of room (src/agents/agent_api.c,
+ * ClaimAll), which also keeps the agent's dispatch pending for its next
+ * agent_wait: an agent that reads it in the claim's statement claims again
+ * as soon as it has room, without a wait first.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.claim_left() RETURNS boolean
+AS 'MODULE_PATHNAME', 'qs_claim_left'
+LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION quota_sched.claim_left() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION quota_sched.claim_left() TO quota_sched_agent;
+
 REVOKE ALL ON FUNCTION quota_sched.claim(text, text, text, integer, interval, integer, boolean),
 	quota_sched.heartbeat(text, interval),
 	quota_sched.report(bigint, text, text, text, integer, integer, text),

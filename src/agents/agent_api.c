@@ -140,6 +140,9 @@ StopTimeout(void)
 	return iv;
 }
 
+/* Whether this session's last claim left jobs behind (claim_left()). */
+static bool last_claim_left = false;
+
 /*
  * ClaimAll claims for an agent the parts of jobs placed on it
  * (scheduling.md 3.14), then, within what is left of max_jobs and
@@ -148,14 +151,15 @@ StopTimeout(void)
  * free, for the dispatches that wake one agent (QsNoteClaim).
  *
  * A claim that took jobs and left claimable ones behind for want of room
- * (parts placed on the agent that it passed over; jobs not placed after
- * the last it took, when it took all it could) keeps a dispatch wake-up
- * pending for the agent (agent_wait.c): its next agent_wait returns at
- * once, as it would had they been dispatched now.  So an agent that waits
- * needs no claim after each report to find what it could not take before
- * (doc/agents.md).  Never after a claim that took nothing: an agent that
- * has no room for what is placed on it would otherwise claim again and
- * again.
+ * (parts placed on the agent that it passed over; jobs not placed that it
+ * passed over, or after the last it took when it took all it could, or
+ * any when the parts took all) keeps a dispatch wake-up pending for the
+ * agent (agent_wait.c): its next agent_wait returns at once, as it would
+ * had they been dispatched now; and claim_left() says so.  So an agent
+ * that waits needs no claim after each report to find what it could not
+ * take before (doc/agents.md).  Never after a claim that took nothing: an
+ * agent that has no room for what is placed on it would otherwise claim
+ * again and again.
  */
 static void
 ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_jobs,
@@ -164,7 +168,7 @@ ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_job
 	int			nparts;
 	int64		ninstances;
 	bool		parts_left;
-	bool		jobs_left = false;
+	bool		jobs_left;
 	Datum		parts = QsClaimParts(queue, unit, max_jobs, max_instances, agent, role, lease,
 									 start, &nparts, &ninstances, &parts_left);
 	Datum		jobs = (Datum) 0;
@@ -174,13 +178,32 @@ ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_job
 		jobs = QsClaimJobs(queue, unit, max_jobs - nparts,
 						   max_instances == 0 ? 0 : max_instances - (int) ninstances,
 						   agent, role, lease, start, &njob_instances, &jobs_left);
-	if ((parts_left || jobs_left) && (parts != (Datum) 0 || jobs != (Datum) 0))
+	else
+		jobs_left = nparts > 0 && QsJobsClaimable(queue, unit);
+	last_claim_left = (parts_left || jobs_left) && (parts != (Datum) 0 || jobs != (Datum) 0);
+	if (last_claim_left)
 		QsWakeAgent(agent, QS_WAKE_DISPATCH);
 	QsNoteClaim(agent, queue, unit, max_instances, ninstances + njob_instances);
 	if (parts != (Datum) 0)
 		QsEmitJobs(rsinfo, parts);
 	if (jobs != (Datum) 0)
 		QsEmitJobs(rsinfo, jobs);
+}
+
+PG_FUNCTION_INFO_V1(qs_claim_left);
+
+/*
+ * qs_claim_left() RETURNS boolean: whether this session's last claim took
+ * jobs and left claimable ones behind for want of room (ClaimAll), so that
+ * an agent that waits with agent_wait claims again once it has room,
+ * without a wait first; false before any claim.  Read in the statement of
+ * the claim (the shipped agent's), it is that claim's.
+ */
+Datum
+qs_claim_left(PG_FUNCTION_ARGS)
+{
+	QsCheckSchemaVersion();
+	PG_RETURN_BOOL(last_claim_left);
 }
 
 /*
@@ -226,6 +249,7 @@ DoClaim(PG_FUNCTION_ARGS)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	RequireQueue(queue, unit);
 	QsRequireAgentAccess(caller, queue);
+	last_claim_left = false;
 	if (!QsAgentSeen(agent, admin ? NULL : role, lease))
 		ClaimAll(rsinfo, queue, unit, max_jobs, max_instances, agent, role, lease, start);
 	else						/* draining: nothing new, so no room */

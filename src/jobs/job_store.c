@@ -447,13 +447,36 @@ static QsQuery MoreClaimableQuery = {
 };
 
 /*
+ * QsJobsClaimable tells whether a queue has an unclaimed SCHEDULED job
+ * that is not placed, of the unit (NULL: any), from its floor (none
+ * without a statement when the floor is past every key), in a snapshot
+ * of its own, locking nothing: for a claim that had no room left to look.
+ */
+bool
+QsJobsClaimable(const char *queue, const char *unit)
+{
+	QsFloorSeen seen = QsFloorRead(QS_FLOOR_CLAIMABLE, queue, unit ? unit : "");
+	Datum		args[4];
+	char		nulls[4] = {' ', unit ? ' ' : 'n', ' ', ' '};
+
+	if (seen.valid && QS_FLOOR_TOP(seen.floor))
+		return false;
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = unit ? CStringGetTextDatum(unit) : (Datum) 0;
+	args[2] = TimestampTzGetDatum(seen.valid ? seen.floor.k[0] : DT_NOBEGIN);
+	args[3] = Int64GetDatum(seen.valid ? seen.floor.k[1] - 1 : 0);
+	return QsQueryRun(&MoreClaimableQuery, args, nulls, true, 1) > 0;
+}
+
+/*
  * ClaimableIds picks the unclaimed SCHEDULED jobs a claim takes: of the
  * unit (NULL: any), oldest scheduled_at first then lowest id, up to
  * max_jobs, passing over a job that would take the total beyond
  * max_instances (0: no bound).  Rows other claims hold are skipped; every
  * row looked at stays locked until the transaction ends.  Returns how many
- * it put in *ids (palloc'd); *left tells whether it stopped at a bound
- * with more jobs after the last it looked at (unlocked, in its snapshot).
+ * it put in *ids (palloc'd); *left tells whether it left one behind for
+ * want of room: one it passed over, or, stopped at a bound, one after the
+ * last it looked at (unlocked, in its snapshot).
  */
 static int
 ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances,
@@ -497,11 +520,13 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 			instances += count;
 			(*ids)[n++] = SPI_getbinval(tup, desc, 1, &isnull);
 		}
+		else
+			*left = true;
 		args[2] = SPI_getbinval(tup, desc, 3, &isnull);
 		args[3] = SPI_getbinval(tup, desc, 1, &isnull);
 		SPI_freetuptable(SPI_tuptable);
 	}
-	if (n == max_jobs || (max_instances > 0 && instances >= max_instances))
+	if (!*left && (n == max_jobs || (max_instances > 0 && instances >= max_instances)))
 		*left = QsQueryRun(&MoreClaimableQuery, args, nulls, true, 1) > 0;
 	*taken = instances;
 	return n;

@@ -168,7 +168,7 @@ static PendingNote *FindPending(int32 kind, const char *queue, const char *share
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static const QsFloorKeyValue FloorTop = {{PG_INT64_MAX, PG_INT64_MAX, PG_INT64_MAX}};
+const QsFloorKeyValue QsFloorTop = {{PG_INT64_MAX, PG_INT64_MAX, PG_INT64_MAX}};
 
 static void
 FloorShmemRequest(void)
@@ -319,7 +319,7 @@ QsFloorRead(QsFloorKind kind, const char *queue, const char *unit)
 
 /*
  * FloorAdvance raises a floor after a probe that started where seen says
- * and found first (FloorTop: nothing): to the least of first and of the
+ * and found first (QsFloorTop: nothing): to the least of first and of the
  * keys lowered since seen was read; a probe from the beginning sets it so.
  * Nothing when the ring lost some of those keys, or for a transaction that
  * moved rows in itself.
@@ -438,10 +438,10 @@ NoteRunnable(TupleDesc desc, HeapTuple row, const char *queue)
 
 	if (!heap_attisnull(row, JobAttnum(desc, JC_DEPENDENCIES_WAITING), desc))
 		return;
-	value.k[0] = -(int64) DatumGetInt32(heap_getattr(row, JobAttnum(desc, JC_PRIORITY), desc,
-													 &isnull));
-	value.k[1] = Int64Column(desc, row, JC_QUEUED_AT, &isnull);
-	value.k[2] = Int64Column(desc, row, JC_ID, &isnull);
+	value = QsFloorJobKey(DatumGetInt32(heap_getattr(row, JobAttnum(desc, JC_PRIORITY), desc,
+													 &isnull)),
+						  Int64Column(desc, row, JC_QUEUED_AT, &isnull),
+						  Int64Column(desc, row, JC_ID, &isnull));
 	Note(QS_FLOOR_RUNNABLE, queue, TextColumn(desc, row, JC_QUOTA_SHARE),
 		 TextColumn(desc, row, JC_CAPACITY_UNIT), value);
 }
@@ -657,7 +657,7 @@ static QsQuery ProbeQueries[] = {
  * in the snapshot given (NULL: one of the statement's own), which must be
  * taken after seen was read (QsFloorRead): the key of its first row at or
  * above the floor (from the beginning when the floor is not valid), or
- * past every key (FloorTop: the scan finds nothing); and raises the floor
+ * past every key (QsFloorTop: the scan finds nothing); and raises the floor
  * to it.
  */
 QsFloorKeyValue
@@ -666,7 +666,7 @@ QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloo
 {
 	Datum		args[4];
 	char		nulls[4] = {' ', unit[0] ? ' ' : 'n', ' ', ' '};
-	QsFloorKeyValue first = FloorTop;
+	QsFloorKeyValue first = QsFloorTop;
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = unit[0] ? CStringGetTextDatum(unit) : (Datum) 0;
@@ -720,7 +720,7 @@ AddPair(QsPairFloors *pf, const char *share, const char *unit, QsFloorSeen seen,
 	p->share = pstrdup(share);
 	p->unit = pstrdup(unit);
 	p->seen = seen;
-	p->first = FloorTop;
+	p->first = QsFloorTop;
 	p->entry = NULL;
 }
 
@@ -907,7 +907,7 @@ QsFloorProbed(QsPairFloors *pf, const int *which, int n)
 	{
 		FloorKey	key = MakeKey(QS_FLOOR_PAIRS, pf->queue, "", "");
 
-		FloorAdvance(&key, &pf->marker, FloorTop);
+		FloorAdvance(&key, &pf->marker, QsFloorTop);
 	}
 }
 
@@ -965,9 +965,9 @@ QsFloorProbePairs(QsPairFloors *pf, Snapshot snapshot)
 		bool		isnull;
 		QsFloorKeyValue key;
 
-		key.k[0] = -(int64) DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		key.k[1] = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		key.k[2] = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		key = QsFloorJobKey(DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull)),
+							DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull)),
+							DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull)));
 		QsFloorFound(pf, which[DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull)) - 1], key);
 	}
 	if (n > 0)
@@ -1028,14 +1028,10 @@ NoteMisfit(FloorEntry *entry, uint64 misfit)
 void
 QsFloorMisfitNote(const QsPairFloors *pf, const int *pairs, int n, uint64 signature)
 {
-	MemoryContext old;
-
 	if (floors == NULL || pf->marker_entry == NULL)
 		return;
-	old = MemoryContextSwitchTo(TopTransactionContext);
 	for (int i = 0; i < n; i++)
 		if (pairs[i] >= 0 && pf->pairs[pairs[i]].entry != NULL)
 			NoteMisfit(pf->pairs[pairs[i]].entry, pf->pairs[pairs[i]].seen.gen + 1);
 	NoteMisfit(pf->marker_entry, signature);
-	MemoryContextSwitchTo(old);
 }

@@ -44,6 +44,18 @@ typedef struct QsFloorKeyValue
 	int64		k[3];
 } QsFloorKeyValue;
 
+/* Past every key: a scan that finds nothing. */
+extern const QsFloorKeyValue QsFloorTop;
+
+/* The key of a RUNNABLE job in share order: (-priority, queued_at, id). */
+static inline QsFloorKeyValue
+QsFloorJobKey(int32 priority, int64 queued_at, int64 id)
+{
+	QsFloorKeyValue key = {{-(int64) priority, queued_at, id}};
+
+	return key;
+}
+
 /* What a reader saw of a floor before its scan's snapshot (QsFloorRead). */
 typedef struct QsFloorSeen
 {

@@ -761,16 +761,13 @@ ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int **pair_of, int *per_pair)
 			MemoryContext old = MemoryContextSwitchTo(outer);
 			const QsJob *job = &heads->rows[r].job;
 			bool		isnull;
-			QsFloorKeyValue key;
 
 			QsJobDecode(&decoder, tup, &heads->rows[r]);
 			MemoryContextSwitchTo(old);
-			key.k[0] = -(int64) job->priority;
-			key.k[1] = job->queued_at;
-			key.k[2] = job->id;
 			(*pair_of)[r] = which[DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc,
 															  pair_col, &isnull)) - 1];
-			QsFloorFound(pf, (*pair_of)[r], key);
+			QsFloorFound(pf, (*pair_of)[r],
+						 QsFloorJobKey(job->priority, job->queued_at, job->id));
 		}
 		SPI_freetuptable(SPI_tuptable);
 		MemoryContextSwitchTo(outer);

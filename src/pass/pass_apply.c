@@ -263,13 +263,6 @@ NextPassId(void)
 	return nextval_internal(get_relname_relid("pass_log_id_seq", nsp), false);
 }
 
-/*
- * QsApplyDecisions writes every decision of a pass and returns the pass id
- * (0 when the pass decided nothing: then it writes no pass_log row and no
- * job_event row; misconfiguration reasons and lapsed promises are still
- * written).  Lapsed promises are cleared before new ones are set: the core
- * may let a promise lapse and make it anew in the same pass.
- */
 static int
 CompareIds(const void *a, const void *b)
 {
@@ -302,14 +295,18 @@ static void
 AdvanceFloors(const QsQueueState *qs, const QsOutput *out)
 {
 	const QsPairFloors *pf = &qs->pair_floors;
-	int64	   *ids = palloc(sizeof(int64) * (out->ndecisions + 1));
-	QsFloorKeyValue *kept = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
-	QsFloorKeyValue *last = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
-	int		   *read = palloc0(sizeof(int) * (pf->n + 1));
+	int64	   *ids;
+	QsFloorKeyValue *kept;
+	QsFloorKeyValue *last;
+	int		   *read;
 	int			n = 0;
 
 	if (qs->snapshot == NULL || qs->heads_per_pair == 0)
 		return;
+	ids = palloc(sizeof(int64) * (out->ndecisions + 1));
+	kept = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
+	last = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
+	read = palloc0(sizeof(int) * (pf->n + 1));
 	for (int i = 0; i < out->ndecisions; i++)
 		if (out->decisions[i].action == QS_DISPATCH)
 			ids[n++] = out->decisions[i].job_id;
@@ -317,12 +314,12 @@ AdvanceFloors(const QsQueueState *qs, const QsOutput *out)
 	for (int r = 0; r < qs->nheads; r++)
 	{
 		const QsJob *job = &qs->heads[r].job;
-		QsFloorKeyValue key = {{-(int64) job->priority, job->queued_at, job->id}};
+		QsFloorKeyValue key = QsFloorJobKey(job->priority, job->queued_at, job->id);
 		int			p = qs->head_pair[r];
 
 		if (read[p]++ == 0)
 		{
-			kept[p] = (QsFloorKeyValue) {{PG_INT64_MAX, PG_INT64_MAX, PG_INT64_MAX}};
+			kept[p] = QsFloorTop;
 			last[p] = key;
 		}
 		if (QsFloorKeyLess(last[p], key))
@@ -337,6 +334,13 @@ AdvanceFloors(const QsQueueState *qs, const QsOutput *out)
 								   last[p] : kept[p]);
 }
 
+/*
+ * QsApplyDecisions writes every decision of a pass and returns the pass id
+ * (0 when the pass decided nothing: then it writes no pass_log row and no
+ * job_event row; misconfiguration reasons and lapsed promises are still
+ * written).  Lapsed promises are cleared before new ones are set: the core
+ * may let a promise lapse and make it anew in the same pass.
+ */
 int64
 QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 {
@@ -379,7 +383,6 @@ static QsQuery PassedOverQuery = {
 	"       passed_over_passes = excluded.passed_over_passes",
 	4, {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID, INT4OID}, SPI_OK_INSERT
 };
-
 
 /* after this many passes in a row passing over jobs, a WARNING */
 #define QS_PASSED_OVER_WARN 3

@@ -118,11 +118,15 @@ CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
 SELECT pg_temp.submit('aw_queue', 'aw_s', 'aw_g', 1), pg_temp.submit('aw_queue', 'aw_s', 'aw_h', 1);
 CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
 SET ROLE regress_aw_host;
-SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_jobs => 1);
+SELECT quota_sched.claim_left() AS left_before_any_claim;
+SELECT name, state, quota_sched.claim_left() AS left
+  FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_jobs => 1);
 CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
-SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_jobs => 1);
+SELECT name, state, quota_sched.claim_left() AS left
+  FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_jobs => 1);
 CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
 SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu');
+SELECT quota_sched.claim_left() AS left_after_nothing;
 CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
 SELECT r.state FROM quota_sched.job j, quota_sched.report(j.id, 'aw_1', 'SUCCEEDED') r
  WHERE j.name IN ('aw_g', 'aw_h') ORDER BY j.name;
@@ -136,7 +140,9 @@ SELECT name, state FROM quota_sched.claim('aw_1', 'aw_queue', 'gpu', max_instanc
 CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
 RESET ROLE;
 SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'aw_i';
--- jobs not placed: a claim that took all it could may have left some
+-- jobs not placed: a claim that took all it could may have left some;
+-- one that passed over a job too large for what it had left did (a job of
+-- 2, then one of 1, with room for 1: it takes the second)
 CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
 SELECT pg_temp.submit('aw_other', 'aw_o', 'aw_j', 1), pg_temp.submit('aw_other', 'aw_o', 'aw_k', 1);
 CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
@@ -146,8 +152,39 @@ CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
 SELECT name, state FROM quota_sched.claim('aw_any', 'aw_other', max_jobs => 2);
 CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
 RESET ROLE;
-SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name IN ('aw_j', 'aw_k')
- ORDER BY name;
+SELECT pg_temp.submit('aw_other', 'aw_o', 'aw_l', 2), pg_temp.submit('aw_other', 'aw_o', 'aw_m', 1);
+CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
+SET ROLE regress_aw_host;
+SELECT name, state, quota_sched.claim_left() AS left
+  FROM quota_sched.claim('aw_any', 'aw_other', max_jobs => 2, max_instances => 1);
+CALL quota_sched.agent_wait('aw_any', 'aw_other', 0);
+SELECT r.name, r.state FROM quota_sched.job j, quota_sched.report(j.id, 'aw_any', 'SUCCEEDED') r
+ WHERE j.name IN ('aw_j', 'aw_k', 'aw_m') ORDER BY j.name;
+RESET ROLE;
+SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'aw_l';
+-- a claim whose parts take all its room looks for jobs not placed too: a
+-- job of 1 placed on aw_1, one of aw_queue not placed (no agent of a
+-- unit of its own), aw_1 claims with room for 1
+INSERT INTO quota_sched.service_environment (name, capacity_limits) VALUES ('aw_env3', '{"gpu": 8, "cpu": 8}');
+UPDATE quota_sched.job_queue SET service_environment = 'aw_env3' WHERE name = 'aw_queue';
+UPDATE quota_sched.quota_share SET capacity_limits = '{"gpu": 8, "cpu": 8}' WHERE name = 'aw_s';
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SELECT pg_temp.submit('aw_queue', 'aw_s', 'aw_n', 1);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count)
+VALUES ('aw_o_cpu', 'aw_queue', 'aw_s', 'cpu', 1);
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('aw_queue') WHERE action = 'DISPATCH';
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SET ROLE regress_aw_host;
+SELECT name, state, quota_sched.claim_left() AS left
+  FROM quota_sched.claim('aw_1', 'aw_queue', max_jobs => 1, max_instances => 1);
+CALL quota_sched.agent_wait('aw_1', 'aw_queue', 0);
+SELECT r.state FROM quota_sched.job j, quota_sched.report(j.id, 'aw_1', 'SUCCEEDED') r
+ WHERE j.name = 'aw_n';
+RESET ROLE;
+SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'aw_o_cpu';
+-- claim_left() is the agents'
+SELECT has_function_privilege('quota_sched_user', 'quota_sched.claim_left()', 'EXECUTE')
+	   AS users_may;
 
 -- refused, and nothing taken
 SELECT pg_temp.refused($$CALL quota_sched.agent_wait(NULL, 'aw_queue', 0)$$);
@@ -170,6 +207,6 @@ RESET ROLE;
 SELECT (quota_sched.terminate(id)).state FROM quota_sched.job
  WHERE job_queue IN ('aw_queue', 'aw_other') AND state NOT IN ('SUCCEEDED', 'FAILED');
 DELETE FROM quota_sched.job_queue WHERE name IN ('aw_queue', 'aw_other');
-DELETE FROM quota_sched.service_environment WHERE name IN ('aw_env', 'aw_env2');
+DELETE FROM quota_sched.service_environment WHERE name IN ('aw_env', 'aw_env2', 'aw_env3');
 DELETE FROM quota_sched.agent_access WHERE login = 'regress_aw_host';
 DROP ROLE regress_aw_host, regress_aw_user;

@@ -104,6 +104,7 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	 ARRAY[$$'bi_agent'$$, $$'60 seconds'$$], NULL, '{}'),
 	('quota_sched.agent_wait(text, text, integer, text[])', 'regress_bi_agent',
 	 ARRAY[$$'bi_agent'$$, $$'bi_queue'$$, '0', 'NULL'], NULL, '{}'),
+	('quota_sched.claim_left()', 'regress_bi_agent', '{}', NULL, '{}'),
 	('quota_sched.agent_ready(text, text, text, integer, jsonb, text)', 'regress_bi_agent',
 	 ARRAY[$$'bi_agent'$$, $$'bi_queue'$$, $$'gpu'$$, '4', $$'{"rack": "r1"}'$$, $$'10.0.0.7'$$], NULL,
 	 $${"capacity_unit": [["unit unknown in the queue", "'cpu'"]],
