@@ -370,7 +370,8 @@ PeerStop(int64 job_id, QsStop stop)
  * a stop is pending already); once none holds, the job ends as its parts
  * say: SUCCEEDED when every part succeeded, a failed attempt when one
  * failed, else as its pending stop says (3.6's outcome, or the first
- * peer's cause), else released.
+ * peer's cause), else released.  A job of one part (the one that ended)
+ * is as its report says, with no statement to read its parts.
  */
 static void
 AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *reason)
@@ -378,16 +379,19 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 	Datum		arg = Int64GetDatum(job_id);
 	HeapTuple	tup;
 	bool		isnull;
-	int64		holding;
-	bool		all_succeeded,
-				any_failed;
+	int64		holding = 0;
+	bool		all_succeeded = report == QS_REPORT_SUCCEEDED,
+				any_failed = report == QS_REPORT_FAILED;
 	QsStopOutcome o;
 
-	QsQueryRun(&PartsLeftQuery, &arg, NULL, false, 0);
-	tup = SPI_tuptable->vals[0];
-	holding = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-	all_succeeded = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-	any_failed = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
+	if (row->job.nparts != 1)
+	{
+		QsQueryRun(&PartsLeftQuery, &arg, NULL, false, 0);
+		tup = SPI_tuptable->vals[0];
+		holding = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		all_succeeded = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+		any_failed = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
+	}
 	if (holding > 0)
 	{
 		if ((report == QS_REPORT_FAILED || report == QS_REPORT_RELEASED) &&
@@ -396,7 +400,8 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 					 QS_STOP_PEER_RELEASED);
 		return;
 	}
-	QsDropUnclaimedParts(OneId(job_id));
+	if (row->job.nparts != 1)
+		QsDropUnclaimedParts(OneId(job_id));
 	if (all_succeeded)
 	{
 		if (row->state == QS_STARTING)
