@@ -448,24 +448,20 @@ static QsQuery MoreClaimableQuery = {
 
 /*
  * QsJobsClaimable tells whether a queue has an unclaimed SCHEDULED job
- * that is not placed, of the unit (NULL: any), from its floor (none
- * without a statement when the floor is past every key), in a snapshot
- * of its own, locking nothing: for a claim that had no room left to look.
+ * that is not placed, of the unit (NULL: any), locking nothing: for a
+ * claim that had no room left to look.  A probe from the floor of such
+ * jobs, which it raises (none without a statement when the floor is past
+ * every key).
  */
 bool
 QsJobsClaimable(const char *queue, const char *unit)
 {
-	QsFloorSeen seen = QsFloorRead(QS_FLOOR_CLAIMABLE, queue, unit ? unit : "");
-	Datum		args[4];
-	char		nulls[4] = {' ', unit ? ' ' : 'n', ' ', ' '};
+	const char *u = unit ? unit : "";
+	QsFloorSeen seen = QsFloorRead(QS_FLOOR_CLAIMABLE, queue, u);
 
 	if (seen.valid && QS_FLOOR_TOP(seen.floor))
 		return false;
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = unit ? CStringGetTextDatum(unit) : (Datum) 0;
-	args[2] = TimestampTzGetDatum(seen.valid ? seen.floor.k[0] : DT_NOBEGIN);
-	args[3] = Int64GetDatum(seen.valid ? seen.floor.k[1] - 1 : 0);
-	return QsQueryRun(&MoreClaimableQuery, args, nulls, true, 1) > 0;
+	return !QS_FLOOR_TOP(QsFloorStart(QS_FLOOR_CLAIMABLE, queue, u, &seen, NULL));
 }
 
 /*
