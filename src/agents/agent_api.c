@@ -179,7 +179,7 @@ ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_job
 						   max_instances == 0 ? 0 : max_instances - (int) ninstances,
 						   agent, role, lease, start, &njob_instances, &jobs_left);
 	else
-		jobs_left = nparts > 0 && QsJobsClaimable(queue, unit);
+		jobs_left = QsJobsClaimable(queue, unit);	/* the parts took all the room */
 	last_claim_left = (parts_left || jobs_left) && (parts != (Datum) 0 || jobs != (Datum) 0);
 	if (last_claim_left)
 		QsWakeAgent(agent, QS_WAKE_DISPATCH);

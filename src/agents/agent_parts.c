@@ -379,12 +379,13 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 	Datum		arg = Int64GetDatum(job_id);
 	HeapTuple	tup;
 	bool		isnull;
+	bool		one_part = row->job.nparts == 1;
 	int64		holding = 0;
 	bool		all_succeeded = report == QS_REPORT_SUCCEEDED,
 				any_failed = report == QS_REPORT_FAILED;
 	QsStopOutcome o;
 
-	if (row->job.nparts != 1)
+	if (!one_part)
 	{
 		QsQueryRun(&PartsLeftQuery, &arg, NULL, false, 0);
 		tup = SPI_tuptable->vals[0];
@@ -400,7 +401,7 @@ AfterPartEnded(const QsJobRow *row, int64 job_id, QsReport report, const char *r
 					 QS_STOP_PEER_RELEASED);
 		return;
 	}
-	if (row->job.nparts != 1)
+	if (!one_part)
 		QsDropUnclaimedParts(OneId(job_id));
 	if (all_succeeded)
 	{

@@ -436,16 +436,6 @@ static QsQuery ClaimableQuery = {
 	4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
 };
 
-/* Whether ClaimableQuery would find a row, without locking it. */
-static QsQuery MoreClaimableQuery = {
-	"SELECT 1 FROM quota_sched.job"
-	" WHERE job_queue = $1 AND state = 'SCHEDULED' AND agent IS NULL AND part_agents IS NULL"
-	"   AND ($2::text IS NULL OR capacity_unit = $2)"
-	"   AND (scheduled_at, id) > ($3, $4)"
-	" ORDER BY scheduled_at, id LIMIT 1",
-	4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
-};
-
 /*
  * QsJobsClaimable tells whether a queue has an unclaimed SCHEDULED job
  * that is not placed, of the unit (NULL: any), locking nothing: for a
@@ -472,7 +462,7 @@ QsJobsClaimable(const char *queue, const char *unit)
  * row looked at stays locked until the transaction ends.  Returns how many
  * it put in *ids (palloc'd); *left tells whether it left one behind for
  * want of room: one it passed over, or, stopped at a bound, one after the
- * last it looked at (unlocked, in its snapshot).
+ * last it looked at (QsFloorProbe, which locks nothing).
  */
 static int
 ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instances,
@@ -523,7 +513,12 @@ ClaimableIds(const char *queue, const char *unit, int max_jobs, int max_instance
 		SPI_freetuptable(SPI_tuptable);
 	}
 	if (!*left && (n == max_jobs || (max_instances > 0 && instances >= max_instances)))
-		*left = QsQueryRun(&MoreClaimableQuery, args, nulls, true, 1) > 0;
+	{
+		QsFloorKeyValue after = {{DatumGetInt64(args[2]), DatumGetInt64(args[3]) + 1, 0}};
+
+		*left = !QS_FLOOR_TOP(QsFloorProbe(QS_FLOOR_CLAIMABLE, queue, unit ? unit : "", after,
+										   NULL));
+	}
 	*taken = instances;
 	return n;
 }

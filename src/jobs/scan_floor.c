@@ -653,15 +653,13 @@ static QsQuery ProbeQueries[] = {
 };
 
 /*
- * QsFloorStart finds where a scan of a queue (and unit: "" for all) starts,
- * in the snapshot given (NULL: one of the statement's own), which must be
- * taken after seen was read (QsFloorRead): the key of its first row at or
- * above the floor (from the beginning when the floor is not valid), or
- * past every key (QsFloorTop: the scan finds nothing); and raises the floor
- * to it.
+ * QsFloorProbe finds, in the snapshot given (NULL: one of the statement's
+ * own), the key of the first row of a scan of a queue (and unit: "" for
+ * all) at or above a key, or past every key (QsFloorTop: none), locking
+ * nothing and leaving the floors as they are.
  */
 QsFloorKeyValue
-QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloorSeen *seen,
+QsFloorProbe(QsFloorKind kind, const char *queue, const char *unit, QsFloorKeyValue from,
 			 Snapshot snapshot)
 {
 	Datum		args[4];
@@ -670,8 +668,8 @@ QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloo
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = unit[0] ? CStringGetTextDatum(unit) : (Datum) 0;
-	args[2] = Int64GetDatum(seen->valid ? seen->floor.k[0] : DT_NOBEGIN);
-	args[3] = Int64GetDatum(seen->valid ? seen->floor.k[1] : PG_INT64_MIN);
+	args[2] = Int64GetDatum(from.k[0]);
+	args[3] = Int64GetDatum(from.k[1]);
 	if (kind == QS_FLOOR_LAPSED)
 		nulls[3] = 'n';
 	if (QsQueryRunIn(&ProbeQueries[kind], args, nulls, snapshot, 1) == 1)
@@ -684,11 +682,29 @@ QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloo
 												 &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
-	{
-		FloorKey	key = MakeKey(kind, queue, "", unit);
+	return first;
+}
 
-		FloorAdvance(&key, seen, first);
-	}
+/*
+ * QsFloorStart finds where a scan of a queue (and unit: "" for all) starts,
+ * in the snapshot given (NULL: one of the statement's own), which must be
+ * taken after seen was read (QsFloorRead): the key of its first row at or
+ * above the floor (from the beginning when the floor is not valid), or
+ * past every key (QsFloorTop: the scan finds nothing); and raises the floor
+ * to it.
+ */
+QsFloorKeyValue
+QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloorSeen *seen,
+			 Snapshot snapshot)
+{
+	QsFloorKeyValue from = {{DT_NOBEGIN, PG_INT64_MIN, 0}};
+	QsFloorKeyValue first;
+	FloorKey	key = MakeKey(kind, queue, "", unit);
+
+	if (seen->valid)
+		from = seen->floor;
+	first = QsFloorProbe(kind, queue, unit, from, snapshot);
+	FloorAdvance(&key, seen, first);
 	return first;
 }
 

@@ -105,6 +105,8 @@ extern bool QsFloorMisfitSame(const QsPairFloors *pf, const int *pairs, int n,
 extern void QsFloorMisfitNote(const QsPairFloors *pf, const int *pairs, int n,
 							  uint64 signature);
 extern QsFloorSeen QsFloorRead(QsFloorKind kind, const char *queue, const char *unit);
+extern QsFloorKeyValue QsFloorProbe(QsFloorKind kind, const char *queue, const char *unit,
+									QsFloorKeyValue from, Snapshot snapshot);
 extern QsFloorKeyValue QsFloorStart(QsFloorKind kind, const char *queue, const char *unit,
 									const QsFloorSeen *seen, Snapshot snapshot);
 extern void QsScanFloorXactEvent(XactEvent event);
