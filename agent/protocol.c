@@ -446,6 +446,18 @@ take_claimed(PGresult *res, int i, double t0)
 }
 
 /*
+ * may_take: whether the agent takes new jobs now, by a claim or given at
+ * their dispatch while it waits (wake.c): not while shutting down or
+ * draining, after a fault (agent_fault), nor past --exit-after.
+ */
+bool
+may_take(void)
+{
+	return !shutting_down && !draining && now_mono() >= claims_paused_until &&
+		!(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after);
+}
+
+/*
  * do_claim claims jobs for the agent's free instances (at most --instances
  * held at once), on a dispatch's notification and at each heartbeat, again
  * and again while the claim gives jobs: a job that fails at once frees its
@@ -478,8 +490,7 @@ do_claim(void)
 		bool		left;
 		double		t0 = now_mono();
 
-		if (free_instances <= 0 || shutting_down || draining || now_mono() < claims_paused_until ||
-			(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after))
+		if (free_instances <= 0 || !may_take())
 		{
 			claim_deferred = true;
 			return;

@@ -35,7 +35,8 @@ static bool use_wait = false;	/* agent_wait, not LISTEN, on this connection */
 static bool waiting = false;	/* a CALL of agent_wait runs */
 static double wait_until = 0;	/* when it times out (now_mono) */
 
-static const char wait_sql[] = "CALL quota_sched.agent_wait($1, $2, $3)";
+/* $4, the lease of the jobs given at their dispatch while it waits (null: none) */
+static const char wait_sql[] = "CALL quota_sched.agent_wait($1, $2, $3, lease => $4::interval)";
 
 /* apply does what a result of agent_wait says; false if it failed */
 static bool
@@ -63,13 +64,13 @@ apply(PGresult *res)
 bool
 wake_setup(PGconn *conn)
 {
-	const char *params[3] = {opts.agent, opts.queue, "0"};
+	const char *params[4] = {opts.agent, opts.queue, "0", NULL};
 	PGresult   *res;
 
 	use_wait = waiting = false;
 	if (!opts.listen || !opts.wake_wait)
 		return false;
-	res = PQexecParams(conn, wait_sql, 3, NULL, params, NULL, NULL, 0);
+	res = PQexecParams(conn, wait_sql, 4, NULL, params, NULL, NULL, 0);
 	use_wait = apply(res);
 	PQclear(res);
 	return use_wait;
@@ -98,13 +99,17 @@ wake_waits(void)
  * wake_start, as the loop sleeps for at most timeout_ms: sends a wait that
  * ends before then, and half a second within the session's
  * statement_timeout (limit_ms), unless one runs or there is too little
- * time.  False if it could not be sent.
+ * time.  While the agent takes new jobs (may_take), the wait takes those
+ * the passes give it at their dispatch, with --lease: its next claim
+ * returns them, with no write of its own (doc/agents.md).  False if it
+ * could not be sent.
  */
 bool
 wake_start(PGconn *conn, int timeout_ms, int limit_ms)
 {
 	char		ms[16];
-	const char *params[3] = {opts.agent, opts.queue, ms};
+	char		lease[32];
+	const char *params[4] = {opts.agent, opts.queue, ms, may_take() ? lease : NULL};
 
 	if (!use_wait || waiting)
 		return true;
@@ -114,7 +119,8 @@ wake_start(PGconn *conn, int timeout_ms, int limit_ms)
 	if (timeout_ms < 50)
 		return true;
 	snprintf(ms, sizeof(ms), "%d", timeout_ms);
-	if (!PQsendQueryParams(conn, wait_sql, 3, NULL, params, NULL, NULL, 0))
+	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
+	if (!PQsendQueryParams(conn, wait_sql, 4, NULL, params, NULL, NULL, 0))
 		return false;
 	waiting = true;
 	wait_until = now_mono() + timeout_ms / 1000.0;

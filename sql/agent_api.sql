@@ -115,16 +115,19 @@ REVOKE ALL ON FUNCTION quota_sched.safe_output(text) FROM PUBLIC;
  * agent_wait(): an agent waits for a dispatch to it, a stop of a job it
  * holds or a peer of a job of several parts, woken by the commit that made
  * it, without LISTEN (src/agents/agent_wait.c): every listener of the
- * database is woken at every commit that notifies.  A procedure: it
+ * database is woken at every commit that notifies.  With a lease, a pass
+ * may give it, while it waits, the jobs it dispatches (claimed for the
+ * agent in the pass; its next claim returns them).  A procedure: it
  * commits the CALL's transaction before it waits, so as to hold no
  * snapshot meanwhile.
  */
 CREATE OR REPLACE PROCEDURE quota_sched.agent_wait(agent text, job_queue text, timeout_ms integer,
-	INOUT woken text[] DEFAULT NULL)
+	INOUT woken text[] DEFAULT NULL, lease interval DEFAULT NULL)
 AS 'MODULE_PATHNAME', 'qs_agent_wait'
 LANGUAGE C;
-REVOKE ALL ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) FROM PUBLIC;
-GRANT EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) TO quota_sched_agent;
+REVOKE ALL ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[], interval) FROM PUBLIC;
+GRANT EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[], interval)
+	TO quota_sched_agent;
 
 /*
  * claim_left(): whether this session's last claim took jobs and left

@@ -143,12 +143,21 @@ StopTimeout(void)
 /* Whether this session's last claim left jobs behind (claim_left()). */
 static bool last_claim_left = false;
 
+/* The jobs given to the session at their dispatch that its claim returns. */
+typedef struct Given
+{
+	Datum		ids;			/* a bigint[]; (Datum) 0: none */
+	int			n;
+	int64		instances;
+} Given;
+
 /*
- * ClaimAll claims for an agent the parts of jobs placed on it
- * (scheduling.md 3.14), then, within what is left of max_jobs and
- * max_instances, jobs that are not placed, and appends their rows to
- * claim()'s result.  What is left of max_instances is what the agent has
- * free, for the dispatches that wake one agent (QsNoteClaim).
+ * ClaimAll claims for an agent, within what the jobs given to its session
+ * left of max_jobs and max_instances (TakeGiven), the parts of jobs
+ * placed on it (scheduling.md 3.14), then, within what is left, jobs that
+ * are not placed, and appends their rows to claim()'s result.  What is
+ * left of max_instances is what the agent has free, for the dispatches
+ * that wake one agent or are given to it (QsNoteClaim).
  *
  * A claim that took jobs and left claimable ones behind for want of room
  * (parts placed on the agent that it passed over; jobs not placed that it
@@ -163,31 +172,53 @@ static bool last_claim_left = false;
  */
 static void
 ClaimAll(ReturnSetInfo *rsinfo, const char *queue, const char *unit, int max_jobs,
-		 int max_instances, const char *agent, const char *role, Interval *lease, bool start)
+		 int max_instances, const char *agent, const char *role, Interval *lease, bool start,
+		 const Given *given)
 {
+	/* the room the jobs given left (0 instances: no bound, but no job either) */
+	int			room = max_instances == 0 ? 0 : Max(max_instances - (int) given->instances, 0);
+	int			room_jobs = max_instances > 0 && room == 0 ? 0 : Max(max_jobs - given->n, 0);
 	int			nparts;
 	int64		ninstances;
 	bool		parts_left;
 	bool		jobs_left;
-	Datum		parts = QsClaimParts(queue, unit, max_jobs, max_instances, agent, role, lease,
+	Datum		parts = QsClaimParts(queue, unit, room_jobs, room, agent, role, lease,
 									 start, &nparts, &ninstances, &parts_left);
 	Datum		jobs = (Datum) 0;
 	int64		njob_instances = 0;
 
-	if (nparts < max_jobs && (max_instances == 0 || ninstances < max_instances))
-		jobs = QsClaimJobs(queue, unit, max_jobs - nparts,
-						   max_instances == 0 ? 0 : max_instances - (int) ninstances,
+	if (nparts < room_jobs && (room == 0 || ninstances < room))
+		jobs = QsClaimJobs(queue, unit, room_jobs - nparts,
+						   room == 0 ? 0 : room - (int) ninstances,
 						   agent, role, lease, start, &njob_instances, &jobs_left);
 	else
-		jobs_left = QsJobsClaimable(queue, unit);	/* the parts took all the room */
-	last_claim_left = (parts_left || jobs_left) && (parts != (Datum) 0 || jobs != (Datum) 0);
+		jobs_left = QsJobsClaimable(queue, unit);	/* no room left to look */
+	last_claim_left = (parts_left || jobs_left) &&
+		(given->n > 0 || parts != (Datum) 0 || jobs != (Datum) 0);
 	if (last_claim_left)
 		QsWakeAgent(agent, QS_WAKE_DISPATCH);
-	QsNoteClaim(agent, queue, unit, max_instances, ninstances + njob_instances);
+	QsNoteClaim(agent, queue, unit, max_instances,
+				given->instances + ninstances + njob_instances);
 	if (parts != (Datum) 0)
 		QsEmitJobs(rsinfo, parts);
 	if (jobs != (Datum) 0)
 		QsEmitJobs(rsinfo, jobs);
+}
+
+/*
+ * TakeGiven: the jobs given to the session at their dispatch (agent_wait
+ * with a lease, QsTakeGiven) that its claim returns: those the agent
+ * still holds.
+ */
+static Given
+TakeGiven(const char *agent, const char *queue)
+{
+	int64		ids[QS_MAX_GIVEN];
+	Given		given;
+
+	given.ids = QsHeldOf(ids, QsTakeGiven(agent, queue, ids), agent, queue, &given.n,
+						 &given.instances);
+	return given;
 }
 
 PG_FUNCTION_INFO_V1(qs_claim_left);
@@ -208,10 +239,11 @@ qs_claim_left(PG_FUNCTION_ARGS)
 
 /*
  * qs_claim(agent, job_queue, capacity_unit, max_jobs, lease, max_instances,
- * start) RETURNS SETOF quota_sched.job: takes SCHEDULED unclaimed jobs,
- * which become STARTING, held by the agent until lease_until and claimed
- * by the calling role (agent_role); with start, RUNNING at once, as if the
- * agent had reported RUNNING.  A registered agent's last_seen and lease are
+ * start) RETURNS SETOF quota_sched.job: returns the jobs given to the
+ * session at their dispatch (TakeGiven), then takes SCHEDULED unclaimed
+ * jobs, which become STARTING, held by the agent until lease_until and
+ * claimed by the calling role (agent_role); with start, RUNNING at once,
+ * as if the agent had reported RUNNING.  A registered agent's last_seen and lease are
  * refreshed (QsAgentSeen); a DRAINING one claims nothing.  A login that
  * may not serve the queue is refused (QsRequireAgentAccess, 42501).
  */
@@ -230,6 +262,7 @@ DoClaim(PG_FUNCTION_ARGS)
 	int			max_instances = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
 	bool		start = DatumGetBool(NotNullArg(fcinfo, 6, "start", true));
 	QsSavedUser saved;
+	Given		given;
 
 	if (max_jobs < 1)
 		ereport(ERROR,
@@ -250,8 +283,12 @@ DoClaim(PG_FUNCTION_ARGS)
 	RequireQueue(queue, unit);
 	QsRequireAgentAccess(caller, queue);
 	last_claim_left = false;
+	given = TakeGiven(agent, queue);
+	if (given.n > 0)
+		QsEmitJobs(rsinfo, given.ids);
 	if (!QsAgentSeen(agent, admin ? NULL : role, lease))
-		ClaimAll(rsinfo, queue, unit, max_jobs, max_instances, agent, role, lease, start);
+		ClaimAll(rsinfo, queue, unit, max_jobs, max_instances, agent, role, lease, start,
+				 &given);
 	else						/* draining: nothing new, so no room */
 		QsNoteClaim(agent, queue, unit, max_instances, max_instances);
 	SPI_finish();

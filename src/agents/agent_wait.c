@@ -30,6 +30,14 @@
  * there is no shared memory: agent_wait is refused (0A000) and agents
  * LISTEN as before.
  *
+ * Gives.  A session that waits with a lease may be given a job not
+ * placed by the pass that dispatches it (QsGiveJob): the pass claims it
+ * for the agent and takes the room at once; at the pass's commit the job
+ * joins the slot's list of jobs given, which the session's next claim
+ * returns (QsTakeGiven) and, once that claim commits, forgets.  A job of
+ * a subtransaction rolled back stays listed: the claim finds it no longer
+ * held by the agent and returns nothing for it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -56,6 +64,7 @@
 #include "agent_wait.h"
 #include "checks.h"
 #include "constants.h"
+#include "fleet.h"
 #include "identity.h"
 #include "query.h"
 
@@ -76,6 +85,14 @@ typedef struct WaitSlot
 	int64		free;			/* instances it has free, as its claims and
 								 * reports tell (QsNoteClaim); -1: not known */
 	Latch	   *latch;
+	uint32		gen;			/* moves on when the slot changes hands */
+	uint32		room_gen;		/* moves on when a claim sets free (SetRoom) */
+	int64		give_usecs;		/* lease of the jobs given it at dispatch; 0:
+								 * none is (QsGiveJob) */
+	NameData	role;			/* the waiting session's role: the jobs' agent_role */
+	int			nreserved;		/* jobs given by passes not yet committed */
+	int			ngiven;			/* jobs given, not yet returned by its claim */
+	int64		given[QS_MAX_GIVEN];
 } WaitSlot;
 
 typedef struct WaitShared
@@ -102,12 +119,27 @@ typedef struct QueueWake
 } QueueWake;
 
 static WaitShared *shared = NULL;
+/* A job a pass gives to a waiting session (QsGiveJob), for its commit. */
+typedef struct Give
+{
+	int			slot;
+	uint32		gen;
+	uint32		room_gen;
+	int64		job_id;
+	int64		instances;
+} Give;
+
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static HTAB *agent_wakes = NULL;	/* in TopTransactionContext */
 static List *queue_wakes = NIL; /* of QueueWake, in TopTransactionContext */
+static List *gives = NIL;		/* of Give, in TopTransactionContext */
+static int64 claimed_given[QS_MAX_GIVEN];	/* what this transaction's claim */
+static int	nclaimed_given = 0; /* returned of the jobs given (QsTakeGiven) */
 static bool exit_hook_set = false;	/* this backend has waited: it has a slot */
 static bool i_wait = false;		/* its slot is waiting, as this backend set it */
+
+static WaitSlot *MySlot(void);
 
 static Size
 WaitShmemSize(void)
@@ -242,6 +274,161 @@ PickSlot(const QueueWake *w)
 }
 
 /*
+ * QsGiveJob gives a job of a pass, dispatched to its queue and not placed,
+ * to a session that waits for the queue with agent_wait(lease => ...)
+ * now, with nothing pending, room for the job (as PickSlot) and fewer
+ * than QS_MAX_GIVEN jobs given and not yet claimed: the caller claims it
+ * for *to's agent and role, with its lease, in the pass (agents.md,
+ * "Jobs given at their dispatch").  The room is taken now; the session
+ * is woken, and its next claim returns the job, once the pass commits
+ * (SetGives); a pass rolled back gives the room back.  Sessions take turns (shared->next).  False
+ * when none can take it (or without the shared memory).
+ */
+bool
+QsGiveJob(const char *queue, const char *unit, int64 instances, int64 job_id, QsGiveTo *to)
+{
+	bool		given = false;
+
+	if (shared == NULL)
+		return false;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int k = 0; k < shared->nslots && !given; k++)
+	{
+		int			i = (shared->next + k) % shared->nslots;
+		WaitSlot   *slot = &shared->slots[i];
+		MemoryContext old;
+		Give	   *g;
+
+		if (slot->dboid != MyDatabaseId || !slot->waiting || slot->give_usecs == 0 ||
+			slot->free < instances || slot->ngiven + slot->nreserved >= QS_MAX_GIVEN ||
+			strcmp(slot->queue, queue) != 0 ||
+			(slot->unit[0] != '\0' && strcmp(slot->unit, unit) != 0))
+			continue;
+		slot->free -= instances;
+		slot->nreserved++;
+		strlcpy(to->agent, slot->agent, sizeof(to->agent));
+		strlcpy(to->role, NameStr(slot->role), sizeof(to->role));
+		to->lease_usecs = slot->give_usecs;
+		to->slot = i;
+		old = MemoryContextSwitchTo(TopTransactionContext);
+		g = palloc(sizeof(Give));
+		*g = (Give) {i, slot->gen, slot->room_gen, job_id, instances};
+		gives = lappend(gives, g);
+		MemoryContextSwitchTo(old);
+		shared->next = (i + 1) % shared->nslots;
+		given = true;
+	}
+	LWLockRelease(shared->lock);
+	return given;
+}
+
+/*
+ * SetGives ends the gives of a transaction (QsGiveJob), the shared lock
+ * held: committed, each job is the session's to claim, and wakes it; else
+ * the room taken comes back, unless a claim has set it since.  A slot that
+ * changed hands meanwhile keeps nothing: its new session never waited for
+ * the job (its agent releases it, as a job it does not know).
+ */
+static void
+SetGives(bool committed)
+{
+	ListCell   *lc;
+
+	foreach(lc, gives)
+	{
+		Give	   *g = lfirst(lc);
+		WaitSlot   *slot = &shared->slots[g->slot];
+
+		if (slot->gen != g->gen)
+			continue;
+		slot->nreserved--;
+		if (committed)
+		{
+			slot->given[slot->ngiven++] = g->job_id;
+			Wake(slot, QS_WAKE_DISPATCH);
+		}
+		else if (slot->room_gen == g->room_gen && slot->free >= 0)
+			slot->free += g->instances;
+	}
+}
+
+/* Taken: whether a claim of this transaction already took a job given */
+static bool
+Taken(int64 job_id)
+{
+	for (int c = 0; c < nclaimed_given; c++)
+		if (claimed_given[c] == job_id)
+			return true;
+	return false;
+}
+
+/*
+ * QsTakeGiven copies into ids (room for QS_MAX_GIVEN) the jobs given to
+ * this session for the agent and queue it waits for, but those an earlier
+ * claim of the transaction took, and returns their number: its claim
+ * returns them (those the agent still holds), and once the claim commits
+ * they are no longer the session's to take (ForgetClaimed).
+ */
+int
+QsTakeGiven(const char *agent, const char *queue, int64 *ids)
+{
+	WaitSlot   *slot;
+	int			n = 0;
+
+	if (shared == NULL || !exit_hook_set)
+		return 0;				/* this backend never waited */
+	slot = MySlot();
+	LWLockAcquire(shared->lock, LW_SHARED);
+	if (slot->dboid == MyDatabaseId && strcmp(slot->agent, agent) == 0 &&
+		strcmp(slot->queue, queue) == 0)
+	{
+		for (int i = 0; i < slot->ngiven && nclaimed_given + n < QS_MAX_GIVEN; i++)
+			if (!Taken(slot->given[i]))
+				ids[n++] = slot->given[i];
+	}
+	LWLockRelease(shared->lock);
+	memcpy(claimed_given + nclaimed_given, ids, sizeof(int64) * n);
+	nclaimed_given += n;
+	return n;
+}
+
+/*
+ * QsGivenToSession: whether a job was given to this session and is not
+ * yet claimed by it: its heartbeat does not return it, so that an agent
+ * does not release a job it has not yet been told of.
+ */
+bool
+QsGivenToSession(int64 job_id)
+{
+	WaitSlot   *slot;
+	bool		found = false;
+
+	if (shared == NULL || !exit_hook_set)
+		return false;
+	slot = MySlot();
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < slot->ngiven && !found; i++)
+		found = slot->dboid == MyDatabaseId && slot->given[i] == job_id;
+	LWLockRelease(shared->lock);
+	return found;
+}
+
+/* ForgetClaimed: the jobs a committed claim returned are no longer given */
+static void
+ForgetClaimed(void)
+{
+	WaitSlot   *slot = &shared->slots[MyProc->pgprocno];
+	int			kept = 0;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < slot->ngiven; i++)
+		if (!Taken(slot->given[i]))
+			slot->given[kept++] = slot->given[i];
+	slot->ngiven = kept;
+	LWLockRelease(shared->lock);
+}
+
+/*
  * SetWakes sets the wake-ups of a committed transaction: bits and latches.
  * Each job not placed wakes one agent (PickSlot); the queues of those no
  * agent could take wake every agent that waits for them, as do the
@@ -254,6 +441,7 @@ SetWakes(void)
 	ListCell   *lc;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	SetGives(true);
 	foreach(lc, queue_wakes)
 	{
 		QueueWake  *w = lfirst(lc);
@@ -357,6 +545,7 @@ SetRoom(void)
 		{
 			strlcpy(slot->unit, room.unit, sizeof(slot->unit));
 			slot->free = room.free;
+			slot->room_gen++;
 		}
 		if (slot->free >= 0)
 			slot->free += room.freed;
@@ -386,8 +575,17 @@ QsAgentWaitXactEvent(XactEvent event)
 {
 	if (event == XACT_EVENT_COMMIT && room.noted)
 		SetRoom();
-	if (event == XACT_EVENT_COMMIT && (agent_wakes != NULL || queue_wakes != NIL))
+	if (event == XACT_EVENT_COMMIT && nclaimed_given > 0)
+		ForgetClaimed();
+	if (event == XACT_EVENT_COMMIT &&
+		(agent_wakes != NULL || queue_wakes != NIL || gives != NIL))
 		SetWakes();
+	if ((event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE) && gives != NIL)
+	{
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		SetGives(false);		/* a prepared pass gives nothing */
+		LWLockRelease(shared->lock);
+	}
 	if (event == XACT_EVENT_ABORT && i_wait)
 		SetWaiting(false);		/* a wait that ended in an error */
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
@@ -396,6 +594,8 @@ QsAgentWaitXactEvent(XactEvent event)
 	{
 		agent_wakes = NULL;
 		queue_wakes = NIL;
+		gives = NIL;
+		nclaimed_given = 0;
 		room.noted = false;
 	}
 }
@@ -415,8 +615,13 @@ MySlot(void)
 static void
 Unsubscribe(int code, Datum arg)
 {
+	WaitSlot   *slot = MySlot();
+
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	MySlot()->dboid = InvalidOid;
+	slot->dboid = InvalidOid;
+	slot->gen++;
+	slot->ngiven = slot->nreserved = 0;
+	slot->give_usecs = 0;
 	LWLockRelease(shared->lock);
 }
 
@@ -424,11 +629,14 @@ Unsubscribe(int code, Datum arg)
  * TakePending returns what is pending for the backend's slot and clears
  * it; the first wait for an agent and queue (or for others than the last)
  * makes the slot theirs, with everything pending: what came before is
- * not known, nor what the agent has free.  With wait, when nothing is
- * pending, the slot waits from now on (SetWaiting).
+ * not known, nor what the agent has free, and the jobs given to it for
+ * another are no longer its own (SetGives).  With wait, when nothing is
+ * pending, the slot waits from now on (SetWaiting), and takes jobs at
+ * their dispatch with a lease of give_usecs (0: none) for the role named.
  */
 static uint32
-TakePending(const char *agent, const char *queue, bool wait)
+TakePending(const char *agent, const char *queue, bool wait, int64 give_usecs,
+			const char *role)
 {
 	WaitSlot   *slot = MySlot();
 	uint32		what;
@@ -444,10 +652,15 @@ TakePending(const char *agent, const char *queue, bool wait)
 		slot->unit[0] = '\0';
 		slot->free = -1;
 		slot->dboid = MyDatabaseId;
+		slot->gen++;
+		slot->ngiven = slot->nreserved = 0;
 	}
 	what = slot->pending;
 	slot->pending = 0;
 	slot->waiting = i_wait = wait && what == 0;
+	slot->give_usecs = give_usecs;
+	if (give_usecs > 0)
+		namestrcpy(&slot->role, role);
 	LWLockRelease(shared->lock);
 	return what;
 }
@@ -524,12 +737,13 @@ WaitForWake(long timeout_ms)
  * (0: nothing).
  */
 static uint32
-Wait(const char *agent, const char *queue, TimestampTz deadline)
+Wait(const char *agent, const char *queue, TimestampTz deadline, int64 give_usecs,
+	 const char *role)
 {
 	uint32		what;
 	int			rc;
 
-	while ((what = TakePending(agent, queue, true)) == 0 && !Cancelled())
+	while ((what = TakePending(agent, queue, true, give_usecs, role)) == 0 && !Cancelled())
 	{
 		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 
@@ -548,13 +762,45 @@ Wait(const char *agent, const char *queue, TimestampTz deadline)
 	return what;
 }
 
+/*
+ * GiveLease returns, in microseconds, the lease of the jobs a pass may
+ * give the session while it waits (agent_wait's lease; 0 when null, or
+ * when the agent is registered and DRAINING: it takes nothing new), after
+ * checking that the caller may serve the queue (42501), as its claim
+ * would.  SPI connected.
+ */
+static int64
+GiveLease(FunctionCallInfo fcinfo, const char *agent, const char *queue)
+{
+	Interval   *lease;
+	Oid			caller = GetUserId();
+	QsSavedUser saved;
+	bool		draining;
+
+	if (PG_ARGISNULL(4))
+		return 0;
+	QsCheckInterval(PG_GETARG_DATUM(4), ERRCODE_INVALID_PARAMETER_VALUE, "lease", NULL,
+					"A lease is a positive interval of at most "
+					CppAsString2(QS_MAX_INTERVAL_DAYS) " days.");
+	lease = PG_GETARG_INTERVAL_P(4);
+	QsBecomeOwner(QsExtensionOwner(), &saved);
+	QsRequireAgentAccess(caller, queue);
+	draining = QsAgentDraining(agent);
+	QsRestoreUser(&saved);
+	if (draining)
+		return 0;
+	return lease->time + (lease->day + (int64) lease->month * DAYS_PER_MONTH) * USECS_PER_DAY;
+}
+
 PG_FUNCTION_INFO_V1(qs_agent_wait);
 
 /*
- * qs_agent_wait(agent, job_queue, timeout_ms, INOUT woken text[]), a
- * procedure: woken is what is pending for the agent ('dispatch', 'stop',
- * 'peers'), at once if anything is, else once something is, or the
- * timeout (0 to an hour) passes or a cancel request comes (then empty).
+ * qs_agent_wait(agent, job_queue, timeout_ms, INOUT woken text[], lease
+ * interval), a procedure: woken is what is pending for the agent
+ * ('dispatch', 'stop', 'peers'), at once if anything is, else once
+ * something is, or the timeout (0 to an hour) passes or a cancel request
+ * comes (then empty).  With a lease, while it waits, a pass may give it
+ * the jobs not placed that it dispatches (QsGiveJob), for its next claim.
  * To wait, it commits the CALL's transaction first, so that it holds no
  * snapshot while it waits (a waiting fleet would hold back vacuum); so a
  * wait above 0 must be a CALL outside a transaction block (25001).  Takes
@@ -567,6 +813,8 @@ qs_agent_wait(PG_FUNCTION_ARGS)
 	char	   *queue;
 	int			timeout_ms;
 	uint32		what;
+	int64		give_usecs;
+	const char *role = GetUserNameFromId(GetUserId(), false);
 
 	QsCheckSchemaVersion();
 	agent = QsNameArg(fcinfo, 0, "agent");
@@ -587,8 +835,13 @@ qs_agent_wait(PG_FUNCTION_ARGS)
 		before_shmem_exit(Unsubscribe, (Datum) 0);
 		exit_hook_set = true;
 	}
-	if ((what = TakePending(agent, queue, false)) != 0 || timeout_ms == 0)
+	SPI_connect_ext(SPI_OPT_NONATOMIC);
+	give_usecs = GiveLease(fcinfo, agent, queue);
+	if ((what = TakePending(agent, queue, false, 0, NULL)) != 0 || timeout_ms == 0)
+	{
+		SPI_finish();
 		PG_RETURN_DATUM(WokenRow(what));
+	}
 	if (fcinfo->context == NULL || !IsA(fcinfo->context, CallContext) ||
 		((CallContext *) fcinfo->context)->atomic)
 		ereport(ERROR,
@@ -596,9 +849,9 @@ qs_agent_wait(PG_FUNCTION_ARGS)
 				 errmsg("agent_wait waits only in a CALL outside a transaction block"),
 				 errdetail("It commits its transaction before it waits, to hold no snapshot."),
 				 errhint("Give timeout_ms 0 to take what is pending without waiting.")));
-	SPI_connect_ext(SPI_OPT_NONATOMIC);
 	SPI_commit();
-	what = Wait(agent, queue, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms));
+	what = Wait(agent, queue, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms),
+				give_usecs, role);
 	SPI_finish();
 	PG_RETURN_DATUM(WokenRow(what));
 }

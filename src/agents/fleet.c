@@ -222,6 +222,25 @@ static QsQuery AgentKnownQuery = {
  * (login NULL: an admin acting for it, any login).  Returns whether the
  * agent is registered and DRAINING (then claim gives it nothing).
  */
+/*
+ * StateIsDraining: whether the state in the first column of the last
+ * statement's first row (null: none) is DRAINING.
+ */
+static bool
+StateIsDraining(const char *agent)
+{
+	bool		isnull;
+	Datum		state = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	int			word;
+
+	if (isnull)
+		return false;
+	if (!QsWordFromName(QS_KIND_AGENT_STATE, TextDatumGetCString(state), &word))
+		QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_AGENT_STATE,
+					  TextDatumGetCString(state), psprintf("agent \"%s\"", agent));
+	return word == QS_AGENT_DRAINING;
+}
+
 bool
 QsAgentSeen(const char *agent, const char *login, Interval *lease)
 {
@@ -229,9 +248,6 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 	char		nulls[5] = "    ";
 	Name		role = palloc0(NAMEDATALEN);
 	Interval   *most = palloc0(sizeof(Interval));
-	bool		isnull;
-	Datum		state;
-	int			word;
 
 	args[0] = CStringGetTextDatum(agent);
 	/* an agent that never registered costs its claims one index probe */
@@ -245,13 +261,24 @@ QsAgentSeen(const char *agent, const char *login, Interval *lease)
 	most->time = (int64) QsMaxAgentLeaseSeconds * USECS_PER_SEC;
 	args[3] = IntervalPGetDatum(most);
 	QsQueryRun(&AgentSeenQuery, args, nulls, false, 0);
-	state = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		return false;
-	if (!QsWordFromName(QS_KIND_AGENT_STATE, TextDatumGetCString(state), &word))
-		QsUnknownWord(ERRCODE_INVALID_TEXT_REPRESENTATION, QS_KIND_AGENT_STATE,
-					  TextDatumGetCString(state), psprintf("agent \"%s\"", agent));
-	return word == QS_AGENT_DRAINING;
+	return StateIsDraining(agent);
+}
+
+static QsQuery AgentStateQuery = {
+	"SELECT state FROM quota_sched.agent WHERE name = $1",
+	1, {TEXTOID}, SPI_OK_SELECT
+};
+
+/*
+ * QsAgentDraining tells whether an agent is registered and DRAINING,
+ * writing nothing (SPI connected).
+ */
+bool
+QsAgentDraining(const char *agent)
+{
+	Datum		arg = CStringGetTextDatum(agent);
+
+	return QsQueryRun(&AgentStateQuery, &arg, NULL, true, 1) > 0 && StateIsDraining(agent);
 }
 
 /*

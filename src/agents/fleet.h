@@ -33,6 +33,7 @@ extern void QsDefineFleetSettings(void);
 extern Datum QsAgentReady(const char *agent, const char *login, bool admin,
 						  const QsAgentOffer *offer);
 extern bool QsAgentSeen(const char *agent, const char *login, Interval *lease);
+extern bool QsAgentDraining(const char *agent);
 extern Datum QsDrainAgent(const char *agent, bool draining);
 extern Datum QsForgetAgent(const char *agent);
 extern void QsRequireAgentAccess(Oid caller, const char *queue);

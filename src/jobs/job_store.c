@@ -21,6 +21,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "agent_wait.h"
 #include "config_cache.h"
 #include "job_store.h"
 #include "policy.h"
@@ -436,6 +437,53 @@ static QsQuery ClaimableQuery = {
 	4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
 };
 
+/* Of the jobs $1, those agent $2 holds, not placed, in queue $3. */
+static QsQuery HeldOfQuery = {
+	"SELECT id, instance_count FROM quota_sched.job"
+	" WHERE id = ANY ($1) AND agent = $2 AND job_queue = $3 AND part_agents IS NULL"
+	"   AND state IN ('STARTING', 'RUNNING')",
+	3, {INT8ARRAYOID, TEXTOID, TEXTOID}, SPI_OK_SELECT, QS_BY_IDS
+};
+
+/*
+ * QsHeldOf returns, of n jobs, those an agent holds (not placed) in a
+ * queue, as a bigint[] ((Datum) 0: none), with their number and
+ * instances: of the jobs given to a session at their dispatch, those its
+ * claim returns (one stopped or released since is no longer its own).
+ */
+Datum
+QsHeldOf(const int64 *ids, int n, const char *agent, const char *queue, int *held,
+		 int64 *instances)
+{
+	QsArray		in,
+				out;
+	Datum		args[3];
+
+	*held = 0;
+	*instances = 0;
+	if (n == 0)
+		return (Datum) 0;
+	QsArrayInit(&in, INT8OID, n);
+	for (int i = 0; i < n; i++)
+		QsArrayPush(&in, Int64GetDatum(ids[i]), false);
+	args[0] = QsArrayDatum(&in);
+	args[1] = CStringGetTextDatum(agent);
+	args[2] = CStringGetTextDatum(queue);
+	QsQueryRun(&HeldOfQuery, args, NULL, false, 0);
+	QsArrayInit(&out, INT8OID, (int) SPI_processed);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		QsArrayPush(&out, SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+										&isnull), false);
+		*instances += DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	*held = out.n;
+	return out.n > 0 ? QsArrayDatum(&out) : (Datum) 0;
+}
+
 /*
  * QsJobsClaimable tells whether a queue has an unclaimed SCHEDULED job
  * that is not placed, of the unit (NULL: any), locking nothing: for a
@@ -552,19 +600,33 @@ QsClaimJobs(const char *queue, const char *unit, int max_jobs, int max_instances
 {
 	Datum	   *ids;
 	int			n = ClaimableIds(queue, unit, max_jobs, max_instances, &ids, instances, left);
-	Datum		args[5];
-	Name		role = palloc0(NAMEDATALEN);
+
+	Datum		array;
 
 	if (n == 0)
 		return (Datum) 0;
+	array = PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	QsClaimIds(array, agent, agent_role, lease, start);
+	return array;
+}
+
+/*
+ * QsClaimIds claims the jobs of a bigint[] for an agent (ClaimQuery): the
+ * claim's write, and that of a pass that gives jobs at their dispatch.
+ */
+void
+QsClaimIds(Datum ids, const char *agent, const char *agent_role, Interval *lease, bool start)
+{
+	Datum		args[5];
+	Name		role = palloc0(NAMEDATALEN);
+
 	namestrcpy(role, agent_role);
-	args[0] = PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[0] = ids;
 	args[1] = CStringGetTextDatum(agent);
 	args[2] = IntervalPGetDatum(lease);
 	args[3] = NameGetDatum(role);
 	args[4] = BoolGetDatum(start);
 	QsQueryRun(&ClaimQuery, args, NULL, false, 0);
-	return args[0];
 }
 
 static QsQuery EmitJobsQuery = {
@@ -655,7 +717,9 @@ static QsQuery ExtendLeasesQuery = {
  * stop_timeout.
  * A job whose row another transaction holds locked is returned with its
  * lease as it was: the caller holds queues' locks and must not wait for a
- * user's row lock (QsLockJob).
+ * user's row lock (QsLockJob).  A job given to this session at its
+ * dispatch and not yet returned by its claim is extended, not returned:
+ * its agent has not been told of it yet (QsGivenToSession).
  */
 void
 QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
@@ -680,7 +744,8 @@ QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 
 		for (int c = 0; c < 3; c++)
 			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if (!QsGivenToSession(DatumGetInt64(values[0])))
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
 

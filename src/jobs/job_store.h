@@ -80,6 +80,10 @@ extern Datum QsReturnJob(int64 job_id);
 extern Datum QsClaimJobs(const char *queue, const char *unit, int max_jobs,
 						 int max_instances, const char *agent, const char *agent_role,
 						 Interval *lease, bool start, int64 *instances, bool *left);
+extern void QsClaimIds(Datum ids, const char *agent, const char *agent_role,
+					   Interval *lease, bool start);
+extern Datum QsHeldOf(const int64 *ids, int n, const char *agent, const char *queue,
+					  int *held, int64 *instances);
 extern bool QsJobsClaimable(const char *queue, const char *unit);
 extern void QsEmitJobs(ReturnSetInfo *rsinfo, Datum ids);
 extern Datum QsLockQueuesOfAgent(const char *agent);

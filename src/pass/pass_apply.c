@@ -28,6 +28,7 @@
 #include "checks.h"
 #include "identity.h"
 #include "job_parts.h"
+#include "job_store.h"
 #include "job_store_pass.h"
 #include "pass_apply.h"
 #include "pass_load.h"
@@ -162,10 +163,11 @@ qs_misconfiguration_skips(PG_FUNCTION_ARGS)
  * 5.1): its id, queue, share, unit and size; in a placed unit one per
  * part, with the part's agent and rank (3.14).  It wakes the agent of each
  * part that waits (agent_wait.c), or, a job not placed, one agent of the
- * queue that waits and has room for it (every one when none has).
+ * queue that waits and has room for it (every one when none has), unless
+ * it was given to one (GiveDispatches: that one is woken).
  */
 static void
-NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
+NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf, bool given)
 {
 	for (int r = 0; r < Max(d->nparts, 1); r++)
 	{
@@ -187,9 +189,68 @@ NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
 		Async_Notify("quota_sched_dispatch", buf->data);
 		if (d->nparts > 0)
 			QsWakeAgent(d->parts[r].host, QS_WAKE_DISPATCH);
-		else
+		else if (!given)
 			QsWakeForJob(qs->queue, qs->in.units[d->unit].name, d->count);
 	}
+}
+
+/* The jobs a pass gives one waiting session (GiveDispatches). */
+typedef struct GiveGroup
+{
+	QsGiveTo	to;
+	QsArray		ids;
+} GiveGroup;
+
+/*
+ * GiveDispatches gives the jobs of a pass dispatched and not placed to
+ * sessions that wait for them with a lease (QsGiveJob; scheduling.md
+ * 5.1): each is claimed and started in the pass for the session's agent
+ * and role, as that agent's claim with start would write it (QsClaimIds:
+ * the agent is the actor of its STARTING and RUNNING), and the session's
+ * next claim returns it.  Returns, per decision, whether its job was
+ * given.
+ */
+static bool *
+GiveDispatches(QsQueueState *qs, const QsOutput *out)
+{
+	bool	   *given = palloc0(sizeof(bool) * out->ndecisions);
+	List	   *groups = NIL;
+	ListCell   *lc;
+	QsWriteContext saved = QsWrite;
+
+	for (int i = 0; i < out->ndecisions; i++)
+	{
+		const QsDecision *d = &out->decisions[i];
+		GiveGroup  *g = palloc(sizeof(GiveGroup));
+
+		if (d->action != QS_DISPATCH || d->nparts > 0 ||
+			!QsGiveJob(qs->queue, qs->in.units[d->unit].name, d->count, d->job_id, &g->to))
+			continue;
+		given[i] = true;
+		foreach(lc, groups)
+			if (((GiveGroup *) lfirst(lc))->to.slot == g->to.slot)
+				break;
+		if (lc != NULL)
+			g = lfirst(lc);
+		else
+		{
+			QsArrayInit(&g->ids, INT8OID, 1);
+			groups = lappend(groups, g);
+		}
+		QsArrayPush(&g->ids, Int64GetDatum(d->job_id), false);
+	}
+	foreach(lc, groups)
+	{
+		GiveGroup  *g = lfirst(lc);
+		Interval   *lease = palloc0(sizeof(Interval));
+
+		lease->time = g->to.lease_usecs;
+		QsWrite.actor = g->to.agent;
+		QsWrite.pass_id = 0;
+		QsClaimIds(QsArrayDatum(&g->ids), g->to.agent, g->to.role, lease, true);
+	}
+	QsWrite = saved;
+	return given;
 }
 
 /*
@@ -199,7 +260,7 @@ NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf)
  * when the pass commits.
  */
 static void
-Notify(QsQueueState *qs, const QsOutput *out)
+Notify(QsQueueState *qs, const QsOutput *out, const bool *given)
 {
 	StringInfoData buf;
 
@@ -215,7 +276,7 @@ Notify(QsQueueState *qs, const QsOutput *out)
 		resetStringInfo(&buf);
 		if (d->action == QS_DISPATCH)
 		{
-			NotifyDispatch(qs, d, &buf);
+			NotifyDispatch(qs, d, &buf, given[i]);
 			continue;
 		}
 		QsNotifyStop(d->job_id, QsAgentOf(qs, d->job_id), d->stop);
@@ -361,7 +422,7 @@ QsApplyDecisions(QsQueueState *qs, const QsOutput *out, TimestampTz started)
 		QsWritePromises(out->promised, out->npromised, true, now);
 		QsWriteDispatches(out, now);
 		AdvanceFloors(qs, out);
-		Notify(qs, out);
+		Notify(qs, out, GiveDispatches(qs, out));
 	}
 	QsWriteReservations(out);
 	QsWriteHostReasons(out, now);

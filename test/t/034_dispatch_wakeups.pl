@@ -40,8 +40,8 @@ CREATE ROLE w_c LOGIN IN ROLE quota_sched_agent;
 ALTER ROLE w_b SET log_statement = 'all';
 INSERT INTO quota_sched.agent_access (login, job_queue) VALUES ('w_a', NULL), ('w_b', NULL), ('w_c', NULL);
 -- w_c may not call agent_wait: its agent falls back to LISTEN
-REVOKE EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) FROM quota_sched_agent;
-GRANT EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[]) TO w_a, w_b;
+REVOKE EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[], interval) FROM quota_sched_agent;
+GRANT EXECUTE ON PROCEDURE quota_sched.agent_wait(text, text, integer, text[], interval) TO w_a, w_b;
 SQL
 QsAgents::init($node, '034_dispatch_wakeups');
 my $tmp = PostgreSQL::Test::Utils::tempdir;
