@@ -203,6 +203,32 @@ run_statement(StatementId id, const char *const *params)
 }
 
 /*
+ * db_end_wait ends the wait that runs on the connection, if any, and does
+ * what it returned (wake_end; LISTEN if it failed), as db_exec does before
+ * a statement.
+ */
+void
+db_end_wait(void)
+{
+	if (conn != NULL && !wake_end(conn) && PQstatus(conn) == CONNECTION_OK)
+		(void) listen_setup();
+}
+
+/*
+ * db_stop_taking: the agent takes no new job from now on (it drains, shuts
+ * down, or pauses after a fault): the wait that runs, which may be given
+ * jobs at their dispatch (wake.c), ends now, before the agent says so, and
+ * a heartbeat follows, which returns any job given before its end (the
+ * agent releases it: it does not run it).
+ */
+void
+db_stop_taking(void)
+{
+	db_end_wait();
+	want_heartbeat = true;
+}
+
+/*
  * db_exec runs one statement in its own transaction.  DB_OK with *out set
  * (the caller clears it); DB_ERROR: the statement failed (last_sqlstate),
  * already logged; DB_LOST: the connection is gone (or is to a server that

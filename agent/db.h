@@ -51,6 +51,8 @@ extern void try_connect(void);
 extern void lose_connection(const char *why);
 extern void collect_notifies(void);
 extern bool listen_setup(void);
+extern void db_end_wait(void);
+extern void db_stop_taking(void);
 extern int	db_exec(StatementId id, const char *const *params, PGresult **out,
 					const Job *job);
 

@@ -182,6 +182,7 @@ begin_shutdown(void)
 	int			i;
 
 	shutting_down = true;
+	db_stop_taking();
 	log_event("info", "agent_stopping", NULL,
 			  "stopping %d job(s) and releasing them", alive_children());
 	for (i = 0; i < njobs; i++)
@@ -218,6 +219,7 @@ static void
 begin_drain(void)
 {
 	draining = true;
+	db_stop_taking();
 	log_event("info", "agent_draining", NULL,
 			  "draining: claiming nothing more, %d job(s) run to their end", njobs);
 }
@@ -350,6 +352,17 @@ loop_step(void)
 		flush_actions();
 	if (conn && want_ready)
 		do_ready();
+	/*
+	 * A heartbeat ends the wait first, and claims what it was given
+	 * (wake.c): the heartbeat would return such a job, not yet known here,
+	 * and the agent would release it.
+	 */
+	if (conn && (want_heartbeat || now_mono() >= next_heartbeat))
+	{
+		db_end_wait();
+		if (conn && want_claim && wake_waits())
+			do_claim();
+	}
 	if (conn && (want_heartbeat || now_mono() >= next_heartbeat))
 		do_heartbeat();
 	if (conn && want_claim)

@@ -36,6 +36,7 @@ agent_fault(void)
 {
 	fault_backoff = fault_backoff == 0 ? 1 : fault_backoff * 2 > 60 ? 60 : fault_backoff * 2;
 	claims_paused_until = now_mono() + fault_backoff;
+	db_stop_taking();
 	log_event("warning", "claims_paused", NULL,
 			  "a job could not be started for a fault of the agent's: no claim for %g s", fault_backoff);
 }

@@ -243,9 +243,10 @@ qs_claim_left(PG_FUNCTION_ARGS)
  * session at their dispatch (TakeGiven), then takes SCHEDULED unclaimed
  * jobs, which become STARTING, held by the agent until lease_until and
  * claimed by the calling role (agent_role); with start, RUNNING at once,
- * as if the agent had reported RUNNING.  A registered agent's last_seen and lease are
- * refreshed (QsAgentSeen); a DRAINING one claims nothing.  A login that
- * may not serve the queue is refused (QsRequireAgentAccess, 42501).
+ * as if the agent had reported RUNNING.  A registered agent's last_seen
+ * and lease are refreshed (QsAgentSeen); a DRAINING one claims nothing.
+ * A login that may not serve the queue is refused (QsRequireAgentAccess,
+ * 42501).
  */
 static Datum
 DoClaim(PG_FUNCTION_ARGS)

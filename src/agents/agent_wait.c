@@ -118,7 +118,6 @@ typedef struct QueueWake
 	int64		instances;
 } QueueWake;
 
-static WaitShared *shared = NULL;
 /* A job a pass gives to a waiting session (QsGiveJob), for its commit. */
 typedef struct Give
 {
@@ -129,6 +128,7 @@ typedef struct Give
 	int64		instances;
 } Give;
 
+static WaitShared *shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static HTAB *agent_wakes = NULL;	/* in TopTransactionContext */
@@ -281,8 +281,9 @@ PickSlot(const QueueWake *w)
  * for *to's agent and role, with its lease, in the pass (agents.md,
  * "Jobs given at their dispatch").  The room is taken now; the session
  * is woken, and its next claim returns the job, once the pass commits
- * (SetGives); a pass rolled back gives the room back.  Sessions take turns (shared->next).  False
- * when none can take it (or without the shared memory).
+ * (SetGives); a pass rolled back gives the room back.  Sessions take
+ * turns (shared->next).  False when none can take it (or without the
+ * shared memory).
  */
 bool
 QsGiveJob(const char *queue, const char *unit, int64 instances, int64 job_id, QsGiveTo *to)
@@ -390,27 +391,6 @@ QsTakeGiven(const char *agent, const char *queue, int64 *ids)
 	memcpy(claimed_given + nclaimed_given, ids, sizeof(int64) * n);
 	nclaimed_given += n;
 	return n;
-}
-
-/*
- * QsGivenToSession: whether a job was given to this session and is not
- * yet claimed by it: its heartbeat does not return it, so that an agent
- * does not release a job it has not yet been told of.
- */
-bool
-QsGivenToSession(int64 job_id)
-{
-	WaitSlot   *slot;
-	bool		found = false;
-
-	if (shared == NULL || !exit_hook_set)
-		return false;
-	slot = MySlot();
-	LWLockAcquire(shared->lock, LW_SHARED);
-	for (int i = 0; i < slot->ngiven && !found; i++)
-		found = slot->dboid == MyDatabaseId && slot->given[i] == job_id;
-	LWLockRelease(shared->lock);
-	return found;
 }
 
 /* ForgetClaimed: the jobs a committed claim returned are no longer given */
@@ -583,7 +563,8 @@ QsAgentWaitXactEvent(XactEvent event)
 	if ((event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE) && gives != NIL)
 	{
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-		SetGives(false);		/* a prepared pass gives nothing */
+		SetGives(false);		/* prepared: committed later, its jobs are
+								 * the agent's heartbeat's to release */
 		LWLockRelease(shared->lock);
 	}
 	if (event == XACT_EVENT_ABORT && i_wait)

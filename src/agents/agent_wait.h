@@ -33,7 +33,6 @@ extern void QsAgentWaitRegister(void);
 extern bool QsGiveJob(const char *queue, const char *unit, int64 instances, int64 job_id,
 					  QsGiveTo *to);
 extern int	QsTakeGiven(const char *agent, const char *queue, int64 *ids);
-extern bool QsGivenToSession(int64 job_id);
 extern void QsWakeAgent(const char *agent, uint32 what);
 extern void QsWakeForJob(const char *queue, const char *unit, int64 instances);
 extern void QsNoteClaim(const char *agent, const char *queue, const char *unit,

@@ -21,7 +21,6 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "agent_wait.h"
 #include "config_cache.h"
 #include "job_store.h"
 #include "policy.h"
@@ -717,9 +716,7 @@ static QsQuery ExtendLeasesQuery = {
  * stop_timeout.
  * A job whose row another transaction holds locked is returned with its
  * lease as it was: the caller holds queues' locks and must not wait for a
- * user's row lock (QsLockJob).  A job given to this session at its
- * dispatch and not yet returned by its claim is extended, not returned:
- * its agent has not been told of it yet (QsGivenToSession).
+ * user's row lock (QsLockJob).
  */
 void
 QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
@@ -744,8 +741,7 @@ QsExtendLeases(ReturnSetInfo *rsinfo, const char *agent, const char *agent_role,
 
 		for (int c = 0; c < 3; c++)
 			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
-		if (!QsGivenToSession(DatumGetInt64(values[0])))
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
 
