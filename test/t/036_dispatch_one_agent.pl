@@ -20,7 +20,8 @@
 # and one claim, the one that takes it: a claim that leaves nothing behind
 # keeps nothing pending, and an agent that waits does not claim again
 # after its report (two claims a job when it did; four when every
-# dispatch woke every agent).
+# dispatch woke every agent).  The jobs are given at their dispatch to an
+# agent that waits: the pass claims them for it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -192,5 +193,15 @@ cmp_ok($waits, '<=', 15, "ten jobs, $waits calls of agent_wait (one a job; three
 cmp_ok($claims, '<=', 15, "ten jobs, $claims claims (one a job; two when each report claimed again)");
 cmp_ok($claims, '>=', 10, 'the count sees at least the claim of each job');
 cmp_ok(scalar(keys %ran), '>=', 2, 'the jobs went to more than one agent: ' . join(', ', sort keys %ran));
+# given at their dispatch (agents.md, "Jobs given at their dispatch"): the
+# agents wait with their --lease, so the pass claims the job for one that
+# waits with room: its STARTING is the agent's, at the pass's time.  Each
+# job finds at least one idle agent waiting, but for the moment between
+# two of its waits (a heartbeat's, a timeout's)
+my $given = $sql->(q{SELECT count(*) FROM quota_sched.job j
+	JOIN quota_sched.job_event s ON s.job_id = j.id AND s.to_state = 'SCHEDULED'
+	JOIN quota_sched.job_event c ON c.job_id = j.id AND c.to_state = 'STARTING'
+	WHERE j.name LIKE 'real\_%' AND c.at = s.at AND c.actor = j.agent AND c.pass_id IS NULL});
+cmp_ok($given, '>=', 5, "of the ten jobs, $given given at their dispatch");
 is(stop_agent($_), 0, "$_ exits 0") foreach qw(ra rb rc);
 done_testing();
