@@ -190,14 +190,34 @@ PickParts(const char *queue, const char *unit, const char *agent, int max_jobs,
 }
 
 /*
- * QsClaimParts claims for an agent the parts placed on it (PickParts),
- * CLAIMED until now + lease (RUNNING at once with start), ends the parts
- * of earlier placements of those jobs it still held, brings their
- * jobs to the state the parts say, and notifies quota_sched_peers of
- * each job of several parts (the agents waiting for their peers).
- * Returns the jobs' ids as a bigint[] ((Datum) 0: none), and the parts
- * and instances taken, and whether it passed over claimable parts for
- * want of room (*left).
+ * QsTakeParts claims for an agent parts placed on it (bigint[] job_ids,
+ * timestamptz[] placed_at, int[] ranks), CLAIMED until now + lease
+ * (RUNNING at once with start), ends the parts of earlier placements of
+ * those jobs it still held, and brings their jobs to the state the parts
+ * say: the writes of a claim (QsClaimParts), and of a pass that gives an
+ * agent a job of one part at its dispatch (pass_apply.c).
+ */
+void
+QsTakeParts(Datum job_ids, Datum placed_at, Datum ranks, const char *agent, const char *role,
+			Interval *lease, bool start)
+{
+	Datum		args[6] = {job_ids, placed_at, ranks, IntervalPGetDatum(lease), BoolGetDatum(start)};
+	Datum		earlier[3] = {job_ids, placed_at, CStringGetTextDatum(agent)};
+	Name		name = palloc0(NAMEDATALEN);
+
+	namestrcpy(name, role);
+	args[5] = NameGetDatum(name);
+	QsQueryRun(&ClaimPartsQuery, args, NULL, false, 0);
+	QsQueryRun(&EndEarlierPartsQuery, earlier, NULL, false, 0);
+	SyncJobs(job_ids, role);
+}
+
+/*
+ * QsClaimParts claims for an agent the parts placed on it (PickParts,
+ * QsTakeParts), and notifies quota_sched_peers of each job of several
+ * parts (the agents waiting for their peers).  Returns the jobs' ids as a
+ * bigint[] ((Datum) 0: none), and the parts and instances taken, and
+ * whether it passed over claimable parts for want of room (*left).
  */
 Datum
 QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instances,
@@ -205,9 +225,7 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 			 int *nparts, int64 *ninstances, bool *left)
 {
 	Picked		picked = {0};
-	Datum		args[6];
-	Datum		earlier[3];
-	Name		name = palloc0(NAMEDATALEN);
+	Datum		ids;
 
 	PickParts(queue, unit, agent, max_jobs, max_instances, &picked);
 	*nparts = picked.n;
@@ -215,19 +233,9 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	*left = picked.passed_over > 0;
 	if (picked.n == 0)
 		return (Datum) 0;
-	args[0] = QsArrayDatum(&picked.job_id);
-	args[1] = QsArrayDatum(&picked.placed_at);
-	args[2] = QsArrayDatum(&picked.rank);
-	args[3] = IntervalPGetDatum(lease);
-	args[4] = BoolGetDatum(start);
-	namestrcpy(name, role);
-	args[5] = NameGetDatum(name);
-	QsQueryRun(&ClaimPartsQuery, args, NULL, false, 0);
-	earlier[0] = args[0];
-	earlier[1] = args[1];
-	earlier[2] = CStringGetTextDatum(agent);
-	QsQueryRun(&EndEarlierPartsQuery, earlier, NULL, false, 0);
-	SyncJobs(args[0], role);
+	ids = QsArrayDatum(&picked.job_id);
+	QsTakeParts(ids, QsArrayDatum(&picked.placed_at), QsArrayDatum(&picked.rank), agent, role,
+				lease, start);
 	/*
 	 * The agents of a job's other parts may be waiting for this one
 	 * (rendezvous.c); a job of one part has none.  Every listener of the
@@ -236,7 +244,7 @@ QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instance
 	 */
 	for (int i = 0; i < picked.with_peers.n; i++)
 		QsNotifyPeers(DatumGetInt64(picked.with_peers.values[i]));
-	return args[0];
+	return ids;
 }
 
 /* An agent's part of a job, as a report finds it (PartOf). */

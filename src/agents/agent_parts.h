@@ -20,6 +20,8 @@
  */
 #define QS_REPORT_RELEASED ((QsReport) QS_REPORT__COUNT)
 
+extern void QsTakeParts(Datum job_ids, Datum placed_at, Datum ranks, const char *agent,
+						const char *role, Interval *lease, bool start);
 extern Datum QsClaimParts(const char *queue, const char *unit, int max_jobs, int max_instances,
 						  const char *agent, const char *role, Interval *lease, bool start,
 						  int *nparts, int64 *ninstances, bool *left);

@@ -274,19 +274,21 @@ PickSlot(const QueueWake *w)
 }
 
 /*
- * QsGiveJob gives a job of a pass, dispatched to its queue and not placed,
- * to a session that waits for the queue with agent_wait(lease => ...)
- * now, with nothing pending, room for the job (as PickSlot) and fewer
- * than QS_MAX_GIVEN jobs given and not yet claimed: the caller claims it
- * for *to's agent and role, with its lease, in the pass (agents.md,
- * "Jobs given at their dispatch").  The room is taken now; the session
+ * QsGiveJob gives a job of a pass, dispatched to its queue and not placed
+ * (agent NULL), or placed on that agent alone, to a session that waits
+ * for the queue (and as that agent) with agent_wait(lease => ...) now,
+ * with nothing pending, room for the job (as PickSlot) and fewer than
+ * QS_MAX_GIVEN jobs given and not yet claimed: the caller claims it for
+ * *to's agent and role, with its lease, in the pass (agents.md, "Jobs
+ * given at their dispatch").  The room is taken now; the session
  * is woken, and its next claim returns the job, once the pass commits
  * (SetGives); a pass rolled back gives the room back.  Sessions take
  * turns (shared->next).  False when none can take it (or without the
  * shared memory).
  */
 bool
-QsGiveJob(const char *queue, const char *unit, int64 instances, int64 job_id, QsGiveTo *to)
+QsGiveJob(const char *queue, const char *unit, const char *agent, int64 instances, int64 job_id,
+		  QsGiveTo *to)
 {
 	bool		given = false;
 
@@ -303,7 +305,8 @@ QsGiveJob(const char *queue, const char *unit, int64 instances, int64 job_id, Qs
 		if (slot->dboid != MyDatabaseId || !slot->waiting || slot->give_usecs == 0 ||
 			slot->free < instances || slot->ngiven + slot->nreserved >= QS_MAX_GIVEN ||
 			strcmp(slot->queue, queue) != 0 ||
-			(slot->unit[0] != '\0' && strcmp(slot->unit, unit) != 0))
+			(slot->unit[0] != '\0' && strcmp(slot->unit, unit) != 0) ||
+			(agent != NULL && strcmp(slot->agent, agent) != 0))
 			continue;
 		slot->free -= instances;
 		slot->nreserved++;

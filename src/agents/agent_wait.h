@@ -30,8 +30,8 @@ typedef struct QsGiveTo
 } QsGiveTo;
 
 extern void QsAgentWaitRegister(void);
-extern bool QsGiveJob(const char *queue, const char *unit, int64 instances, int64 job_id,
-					  QsGiveTo *to);
+extern bool QsGiveJob(const char *queue, const char *unit, const char *agent, int64 instances,
+					  int64 job_id, QsGiveTo *to);
 extern int	QsTakeGiven(const char *agent, const char *queue, int64 *ids);
 extern void QsWakeAgent(const char *agent, uint32 what);
 extern void QsWakeForJob(const char *queue, const char *unit, int64 instances);

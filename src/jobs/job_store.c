@@ -436,19 +436,22 @@ static QsQuery ClaimableQuery = {
 	4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID}, SPI_OK_SELECT
 };
 
-/* Of the jobs $1, those agent $2 holds, not placed, in queue $3. */
+/*
+ * Of the jobs $1 (of one part, if placed: its agent is the job's), those
+ * agent $2 holds in queue $3.
+ */
 static QsQuery HeldOfQuery = {
 	"SELECT id, instance_count FROM quota_sched.job"
-	" WHERE id = ANY ($1) AND agent = $2 AND job_queue = $3 AND part_agents IS NULL"
+	" WHERE id = ANY ($1) AND agent = $2 AND job_queue = $3"
 	"   AND state IN ('STARTING', 'RUNNING')",
 	3, {INT8ARRAYOID, TEXTOID, TEXTOID}, SPI_OK_SELECT, QS_BY_IDS
 };
 
 /*
- * QsHeldOf returns, of n jobs, those an agent holds (not placed) in a
- * queue, as a bigint[] ((Datum) 0: none), with their number and
- * instances: of the jobs given to a session at their dispatch, those its
- * claim returns (one stopped or released since is no longer its own).
+ * QsHeldOf returns, of n jobs, those an agent holds in a queue, as a
+ * bigint[] ((Datum) 0: none), with their number and instances: of the
+ * jobs given to a session at their dispatch, those its claim returns (one
+ * released or ended since is no longer its own).
  */
 Datum
 QsHeldOf(const int64 *ids, int n, const char *agent, const char *queue, int *held,

@@ -24,6 +24,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "agent_parts.h"
 #include "agent_wait.h"
 #include "checks.h"
 #include "identity.h"
@@ -187,9 +188,11 @@ NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf, bool given
 		}
 		appendStringInfoChar(buf, '}');
 		Async_Notify("quota_sched_dispatch", buf->data);
+		if (given)
+			continue;			/* the give wakes its session */
 		if (d->nparts > 0)
 			QsWakeAgent(d->parts[r].host, QS_WAKE_DISPATCH);
-		else if (!given)
+		else
 			QsWakeForJob(qs->queue, qs->in.units[d->unit].name, d->count);
 	}
 }
@@ -198,17 +201,63 @@ NotifyDispatch(QsQueueState *qs, const QsDecision *d, StringInfo buf, bool given
 typedef struct GiveGroup
 {
 	QsGiveTo	to;
-	QsArray		ids;
+	QsArray		ids;			/* jobs not placed */
+	QsArray		placed;			/* jobs of one part, placed on its agent */
 } GiveGroup;
 
+/* GroupOf: the group of a session (to), added to *groups when new */
+static GiveGroup *
+GroupOf(List **groups, const QsGiveTo *to)
+{
+	ListCell   *lc;
+	GiveGroup  *g;
+
+	foreach(lc, *groups)
+		if (((GiveGroup *) lfirst(lc))->to.slot == to->slot)
+			return lfirst(lc);
+	g = palloc(sizeof(GiveGroup));
+	g->to = *to;
+	QsArrayInit(&g->ids, INT8OID, 1);
+	QsArrayInit(&g->placed, INT8OID, 1);
+	*groups = lappend(*groups, g);
+	return g;
+}
+
+/* GiveGroupWrite claims a group's jobs for its agent, started, in the pass */
+static void
+GiveGroupWrite(GiveGroup *g, TimestampTz now)
+{
+	Interval   *lease = palloc0(sizeof(Interval));
+	QsArray		placed_at,
+				ranks;
+
+	lease->time = g->to.lease_usecs;
+	QsWrite.actor = g->to.agent;
+	QsWrite.pass_id = 0;
+	if (g->ids.n > 0)
+		QsClaimIds(QsArrayDatum(&g->ids), g->to.agent, g->to.role, lease, true);
+	if (g->placed.n == 0)
+		return;
+	QsArrayInit(&placed_at, TIMESTAMPTZOID, g->placed.n);
+	QsArrayInit(&ranks, INT4OID, g->placed.n);
+	for (int i = 0; i < g->placed.n; i++)
+	{
+		QsArrayPush(&placed_at, TimestampTzGetDatum(now), false);
+		QsArrayPush(&ranks, Int32GetDatum(0), false);
+	}
+	QsTakeParts(QsArrayDatum(&g->placed), QsArrayDatum(&placed_at),
+				QsArrayDatum(&ranks), g->to.agent, g->to.role, lease, true);
+}
+
 /*
- * GiveDispatches gives the jobs of a pass dispatched and not placed to
- * sessions that wait for them with a lease (QsGiveJob; scheduling.md
- * 5.1): each is claimed and started in the pass for the session's agent
- * and role, as that agent's claim with start would write it (QsClaimIds:
- * the agent is the actor of its STARTING and RUNNING), and the session's
- * next claim returns it.  Returns, per decision, whether its job was
- * given.
+ * GiveDispatches gives the jobs of a pass dispatched and not placed, or
+ * placed on one host, to sessions that wait for them with a lease
+ * (QsGiveJob; scheduling.md 5.1): each is claimed and started in the pass
+ * for the session's agent and role, as that agent's claim with start
+ * would write it (the agent is the actor of its STARTING and RUNNING),
+ * and the session's next claim returns it.  A job of several parts is
+ * not given: its agents claim their parts.  Returns, per decision,
+ * whether its job was given.
  */
 static bool *
 GiveDispatches(QsQueueState *qs, const QsOutput *out)
@@ -221,34 +270,19 @@ GiveDispatches(QsQueueState *qs, const QsOutput *out)
 	for (int i = 0; i < out->ndecisions; i++)
 	{
 		const QsDecision *d = &out->decisions[i];
-		GiveGroup  *g = palloc(sizeof(GiveGroup));
+		QsGiveTo	to;
+		GiveGroup  *g;
 
-		if (d->action != QS_DISPATCH || d->nparts > 0 ||
-			!QsGiveJob(qs->queue, qs->in.units[d->unit].name, d->count, d->job_id, &g->to))
+		if (d->action != QS_DISPATCH || d->nparts > 1 ||
+			!QsGiveJob(qs->queue, qs->in.units[d->unit].name,
+					   d->nparts == 1 ? d->parts[0].host : NULL, d->count, d->job_id, &to))
 			continue;
 		given[i] = true;
-		foreach(lc, groups)
-			if (((GiveGroup *) lfirst(lc))->to.slot == g->to.slot)
-				break;
-		if (lc != NULL)
-			g = lfirst(lc);
-		else
-		{
-			QsArrayInit(&g->ids, INT8OID, 1);
-			groups = lappend(groups, g);
-		}
-		QsArrayPush(&g->ids, Int64GetDatum(d->job_id), false);
+		g = GroupOf(&groups, &to);
+		QsArrayPush(d->nparts == 1 ? &g->placed : &g->ids, Int64GetDatum(d->job_id), false);
 	}
 	foreach(lc, groups)
-	{
-		GiveGroup  *g = lfirst(lc);
-		Interval   *lease = palloc0(sizeof(Interval));
-
-		lease->time = g->to.lease_usecs;
-		QsWrite.actor = g->to.agent;
-		QsWrite.pass_id = 0;
-		QsClaimIds(QsArrayDatum(&g->ids), g->to.agent, g->to.role, lease, true);
-	}
+		GiveGroupWrite(lfirst(lc), qs->in.now);
 	QsWrite = saved;
 	return given;
 }

@@ -30,13 +30,13 @@ CREATE FUNCTION pg_temp.ag(sql text) RETURNS SETOF text LANGUAGE sql AS $$
 $$;
 -- ag_wait(lease): the agent's session takes what is pending (a claim
 -- that left jobs behind keeps a dispatch pending), then starts a wait
--- (10 s) as g1, with that lease (null: none), and is waiting when this
+-- (10 s) as ag1, with that lease (null: none), and is waiting when this
 -- returns
 CREATE FUNCTION pg_temp.ag_wait(lease text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
-	PERFORM pg_temp.ag($c$CALL quota_sched.agent_wait('g1', 'ag_queue', 0)$c$);
+	PERFORM pg_temp.ag($c$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0)$c$);
 	PERFORM dblink_send_query('ag', format(
-		$c$CALL quota_sched.agent_wait('g1', 'ag_queue', 10000, lease => %L::interval)$c$, lease));
+		$c$CALL quota_sched.agent_wait('ag1', 'ag_queue', 10000, lease => %L::interval)$c$, lease));
 	FOR i IN 1..2000 LOOP
 		IF EXISTS (SELECT 1 FROM pg_stat_activity a JOIN ag_pid USING (pid)
 				    WHERE a.wait_event = 'Extension') THEN
@@ -75,35 +75,35 @@ $$;
 CREATE FUNCTION pg_temp.claim(room int) RETURNS text LANGUAGE sql AS $$
 	SELECT coalesce(string_agg(r, ',' ORDER BY r), '(none)') FROM pg_temp.ag(format(
 		$c$SELECT name || ' ' || state || ' left=' || quota_sched.claim_left()
-			 FROM quota_sched.claim('g1', 'ag_queue', max_jobs => %s, max_instances => %s,
+			 FROM quota_sched.claim('ag1', 'ag_queue', max_jobs => %s, max_instances => %s,
 									start => true)$c$, room, room)) r
 $$;
 -- heartbeat(): the jobs the agent's heartbeat returns (names)
 CREATE FUNCTION pg_temp.heartbeat() RETURNS text LANGUAGE sql AS $$
 	SELECT coalesce(string_agg(j.name || coalesce(' ' || h.stop_reason, ''), ',' ORDER BY j.name),
 					'(none)')
-	  FROM dblink('ag', $c$SELECT job_id, stop_reason FROM quota_sched.heartbeat('g1', '2 hours')$c$)
+	  FROM dblink('ag', $c$SELECT job_id, stop_reason FROM quota_sched.heartbeat('ag1', '2 hours')$c$)
 		   AS h(job_id bigint, stop_reason text)
 	  JOIN quota_sched.job j ON j.id = h.job_id
 $$;
 -- report(state, names): the agent's reports
 CREATE FUNCTION pg_temp.report(state text, VARIADIC names text[]) RETURNS text LANGUAGE sql AS $$
 	SELECT string_agg(r, ',') FROM pg_temp.ag(format(
-		$c$SELECT r.state FROM quota_sched.job j, quota_sched.report(j.id, 'g1', %L) r
+		$c$SELECT r.state FROM quota_sched.job j, quota_sched.report(j.id, 'ag1', %L) r
 			WHERE j.name = ANY (%L) ORDER BY j.name$c$, state, names)) r
 $$;
 
 -- the session's first wait takes everything pending; its claim (nothing
 -- to take) says it has room for 2
-SELECT pg_temp.ag($$CALL quota_sched.agent_wait('g1', 'ag_queue', 0)$$);
+SELECT pg_temp.ag($$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0)$$);
 SELECT pg_temp.claim(2);
 
 -- a job of 1 while it waits with a lease of 10 minutes: given, RUNNING
--- for g1 and its login, with that lease; the wait returns dispatch
+-- for ag1 and its login, with that lease; the wait returns dispatch
 SELECT pg_temp.ag_wait('10 minutes');
 SELECT pg_temp.submit('ag_a', 1);
 SELECT pg_temp.ag_woken();
--- its history is that of a claim with start by g1, in the pass's
+-- its history is that of a claim with start by ag1, in the pass's
 -- transaction
 SELECT e.from_state, e.to_state, e.actor, e.pass_id IS NOT NULL AS by_pass,
 	   e.at = j.scheduled_at AS at_dispatch
@@ -134,7 +134,7 @@ SELECT pg_temp.submit('ag_c', 1);
 SELECT pg_temp.ag_woken();
 SELECT pg_temp.submit('ag_d', 1);
 SELECT r FROM pg_temp.ag($$SELECT name || ' left=' || quota_sched.claim_left()
-	FROM quota_sched.claim('g1', 'ag_queue', max_jobs => 2, max_instances => 1, start => true)$$) r;
+	FROM quota_sched.claim('ag1', 'ag_queue', max_jobs => 2, max_instances => 1, start => true)$$) r;
 SELECT pg_temp.ag_wait('10 minutes');
 SELECT pg_temp.submit('ag_x', 1);
 SELECT pg_temp.ag_woken();
@@ -165,9 +165,9 @@ SELECT name, state, agent FROM quota_sched.job WHERE name IN ('ag_f', 'ag_g', 'a
 -- two claims of one transaction, each with room for 1: the first returns
 -- both (every job given, whatever its bounds), the second neither
 SELECT r FROM pg_temp.ag($$SELECT
-	(SELECT string_agg(name, ',' ORDER BY name) FROM quota_sched.claim('g1', 'ag_queue',
+	(SELECT string_agg(name, ',' ORDER BY name) FROM quota_sched.claim('ag1', 'ag_queue',
 		max_instances => 1, start => true)) || ' / ' ||
-	coalesce((SELECT string_agg(name, ',') FROM quota_sched.claim('g1', 'ag_queue',
+	coalesce((SELECT string_agg(name, ',') FROM quota_sched.claim('ag1', 'ag_queue',
 		max_instances => 1, start => true)), '(none)')$$) r;
 SELECT pg_temp.claim(2);
 SELECT pg_temp.report('SUCCEEDED', 'ag_g', 'ag_h');
@@ -182,15 +182,15 @@ SELECT pg_temp.claim(2);
 SELECT pg_temp.heartbeat();
 SELECT pg_temp.report('STOPPED', 'ag_i');
 
--- a registered agent that drains is given nothing (g1 registers in
+-- a registered agent that drains is given nothing (ag1 registers in
 -- another unit, so that the jobs of gpu are not placed)
-SELECT r FROM pg_temp.ag($$SELECT name FROM quota_sched.agent_ready('g1', 'ag_queue', 'cpu', 2)$$) r;
-SELECT state FROM quota_sched.drain_agent('g1');
+SELECT r FROM pg_temp.ag($$SELECT name FROM quota_sched.agent_ready('ag1', 'ag_queue', 'cpu', 2)$$) r;
+SELECT state FROM quota_sched.drain_agent('ag1');
 SELECT pg_temp.ag_wait('10 minutes');
 SELECT pg_temp.submit('ag_j', 1);
 SELECT pg_temp.ag_woken();
 SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'ag_j';
-SELECT count(*) FROM quota_sched.forget_agent('g1');
+SELECT count(*) FROM quota_sched.forget_agent('ag1');
 
 -- a session that ends with a job given and not claimed: the job stays
 -- the agent's; the heartbeat of its next session returns it (the agent
@@ -207,15 +207,54 @@ UPDATE ag_pid SET pid = t.pid FROM dblink('ag', 'SELECT pg_backend_pid()') AS t(
 SELECT pg_temp.heartbeat();
 SELECT pg_temp.claim(2);
 SELECT pg_temp.ag($$SELECT state FROM quota_sched.release(
-	(SELECT id FROM quota_sched.job WHERE name = 'ag_k'), 'g1')$$);
+	(SELECT id FROM quota_sched.job WHERE name = 'ag_k'), 'ag1')$$);
+SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'ag_k';
+
+-- placed on hosts: ag1 and ag2 register for gpu (2 instances each); a job
+-- of 1, placed on ag1 (best fit, ties to the least name) while it waits,
+-- is given to it: its part and the job RUNNING for it, in the pass
+SELECT r FROM pg_temp.ag($$SELECT string_agg(a.name, ',') FROM (
+	SELECT name FROM quota_sched.agent_ready('ag1', 'ag_queue', 'gpu', 2) UNION ALL
+	SELECT name FROM quota_sched.agent_ready('ag2', 'ag_queue', 'gpu', 2)) a$$) r;
+SELECT pg_temp.ag($$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0)$$);
+SELECT pg_temp.claim(2);
+SELECT pg_temp.ag_wait('10 minutes');
+SELECT pg_temp.submit('ag_l', 1);
+SELECT pg_temp.ag_woken();
+SELECT p.rank, p.agent, p.state, p.agent_role, p.claimed_at = j.scheduled_at AS at_dispatch
+  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id WHERE j.name = 'ag_l';
+SELECT e.from_state, e.to_state, e.actor FROM quota_sched.job_event e
+  JOIN quota_sched.job j ON j.id = e.job_id WHERE j.name = 'ag_l' ORDER BY e.id;
+SELECT pg_temp.claim(2);
+-- a job placed on ag2 is not given to ag1, which is not woken (its wait is
+-- cancelled here); nor a job of two parts, on ag1 and ag2: ag1 is woken to
+-- claim its part
+SELECT pg_temp.ag_wait('10 minutes');
+SELECT pg_temp.submit('ag_m', 2);
+SELECT pg_cancel_backend(pid) FROM ag_pid;
+SELECT pg_temp.ag_woken();
+SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'ag_m';
+SELECT pg_temp.ag_wait('10 minutes');
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 instances_per_host)
+VALUES ('ag_n', 'ag_queue', 'ag_s', 'gpu', 2, 1);
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('ag_queue') WHERE action = 'DISPATCH';
+SELECT pg_temp.ag_woken();
+SELECT string_agg(p.agent || ' ' || p.state, ', ' ORDER BY p.rank)
+  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id WHERE j.name = 'ag_n';
+SELECT pg_temp.claim(1);
+SELECT string_agg(p.agent || ' ' || p.state, ', ' ORDER BY p.rank)
+  FROM quota_sched.job_part p JOIN quota_sched.job j ON j.id = p.job_id WHERE j.name = 'ag_n';
+SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'ag_n';
 
 -- the lease is checked, and the login must serve the queue (42501)
-SELECT pg_temp.refused($$CALL quota_sched.agent_wait('g1', 'ag_queue', 0, lease => '0 s')$$);
-SELECT pg_temp.refused($$CALL quota_sched.agent_wait('g1', 'ag_queue', 0, lease => '-1 s')$$);
-SELECT pg_temp.refused($$CALL quota_sched.agent_wait('g1', 'ag_queue', 0, lease => '400 days')$$);
+SELECT pg_temp.refused($$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0, lease => '0 s')$$);
+SELECT pg_temp.refused($$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0, lease => '-1 s')$$);
+SELECT pg_temp.refused($$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0, lease => '400 days')$$);
 SET ROLE regress_ag_stranger;
-SELECT pg_temp.refused($$CALL quota_sched.agent_wait('g1', 'ag_queue', 0, lease => '1 minute')$$);
-CALL quota_sched.agent_wait('g1', 'ag_queue', 0);
+SELECT pg_temp.refused($$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0, lease => '1 minute')$$);
+CALL quota_sched.agent_wait('ag1', 'ag_queue', 0);
 RESET ROLE;
 
+SELECT count(*) FROM quota_sched.forget_agent('ag1') a, quota_sched.forget_agent('ag2') b;
 SELECT dblink_disconnect('ag');
