@@ -98,7 +98,8 @@ wake_waits(void)
 /*
  * wake_start, as the loop sleeps for at most timeout_ms: sends a wait that
  * ends before then, and half a second within the session's
- * statement_timeout (limit_ms), unless one runs or there is too little
+ * statement_timeout (limit_ms; a wait that was given jobs may take 0.4 s
+ * more as it ends), unless one runs or there is too little
  * time.  While the agent takes new jobs (may_take), the wait takes those
  * the passes give it at their dispatch, with --lease: its next claim
  * returns them, with no write of its own (doc/agents.md).  False if it

@@ -126,16 +126,24 @@ typedef struct Give
 	uint32		room_gen;
 	int64		job_id;
 	int64		instances;
+	int			level;			/* the (sub)transaction's nesting level */
 } Give;
+
+/* A job given that a claim of this transaction returned (QsTakeGiven). */
+typedef struct Claimed
+{
+	int64		job_id;
+	int			level;
+} Claimed;
 
 static WaitShared *shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static HTAB *agent_wakes = NULL;	/* in TopTransactionContext */
 static List *queue_wakes = NIL; /* of QueueWake, in TopTransactionContext */
-static List *gives = NIL;		/* of Give, in TopTransactionContext */
-static int64 claimed_given[QS_MAX_GIVEN];	/* what this transaction's claim */
-static int	nclaimed_given = 0; /* returned of the jobs given (QsTakeGiven) */
+static List *gives = NIL;		/* of Give (slot -1: none), in TopTransactionContext */
+static Claimed claimed_given[QS_MAX_GIVEN];
+static int	nclaimed_given = 0;
 static bool exit_hook_set = false;	/* this backend has waited: it has a slot */
 static bool i_wait = false;		/* its slot is waiting, as this backend set it */
 
@@ -291,16 +299,22 @@ QsGiveJob(const char *queue, const char *unit, const char *agent, int64 instance
 		  QsGiveTo *to)
 {
 	bool		given = false;
+	Give	   *g;
+	MemoryContext old;
 
 	if (shared == NULL)
 		return false;
+	/* noted first: no error may come between the room taken and its note */
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	g = palloc(sizeof(Give));
+	g->slot = -1;
+	gives = lappend(gives, g);
+	MemoryContextSwitchTo(old);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int k = 0; k < shared->nslots && !given; k++)
 	{
 		int			i = (shared->next + k) % shared->nslots;
 		WaitSlot   *slot = &shared->slots[i];
-		MemoryContext old;
-		Give	   *g;
 
 		if (slot->dboid != MyDatabaseId || !slot->waiting || slot->give_usecs == 0 ||
 			slot->free < instances || slot->ngiven + slot->nreserved >= QS_MAX_GIVEN ||
@@ -314,11 +328,8 @@ QsGiveJob(const char *queue, const char *unit, const char *agent, int64 instance
 		strlcpy(to->role, NameStr(slot->role), sizeof(to->role));
 		to->lease_usecs = slot->give_usecs;
 		to->slot = i;
-		old = MemoryContextSwitchTo(TopTransactionContext);
-		g = palloc(sizeof(Give));
-		*g = (Give) {i, slot->gen, slot->room_gen, job_id, instances};
-		gives = lappend(gives, g);
-		MemoryContextSwitchTo(old);
+		*g = (Give) {i, slot->gen, slot->room_gen, job_id, instances,
+		GetCurrentTransactionNestLevel()};
 		shared->next = (i + 1) % shared->nslots;
 		given = true;
 	}
@@ -327,33 +338,37 @@ QsGiveJob(const char *queue, const char *unit, const char *agent, int64 instance
 }
 
 /*
- * SetGives ends the gives of a transaction (QsGiveJob), the shared lock
+ * SetGive(s) end the gives of a transaction (QsGiveJob), the shared lock
  * held: committed, each job is the session's to claim, and wakes it; else
  * the room taken comes back, unless a claim has set it since.  A slot that
  * changed hands meanwhile keeps nothing: its new session never waited for
  * the job (its agent releases it, as a job it does not know).
  */
 static void
+SetGive(Give *g, bool committed)
+{
+	WaitSlot   *slot;
+
+	if (g->slot < 0 || (slot = &shared->slots[g->slot])->gen != g->gen)
+		return;
+	slot->nreserved--;
+	if (committed)
+	{
+		slot->given[slot->ngiven++] = g->job_id;
+		Wake(slot, QS_WAKE_DISPATCH);
+	}
+	else if (slot->room_gen == g->room_gen && slot->free >= 0)
+		slot->free += g->instances;
+	g->slot = -1;
+}
+
+static void
 SetGives(bool committed)
 {
 	ListCell   *lc;
 
 	foreach(lc, gives)
-	{
-		Give	   *g = lfirst(lc);
-		WaitSlot   *slot = &shared->slots[g->slot];
-
-		if (slot->gen != g->gen)
-			continue;
-		slot->nreserved--;
-		if (committed)
-		{
-			slot->given[slot->ngiven++] = g->job_id;
-			Wake(slot, QS_WAKE_DISPATCH);
-		}
-		else if (slot->room_gen == g->room_gen && slot->free >= 0)
-			slot->free += g->instances;
-	}
+		SetGive(lfirst(lc), committed);
 }
 
 /* Taken: whether a claim of this transaction already took a job given */
@@ -361,7 +376,7 @@ static bool
 Taken(int64 job_id)
 {
 	for (int c = 0; c < nclaimed_given; c++)
-		if (claimed_given[c] == job_id)
+		if (claimed_given[c].job_id == job_id)
 			return true;
 	return false;
 }
@@ -391,8 +406,8 @@ QsTakeGiven(const char *agent, const char *queue, int64 *ids)
 				ids[n++] = slot->given[i];
 	}
 	LWLockRelease(shared->lock);
-	memcpy(claimed_given + nclaimed_given, ids, sizeof(int64) * n);
-	nclaimed_given += n;
+	for (int i = 0; i < n; i++)
+		claimed_given[nclaimed_given++] = (Claimed) {ids[i], GetCurrentTransactionNestLevel()};
 	return n;
 }
 
@@ -558,7 +573,8 @@ QsAgentWaitXactEvent(XactEvent event)
 {
 	if (event == XACT_EVENT_COMMIT && room.noted)
 		SetRoom();
-	if (event == XACT_EVENT_COMMIT && nclaimed_given > 0)
+	/* prepared, the claim's rows were returned all the same */
+	if ((event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE) && nclaimed_given > 0)
 		ForgetClaimed();
 	if (event == XACT_EVENT_COMMIT &&
 		(agent_wakes != NULL || queue_wakes != NIL || gives != NIL))
@@ -582,6 +598,45 @@ QsAgentWaitXactEvent(XactEvent event)
 		nclaimed_given = 0;
 		room.noted = false;
 	}
+}
+
+/*
+ * QsAgentWaitSubXactEvent: a subtransaction that commits hands its gives
+ * and the jobs its claims returned to its parent; one rolled back gives
+ * the room back, and the jobs its claims took are the session's to take
+ * again (its rows were not returned, or not kept).
+ */
+void
+QsAgentWaitSubXactEvent(SubXactEvent event)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+	int			kept = 0;
+
+	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, gives)
+	{
+		Give	   *g = lfirst(lc);
+
+		if (g->level < level)
+			continue;
+		g->level = level - 1;
+		if (event == SUBXACT_EVENT_ABORT_SUB && g->slot >= 0)
+		{
+			LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+			SetGive(g, false);
+			LWLockRelease(shared->lock);
+		}
+	}
+	for (int c = 0; c < nclaimed_given; c++)
+	{
+		if (claimed_given[c].level >= level && event == SUBXACT_EVENT_ABORT_SUB)
+			continue;
+		claimed_given[kept] = claimed_given[c];
+		claimed_given[kept++].level = Min(claimed_given[c].level, level - 1);
+	}
+	nclaimed_given = kept;
 }
 
 /* MySlot: this backend's slot (every backend's PGPROC number is below MaxBackends) */
@@ -715,6 +770,39 @@ WaitForWake(long timeout_ms)
 }
 
 /*
+ * SettleGives, as a wait that took gives ends (its slot no longer waits:
+ * no pass takes its room any more), waits up to 0.4 s (within the margin
+ * quota-sched-agent leaves to its statement_timeout) for the passes
+ * that took its room to commit or roll back, and returns what they left
+ * pending (a dispatch, for a job given): so a job given to the session
+ * never comes after its wait said nothing of it (an agent that then stops
+ * taking jobs would leave it held until its lease ran out).
+ */
+static uint32
+SettleGives(void)
+{
+	WaitSlot   *slot = MySlot();
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 400);
+	uint32		what = 0;
+	int			reserved;
+
+	for (;;)
+	{
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		reserved = slot->nreserved;
+		what |= slot->pending;
+		slot->pending = 0;
+		LWLockRelease(shared->lock);
+		if (reserved == 0 || GetCurrentTimestamp() >= until)
+			return what;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Wait waits until something is pending for the agent, the deadline, a
  * cancel request, or the client's end (a backend left waiting for an agent
  * that exited would keep its slot until the timeout); what was pending
@@ -743,6 +831,8 @@ Wait(const char *agent, const char *queue, TimestampTz deadline, int64 give_usec
 	}
 	if (i_wait)
 		SetWaiting(false);
+	if (give_usecs > 0)
+		what |= SettleGives();
 	return what;
 }
 

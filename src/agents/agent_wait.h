@@ -39,5 +39,6 @@ extern void QsNoteClaim(const char *agent, const char *queue, const char *unit,
 						int max_instances, int64 taken);
 extern void QsNoteFreed(const char *agent, int64 instances);
 extern void QsAgentWaitXactEvent(XactEvent event);
+extern void QsAgentWaitSubXactEvent(SubXactEvent event);
 
 #endif							/* QS_AGENT_WAIT_H */

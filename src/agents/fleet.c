@@ -24,6 +24,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "agent_wait.h"
 #include "fleet.h"
 #include "identity.h"
 #include "checks.h"
@@ -217,12 +218,6 @@ static QsQuery AgentKnownQuery = {
 };
 
 /*
- * QsAgentSeen records that an agent claimed or heartbeat with a lease:
- * its row's last_seen and lease, when it is registered by that login
- * (login NULL: an admin acting for it, any login).  Returns whether the
- * agent is registered and DRAINING (then claim gives it nothing).
- */
-/*
  * StateIsDraining: whether the state in the first column of the last
  * statement's first row (null: none) is DRAINING.
  */
@@ -241,6 +236,12 @@ StateIsDraining(const char *agent)
 	return word == QS_AGENT_DRAINING;
 }
 
+/*
+ * QsAgentSeen records that an agent claimed or heartbeat with a lease:
+ * its row's last_seen and lease, when it is registered by that login
+ * (login NULL: an admin acting for it, any login).  Returns whether the
+ * agent is registered and DRAINING (then claim gives it nothing).
+ */
 bool
 QsAgentSeen(const char *agent, const char *login, Interval *lease)
 {
@@ -314,15 +315,21 @@ ChangeAgent(QsQuery *query, Datum *args, const char *agent)
 
 /*
  * QsDrainAgent sets a registered agent DRAINING (or ACTIVE again) and
- * returns its row (ChangeAgent).
+ * returns its row (ChangeAgent).  Draining ends the agent's waits at
+ * commit: one that takes jobs at their dispatch (agent_wait's lease)
+ * checks the agent's state only as it starts.
  */
 Datum
 QsDrainAgent(const char *agent, bool draining)
 {
 	Datum		args[2] = {CStringGetTextDatum(agent),
 		CStringGetTextDatum(QsAgentStateName(draining ? QS_AGENT_DRAINING : QS_AGENT_ACTIVE))};
+	Datum		row = ChangeAgent(&DrainAgentQuery, args, agent);
 
-	return ChangeAgent(&DrainAgentQuery, args, agent);
+	/* a wait that takes jobs at their dispatch takes none from then on */
+	if (draining)
+		QsWakeAgent(agent, QS_WAKE_DISPATCH);
+	return row;
 }
 
 static QsQuery ForgetAgentQuery = {

@@ -72,6 +72,7 @@ QsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 				  SubTransactionId parentSubid, void *arg)
 {
 	QsJobEndSubXactEvent(event);
+	QsAgentWaitSubXactEvent(event);
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		QsResetWriteContext();

@@ -30,13 +30,13 @@ CREATE FUNCTION pg_temp.ag(sql text) RETURNS SETOF text LANGUAGE sql AS $$
 $$;
 -- ag_wait(lease): the agent's session takes what is pending (a claim
 -- that left jobs behind keeps a dispatch pending), then starts a wait
--- (10 s) as ag1, with that lease (null: none), and is waiting when this
--- returns
+-- (60 s: each ends by a wake-up or a cancel) as ag1, with that lease
+-- (null: none), and is waiting when this returns
 CREATE FUNCTION pg_temp.ag_wait(lease text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
 	PERFORM pg_temp.ag($c$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0)$c$);
 	PERFORM dblink_send_query('ag', format(
-		$c$CALL quota_sched.agent_wait('ag1', 'ag_queue', 10000, lease => %L::interval)$c$, lease));
+		$c$CALL quota_sched.agent_wait('ag1', 'ag_queue', 60000, lease => %L::interval)$c$, lease));
 	FOR i IN 1..2000 LOOP
 		IF EXISTS (SELECT 1 FROM pg_stat_activity a JOIN ag_pid USING (pid)
 				    WHERE a.wait_event = 'Extension') THEN
@@ -171,6 +171,33 @@ SELECT r FROM pg_temp.ag($$SELECT
 		max_instances => 1, start => true)), '(none)')$$) r;
 SELECT pg_temp.claim(2);
 SELECT pg_temp.report('SUCCEEDED', 'ag_g', 'ag_h');
+-- so does a pass rolled back to a savepoint; and a claim rolled back to
+-- a savepoint leaves the job to the next claim
+SELECT pg_temp.ag_wait('10 minutes');
+BEGIN;
+SAVEPOINT s;
+SELECT pg_temp.submit('ag_f2', 1);
+ROLLBACK TO s;
+COMMIT;
+SELECT pg_temp.submit('ag_g2', 2);
+SELECT pg_temp.ag_woken();
+SELECT r FROM pg_temp.ag($$BEGIN; SAVEPOINT s;
+	SELECT count(*) FROM quota_sched.claim('ag1', 'ag_queue', max_instances => 2, start => true);
+	ROLLBACK TO s; COMMIT$$) r;
+SELECT pg_temp.claim(2);
+SELECT pg_temp.report('SUCCEEDED', 'ag_g2');
+-- a wait that ends (here, cancelled) while a pass that gave it a job has
+-- not yet committed says dispatch once the pass commits: the agent never
+-- misses a job given to it (it might stop taking jobs next)
+SELECT pg_temp.ag_wait('10 minutes');
+BEGIN;
+SELECT pg_temp.submit('ag_g3', 1);
+SELECT pg_cancel_backend(pid) FROM ag_pid;
+SELECT pg_sleep(0.05);
+COMMIT;
+SELECT pg_temp.ag_woken();
+SELECT pg_temp.claim(2);
+SELECT pg_temp.report('SUCCEEDED', 'ag_g3');
 
 -- a job given, then terminated before the claim: a stop is requested (it
 -- is claimed); the claim returns it, and the heartbeat the stop
@@ -185,7 +212,11 @@ SELECT pg_temp.report('STOPPED', 'ag_i');
 -- a registered agent that drains is given nothing (ag1 registers in
 -- another unit, so that the jobs of gpu are not placed)
 SELECT r FROM pg_temp.ag($$SELECT name FROM quota_sched.agent_ready('ag1', 'ag_queue', 'cpu', 2)$$) r;
+-- drained while it waits: its wait ends (dispatch), and the next is given
+-- nothing
+SELECT pg_temp.ag_wait('10 minutes');
 SELECT state FROM quota_sched.drain_agent('ag1');
+SELECT pg_temp.ag_woken();
 SELECT pg_temp.ag_wait('10 minutes');
 SELECT pg_temp.submit('ag_j', 1);
 SELECT pg_temp.ag_woken();
@@ -215,7 +246,7 @@ SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'ag_k
 -- is given to it: its part and the job RUNNING for it, in the pass
 SELECT r FROM pg_temp.ag($$SELECT string_agg(a.name, ',') FROM (
 	SELECT name FROM quota_sched.agent_ready('ag1', 'ag_queue', 'gpu', 2) UNION ALL
-	SELECT name FROM quota_sched.agent_ready('ag2', 'ag_queue', 'gpu', 2)) a$$) r;
+	SELECT name FROM quota_sched.agent_ready('ag2', 'ag_queue', 'gpu', 2, '{"rack": "r2"}')) a$$) r;
 SELECT pg_temp.ag($$CALL quota_sched.agent_wait('ag1', 'ag_queue', 0)$$);
 SELECT pg_temp.claim(2);
 SELECT pg_temp.ag_wait('10 minutes');
@@ -226,11 +257,15 @@ SELECT p.rank, p.agent, p.state, p.agent_role, p.claimed_at = j.scheduled_at AS 
 SELECT e.from_state, e.to_state, e.actor FROM quota_sched.job_event e
   JOIN quota_sched.job j ON j.id = e.job_id WHERE j.name = 'ag_l' ORDER BY e.id;
 SELECT pg_temp.claim(2);
--- a job placed on ag2 is not given to ag1, which is not woken (its wait is
--- cancelled here); nor a job of two parts, on ag1 and ag2: ag1 is woken to
--- claim its part
+-- a job placed on ag2 (of 1, on a host with a rack: ag1 has room too) is
+-- not given to ag1, which is not woken (its wait is cancelled here); nor
+-- a job of two parts, on ag1 and ag2: ag1 is woken to claim its part
 SELECT pg_temp.ag_wait('10 minutes');
-SELECT pg_temp.submit('ag_m', 2);
+INSERT INTO quota_sched.job (name, job_queue, quota_share, capacity_unit, instance_count,
+							 same_label)
+VALUES ('ag_m', 'ag_queue', 'ag_s', 'gpu', 1, 'rack');
+SELECT count(*) AS dispatched FROM quota_sched.run_pass('ag_queue') WHERE action = 'DISPATCH';
+SELECT state, part_agents FROM quota_sched.job WHERE name = 'ag_m';
 SELECT pg_cancel_backend(pid) FROM ag_pid;
 SELECT pg_temp.ag_woken();
 SELECT (quota_sched.terminate(id)).state FROM quota_sched.job WHERE name = 'ag_m';
