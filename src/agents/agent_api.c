@@ -696,6 +696,9 @@ DoDrainAgent(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "quota_sched: SPI_connect failed");
 	result = QsDrainAgent(agent, draining);
+	/* its waits end at commit: one given jobs checks the drain as it starts */
+	if (draining)
+		QsWakeAgent(agent, QS_WAKE_DISPATCH);
 	SPI_finish();
 	QsEndSystemWrite(&saved);
 	return result;

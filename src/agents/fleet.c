@@ -24,7 +24,6 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "agent_wait.h"
 #include "fleet.h"
 #include "identity.h"
 #include "checks.h"
@@ -315,21 +314,15 @@ ChangeAgent(QsQuery *query, Datum *args, const char *agent)
 
 /*
  * QsDrainAgent sets a registered agent DRAINING (or ACTIVE again) and
- * returns its row (ChangeAgent).  Draining ends the agent's waits at
- * commit: one that takes jobs at their dispatch (agent_wait's lease)
- * checks the agent's state only as it starts.
+ * returns its row (ChangeAgent).
  */
 Datum
 QsDrainAgent(const char *agent, bool draining)
 {
 	Datum		args[2] = {CStringGetTextDatum(agent),
 		CStringGetTextDatum(QsAgentStateName(draining ? QS_AGENT_DRAINING : QS_AGENT_ACTIVE))};
-	Datum		row = ChangeAgent(&DrainAgentQuery, args, agent);
 
-	/* a wait that takes jobs at their dispatch takes none from then on */
-	if (draining)
-		QsWakeAgent(agent, QS_WAKE_DISPATCH);
-	return row;
+	return ChangeAgent(&DrainAgentQuery, args, agent);
 }
 
 static QsQuery ForgetAgentQuery = {
