@@ -362,9 +362,9 @@ loop_step(void)
 		db_end_wait();
 		if (conn && want_claim && wake_waits())
 			do_claim();
+		if (conn)
+			do_heartbeat();
 	}
-	if (conn && (want_heartbeat || now_mono() >= next_heartbeat))
-		do_heartbeat();
 	if (conn && want_claim)
 		do_claim();
 	do_rendezvous();

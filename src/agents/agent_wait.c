@@ -334,6 +334,11 @@ QsGiveJob(const char *queue, const char *unit, const char *agent, int64 instance
 		given = true;
 	}
 	LWLockRelease(shared->lock);
+	if (!given)
+	{
+		gives = list_delete_last(gives);	/* a pass that gives nothing notes nothing */
+		pfree(g);
+	}
 	return given;
 }
 
