@@ -134,6 +134,16 @@ AS 'MODULE_PATHNAME', 'qs_held_capacity_reads'
 LANGUAGE C VOLATILE STRICT;
 
 /*
+ * How many pairs (a share and unit) whose first RUNNABLE jobs this
+ * backend's passes read rather than take those it kept
+ * (src/pass/heads_cache.c): for tests.
+ */
+CREATE OR REPLACE FUNCTION quota_sched.runnable_heads_reads()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'qs_runnable_heads_reads'
+LANGUAGE C VOLATILE STRICT;
+
+/*
  * How many times this backend's passes left out the misconfiguration check,
  * which would have changed nothing (src/pass/pass_apply.c): for tests.
  */
@@ -144,10 +154,10 @@ LANGUAGE C VOLATILE STRICT;
 
 REVOKE ALL ON FUNCTION quota_sched.host_cache_reloads(), quota_sched.host_held_reads(),
 	quota_sched.share_config_reads(), quota_sched.held_capacity_reads(),
-	quota_sched.misconfiguration_skips() FROM PUBLIC;
+	quota_sched.runnable_heads_reads(), quota_sched.misconfiguration_skips() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION quota_sched.host_cache_reloads(), quota_sched.host_held_reads(),
 	quota_sched.share_config_reads(), quota_sched.held_capacity_reads(),
-	quota_sched.misconfiguration_skips() TO quota_sched_admin;
+	quota_sched.runnable_heads_reads(), quota_sched.misconfiguration_skips() TO quota_sched_admin;
 
 REVOKE ALL ON FUNCTION quota_sched.held_capacity_drift(), quota_sched.host_held_drift()
 	FROM PUBLIC;

@@ -850,15 +850,26 @@ CREATE TRIGGER job_constrained_update
 /*
  * The floors of the scans of RUNNABLE jobs, of unclaimed ones and of leases
  * that passes and claims repeat (src/jobs/scan_floor.c): a row version that
- * enters one is noted for the commit (a submission: by job_history()).
- * ENABLE ALWAYS: with session_replication_role = replica too (a repair, a
- * test's), so that no UPDATE moves a job in unnoted; it does nothing while
- * the extension's scripts run.
+ * enters one is noted for the commit (a submission: by job_history()), and
+ * so is one of a RUNNABLE job that an UPDATE or DELETE replaces, and a
+ * TRUNCATE: the first RUNNABLE jobs a pass keeps are kept while none of
+ * them changed (src/pass/heads_cache.c).  ENABLE ALWAYS: with
+ * session_replication_role = replica too (a repair, a test's), so that no
+ * UPDATE moves a job in or out unnoted; they do nothing while the
+ * extension's scripts run.
  */
 CREATE TRIGGER job_scan_floor BEFORE UPDATE ON quota_sched.job
-	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING'))
+	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')
+					   OR OLD.state = 'RUNNABLE')
 	EXECUTE FUNCTION quota_sched.job_scan_floor();
+CREATE TRIGGER job_scan_floor_delete BEFORE DELETE ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state = 'RUNNABLE')
+	EXECUTE FUNCTION quota_sched.job_scan_floor();
+CREATE TRIGGER job_scan_floor_truncate AFTER TRUNCATE ON quota_sched.job
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_scan_floor();
 ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;
+ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor_delete;
+ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor_truncate;
 
 /*
  * The counters a pass keeps (src/pass/usage_cache.c): every transaction

@@ -529,9 +529,17 @@ CREATE TRIGGER quota_share_generation_truncate AFTER TRUNCATE ON quota_sched.quo
 CREATE FUNCTION quota_sched.job_scan_floor() RETURNS trigger
 AS 'MODULE_PATHNAME', 'qs_job_scan_floor' LANGUAGE C;
 CREATE TRIGGER job_scan_floor BEFORE UPDATE ON quota_sched.job
-	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING'))
+	FOR EACH ROW WHEN (NEW.state IN ('RUNNABLE', 'SCHEDULED', 'STARTING', 'RUNNING')
+					   OR OLD.state = 'RUNNABLE')
 	EXECUTE FUNCTION quota_sched.job_scan_floor();
+CREATE TRIGGER job_scan_floor_delete BEFORE DELETE ON quota_sched.job
+	FOR EACH ROW WHEN (OLD.state = 'RUNNABLE')
+	EXECUTE FUNCTION quota_sched.job_scan_floor();
+CREATE TRIGGER job_scan_floor_truncate AFTER TRUNCATE ON quota_sched.job
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_scan_floor();
 ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor;
+ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor_delete;
+ALTER TABLE quota_sched.job ENABLE ALWAYS TRIGGER job_scan_floor_truncate;
 
 /*
  * The counters a pass keeps (issue 42, item 3; tables.sql has the

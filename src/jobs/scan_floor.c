@@ -120,6 +120,14 @@ typedef struct FloorEntry
 	 * checked; 0: none.
 	 */
 	uint64		misfit;
+	/*
+	 * Of a pair: the commits of transactions that wrote its RUNNABLE jobs in
+	 * share order (moved one in, out, or changed it), counted twice:
+	 * touch_begun before the commit is visible, touch_done after it (or
+	 * after its abort).  Equal: no such commit is under way (QsFloorTouches).
+	 */
+	uint64		touch_begun;
+	uint64		touch_done;
 } FloorEntry;
 
 /* The shared memory besides the table: whether it ever was full. */
@@ -128,19 +136,31 @@ typedef struct FloorShared
 	LWLock	   *lock;
 	bool		full;			/* an entry could not be made: every queue's
 								 * set of RUNNABLE pairs may lack one */
+	uint64		wipe_begun;		/* TRUNCATEs of the jobs, as touch_begun */
+	uint64		wipe_done;
 } FloorShared;
 
 static FloorShared *floor_shared = NULL;
 static LWLock *floor_lock = NULL;
 static HTAB *floors = NULL;
-/* A floor the transaction moved rows into, and the least key it moved in. */
+/*
+ * A floor the transaction moved rows into (in), and the least key it moved
+ * in; or, of a pair, only one whose rows it moved out or changed.
+ */
 typedef struct PendingNote
 {
 	FloorKey	key;
-	QsFloorKeyValue least;
+	QsFloorKeyValue least;		/* top: none moved in */
+	bool		in;
+	FloorEntry *begun;			/* its entry, once touch_begun counted it */
 } PendingNote;
 
 static List *pending = NIL;		/* of PendingNote, in TopTransactionContext */
+static PendingNote *last_note = NULL;	/* the one noted last */
+/* the transaction truncated the jobs (wiped); and counted it in wipe_begun */
+static bool pending_wipe = false;
+static bool wipe_begun = false;
+static bool pending_touch = false;	/* a note of a pair (BeginTouches) */
 
 /* A value of FloorEntry.misfit for the commit (QsFloorMisfitNote). */
 typedef struct PendingMisfit
@@ -165,6 +185,7 @@ static List *pending_advance = NIL; /* of PendingAdvance, in TopTransactionConte
 
 static PendingNote *FindPending(int32 kind, const char *queue, const char *share,
 								const char *unit);
+static bool MovedIn(const FloorKey *key);
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -199,6 +220,7 @@ FloorShmemStartup(void)
 	{
 		floor_shared->lock = &(GetNamedLWLockTranche("quota_sched scan floors"))->lock;
 		floor_shared->full = false;
+		floor_shared->wipe_begun = floor_shared->wipe_done = 0;
 	}
 	floor_lock = floor_shared->lock;
 	LWLockRelease(AddinShmemInitLock);
@@ -260,6 +282,7 @@ EnterFloor(const FloorKey *key)
 		entry->checked_at = 0;
 		entry->next_pair = NULL;
 		entry->misfit = 0;
+		entry->touch_begun = entry->touch_done = 0;
 		if (key->kind == QS_FLOOR_RUNNABLE)
 		{
 			/* into its queue's list (none when full: then no marker is valid) */
@@ -293,8 +316,7 @@ ReadKey(const FloorKey *key)
 	if (floors == NULL)
 		return seen;
 	/* a snapshot of the transaction's may be older than the floor */
-	seen.own = IsolationUsesXactSnapshot() ||
-		FindPending(key->kind, key->queue, key->share, key->unit) != NULL;
+	seen.own = IsolationUsesXactSnapshot() || MovedIn(key);
 	LWLockAcquire(floor_lock, LW_SHARED);
 	entry = hash_search(floors, key, HASH_FIND, NULL);
 	if (entry != NULL)
@@ -353,28 +375,46 @@ FloorAdvance(const FloorKey *key, const QsFloorSeen *seen, QsFloorKeyValue first
 /*
  * FindPending finds what the transaction noted of a floor: a list, short
  * (a few floors a transaction, whatever its rows), cheaper to walk than a
- * table is to make at each transaction.
+ * table is to make at each transaction; the note found last first (a
+ * statement's rows are often of one pair).
  */
 static PendingNote *
 FindPending(int32 kind, const char *queue, const char *share, const char *unit)
 {
 	ListCell   *lc;
 
+#define NOTE_IS(p) ((p)->key.kind == kind && strcmp((p)->key.queue, queue) == 0 && \
+					strcmp((p)->key.share, share) == 0 && strcmp((p)->key.unit, unit) == 0)
+	if (last_note != NULL && NOTE_IS(last_note))
+		return last_note;
 	foreach(lc, pending)
 	{
 		PendingNote *p = lfirst(lc);
 
-		if (p->key.kind == kind && strcmp(p->key.queue, queue) == 0 &&
-			strcmp(p->key.share, share) == 0 && strcmp(p->key.unit, unit) == 0)
-			return p;
+		if (NOTE_IS(p))
+			return last_note = p;
 	}
+#undef NOTE_IS
 	return NULL;
 }
 
-/* Note notes that the transaction moved a row of key value into a scan. */
+/* MovedIn tells whether the transaction moved rows into a floor's scan. */
+static bool
+MovedIn(const FloorKey *key)
+{
+	PendingNote *p = FindPending(key->kind, key->queue, key->share, key->unit);
+
+	return p != NULL && p->in;
+}
+
+/*
+ * Note notes that the transaction moved a row of key value into a scan
+ * (in), or, of a pair, moved one out or changed it (not in: value is
+ * ignored).
+ */
 static void
 Note(QsFloorKind kind, const char *queue, const char *share, const char *unit,
-	 QsFloorKeyValue value)
+	 QsFloorKeyValue value, bool in)
 {
 	PendingNote *p = FindPending(kind, queue, share, unit);
 
@@ -384,12 +424,20 @@ Note(QsFloorKind kind, const char *queue, const char *share, const char *unit,
 
 		p = palloc(sizeof(PendingNote));
 		p->key = MakeKey(kind, queue, share, unit);
-		p->least = value;
+		p->least = QsFloorTop;
+		p->in = false;
+		p->begun = NULL;
 		pending = lappend(pending, p);
+		last_note = p;
+		pending_touch |= kind == QS_FLOOR_RUNNABLE;
 		MemoryContextSwitchTo(old);
 	}
-	else if (QsFloorKeyLess(value, p->least))
-		p->least = value;
+	if (in)
+	{
+		p->in = true;
+		if (QsFloorKeyLess(value, p->least))
+			p->least = value;
+	}
 }
 
 static char *
@@ -428,10 +476,12 @@ PartAgentsNull(TupleDesc desc, HeapTuple row)
 /*
  * NoteRunnable notes a RUNNABLE job that is in its share's order (waits for
  * no dependency): in the floor of its share and unit, by (-priority,
- * queued_at, id), the order of job_runnable_share_order.
+ * queued_at, id), the order of job_runnable_share_order; moved in (a new
+ * row version), or out (in false: an old one, which an UPDATE or DELETE
+ * replaces, whatever it changed).
  */
 static void
-NoteRunnable(TupleDesc desc, HeapTuple row, const char *queue)
+NoteRunnable(TupleDesc desc, HeapTuple row, const char *queue, bool in)
 {
 	bool		isnull;
 	QsFloorKeyValue value;
@@ -443,7 +493,21 @@ NoteRunnable(TupleDesc desc, HeapTuple row, const char *queue)
 						  Int64Column(desc, row, JC_QUEUED_AT, &isnull),
 						  Int64Column(desc, row, JC_ID, &isnull));
 	Note(QS_FLOOR_RUNNABLE, queue, TextColumn(desc, row, JC_QUOTA_SHARE),
-		 TextColumn(desc, row, JC_CAPACITY_UNIT), value);
+		 TextColumn(desc, row, JC_CAPACITY_UNIT), value, in);
+}
+
+/*
+ * NoteLeft notes, of a job's row version that an UPDATE or DELETE
+ * replaces, the pair whose RUNNABLE jobs in share order it was one of.
+ */
+static void
+NoteLeft(TupleDesc desc, HeapTuple old)
+{
+	char	   *name;
+
+	if (floors != NULL && (name = TextColumn(desc, old, JC_STATE)) != NULL &&
+		strcmp(name, QsJobStateName(QS_RUNNABLE)) == 0)
+		NoteRunnable(desc, old, TextColumn(desc, old, JC_JOB_QUEUE), false);
 }
 
 /*
@@ -464,24 +528,25 @@ FloorNoteRow(TupleDesc desc, HeapTuple row)
 		return;
 	queue = TextColumn(desc, row, JC_JOB_QUEUE);
 	if (state == QS_RUNNABLE)
-		NoteRunnable(desc, row, queue);
+		NoteRunnable(desc, row, queue, true);
 	else if (state != QS_SCHEDULED && state != QS_STARTING && state != QS_RUNNING)
 		return;
 	else if (!heap_attisnull(row, JobAttnum(desc, JC_AGENT), desc))
 	{
 		value.k[0] = Int64Column(desc, row, JC_LEASE_UNTIL, &isnull);
 		if (!isnull)
-			Note(QS_FLOOR_LAPSED, queue, "", "", value);
+			Note(QS_FLOOR_LAPSED, queue, "", "", value, true);
 	}
 	else if (state == QS_SCHEDULED)
 	{
 		value.k[0] = Int64Column(desc, row, JC_SCHEDULED_AT, &isnull);
 		value.k[1] = Int64Column(desc, row, JC_ID, &isnull);
-		Note(QS_FLOOR_UNCLAIMED, queue, "", "", value);
+		Note(QS_FLOOR_UNCLAIMED, queue, "", "", value, true);
 		if (PartAgentsNull(desc, row))
 		{
-			Note(QS_FLOOR_CLAIMABLE, queue, "", "", value);
-			Note(QS_FLOOR_CLAIMABLE, queue, "", TextColumn(desc, row, JC_CAPACITY_UNIT), value);
+			Note(QS_FLOOR_CLAIMABLE, queue, "", "", value, true);
+			Note(QS_FLOOR_CLAIMABLE, queue, "", TextColumn(desc, row, JC_CAPACITY_UNIT), value,
+				 true);
 		}
 	}
 }
@@ -500,44 +565,118 @@ QsFloorNoteSubmitted(TupleDesc desc, HeapTuple row)
 PG_FUNCTION_INFO_V1(qs_job_scan_floor);
 
 /*
- * qs_job_scan_floor, the trigger job_scan_floor (BEFORE UPDATE, for each
- * row, ENABLE ALWAYS), notes the scans a job's new row version is in, for
- * the commit.  Nothing while an extension script runs.
+ * qs_job_scan_floor, the triggers job_scan_floor (BEFORE UPDATE, for each
+ * row), job_scan_floor_delete (BEFORE DELETE, for each row) and
+ * job_scan_floor_truncate (AFTER TRUNCATE), each ENABLE ALWAYS, notes for
+ * the commit the scans a job's new row version is in, and the pair whose
+ * RUNNABLE jobs its old one was one of (or, at a TRUNCATE, every pair).
+ * Nothing while an extension script runs.
  */
 Datum
 qs_job_scan_floor(PG_FUNCTION_ARGS)
 {
-	TriggerData *td = CheckJobTrigger(fcinfo, "job_scan_floor", true);
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+
 	QsCheckSchemaVersion();
-	if (!TRIGGER_FIRED_BY_UPDATE(td->tg_event))
-		elog(ERROR, "quota_sched: job_scan_floor must be fired by UPDATE");
+	if (CALLED_AS_TRIGGER(fcinfo) && TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+	{
+		pending_wipe |= !creating_extension && floors != NULL;
+		return PointerGetDatum(NULL);
+	}
+	td = CheckJobTrigger(fcinfo, "job_scan_floor", true);
+	desc = RelationGetDescr(td->tg_relation);
+	if (!TRIGGER_FIRED_BY_UPDATE(td->tg_event) && !TRIGGER_FIRED_BY_DELETE(td->tg_event))
+		elog(ERROR, "quota_sched: job_scan_floor must be fired by UPDATE, DELETE or TRUNCATE");
 	if (!creating_extension)
-		FloorNoteRow(RelationGetDescr(td->tg_relation), td->tg_newtuple);
-	return PointerGetDatum(td->tg_newtuple);
+	{
+		NoteLeft(desc, td->tg_trigtuple);
+		if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+			FloorNoteRow(desc, td->tg_newtuple);
+	}
+	return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(td->tg_event) ?
+						   td->tg_newtuple : td->tg_trigtuple);
 }
 
 /*
- * Lower lowers, at the commit of the transaction that noted them, each
- * floor to the least key it moved in, and counts the lowering.
+ * BeginTouches counts, before the commit (or PREPARE) makes them visible,
+ * the transaction's writes of each pair's RUNNABLE jobs (touch_begun), and
+ * a TRUNCATE of the jobs (wipe_begun): a reader that finds the count where
+ * it was when it kept a pair's first jobs knows that no write of them
+ * became visible since (QsFloorTouches).
  */
 static void
-Lower(void)
+BeginTouches(void)
 {
 	ListCell   *lc;
 
 	LWLockAcquire(floor_lock, LW_EXCLUSIVE);
 	foreach(lc, pending)
 	{
-		QsFloorKeyValue least = ((PendingNote *) lfirst(lc))->least;
-		FloorEntry *entry = EnterFloor(&((PendingNote *) lfirst(lc))->key);
+		PendingNote *p = lfirst(lc);
 
-		if (entry == NULL)
+		if (p->key.kind != QS_FLOOR_RUNNABLE || p->begun != NULL)
 			continue;
-		if (entry->set && QsFloorKeyLess(least, entry->floor))
-			entry->floor = least;
-		entry->gen++;
-		entry->ring[entry->gen % QS_FLOOR_RING] = least;
+		p->begun = EnterFloor(&p->key);
+		if (p->begun != NULL)
+			p->begun->touch_begun++;
 	}
+	if (pending_wipe && !wipe_begun)
+	{
+		floor_shared->wipe_begun++;
+		wipe_begun = true;
+	}
+	LWLockRelease(floor_lock);
+}
+
+/*
+ * EndTouches, at the end of a transaction whose writes BeginTouches
+ * counted, counts them done, once they are visible (a commit) or will
+ * never be (an abort).  Not at a PREPARE: they become visible at a COMMIT
+ * PREPARED, maybe in another session, that nothing counts; so the first
+ * jobs of those pairs are not kept again until the server restarts.
+ */
+static void
+EndTouches(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending)
+	{
+		PendingNote *p = lfirst(lc);
+
+		if (p->begun != NULL)
+			p->begun->touch_done++;
+	}
+	if (wipe_begun)
+		floor_shared->wipe_done++;
+}
+
+/*
+ * Lower lowers, at the commit of the transaction that noted them (and at
+ * its PREPARE), each floor to the least key it moved in, and counts the
+ * lowering; at a commit, with the touches done (EndTouches).
+ */
+static void
+Lower(bool commit)
+{
+	ListCell   *lc;
+
+	LWLockAcquire(floor_lock, LW_EXCLUSIVE);
+	foreach(lc, pending)
+	{
+		PendingNote *p = lfirst(lc);
+		FloorEntry *entry;
+
+		if (!p->in || (entry = EnterFloor(&p->key)) == NULL)
+			continue;
+		if (entry->set && QsFloorKeyLess(p->least, entry->floor))
+			entry->floor = p->least;
+		entry->gen++;
+		entry->ring[entry->gen % QS_FLOOR_RING] = p->least;
+	}
+	if (commit)
+		EndTouches();
 	LWLockRelease(floor_lock);
 }
 
@@ -560,19 +699,29 @@ SetMisfit(void)
 }
 
 /*
- * QsScanFloorXactEvent lowers the floors at commit (and at PREPARE: the
- * rows become visible only at COMMIT PREPARED, which QS_FLOOR_CHECK_MS
- * bounds), and forgets the transaction's notes at its end.
+ * QsScanFloorXactEvent counts the touches before the commit (BeginTouches),
+ * lowers the floors at commit (and at PREPARE: the rows become visible
+ * only at COMMIT PREPARED, which QS_FLOOR_CHECK_MS bounds), counts the
+ * touches of an abort done, and forgets the transaction's notes at its end.
  */
 void
 QsScanFloorXactEvent(XactEvent event)
 {
 	ListCell   *lc;
 
-	if (pending == NIL && pending_misfit == NIL && pending_advance == NIL)
+	if (pending == NIL && pending_misfit == NIL && pending_advance == NIL && !pending_wipe)
 		return;
-	if (pending != NIL && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE))
-		Lower();
+	if ((pending_touch || pending_wipe) &&
+		(event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE))
+		BeginTouches();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
+		Lower(event == XACT_EVENT_COMMIT);
+	if (event == XACT_EVENT_ABORT && (pending_touch || pending_wipe))
+	{
+		LWLockAcquire(floor_lock, LW_EXCLUSIVE);
+		EndTouches();
+		LWLockRelease(floor_lock);
+	}
 	if (event == XACT_EVENT_COMMIT)
 	{
 		SetMisfit();
@@ -587,7 +736,11 @@ QsScanFloorXactEvent(XactEvent event)
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
+	{
 		pending = pending_misfit = pending_advance = NIL;
+		last_note = NULL;
+		pending_wipe = wipe_begun = pending_touch = false;
+	}
 }
 
 /*
@@ -708,17 +861,24 @@ QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloo
 	return first;
 }
 
-/* OwnRunnable tells whether this transaction moved jobs of a queue into RUNNABLE. */
+/*
+ * OwnRunnable tells whether this transaction moved jobs of a queue into
+ * RUNNABLE (in), or wrote any of its RUNNABLE jobs in share order at all
+ * or truncated the jobs (not in).
+ */
 static bool
-OwnRunnable(const char *queue)
+OwnRunnable(const char *queue, bool in)
 {
 	ListCell   *lc;
 
+	if (!in && pending_wipe)
+		return true;
 	foreach(lc, pending)
 	{
 		PendingNote *p = lfirst(lc);
 
-		if (p->key.kind == QS_FLOOR_RUNNABLE && strcmp(p->key.queue, queue) == 0)
+		if (p->key.kind == QS_FLOOR_RUNNABLE && strcmp(p->key.queue, queue) == 0 &&
+			(p->in || !in))
 			return true;
 	}
 	return false;
@@ -738,6 +898,8 @@ AddPair(QsPairFloors *pf, const char *share, const char *unit, QsFloorSeen seen,
 	p->seen = seen;
 	p->first = QsFloorTop;
 	p->entry = NULL;
+	p->touches = 0;
+	p->settled = false;
 }
 
 /*
@@ -752,18 +914,22 @@ AddPair(QsPairFloors *pf, const char *share, const char *unit, QsFloorSeen seen,
 QsPairFloors
 QsFloorReadPairs(const char *queue)
 {
-	QsPairFloors pf = {pstrdup(queue), {false, false, 0, {{0, 0, 0}}}, NULL, 0, NULL, NIL};
+	QsPairFloors pf = {pstrdup(queue), {false, false, 0, {{0, 0, 0}}}, NULL, 0, NULL, NIL, 0};
 	FloorKey	marker = MakeKey(QS_FLOOR_PAIRS, queue, "", "");
 	int			cap = 8;
 	FloorEntry *e;
+	bool		settled;
 
 	if (floors == NULL)
 		return pf;
 	pf.marker = ReadKey(&marker);
-	pf.marker.own |= OwnRunnable(queue);
+	pf.marker.own |= OwnRunnable(queue, false);
+	settled = !OwnRunnable(queue, false);
 	pf.pairs = palloc(sizeof(QsPairFloor) * cap);
 	LWLockAcquire(floor_lock, LW_SHARED);
 	pf.marker.valid &= !pf.marker.own && !floor_shared->full;
+	pf.wipes = floor_shared->wipe_begun;
+	settled &= floor_shared->wipe_begun == floor_shared->wipe_done;
 	/* the queue's list: its pairs only, whatever the other queues have */
 	e = hash_search(floors, &marker, HASH_FIND, NULL);
 	pf.marker_entry = e;
@@ -775,9 +941,42 @@ QsFloorReadPairs(const char *queue)
 		seen.valid &= !seen.own;
 		AddPair(&pf, e->key.share, e->key.unit, seen, &cap);
 		pf.pairs[pf.n - 1].entry = e;
+		pf.pairs[pf.n - 1].touches = e->touch_begun;
+		pf.pairs[pf.n - 1].settled = settled && e->touch_begun == e->touch_done;
 	}
 	LWLockRelease(floor_lock);
 	return pf;
+}
+
+/*
+ * QsFloorTouches reads, after the snapshot of the reads of pf, the count
+ * of the commits begun that wrote the RUNNABLE jobs of its pairs which[n],
+ * into touches[n] (PG_UINT64_MAX: a pair with no entry), and of the
+ * TRUNCATEs of the jobs, into *wipes.  Each such commit is counted before
+ * it is visible: when a pair's count and wipes are those a reader read
+ * before an earlier snapshot with none under way (settled), no write of
+ * the pair's jobs became visible between the two snapshots, and what the
+ * earlier one read of them is what this one would (heads_cache.c).
+ */
+void
+QsFloorTouches(const QsPairFloors *pf, const int *which, int n, uint64 *touches, uint64 *wipes)
+{
+	if (floors == NULL)
+	{
+		for (int i = 0; i < n; i++)
+			touches[i] = PG_UINT64_MAX;
+		*wipes = PG_UINT64_MAX;
+		return;
+	}
+	LWLockAcquire(floor_lock, LW_SHARED);
+	for (int i = 0; i < n; i++)
+	{
+		const FloorEntry *e = pf->pairs[which[i]].entry;
+
+		touches[i] = e != NULL ? e->touch_begun : PG_UINT64_MAX;
+	}
+	*wipes = floor_shared->wipe_begun;
+	LWLockRelease(floor_lock);
 }
 
 /*
@@ -915,8 +1114,12 @@ QsFloorProbed(QsPairFloors *pf, const int *which, int n)
 	for (int i = 0; i < n; i++)
 	{
 		QsPairFloor *p = &pf->pairs[which[i]];
-		FloorKey	key = MakeKey(QS_FLOOR_RUNNABLE, pf->queue, p->share, p->unit);
+		FloorKey	key;
 
+		/* found at its floor (a probe finds nothing below it): nothing to raise */
+		if (p->seen.valid && !QsFloorKeyLess(p->seen.floor, p->first))
+			continue;
+		key = MakeKey(QS_FLOOR_RUNNABLE, pf->queue, p->share, p->unit);
 		FloorAdvance(&key, &p->seen, p->first);
 	}
 	if (!pf->marker.valid)

@@ -77,6 +77,14 @@ typedef struct QsPairFloor
 	QsFloorSeen seen;
 	QsFloorKeyValue first;		/* top: none */
 	struct FloorEntry *entry;	/* its floor in shared memory, NULL: none */
+	/*
+	 * Before the snapshot: the commits that wrote its RUNNABLE jobs, counted
+	 * as they begin (QsFloorTouches), and whether none was under way then, nor
+	 * a TRUNCATE of the jobs, nor did this transaction write them (settled:
+	 * what the snapshot reads of them may be kept, with touches and wipes).
+	 */
+	uint64		touches;
+	bool		settled;
 } QsPairFloor;
 
 typedef struct QsPairFloors
@@ -87,6 +95,7 @@ typedef struct QsPairFloors
 	int			n;
 	QsPairFloor *pairs;
 	List	   *listed;			/* QsFloorProbePairs: share, unit, ... */
+	uint64		wipes;			/* TRUNCATEs of the jobs begun, before the snapshot */
 } QsPairFloors;
 
 extern void QsScanFloorRegister(void);
@@ -109,6 +118,8 @@ extern QsFloorKeyValue QsFloorProbe(QsFloorKind kind, const char *queue, const c
 									QsFloorKeyValue from, Snapshot snapshot);
 extern QsFloorKeyValue QsFloorStart(QsFloorKind kind, const char *queue, const char *unit,
 									const QsFloorSeen *seen, Snapshot snapshot);
+extern void QsFloorTouches(const QsPairFloors *pf, const int *which, int n, uint64 *touches,
+						   uint64 *wipes);
 extern void QsScanFloorXactEvent(XactEvent event);
 extern void QsScanFloorSubXactAbort(void);
 

@@ -23,6 +23,7 @@
 
 #include "job_parts.h"
 #include "job_store.h"
+#include "heads_cache.h"
 #include "job_store_pass.h"
 #include "policy.h"
 #include "query.h"
@@ -727,50 +728,219 @@ HeadsSize(int n, int at_least)
 	return which;
 }
 
+/* The first jobs of pairs as ReadPairsHeads gathers them. */
+typedef struct PairsHeads
+{
+	QsJobRows  *heads;
+	int		   *pair_of;		/* the pair (of pf) of each row */
+	QsHeadsKept **kept;			/* of each pair read, which[i]; NULL: none */
+	int			limit;			/* jobs per pair at most */
+	int		   *listed;			/* pairs (of pf) in the order the read found them */
+	int			nlisted;
+} PairsHeads;
+
+/* AddHeads adds rows[n] of pair p (of pf) to ph. */
+static void
+AddHeads(PairsHeads *ph, const QsJobRow *rows, int n, int p)
+{
+	for (int r = 0; r < n; r++)
+	{
+		ph->heads->rows[ph->heads->n] = rows[r];
+		ph->pair_of[ph->heads->n++] = p;
+	}
+}
+
+/*
+ * TakeKept takes the first jobs kept of those pairs which[n] of pf that
+ * none changed since (heads_cache.c), and puts the others in miss[],
+ * returning how many.
+ */
+static int
+TakeKept(const QsPairFloors *pf, const int *which, int n, PairsHeads *ph, int *miss)
+{
+	uint64	   *touches = palloc(sizeof(uint64) * (n + 1));
+	uint64		wipes;
+	int			nmiss = 0;
+
+	if (ph->kept != NULL)
+		QsFloorTouches(pf, which, n, touches, &wipes);
+	for (int i = 0; i < n; i++)
+	{
+		const QsJobRow *rows;
+		int			nrows;
+
+		if (ph->kept == NULL || !pf->pairs[which[i]].seen.valid ||
+			!pf->pairs[which[i]].settled ||
+			!QsHeadsTake(ph->kept[i], touches[i], wipes, ph->limit, &rows, &nrows))
+			miss[nmiss++] = i;
+		else
+			AddHeads(ph, rows, nrows, which[i]);
+	}
+	return nmiss;
+}
+
+/*
+ * AddFresh adds the rows a read of the first jobs of pairs which[miss[nmiss]]
+ * returned (tuples[nrows], each of pair probe[pair_at[r]]) to ph, each
+ * pair's kept when it may be (else decoded into the caller's memory).
+ */
+static void
+AddFresh(const QsPairFloors *pf, const int *miss, const int *probe, int nmiss,
+		 HeapTuple *tuples, const int *pair_at, int nrows, PairsHeads *ph)
+{
+	int		   *start = palloc0(sizeof(int) * (nmiss + 2));
+	int		   *filled = palloc0(sizeof(int) * (nmiss + 1));
+	HeapTuple  *of_pair = palloc(sizeof(HeapTuple) * (nrows + 1));
+	QsJobDecoder decoder;
+
+	QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
+	/* each pair's rows, in the order read */
+	for (int r = 0; r < nrows; r++)
+		start[pair_at[r] + 1]++;
+	for (int j = 0; j < nmiss; j++)
+		start[j + 1] += start[j];
+	for (int r = 0; r < nrows; r++)
+		of_pair[start[pair_at[r]] + filled[pair_at[r]]++] = tuples[r];
+	for (int j = 0; j < nmiss; j++)
+	{
+		const QsPairFloor *p = &pf->pairs[probe[j]];
+		QsHeadsKept *kept = ph->kept != NULL ? ph->kept[miss[j]] : NULL;
+
+		if (kept != NULL && p->settled)
+			AddHeads(ph, QsHeadsKeep(kept, p->touches, pf->wipes, ph->limit,
+									 of_pair + start[j], filled[j], &decoder),
+					 filled[j], probe[j]);
+		else
+		{
+			/* what was kept stays: its counts tell when it is right */
+			for (int t = 0; t < filled[j]; t++)
+			{
+				QsJobDecode(&decoder, of_pair[start[j] + t], &ph->heads->rows[ph->heads->n]);
+				ph->pair_of[ph->heads->n++] = probe[j];
+			}
+		}
+	}
+}
+
+/*
+ * ReadFresh reads the first jobs of pairs which[miss[nmiss]] of pf from
+ * their floors, in the pass's snapshot, one statement of size (HeadsSize)
+ * for them all, and adds them to ph (AddFresh), noting the order in which
+ * it found the pairs.
+ */
+static void
+ReadFresh(const QsPairFloors *pf, const int *which, const int *miss, int nmiss, int size,
+		  PairsHeads *ph)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	int		   *probe = palloc(sizeof(int) * (nmiss + 1));
+	HeapTuple  *tuples;
+	int		   *pair_at;
+	Datum		args[6];
+	uint64		rows;
+	int			pair_col;
+
+	for (int j = 0; j < nmiss; j++)
+		probe[j] = which[miss[j]];
+	args[0] = CStringGetTextDatum(pf->queue);
+	QsFloorProbeArgs(pf, probe, nmiss, args);
+	rows = QsQueryRunIn(&PairsHeadsQueries[size], args, NULL, read_snapshot, 0);
+	MemoryContextSwitchTo(outer);
+	pair_col = SPI_fnumber(SPI_tuptable->tupdesc, "pair");
+	tuples = palloc(sizeof(HeapTuple) * (rows + 1));
+	pair_at = palloc(sizeof(int) * (rows + 1));
+	for (uint64 r = 0; r < rows; r++)
+	{
+		bool		isnull;
+
+		tuples[r] = SPI_tuptable->vals[r];
+		pair_at[r] = DatumGetInt64(SPI_getbinval(tuples[r], SPI_tuptable->tupdesc, pair_col,
+												 &isnull)) - 1;
+		if (r == 0 || pair_at[r] != pair_at[r - 1])
+			ph->listed[ph->nlisted++] = probe[pair_at[r]];
+	}
+	AddFresh(pf, miss, probe, nmiss, tuples, pair_at, (int) rows, ph);
+	QsHeadsNoteRead(nmiss);
+	SPI_freetuptable(SPI_tuptable);
+	MemoryContextSwitchTo(outer);
+}
+
+/* The rank of pairs (QsHeadsRank), for qsort_arg. */
+static int
+CompareRanks(const void *a, const void *b, void *arg)
+{
+	QsHeadsKept **kept = arg;
+
+	return QsHeadsRank(kept[*(const int *) a]) - QsHeadsRank(kept[*(const int *) b]);
+}
+
+/*
+ * FoundInOrder tells pf the first job found of each pair which[n] read
+ * (QsFloorFound), in the order of their index, as the statement returns
+ * them: so listed lists them in that order, whichever were kept (in the
+ * statement's order when it read them all; else by their ranks).
+ */
+static void
+FoundInOrder(QsPairFloors *pf, const int *which, int n, bool all_read, const PairsHeads *ph)
+{
+	QsFloorKeyValue *first = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
+	int		   *order = palloc(sizeof(int) * (n + 1));
+
+	for (int p = 0; p < pf->n; p++)
+		first[p] = QsFloorTop;
+	for (int r = 0; r < ph->heads->n; r++)
+	{
+		const QsJob *job = &ph->heads->rows[r].job;
+		QsFloorKeyValue key = QsFloorJobKey(job->priority, job->queued_at, job->id);
+
+		if (QsFloorKeyLess(key, first[ph->pair_of[r]]))
+			first[ph->pair_of[r]] = key;
+	}
+	if (all_read)
+	{
+		for (int i = 0; i < ph->nlisted; i++)
+			QsFloorFound(pf, ph->listed[i], first[ph->listed[i]]);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	qsort_arg(order, n, sizeof(int), CompareRanks, ph->kept);
+	for (int i = 0; i < n; i++)
+		if (!QS_FLOOR_TOP(first[which[order[i]]]))
+			QsFloorFound(pf, which[order[i]], first[which[order[i]]]);
+}
+
 /*
  * ReadPairsHeads probes the pairs of pf (QsFloorProbePairs) by reading the
  * first jobs of each from its floor in the pass's snapshot, which it gives
  * in *heads, into the caller's memory, as QsReadRunnableHeads would from
  * each pair's first job: one statement where a pass ran two, a probe then
- * the read of the heads from what it found.
+ * the read of the heads from what it found.  The first jobs of a pair none
+ * of whose jobs changed since a pass of this backend read them are taken
+ * from what it kept (heads_cache.c): the rows, read only.
  */
 static void
 ReadPairsHeads(QsPairFloors *pf, QsJobRows *heads, int **pair_of, int *per_pair)
 {
-	MemoryContext outer = CurrentMemoryContext;
 	int		   *which;
 	int			n = QsFloorToProbe(pf, &which);
 	int			size = HeadsSize(n, 1);
-	Datum		args[6];
-	QsJobDecoder decoder;
-	int			pair_col;
+	PairsHeads	ph = {heads, NULL, NULL, RunnableHeadsSizes[size], NULL, 0};
+	int		   *miss = palloc(sizeof(int) * (n + 1));
+	int			nmiss;
 
-	*per_pair = RunnableHeadsSizes[size];
+	*per_pair = ph.limit;
+	heads->n = 0;
+	heads->rows = palloc(sizeof(QsJobRow) * (n * ph.limit + 1));
+	*pair_of = ph.pair_of = palloc(sizeof(int) * (n * ph.limit + 1));
+	ph.listed = palloc(sizeof(int) * (n + 1));
 	if (n > 0)
 	{
-		args[0] = CStringGetTextDatum(pf->queue);
-		QsFloorProbeArgs(pf, which, n, args);
-		heads->n = QsQueryRunIn(&PairsHeadsQueries[size], args, NULL, read_snapshot, 0);
-		heads->rows = MemoryContextAllocZero(outer, sizeof(QsJobRow) * (heads->n + 1));
-		*pair_of = MemoryContextAlloc(outer, sizeof(int) * (heads->n + 1));
-		QsJobDecoderInit(&decoder, SPI_tuptable->tupdesc);
-		pair_col = SPI_fnumber(SPI_tuptable->tupdesc, "pair");
-		for (int r = 0; r < heads->n; r++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-			MemoryContext old = MemoryContextSwitchTo(outer);
-			const QsJob *job = &heads->rows[r].job;
-			bool		isnull;
-
-			QsJobDecode(&decoder, tup, &heads->rows[r]);
-			MemoryContextSwitchTo(old);
-			(*pair_of)[r] = which[DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc,
-															  pair_col, &isnull)) - 1];
-			QsFloorFound(pf, (*pair_of)[r],
-						 QsFloorJobKey(job->priority, job->queued_at, job->id));
-		}
-		SPI_freetuptable(SPI_tuptable);
-		MemoryContextSwitchTo(outer);
+		ph.kept = QsHeadsEntries(pf, which, n);
+		nmiss = TakeKept(pf, which, n, &ph, miss);
+		if (nmiss > 0)
+			ReadFresh(pf, which, miss, nmiss, size, &ph);
+		FoundInOrder(pf, which, n, nmiss == n, &ph);
 	}
 	QsFloorProbed(pf, which, n);
 }

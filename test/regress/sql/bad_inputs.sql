@@ -159,6 +159,7 @@ INSERT INTO bi_sample (fn, role, args, accepted_state, extras) VALUES
 	('quota_sched.host_held_reads()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.share_config_reads()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.held_capacity_reads()', 'regress_bi_admin', '{}', NULL, '{}'),
+	('quota_sched.runnable_heads_reads()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.misconfiguration_skips()', 'regress_bi_admin', '{}', NULL, '{}'),
 	('quota_sched.core_words()', 'regress_bi_user', '{}', NULL, '{}'),
 	('quota_sched.attempt_deadline(timestamp with time zone, interval)', 'regress_bi_user',
