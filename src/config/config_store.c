@@ -331,9 +331,40 @@ static QsQuery SharesQuery = {
 };
 
 /*
+ * SameUnitNames makes each unit of a capacity map that has the name of the
+ * unit at its place in another (jsonb keeps an object's keys in one order)
+ * that unit's string: a pass then knows shares with the same units by
+ * their pointers (QsSameUnits), not by comparing names share by share.
+ */
+static void
+SameUnitNames(QsCapacities *c, const QsCapacities *before)
+{
+	for (int k = 0; k < c->n && k < before->n; k++)
+		if (strcmp(c->units[k], before->units[k]) == 0)
+			c->units[k] = before->units[k];
+}
+
+/*
+ * QsSameUnits tells whether two capacity maps read together have the same
+ * units in the same order, by their strings (SameUnitNames): false says
+ * nothing.
+ */
+bool
+QsSameUnits(const QsCapacities *a, const QsCapacities *b)
+{
+	if (a == NULL || b == NULL || a->n != b->n)
+		return false;
+	for (int k = 0; k < a->n; k++)
+		if (a->units[k] != b->units[k])
+			return false;
+	return true;
+}
+
+/*
  * QsReadShareConfigs reads a queue's shares, in the C order of their
  * names, into the current memory context, and returns how many; a share
- * whose budget is the empty map has none (NULL).
+ * whose budget is the empty map has none (NULL).  The units of shares
+ * with the same units are the same strings (SameUnitNames).
  */
 int
 QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
@@ -354,6 +385,8 @@ QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
 		if (s->budget != NULL && JB_ROOT_COUNT(s->budget) == 0)
 			s->budget = NULL;
 		s->capacities = QsDecodeCapacities(s->capacity_limits);
+		if (i > 0)
+			SameUnitNames(&s->capacities, &(*shares)[i - 1].capacities);
 	}
 	return (int) n;
 }

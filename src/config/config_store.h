@@ -104,6 +104,7 @@ extern bool QsReadQueueConfig(const char *queue, QsConfigRead how, QsQueueConfig
 							  QsEnvironmentConfig *environment, QsQueueStatus *status);
 extern QsCapacities QsDecodeCapacities(Jsonb *map);
 extern int64 QsCapacityOfUnit(const QsCapacities *capacities, const char *unit);
+extern bool QsSameUnits(const QsCapacities *a, const QsCapacities *b);
 extern int	QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares);
 extern bool QsReadSubmitConfig(const char *queue, const char *share, QsConfigRead how,
 							   QsQueueConfig *config, QsEnvironmentConfig *environment,

@@ -876,6 +876,7 @@ CoreCursorAdvance(CorePlan *p, int s, int u)
 	bool		from_start = !cur->started;
 	bool		split = SplitSkip(p, s, u);
 
+	p->moved = p->moved == -1 || p->moved == s ? s : -2;
 	cur->started = true;
 	cur->has_head = false;
 	if (cur->all_skipped || (cur->below <= 1 && !split))
@@ -905,6 +906,7 @@ CoreCursorStart(CorePlan *p, int32_t below)
 	if (p->head_shares == NULL)
 		p->head_shares = CoreAlloc(p, sizeof(int) * (p->nshares + 1));
 	p->nhead_shares = 0;
+	p->heaps_built = false;
 	for (int s = 0; s < p->nshares; s++)
 	{
 		for (int u = 0; u < p->nunits; u++)
@@ -975,48 +977,146 @@ FairBefore(const CorePlan *p, const QsJob *a, const QsJob *b)
 	return QueueOrderBefore(a, b);
 }
 
+/* HeadBefore: whether share a's head comes before share b's in heap k. */
+static bool
+HeadBefore(CorePlan *p, int k, int a, int b)
+{
+	const QsJob *ha = CoreShareHead(p, a);
+	const QsJob *hb = CoreShareHead(p, b);
+
+#ifndef QS_MUTANT_FAIR_ORDER
+	if (k == 0 && p->in->fair)
+		return FairBefore(p, ha, hb);
+#endif
+	return QueueOrderBefore(ha, hb);
+}
+
+/* HeapSet puts share s at place i of heap k. */
+static void
+HeapSet(CorePlan *p, int k, int i, int s)
+{
+	p->heap[k][i] = s;
+	p->heap_at[k][s] = i;
+}
+
+/* HeapSift moves the share at place i of heap k up or down to its place. */
+static void
+HeapSift(CorePlan *p, int k, int i)
+{
+	int		   *h = p->heap[k];
+	int			s = h[i];
+
+	while (i > 0 && HeadBefore(p, k, s, h[(i - 1) / 2]))
+	{
+		HeapSet(p, k, i, h[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	for (;;)
+	{
+		int			c = 2 * i + 1;
+
+		if (c >= p->nheap[k])
+			break;
+		if (c + 1 < p->nheap[k] && HeadBefore(p, k, h[c + 1], h[c]))
+			c++;
+		if (!HeadBefore(p, k, h[c], s))
+			break;
+		HeapSet(p, k, i, h[c]);
+		i = c;
+	}
+	HeapSet(p, k, i, s);
+}
+
+/* HeapPlace takes share s out of both heaps, and puts it back by its head. */
+static void
+HeapPlace(CorePlan *p, int s)
+{
+	const QsJob *head = CoreShareHead(p, s);
+
+	for (int k = 0; k < 2; k++)
+	{
+		int			i = p->heap_at[k][s];
+
+		if (i >= 0)
+		{
+			int			last = p->heap[k][--p->nheap[k]];
+
+			p->heap_at[k][s] = -1;
+			if (last != s)
+			{
+				HeapSet(p, k, i, last);
+				HeapSift(p, k, i);
+			}
+		}
+#ifndef QS_MUTANT_OWN_CAPACITY_FIRST
+		if (head != NULL && (k == 0 || CoreFitsOwnCapacity(p, head)))
+#else
+		if (head != NULL && k == 0)
+#endif
+		{
+			HeapSet(p, k, p->nheap[k]++, s);
+			HeapSift(p, k, p->nheap[k] - 1);
+		}
+	}
+}
+
+/*
+ * BuildHeaps makes both heaps anew from the shares CoreCursorStart listed,
+ * leaving out those whose cursors have lost their heads (they get none
+ * again: a cursor moves only when its head was the candidate).
+ */
+static void
+BuildHeaps(CorePlan *p)
+{
+	if (p->heap[0] == NULL)
+		for (int k = 0; k < 2; k++)
+		{
+			p->heap[k] = CoreAlloc(p, sizeof(int) * (p->nshares + 1));
+			p->heap_at[k] = CoreAlloc(p, sizeof(int) * (p->nshares + 1));
+		}
+	for (int k = 0; k < 2; k++)
+	{
+		p->nheap[k] = 0;
+		for (int s = 0; s < p->nshares; s++)
+			p->heap_at[k][s] = -1;
+	}
+	for (int i = 0; i < p->nhead_shares;)
+	{
+		if (CoreShareHead(p, p->head_shares[i]) == NULL)
+		{
+			p->head_shares[i] = p->head_shares[--p->nhead_shares];
+			continue;
+		}
+		HeapPlace(p, p->head_shares[i++]);
+	}
+	p->heaps_built = true;
+	p->heaps_usage = p->usage_version;
+}
+
 /*
  * CoreNextCandidate picks, among the jobs under the cursors (of the shares
  * CoreCursorStart listed), the one that fits
  * in its own capacity with the least (queued_at, id); if none fits, the one
  * with the least (queued_at, id), or with borrow_order FAIR the one whose
  * share would borrow the least per unit of weight (scheduling.md 3.2).
+ * Both are the first of a heap: where the heads are and whether each fits
+ * depend only on the cursors and the usage, so the heaps are made again
+ * when the usage changed (a dispatch, a stop), and otherwise only the
+ * share whose cursors moved (the last candidate's) is placed again: a
+ * candidate costs the log of the number of shares with a head, not that
+ * number (an idle pass at 1,000 shares with jobs waiting in each).
  */
 const QsJob *
 CoreNextCandidate(CorePlan *p)
 {
-	const QsJob *fitting = NULL;
-	const QsJob *any = NULL;
-
-	/* the order of the shares does not matter: the order of jobs is total */
-	for (int i = 0; i < p->nhead_shares;)
-	{
-		const QsJob *head = CoreShareHead(p, p->head_shares[i]);
-
-		if (head == NULL)
-		{
-			/* its cursors have lost their heads for the rest of the loop */
-			p->head_shares[i] = p->head_shares[--p->nhead_shares];
-			continue;
-		}
-		i++;
-#ifndef QS_MUTANT_FAIR_ORDER
-		if (p->in->fair)
-		{
-			if (any == NULL || FairBefore(p, head, any))
-				any = head;
-		}
-		else
-#endif
-		if (any == NULL || QueueOrderBefore(head, any))
-			any = head;
-#ifndef QS_MUTANT_OWN_CAPACITY_FIRST
-		if (CoreFitsOwnCapacity(p, head) &&
-			(fitting == NULL || QueueOrderBefore(head, fitting)))
-			fitting = head;
-#endif
-	}
-	return fitting != NULL ? fitting : any;
+	if (!p->heaps_built || p->heaps_usage != p->usage_version || p->moved == -2)
+		BuildHeaps(p);
+	else if (p->moved >= 0)
+		HeapPlace(p, p->moved);
+	p->moved = -1;
+	if (p->nheap[1] > 0)
+		return CoreShareHead(p, p->heap[1][0]);
+	return p->nheap[0] > 0 ? CoreShareHead(p, p->heap[0][0]) : NULL;
 }
 
 /*

@@ -128,6 +128,21 @@ typedef struct CorePlan
 	int		   *head_shares;	/* the shares whose cursors may have a head
 								 * (CoreCursorStart, CoreNextCandidate) */
 	int			nhead_shares;
+	/*
+	 * The shares with a head, in two heaps (CoreNextCandidate): [0] in the
+	 * order of any candidate, [1] those whose head fits in its share's own
+	 * capacity, in queue order; heap_at[k][s]: share s's place in heap k
+	 * (-1: none).  Made again when usage_version moved since heaps_usage,
+	 * or the cursors of more than one share moved (moved: the share whose
+	 * cursors moved since the last candidate; -1: none; -2: several).
+	 */
+	int		   *heap[2];
+	int		   *heap_at[2];
+	int			nheap[2];
+	bool		heaps_built;
+	uint64_t	heaps_usage;
+	int			moved;
+	uint64_t	usage_version;	/* moves with every change of usage */
 	CoreWantedCache *wanted;	/* [s*nunits+u] */
 	uint64_t	version;		/* moves with every change of the state planned
 								 * (usage, pending stops, promises, the jobs

@@ -47,6 +47,22 @@
  * the agents (quota_sched.c), and a pass holds its queue's lock through
  * it, so the claims that wait for the pass see what it dispatched.
  *
+ * A transaction that moved rows out of a pair (an UPDATE or DELETE of a
+ * RUNNABLE job in share order, noted as not in; or a TRUNCATE) reads the
+ * pair's floors as its own too: its reads do not see those rows, which a
+ * rollback brings back, so it must not raise the floors past them.
+ *
+ * The touches.  Every write of a pair's RUNNABLE jobs in share order is
+ * noted (moved in, or out, whatever it changed), and counted in the pair's
+ * entry at its commit twice: touch_begun before the commit is visible
+ * (PRE_COMMIT), touch_done after it or its abort; a TRUNCATE of the jobs
+ * likewise in wipe_begun and wipe_done.  What a reader read of a pair in
+ * a snapshot taken when the two were equal is what a later snapshot
+ * reads, if touch_begun and wipe_begun read after the later snapshot are
+ * as they were (QsFloorTouches; the first jobs a pass keeps:
+ * heads_cache.c).  A PREPARE counts its touches begun, never done: its
+ * COMMIT PREPARED may come from any session.
+ *
  * What it cannot see.  Writes with every trigger disabled (ALTER TABLE
  * ... DISABLE TRIGGER ALL), rows inserted with the triggers off (a
  * restore), those of the extension's own scripts (they
@@ -908,8 +924,9 @@ AddPair(QsPairFloors *pf, const char *share, const char *unit, QsFloorSeen seen,
  * whether they are all the pairs that may have RUNNABLE jobs: the marker
  * PAIRS, which a pass sets once it listed the pairs from the index
  * (QsFloorSetPairs), is valid for QS_FLOOR_CHECK_MS; never once the table
- * was full (a pair may lack its floor), nor for a transaction that moved
- * jobs of the queue into RUNNABLE itself.
+ * was full (a pair may lack its floor), nor for a transaction that wrote
+ * RUNNABLE jobs of the queue itself (moved some in or out).  With each
+ * pair, its touches before the snapshot, and whether they were settled.
  */
 QsPairFloors
 QsFloorReadPairs(const char *queue)

@@ -865,15 +865,6 @@ ReadFresh(const QsPairFloors *pf, const int *which, const int *miss, int nmiss, 
 	MemoryContextSwitchTo(outer);
 }
 
-/* The rank of pairs (QsHeadsRank), for qsort_arg. */
-static int
-CompareRanks(const void *a, const void *b, void *arg)
-{
-	QsHeadsKept **kept = arg;
-
-	return QsHeadsRank(kept[*(const int *) a]) - QsHeadsRank(kept[*(const int *) b]);
-}
-
 /*
  * FoundInOrder tells pf the first job found of each pair which[n] read
  * (QsFloorFound), in the order of their index, as the statement returns
@@ -884,7 +875,8 @@ static void
 FoundInOrder(QsPairFloors *pf, const int *which, int n, bool all_read, const PairsHeads *ph)
 {
 	QsFloorKeyValue *first = palloc(sizeof(QsFloorKeyValue) * (pf->n + 1));
-	int		   *order = palloc(sizeof(int) * (n + 1));
+	int		   *order;
+	int			ranks = 0;
 
 	for (int p = 0; p < pf->n; p++)
 		first[p] = QsFloorTop;
@@ -902,12 +894,17 @@ FoundInOrder(QsPairFloors *pf, const int *which, int n, bool all_read, const Pai
 			QsFloorFound(pf, ph->listed[i], first[ph->listed[i]]);
 		return;
 	}
+	/* the ranks of a queue's pairs are 0, 1, ...: each pair's is its place */
 	for (int i = 0; i < n; i++)
-		order[i] = i;
-	qsort_arg(order, n, sizeof(int), CompareRanks, ph->kept);
+		ranks = Max(ranks, QsHeadsRank(ph->kept[i]) + 1);
+	order = palloc(sizeof(int) * (ranks + 1));
+	for (int r = 0; r < ranks; r++)
+		order[r] = -1;
 	for (int i = 0; i < n; i++)
-		if (!QS_FLOOR_TOP(first[which[order[i]]]))
-			QsFloorFound(pf, which[order[i]], first[which[order[i]]]);
+		order[QsHeadsRank(ph->kept[i])] = which[i];
+	for (int r = 0; r < ranks; r++)
+		if (order[r] >= 0 && !QS_FLOOR_TOP(first[order[r]]))
+			QsFloorFound(pf, order[r], first[order[r]]);
 }
 
 /*

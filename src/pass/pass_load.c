@@ -291,7 +291,8 @@ LoadShares(QsQueueState *qs)
 	{
 		shares[i] = configs[i].policy;
 		maps[i] = &configs[i].capacities;
-		AddCapacityUnits(qs, maps[i]);
+		if (i == 0 || !QsSameUnits(maps[i], maps[i - 1]))
+			AddCapacityUnits(qs, maps[i]);
 		qs->budget_maps[i] = configs[i].budget;
 		qs->any_budget |= configs[i].budget != NULL;
 		qs->periods[i] = configs[i].budget_period;
@@ -885,21 +886,21 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 	int64	   *stopping = palloc0(sizeof(int64) * cells);
 
 	qs->held = palloc0(sizeof(QsJobReader) * cells);
-	for (int i = 0; i < usage.n; i++)
+	for (int i = 0, u = -1; i < usage.n; i++)
 	{
 		int			s = usage.rows[i].share;
 		int			at;
 
+		/* rows of one unit in a row share its name (QsReadUsage) */
+		if (i == 0 || usage.rows[i].capacity_unit != usage.rows[i - 1].capacity_unit)
+			u = QsUnitIndex(qs, usage.rows[i].capacity_unit);
 		if (s < 0)
 		{
 			/* a share gone behind the foreign keys: its jobs hold instances */
-			QsUnit	   *units = (QsUnit *) qs->in.units;
-
-			units[QsUnitIndex(qs, usage.rows[i].capacity_unit)].unowned_held +=
-				usage.rows[i].instances;
+			((QsUnit *) qs->in.units)[u].unowned_held += usage.rows[i].instances;
 			continue;
 		}
-		at = s * qs->in.nunits + QsUnitIndex(qs, usage.rows[i].capacity_unit);
+		at = s * qs->in.nunits + u;
 		if (qs->in.shares[s].spent != NULL)
 			((double *) qs->in.shares[s].spent)[at % qs->in.nunits] =
 				usage.rows[i].spent[qs->periods[s]];
@@ -1147,12 +1148,24 @@ SetUpConstrained(QsQueueState *qs)
 static void
 SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps)
 {
+	int		   *unit_of = NULL; /* of the last map's units, as they are
+								 * those of the next one's (QsSameUnits) */
+
 	for (int s = 0; s < qs->in.nshares; s++)
 	{
+		const QsCapacities *map = share_maps[s];
 		int64	   *caps = palloc0(sizeof(int64) * qs->in.nunits);
 
-		for (int u = 0; u < qs->in.nunits; u++)
-			caps[u] = QsCapacityOfUnit(share_maps[s], qs->in.units[u].name);
+		if (s == 0 || !QsSameUnits(map, share_maps[s - 1]))
+		{
+			unit_of = palloc(sizeof(int) * (map->n + 1));
+			for (int k = 0; k < map->n; k++)
+				unit_of[k] = QsUnitIndex(qs, map->units[k]);
+		}
+		/* each unit once (an object's keys): caps[u] = QsCapacityOfUnit */
+		for (int k = 0; k < map->n; k++)
+			if (unit_of[k] >= 0)
+				caps[unit_of[k]] = map->caps[k];
 		((QsShare *) qs->in.shares)[s].capacity = caps;
 		SetUpBudget(qs, s);
 	}
@@ -1222,7 +1235,9 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	usage = QsLoadUsage(qs->queue, qs->any_budget, now, lock_rows);
 	for (int i = 0; i < usage.n; i++)
 	{
-		AddUnit(qs, usage.rows[i].capacity_unit);
+		/* rows of one unit in a row share its name (QsReadUsage) */
+		if (i == 0 || usage.rows[i].capacity_unit != usage.rows[i - 1].capacity_unit)
+			AddUnit(qs, usage.rows[i].capacity_unit);
 		usage.rows[i].share = QsShareIndexNear(qs, usage.rows[i].quota_share,
 											   i > 0 ? usage.rows[i - 1].share : 0);
 	}

@@ -500,12 +500,17 @@ QsReadUsage(const char *queue, bool spent, TimestampTz now)
 		char	   *share = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
 		char	   *unit = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
 
-		if (result.n > 0 && strcmp(row[-1].quota_share, share) == 0 &&
-			strcmp(row[-1].capacity_unit, unit) == 0)
+		/* one string for rows of one unit in a row: a pass compares pointers */
+		if (result.n > 0 && strcmp(row[-1].capacity_unit, unit) == 0)
+		{
+			pfree(unit);
+			unit = row[-1].capacity_unit;
+		}
+		if (result.n > 0 && unit == row[-1].capacity_unit &&
+			strcmp(row[-1].quota_share, share) == 0)
 		{
 			row--;				/* another stripe of the last */
 			pfree(share);
-			pfree(unit);
 		}
 		else
 		{
