@@ -91,7 +91,7 @@ CoreInitAccounting(CorePlan *p)
 	const QsInput *in = p->in;
 
 	p->version++;
-	p->usage_version++;
+	p->usage_moved = -2;
 	for (int at = 0; at < p->nshares * p->nunits; at++)
 	{
 		p->usage[at] = in->held[at];
@@ -117,7 +117,7 @@ CoreHold(CorePlan *p, const QsJob *job, int sign)
 	int			at = CORE_AT(p, job->share, job->unit);
 
 	p->version++;
-	p->usage_version++;
+	p->usage_moved = p->usage_moved == -1 || p->usage_moved == job->share ? job->share : -2;
 	p->usage[at] += sign * (int64_t) job->count;
 	if (job->stop != QS_STOP_NONE)
 		p->pending[at] += sign * (int64_t) job->count;

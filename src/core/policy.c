@@ -999,18 +999,13 @@ HeapSet(CorePlan *p, int k, int i, int s)
 	p->heap_at[k][s] = i;
 }
 
-/* HeapSift moves the share at place i of heap k up or down to its place. */
+/* SiftDown moves the share at place i of heap k down to its place. */
 static void
-HeapSift(CorePlan *p, int k, int i)
+SiftDown(CorePlan *p, int k, int i)
 {
 	int		   *h = p->heap[k];
 	int			s = h[i];
 
-	while (i > 0 && HeadBefore(p, k, s, h[(i - 1) / 2]))
-	{
-		HeapSet(p, k, i, h[(i - 1) / 2]);
-		i = (i - 1) / 2;
-	}
 	for (;;)
 	{
 		int			c = 2 * i + 1;
@@ -1025,6 +1020,22 @@ HeapSift(CorePlan *p, int k, int i)
 		i = c;
 	}
 	HeapSet(p, k, i, s);
+}
+
+/* HeapSift moves the share at place i of heap k up or down to its place. */
+static void
+HeapSift(CorePlan *p, int k, int i)
+{
+	int		   *h = p->heap[k];
+	int			s = h[i];
+
+	while (i > 0 && HeadBefore(p, k, s, h[(i - 1) / 2]))
+	{
+		HeapSet(p, k, i, h[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	HeapSet(p, k, i, s);
+	SiftDown(p, k, i);
 }
 
 /* HeapPlace takes share s out of both heaps, and puts it back by its head. */
@@ -1063,34 +1074,46 @@ HeapPlace(CorePlan *p, int s)
 /*
  * BuildHeaps makes both heaps anew from the shares CoreCursorStart listed,
  * leaving out those whose cursors have lost their heads (they get none
- * again: a cursor moves only when its head was the candidate).
+ * again: a cursor moves only when its head was the candidate), in a time
+ * linear in their number.
  */
 static void
 BuildHeaps(CorePlan *p)
 {
-	if (p->heap[0] == NULL)
-		for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++)
+	{
+		if (p->heap[k] == NULL)
 		{
 			p->heap[k] = CoreAlloc(p, sizeof(int) * (p->nshares + 1));
 			p->heap_at[k] = CoreAlloc(p, sizeof(int) * (p->nshares + 1));
+			for (int s = 0; s < p->nshares; s++)
+				p->heap_at[k][s] = -1;
 		}
-	for (int k = 0; k < 2; k++)
-	{
+		for (int i = 0; i < p->nheap[k]; i++)
+			p->heap_at[k][p->heap[k][i]] = -1;
 		p->nheap[k] = 0;
-		for (int s = 0; s < p->nshares; s++)
-			p->heap_at[k][s] = -1;
 	}
 	for (int i = 0; i < p->nhead_shares;)
 	{
-		if (CoreShareHead(p, p->head_shares[i]) == NULL)
+		int			s = p->head_shares[i];
+		const QsJob *head = CoreShareHead(p, s);
+
+		if (head == NULL)
 		{
 			p->head_shares[i] = p->head_shares[--p->nhead_shares];
 			continue;
 		}
-		HeapPlace(p, p->head_shares[i++]);
+		i++;
+		HeapSet(p, 0, p->nheap[0]++, s);
+#ifndef QS_MUTANT_OWN_CAPACITY_FIRST
+		if (CoreFitsOwnCapacity(p, head))
+			HeapSet(p, 1, p->nheap[1]++, s);
+#endif
 	}
+	for (int k = 0; k < 2; k++)
+		for (int i = p->nheap[k] / 2 - 1; i >= 0; i--)
+			SiftDown(p, k, i);
 	p->heaps_built = true;
-	p->heaps_usage = p->usage_version;
 }
 
 /*
@@ -1099,21 +1122,27 @@ BuildHeaps(CorePlan *p)
  * in its own capacity with the least (queued_at, id); if none fits, the one
  * with the least (queued_at, id), or with borrow_order FAIR the one whose
  * share would borrow the least per unit of weight (scheduling.md 3.2).
- * Both are the first of a heap: where the heads are and whether each fits
- * depend only on the cursors and the usage, so the heaps are made again
- * when the usage changed (a dispatch, a stop), and otherwise only the
- * share whose cursors moved (the last candidate's) is placed again: a
+ * Both are the first of a heap.  A share's place in each depends only on
+ * its head and its usage (whether the head fits, and FAIR's order), so only
+ * the share whose cursors moved (the last candidate's) and the one whose
+ * usage changed (a dispatch) are placed again; the heaps are made again
+ * when several shares' did (a pass's start, stops of several shares): a
  * candidate costs the log of the number of shares with a head, not that
  * number (an idle pass at 1,000 shares with jobs waiting in each).
  */
 const QsJob *
 CoreNextCandidate(CorePlan *p)
 {
-	if (!p->heaps_built || p->heaps_usage != p->usage_version || p->moved == -2)
+	if (!p->heaps_built || p->moved == -2 || p->usage_moved == -2)
 		BuildHeaps(p);
-	else if (p->moved >= 0)
-		HeapPlace(p, p->moved);
-	p->moved = -1;
+	else
+	{
+		if (p->moved >= 0)
+			HeapPlace(p, p->moved);
+		if (p->usage_moved >= 0 && p->usage_moved != p->moved)
+			HeapPlace(p, p->usage_moved);
+	}
+	p->moved = p->usage_moved = -1;
 	if (p->nheap[1] > 0)
 		return CoreShareHead(p, p->heap[1][0]);
 	return p->nheap[0] > 0 ? CoreShareHead(p, p->heap[0][0]) : NULL;

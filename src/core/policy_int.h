@@ -132,17 +132,16 @@ typedef struct CorePlan
 	 * The shares with a head, in two heaps (CoreNextCandidate): [0] in the
 	 * order of any candidate, [1] those whose head fits in its share's own
 	 * capacity, in queue order; heap_at[k][s]: share s's place in heap k
-	 * (-1: none).  Made again when usage_version moved since heaps_usage,
-	 * or the cursors of more than one share moved (moved: the share whose
-	 * cursors moved since the last candidate; -1: none; -2: several).
+	 * (-1: none).  Since the last candidate, moved is the share whose
+	 * cursors moved, usage_moved the one whose usage changed (-1: none; -2:
+	 * several: the heaps are made again).
 	 */
 	int		   *heap[2];
 	int		   *heap_at[2];
 	int			nheap[2];
 	bool		heaps_built;
-	uint64_t	heaps_usage;
 	int			moved;
-	uint64_t	usage_version;	/* moves with every change of usage */
+	int			usage_moved;
 	CoreWantedCache *wanted;	/* [s*nunits+u] */
 	uint64_t	version;		/* moves with every change of the state planned
 								 * (usage, pending stops, promises, the jobs
