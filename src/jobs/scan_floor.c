@@ -653,7 +653,7 @@ BeginTouches(void)
  * jobs of those pairs are not kept again until the server restarts.
  */
 static void
-EndTouches(void)
+EndTouches(bool commit)
 {
 	ListCell   *lc;
 
@@ -661,6 +661,10 @@ EndTouches(void)
 	{
 		PendingNote *p = lfirst(lc);
 
+		/* noted after the PRE_COMMIT (no write of this library's): late */
+		if (commit && p->begun == NULL && p->key.kind == QS_FLOOR_RUNNABLE &&
+			(p->begun = EnterFloor(&p->key)) != NULL)
+			p->begun->touch_begun++;
 		if (p->begun != NULL)
 			p->begun->touch_done++;
 	}
@@ -692,7 +696,7 @@ Lower(bool commit)
 		entry->ring[entry->gen % QS_FLOOR_RING] = p->least;
 	}
 	if (commit)
-		EndTouches();
+		EndTouches(true);
 	LWLockRelease(floor_lock);
 }
 
@@ -730,12 +734,13 @@ QsScanFloorXactEvent(XactEvent event)
 	if ((pending_touch || pending_wipe) &&
 		(event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE))
 		BeginTouches();
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
+	if ((pending != NIL || pending_wipe) &&
+		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE))
 		Lower(event == XACT_EVENT_COMMIT);
 	if (event == XACT_EVENT_ABORT && (pending_touch || pending_wipe))
 	{
 		LWLockAcquire(floor_lock, LW_EXCLUSIVE);
-		EndTouches();
+		EndTouches(false);
 		LWLockRelease(floor_lock);
 	}
 	if (event == XACT_EVENT_COMMIT)
