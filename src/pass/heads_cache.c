@@ -18,10 +18,13 @@
  * the later snapshot and not to the earlier one was counted between the
  * two reads.  A pass in a transaction that wrote the queue's RUNNABLE jobs
  * neither takes nor keeps (its reads see its own writes, which may roll
- * back); nor does one whose floor of the pair is not valid (checked from
- * the beginning every QS_FLOOR_CHECK_MS: the bound of a write no trigger
- * saw, as for the floors).  A prepared transaction's writes are counted
- * done by nobody: its pairs are not kept again until the server restarts.
+ * back).  A pass whose floor of the pair is not valid (checked from the
+ * beginning every QS_FLOOR_CHECK_MS: the bound of a write no trigger saw,
+ * as for the floors) does not take: it reads the pair again, and keeps
+ * that.  A prepared transaction's writes are counted done by nobody: its
+ * pairs are not kept again until the server restarts.  What is kept is a
+ * memory context of a few rows per pair the backend's passes read, for
+ * as long as the backend lives (pairs are at most the floors' entries).
  *
  * What is kept.  The rows decoded (QsJobRow), in a memory context of the
  * pair's, which a pass takes as they are (read only: the policy's job is
