@@ -1038,6 +1038,17 @@ HeapSift(CorePlan *p, int k, int i)
 	SiftDown(p, k, i);
 }
 
+/* InFitting: whether a share whose head is job belongs in heap 1. */
+static bool
+InFitting(const CorePlan *p, const QsJob *head)
+{
+#ifndef QS_MUTANT_OWN_CAPACITY_FIRST
+	return CoreFitsOwnCapacity(p, head);
+#else
+	return false;
+#endif
+}
+
 /* HeapPlace takes share s out of both heaps, and puts it back by its head. */
 static void
 HeapPlace(CorePlan *p, int s)
@@ -1059,11 +1070,7 @@ HeapPlace(CorePlan *p, int s)
 				HeapSift(p, k, i);
 			}
 		}
-#ifndef QS_MUTANT_OWN_CAPACITY_FIRST
-		if (head != NULL && (k == 0 || CoreFitsOwnCapacity(p, head)))
-#else
-		if (head != NULL && k == 0)
-#endif
+		if (head != NULL && (k == 0 || InFitting(p, head)))
 		{
 			HeapSet(p, k, p->nheap[k]++, s);
 			HeapSift(p, k, p->nheap[k] - 1);
@@ -1105,10 +1112,8 @@ BuildHeaps(CorePlan *p)
 		}
 		i++;
 		HeapSet(p, 0, p->nheap[0]++, s);
-#ifndef QS_MUTANT_OWN_CAPACITY_FIRST
-		if (CoreFitsOwnCapacity(p, head))
+		if (InFitting(p, head))
 			HeapSet(p, 1, p->nheap[1]++, s);
-#endif
 	}
 	for (int k = 0; k < 2; k++)
 		for (int i = p->nheap[k] / 2 - 1; i >= 0; i--)

@@ -883,23 +883,22 @@ QsFloorStart(QsFloorKind kind, const char *queue, const char *unit, const QsFloo
 }
 
 /*
- * OwnRunnable tells whether this transaction moved jobs of a queue into
- * RUNNABLE (in), or wrote any of its RUNNABLE jobs in share order at all
- * or truncated the jobs (not in).
+ * OwnRunnable tells whether this transaction wrote RUNNABLE jobs of a
+ * queue in share order (moved some in or out, or changed them), or
+ * truncated the jobs.
  */
 static bool
-OwnRunnable(const char *queue, bool in)
+OwnRunnable(const char *queue)
 {
 	ListCell   *lc;
 
-	if (!in && pending_wipe)
+	if (pending_wipe)
 		return true;
 	foreach(lc, pending)
 	{
 		PendingNote *p = lfirst(lc);
 
-		if (p->key.kind == QS_FLOOR_RUNNABLE && strcmp(p->key.queue, queue) == 0 &&
-			(p->in || !in))
+		if (p->key.kind == QS_FLOOR_RUNNABLE && strcmp(p->key.queue, queue) == 0)
 			return true;
 	}
 	return false;
@@ -945,8 +944,8 @@ QsFloorReadPairs(const char *queue)
 	if (floors == NULL)
 		return pf;
 	pf.marker = ReadKey(&marker);
-	pf.marker.own |= OwnRunnable(queue, false);
-	settled = !OwnRunnable(queue, false);
+	pf.marker.own |= OwnRunnable(queue);
+	settled = !pf.marker.own;
 	pf.pairs = palloc(sizeof(QsPairFloor) * cap);
 	LWLockAcquire(floor_lock, LW_SHARED);
 	pf.marker.valid &= !pf.marker.own && !floor_shared->full;

@@ -41,12 +41,10 @@
 #include "postgres.h"
 
 #include "catalog/pg_collation.h"
-#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/varlena.h"
 
-#include "constants.h"
 #include "heads_cache.h"
 #include "identity.h"
 

@@ -886,14 +886,12 @@ SetUpCounters(QsQueueState *qs, QsUsageRows usage)
 	int64	   *stopping = palloc0(sizeof(int64) * cells);
 
 	qs->held = palloc0(sizeof(QsJobReader) * cells);
-	for (int i = 0, u = -1; i < usage.n; i++)
+	for (int i = 0; i < usage.n; i++)
 	{
 		int			s = usage.rows[i].share;
+		int			u = usage.rows[i].unit;
 		int			at;
 
-		/* rows of one unit in a row share its name (QsReadUsage) */
-		if (i == 0 || usage.rows[i].capacity_unit != usage.rows[i - 1].capacity_unit)
-			u = QsUnitIndex(qs, usage.rows[i].capacity_unit);
 		if (s < 0)
 		{
 			/* a share gone behind the foreign keys: its jobs hold instances */
@@ -1236,7 +1234,10 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	for (int i = 0; i < usage.n; i++)
 	{
 		/* rows of one unit in a row share its name (QsReadUsage) */
-		if (i == 0 || usage.rows[i].capacity_unit != usage.rows[i - 1].capacity_unit)
+		bool		same = i > 0 &&
+			usage.rows[i].capacity_unit == usage.rows[i - 1].capacity_unit;
+
+		usage.rows[i].unit = same ? usage.rows[i - 1].unit :
 			AddUnit(qs, usage.rows[i].capacity_unit);
 		usage.rows[i].share = QsShareIndexNear(qs, usage.rows[i].quota_share,
 											   i > 0 ? usage.rows[i - 1].share : 0);

@@ -25,6 +25,7 @@ typedef struct QsUsageRow
 									 * month (QsPeriod order), when read */
 	int			share;			/* the share's index in the pass's state
 								 * (QsShareIndex, set by the pass), -1: none */
+	int			unit;			/* the unit's (set by the pass) */
 } QsUsageRow;
 
 typedef struct QsUsageRows
