@@ -113,7 +113,7 @@ CREATE TABLE quota_sched.quota_share (
  * trigger checks both with a clear message; the CHECKs say the same.
  * Arrays (0.4, scheduling.md 3.16): an INSERT with array_size (2 to
  * 10,000) submits that many jobs, index 0 the row inserted and the others
- * made by the same statement (job_array_expand); each has array_id (the id
+ * made by the same statement (by job_history()); each has array_id (the id
  * of index 0) and array_index, and its name the suffix [index].
  * Dependencies (0.4, scheduling.md 3.17): depends_on (at most 100 ids,
  * set at the INSERT only) names jobs, or arrays by their array_id, that
@@ -657,8 +657,9 @@ CREATE INDEX agent_change_queue ON quota_sched.agent_change (job_queue, generati
 /*
  * constrained_change (issue 39, item 6): a row per job with placement
  * constraints that enters its share's order, RUNNABLE with no dependency
- * waiting (the job_constrained_* triggers: submitted, sent back, its
- * dependencies done); generation is a new value of
+ * waiting (submitted: written by job_history(); sent back, or its
+ * dependencies done: the trigger job_constrained_update); generation is a
+ * new value of
  * constrained_change_seq.  Inserted only, and replaced by one by the pass,
  * as agent_change.  A pass keeps the classes of placement constraints it
  * read (src/pass/host_cache.c) while its snapshot sees the same
@@ -836,10 +837,6 @@ CREATE TRIGGER job_usage_delete AFTER DELETE ON quota_sched.job
 	EXECUTE FUNCTION quota_sched.job_usage();
 CREATE TRIGGER job_usage_flush AFTER UPDATE OR DELETE OR TRUNCATE ON quota_sched.job
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.job_usage_flush();
-CREATE TRIGGER job_constrained_insert AFTER INSERT ON quota_sched.job
-	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL
-					   AND (NEW.instances_per_host IS NOT NULL OR NEW.same_label IS NOT NULL))
-	EXECUTE FUNCTION quota_sched.job_constrained_changed();
 CREATE TRIGGER job_constrained_update
 	AFTER UPDATE OF state, dependencies_waiting ON quota_sched.job
 	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL

@@ -156,20 +156,14 @@ $$;
 
 /*
  * A job with placement constraints entered its share's order
- * (constrained_change, tables.sql; the triggers' WHEN picks those): a new
- * generation of its queue's classes.
+ * (constrained_change, tables.sql): a new generation of its queue's
+ * classes.  The trigger of updates; a submission's is written by
+ * job_history() (src/jobs/job_history.c).
  */
 CREATE OR REPLACE FUNCTION quota_sched.job_constrained_changed()
 RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	INSERT INTO quota_sched.constrained_change
-	VALUES (NEW.job_queue, nextval('quota_sched.constrained_change_seq'));
-	RETURN NULL;
-END
-$$;
+AS 'MODULE_PATHNAME', 'qs_job_constrained_changed'
+LANGUAGE C;
 
 CREATE OR REPLACE FUNCTION quota_sched.config_changed()
 RETURNS trigger

@@ -42,23 +42,6 @@ GRANT EXECUTE ON FUNCTION quota_sched.terminate(bigint, text, boolean), quota_sc
 	TO quota_sched_admin, quota_sched_user;
 
 /*
- * Arrays (scheduling.md 3.16): an INSERT of a job with array_size submits
- * the array's other jobs in the same statement (src/jobs/job_submit.c),
- * as the submitter, each through job_before_insert.  The trigger is made
- * here, after the table (tables.sql, or the update's own script):
- * CREATE OR REPLACE TRIGGER, so that every update may run this file again.
- */
-CREATE OR REPLACE FUNCTION quota_sched.job_array_expand()
-RETURNS trigger
-AS 'MODULE_PATHNAME', 'qs_job_array_expand'
-LANGUAGE C;
-REVOKE ALL ON FUNCTION quota_sched.job_array_expand() FROM PUBLIC;
-
-CREATE OR REPLACE TRIGGER job_array_expand AFTER INSERT ON quota_sched.job
-	FOR EACH ROW WHEN (NEW.array_size IS NOT NULL AND NEW.array_index = 0)
-	EXECUTE FUNCTION quota_sched.job_array_expand();
-
-/*
  * team_shares(): the caller's team shares, those whose submit_role the
  * caller is a member of (has its privileges, directly or through other
  * roles, with INHERIT): the test of a submission, which explain() and

@@ -441,10 +441,6 @@ REVOKE ALL ON quota_sched.constrained_change FROM PUBLIC;
 REVOKE ALL ON SEQUENCE quota_sched.constrained_change_seq FROM PUBLIC;
 CREATE FUNCTION quota_sched.job_constrained_changed() RETURNS trigger
 LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
-CREATE TRIGGER job_constrained_insert AFTER INSERT ON quota_sched.job
-	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL
-					   AND (NEW.instances_per_host IS NOT NULL OR NEW.same_label IS NOT NULL))
-	EXECUTE FUNCTION quota_sched.job_constrained_changed();
 CREATE TRIGGER job_constrained_update
 	AFTER UPDATE OF state, dependencies_waiting ON quota_sched.job
 	FOR EACH ROW WHEN (NEW.state = 'RUNNABLE' AND NEW.dependencies_waiting IS NULL

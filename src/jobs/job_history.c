@@ -49,6 +49,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -59,6 +60,7 @@
 #include "job_dependencies.h"
 #include "job_end.h"
 #include "job_history.h"
+#include "job_submit.h"
 #include "launcher.h"
 #include "policy.h"
 #include "scan_floor.h"
@@ -110,15 +112,43 @@ QsInsertHistoryRow(Relation rel, HeapTuple tuple)
 }
 
 /*
- * HistoryRelation returns the job_event relation, opened for an insert.
+ * The ids of job_event and of its sequence, found once (every event needs
+ * them) and forgotten at any invalidation of either, or of every relation
+ * (a DROP EXTENSION drops both).
+ */
+static Oid	history_relid = InvalidOid;
+static Oid	history_seq = InvalidOid;
+
+static void
+ForgetHistoryRelation(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == history_relid || relid == history_seq)
+		history_relid = history_seq = InvalidOid;
+}
+
+/*
+ * HistoryRelation returns the job_event relation, opened for an insert,
+ * and its sequence.
  */
 static Relation
 HistoryRelation(Oid *seq)
 {
-	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
+	static bool registered = false;
 
-	*seq = get_relname_relid("job_event_id_seq", nsp);
-	return table_open(get_relname_relid("job_event", nsp), RowExclusiveLock);
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(ForgetHistoryRelation, (Datum) 0);
+		registered = true;
+	}
+	if (!OidIsValid(history_relid) || !OidIsValid(history_seq))
+	{
+		Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
+
+		history_seq = get_relname_relid("job_event_id_seq", nsp);
+		history_relid = get_relname_relid("job_event", nsp);
+	}
+	*seq = history_seq;
+	return table_open(history_relid, RowExclusiveLock);
 }
 
 /*
@@ -470,14 +500,85 @@ StopRequested(HeapTuple old, HeapTuple job, TupleDesc jdesc)
 }
 
 /*
+ * NoteConstrained writes a new generation of the classes of placement
+ * constraints of a job's queue (constrained_change, tables.sql), as the
+ * history is written (QsInsertHistoryRow): the job has placement
+ * constraints and entered its share's order.
+ */
+static void
+NoteConstrained(HeapTuple job, TupleDesc jdesc)
+{
+	Oid			nsp = get_namespace_oid(QS_SCHEMA, false);
+	Relation	rel = table_open(get_relname_relid("constrained_change", nsp), RowExclusiveLock);
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (RelationGetDescr(rel)->natts != 2)
+		elog(ERROR, "quota_sched: constrained_change must have two columns");
+	values[0] = heap_getattr(job, JobAttnum(jdesc, JC_JOB_QUEUE), jdesc, &nulls[0]);
+	values[1] = Int64GetDatum(nextval_internal(get_relname_relid("constrained_change_seq", nsp),
+											   false));
+	QsInsertHistoryRow(rel, heap_form_tuple(RelationGetDescr(rel), values, nulls));
+	table_close(rel, NoLock);
+}
+
+/*
+ * EntersConstrained tells whether a job with placement constraints
+ * (instances_per_host or same_label) enters its share's order: it is
+ * RUNNABLE with no dependency waiting, and was not (old NULL: submitted).
+ */
+static bool
+EntersConstrained(HeapTuple job, HeapTuple old, TupleDesc jdesc)
+{
+	if (JobState(job, jdesc) != QS_RUNNABLE || !JobIsNull(job, jdesc, JC_DEPENDENCIES_WAITING))
+		return false;
+	if (JobIsNull(job, jdesc, JC_INSTANCES_PER_HOST) && JobIsNull(job, jdesc, JC_SAME_LABEL))
+		return false;
+	return old == NULL || JobState(old, jdesc) != QS_RUNNABLE ||
+		!JobIsNull(old, jdesc, JC_DEPENDENCIES_WAITING);
+}
+
+/*
  * SubmittedEnd ends the history trigger of a submission, whose event is
- * written, and notes the job for the floors of the scans (scan_floor.c).
+ * written: it notes the job for the floors of the scans (scan_floor.c), in
+ * constrained_change if it has placement constraints, and submits the
+ * other jobs of an array it is index 0 of (QsExpandArray).  Each is done
+ * here, in the trigger every submission fires anyway: no trigger more,
+ * and no WHEN of one to read and plan at each statement, on the submit
+ * path.
  */
 static Datum
 SubmittedEnd(EventRow *ev, TupleDesc jdesc, HeapTuple job)
 {
 	table_close(ev->rel, NoLock);
 	QsFloorNoteSubmitted(jdesc, job);
+	if (EntersConstrained(job, NULL, jdesc))
+		NoteConstrained(job, jdesc);
+	if (!JobIsNull(job, jdesc, JC_ARRAY_SIZE) && JobInt(job, jdesc, JC_ARRAY_INDEX) == 0)
+		QsExpandArray(job, jdesc);
+	return PointerGetDatum(NULL);
+}
+
+PG_FUNCTION_INFO_V1(qs_job_constrained_changed);
+
+/*
+ * qs_job_constrained_changed, the trigger job_constrained_update (AFTER
+ * UPDATE OF state, dependencies_waiting, for each row): a job with
+ * placement constraints that entered its share's order (sent back to
+ * RUNNABLE, or its dependencies done) makes a new generation of its
+ * queue's classes (submissions: SubmittedEnd).
+ */
+Datum
+qs_job_constrained_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = CheckJobTrigger(fcinfo, "job_constrained_changed", false);
+	TupleDesc	jdesc = RelationGetDescr(td->tg_relation);
+
+	QsCheckSchemaVersion();
+	if (!TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		elog(ERROR, "quota_sched: job_constrained_changed must be fired by UPDATE");
+	if (EntersConstrained(td->tg_newtuple, td->tg_trigtuple, jdesc))
+		NoteConstrained(td->tg_newtuple, jdesc);
 	return PointerGetDatum(NULL);
 }
 

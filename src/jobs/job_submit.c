@@ -42,7 +42,6 @@
 #include "words.h"
 
 PG_FUNCTION_INFO_V1(qs_job_before_insert);
-PG_FUNCTION_INFO_V1(qs_job_array_expand);
 
 #define QS_MAX_ATTEMPTS 10
 #define QS_MAX_ARRAY_SIZE 10000
@@ -694,7 +693,7 @@ CheckClientToken(JobValues *row, Relation rel)
 }
 
 /*
- * The array being expanded by this backend (qs_job_array_expand): while it
+ * The array being expanded by this backend (QsExpandArray): while it
  * inserts the jobs of indexes 1 and up, their array_id and array_index are
  * its to give.
  */
@@ -919,26 +918,20 @@ ArrayCopyQuery(HeapTuple job, TupleDesc desc)
 }
 
 /*
- * qs_job_array_expand (AFTER INSERT, for each row that is index 0 of an
- * array) submits the array's other jobs in the same statement, as the
- * submitter: each goes through job_before_insert as any submission, with
- * the array's id and its index (Expanding).
+ * QsExpandArray submits, after the history of index 0 of an array
+ * (job_history(), SubmittedEnd), the array's other jobs in the same
+ * statement, as the submitter: each goes through job_before_insert as any
+ * submission, with the array's id and its index (Expanding).
  */
-Datum
-qs_job_array_expand(PG_FUNCTION_ARGS)
+void
+QsExpandArray(HeapTuple job, TupleDesc desc)
 {
-	TriggerData *td = CheckJobTrigger(fcinfo, "job_array_expand", false);
-	TupleDesc	desc = RelationGetDescr(td->tg_relation);
-	HeapTuple	job = td->tg_trigtuple;
 	bool		isnull;
 	char	   *name = TextDatumGetCString(heap_getattr(job, JobAttnum(desc, JC_NAME), desc,
 														&isnull));
 	Oid			types[4] = {desc->tdtypeid, TEXTOID, INT8OID, INT4OID};
 	Datum		args[4];
 
-	QsCheckSchemaVersion();
-	if (DatumGetInt32(heap_getattr(job, JobAttnum(desc, JC_ARRAY_INDEX), desc, &isnull)) != 0)
-		return PointerGetDatum(NULL);
 	name[strlen(name) - strlen("[0]")] = '\0';
 	args[0] = heap_copy_tuple_as_datum(job, desc);
 	args[1] = CStringGetTextDatum(name);
@@ -962,5 +955,4 @@ qs_job_array_expand(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	SPI_finish();
-	return PointerGetDatum(NULL);
 }
