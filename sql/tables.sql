@@ -987,6 +987,20 @@ CREATE TABLE quota_sched.borrow_memory (
 	PRIMARY KEY (job_queue, quota_share, capacity_unit)
 );
 
+/*
+ * A pass keeps the memory of borrowing it read, as it keeps the counters
+ * (src/pass/borrow_memory.c): the writes of either table are counted with
+ * those of the counters (held_capacity_written).
+ */
+CREATE TRIGGER held_change_written
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.held_change
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.held_capacity_written();
+ALTER TABLE quota_sched.held_change ENABLE ALWAYS TRIGGER held_change_written;
+CREATE TRIGGER borrow_memory_written
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.borrow_memory
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.held_capacity_written();
+ALTER TABLE quota_sched.borrow_memory ENABLE ALWAYS TRIGGER borrow_memory_written;
+
 /* ---------------------------------------------------------------------
  * Dump and restore: every table and sequence holding user data.
  * ------------------------------------------------------------------- */

@@ -548,3 +548,12 @@ CREATE TRIGGER held_capacity_written
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.held_capacity
 	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.held_capacity_written();
 ALTER TABLE quota_sched.held_capacity ENABLE ALWAYS TRIGGER held_capacity_written;
+/* and the memory of borrowing a pass keeps with them (tables.sql) */
+CREATE TRIGGER held_change_written
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.held_change
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.held_capacity_written();
+ALTER TABLE quota_sched.held_change ENABLE ALWAYS TRIGGER held_change_written;
+CREATE TRIGGER borrow_memory_written
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON quota_sched.borrow_memory
+	FOR EACH STATEMENT EXECUTE FUNCTION quota_sched.held_capacity_written();
+ALTER TABLE quota_sched.borrow_memory ENABLE ALWAYS TRIGGER borrow_memory_written;

@@ -32,12 +32,16 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "borrow_memory.h"
 #include "checks.h"
+#include "constants.h"
+#include "host_cache.h"
 #include "over_time.h"
 #include "query.h"
+#include "usage.h"
 
 /* What a pass knows of one share and unit's memory. */
 typedef struct BorrowCell
@@ -52,7 +56,8 @@ typedef struct BorrowCell
 
 static QsQuery MemoryQuery = {
 	"SELECT quota_share, capacity_unit, half_life, at, held, capacity, recent"
-	"  FROM quota_sched.borrow_memory WHERE job_queue = $1",
+	"  FROM quota_sched.borrow_memory WHERE job_queue = $1"
+	" ORDER BY quota_share COLLATE \"C\", capacity_unit",
 	1, {TEXTOID}, SPI_OK_SELECT
 };
 
@@ -95,41 +100,104 @@ Borrowed(const BorrowCell *c)
 	return c->held > c->capacity ? c->held - c->capacity : 0;
 }
 
-/* ReadMemory reads the memory of the queue's half-life of each cell. */
-static void
-ReadMemory(QsQueueState *qs, BorrowCell *cells)
+/* A row of borrow_memory of the queue's half-life. */
+typedef struct MemoryRow
 {
+	char	   *share;
+	char	   *unit;
+	BorrowCell	cell;
+} MemoryRow;
+
+typedef struct MemoryRows
+{
+	int			n;
+	MemoryRow  *rows;
+} MemoryRows;
+
+/*
+ * The memory a backend kept of a queue (QsLoadBorrowMemory): the rows read
+ * by a pass that read no change after them, with the count of the writes
+ * of the counters and of the memory read before its snapshot
+ * (QsUsageWrites; held_capacity_written fires on borrow_memory and
+ * held_change too).
+ */
+typedef struct BorrowKept
+{
+	char		queue[QS_MAX_NAME_LEN + 1];	/* the key */
+	MemoryContext cxt;			/* of rows, NULL: nothing kept */
+	MemoryRows	rows;
+	int64		half_life;
+	uint64		commits;
+	TimestampTz read_at;
+} BorrowKept;
+
+static HTAB *Kept = NULL;
+
+/*
+ * ReadMemory reads the rows of the memory of the queue's half-life, in the
+ * current memory context.
+ */
+static MemoryRows
+ReadMemory(QsQueueState *qs)
+{
+	MemoryContext outer = CurrentMemoryContext;
 	Datum		queue = CStringGetTextDatum(qs->queue);
 	uint64		n = QsQueryRunIn(&MemoryQuery, &queue, NULL, qs->snapshot, 0);
+	MemoryRows	rows;
 
+	MemoryContextSwitchTo(outer);	/* SPI left its own current */
+	rows.n = 0;
+	rows.rows = palloc0(sizeof(MemoryRow) * (n + 1));
+	QsNoteBorrowRead();
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		int			at = CellOf(qs, tup, desc, 1);
 		bool		isnull;
-		BorrowCell *c;
+		MemoryRow  *r = &rows.rows[rows.n];
 
-		if (at < 0 ||
-			QsIntervalUsecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 3, &isnull))) !=
+		if (QsIntervalUsecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 3, &isnull))) !=
 			qs->half_life)
 			continue;			/* another half-life: it starts again */
-		c = &cells[at];
-		c->known = true;
-		c->at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
-		c->held = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-		c->capacity = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
-		c->recent = DatumGetFloat8(SPI_getbinval(tup, desc, 7, &isnull));
+		r->share = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
+		r->unit = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+		r->cell.known = true;
+		r->cell.at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+		r->cell.held = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		r->cell.capacity = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+		r->cell.recent = DatumGetFloat8(SPI_getbinval(tup, desc, 7, &isnull));
+		rows.n++;
 	}
 	SPI_freetuptable(SPI_tuptable);
+	return rows;
+}
+
+/*
+ * SetMemory sets the memory of each cell the state knows from the rows
+ * (in the order of their shares' names: each found with a strcmp or two).
+ */
+static void
+SetMemory(QsQueueState *qs, MemoryRows rows, BorrowCell *cells)
+{
+	int			share = 0;
+
+	for (int i = 0; i < rows.n; i++)
+	{
+		int			u = QsUnitIndex(qs, rows.rows[i].unit);
+
+		share = QsShareIndexNear(qs, rows.rows[i].share, share);
+		if (share >= 0 && u >= 0)
+			cells[share * qs->in.nunits + u] = rows.rows[i].cell;
+		share = Max(share, 0);
+	}
 }
 
 /*
  * ReadChanges carries each known cell's recent_borrow on over the changes
  * committed since its memory, in order of time, and keeps the rows read
- * for QsWriteBorrowMemory to delete.
+ * for QsWriteBorrowMemory to delete.  Returns how many it read.
  */
-static void
+static uint64
 ReadChanges(QsQueueState *qs, BorrowCell *cells)
 {
 	Datum		queue = CStringGetTextDatum(qs->queue);
@@ -162,6 +230,76 @@ ReadChanges(QsQueueState *qs, BorrowCell *cells)
 		c->dirty = true;
 	}
 	SPI_freetuptable(SPI_tuptable);
+	return n;
+}
+
+/*
+ * KeptMemory returns the memory this backend kept of the queue when this
+ * pass may take it: no write of the counters or of the memory committed
+ * since it was read, none under way, and it is of the queue's half-life
+ * and at most QS_USAGE_KEEP_MS old (as the counters kept: usage_cache.c).
+ */
+static BorrowKept *
+KeptMemory(QsQueueState *qs, bool *take)
+{
+	uint64		commits;
+	bool		no_writer;
+	BorrowKept *kept;
+
+	*take = false;
+	if (!qs->borrow_may_keep)
+		return NULL;
+	kept = QsQueueCacheEntry(&Kept, "quota_sched memory of borrowing kept", sizeof(BorrowKept),
+							 qs->queue);
+	if (kept == NULL)
+		return NULL;
+	*take = QsUsageWrites(&commits, &no_writer) && no_writer && kept->cxt != NULL &&
+		kept->commits == commits && kept->half_life == qs->half_life &&
+		!TimestampDifferenceExceeds(kept->read_at, GetCurrentTimestamp(), QS_USAGE_KEEP_MS);
+	return kept;
+}
+
+/*
+ * LoadMemory sets each cell's memory, carried on over the changes since:
+ * from what was kept, when it may be taken (KeptMemory), or read, and
+ * then kept when no change came after it (a pass deletes the changes it
+ * read: its commit would make what it kept stale anyway).
+ */
+static void
+LoadMemory(QsQueueState *qs, BorrowCell *cells)
+{
+	bool		take;
+	BorrowKept *kept = KeptMemory(qs, &take);
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext cxt;
+	MemoryRows	rows;
+
+	if (take)
+	{
+		SetMemory(qs, kept->rows, cells);
+		MemoryContextSwitchTo(qs->cxt);
+		QsArrayInit(&qs->borrow_changes_read, TIDOID, 0);
+		MemoryContextSwitchTo(caller);
+		return;
+	}
+	cxt = AllocSetContextCreate(caller, "quota_sched memory of borrowing of a queue",
+								ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(cxt);
+	rows = ReadMemory(qs);
+	MemoryContextSwitchTo(caller);
+	SetMemory(qs, rows, cells);
+	if (ReadChanges(qs, cells) > 0 || kept == NULL)
+	{
+		MemoryContextDelete(cxt);
+		return;
+	}
+	QsCacheForget(&kept->cxt);
+	kept->rows = rows;
+	kept->half_life = qs->half_life;
+	kept->commits = qs->borrow_commits;
+	kept->read_at = GetCurrentTimestamp();
+	MemoryContextSetParent(cxt, TopMemoryContext);
+	kept->cxt = cxt;
 }
 
 /*
@@ -176,8 +314,7 @@ QsLoadBorrowMemory(QsQueueState *qs)
 	BorrowCell *c = palloc0(sizeof(BorrowCell) * (cells + 1));
 	double	   *recent = palloc0(sizeof(double) * (cells + 1));
 
-	ReadMemory(qs, c);
-	ReadChanges(qs, c);
+	LoadMemory(qs, c);
 	for (int at = 0; at < cells; at++)
 	{
 		int64		capacity = qs->in.shares[at / qs->in.nunits].capacity[at % qs->in.nunits];

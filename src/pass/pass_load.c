@@ -1185,6 +1185,28 @@ SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps)
 }
 
 /*
+ * TakeSnapshot reads what must be read before the state's snapshot (the
+ * floors, scan_floor.c; the count of writes that what is read of the memory
+ * of borrowing may be kept with, borrow_memory.c), then takes it (none
+ * when the pass reads rows it locks) for the pass's reads.
+ */
+static void
+TakeSnapshot(QsQueueState *qs, const char *queue, bool lock_rows)
+{
+	qs->due_floors[0] = QsFloorRead(QS_FLOOR_UNCLAIMED, queue, "");
+	qs->due_floors[1] = QsFloorRead(QS_FLOOR_LAPSED, queue, "");
+	qs->pair_floors = QsFloorReadPairs(queue);
+	if (!lock_rows)
+	{
+		bool		no_writer;
+
+		qs->borrow_may_keep = QsUsageWrites(&qs->borrow_commits, &no_writer);
+		qs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	}
+	QsSetPassReads(qs->snapshot, lock_rows);
+}
+
+/*
  * QsLoadQueueState reads the state of a queue at time now, in a memory
  * context of its own, and sets how the jobs are read until the state is
  * freed (QsSetPassReads; the policy reads them as it decides): in one
@@ -1205,13 +1227,7 @@ QsLoadQueueState(QsQueueState *qs, const char *queue, TimestampTz now, bool lock
 	qs->cxt = AllocSetContextCreate(CurrentMemoryContext, "quota_sched queue state",
 									ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(qs->cxt);
-	/* the floors before the snapshot (scan_floor.c) */
-	qs->due_floors[0] = QsFloorRead(QS_FLOOR_UNCLAIMED, queue, "");
-	qs->due_floors[1] = QsFloorRead(QS_FLOOR_LAPSED, queue, "");
-	qs->pair_floors = QsFloorReadPairs(queue);
-	if (!lock_rows)
-		qs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	QsSetPassReads(qs->snapshot, lock_rows);
+	TakeSnapshot(qs, queue, lock_rows);
 	qs->queue = pstrdup(queue);
 	qs->in.now = now;
 	qs->units_cap = 8;

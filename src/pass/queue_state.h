@@ -121,6 +121,9 @@ typedef struct QsQueueState
 	struct BorrowCell *borrow_cells;	/* [share * nunits + unit], with a
 										 * half-life (borrow_memory.c) */
 	QsArray		borrow_changes_read;	/* held_change rows read (tids) */
+	bool		borrow_may_keep;	/* the memory read may be kept, */
+	uint64		borrow_commits; /* with this count, read before the snapshot
+								 * (QsUsageWrites) */
 } QsQueueState;
 
 extern int	QsUnitIndex(const QsQueueState *state, const char *unit);

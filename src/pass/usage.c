@@ -465,33 +465,74 @@ static QsQuery ReadQuery[2] = {
 	},
 	{
 		"SELECT quota_share, capacity_unit, instances, stopping_instances, jobs,"
-		"       quota_sched.spent_at(spent_day, changed_at, instances, $2, 'DAY'),"
-		"       quota_sched.spent_at(spent_week, changed_at, instances, $2, 'WEEK'),"
-		"       quota_sched.spent_at(spent_month, changed_at, instances, $2, 'MONTH')"
+		"       spent_day, spent_week, spent_month, changed_at"
 		"  FROM quota_sched.held_capacity WHERE job_queue = $1"
 		" ORDER BY quota_share, capacity_unit",
-		2, {TEXTOID, TIMESTAMPTZOID}, SPI_OK_SELECT
+		1, {TEXTOID}, SPI_OK_SELECT
 	},
 };
 
 /*
+ * QsUsageSpentAt sets what each row spent in the current day, week and
+ * month at time now: the sum of its stripes' (QsSpentAt, as
+ * quota_sched.spent_at gives it), in the order they were read.
+ */
+void
+QsUsageSpentAt(QsUsageRows *rows, TimestampTz now)
+{
+	for (int i = 0; i < rows->n; i++)
+		for (int p = 0; p < QS_NPERIODS; p++)
+			rows->rows[i].spent[p] = 0;
+	for (int i = 0; i < rows->nstripes; i++)
+	{
+		QsUsageStripe *st = &rows->stripes[i];
+
+		for (int p = 0; p < QS_NPERIODS; p++)
+			rows->rows[st->row].spent[p] += QsSpentAt(st->spent[p], st->changed_at,
+													  st->instances, now, (QsPeriod) p);
+	}
+}
+
+/*
+ * ReadStripe keeps a stripe read with what was spent (QsUsageStripe).
+ */
+static void
+ReadStripe(QsUsageRows *result, HeapTuple tup, TupleDesc desc)
+{
+	QsUsageStripe *st = &result->stripes[result->nstripes++];
+	bool		isnull;
+
+	st->row = result->n - 1;
+	st->instances = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	for (int p = 0; p < QS_NPERIODS; p++)
+		st->spent[p] = DatumGetFloat8(SPI_getbinval(tup, desc, 6 + p, &isnull));
+	st->changed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6 + QS_NPERIODS, &isnull));
+	if (TIMESTAMP_NOT_FINITE(st->changed_at))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("a time of a budget period must be finite")));
+}
+
+/*
  * QsReadUsage reads the counters of a queue, in the caller's memory, and,
  * with spent, what each share and unit held in the current day, week and
- * month at time now: a row per share and unit, the sum of its stripes.
- * The caller is connected to SPI and runs as the owner.
+ * month at time now (QsUsageSpentAt): a row per share and unit, the sum of
+ * its stripes, and with spent its stripes as stored.  The caller is
+ * connected to SPI and runs as the owner.
  */
 QsUsageRows
 QsReadUsage(const char *queue, bool spent, TimestampTz now)
 {
 	MemoryContext outer = CurrentMemoryContext;
-	Datum		args[2] = {CStringGetTextDatum(queue), TimestampTzGetDatum(now)};
+	Datum		args[1] = {CStringGetTextDatum(queue)};
 	uint64		n = QsQueryRun(&ReadQuery[spent], args, NULL, false, 0);
 	TupleDesc	desc = SPI_tuptable->tupdesc;
-	QsUsageRows result;
+	QsUsageRows result = {0};
 
 	MemoryContextSwitchTo(outer);	/* SPI left its own current */
-	result.n = 0;
 	result.rows = palloc0(sizeof(QsUsageRow) * (n + 1));
+	if (spent)
+		result.stripes = palloc0(sizeof(QsUsageStripe) * (n + 1));
 	for (uint64 i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -521,9 +562,11 @@ QsReadUsage(const char *queue, bool spent, TimestampTz now)
 		row->instances += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		row->stopping_instances += DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 		row->jobs += DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-		for (int p = 0; spent && p < QS_NPERIODS; p++)
-			row->spent[p] += DatumGetFloat8(SPI_getbinval(tup, desc, 6 + p, &isnull));
+		if (spent)
+			ReadStripe(&result, tup, desc);
 	}
 	SPI_freetuptable(SPI_tuptable);
+	if (spent)
+		QsUsageSpentAt(&result, now);
 	return result;
 }

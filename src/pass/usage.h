@@ -28,15 +28,40 @@ typedef struct QsUsageRow
 	int			unit;			/* the unit's (set by the pass) */
 } QsUsageRow;
 
+/*
+ * A stripe of the counters as stored, read with what was spent: what each
+ * period had spent at changed_at, and the instances held since, from which
+ * its spent at any later time follows (QsSpentAt).
+ */
+typedef struct QsUsageStripe
+{
+	int			row;			/* its row's index in QsUsageRows.rows */
+	int64		instances;
+	TimestampTz changed_at;
+	double		spent[QS_NPERIODS];
+} QsUsageStripe;
+
 typedef struct QsUsageRows
 {
 	int			n;
 	QsUsageRow *rows;
+	int			nstripes;		/* read with what was spent: the stripes */
+	QsUsageStripe *stripes;
 } QsUsageRows;
 
+/*
+ * What is kept of the counters (usage_cache.c) and of the memory of
+ * borrowing (borrow_memory.c) is read again at least this often (writes no
+ * trigger saw).
+ */
+#define QS_USAGE_KEEP_MS 10000
+
 extern QsUsageRows QsReadUsage(const char *queue, bool spent, TimestampTz now);
+extern void QsUsageSpentAt(QsUsageRows *rows, TimestampTz now);
 extern QsUsageRows QsLoadUsage(const char *queue, bool spent, TimestampTz now, bool lock_rows);
 extern void QsUsageCacheRegister(void);
+extern bool QsUsageWrites(uint64 *commits, bool *no_writer);
+extern void QsNoteBorrowRead(void);
 extern void QsUsageCacheXactEvent(XactEvent event);
 extern void QsUsageReset(void);
 extern void QsUsageSubXactAbort(void);

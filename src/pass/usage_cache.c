@@ -23,8 +23,10 @@
  * that moment.  A transaction that writes the counters neither takes nor
  * keeps them (its own writes are in its reads, and may roll back), nor
  * does one that reads in a snapshot of its own (REPEATABLE READ: an older
- * state), nor a read that locks rows, nor one that needs what was spent
- * (budgets: it depends on the time).
+ * state), nor a read that locks rows.  What was spent (budgets) moves
+ * with the time: the stripes are kept as stored, and what each spent is
+ * computed again at the time of the read that takes them (QsUsageSpentAt),
+ * as a read at that time would.
  *
  * What it cannot see: writes with every trigger disabled (ALTER TABLE ...
  * DISABLE TRIGGER ALL); what is kept is read again after
@@ -57,9 +59,6 @@
 
 PG_FUNCTION_INFO_V1(qs_held_capacity_written);
 PG_FUNCTION_INFO_V1(qs_held_capacity_reads);
-
-/* What is kept is read again at least this often (writes no trigger saw). */
-#define QS_USAGE_KEEP_MS 10000
 
 typedef struct UsageShared
 {
@@ -174,24 +173,40 @@ QsUsageCacheXactEvent(XactEvent event)
 }
 
 /*
- * UsageKeptOf returns what is kept of a queue, or NULL when nothing may be
- * kept for this read (the header says when); *commits is `commits` as read
- * now, after `writing` (and before the caller's read, if it makes one);
- * *no_writer whether `writing` was 0 (what is kept may be taken).
+ * QsUsageWrites reads `writing`, then `commits`: *no_writer tells whether
+ * no transaction that wrote the counters (or the memory of borrowing:
+ * borrow_memory.c) is under way, *commits how many committed.  False when
+ * this transaction may neither keep nor take what it reads of them (the
+ * header says when).  A read keeps with `commits` read before its
+ * snapshot; a later one takes when it reads, after its own snapshot,
+ * `writing` at 0 and the same `commits`.
  */
-static UsageKept *
-UsageKeptOf(const char *queue, bool spent, uint64 *commits, bool *no_writer)
+bool
+QsUsageWrites(uint64 *commits, bool *no_writer)
 {
 	uint32		writing;
 
 	*no_writer = false;
-	if (usage_shared == NULL || spent || wrote || IsolationUsesXactSnapshot() ||
+	if (usage_shared == NULL || wrote || IsolationUsesXactSnapshot() ||
 		pg_atomic_read_u32(&usage_shared->prepared) != 0)
-		return NULL;
+		return false;
 	writing = pg_atomic_read_u32(&usage_shared->writing);
 	pg_read_barrier();
 	*commits = pg_atomic_read_u64(&usage_shared->commits);
 	*no_writer = writing == 0;
+	return true;
+}
+
+/*
+ * UsageKeptOf returns what is kept of a queue, or NULL when nothing may be
+ * kept for this read; *commits and *no_writer as QsUsageWrites reads them,
+ * before the caller's read, if it makes one.
+ */
+static UsageKept *
+UsageKeptOf(const char *queue, uint64 *commits, bool *no_writer)
+{
+	if (!QsUsageWrites(commits, no_writer))
+		return NULL;
 	return QsQueueCacheEntry(&Kept, "quota_sched counters kept", sizeof(UsageKept), queue);
 }
 
@@ -205,16 +220,20 @@ CountersRelid(void)
 }
 
 /*
- * CopyRows copies rows into the caller's memory; the names stay where they
- * are (what is kept is freed only at the end of a transaction that kept
- * something new: QsCacheForget).
+ * CopyRows copies rows into the caller's memory, with what was spent at
+ * time now when they were read with it; the names and stripes stay where
+ * they are (what is kept is freed only at the end of a transaction that
+ * kept something new: QsCacheForget).
  */
 static QsUsageRows
-CopyRows(QsUsageRows rows)
+CopyRows(QsUsageRows rows, TimestampTz now)
 {
-	QsUsageRows copy = {rows.n, palloc(sizeof(QsUsageRow) * (rows.n + 1))};
+	QsUsageRows copy = rows;
 
+	copy.rows = palloc(sizeof(QsUsageRow) * (rows.n + 1));
 	memcpy(copy.rows, rows.rows, sizeof(QsUsageRow) * rows.n);
+	if (rows.stripes != NULL)
+		QsUsageSpentAt(&copy, now);
 	return copy;
 }
 
@@ -229,16 +248,16 @@ QsLoadUsage(const char *queue, bool spent, TimestampTz now, bool lock_rows)
 {
 	uint64		commits = 0;
 	bool		no_writer;
-	UsageKept  *kept = lock_rows ? NULL : UsageKeptOf(queue, spent, &commits, &no_writer);
+	UsageKept  *kept = lock_rows ? NULL : UsageKeptOf(queue, &commits, &no_writer);
 	Oid			relid = kept != NULL ? CountersRelid() : InvalidOid;
 	MemoryContext caller = CurrentMemoryContext;
 	MemoryContext cxt;
 	QsUsageRows rows;
 
 	if (kept != NULL && no_writer && kept->cxt != NULL && kept->commits == commits &&
-		kept->relid == relid && OidIsValid(relid) &&
+		kept->relid == relid && OidIsValid(relid) && (kept->rows.stripes != NULL) == spent &&
 		!TimestampDifferenceExceeds(kept->read_at, GetCurrentTimestamp(), QS_USAGE_KEEP_MS))
-		return CopyRows(kept->rows);
+		return CopyRows(kept->rows, now);
 	Reads++;
 	if (kept == NULL)
 		return QsReadUsage(queue, spent, now);
@@ -254,16 +273,24 @@ QsLoadUsage(const char *queue, bool spent, TimestampTz now, bool lock_rows)
 	kept->read_at = GetCurrentTimestamp();
 	MemoryContextSetParent(cxt, TopMemoryContext);
 	kept->cxt = cxt;
-	return CopyRows(rows);
+	return CopyRows(rows, now);
 }
 
 /*
  * quota_sched.held_capacity_reads(): how many times this backend read a
- * queue's counters rather than take those it kept (for tests).
+ * queue's counters, or its memory of borrowing (QsNoteBorrowRead), rather
+ * than take what it kept (for tests).
  */
 Datum
 qs_held_capacity_reads(PG_FUNCTION_ARGS)
 {
 	QsCheckSchemaVersion();
 	PG_RETURN_INT64(Reads);
+}
+
+/* QsNoteBorrowRead counts a read of a queue's memory of borrowing. */
+void
+QsNoteBorrowRead(void)
+{
+	Reads++;
 }
