@@ -384,7 +384,8 @@ QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
 		DecodeRow(&Shares, &cols, SPI_tuptable->vals[i], s, sizeof(*s));
 		if (s->budget != NULL && JB_ROOT_COUNT(s->budget) == 0)
 			s->budget = NULL;
-		s->capacities = QsDecodeCapacities(s->capacity_limits);
+		s->capacities = QsDecodeCapacities(s->capacity_limits, false);
+		s->budgets = QsDecodeCapacities(s->budget, true);
 		if (i > 0)
 			SameUnitNames(&s->capacities, &(*shares)[i - 1].capacities);
 	}
@@ -394,10 +395,12 @@ QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
 /*
  * QsDecodeCapacities decodes a capacity map (NULL: none) into the current
  * memory context: every key is a unit, in the map's order, with its
- * number as an int8, or 0 when its value is not a number.
+ * number as an int8, or 0 when its value is not a number.  A budget map
+ * (budget): each unit's budget in thousandths of an instance-hour, or -1
+ * when its value is not one (QsBudgetThousandths).
  */
 QsCapacities
-QsDecodeCapacities(Jsonb *map)
+QsDecodeCapacities(Jsonb *map, bool budget)
 {
 	QsCapacities c = {0, NULL, NULL};
 	int			most = map != NULL && JB_ROOT_IS_OBJECT(map) ? JB_ROOT_COUNT(map) : 0;
@@ -414,6 +417,8 @@ QsDecodeCapacities(Jsonb *map)
 	{
 		if (tok == WJB_KEY && c.n < most)
 			c.units[c.n++] = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE && c.n > 0 && budget)
+			c.caps[c.n - 1] = QsBudgetThousandths(&v);
 		else if (tok == WJB_VALUE && c.n > 0 && v.type == jbvNumeric)
 			c.caps[c.n - 1] = DatumGetInt64(DirectFunctionCall1(numeric_int8,
 																NumericGetDatum(v.val.numeric)));

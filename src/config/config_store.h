@@ -72,6 +72,9 @@ typedef struct QsShareConfig
 	QsCapacities capacities;	/* capacity_limits decoded (QsReadShareConfigs) */
 	char	   *submit_role;	/* NULL: none */
 	Jsonb	   *budget;			/* NULL: none (an empty map) */
+	QsCapacities budgets;		/* budget decoded (QsReadShareConfigs): per
+								 * unit, thousandths of an instance-hour
+								 * (QsBudgetThousandths), -1: not a budget */
 	QsPeriod	budget_period;
 } QsShareConfig;
 
@@ -102,7 +105,7 @@ typedef struct QsConfigRead
 
 extern bool QsReadQueueConfig(const char *queue, QsConfigRead how, QsQueueConfig *config,
 							  QsEnvironmentConfig *environment, QsQueueStatus *status);
-extern QsCapacities QsDecodeCapacities(Jsonb *map);
+extern QsCapacities QsDecodeCapacities(Jsonb *map, bool budget);
 extern int64 QsCapacityOfUnit(const QsCapacities *capacities, const char *unit);
 extern bool QsSameUnits(const QsCapacities *a, const QsCapacities *b);
 extern int	QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares);

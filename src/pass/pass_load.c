@@ -109,7 +109,7 @@ LoadQueue(QsQueueState *qs)
 	qs->passed_over_passes = status.passed_over_passes;
 	qs->in.env_enabled = environment.enabled;
 	qs->env_limits = environment.capacity_limits;
-	qs->env_caps = QsDecodeCapacities(qs->env_limits);
+	qs->env_caps = QsDecodeCapacities(qs->env_limits, false);
 	qs->runnable_timeout = config.runnable_timeout;
 	qs->in.fair = config.borrow_order == QS_BORROW_FAIR;
 	qs->claim_timeout = config.claim_timeout;
@@ -285,7 +285,7 @@ LoadShares(QsQueueState *qs)
 	QsShare    *shares = palloc0(sizeof(QsShare) * (n + 1));
 	const QsCapacities **maps = palloc0(sizeof(QsCapacities *) * (n + 1));
 
-	qs->budget_maps = palloc0(sizeof(Jsonb *) * (n + 1));
+	qs->budget_maps = palloc0(sizeof(QsCapacities *) * (n + 1));
 	qs->periods = palloc0(sizeof(QsPeriod) * (n + 1));
 	for (int i = 0; i < n; i++)
 	{
@@ -293,7 +293,7 @@ LoadShares(QsQueueState *qs)
 		maps[i] = &configs[i].capacities;
 		if (i == 0 || !QsSameUnits(maps[i], maps[i - 1]))
 			AddCapacityUnits(qs, maps[i]);
-		qs->budget_maps[i] = configs[i].budget;
+		qs->budget_maps[i] = configs[i].budget != NULL ? &configs[i].budgets : NULL;
 		qs->any_budget |= configs[i].budget != NULL;
 		qs->periods[i] = configs[i].budget_period;
 	}
@@ -1074,28 +1074,30 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 
 /*
  * SetUpBudget sets a share's budget of every unit in instance-hours (-1:
- * none) from its budget map, now that every unit is known, and what it
- * spent this period starts at 0 (SetUpCounters adds the counters').  The
- * CHECK allows budgets of at most QS_BUDGET_DECIMALS decimals: thousandths
- * / 1000.0 is the double nearest to the decimal, as numeric to float8 gives
- * share_budget.
+ * none) from its budget map (decoded with the share: QsReadShareConfigs),
+ * now that every unit is known, and what it spent this period starts at 0
+ * (SetUpCounters adds the counters').  The CHECK allows budgets of at most
+ * QS_BUDGET_DECIMALS decimals: thousandths / 1000.0 is the double nearest
+ * to the decimal, as numeric to float8 gives share_budget.
  */
 static void
 SetUpBudget(QsQueueState *qs, int s)
 {
 	QsShare    *share = (QsShare *) &qs->in.shares[s];
-	Jsonb	   *map = qs->budget_maps[s];
+	const QsCapacities *map = qs->budget_maps[s];
 	double	   *budget;
 
 	if (map == NULL)
 		return;
 	budget = palloc(sizeof(double) * qs->in.nunits);
 	for (int u = 0; u < qs->in.nunits; u++)
+		budget[u] = -1;
+	for (int k = 0; k < map->n; k++)
 	{
-		JsonbValue *v = QsJsonbField(&map->root, qs->in.units[u].name);
-		int64		thousandths = v != NULL ? QsBudgetThousandths(v) : -1;
+		int			u = QsUnitIndex(qs, map->units[k]);
 
-		budget[u] = thousandths >= 0 ? (double) thousandths / 1000.0 : -1;
+		if (u >= 0 && map->caps[k] >= 0)
+			budget[u] = (double) map->caps[k] / 1000.0;
 	}
 	share->budget = budget;
 	share->spent = palloc0(sizeof(double) * qs->in.nunits);

@@ -110,7 +110,8 @@ typedef struct QsQueueState
 	int			passed_over_passes;	/* queue_status.passed_over_passes */
 	List	   *orphans;		/* names of the shares, not in the queue, that
 								 * its live jobs name (FindOrphans) */
-	Jsonb	  **budget_maps;	/* [share]: its budget; NULL: none */
+	const QsCapacities **budget_maps;	/* [share]: its budget, decoded;
+										 * NULL: none */
 	QsPeriod   *periods;		/* [share]: its budget_period */
 	bool		any_budget;		/* a share has a budget */
 	bool		any_placed;		/* a unit is placed (scheduling.md 3.13) */
