@@ -104,8 +104,16 @@ QsPeriodEnd(QsTime t, QsPeriod period)
 double
 QsSpentAt(double spent, QsTime since, int64_t held, QsTime now, QsPeriod period)
 {
-	QsTime		start = QsPeriodStart(now, period);
+	return QsSpentFrom(spent, since, held, now, QsPeriodStart(now, period));
+}
 
+/*
+ * QsSpentFrom is QsSpentAt with the start of now's period given (start =
+ * QsPeriodStart(now, period)), for callers that compute many at one time.
+ */
+double
+QsSpentFrom(double spent, QsTime since, int64_t held, QsTime now, QsTime start)
+{
 	if (now <= since)
 		return spent;
 #ifndef QS_MUTANT_BUDGET_PERIOD

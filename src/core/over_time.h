@@ -19,6 +19,7 @@
 extern QsTime QsPeriodStart(QsTime t, QsPeriod period);
 extern QsTime QsPeriodEnd(QsTime t, QsPeriod period);
 extern double QsSpentAt(double spent, QsTime since, int64_t held, QsTime now, QsPeriod period);
+extern double QsSpentFrom(double spent, QsTime since, int64_t held, QsTime now, QsTime start);
 extern double QsRecentBorrowAt(double recent, QsTime since, int64_t borrowed, QsTime now,
 							   QsTime half_life);
 

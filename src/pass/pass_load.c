@@ -1075,21 +1075,20 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 /*
  * SetUpBudget sets a share's budget of every unit in instance-hours (-1:
  * none) from its budget map (decoded with the share: QsReadShareConfigs),
- * now that every unit is known, and what it spent this period starts at 0
- * (SetUpCounters adds the counters').  The CHECK allows budgets of at most
+ * now that every unit is known, into budget, and what it spent this period,
+ * spent, starts at 0 (SetUpCounters adds the counters'): each the share's
+ * nunits of one array of every share's.  The CHECK allows budgets of at most
  * QS_BUDGET_DECIMALS decimals: thousandths / 1000.0 is the double nearest
  * to the decimal, as numeric to float8 gives share_budget.
  */
 static void
-SetUpBudget(QsQueueState *qs, int s)
+SetUpBudget(QsQueueState *qs, int s, double *budget, double *spent)
 {
 	QsShare    *share = (QsShare *) &qs->in.shares[s];
 	const QsCapacities *map = qs->budget_maps[s];
-	double	   *budget;
 
 	if (map == NULL)
 		return;
-	budget = palloc(sizeof(double) * qs->in.nunits);
 	for (int u = 0; u < qs->in.nunits; u++)
 		budget[u] = -1;
 	for (int k = 0; k < map->n; k++)
@@ -1100,7 +1099,7 @@ SetUpBudget(QsQueueState *qs, int s)
 			budget[u] = (double) map->caps[k] / 1000.0;
 	}
 	share->budget = budget;
-	share->spent = palloc0(sizeof(double) * qs->in.nunits);
+	share->spent = spent;
 }
 
 /*
@@ -1150,6 +1149,9 @@ SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps)
 {
 	int		   *unit_of = NULL; /* of the last map's units, as they are
 								 * those of the next one's (QsSameUnits) */
+	int			cells = qs->any_budget ? qs->in.nshares * qs->in.nunits : 0;
+	double	   *budgets = palloc(sizeof(double) * (cells + 1));	/* SetUpBudget's */
+	double	   *spent = palloc0(sizeof(double) * (cells + 1));
 
 	for (int s = 0; s < qs->in.nshares; s++)
 	{
@@ -1167,7 +1169,7 @@ SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps)
 			if (unit_of[k] >= 0)
 				caps[unit_of[k]] = map->caps[k];
 		((QsShare *) qs->in.shares)[s].capacity = caps;
-		SetUpBudget(qs, s);
+		SetUpBudget(qs, s, budgets + s * qs->in.nunits, spent + s * qs->in.nunits);
 	}
 	qs->runnable = palloc0(sizeof(QsJobReader) * (qs->in.nshares * qs->in.nunits + 1));
 	qs->split = palloc0(sizeof(QsSplitReader *) * (qs->in.nshares * qs->in.nunits + 1));

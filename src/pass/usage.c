@@ -475,11 +475,16 @@ static QsQuery ReadQuery[2] = {
 /*
  * QsUsageSpentAt sets what each row spent in the current day, week and
  * month at time now: the sum of its stripes' (QsSpentAt, as
- * quota_sched.spent_at gives it), in the order they were read.
+ * quota_sched.spent_at gives it, with each period's start found once), in
+ * the order they were read.
  */
 void
 QsUsageSpentAt(QsUsageRows *rows, TimestampTz now)
 {
+	QsTime		start[QS_NPERIODS];
+
+	for (int p = 0; p < QS_NPERIODS; p++)
+		start[p] = QsPeriodStart(now, (QsPeriod) p);
 	for (int i = 0; i < rows->n; i++)
 		for (int p = 0; p < QS_NPERIODS; p++)
 			rows->rows[i].spent[p] = 0;
@@ -488,8 +493,8 @@ QsUsageSpentAt(QsUsageRows *rows, TimestampTz now)
 		QsUsageStripe *st = &rows->stripes[i];
 
 		for (int p = 0; p < QS_NPERIODS; p++)
-			rows->rows[st->row].spent[p] += QsSpentAt(st->spent[p], st->changed_at,
-													  st->instances, now, (QsPeriod) p);
+			rows->rows[st->row].spent[p] += QsSpentFrom(st->spent[p], st->changed_at,
+														st->instances, now, start[p]);
 	}
 }
 
