@@ -178,6 +178,21 @@ QsBudgetThousandths(const JsonbValue *v)
 }
 
 /*
+ * QsCheckBudgetTime refuses (22008) a time of a budget period that is not
+ * finite: the start of its period has no value (quota_sched.spent_at's
+ * arguments, the counters' changed_at a pass reads).
+ */
+TimestampTz
+QsCheckBudgetTime(TimestampTz t)
+{
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("a time of a budget period must be finite")));
+	return t;
+}
+
+/*
  * QsBudgetText is a budget in instance-hours as the messages and explain
  * write it: 2000, 0.5, 0.125 (budgets have at most QS_BUDGET_DECIMALS
  * decimals, which %.3f of the nearest double gives back exactly).

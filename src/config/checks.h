@@ -32,6 +32,7 @@ extern int64 QsIntervalUsecs(const Interval *value);
 extern const char *QsShortValue(const char *value);
 extern char *QsNameArg(FunctionCallInfo fcinfo, int argno, const char *what);
 extern int64 QsBudgetThousandths(const JsonbValue *v);
+extern TimestampTz QsCheckBudgetTime(TimestampTz t);
 extern char *QsBudgetText(double hours);
 extern void QsCheckSize(const char *what, size_t len, size_t limit);
 extern void QsCheckInterval(Datum value, int sqlerrcode, const char *name,

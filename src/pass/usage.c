@@ -39,6 +39,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "checks.h"
 #include "config_cache.h"
 #include "host_usage.h"
 #include "identity.h"
@@ -511,22 +512,19 @@ ReadStripe(QsUsageRows *result, HeapTuple tup, TupleDesc desc)
 	st->instances = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 	for (int p = 0; p < QS_NPERIODS; p++)
 		st->spent[p] = DatumGetFloat8(SPI_getbinval(tup, desc, 6 + p, &isnull));
-	st->changed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6 + QS_NPERIODS, &isnull));
-	if (TIMESTAMP_NOT_FINITE(st->changed_at))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("a time of a budget period must be finite")));
+	st->changed_at = QsCheckBudgetTime(DatumGetTimestampTz(SPI_getbinval(tup, desc,
+																		 6 + QS_NPERIODS,
+																		 &isnull)));
 }
 
 /*
- * QsReadUsage reads the counters of a queue, in the caller's memory, and,
- * with spent, what each share and unit held in the current day, week and
- * month at time now (QsUsageSpentAt): a row per share and unit, the sum of
- * its stripes, and with spent its stripes as stored.  The caller is
- * connected to SPI and runs as the owner.
+ * QsReadUsage reads the counters of a queue, in the caller's memory: a row
+ * per share and unit, the sum of its stripes, and with spent its stripes
+ * as stored, from which QsUsageSpentAt gives what each spent at a time.
+ * The caller is connected to SPI and runs as the owner.
  */
 QsUsageRows
-QsReadUsage(const char *queue, bool spent, TimestampTz now)
+QsReadUsage(const char *queue, bool spent)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	Datum		args[1] = {CStringGetTextDatum(queue)};
@@ -571,7 +569,5 @@ QsReadUsage(const char *queue, bool spent, TimestampTz now)
 			ReadStripe(&result, tup, desc);
 	}
 	SPI_freetuptable(SPI_tuptable);
-	if (spent)
-		QsUsageSpentAt(&result, now);
 	return result;
 }

@@ -56,7 +56,7 @@ typedef struct QsUsageRows
  */
 #define QS_USAGE_KEEP_MS 10000
 
-extern QsUsageRows QsReadUsage(const char *queue, bool spent, TimestampTz now);
+extern QsUsageRows QsReadUsage(const char *queue, bool spent);
 extern void QsUsageSpentAt(QsUsageRows *rows, TimestampTz now);
 extern QsUsageRows QsLoadUsage(const char *queue, bool spent, TimestampTz now, bool lock_rows);
 extern void QsUsageCacheRegister(void);

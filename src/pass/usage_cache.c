@@ -238,8 +238,9 @@ CopyRows(QsUsageRows rows, TimestampTz now)
 }
 
 /*
- * QsLoadUsage returns the counters of a queue as QsReadUsage reads them
- * (lock_rows: a pass's read that locks the rows it reads), from what this
+ * QsLoadUsage returns the counters of a queue as QsReadUsage reads them,
+ * with spent what each spent at now (lock_rows: a pass's read that locks
+ * the rows it reads), from what this
  * backend kept when it may (the header says when), else read and, when it
  * may, kept.  The caller is connected to SPI and runs as the owner.
  */
@@ -260,11 +261,16 @@ QsLoadUsage(const char *queue, bool spent, TimestampTz now, bool lock_rows)
 		return CopyRows(kept->rows, now);
 	Reads++;
 	if (kept == NULL)
-		return QsReadUsage(queue, spent, now);
+	{
+		rows = QsReadUsage(queue, spent);
+		if (spent)
+			QsUsageSpentAt(&rows, now);
+		return rows;
+	}
 	cxt = AllocSetContextCreate(caller, "quota_sched counters kept of a queue",
 								ALLOCSET_SMALL_SIZES);
 	MemoryContextSwitchTo(cxt);
-	rows = QsReadUsage(queue, spent, now);
+	rows = QsReadUsage(queue, spent);
 	MemoryContextSwitchTo(caller);
 	QsCacheForget(&kept->cxt);
 	kept->rows = rows;

@@ -49,13 +49,7 @@ PeriodArg(FunctionCallInfo fcinfo, int argno)
 static TimestampTz
 TimeArg(FunctionCallInfo fcinfo, int argno)
 {
-	TimestampTz t = PG_GETARG_TIMESTAMPTZ(argno);
-
-	if (TIMESTAMP_NOT_FINITE(t))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("a time of a budget period must be finite")));
-	return t;
+	return QsCheckBudgetTime(PG_GETARG_TIMESTAMPTZ(argno));
 }
 
 /*
