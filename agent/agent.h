@@ -354,6 +354,7 @@ extern double next_heartbeat;
 extern void agent_fault(void);
 extern void agent_fault_cleared(void);
 extern void flush_actions(void);
+extern void flush_or_claim(void);
 extern void do_heartbeat(void);
 extern bool may_take(void);
 extern void do_claim(void);

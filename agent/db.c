@@ -173,6 +173,34 @@ lose_connection(const char *why)
 	backoff = 0;
 }
 
+/* statement_name: the name statement id is prepared under (qs_N) */
+static const char *
+statement_name(StatementId id)
+{
+	static char names[NUM_STATEMENTS][16];
+
+	if (names[id][0] == '\0')
+		snprintf(names[id], sizeof(names[id]), "qs_%d", (int) id);
+	return names[id];
+}
+
+/*
+ * prepare prepares statement id on the connection (named as in the
+ * table), once a connection; false if the server refused it.
+ */
+static bool
+prepare(StatementId id)
+{
+	PGresult   *res;
+
+	if (prepared[id])
+		return true;
+	res = PQprepare(conn, statement_name(id), statements[id].sql, statements[id].nparams, NULL);
+	prepared[id] = PQresultStatus(res) == PGRES_COMMAND_OK;
+	PQclear(res);
+	return prepared[id];
+}
+
 /*
  * run_statement sends the statement: prepared (and prepared first, once a
  * connection) unless --no-listen, else with its text.  Its result, or NULL.
@@ -181,25 +209,12 @@ static PGresult *
 run_statement(StatementId id, const char *const *params)
 {
 	const Statement *st = &statements[id];
-	PGresult   *res = NULL;
-	char		name[16];
 
 	if (!opts.listen)
 		return PQexecParams(conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0);
-	snprintf(name, sizeof(name), "qs_%d", (int) id);
-	if (!prepared[id])
-	{
-		res = PQprepare(conn, name, st->sql, st->nparams, NULL);
-		if (PQresultStatus(res) == PGRES_COMMAND_OK)
-		{
-			prepared[id] = true;
-			PQclear(res);
-			res = NULL;
-		}
-	}
-	if (res == NULL)
-		res = PQexecPrepared(conn, name, st->nparams, params, NULL, NULL, 0);
-	return res;
+	if (!prepare(id))
+		return PQexecParams(conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0);
+	return PQexecPrepared(conn, statement_name(id), st->nparams, params, NULL, NULL, 0);
 }
 
 /*
@@ -229,34 +244,17 @@ db_stop_taking(void)
 }
 
 /*
- * db_exec runs one statement in its own transaction.  DB_OK with *out set
- * (the caller clears it); DB_ERROR: the statement failed (last_sqlstate),
- * already logged; DB_LOST: the connection is gone (or is to a server that
- * cannot take writes any more), and is closed.
+ * statement_failed logs why statement id did not run (res: its result, or
+ * NULL), and keeps its SQLSTATE in last_sqlstate.  DB_LOST when the
+ * connection is gone (or is to a server that cannot take writes any more),
+ * and closed; else DB_ERROR.  res is cleared.
  */
-int
-db_exec(StatementId id, const char *const *params, PGresult **out, const Job *job)
+static int
+statement_failed(StatementId id, PGresult *res, const Job *job)
 {
-	PGresult   *res;
-	ExecStatusType st;
-	const char *sqlstate;
+	const char *sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	char		msg[1024];
 
-	*out = NULL;
-	last_sqlstate[0] = '\0';
-	if (conn != NULL && !wake_end(conn) && PQstatus(conn) == CONNECTION_OK && !listen_setup())
-		return DB_LOST;
-	if (conn == NULL)
-		return DB_LOST;
-	res = run_statement(id, params);
-	st = PQresultStatus(res);
-	if (res != NULL && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK))
-	{
-		*out = res;
-		collect_notifies();
-		return DB_OK;
-	}
-	sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	snprintf(last_sqlstate, sizeof(last_sqlstate), "%s", sqlstate ? sqlstate : "");
 	trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn), msg, sizeof(msg));
 	if (msg[0] == '\0')
@@ -273,6 +271,123 @@ db_exec(StatementId id, const char *const *params, PGresult **out, const Job *jo
 			  statements[id].name, msg, last_sqlstate);
 	collect_notifies();
 	return DB_ERROR;
+}
+
+/* succeeded: whether res is the result of a statement that ran */
+static bool
+succeeded(const PGresult *res)
+{
+	ExecStatusType st = PQresultStatus(res);
+
+	return res != NULL && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK);
+}
+
+/*
+ * take_connection readies the connection for a statement: it ends the
+ * wait that runs on it (LISTEN if the wait failed).  False if there is no
+ * connection.
+ */
+static bool
+take_connection(void)
+{
+	last_sqlstate[0] = '\0';
+	if (conn != NULL && !wake_end(conn) && PQstatus(conn) == CONNECTION_OK && !listen_setup())
+		return false;
+	return conn != NULL;
+}
+
+/*
+ * db_exec runs one statement in its own transaction.  DB_OK with *out set
+ * (the caller clears it); DB_ERROR: the statement failed (last_sqlstate),
+ * already logged; DB_LOST: the connection is gone (or is to a server that
+ * cannot take writes any more), and is closed.
+ */
+int
+db_exec(StatementId id, const char *const *params, PGresult **out, const Job *job)
+{
+	PGresult   *res;
+
+	*out = NULL;
+	if (!take_connection())
+		return DB_LOST;
+	res = run_statement(id, params);
+	if (!succeeded(res))
+		return statement_failed(id, res, job);
+	*out = res;
+	collect_notifies();
+	return DB_OK;
+}
+
+/*
+ * pipeline_result: the result of the next statement of the pipeline (NULL
+ * if the connection broke), with the end of its results read.
+ */
+static PGresult *
+pipeline_result(void)
+{
+	PGresult   *res = PQgetResult(conn);
+	PGresult   *extra;
+
+	/* a statement's results end with a NULL; a broken connection may give none */
+	while (res != NULL && PQstatus(conn) == CONNECTION_OK && (extra = PQgetResult(conn)) != NULL)
+		PQclear(extra);
+	return res;
+}
+
+/*
+ * db_exec_pair runs two prepared statements (ids[0], then ids[1]) in one
+ * transaction and one round trip: libpq's pipeline mode, both sent before
+ * one Sync, at which the server commits both or neither.  DB_OK with both
+ * results in out (the caller clears them); DB_ERROR: statement *failed (0
+ * or 1) failed, logged as db_exec does, and neither took effect (the
+ * other's result, if any, is cleared); DB_LOST as db_exec.  Only with
+ * prepared statements (not --no-listen: a transaction-mode pooler).
+ */
+int
+db_exec_pair(const StatementId ids[2], const char *const *params[2], PGresult *out[2],
+			 int *failed, const Job *job)
+{
+	PGresult   *res;
+	bool		sent = true;
+
+	out[0] = out[1] = NULL;
+	*failed = 0;
+	if (!take_connection())
+		return DB_LOST;
+	for (int i = 0; i < 2; i++)
+		if (!prepare(ids[i]))
+		{
+			*failed = i;
+			return statement_failed(ids[i], NULL, job);
+		}
+	if (!PQenterPipelineMode(conn))
+		return statement_failed(ids[0], NULL, job);
+	for (int i = 0; i < 2 && sent; i++)
+		sent = PQsendQueryPrepared(conn, statement_name(ids[i]), statements[ids[i]].nparams,
+								   params[i], NULL, NULL, 0) == 1;
+	sent = sent && PQpipelineSync(conn) == 1;
+	for (int i = 0; i < 2 && sent; i++)
+		out[i] = pipeline_result();
+	/* the Sync's own result, after which the pipeline may end */
+	while (sent && PQstatus(conn) == CONNECTION_OK && (res = PQgetResult(conn)) != NULL)
+	{
+		bool		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+
+		PQclear(res);
+		if (synced)
+			break;
+	}
+	(void) PQexitPipelineMode(conn);
+	*failed = succeeded(out[0]) ? 1 : 0;
+	if (sent && succeeded(out[0]) && succeeded(out[1]))
+	{
+		collect_notifies();
+		return DB_OK;
+	}
+	res = out[*failed];
+	PQclear(out[1 - *failed]);
+	out[0] = out[1] = NULL;
+	return statement_failed(ids[*failed], res, job);
 }
 
 /* on_notice logs the server's notices and libpq's own (a FATAL before a disconnection) */

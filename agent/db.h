@@ -55,5 +55,7 @@ extern void db_end_wait(void);
 extern void db_stop_taking(void);
 extern int	db_exec(StatementId id, const char *const *params, PGresult **out,
 					const Job *job);
+extern int	db_exec_pair(const StatementId ids[2], const char *const *params[2],
+						 PGresult *out[2], int *failed, const Job *job);
 
 #endif							/* QS_AGENT_DB_H */

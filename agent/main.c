@@ -348,8 +348,9 @@ loop_step(void)
 	}
 	else if (conn == NULL && now >= reconnect_at)
 		try_connect();
+	/* a report the claim below takes with it (do_claim) waits for it */
 	if (conn)
-		flush_actions();
+		flush_or_claim();
 	if (conn && want_ready)
 		do_ready();
 	/*

@@ -71,42 +71,55 @@ refused(const char *sqlstate)
 }
 
 /*
- * send_action runs the job's report (state, reason, exit code) or release,
+ * The arguments of a job's report (state, reason, exit code) or release,
  * with the last of the attempt's output (attempt_tail; none if it took no
  * output, or from the third try on, in case it is what the server will not
- * take); db_exec's answer.  The reason is
- * made valid UTF-8 first, or the server would refuse it all.
+ * take).
  */
-static int
-send_action(Job *job, PGresult **res)
+typedef struct Telling
 {
+	StatementId id;				/* STMT_REPORT or STMT_RELEASE */
+	const char *params[7];
 	char		code[16];
 	char		output[OUTPUT_TAIL_BYTES + 1];
+} Telling;
+
+/*
+ * action_of fills *a with what the job's end tells.  The reason is made
+ * valid UTF-8 first, or the server would refuse it all.
+ */
+static void
+action_of(Job *job, Telling *a)
+{
 	const char *out = NULL;
 
 	make_valid_utf8(job->reason);
 	if (job->log.opened && job->tries < 3)
 	{
-		attempt_tail(job, output, sizeof(output));
-		out = output;
+		attempt_tail(job, a->output, sizeof(a->output));
+		out = a->output;
 	}
+	memset(a->params, 0, sizeof(a->params));
+	a->params[0] = job->id_text;
+	a->params[1] = opts.agent;
 	if (job->action == ACT_REPORT)
 	{
-		const char *params[7] = {job->id_text, opts.agent, job->state,
-			job->reason[0] ? job->reason : NULL, job->attempt_text, NULL, out};
-
+		a->id = STMT_REPORT;
+		a->params[2] = job->state;
+		a->params[3] = job->reason[0] ? job->reason : NULL;
+		a->params[4] = job->attempt_text;
 		if (job->has_exit_code)
 		{
-			snprintf(code, sizeof(code), "%d", job->exit_code);
-			params[5] = code;
+			snprintf(a->code, sizeof(a->code), "%d", job->exit_code);
+			a->params[5] = a->code;
 		}
-		return db_exec(STMT_REPORT, params, res, job);
+		a->params[6] = out;
 	}
 	else
 	{
-		const char *params[4] = {job->id_text, opts.agent, job->reason, out};
-
-		return db_exec(STMT_RELEASE, params, res, job);
+		a->id = STMT_RELEASE;
+		a->params[2] = job->reason;
+		a->params[3] = out;
 	}
 }
 
@@ -225,13 +238,13 @@ retry_later(Job *job)
 			  job->tries < 10 ? job->tries : 10);
 }
 
-/* tell_database tells the database the job's end (a report or a release) */
+/*
+ * answered does what the database answered to the job's report or release
+ * (rc: db_exec's; res: its result if DB_OK, cleared here).
+ */
 static Told
-tell_database(Job *job)
+answered(Job *job, int rc, PGresult *res)
 {
-	PGresult   *res = NULL;
-	int			rc = send_action(job, &res);
-
 	if (rc == DB_LOST)
 		return TOLD_LOST;
 	if (rc == DB_OK)
@@ -248,14 +261,29 @@ tell_database(Job *job)
 	return TOLD_DONE;
 }
 
+/* tell_database tells the database the job's end (a report or a release) */
+static Told
+tell_database(Job *job)
+{
+	Telling		a;
+	PGresult   *res = NULL;
+	int			rc;
+
+	action_of(job, &a);
+	rc = db_exec(a.id, a.params, &res, job);
+	return answered(job, rc, res);
+}
+
 /*
- * flush_actions tells the database where the jobs' attempts run (those
+ * flush_keeping tells the database where the jobs' attempts run (those
  * that started, or got their handle, since), then what became of the jobs
  * whose attempts ended (those due: a failed try waits for its retry_at),
- * and forgets them.
+ * and forgets them; but, with keep, the first report due is left for the
+ * caller, in *keep, to tell with its claim (claim_with_report; not with
+ * --no-listen, which prepares no statement: a pooler).
  */
-void
-flush_actions(void)
+static void
+flush_keeping(Job **keep)
 {
 	int			i;
 
@@ -269,6 +297,11 @@ flush_actions(void)
 			return;				/* told after the reconnection */
 		if (job->action == ACT_NONE || job->retry_at > now_mono())
 			continue;
+		if (keep && *keep == NULL && job->action == ACT_REPORT && opts.listen)
+		{
+			*keep = job;
+			continue;
+		}
 		if (job->action == ACT_DROP)
 			log_event("info", "job_dropped", job, "no longer held by this agent; nothing reported");
 		else if ((result = tell_database(job)) == TOLD_LOST)
@@ -278,6 +311,28 @@ flush_actions(void)
 		remove_job(job);
 		i--;
 	}
+}
+
+/* flush_actions tells the database all that is due (flush_keeping) */
+void
+flush_actions(void)
+{
+	flush_keeping(NULL);
+}
+
+/*
+ * flush_or_claim tells the database all that is due, but for a report
+ * after which the agent would claim (told(): without agent_wait, or a
+ * claim deferred; not when it takes nothing): that one is left for the
+ * claim's transaction, and the claim asked for now (do_claim).
+ */
+void
+flush_or_claim(void)
+{
+	Job		   *kept = NULL;
+
+	flush_keeping((!wake_waits() || claim_deferred) && may_take() ? &kept : NULL);
+	want_claim = want_claim || kept != NULL;
 }
 
 /*
@@ -458,6 +513,54 @@ may_take(void)
 		!(opts.exit_after > 0 && jobs_done + njobs >= opts.exit_after);
 }
 
+/* forget: the job is forgotten once its end is told or refused (TOLD_DONE) */
+static void
+forget(Job *job, Told result)
+{
+	if (result == TOLD_DONE)
+		remove_job(job);
+}
+
+/*
+ * claim_with_report claims (params: STMT_CLAIM's), and, with a report
+ * (pair), tells it first in the claim's transaction and round trip
+ * (db_exec_pair): a job's end and the claim of the next, one commit.  A
+ * report that fails is answered as alone, and the claim then runs alone.
+ * A claim that fails with it takes the report with it (neither took
+ * effect): the report stays due, told alone by the flush that follows
+ * every claim (loop_step), or after the reconnection.  db_exec's answer
+ * for the claim, *res its result.
+ */
+static int
+claim_with_report(Job *pair, const char *const *params, PGresult **res)
+{
+	Telling		a;
+	const char *const *both[2] = {NULL, params};
+	PGresult   *out[2];
+	int			failed,
+				rc;
+	bool		asked;
+
+	if (pair == NULL)
+		return db_exec(STMT_CLAIM, params, res, NULL);
+	action_of(pair, &a);
+	both[0] = a.params;
+	rc = db_exec_pair((StatementId[2]) {a.id, STMT_CLAIM}, both, out, &failed, pair);
+	if (rc == DB_ERROR && failed == 0)
+	{
+		forget(pair, answered(pair, DB_ERROR, NULL));
+		return db_exec(STMT_CLAIM, params, res, NULL);
+	}
+	if (rc != DB_OK)
+		return rc;
+	/* the report's answer asks for no claim: this one answers it */
+	asked = want_claim;
+	forget(pair, answered(pair, DB_OK, out[0]));
+	want_claim = asked;
+	*res = out[1];
+	return DB_OK;
+}
+
 /*
  * do_claim claims jobs for the agent's free instances (at most --instances
  * held at once), on a dispatch's notification and at each heartbeat, again
@@ -466,21 +569,24 @@ may_take(void)
  * With agent_wait, again only while the claim left jobs behind for want of
  * room (claim_left(), read with the claim): one that left nothing asks for
  * no claim that would find nothing, and what is dispatched later wakes the
- * agent's wait.
+ * agent's wait.  A report due is told in the claim's transaction
+ * (claim_with_report).
  */
 void
 do_claim(void)
 {
 	char		lease[32];
 	char		free_text[16];
+	Job		   *pair = NULL;
 
 	want_claim = false;
 	snprintf(lease, sizeof(lease), "%.3f seconds", opts.lease);
 	/*
 	 * what is to be told first: a part that waited and was told to let go
 	 * (end_wait) is reported before the job may be claimed again here
+	 * (one report kept for the claim's transaction, before the claim)
 	 */
-	flush_actions();
+	flush_keeping(&pair);
 	for (;;)
 	{
 		const char *params[5] = {opts.agent, opts.queue, opts.unit, free_text, lease};
@@ -494,6 +600,7 @@ do_claim(void)
 		if (free_instances <= 0 || !may_take())
 		{
 			claim_deferred = true;
+			flush_actions();
 			return;
 		}
 		claim_deferred = free_instances < opts.instances;
@@ -504,7 +611,7 @@ do_claim(void)
 		 * notification that comes while it runs asks again.
 		 */
 		want_claim = false;
-		if (db_exec(STMT_CLAIM, params, &res, NULL) != DB_OK)
+		if (claim_with_report(pair, params, &res) != DB_OK)
 		{
 			claim_deferred = true;
 			return;
@@ -515,9 +622,13 @@ do_claim(void)
 		for (i = 0; i < n; i++)
 			take_claimed(res, i, t0);
 		PQclear(res);
-		flush_actions();
+		pair = NULL;
 		if (n == 0 || (wake_waits() && !left))
+		{
+			flush_actions();
 			return;
+		}
+		flush_keeping(&pair);
 	}
 }
 
