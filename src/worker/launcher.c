@@ -58,6 +58,7 @@
 bool		QsEnabled = true;
 bool		QsWakeOnCommit = true;
 int			QsNaptimeMs = 1000;
+int			QsPassMinIntervalMs = 10;
 char	   *QsDatabase = NULL;
 
 /*
@@ -83,6 +84,11 @@ QsDefineWorkerSettings(void)
 	DefineCustomIntVariable("quota_sched.naptime",
 							"Longest wait of the background worker between passes.",
 							NULL, &QsNaptimeMs, 1000, 10, 3600 * 1000, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("quota_sched.pass_min_interval",
+							"Shortest time between the starts of two rounds of passes.",
+							"0: a round starts as soon as a commit wakes the worker.",
+							&QsPassMinIntervalMs, 10, 0, 60 * 1000, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable("quota_sched.enabled",
 							 "Whether the background worker runs passes.",

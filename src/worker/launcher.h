@@ -13,6 +13,7 @@
 extern bool QsEnabled;
 extern bool QsWakeOnCommit;
 extern int	QsNaptimeMs;
+extern int	QsPassMinIntervalMs;
 extern char *QsDatabase;
 
 extern void QsDefineWorkerSettings(void);

@@ -406,14 +406,45 @@ RunAllPasses(void)
 }
 
 
+/* when the last round began (0: none yet) */
+static TimestampTz round_began = 0;
+
+/*
+ * HoldNextRound holds the next round until quota_sched.pass_min_interval
+ * has passed since the last one began.  So a stream of commits is served
+ * by a round every interval, each taking all that committed since the one
+ * before, where rounds back to back would each take a few: a pass costs
+ * about the same for one job as for ten (bench/README.md).  A commit that
+ * finds the worker idle for longer is served at once.  Commits that come
+ * while it holds are the coming round's: the latch is reset as it waits.
+ */
+static void
+HoldNextRound(void)
+{
+	for (;;)
+	{
+		TimestampTz due = TimestampTzPlusMilliseconds(round_began, QsPassMinIntervalMs);
+		long		ms = (due - GetCurrentTimestamp() + 999) / 1000;
+
+		/* a reload first: the main loop reads the settings again */
+		if (round_began == 0 || ms <= 0 || ConfigReloadPending)
+			return;
+		ResetLatch(MyLatch);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ms, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 /*
  * WaitForNextRound waits, shown as idle in pg_stat_activity, until a
  * commit sets the worker's latch or a naptime has passed.  The latch is
  * reset as the wait ends, before the round: a commit that comes during a
- * round sets it again, and the next round starts at once.  So a commit that
- * finds the worker idle is served at once, and a stream of commits is
- * served by rounds back to back, each taking whatever committed during the
- * one before; no round runs without a commit or a naptime, except when a
+ * round sets it again, and the next round starts when it ends, or
+ * quota_sched.pass_min_interval after it began (HoldNextRound).  So a
+ * commit that finds the worker idle is served at once, and a stream of
+ * commits is served by rounds one after the other, each taking whatever
+ * committed since the one before; no round runs without a commit or a naptime, except when a
  * min_runtime exemption that held a job back, or a lease's fence_grace,
  * ends earlier (wake_at).
  */
@@ -432,6 +463,7 @@ WaitForNextRound(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					 timeout, PG_WAIT_EXTENSION);
+	HoldNextRound();
 	ResetLatch(MyLatch);
 }
 
@@ -469,6 +501,7 @@ QsWorkerMain(Datum arg)
 		if (QsEnabled && !RecoveryInProgress())
 		{
 			MemoryContextSwitchTo(round_cxt);
+			round_began = GetCurrentTimestamp();
 			RunAllPasses();
 			QsStatsNoteWorker(false);
 			MemoryContextSwitchTo(TopMemoryContext);
