@@ -114,6 +114,7 @@ typedef struct QsWorkerShared
 	Oid			dboid;			/* the worker's database, while it runs */
 	int			launcher_pgprocno;	/* the launcher's; -1: none */
 	bool		stop_requested; /* the worker's database is being dropped */
+	pg_atomic_uint64 wakes;		/* the commits that woke the worker, ever */
 } QsWorkerShared;
 
 static QsWorkerShared *worker_shared = NULL;
@@ -152,6 +153,7 @@ SlotShmemStartup(void)
 		worker_shared->dboid = InvalidOid;
 		worker_shared->launcher_pgprocno = -1;
 		worker_shared->stop_requested = false;
+		pg_atomic_init_u64(&worker_shared->wakes, 0);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -226,9 +228,24 @@ QsWorkerXactEnd(bool committed)
 		int			procno = worker_shared->pgprocno;
 
 		if (procno >= 0)
+		{
+			pg_atomic_fetch_add_u64(&worker_shared->wakes, 1);
 			SetLatch(&GetPGProcByNumber(procno)->procLatch);
+		}
 	}
 	wake_at_commit = false;
+}
+
+/*
+ * QsWorkerWakes: how many commits have woken the worker (QsWorkerXactEnd),
+ * ever.  The worker compares it before and after a round: its latch alone
+ * cannot say whether commits came during the round, since a wait within
+ * the round (for a lock, say) resets it.
+ */
+uint64
+QsWorkerWakes(void)
+{
+	return pg_atomic_read_u64(&worker_shared->wakes);
 }
 
 /*

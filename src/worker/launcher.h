@@ -22,5 +22,6 @@ extern void QsClaimWorkerSlot(void);
 extern bool QsWorkerRunning(void);
 extern void QsWakeWorkerAtCommit(void);
 extern void QsWorkerXactEnd(bool committed);
+extern uint64 QsWorkerWakes(void);
 
 #endif							/* QS_LAUNCHER_H */

@@ -406,17 +406,19 @@ RunAllPasses(void)
 }
 
 
-/* when the last round began (0: none yet) */
+/* when the last round began (0: none yet), and the wakes then (QsWorkerWakes) */
 static TimestampTz round_began = 0;
+static uint64 round_wakes = 0;
 
 /*
- * HoldNextRound holds the next round until quota_sched.pass_min_interval
- * has passed since the last one began.  So a stream of commits is served
- * by a round every interval, each taking all that committed since the one
- * before, where rounds back to back would each take a few: a pass costs
- * about the same for one job as for ten (bench/README.md).  A commit that
- * finds the worker idle for longer is served at once.  Commits that come
- * while it holds are the coming round's: the latch is reset as it waits.
+ * HoldNextRound, after a round during which commits came (a stream), holds
+ * the next round until quota_sched.pass_min_interval has passed since that
+ * one began.  So a stream of commits is served by a round every interval,
+ * each taking all that committed since the one before, where rounds back
+ * to back would each take a few: a pass costs about the same for one job
+ * as for ten (bench/README.md).  A commit that finds the worker idle is
+ * served at once, however soon after a round.  Commits that come while it
+ * holds are the coming round's: the latch is reset as it waits.
  */
 static void
 HoldNextRound(void)
@@ -438,15 +440,17 @@ HoldNextRound(void)
 
 /*
  * WaitForNextRound waits, shown as idle in pg_stat_activity, until a
- * commit sets the worker's latch or a naptime has passed.  The latch is
- * reset as the wait ends, before the round: a commit that comes during a
- * round sets it again, and the next round starts when it ends, or
- * quota_sched.pass_min_interval after it began (HoldNextRound).  So a
- * commit that finds the worker idle is served at once, and a stream of
- * commits is served by rounds one after the other, each taking whatever
- * committed since the one before; no round runs without a commit or a naptime, except when a
- * min_runtime exemption that held a job back, or a lease's fence_grace,
- * ends earlier (wake_at).
+ * commit wakes the worker or a naptime has passed; the latch is reset as
+ * the wait ends, before the round.  Commits that came during the round
+ * (the count of wakes moved since it began: the latch alone may have been
+ * reset by a wait within the round, for a lock say) are served by the
+ * next round without a wait, held until quota_sched.pass_min_interval
+ * after the last began (HoldNextRound).  So a commit that finds the
+ * worker idle is served at once, and a stream of commits by a round every
+ * interval, each taking whatever committed since the one before.  No
+ * round runs without a commit or a naptime, except when a min_runtime
+ * exemption that held a job back, or a lease's fence_grace, ends earlier
+ * (wake_at).
  */
 static void
 WaitForNextRound(void)
@@ -461,9 +465,12 @@ WaitForNextRound(void)
 		timeout = Max(0, Min(timeout, until));
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 timeout, PG_WAIT_EXTENSION);
-	HoldNextRound();
+	/* commits came during the round: a stream, whose next round is held */
+	if (QsWorkerWakes() != round_wakes)
+		HoldNextRound();
+	else
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 }
 
@@ -502,6 +509,7 @@ QsWorkerMain(Datum arg)
 		{
 			MemoryContextSwitchTo(round_cxt);
 			round_began = GetCurrentTimestamp();
+			round_wakes = QsWorkerWakes();
 			RunAllPasses();
 			QsStatsNoteWorker(false);
 			MemoryContextSwitchTo(TopMemoryContext);
