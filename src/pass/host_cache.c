@@ -122,7 +122,7 @@ static uint64 SetVersions = 0;	/* the last QsHostSet.version given */
 #define GENERATIONS_QUERY(table) { \
 	"SELECT array_agg(generation ORDER BY generation), min(tableoid::oid)" \
 	"  FROM quota_sched." table " WHERE job_queue = $1", \
-	1, {TEXTOID}, SPI_OK_SELECT }
+	1, {TEXTOID}, SPI_OK_SELECT, QS_INDEX_WALK }
 #define COMPACT_QUERY(table) { \
 	"WITH gone AS (DELETE FROM quota_sched." table \
 	"               WHERE job_queue = $1 AND generation = ANY ($2))" \
