@@ -377,7 +377,15 @@ db_exec_pair(const StatementId ids[2], const char *const *params[2], PGresult *o
 		if (synced)
 			break;
 	}
-	(void) PQexitPipelineMode(conn);
+	if (!PQexitPipelineMode(conn) && PQstatus(conn) == CONNECTION_OK)
+	{
+		/* results left unread: the connection is not trusted any more */
+		PQclear(out[0]);
+		PQclear(out[1]);
+		out[0] = out[1] = NULL;
+		lose_connection("a pipeline of two statements did not end");
+		return DB_LOST;
+	}
 	*failed = succeeded(out[0]) ? 1 : 0;
 	if (sent && succeeded(out[0]) && succeeded(out[1]))
 	{
