@@ -505,11 +505,12 @@ QsWorkerMain(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		/* taken when no round runs too (disabled): else a wake would not wait */
+		round_began = GetCurrentTimestamp();
+		round_wakes = QsWorkerWakes();
 		if (QsEnabled && !RecoveryInProgress())
 		{
 			MemoryContextSwitchTo(round_cxt);
-			round_began = GetCurrentTimestamp();
-			round_wakes = QsWorkerWakes();
 			RunAllPasses();
 			QsStatsNoteWorker(false);
 			MemoryContextSwitchTo(TopMemoryContext);
