@@ -178,6 +178,17 @@ tell_attempt(Job *job)
 static bool claim_deferred = false;
 
 /*
+ * claim_follows_report: whether the agent claims right after a report that
+ * frees instances: without agent_wait (notifications are not kept), or
+ * when a claim was put off or may have passed over a job (claim_deferred).
+ */
+static bool
+claim_follows_report(void)
+{
+	return !wake_waits() || claim_deferred;
+}
+
+/*
  * told logs what the database took (res: the job's state now); a job that
  * has ended for good loses its checkpoint directory.
  */
@@ -196,7 +207,7 @@ told(Job *job, PGresult *res)
 		 * behind, and what was dispatched since, is pending for the next
 		 * wait (do_claim).
 		 */
-		want_claim = want_claim || !wake_waits() || claim_deferred;
+		want_claim = want_claim || claim_follows_report();
 		log_event("info", "job_reported", job, "reported %s%s%s; the job is now %s",
 				  job->state, job->reason[0] ? ": " : "", job->reason, state);
 		jobs_done++;
@@ -331,7 +342,7 @@ flush_or_claim(void)
 {
 	Job		   *kept = NULL;
 
-	flush_keeping((!wake_waits() || claim_deferred) && may_take() ? &kept : NULL);
+	flush_keeping(claim_follows_report() && may_take() ? &kept : NULL);
 	want_claim = want_claim || kept != NULL;
 }
 
