@@ -364,7 +364,8 @@ QsSameUnits(const QsCapacities *a, const QsCapacities *b)
  * QsReadShareConfigs reads a queue's shares, in the C order of their
  * names, into the current memory context, and returns how many; a share
  * whose budget is the empty map has none (NULL).  The units of shares
- * with the same units are the same strings (SameUnitNames).
+ * with the same units (of their capacity maps, of their budgets) are the
+ * same strings (SameUnitNames).
  */
 int
 QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
@@ -387,7 +388,10 @@ QsReadShareConfigs(const char *queue, QsConfigRead how, QsShareConfig **shares)
 		s->capacities = QsDecodeCapacities(s->capacity_limits, false);
 		s->budgets = QsDecodeCapacities(s->budget, true);
 		if (i > 0)
+		{
 			SameUnitNames(&s->capacities, &(*shares)[i - 1].capacities);
+			SameUnitNames(&s->budgets, &(*shares)[i - 1].budgets);
+		}
 	}
 	return (int) n;
 }

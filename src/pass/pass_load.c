@@ -451,8 +451,12 @@ FindOrphans(QsQueueState *qs, List *pairs, QsUsageRows usage, bool warn)
 	for (int i = 0; i < usage.n; i++)
 		if (usage.rows[i].jobs > 0)
 			AddOrphan(qs, usage.rows[i].quota_share, usage.rows[i].share);
-	for (int i = 0; i + 1 < list_length(pairs); i += 2)
-		AddOrphan(qs, list_nth(pairs, i), QsShareIndex(qs, list_nth(pairs, i)));
+	for (int i = 0, s = 0; i + 1 < list_length(pairs); i += 2)
+	{
+		/* the pairs come in share order: near the last one's */
+		s = QsShareIndexNear(qs, list_nth(pairs, i), Max(s, 0));
+		AddOrphan(qs, list_nth(pairs, i), s);
+	}
 	if (warn)
 		foreach(lc, qs->orphans)
 			WarnOrphan(qs, lfirst(lc));
@@ -974,12 +978,15 @@ PairCells(QsQueueState *qs)
 {
 	const QsPairFloors *pf = &qs->pair_floors;
 
+	int			s = 0;
+
 	qs->pair_cell = palloc(sizeof(int) * (pf->n + 1));
 	for (int i = 0; i < pf->n; i++)
 	{
-		int			s = QsShareIndex(qs, pf->pairs[i].share);
 		int			u = QsUnitIndex(qs, pf->pairs[i].unit);
 
+		/* the pairs mostly come in share order: near the last one's */
+		s = QsShareIndexNear(qs, pf->pairs[i].share, Max(s, 0));
 		qs->pair_cell[i] = s >= 0 && u >= 0 ? s * qs->in.nunits + u : -1;
 	}
 }
@@ -1073,31 +1080,45 @@ ReadRunnableHeads(QsQueueState *qs, bool constrained)
 }
 
 /*
+ * MapUnits returns the index in the state of each unit of a capacity map
+ * (-1: not in it), now that every unit is known: those the last map
+ * given had (*last, *last_units) when the map has the same units
+ * (QsSameUnits), as the shares' maps mostly have.
+ */
+static const int *
+MapUnits(QsQueueState *qs, const QsCapacities *map, const QsCapacities **last,
+		 int **last_units)
+{
+	if (*last == NULL || !QsSameUnits(map, *last))
+	{
+		*last_units = palloc(sizeof(int) * (map->n + 1));
+		for (int k = 0; k < map->n; k++)
+			(*last_units)[k] = QsUnitIndex(qs, map->units[k]);
+	}
+	*last = map;
+	return *last_units;
+}
+
+/*
  * SetUpBudget sets a share's budget of every unit in instance-hours (-1:
- * none) from its budget map (decoded with the share: QsReadShareConfigs),
- * now that every unit is known, into budget, and what it spent this period,
- * spent, starts at 0 (SetUpCounters adds the counters'): each the share's
- * nunits of one array of every share's.  The CHECK allows budgets of at most
- * QS_BUDGET_DECIMALS decimals: thousandths / 1000.0 is the double nearest
- * to the decimal, as numeric to float8 gives share_budget.
+ * none) from its budget map (decoded with the share: QsReadShareConfigs;
+ * its units' indexes: unit_of), into budget, and what it spent this
+ * period, spent, starts at 0 (SetUpCounters adds the counters'): each the
+ * share's nunits of one array of every share's.  The CHECK allows budgets
+ * of at most QS_BUDGET_DECIMALS decimals: thousandths / 1000.0 is the
+ * double nearest to the decimal, as numeric to float8 gives share_budget.
  */
 static void
-SetUpBudget(QsQueueState *qs, int s, double *budget, double *spent)
+SetUpBudget(QsQueueState *qs, int s, const int *unit_of, double *budget, double *spent)
 {
 	QsShare    *share = (QsShare *) &qs->in.shares[s];
 	const QsCapacities *map = qs->budget_maps[s];
 
-	if (map == NULL)
-		return;
 	for (int u = 0; u < qs->in.nunits; u++)
 		budget[u] = -1;
 	for (int k = 0; k < map->n; k++)
-	{
-		int			u = QsUnitIndex(qs, map->units[k]);
-
-		if (u >= 0 && map->caps[k] >= 0)
-			budget[u] = (double) map->caps[k] / 1000.0;
-	}
+		if (unit_of[k] >= 0 && map->caps[k] >= 0)
+			budget[unit_of[k]] = (double) map->caps[k] / 1000.0;
 	share->budget = budget;
 	share->spent = spent;
 }
@@ -1147,29 +1168,30 @@ SetUpConstrained(QsQueueState *qs)
 static void
 SetUpReaders(QsQueueState *qs, const QsCapacities **share_maps)
 {
-	int		   *unit_of = NULL; /* of the last map's units, as they are
-								 * those of the next one's (QsSameUnits) */
-	int			cells = qs->any_budget ? qs->in.nshares * qs->in.nunits : 0;
-	double	   *budgets = palloc(sizeof(double) * (cells + 1));	/* SetUpBudget's */
-	double	   *spent = palloc0(sizeof(double) * (cells + 1));
+	const QsCapacities *last_map = NULL;
+	const QsCapacities *last_budget = NULL;
+	int		   *map_units = NULL;
+	int		   *budget_units = NULL;
+	int			cells = qs->in.nshares * qs->in.nunits;
+	int64	   *caps = palloc0(sizeof(int64) * (cells + 1));
+	int			budget_cells = qs->any_budget ? cells : 0;
+	double	   *budgets = palloc(sizeof(double) * (budget_cells + 1));	/* SetUpBudget's */
+	double	   *spent = palloc0(sizeof(double) * (budget_cells + 1));
 
 	for (int s = 0; s < qs->in.nshares; s++)
 	{
 		const QsCapacities *map = share_maps[s];
-		int64	   *caps = palloc0(sizeof(int64) * qs->in.nunits);
+		const int  *unit_of = MapUnits(qs, map, &last_map, &map_units);
+		int64	   *share_caps = caps + s * qs->in.nunits;
 
-		if (s == 0 || !QsSameUnits(map, share_maps[s - 1]))
-		{
-			unit_of = palloc(sizeof(int) * (map->n + 1));
-			for (int k = 0; k < map->n; k++)
-				unit_of[k] = QsUnitIndex(qs, map->units[k]);
-		}
 		/* each unit once (an object's keys): caps[u] = QsCapacityOfUnit */
 		for (int k = 0; k < map->n; k++)
 			if (unit_of[k] >= 0)
-				caps[unit_of[k]] = map->caps[k];
-		((QsShare *) qs->in.shares)[s].capacity = caps;
-		SetUpBudget(qs, s, budgets + s * qs->in.nunits, spent + s * qs->in.nunits);
+				share_caps[unit_of[k]] = map->caps[k];
+		((QsShare *) qs->in.shares)[s].capacity = share_caps;
+		if (qs->budget_maps[s] != NULL)
+			SetUpBudget(qs, s, MapUnits(qs, qs->budget_maps[s], &last_budget, &budget_units),
+						budgets + s * qs->in.nunits, spent + s * qs->in.nunits);
 	}
 	qs->runnable = palloc0(sizeof(QsJobReader) * (qs->in.nshares * qs->in.nunits + 1));
 	qs->split = palloc0(sizeof(QsSplitReader *) * (qs->in.nshares * qs->in.nunits + 1));
