@@ -451,12 +451,8 @@ FindOrphans(QsQueueState *qs, List *pairs, QsUsageRows usage, bool warn)
 	for (int i = 0; i < usage.n; i++)
 		if (usage.rows[i].jobs > 0)
 			AddOrphan(qs, usage.rows[i].quota_share, usage.rows[i].share);
-	for (int i = 0, s = 0; i + 1 < list_length(pairs); i += 2)
-	{
-		/* the pairs come in share order: near the last one's */
-		s = QsShareIndexNear(qs, list_nth(pairs, i), Max(s, 0));
-		AddOrphan(qs, list_nth(pairs, i), s);
-	}
+	for (int i = 0; i + 1 < list_length(pairs); i += 2)
+		AddOrphan(qs, list_nth(pairs, i), QsShareIndex(qs, list_nth(pairs, i)));
 	if (warn)
 		foreach(lc, qs->orphans)
 			WarnOrphan(qs, lfirst(lc));
@@ -978,15 +974,12 @@ PairCells(QsQueueState *qs)
 {
 	const QsPairFloors *pf = &qs->pair_floors;
 
-	int			s = 0;
-
 	qs->pair_cell = palloc(sizeof(int) * (pf->n + 1));
 	for (int i = 0; i < pf->n; i++)
 	{
+		int			s = QsShareIndex(qs, pf->pairs[i].share);
 		int			u = QsUnitIndex(qs, pf->pairs[i].unit);
 
-		/* the pairs mostly come in share order: near the last one's */
-		s = QsShareIndexNear(qs, pf->pairs[i].share, Max(s, 0));
 		qs->pair_cell[i] = s >= 0 && u >= 0 ? s * qs->in.nunits + u : -1;
 	}
 }
