@@ -137,8 +137,8 @@ QsRecentBorrowAt(double recent, QsTime since, int64_t borrowed, QsTime now, QsTi
 	double		h = (double) half_life / 1e6;
 	double		decay;
 
-	if (now <= since)
-		return recent;
+	if (now <= since || (recent == 0 && borrowed == 0))
+		return recent;			/* (nothing to decay: a share that never borrowed) */
 	decay = exp2(-((double) (now - since) / 1e6) / h);
 #ifdef QS_MUTANT_FAIR_DECAY
 	decay = 1;
