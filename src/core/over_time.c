@@ -138,7 +138,7 @@ QsRecentBorrowAt(double recent, QsTime since, int64_t borrowed, QsTime now, QsTi
 	double		decay;
 
 	if (now <= since || (recent == 0 && borrowed == 0))
-		return recent;			/* (nothing to decay: a share that never borrowed) */
+		return recent;			/* (no memory of borrowing, and none now: 0) */
 	decay = exp2(-((double) (now - since) / 1e6) / h);
 #ifdef QS_MUTANT_FAIR_DECAY
 	decay = 1;
